@@ -1,0 +1,53 @@
+# Thin on purpose: every recipe is a one-liner or a script under hack/.
+SHELL := /usr/bin/env bash
+GO ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+LDFLAGS := -X github.com/vipctl/vipctl/internal/version.Version=$(VERSION)
+EXAMPLE ?= examples/compact-ipv4.yaml
+NODES ?= examples/nodes/compact.yaml
+OUT ?= out
+TRIALS ?= 20
+
+.PHONY: all build demo deps test test-unit test-e2e lint verify update bench clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/vipctl ./cmd/vipctl
+
+## demo: run vipctl on the shipped example into ./out
+demo: build
+	./hack/demo.sh bin/vipctl $(EXAMPLE) $(NODES) $(OUT)
+
+## deps: install keepalived, haproxy and iproute2 when missing; build the
+## test control plane (kube-apiserver, etcd) from source into bin/, cached
+deps:
+	./hack/install-deps.sh
+	./hack/build-apiserver.sh
+
+## test: every test, unit and end to end, after installing what they need
+test: deps verify
+	$(GO) test -count=1 ./...
+
+test-unit:
+	$(GO) test -count=1 ./pkg/... ./internal/...
+
+test-e2e: deps
+	$(GO) test -count=1 ./test/e2e/...
+
+lint:
+	./hack/lint.sh
+
+## verify: formatting, vet, and that generated files are current
+verify:
+	./hack/verify.sh
+
+## update: regenerate golden files and generated docs
+update:
+	./hack/update.sh
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+
+clean:
+	rm -rf bin $(OUT)

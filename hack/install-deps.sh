@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs the real daemons and tools the tests drive: keepalived, haproxy,
+# iproute2 (ip netns, veth, bridge). Idempotent: apt runs only when something
+# is missing, so a warm machine pays nothing.
+set -euo pipefail
+
+declare -A pkg_for=(
+  [keepalived]=keepalived
+  [haproxy]=haproxy
+  [ip]=iproute2
+)
+
+missing=()
+for cmd in "${!pkg_for[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("${pkg_for[$cmd]}")
+done
+# keepalived refuses track/notify scripts unless their user exists (pitfall 4
+# in the lab notes): the rendered configs run scripts as keepalived_script.
+need_user=0
+id keepalived_script >/dev/null 2>&1 || need_user=1
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "install-deps: missing ${missing[*]} and not root; install them or rerun as root" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if [ "$need_user" = 1 ] && [ "$(id -u)" = 0 ]; then
+  useradd --system --no-create-home --shell /usr/sbin/nologin keepalived_script
+fi
+# Debian starts the packaged services on install; the tests run their own
+# instances inside network namespaces and never want the host's.
+if [ ${#missing[@]} -gt 0 ] && command -v systemctl >/dev/null 2>&1; then
+  systemctl disable --now keepalived haproxy >/dev/null 2>&1 || true
+fi
+keepalived --version 2>&1 | head -1
+haproxy -v | head -1

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Regenerates every golden file and generated doc. verify.sh runs this and
+# fails when the tree changes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+go test -count=1 ./internal/cli/... ./pkg/render/... -run Golden -update >/dev/null
+go run ./hack/gendocs docs/config-reference.md

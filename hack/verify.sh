@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Cheap checks that must hold on every commit: gofmt, go vet, go.mod tidy,
+# and generated files (golden files, docs) matching what `make update` makes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+unformatted=$(find . -name '*.go' -not -path './bin/*' -not -path './.git/*' -print0 | xargs -0 gofmt -l)
+if [ -n "$unformatted" ]; then
+  echo "verify: gofmt needed on:" >&2
+  echo "$unformatted" >&2
+  exit 1
+fi
+go vet ./...
+
+cp go.mod /tmp/vipctl-go.mod.$$; cp go.sum /tmp/vipctl-go.sum.$$
+go mod tidy
+if ! cmp -s go.mod /tmp/vipctl-go.mod.$$ || ! cmp -s go.sum /tmp/vipctl-go.sum.$$; then
+  cp /tmp/vipctl-go.mod.$$ go.mod; cp /tmp/vipctl-go.sum.$$ go.sum
+  rm -f /tmp/vipctl-go.mod.$$ /tmp/vipctl-go.sum.$$
+  echo "verify: go.mod/go.sum are not tidy; run go mod tidy" >&2
+  exit 1
+fi
+rm -f /tmp/vipctl-go.mod.$$ /tmp/vipctl-go.sum.$$
+
+# Golden files and generated docs: regenerate into the tree and fail on any
+# difference, so a stale golden file cannot pass CI.
+./hack/update.sh
+stale=$(git status --porcelain --untracked-files=all -- docs ':(glob)**/testdata/**')
+if [ -n "$stale" ]; then
+  echo "verify: generated files are stale; run make update and commit:" >&2
+  echo "$stale" >&2
+  exit 1
+fi
+echo "verify: ok"

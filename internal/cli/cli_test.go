@@ -1,0 +1,218 @@
+package cli
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/vipctl/vipctl/internal/golden"
+)
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// run executes the real root command, as the binary would, into buffers.
+func run(t *testing.T, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Main(args, IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	return result{code: code, stdout: out.String(), stderr: errOut.String()}
+}
+
+func repo(path string) string { return filepath.Join("..", "..", path) }
+
+// TestCLIGolden pins the exact output and exit code of each command line.
+func TestCLIGolden(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"vr-ids-ostest", []string{"vr-ids", "ostest"}, 0},
+		{"vr-ids-cnf10", []string{"vr-ids", "cnf10"}, 0},
+		{"vr-ids-cnf11-known-cnf10", []string{"vr-ids", "cnf11", "--known", "cnf10"}, ExitFinding},
+		{"vr-ids-file-shards", []string{"vr-ids", "-f", repo("examples/ingress-shards.yaml")}, 0},
+		{"vr-ids-file-json", []string{"vr-ids", "-f", repo("examples/multicast-fast.yaml"), "-o", "json"}, 0},
+		{"vr-ids-inventory", []string{"vr-ids", "-f", repo("examples/compact-ipv4.yaml"), "--inventory", repo("testdata/inventory.yaml"), "--known", "ostest2"}, 0},
+		{"vr-ids-inventory-yaml", []string{"vr-ids", "cnf11", "--inventory", repo("testdata/inventory.yaml"), "-o", "yaml"}, ExitFinding},
+		{"vr-ids-bad-name", []string{"vr-ids", "Bad_Name"}, 1},
+		{"vr-ids-no-name", []string{"vr-ids"}, 1},
+		{"vr-ids-name-mismatch", []string{"vr-ids", "other", "-f", repo("examples/compact-ipv4.yaml")}, 1},
+		{"validate-ok", []string{"validate", "-f", repo("examples/compact-ipv4.yaml")}, 0},
+		{"validate-defaults-yaml", []string{"validate", "-f", repo("examples/dual-stack.yaml"), "-o", "yaml"}, 0},
+		{"validate-invalid", []string{"validate", "-f", repo("testdata/invalid-cluster.yaml")}, 1},
+		{"validate-missing-file", []string{"validate", "-f", "does-not-exist.yaml"}, 1},
+		{"bad-output-format", []string{"vr-ids", "ostest", "-o", "xml"}, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := run(t, tc.args...)
+			if r.code != tc.code {
+				t.Errorf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tc.code, r.stdout, r.stderr)
+			}
+			// Paths in messages depend on where the test runs from.
+			out := strings.ReplaceAll(fmt.Sprintf("exit: %d\n--- stdout\n%s--- stderr\n%s", r.code, r.stdout, r.stderr), "../../", "")
+			golden.Assert(t, tc.name, []byte(out))
+		})
+	}
+}
+
+// TestVRIDsCompatibleOutput: the first two lines must stay byte for byte
+// what OpenShift's `baremetal-runtimecfg vr-ids` prints.
+func TestVRIDsCompatibleOutput(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]string{
+		"cnf10":  "APIVirtualRouterID: 147\nIngressVirtualRouterID: 2\n",
+		"cnf11":  "APIVirtualRouterID: 228\nIngressVirtualRouterID: 147\n",
+		"ostest": "APIVirtualRouterID: 14\nIngressVirtualRouterID: 93\n",
+	} {
+		if r := run(t, "vr-ids", name); r.code != 0 || r.stdout != want {
+			t.Errorf("vr-ids %s = %q (exit %d), want %q", name, r.stdout, r.code, want)
+		}
+	}
+}
+
+func TestVRIDsClashReport(t *testing.T) {
+	t.Parallel()
+	r := run(t, "vr-ids", "cnf11", "--known", "cnf10", "-o", "json")
+	if r.code != ExitFinding {
+		t.Fatalf("exit %d, want %d; stderr %s", r.code, ExitFinding, r.stderr)
+	}
+	var rep struct {
+		Clashes           []string         `json:"clashes"`
+		ProposedOverrides map[string]uint8 `json:"proposedOverrides"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := "clash: IngressVirtualRouterID 147 also used by cluster cnf10 (api)"
+	if len(rep.Clashes) != 1 || rep.Clashes[0] != want {
+		t.Errorf("clashes = %q, want [%q]", rep.Clashes, want)
+	}
+	id, ok := rep.ProposedOverrides["ingress"]
+	if !ok || id == 147 || id == 2 || id == 228 {
+		t.Errorf("proposed overrides %v: want a new ingress ID clear of 147, 2 and 228", rep.ProposedOverrides)
+	}
+}
+
+func TestVersionAndCompletion(t *testing.T) {
+	t.Parallel()
+	r := run(t, "version", "-o", "json")
+	var v versionInfo
+	if err := json.Unmarshal([]byte(r.stdout), &v); r.code != 0 || err != nil || v.Version == "" || v.GoVersion == "" {
+		t.Errorf("version -o json = %q, exit %d, err %v", r.stdout, r.code, err)
+	}
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		r := run(t, "completion", shell)
+		if r.code != 0 || !strings.Contains(r.stdout, "vipctl") {
+			t.Errorf("completion %s: exit %d, %d bytes", shell, r.code, len(r.stdout))
+		}
+	}
+}
+
+// treeDigest summarises a directory: every path, mode and content.
+func treeDigest(t *testing.T, dir string) string {
+	t.Helper()
+	var lines []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		line := fmt.Sprintf("%s %v", rel, info.Mode())
+		if !d.IsDir() {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			line += fmt.Sprintf(" %x", sha256.Sum256(data))
+		}
+		lines = append(lines, line)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+func TestRenderWritesLayoutAtomically(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "out")
+	r := run(t, "render", "-f", repo("examples/compact-ipv4.yaml"), "-o", out, "--nodes", repo("examples/nodes/compact.yaml"))
+	if r.code != 0 {
+		t.Fatalf("render: exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{
+		"machineconfigs/50-vipctl-master.yaml",
+		"machineconfigs/50-vipctl-worker.yaml",
+		"nodes/master-0/etc/keepalived/keepalived.conf",
+		"nodes/master-0/etc/haproxy/haproxy.cfg",
+		"nodes/master-2/etc/vipctl/scripts/check-http.sh",
+	} {
+		if _, err := os.Stat(filepath.Join(out, want)); err != nil {
+			t.Errorf("missing %s: %v", want, err)
+		}
+	}
+	st, err := os.Stat(filepath.Join(out, "nodes/master-2/etc/vipctl/scripts/check-http.sh"))
+	if err != nil || st.Mode().Perm() != 0o755 {
+		t.Errorf("check script mode = %v, %v; want 0755", st.Mode(), err)
+	}
+	before := treeDigest(t, out)
+
+	// A bad file, a bad node list, or a config that cannot render for these
+	// nodes: each fails with a clear error and leaves the tree untouched.
+	for _, bad := range [][]string{
+		{"render", "-f", repo("testdata/invalid-cluster.yaml"), "-o", out},
+		{"render", "-f", repo("examples/compact-ipv4.yaml"), "-o", out, "--nodes", repo("testdata/inventory.yaml")},
+		{"render", "-f", repo("examples/pools-node-groups.yaml"), "-o", out, "--nodes", repo("examples/nodes/compact.yaml")},
+	} {
+		r := run(t, bad...)
+		if r.code == 0 || r.stderr == "" {
+			t.Errorf("%v: exit %d, stderr %q; want a failure with a message", bad, r.code, r.stderr)
+		}
+		if after := treeDigest(t, out); after != before {
+			t.Errorf("%v changed the output directory despite failing", bad)
+		}
+	}
+
+	// A second good render replaces the tree as a whole.
+	r = run(t, "render", "-f", repo("examples/compact-ipv4.yaml"), "-o", out)
+	if r.code != 0 {
+		t.Fatalf("re-render: %s", r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "nodes")); !os.IsNotExist(err) {
+		t.Errorf("nodes/ from the previous render survived a render without --nodes: %v", err)
+	}
+}
+
+func TestRenderRefusesForeignDirectory(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	if err := os.WriteFile(filepath.Join(out, "precious.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, "render", "-f", repo("examples/compact-ipv4.yaml"), "-o", out)
+	if r.code == 0 || !strings.Contains(r.stderr, "was not written by vipctl render") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if data, err := os.ReadFile(filepath.Join(out, "precious.txt")); err != nil || string(data) != "mine" {
+		t.Errorf("foreign file touched: %q %v", data, err)
+	}
+}

@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/bundle"
+	"github.com/vipctl/vipctl/pkg/render"
+)
+
+type renderOptions struct {
+	file  string
+	out   string
+	nodes string
+	iface string
+}
+
+// NewRenderCommand writes MachineConfigs and, with --nodes, every node's
+// keepalived/haproxy files into a directory, atomically.
+func NewRenderCommand(streams IOStreams) *cobra.Command {
+	o := &renderOptions{}
+	cmd := &cobra.Command{
+		Use:   "render -f FILE -o DIR [--nodes NODES.yaml]",
+		Short: "Render MachineConfigs, static pods and per-node keepalived/haproxy configs",
+		Long: `Writes DIR/machineconfigs/*.yaml, ready for oc apply -f, and with --nodes
+(the output of oc get nodes -o yaml) DIR/nodes/<node>/etc/... with exactly the
+files the runtimecfg sidecar would write on that node. DIR is replaced as a
+whole and atomically: on any error it is left as it was.`,
+		Example: `  vipctl render -f cluster.yaml -o out/
+  oc get nodes -o yaml > nodes.yaml
+  vipctl render -f cluster.yaml -o out/ --nodes nodes.yaml --interface br-ex`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			c, err := v1alpha1.Load(o.file)
+			if err != nil {
+				return err
+			}
+			var opts bundle.Options
+			if o.nodes != "" {
+				iface := o.iface
+				if iface == "" {
+					iface = c.Spec.VRRP.Interface
+				}
+				if opts.Nodes, err = render.LoadNodeList(o.nodes, iface); err != nil {
+					return fmt.Errorf("--nodes: %w", err)
+				}
+				if opts.NodesYAML, err = os.ReadFile(o.nodes); err != nil {
+					return fmt.Errorf("--nodes: %w", err)
+				}
+			}
+			files, err := bundle.Build(c, opts)
+			if err != nil {
+				return err
+			}
+			if err := bundle.WriteDir(o.out, files); err != nil {
+				return err
+			}
+			fmt.Fprintf(streams.Out, "wrote %d files to %s\n", len(files), o.out)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.file, "file", "f", "", "ClusterVIPs file")
+	f.StringVarP(&o.out, "output-dir", "o", "", "output directory (replaced atomically)")
+	f.StringVar(&o.nodes, "nodes", "", "NodeList (oc get nodes -o yaml) to render each node's files")
+	f.StringVar(&o.iface, "interface", "", "VRRP interface for nodes without a vipctl.io/interface annotation (default spec.vrrp.interface)")
+	_ = cmd.MarkFlagRequired("file")
+	_ = cmd.MarkFlagRequired("output-dir")
+	return cmd
+}

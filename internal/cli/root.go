@@ -1,0 +1,80 @@
+// Package cli holds vipctl's cobra commands. Each command parses its flags
+// into a small options struct and makes one library call; everything that
+// can be tested without a terminal lives in the libraries.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// IOStreams are the command's standard streams, injected so tests can run
+// the real root command into buffers.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// StdStreams are the process's own streams.
+func StdStreams() IOStreams {
+	return IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+}
+
+// ExitError carries a specific exit code for a finding that is not a
+// failure of the command itself (a VRRP ID clash, a VIP with no holder).
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// ExitFinding is the exit code of a command that ran fine and found a
+// problem (clash, VIP without holder), so scripts can tell it from an error.
+const ExitFinding = 2
+
+// NewRootCommand builds the whole command tree.
+func NewRootCommand(streams IOStreams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "vipctl",
+		Short: "Highly available virtual IPs for on-premise clusters",
+		Long: `vipctl computes VRRP IDs, renders keepalived and haproxy configuration,
+static pods and MachineConfigs for a cluster's API, ingress and
+LoadBalancer Service VIPs, and keeps them in step with the cluster.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	root.AddCommand(
+		NewVersionCommand(streams),
+		NewValidateCommand(streams),
+		NewVRIDsCommand(streams),
+		NewRenderCommand(streams),
+	)
+	return root
+}
+
+// Main runs the root command and turns its error into an exit code. The
+// error is printed here, once.
+func Main(args []string, streams IOStreams) int {
+	root := NewRootCommand(streams)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(streams.ErrOut, "error:", err)
+	var exit *ExitError
+	if errors.As(err, &exit) {
+		return exit.Code
+	}
+	return 1
+}

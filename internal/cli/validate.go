@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+)
+
+type validateOptions struct {
+	file   string
+	output string
+}
+
+// NewValidateCommand checks a ClusterVIPs file and prints it with every
+// default filled in (-o yaml), or a one-line summary.
+func NewValidateCommand(streams IOStreams) *cobra.Command {
+	o := &validateOptions{}
+	cmd := &cobra.Command{
+		Use:   "validate -f FILE",
+		Short: "Check a ClusterVIPs file; -o yaml prints it with defaults applied",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if err := checkOutput(o.output); err != nil {
+				return err
+			}
+			c, err := v1alpha1.Load(o.file)
+			if err != nil {
+				return err
+			}
+			return printData(streams.Out, o.output, c, func(w io.Writer) error {
+				vips := len(c.Spec.API.VIPs)
+				for _, in := range c.Spec.Ingress {
+					vips += len(in.VIPs)
+				}
+				_, err := fmt.Fprintf(w, "%s: valid (cluster %s; API and ingress VIPs: %d; service pools: %d; VRRP instance keys: %d)\n",
+					o.file, c.Metadata.Name, vips, len(c.Spec.ServicePools), len(c.InstanceKeys()))
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&o.file, "file", "f", "", "ClusterVIPs file")
+	_ = cmd.MarkFlagRequired("file")
+	addOutputFlag(cmd, &o.output)
+	return cmd
+}

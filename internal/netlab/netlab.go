@@ -1,0 +1,415 @@
+// Package netlab builds small networks of Linux network namespaces for the
+// end-to-end tests: L2 segments (bridges living in a namespace of their
+// own), hosts attached to them with an interface named like a real node's
+// (br-ex), optional routers between segments, and processes started inside
+// the hosts. Nothing touches the host's own namespace. Everything is
+// stopped by PID and deleted when the test ends, also on failure.
+//
+// Tests use documentation addresses only: 198.51.100.0/24, 203.0.113.0/24
+// and 2001:db8::/32.
+package netlab
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netns"
+)
+
+// Require fails the test (never skips it) when the lab cannot run: CI runs
+// as root with iproute2 installed, so a missing prerequisite is a broken
+// setup, not a reason to pass.
+func Require(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("netlab needs root (network namespaces); run the tests as root, as CI does")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Fatal("netlab needs iproute2's ip: run hack/install-deps.sh")
+	}
+}
+
+// Lab is one test's network.
+type Lab struct {
+	t      testing.TB
+	prefix string
+	// switchNS holds every segment's bridge, out of the hosts' way.
+	switchNS string
+
+	mu       sync.Mutex
+	segments map[string]string // segment name -> bridge name
+	hosts    map[string]*Host
+	procs    []*Proc
+	links    int
+}
+
+// DefaultSegment is the segment hosts join unless told otherwise.
+const DefaultSegment = "a"
+
+// New creates an empty lab with one segment, DefaultSegment.
+func New(t testing.TB) *Lab {
+	t.Helper()
+	Require(t)
+	b := make([]byte, 3)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	l := &Lab{t: t, prefix: "vl" + hex.EncodeToString(b), segments: map[string]string{}, hosts: map[string]*Host{}}
+	l.switchNS = l.prefix + "-sw"
+	t.Cleanup(l.cleanup)
+	l.must("ip", "netns", "add", l.switchNS)
+	l.must("ip", "-n", l.switchNS, "link", "set", "lo", "up")
+	l.AddSegment(DefaultSegment)
+	return l
+}
+
+// Prefix is this lab's unique prefix; every namespace it creates starts
+// with it.
+func (l *Lab) Prefix() string { return l.prefix }
+
+// AddSegment adds an L2 segment (a bridge).
+func (l *Lab) AddSegment(name string) {
+	l.t.Helper()
+	l.mu.Lock()
+	br := fmt.Sprintf("br%d", len(l.segments))
+	l.segments[name] = br
+	l.mu.Unlock()
+	l.must("ip", "-n", l.switchNS, "link", "add", br, "type", "bridge")
+	// No STP and no forwarding delay: a port works the moment it is up.
+	l.must("ip", "-n", l.switchNS, "link", "set", br, "type", "bridge", "forward_delay", "0", "stp_state", "0")
+	l.must("ip", "-n", l.switchNS, "link", "set", br, "up")
+}
+
+// HostOpts describe a host's attachment.
+type HostOpts struct {
+	// Iface is the host-side interface name (default "br-ex").
+	Iface string
+	// Addrs are CIDR addresses on Iface, e.g. "198.51.100.11/24".
+	Addrs []string
+	// Segment to attach to (default DefaultSegment).
+	Segment string
+	// Gateways are default routes via these addresses (one per family).
+	Gateways []string
+}
+
+// Host is a namespace attached to a segment.
+type Host struct {
+	Name  string
+	NS    string
+	Iface string
+	lab   *Lab
+	// switchPort is the veth end on the bridge; taking it down is a
+	// pulled cable.
+	switchPort string
+}
+
+// AddHost creates a namespace, a veth into the segment's bridge, the
+// addresses, and the sysctls a VIP holder needs (non-local bind, no IPv6
+// duplicate address detection so addresses work at once).
+func (l *Lab) AddHost(name string, o HostOpts) *Host {
+	l.t.Helper()
+	if o.Iface == "" {
+		o.Iface = "br-ex"
+	}
+	if o.Segment == "" {
+		o.Segment = DefaultSegment
+	}
+	l.mu.Lock()
+	br, ok := l.segments[o.Segment]
+	l.links++
+	port := fmt.Sprintf("p%d", l.links)
+	l.mu.Unlock()
+	if !ok {
+		l.t.Fatalf("netlab: no segment %q", o.Segment)
+	}
+	h := &Host{Name: name, NS: l.prefix + "-" + name, Iface: o.Iface, lab: l, switchPort: port}
+	l.must("ip", "netns", "add", h.NS)
+	l.mu.Lock()
+	l.hosts[name] = h
+	l.mu.Unlock()
+	for _, kv := range []string{
+		"net.ipv4.ip_nonlocal_bind=1",
+		"net.ipv6.ip_nonlocal_bind=1",
+		"net.ipv6.conf.all.accept_dad=0",
+		"net.ipv6.conf.default.accept_dad=0",
+		"net.ipv4.conf.all.arp_ignore=0",
+	} {
+		l.must("ip", "netns", "exec", h.NS, "sysctl", "-qw", kv)
+	}
+	l.must("ip", "-n", h.NS, "link", "set", "lo", "up")
+	// Create the pair in the host namespace's side directly: neither end
+	// ever exists in the machine's own namespace.
+	tmp := "t" + port
+	l.must("ip", "-n", h.NS, "link", "add", o.Iface, "type", "veth", "peer", "name", tmp, "netns", l.switchNS)
+	l.must("ip", "-n", l.switchNS, "link", "set", tmp, "name", port)
+	l.must("ip", "-n", l.switchNS, "link", "set", port, "master", br, "up")
+	for _, a := range o.Addrs {
+		args := []string{"-n", h.NS, "addr", "add", a, "dev", o.Iface}
+		if strings.Contains(a, ":") {
+			args = append(args, "nodad")
+		}
+		l.must("ip", args...)
+	}
+	l.must("ip", "-n", h.NS, "link", "set", o.Iface, "up")
+	for _, gw := range o.Gateways {
+		fam := "-4"
+		if strings.Contains(gw, ":") {
+			fam = "-6"
+		}
+		l.must("ip", fam, "-n", h.NS, "route", "add", "default", "via", gw)
+	}
+	return h
+}
+
+// AddRouter creates a host with one interface per segment (named eth-<segment>)
+// and forwarding on, so hosts on different segments reach each other through
+// it. addrs maps a segment to the router's CIDR addresses there.
+func (l *Lab) AddRouter(name string, addrs map[string][]string) *Host {
+	l.t.Helper()
+	h := &Host{Name: name, NS: l.prefix + "-" + name, lab: l}
+	l.must("ip", "netns", "add", h.NS)
+	l.mu.Lock()
+	l.hosts[name] = h
+	l.mu.Unlock()
+	l.must("ip", "-n", h.NS, "link", "set", "lo", "up")
+	for _, kv := range []string{"net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0"} {
+		l.must("ip", "netns", "exec", h.NS, "sysctl", "-qw", kv)
+	}
+	for seg, cidrs := range addrs {
+		l.mu.Lock()
+		br, ok := l.segments[seg]
+		l.links++
+		port := fmt.Sprintf("p%d", l.links)
+		l.mu.Unlock()
+		if !ok {
+			l.t.Fatalf("netlab: no segment %q", seg)
+		}
+		iface := "eth-" + seg
+		l.must("ip", "-n", h.NS, "link", "add", iface, "type", "veth", "peer", "name", "t"+port, "netns", l.switchNS)
+		l.must("ip", "-n", l.switchNS, "link", "set", "t"+port, "name", port)
+		l.must("ip", "-n", l.switchNS, "link", "set", port, "master", br, "up")
+		for _, a := range cidrs {
+			args := []string{"-n", h.NS, "addr", "add", a, "dev", iface}
+			if strings.Contains(a, ":") {
+				args = append(args, "nodad")
+			}
+			l.must("ip", args...)
+		}
+		l.must("ip", "-n", h.NS, "link", "set", iface, "up")
+	}
+	return h
+}
+
+// Host returns a host by name.
+func (l *Lab) Host(name string) *Host {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.hosts[name]
+}
+
+// Exec runs a command inside the host and returns its combined output.
+func (h *Host) Exec(argv ...string) ([]byte, error) {
+	cmd := exec.Command("ip", append([]string{"netns", "exec", h.NS}, argv...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if err != nil {
+		return out.Bytes(), fmt.Errorf("%s: %s: %w: %s", h.Name, strings.Join(argv, " "), err, strings.TrimSpace(out.String()))
+	}
+	return out.Bytes(), nil
+}
+
+// MustExec is Exec that fails the test on error.
+func (h *Host) MustExec(argv ...string) []byte {
+	h.lab.t.Helper()
+	out, err := h.Exec(argv...)
+	if err != nil {
+		h.lab.t.Fatal(err)
+	}
+	return out
+}
+
+// Proc is a process started inside a host.
+type Proc struct {
+	Name string
+	// Log is the file holding its stdout and stderr.
+	Log  string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// Start runs argv inside the host in the background, output to a log file
+// in the test's temp dir. The process is stopped when the test ends.
+func (h *Host) Start(name string, argv ...string) *Proc {
+	h.lab.t.Helper()
+	log := filepath.Join(h.lab.t.TempDir(), h.Name+"-"+name+".log")
+	f, err := os.Create(log)
+	if err != nil {
+		h.lab.t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command("ip", append([]string{"netns", "exec", h.NS}, argv...)...)
+	cmd.Stdout, cmd.Stderr = f, f
+	// A group of its own: Stop signals everything it forked (keepalived's
+	// VRRP child, a shell's children) by PID, never by name.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		h.lab.t.Fatalf("%s: starting %s: %v", h.Name, name, err)
+	}
+	p := &Proc{Name: h.Name + "/" + name, Log: log, cmd: cmd, done: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	h.lab.mu.Lock()
+	h.lab.procs = append(h.lab.procs, p)
+	h.lab.mu.Unlock()
+	return p
+}
+
+// PID is the process's PID (the ip netns exec wrapper execs into the
+// command, so it is the command's own).
+func (p *Proc) PID() int { return p.cmd.Process.Pid }
+
+// Signal sends sig to the process group.
+func (p *Proc) Signal(sig syscall.Signal) error { return syscall.Kill(-p.PID(), sig) }
+
+// Exited reports whether the process has ended.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Wait waits up to d for the process to end.
+func (p *Proc) Wait(d time.Duration) error {
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(d):
+		return fmt.Errorf("%s still running after %s", p.Name, d)
+	}
+}
+
+// Stop sends SIGTERM to the group, and SIGKILL if it has not ended in 5 s.
+func (p *Proc) Stop() {
+	if p.Exited() {
+		return
+	}
+	_ = p.Signal(syscall.SIGTERM)
+	if p.Wait(5*time.Second) != nil {
+		_ = p.Signal(syscall.SIGKILL)
+		_ = p.Wait(5 * time.Second)
+	}
+}
+
+// LogTail returns the last n lines of the process's log.
+func (p *Proc) LogTail(n int) string {
+	data, _ := os.ReadFile(p.Log)
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// LinkDown pulls the host's cable: its port on the bridge goes down, as
+// when a node dies or its switch port fails. The host itself notices
+// nothing.
+func (h *Host) LinkDown() {
+	h.lab.t.Helper()
+	h.lab.must("ip", "-n", h.lab.switchNS, "link", "set", h.switchPort, "down")
+}
+
+// LinkUp plugs the cable back in.
+func (h *Host) LinkUp() {
+	h.lab.t.Helper()
+	h.lab.must("ip", "-n", h.lab.switchNS, "link", "set", h.switchPort, "up")
+}
+
+// Do runs fn on an OS thread switched into the host's namespace, for Go
+// code that must open sockets there. Sockets keep their namespace after
+// the thread switches back. If switching back fails the thread stays
+// locked, so the runtime discards it rather than reuse a thread in the
+// wrong namespace.
+func (h *Host) Do(fn func() error) error {
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer orig.Close()
+	target, err := netns.GetFromName(h.NS)
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer target.Close()
+	if err := netns.Set(target); err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	fnErr := fn()
+	if err := netns.Set(orig); err != nil {
+		return errors.Join(fnErr, fmt.Errorf("returning to the original namespace: %w", err))
+	}
+	runtime.UnlockOSThread()
+	return fnErr
+}
+
+func (l *Lab) must(name string, args ...string) {
+	l.t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		l.t.Fatalf("netlab: %s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+}
+
+// cleanup stops every process, then deletes every namespace (which deletes
+// their links). Errors are reported, not ignored.
+func (l *Lab) cleanup() {
+	l.mu.Lock()
+	procs := append([]*Proc{}, l.procs...)
+	var nss []string
+	for _, h := range l.hosts {
+		nss = append(nss, h.NS)
+	}
+	l.mu.Unlock()
+	for i := len(procs) - 1; i >= 0; i-- {
+		procs[i].Stop()
+	}
+	for _, ns := range append(nss, l.switchNS) {
+		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
+			l.t.Errorf("netlab cleanup: ip netns del %s: %v: %s", ns, err, out)
+		}
+	}
+}
+
+// Namespaces lists the machine's namespaces starting with prefix (for
+// tests of the cleanup itself).
+func Namespaces(prefix string) ([]string, error) {
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		return nil, err
+	}
+	var found []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], prefix) {
+			found = append(found, f[0])
+		}
+	}
+	return found, nil
+}

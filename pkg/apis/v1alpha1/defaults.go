@@ -1,0 +1,137 @@
+package v1alpha1
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Defaults. They are part of the contract: changing one changes what every
+// existing cluster file renders.
+const (
+	DefaultAPIPort                  = 6443
+	DefaultLoadBalancerPort         = 9445
+	DefaultInternalLoadBalancerPort = 22624
+	DefaultHealthPort               = 9444
+	DefaultRouterNamespace          = "openshift-ingress"
+	DefaultRouterHealthPort         = 1936
+	DefaultIngressController        = "default"
+	RouterDeploymentLabel           = "ingresscontroller.operator.openshift.io/deployment-ingresscontroller"
+	DefaultPoolMaxHolders           = 8
+	DefaultPoolInstances            = 2
+	DefaultInterface                = "br-ex"
+	ModeUnicast                     = "unicast"
+	ModeMulticast                   = "multicast"
+	ProfileDefault                  = "default"
+	ProfileFast                     = "fast"
+	DefaultKeepalivedImage          = "quay.io/openshift/origin-keepalived-ipfailover:latest"
+	DefaultHaproxyImage             = "quay.io/openshift/origin-haproxy-router:latest"
+	DefaultVipctlImage              = "quay.io/vipctl/vipctl:latest"
+	defaultProfileAdvert            = "1s"
+	fastProfileAdvert               = "200ms"
+	defaultProfileVRRPVersion       = 2
+	fastProfileVRRPVersion          = 3
+	minVRRPv3Advert                 = 10 * time.Millisecond
+	maxVRRPv3Advert                 = 40950 * time.Millisecond
+	maxVRRPv2AdvertSeconds          = 255
+	vrrpv3AdvertGranularity         = 10 * time.Millisecond
+	maxPoolInstancesPerFamily       = 16
+	maxInterfaceNameLength          = 15
+	maxVirtualRouterID              = 255
+	defaultIngressDomainPrefix      = "apps."
+	defaultAutoAssign               = true
+)
+
+// SetDefaults fills every optional field. It is idempotent and runs before
+// validation, so validation sees exactly what will be rendered.
+func SetDefaults(c *ClusterVIPs) {
+	s := &c.Spec
+	if s.API.Port == 0 {
+		s.API.Port = DefaultAPIPort
+	}
+	if s.API.LoadBalancerPort == 0 {
+		s.API.LoadBalancerPort = DefaultLoadBalancerPort
+	}
+	if s.API.InternalPort != 0 && s.API.InternalLoadBalancerPort == 0 {
+		s.API.InternalLoadBalancerPort = DefaultInternalLoadBalancerPort
+	}
+	if s.API.HealthPort == 0 {
+		s.API.HealthPort = DefaultHealthPort
+	}
+	for i := range s.Ingress {
+		in := &s.Ingress[i]
+		if in.RouterNamespace == "" {
+			in.RouterNamespace = DefaultRouterNamespace
+		}
+		if len(in.RouterSelector) == 0 && in.Name != "" {
+			in.RouterSelector = map[string]string{RouterDeploymentLabel: in.Name}
+		}
+		if in.HealthPort == 0 {
+			in.HealthPort = DefaultRouterHealthPort
+		}
+		// Only from a valid name: a domain built from a bad one would add a
+		// second, misleading error to the one about the name.
+		if in.Domain == "" && in.Name == DefaultIngressController && len(validation.IsDNS1123Label(c.Metadata.Name)) == 0 && s.BaseDomain != "" {
+			in.Domain = defaultIngressDomainPrefix + c.Metadata.Name + "." + s.BaseDomain
+		}
+	}
+	for i := range s.ServicePools {
+		p := &s.ServicePools[i]
+		if p.AutoAssign == nil {
+			v := defaultAutoAssign
+			p.AutoAssign = &v
+		}
+		if p.Instances == 0 {
+			p.Instances = DefaultPoolInstances
+		}
+		if p.MaxHolders == 0 {
+			p.MaxHolders = DefaultPoolMaxHolders
+		}
+	}
+	v := &s.VRRP
+	if v.Mode == "" {
+		v.Mode = ModeUnicast
+	}
+	if v.Profile == "" {
+		v.Profile = ProfileDefault
+	}
+	if v.Version == 0 {
+		v.Version = defaultProfileVRRPVersion
+		if v.Profile == ProfileFast {
+			v.Version = fastProfileVRRPVersion
+		}
+	}
+	if v.AdvertInterval == "" {
+		v.AdvertInterval = defaultProfileAdvert
+		if v.Profile == ProfileFast {
+			v.AdvertInterval = fastProfileAdvert
+		}
+	}
+	if v.Interface == "" {
+		v.Interface = DefaultInterface
+	}
+	if s.Images.Keepalived == "" {
+		s.Images.Keepalived = DefaultKeepalivedImage
+	}
+	if s.Images.Haproxy == "" {
+		s.Images.Haproxy = DefaultHaproxyImage
+	}
+	if s.Images.Vipctl == "" {
+		s.Images.Vipctl = DefaultVipctlImage
+	}
+}
+
+// Advert returns the advertisement interval. Call it only on a validated
+// config; an unparsable interval reads as zero.
+func (v VRRPSpec) Advert() time.Duration {
+	d, err := time.ParseDuration(v.AdvertInterval)
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
+// IsAutoAssign reads AutoAssign with its default.
+func (p ServicePool) IsAutoAssign() bool {
+	return p.AutoAssign == nil || *p.AutoAssign
+}

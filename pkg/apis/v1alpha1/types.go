@@ -1,0 +1,158 @@
+// Package v1alpha1 is the versioned input of vipctl: one ClusterVIPs document
+// describes every virtual IP of a cluster. It is public so that installers
+// can generate it; decoding is strict and defaults are applied in Go.
+package v1alpha1
+
+const (
+	// APIVersion is the only apiVersion this package decodes.
+	APIVersion = "vipctl.io/v1alpha1"
+	// Kind is the only kind this package decodes.
+	Kind = "ClusterVIPs"
+)
+
+// ClusterVIPs is the whole input: the cluster's API VIPs, one entry per
+// IngressController, pools for Services of type LoadBalancer and how VRRP
+// runs between the nodes.
+type ClusterVIPs struct {
+	// APIVersion must be vipctl.io/v1alpha1.
+	APIVersion string `json:"apiVersion"`
+	// Kind must be ClusterVIPs.
+	Kind string `json:"kind"`
+	// Metadata names the cluster.
+	Metadata ObjectMeta `json:"metadata"`
+	// Spec is the desired state of every VIP.
+	Spec ClusterVIPsSpec `json:"spec"`
+}
+
+// ObjectMeta names the cluster. Name is the OpenShift cluster name: it feeds
+// the VRRP ID computation, so it must match the installer's name to stay
+// compatible with IDs in use today.
+type ObjectMeta struct {
+	// Name is the cluster name (a DNS-1123 label), as given to the installer.
+	Name string `json:"name"`
+	// Labels are free-form and copied nowhere; for the user's own tooling.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations are free-form and copied nowhere.
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// ClusterVIPsSpec is the desired state of every VIP of one cluster.
+type ClusterVIPsSpec struct {
+	// BaseDomain is the cluster's base DNS domain (api.<name>.<baseDomain>).
+	BaseDomain string `json:"baseDomain"`
+	// MachineNetworks are the node subnets; every VIP must sit inside one.
+	MachineNetworks []string `json:"machineNetworks"`
+	// API is the Kubernetes API VIP, held by control-plane nodes.
+	API APISpec `json:"api"`
+	// Ingress has one entry per IngressController, sharded ones included.
+	Ingress []IngressSpec `json:"ingress,omitempty"`
+	// ServicePools are address pools for Services of type LoadBalancer.
+	ServicePools []ServicePool `json:"servicePools,omitempty"`
+	// VRRP tunes how keepalived talks between the nodes.
+	VRRP VRRPSpec `json:"vrrp,omitempty"`
+	// Images are the container images of the static pods.
+	Images Images `json:"images,omitempty"`
+}
+
+// APISpec describes the API VIP and the haproxy in front of kube-apiserver.
+type APISpec struct {
+	// VIPs holds at most one address per IP family.
+	VIPs []string `json:"vips"`
+	// Port is where clients reach kube-apiserver on the VIP. Default 6443.
+	Port int32 `json:"port,omitempty"`
+	// InternalPort, when set (OpenShift uses 22623 for api-int's machine
+	// config server), is balanced over the control plane as well.
+	InternalPort int32 `json:"internalPort,omitempty"`
+	// InternalLoadBalancerPort is haproxy's port for InternalPort, which the
+	// machine config server holds on every control-plane node. Default
+	// 22624 when internalPort is set.
+	InternalLoadBalancerPort int32 `json:"internalLoadBalancerPort,omitempty"`
+	// LoadBalancerPort is where haproxy listens on every control-plane node.
+	// kube-apiserver already binds Port on all addresses, so haproxy cannot
+	// share it. Default 9445, as OpenShift uses.
+	LoadBalancerPort int32 `json:"loadBalancerPort,omitempty"`
+	// HealthPort serves haproxy's own readiness for keepalived's track
+	// script. Default 9444.
+	HealthPort int32 `json:"healthPort,omitempty"`
+}
+
+// IngressSpec is the VIP of one IngressController. It may only sit on nodes
+// that run a ready router pod of this very controller.
+type IngressSpec struct {
+	// Name is the IngressController's name; "default" is OpenShift's own.
+	Name string `json:"name"`
+	// Domain served by this controller. Defaults to apps.<cluster>.<baseDomain>
+	// for "default"; required for other controllers.
+	Domain string `json:"domain,omitempty"`
+	// VIPs holds at most one address per IP family.
+	VIPs []string `json:"vips"`
+	// RouterNamespace holds the router pods. Default openshift-ingress.
+	RouterNamespace string `json:"routerNamespace,omitempty"`
+	// RouterSelector picks this controller's router pods. Default:
+	// ingresscontroller.operator.openshift.io/deployment-ingresscontroller=<name>.
+	RouterSelector map[string]string `json:"routerSelector,omitempty"`
+	// HealthPort is the router's readiness port (/healthz/ready). Default 1936.
+	HealthPort int32 `json:"healthPort,omitempty"`
+}
+
+// ServicePool is a set of addresses handed out to Services of type
+// LoadBalancer and announced by keepalived on the pool's nodes.
+type ServicePool struct {
+	// Name is unique within the cluster; Services pick a pool by it.
+	Name string `json:"name"`
+	// Addresses are CIDRs ("198.51.100.128/26") or inclusive ranges
+	// ("198.51.100.200-198.51.100.210"), IPv4 or IPv6.
+	Addresses []string `json:"addresses"`
+	// NodeSelector picks the nodes that may hold this pool's VIPs. Empty
+	// means every node that runs keepalived.
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Namespaces that may draw from this pool. Empty means all.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// ServiceSelector restricts the pool to Services with these labels.
+	ServiceSelector map[string]string `json:"serviceSelector,omitempty"`
+	// AutoAssign lets Services without an explicit pool draw from it.
+	// Default true.
+	AutoAssign *bool `json:"autoAssign,omitempty"`
+	// Instances is the number of VRRP instances per IP family the pool's
+	// VIPs are spread over; each gets other node priorities so the VIPs are
+	// held by different nodes at once. Default 2.
+	Instances int `json:"instances,omitempty"`
+	// MaxHolders caps how many of the selected nodes take part in each of
+	// the pool's VRRP instances (the ones with the highest hashed priority
+	// for that instance). Seven backups are plenty; every extra member
+	// costs a unicast peer on every node. Default 8.
+	MaxHolders int `json:"maxHolders,omitempty"`
+}
+
+// VRRPSpec tunes VRRP between the nodes.
+type VRRPSpec struct {
+	// Mode is "unicast" (default: works where multicast is blocked) or
+	// "multicast".
+	Mode string `json:"mode,omitempty"`
+	// Profile is "default" (1 s adverts) or "fast" (VRRPv3, sub-second
+	// adverts, failover in well under a second).
+	Profile string `json:"profile,omitempty"`
+	// AdvertInterval overrides the profile's interval, e.g. "1s", "200ms".
+	AdvertInterval string `json:"advertInterval,omitempty"`
+	// Version is the VRRP version for IPv4 instances: 2 or 3. IPv6 always
+	// uses 3. Default: 2 for the default profile, 3 for fast.
+	Version int `json:"version,omitempty"`
+	// Interface is the node interface VRRP runs on when a node names none.
+	// Default br-ex.
+	Interface string `json:"interface,omitempty"`
+	// VirtualRouterIDs pins IDs by instance key: "api", "ingress" (the
+	// default controller), "ingress/<name>", "pool/<name>/<n>".
+	VirtualRouterIDs map[string]int `json:"virtualRouterIDs,omitempty"`
+	// AvoidVirtualRouterIDs are never handed out (other routers on the LAN).
+	AvoidVirtualRouterIDs []int `json:"avoidVirtualRouterIDs,omitempty"`
+}
+
+// Images are the container images of the static pods.
+type Images struct {
+	// Keepalived runs VRRP on every node that may hold a VIP.
+	Keepalived string `json:"keepalived,omitempty"`
+	// Haproxy balances the API on control-plane nodes.
+	Haproxy string `json:"haproxy,omitempty"`
+	// Vipctl runs the runtimecfg sidecar and its init container.
+	Vipctl string `json:"vipctl,omitempty"`
+}

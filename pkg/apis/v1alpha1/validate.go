@@ -1,0 +1,462 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Instance keys name VRRP instances in VRID overrides and in vr-ids output.
+const (
+	KeyAPI     = "api"
+	KeyIngress = "ingress"
+)
+
+// IngressKey is the VRRP instance key of an IngressController: "ingress" for
+// the default one (OpenShift's IngressVirtualRouterID), "ingress/<name>"
+// for the others.
+func IngressKey(name string) string {
+	if name == DefaultIngressController {
+		return KeyIngress
+	}
+	return KeyIngress + "/" + name
+}
+
+// PoolKey is the VRRP instance key of the n-th instance of a service pool.
+func PoolKey(pool string, n int) string {
+	return fmt.Sprintf("pool/%s/%d", pool, n)
+}
+
+// InstanceKeys lists every VRRP instance key of the cluster in declaration
+// order, which is the order VRRP IDs are derived in (appending is stable).
+func (c *ClusterVIPs) InstanceKeys() []string {
+	keys := []string{KeyAPI}
+	for _, in := range c.Spec.Ingress {
+		keys = append(keys, IngressKey(in.Name))
+	}
+	for _, p := range c.Spec.ServicePools {
+		for n := 0; n < p.Instances; n++ {
+			keys = append(keys, PoolKey(p.Name, n))
+		}
+	}
+	return keys
+}
+
+// imageRef is deliberately narrower than the OCI grammar: image references
+// land in YAML and shell-adjacent places, so quotes, spaces and control
+// characters are refused outright.
+var imageRef = regexp.MustCompile(`^[a-z0-9]+([._/:@-][A-Za-z0-9_.-]+)*(:[A-Za-z0-9_.-]+)?(@sha256:[a-f0-9]{64})?$`)
+
+// ifaceName follows the kernel's rules (dev_valid_name) minus the characters
+// that would need quoting in keepalived.conf.
+var ifaceName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,15}$`)
+
+// Validate checks a defaulted config and returns every problem found.
+func Validate(c *ClusterVIPs) field.ErrorList {
+	var errs field.ErrorList
+	meta := field.NewPath("metadata")
+	if c.Metadata.Name == "" {
+		errs = append(errs, field.Required(meta.Child("name"), "the OpenShift cluster name"))
+	} else {
+		for _, m := range validation.IsDNS1123Label(c.Metadata.Name) {
+			errs = append(errs, field.Invalid(meta.Child("name"), c.Metadata.Name, m))
+		}
+	}
+	spec := field.NewPath("spec")
+	s := &c.Spec
+	if s.BaseDomain == "" {
+		errs = append(errs, field.Required(spec.Child("baseDomain"), ""))
+	} else {
+		for _, m := range validation.IsDNS1123Subdomain(s.BaseDomain) {
+			errs = append(errs, field.Invalid(spec.Child("baseDomain"), s.BaseDomain, m))
+		}
+	}
+
+	v := validator{}
+	errs = append(errs, v.machineNetworks(s.MachineNetworks, spec.Child("machineNetworks"))...)
+	errs = append(errs, v.api(&s.API, spec.Child("api"))...)
+	errs = append(errs, v.ingress(s.Ingress, spec.Child("ingress"), len(validation.IsDNS1123Label(c.Metadata.Name)) == 0)...)
+	errs = append(errs, v.pools(s.ServicePools, spec.Child("servicePools"))...)
+	errs = append(errs, v.vipsOutsidePools()...)
+	errs = append(errs, validateVRRP(c, spec.Child("vrrp"))...)
+	errs = append(errs, validateImages(&s.Images, spec.Child("images"))...)
+	return errs
+}
+
+// validator carries what one part of the config needs to check another:
+// the machine networks for every VIP, every VIP seen so far for duplicates.
+type validator struct {
+	networks []netip.Prefix
+	vips     []seenVIP
+	ranges   []seenRange
+}
+
+type seenVIP struct {
+	addr netip.Addr
+	path *field.Path
+}
+
+type seenRange struct {
+	r    AddressRange
+	path *field.Path
+}
+
+func (v *validator) machineNetworks(nets []string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(nets) == 0 {
+		return append(errs, field.Required(path, "at least one node subnet, e.g. 198.51.100.0/24"))
+	}
+	for i, n := range nets {
+		p, err := netip.ParsePrefix(n)
+		if err != nil {
+			errs = append(errs, field.Invalid(path.Index(i), n, "invalid CIDR"))
+			continue
+		}
+		if p.Masked() != p {
+			errs = append(errs, field.Invalid(path.Index(i), n, "invalid CIDR: host bits set, did you mean "+p.Masked().String()))
+			continue
+		}
+		v.networks = append(v.networks, p)
+	}
+	return errs
+}
+
+// vipList checks a list of VIPs: valid, one per family, inside a machine
+// network, never used twice anywhere in the config.
+func (v *validator) vipList(vips []string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	families := map[bool]int{}
+	for i, s := range vips {
+		p := path.Index(i)
+		a, err := parseAddr(s)
+		if err != nil {
+			errs = append(errs, field.Invalid(p, s, err.Error()))
+			continue
+		}
+		if prev, dup := families[a.Is4()]; dup {
+			errs = append(errs, field.Invalid(p, s, fmt.Sprintf("a second %s VIP; %s already has one (one VIP per family)", familyName(a), path.Index(prev))))
+		}
+		families[a.Is4()] = i
+		if a.IsUnspecified() || a.IsLoopback() || a.IsMulticast() || a.IsLinkLocalUnicast() {
+			errs = append(errs, field.Invalid(p, s, "not a usable unicast address"))
+			continue
+		}
+		for _, seen := range v.vips {
+			if seen.addr == a {
+				errs = append(errs, field.Duplicate(p, s+" (also "+seen.path.String()+")"))
+			}
+		}
+		v.vips = append(v.vips, seenVIP{addr: a, path: p})
+		if !v.inMachineNetwork(AddressRange{First: a, Last: a}) && len(v.networks) > 0 {
+			errs = append(errs, field.Invalid(p, s, "outside every machine network ("+v.networkList()+")"))
+		}
+	}
+	return errs
+}
+
+func (v *validator) inMachineNetwork(r AddressRange) bool {
+	_, ok := v.networkOf(r)
+	return ok
+}
+
+func (v *validator) networkList() string {
+	s := make([]string, len(v.networks))
+	for i, n := range v.networks {
+		s[i] = n.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+func familyName(a netip.Addr) string {
+	if a.Is4() {
+		return "IPv4"
+	}
+	return "IPv6"
+}
+
+func (v *validator) api(a *APISpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(a.VIPs) == 0 {
+		errs = append(errs, field.Required(path.Child("vips"), "the API VIP, one per IP family"))
+	}
+	if a.InternalLoadBalancerPort != 0 && a.InternalPort == 0 {
+		errs = append(errs, field.Invalid(path.Child("internalLoadBalancerPort"), a.InternalLoadBalancerPort, "set only together with internalPort"))
+	}
+	errs = append(errs, v.vipList(a.VIPs, path.Child("vips"))...)
+	ports := map[int32]*field.Path{}
+	for _, p := range []struct {
+		name string
+		val  int32
+	}{{"port", a.Port}, {"internalPort", a.InternalPort}, {"internalLoadBalancerPort", a.InternalLoadBalancerPort}, {"loadBalancerPort", a.LoadBalancerPort}, {"healthPort", a.HealthPort}} {
+		if p.val == 0 && (p.name == "internalPort" || p.name == "internalLoadBalancerPort") {
+			continue
+		}
+		fp := path.Child(p.name)
+		errs = append(errs, validatePort(p.val, fp)...)
+		if prev, dup := ports[p.val]; dup {
+			errs = append(errs, field.Duplicate(fp, fmt.Sprintf("%d (also %s)", p.val, prev)))
+		}
+		ports[p.val] = fp
+	}
+	return errs
+}
+
+func validatePort(p int32, path *field.Path) field.ErrorList {
+	if p < 1 || p > 65535 {
+		return field.ErrorList{field.Invalid(path, p, "must be between 1 and 65535")}
+	}
+	return nil
+}
+
+// ingress checks the IngressControllers. validName says whether the default
+// controller's domain could be derived; if not, the name's own error says
+// why and a missing domain is not reported twice.
+func (v *validator) ingress(list []IngressSpec, path *field.Path, validName bool) field.ErrorList {
+	var errs field.ErrorList
+	names := map[string]int{}
+	for i := range list {
+		in := &list[i]
+		p := path.Index(i)
+		errs = append(errs, validateName(in.Name, p.Child("name"))...)
+		if prev, dup := names[in.Name]; dup && in.Name != "" {
+			errs = append(errs, field.Duplicate(p.Child("name"), in.Name+" (also "+path.Index(prev).Child("name").String()+")"))
+		}
+		names[in.Name] = i
+		switch {
+		case in.Domain == "" && !validName && in.Name == DefaultIngressController:
+			// Left empty by defaulting because metadata.name is invalid.
+		case in.Domain == "":
+			errs = append(errs, field.Required(p.Child("domain"), "the domain this IngressController serves (only \"default\" has one by default)"))
+		default:
+			for _, m := range validation.IsDNS1123Subdomain(in.Domain) {
+				errs = append(errs, field.Invalid(p.Child("domain"), in.Domain, m))
+			}
+		}
+		if len(in.VIPs) == 0 {
+			errs = append(errs, field.Required(p.Child("vips"), "one VIP per IP family"))
+		}
+		errs = append(errs, v.vipList(in.VIPs, p.Child("vips"))...)
+		errs = append(errs, validateName(in.RouterNamespace, p.Child("routerNamespace"))...)
+		errs = append(errs, validateLabels(in.RouterSelector, p.Child("routerSelector"))...)
+		errs = append(errs, validatePort(in.HealthPort, p.Child("healthPort"))...)
+	}
+	return errs
+}
+
+func (v *validator) pools(list []ServicePool, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	names := map[string]int{}
+	for i := range list {
+		pool := &list[i]
+		p := path.Index(i)
+		errs = append(errs, validateName(pool.Name, p.Child("name"))...)
+		if prev, dup := names[pool.Name]; dup && pool.Name != "" {
+			errs = append(errs, field.Duplicate(p.Child("name"), pool.Name+" (also "+path.Index(prev).Child("name").String()+")"))
+		}
+		names[pool.Name] = i
+		if len(pool.Addresses) == 0 {
+			errs = append(errs, field.Required(p.Child("addresses"), "CIDRs or ranges"))
+		}
+		firstRange := len(v.ranges)
+		for j, a := range pool.Addresses {
+			ap := p.Child("addresses").Index(j)
+			r, err := ParseAddressRange(a)
+			if err != nil {
+				errs = append(errs, field.Invalid(ap, a, err.Error()))
+				continue
+			}
+			for _, seen := range v.ranges {
+				if seen.r.Overlaps(r) {
+					errs = append(errs, field.Invalid(ap, a, "overlaps "+seen.path.String()))
+				}
+			}
+			v.ranges = append(v.ranges, seenRange{r: r, path: ap})
+			if len(v.networks) > 0 && !v.inMachineNetwork(r) {
+				errs = append(errs, field.Invalid(ap, a, "not inside one machine network ("+v.networkList()+"): keepalived announces pool addresses on the node's own L2 segment"))
+			}
+		}
+		errs = append(errs, v.onePoolNetworkPerFamily(v.ranges[firstRange:])...)
+		errs = append(errs, validateLabels(pool.NodeSelector, p.Child("nodeSelector"))...)
+		errs = append(errs, validateLabels(pool.ServiceSelector, p.Child("serviceSelector"))...)
+		for j, ns := range pool.Namespaces {
+			errs = append(errs, validateName(ns, p.Child("namespaces").Index(j))...)
+		}
+		if pool.MaxHolders < 2 {
+			errs = append(errs, field.Invalid(p.Child("maxHolders"), pool.MaxHolders, "must be at least 2: one holder and one backup"))
+		}
+		if pool.Instances < 1 || pool.Instances > maxPoolInstancesPerFamily {
+			errs = append(errs, field.Invalid(p.Child("instances"), pool.Instances, fmt.Sprintf("must be between 1 and %d", maxPoolInstancesPerFamily)))
+		}
+	}
+	return errs
+}
+
+// onePoolNetworkPerFamily keeps a pool's addresses of one family on one L2
+// segment: a VRRP instance lives on one segment, and the nodes that can hold
+// the pool's VIPs are those with an address there.
+func (v *validator) onePoolNetworkPerFamily(ranges []seenRange) field.ErrorList {
+	var errs field.ErrorList
+	first := map[bool]netip.Prefix{}
+	for _, r := range ranges {
+		n, ok := v.networkOf(r.r)
+		if !ok {
+			continue
+		}
+		if prev, seen := first[r.r.Is4()]; seen && prev != n {
+			errs = append(errs, field.Invalid(r.path, r.r.String(), fmt.Sprintf("in machine network %s, but the pool's other %s addresses are in %s: use one pool per segment", n, familyName(r.r.First), prev)))
+			continue
+		}
+		first[r.r.Is4()] = n
+	}
+	return errs
+}
+
+func (v *validator) networkOf(r AddressRange) (netip.Prefix, bool) {
+	for _, n := range v.networks {
+		if r.Within(n) {
+			return n, true
+		}
+	}
+	return netip.Prefix{}, false
+}
+
+// vipsOutsidePools runs after both lists are known: an API or ingress VIP
+// inside a pool would be handed to a Service as well.
+func (v *validator) vipsOutsidePools() field.ErrorList {
+	var errs field.ErrorList
+	for _, vip := range v.vips {
+		for _, pool := range v.ranges {
+			if pool.r.Contains(vip.addr) {
+				errs = append(errs, field.Invalid(vip.path, vip.addr.String(), "inside service pool "+pool.path.String()))
+			}
+		}
+	}
+	return errs
+}
+
+func validateName(name string, path *field.Path) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(path, "")}
+	}
+	var errs field.ErrorList
+	for _, m := range validation.IsDNS1123Label(name) {
+		errs = append(errs, field.Invalid(path, name, m))
+	}
+	return errs
+}
+
+func validateLabels(labels map[string]string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, m := range validation.IsQualifiedName(k) {
+			errs = append(errs, field.Invalid(path.Key(k), k, m))
+		}
+		for _, m := range validation.IsValidLabelValue(labels[k]) {
+			errs = append(errs, field.Invalid(path.Key(k), labels[k], m))
+		}
+	}
+	return errs
+}
+
+func validateVRRP(c *ClusterVIPs, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	v := &c.Spec.VRRP
+	if v.Mode != ModeUnicast && v.Mode != ModeMulticast {
+		errs = append(errs, field.NotSupported(path.Child("mode"), v.Mode, []string{ModeUnicast, ModeMulticast}))
+	}
+	if v.Profile != ProfileDefault && v.Profile != ProfileFast {
+		errs = append(errs, field.NotSupported(path.Child("profile"), v.Profile, []string{ProfileDefault, ProfileFast}))
+	}
+	if v.Version != 2 && v.Version != 3 {
+		errs = append(errs, field.NotSupported(path.Child("version"), v.Version, []string{"2", "3"}))
+	}
+	if v.Profile == ProfileFast && v.Version == 2 {
+		errs = append(errs, field.Invalid(path.Child("version"), v.Version, "the fast profile needs VRRPv3 (VRRPv2 cannot advertise more often than once a second)"))
+	}
+	errs = append(errs, validateAdvert(v, path.Child("advertInterval"))...)
+	if !ifaceName.MatchString(v.Interface) || v.Interface == "." || v.Interface == ".." {
+		errs = append(errs, field.Invalid(path.Child("interface"), v.Interface, fmt.Sprintf("must be a network interface name: 1-%d of A-Z a-z 0-9 _ . -", maxInterfaceNameLength)))
+	}
+
+	known := map[string]bool{}
+	for _, k := range c.InstanceKeys() {
+		known[k] = true
+	}
+	keys := make([]string, 0, len(v.VirtualRouterIDs))
+	for k := range v.VirtualRouterIDs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	byID := map[int]string{}
+	for _, k := range keys {
+		id := v.VirtualRouterIDs[k]
+		p := path.Child("virtualRouterIDs").Key(k)
+		if !known[k] {
+			errs = append(errs, field.Invalid(p, k, "no such VRRP instance; known: "+strings.Join(c.InstanceKeys(), ", ")))
+		}
+		if id < 1 || id > maxVirtualRouterID {
+			errs = append(errs, field.Invalid(p, id, "must be between 1 and 255"))
+			continue
+		}
+		if other, dup := byID[id]; dup {
+			errs = append(errs, field.Duplicate(p, fmt.Sprintf("%d (also %s)", id, path.Child("virtualRouterIDs").Key(other))))
+		}
+		byID[id] = k
+	}
+	avoid := map[int]int{}
+	for i, id := range v.AvoidVirtualRouterIDs {
+		p := path.Child("avoidVirtualRouterIDs").Index(i)
+		if id < 1 || id > maxVirtualRouterID {
+			errs = append(errs, field.Invalid(p, id, "must be between 1 and 255"))
+			continue
+		}
+		if prev, dup := avoid[id]; dup {
+			errs = append(errs, field.Duplicate(p, fmt.Sprintf("%d (also %s)", id, path.Child("avoidVirtualRouterIDs").Index(prev))))
+		}
+		avoid[id] = i
+		if k, pinned := byID[id]; pinned {
+			errs = append(errs, field.Invalid(p, id, "also pinned by "+path.Child("virtualRouterIDs").Key(k).String()))
+		}
+	}
+	return errs
+}
+
+// validateAdvert enforces what keepalived would otherwise silently change:
+// VRRPv2 rounds sub-second intervals up to 1 s, VRRPv3 counts centiseconds.
+func validateAdvert(v *VRRPSpec, path *field.Path) field.ErrorList {
+	d, err := time.ParseDuration(v.AdvertInterval)
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, v.AdvertInterval, "must be a duration such as 1s or 200ms")}
+	}
+	if v.Version == 2 {
+		if d%time.Second != 0 || d < time.Second || d > maxVRRPv2AdvertSeconds*time.Second {
+			return field.ErrorList{field.Invalid(path, v.AdvertInterval, "VRRPv2 needs whole seconds from 1s to 255s; use version 3 for sub-second adverts")}
+		}
+		return nil
+	}
+	if d < minVRRPv3Advert || d > maxVRRPv3Advert || d%vrrpv3AdvertGranularity != 0 {
+		return field.ErrorList{field.Invalid(path, v.AdvertInterval, "VRRPv3 needs 10ms to 40.95s in steps of 10ms")}
+	}
+	return nil
+}
+
+func validateImages(im *Images, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, i := range []struct{ name, val string }{{"keepalived", im.Keepalived}, {"haproxy", im.Haproxy}, {"vipctl", im.Vipctl}} {
+		if !imageRef.MatchString(i.val) || len(i.val) > 512 {
+			errs = append(errs, field.Invalid(path.Child(i.name), i.val, "not a container image reference (registry/name:tag or @sha256:digest)"))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,284 @@
+package v1alpha1
+
+import (
+	"strings"
+	"testing"
+)
+
+const base = `apiVersion: vipctl.io/v1alpha1
+kind: ClusterVIPs
+metadata:
+  name: ostest
+spec:
+  baseDomain: example.test
+  machineNetworks: [198.51.100.0/24, "2001:db8::/64"]
+  api:
+    vips: [198.51.100.5]
+  ingress:
+    - name: default
+      vips: [198.51.100.6]
+  servicePools:
+    - name: a
+      addresses: [198.51.100.128/26]
+`
+
+func TestParseValid(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Spec.Ingress[0].Domain; got != "apps.ostest.example.test" {
+		t.Errorf("default ingress domain = %q", got)
+	}
+	if got := c.Spec.VRRP; got.Mode != ModeUnicast || got.Version != 2 || got.AdvertInterval != "1s" || got.Interface != "br-ex" {
+		t.Errorf("vrrp defaults = %+v", got)
+	}
+	if got := c.Spec.ServicePools[0]; got.Instances != 2 || !got.IsAutoAssign() {
+		t.Errorf("pool defaults = %+v", got)
+	}
+	want := []string{"api", "ingress", "pool/a/0", "pool/a/1"}
+	if got := c.InstanceKeys(); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("InstanceKeys = %v, want %v", got, want)
+	}
+}
+
+// TestParseErrors pins the exact message of every error, path included:
+// users grep for these, and a changed path is a changed contract.
+func TestParseErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		edit func(string) string
+		want []string
+	}{
+		{
+			name: "unknown field is named with its path",
+			edit: replace("  baseDomain:", "  bogus: 1\n  baseDomain:"),
+			want: []string{`spec.bogus: Invalid value: unknown field`},
+		},
+		{
+			name: "duplicate field",
+			edit: replace("  baseDomain: example.test", "  baseDomain: example.test\n  baseDomain: x.test"),
+			want: []string{`not valid YAML`},
+		},
+		{
+			name: "wrong kind and apiVersion",
+			edit: func(s string) string {
+				return strings.NewReplacer("kind: ClusterVIPs", "kind: Cluster", "vipctl.io/v1alpha1", "vipctl.io/v1").Replace(s)
+			},
+			want: []string{
+				`apiVersion: Unsupported value: "vipctl.io/v1": supported values: "vipctl.io/v1alpha1"`,
+				`kind: Unsupported value: "Cluster": supported values: "ClusterVIPs"`,
+			},
+		},
+		{
+			name: "invalid CIDR in a pool",
+			edit: replace("198.51.100.128/26", "198.51.100.0/33"),
+			want: []string{`spec.servicePools[0].addresses[0]: Invalid value: "198.51.100.0/33": invalid CIDR`},
+		},
+		{
+			name: "CIDR with host bits",
+			edit: replace("198.51.100.128/26", "198.51.100.130/26"),
+			want: []string{`spec.servicePools[0].addresses[0]: Invalid value: "198.51.100.130/26": invalid CIDR: host bits set, did you mean 198.51.100.128/26`},
+		},
+		{
+			name: "range start after end",
+			edit: replace("198.51.100.128/26", "198.51.100.20-198.51.100.10"),
+			want: []string{`spec.servicePools[0].addresses[0]: Invalid value: "198.51.100.20-198.51.100.10": range start 198.51.100.20 is after its end 198.51.100.10`},
+		},
+		{
+			name: "range mixing families",
+			edit: replace("198.51.100.128/26", "198.51.100.10-2001:db8::10"),
+			want: []string{`spec.servicePools[0].addresses[0]: Invalid value: "198.51.100.10-2001:db8::10": range mixes IPv4 and IPv6`},
+		},
+		{
+			name: "bad IP in a range",
+			edit: replace("198.51.100.128/26", "198.51.100.300-198.51.100.310"),
+			want: []string{`spec.servicePools[0].addresses[0]: Invalid value: "198.51.100.300-198.51.100.310": invalid range start: invalid IP address`},
+		},
+		{
+			name: "overlapping pools",
+			edit: replace("      addresses: [198.51.100.128/26]\n", "      addresses: [198.51.100.128/26]\n    - name: b\n      addresses: [198.51.100.190-198.51.100.200]\n"),
+			want: []string{`spec.servicePools[1].addresses[0]: Invalid value: "198.51.100.190-198.51.100.200": overlaps spec.servicePools[0].addresses[0]`},
+		},
+		{
+			name: "duplicate pool names",
+			edit: replace("      addresses: [198.51.100.128/26]\n", "      addresses: [198.51.100.128/26]\n    - name: a\n      addresses: [198.51.100.210/32]\n"),
+			want: []string{`spec.servicePools[1].name: Duplicate value: "a (also spec.servicePools[0].name)"`},
+		},
+		{
+			name: "VIP used by API and ingress",
+			edit: replace("vips: [198.51.100.6]", "vips: [198.51.100.5]"),
+			want: []string{`spec.ingress[0].vips[0]: Duplicate value: "198.51.100.5 (also spec.api.vips[0])"`},
+		},
+		{
+			name: "VIP inside a pool",
+			edit: replace("vips: [198.51.100.6]", "vips: [198.51.100.130]"),
+			want: []string{`spec.ingress[0].vips[0]: Invalid value: "198.51.100.130": inside service pool spec.servicePools[0].addresses[0]`},
+		},
+		{
+			name: "VIP outside every machine network",
+			edit: replace("vips: [198.51.100.5]", "vips: [203.0.113.5]"),
+			want: []string{`spec.api.vips[0]: Invalid value: "203.0.113.5": outside every machine network (198.51.100.0/24, 2001:db8::/64)`},
+		},
+		{
+			name: "two VIPs of one family",
+			edit: replace("vips: [198.51.100.5]", "vips: [198.51.100.5, 198.51.100.9]"),
+			want: []string{`spec.api.vips[1]: Invalid value: "198.51.100.9": a second IPv4 VIP; spec.api.vips[0] already has one (one VIP per family)`},
+		},
+		{
+			name: "pool outside machine networks",
+			edit: replace("198.51.100.128/26", "203.0.113.0/26"),
+			want: []string{`spec.servicePools[0].addresses[0]: Invalid value: "203.0.113.0/26": not inside one machine network (198.51.100.0/24, 2001:db8::/64): keepalived announces pool addresses on the node's own L2 segment`},
+		},
+		{
+			name: "VRID override out of range and duplicated",
+			edit: withVRRP("    virtualRouterIDs: {api: 300, ingress: 7, pool/a/0: 7}\n"),
+			want: []string{
+				`spec.vrrp.virtualRouterIDs[api]: Invalid value: 300: must be between 1 and 255`,
+				`spec.vrrp.virtualRouterIDs[pool/a/0]: Duplicate value: "7 (also spec.vrrp.virtualRouterIDs[ingress])"`,
+			},
+		},
+		{
+			name: "VRID override for an unknown instance",
+			edit: withVRRP("    virtualRouterIDs: {pool/zz/0: 9}\n"),
+			want: []string{`spec.vrrp.virtualRouterIDs[pool/zz/0]: Invalid value: "pool/zz/0": no such VRRP instance; known: api, ingress, pool/a/0, pool/a/1`},
+		},
+		{
+			name: "avoided ID also pinned",
+			edit: withVRRP("    virtualRouterIDs: {api: 9}\n    avoidVirtualRouterIDs: [9, 0]\n"),
+			want: []string{
+				`spec.vrrp.avoidVirtualRouterIDs[0]: Invalid value: 9: also pinned by spec.vrrp.virtualRouterIDs[api]`,
+				`spec.vrrp.avoidVirtualRouterIDs[1]: Invalid value: 0: must be between 1 and 255`,
+			},
+		},
+		{
+			name: "fractional advert with VRRPv2",
+			edit: withVRRP("    advertInterval: 500ms\n"),
+			want: []string{`spec.vrrp.advertInterval: Invalid value: "500ms": VRRPv2 needs whole seconds from 1s to 255s; use version 3 for sub-second adverts`},
+		},
+		{
+			name: "advert too long for VRRPv3",
+			edit: withVRRP("    version: 3\n    advertInterval: 41s\n"),
+			want: []string{`spec.vrrp.advertInterval: Invalid value: "41s": VRRPv3 needs 10ms to 40.95s in steps of 10ms`},
+		},
+		{
+			name: "advert too short for VRRPv3",
+			edit: withVRRP("    version: 3\n    advertInterval: 5ms\n"),
+			want: []string{`spec.vrrp.advertInterval: Invalid value: "5ms": VRRPv3 needs 10ms to 40.95s in steps of 10ms`},
+		},
+		{
+			name: "fast profile with VRRPv2",
+			edit: withVRRP("    profile: fast\n    version: 2\n"),
+			want: []string{
+				`spec.vrrp.version: Invalid value: 2: the fast profile needs VRRPv3 (VRRPv2 cannot advertise more often than once a second)`,
+				`spec.vrrp.advertInterval: Invalid value: "200ms": VRRPv2 needs whole seconds from 1s to 255s; use version 3 for sub-second adverts`,
+			},
+		},
+		{
+			name: "unknown mode",
+			edit: withVRRP("    mode: broadcast\n"),
+			want: []string{`spec.vrrp.mode: Unsupported value: "broadcast": supported values: "unicast", "multicast"`},
+		},
+		{
+			name: "names that would inject into configs",
+			edit: func(s string) string {
+				s = strings.Replace(s, "name: ostest", `name: "ostest\"; rm -rf /"`, 1)
+				return strings.Replace(s, "- name: a\n", "- name: \"a}\\nvrrp_script x {\"\n", 1)
+			},
+			want: []string{
+				`metadata.name: Invalid value: "ostest\"; rm -rf /": a lowercase RFC 1123 label`,
+				`spec.servicePools[0].name: Invalid value: "a}\nvrrp_script x {": a lowercase RFC 1123 label`,
+			},
+		},
+		{
+			name: "interface name that would inject",
+			edit: withVRRP("    interface: \"br-ex\\n}\"\n"),
+			want: []string{`spec.vrrp.interface: Invalid value: "br-ex\n}": must be a network interface name: 1-15 of A-Z a-z 0-9 _ . -`},
+		},
+		{
+			name: "image reference with a space",
+			edit: replace("  servicePools:", "  images:\n    vipctl: \"quay.io/x/y:1 --privileged\"\n  servicePools:"),
+			want: []string{`spec.images.vipctl: Invalid value: "quay.io/x/y:1 --privileged": not a container image reference (registry/name:tag or @sha256:digest)`},
+		},
+		{
+			name: "shard without a domain",
+			edit: replace("      vips: [198.51.100.6]\n", "      vips: [198.51.100.6]\n    - name: internal\n      vips: [198.51.100.7]\n"),
+			want: []string{`spec.ingress[1].domain: Required value: the domain this IngressController serves (only "default" has one by default)`},
+		},
+		{
+			name: "bad router selector",
+			edit: replace("      vips: [198.51.100.6]\n", "      vips: [198.51.100.6]\n      routerSelector: {\"bad key!\": x}\n"),
+			want: []string{`spec.ingress[0].routerSelector[bad key!]: Invalid value: "bad key!": name part must consist of alphanumeric characters`},
+		},
+		{
+			name: "several errors at once",
+			edit: func(s string) string {
+				return strings.NewReplacer("198.51.100.128/26", "nope", "vips: [198.51.100.5]", "vips: [198.51.100.500]").Replace(s)
+			},
+			want: []string{
+				`spec.api.vips[0]: Invalid value: "198.51.100.500": invalid IP address`,
+				`spec.servicePools[0].addresses[0]: Invalid value: "nope": must be a CIDR (198.51.100.128/26) or a range (198.51.100.200-198.51.100.210)`,
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse([]byte(tc.edit(base)))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			got := err.Error()
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("error does not contain\n  %s\ngot\n  %s", w, got)
+				}
+			}
+		})
+	}
+}
+
+func replace(old, new string) func(string) string {
+	return func(s string) string {
+		if !strings.Contains(s, old) {
+			panic("test edit does not apply: " + old)
+		}
+		return strings.Replace(s, old, new, 1)
+	}
+}
+
+func withVRRP(body string) func(string) string {
+	return func(s string) string { return s + "  vrrp:\n" + body }
+}
+
+func TestAddressRange(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in          string
+		first, last string
+		size        string
+	}{
+		{"198.51.100.128/26", "198.51.100.128", "198.51.100.191", "64"},
+		{"198.51.100.7/32", "198.51.100.7", "198.51.100.7", "1"},
+		{"198.51.100.200-198.51.100.210", "198.51.100.200", "198.51.100.210", "11"},
+		{"2001:db8::1:0/112", "2001:db8::1:0", "2001:db8::1:ffff", "65536"},
+		{"2001:db8::/32", "2001:db8::", "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", "79228162514264337593543950336"},
+	}
+	for _, tc := range cases {
+		r, err := ParseAddressRange(tc.in)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		if r.First.String() != tc.first || r.Last.String() != tc.last || r.Size().String() != tc.size {
+			t.Errorf("%s = %s size %s, want %s-%s size %s", tc.in, r, r.Size(), tc.first, tc.last, tc.size)
+		}
+	}
+	a, _ := ParseAddressRange("198.51.100.0/25")
+	b, _ := ParseAddressRange("198.51.100.127-198.51.100.130")
+	c, _ := ParseAddressRange("198.51.100.128/25")
+	if !a.Overlaps(b) || !b.Overlaps(c) || a.Overlaps(c) {
+		t.Errorf("overlap: a~b %v b~c %v a~c %v", a.Overlaps(b), b.Overlaps(c), a.Overlaps(c))
+	}
+}

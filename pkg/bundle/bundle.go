@@ -1,0 +1,111 @@
+// Package bundle assembles everything `vipctl render` writes: the
+// MachineConfigs for each role and, when the nodes are known, every node's
+// own files, exactly as the sidecar would write them there.
+package bundle
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/machineconfig"
+	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/vrid"
+)
+
+// Roles that get a MachineConfig. Workers run keepalived too: ingress and
+// service-pool VIPs live there.
+var Roles = []string{"master", "worker"}
+
+// MachineConfigName is the object name for a role; the 50- prefix orders it
+// after the MCO's own 00-/01- configs and before users' 99- overrides.
+func MachineConfigName(role string) string { return "50-vipctl-" + role }
+
+// Options are the optional inputs of Build.
+type Options struct {
+	// Nodes, when set, adds DIR/nodes/<name>/... and ships the list to
+	// the nodes so `runtimecfg --once` can render peers with no API.
+	Nodes []render.Node
+	// NodesYAML is the NodeList file Nodes came from, shipped verbatim.
+	NodesYAML []byte
+	// State previews live state (allocated pool addresses, router
+	// placement); its Nodes are replaced by Nodes.
+	State render.State
+}
+
+// File is one output file, relative to the output directory.
+type File struct {
+	Path string
+	Mode fs.FileMode
+	Data []byte
+}
+
+// Build renders the whole output in memory; nothing touches the disk, so a
+// failure leaves no half-written directory.
+func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
+	ids, err := vrid.ForCluster(c)
+	if err != nil {
+		return nil, err
+	}
+	clusterYAML, err := yaml.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	var out []File
+	for _, role := range Roles {
+		files := []render.File{{Path: render.ClusterConfigPath, Mode: 0o644, Data: clusterYAML}}
+		if len(o.NodesYAML) > 0 {
+			files = append(files, render.File{Path: render.BootstrapNodesPath, Mode: 0o644, Data: o.NodesYAML})
+		}
+		scripts, err := render.ScriptFiles()
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, scripts...)
+		pods, err := render.StaticPodFiles(c, role)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, pods...)
+		mc, err := machineconfig.Build(MachineConfigName(role), role, files)
+		if err != nil {
+			return nil, fmt.Errorf("MachineConfig for %s: %w", role, err)
+		}
+		if err := machineconfig.Validate(mc); err != nil {
+			return nil, fmt.Errorf("MachineConfig for %s: %w", role, err)
+		}
+		data, err := machineconfig.Marshal(mc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, File{Path: path.Join("machineconfigs", MachineConfigName(role)+".yaml"), Mode: 0o644, Data: data})
+	}
+	if len(o.Nodes) == 0 {
+		return out, nil
+	}
+	st := o.State
+	st.Nodes = o.Nodes
+	plan, err := render.NewPlan(c, ids, st)
+	if err != nil {
+		return nil, err
+	}
+	if unplaced := plan.Unplaced(); len(unplaced) > 0 {
+		return nil, fmt.Errorf("--nodes: %s", strings.Join(unplaced, "; "))
+	}
+	for _, n := range o.Nodes {
+		files, err := plan.NodeFiles(n.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			out = append(out, File{Path: path.Join("nodes", n.Name, f.Path), Mode: f.Mode, Data: f.Data})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}

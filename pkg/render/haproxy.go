@@ -1,0 +1,128 @@
+package render
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+type haproxyView struct {
+	Node, Cluster string
+	StatsSocket   string
+	StatsPort     int
+	Frontends     []frontendView
+	HealthBinds   []string
+	APIBackend    string
+}
+
+type frontendView struct {
+	Name    string
+	Binds   []string
+	Servers []serverView
+}
+
+type serverView struct {
+	Name, Address string
+}
+
+const apiBackend = "api"
+
+// haproxyView balances the API (and api-int's port when configured) over
+// every control-plane node. haproxy listens on its own port because
+// kube-apiserver already holds the API port on all addresses; traffic for
+// VIP:port is redirected to it on the holder.
+func (p *Plan) haproxyView(node string) (*haproxyView, error) {
+	s := &p.c.Spec
+	var masters []*Node
+	for i := range p.state.Nodes {
+		if p.state.Nodes[i].ControlPlane {
+			masters = append(masters, &p.state.Nodes[i])
+		}
+	}
+	if len(masters) == 0 {
+		return nil, fmt.Errorf("no control-plane node in the node list: haproxy would have no backend")
+	}
+	primary := netip.MustParseAddr(s.API.VIPs[0])
+	families := apiFamilies(s.API.VIPs)
+	v := &haproxyView{Node: node, Cluster: p.c.Metadata.Name, StatsSocket: HaproxyStatsSocket, StatsPort: HaproxyStatsPort, APIBackend: apiBackend}
+	// keepalived's check script asks 127.0.0.1, so the health frontend
+	// listens on IPv4 even in an IPv6-only cluster (loopback always has it).
+	v.HealthBinds = binds(withIPv4(families), s.API.HealthPort)
+
+	type fe struct {
+		name           string
+		listen, target int32
+	}
+	fes := []fe{{apiBackend, s.API.LoadBalancerPort, s.API.Port}}
+	if s.API.InternalPort != 0 {
+		fes = append(fes, fe{"api_int", s.API.InternalLoadBalancerPort, s.API.InternalPort})
+	}
+	for _, f := range fes {
+		fv := frontendView{Name: f.name, Binds: binds(families, f.listen)}
+		for _, m := range masters {
+			addr, ok := firstOfFamily(m.Addresses, primary.Is4())
+			if !ok {
+				return nil, fmt.Errorf("control-plane node %s has no %s address for the API backend", m.Name, familyLabel(primary))
+			}
+			fv.Servers = append(fv.Servers, serverView{Name: m.Name, Address: netip.AddrPortFrom(addr, uint16(f.target)).String()})
+		}
+		v.Frontends = append(v.Frontends, fv)
+	}
+	return v, nil
+}
+
+func apiFamilies(vips []string) []int {
+	var fams []int
+	for _, s := range vips {
+		if netip.MustParseAddr(s).Is4() {
+			fams = append(fams, 4)
+		} else {
+			fams = append(fams, 6)
+		}
+	}
+	return fams
+}
+
+// binds listens per family present rather than on a dual-stack socket, so
+// haproxy also starts where IPv6 is disabled.
+func binds(families []int, port int32) []string {
+	var out []string
+	for _, f := range families {
+		if f == 4 {
+			out = append(out, fmt.Sprintf("0.0.0.0:%d", port))
+		} else {
+			out = append(out, fmt.Sprintf(":::%d v6only", port))
+		}
+	}
+	return out
+}
+
+func withIPv4(families []int) []int {
+	for _, f := range families {
+		if f == 4 {
+			return families
+		}
+	}
+	return append([]int{4}, families...)
+}
+
+func firstOfFamily(addrs []netip.Addr, v4 bool) (netip.Addr, bool) {
+	for _, a := range addrs {
+		if a.Is4() == v4 {
+			return a, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+func familyLabel(a netip.Addr) string {
+	if a.Is4() {
+		return "IPv4"
+	}
+	return "IPv6"
+}
+
+// IsControlPlane tells whether the named node runs haproxy.
+func (p *Plan) IsControlPlane(node string) bool {
+	n, ok := p.nodes[node]
+	return ok && n.ControlPlane
+}

@@ -1,0 +1,463 @@
+package render
+
+import (
+	"fmt"
+	"hash/fnv"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+)
+
+// State is what the renderer knows about the running cluster. `vipctl
+// render` fills Nodes from --nodes; the sidecar fills everything from the
+// API.
+type State struct {
+	Nodes []Node
+	// ServiceVIPs are the addresses allocated to Services, by pool name.
+	ServiceVIPs map[string][]netip.Addr
+	// RouterNodes names, per IngressController, the nodes its router pods
+	// are scheduled on (ready or not). When a controller is listed, only
+	// those nodes take part in its VRRP instance: in a large cluster the
+	// peer list stays as short as the router deployment. Unlisted (no API
+	// yet, or `vipctl render`): every node takes part, and the track file
+	// decides.
+	RouterNodes map[string][]string
+}
+
+// Script and track-file names inside keepalived.conf, and what they watch.
+const (
+	checkScript       = "check-http.sh"
+	haproxyScriptName = "chk_haproxy"
+	drainTrackName    = "vipctl_drain"
+	drainWeight       = -254
+	routerReadyPath   = "/healthz/ready"
+	haproxyReadyPath  = "/readyz"
+	ingressStatusFmt  = RunDir + "/ingress-%s.status"
+	minPriority       = 2
+	priorityBuckets   = 240
+	// preferredPriority marks the node a pool instance is steered to; it is
+	// above every hashed priority (2..241).
+	preferredPriority  = 250
+	scriptInterval     = 1
+	scriptTimeout      = 1
+	defaultPreemptSecs = 10
+	fastPreemptSecs    = 2
+)
+
+// DrainFile is the track file the sidecar writes "1" to before a planned
+// stop: the node's priority drops below every peer, a peer preempts while
+// this node still answers, and only then does keepalived stop
+// (make-before-break, zero failed requests).
+const DrainFile = RunDir + "/drain"
+
+// IngressStatusFile is where the sidecar says whether a ready router pod
+// of that IngressController runs on this node ("0" yes, "1" no). It is what
+// keeps a shard's VIP off nodes that only run another shard's router.
+func IngressStatusFile(controller string) string {
+	return fmt.Sprintf(ingressStatusFmt, controller)
+}
+
+// instance is one VRRP instance of the cluster, before it is seen from a
+// particular node.
+type instance struct {
+	key      string
+	family   int
+	vrid     uint8
+	vips     []netip.Addr
+	network  netip.Prefix
+	eligible []member
+	scripts  []string
+	files    []string
+	why      string
+}
+
+type member struct {
+	node     *Node
+	src      netip.Addr
+	priority int
+}
+
+// Plan is the cluster-wide part of rendering, computed once per (config,
+// state) and then asked for each node's files: with 2000 nodes the
+// eligibility of every node for every instance is worked out only once.
+type Plan struct {
+	c         *v1alpha1.ClusterVIPs
+	state     State
+	instances []*instance
+	byNode    map[string][]*instance
+	nodes     map[string]*Node
+	scripts   []scriptView
+	tracks    []trackFileView
+	unplaced  []string
+}
+
+// NewPlan computes every VRRP instance and which nodes take part in it.
+// ids maps instance keys to VRRP IDs (vrid.Assign's result).
+func NewPlan(c *v1alpha1.ClusterVIPs, ids map[string]uint8, st State) (*Plan, error) {
+	p := &Plan{c: c, state: st, byNode: map[string][]*instance{}, nodes: map[string]*Node{}}
+	for i := range st.Nodes {
+		n := &st.Nodes[i]
+		if _, dup := p.nodes[n.Name]; dup {
+			return nil, fmt.Errorf("node %s listed twice", n.Name)
+		}
+		p.nodes[n.Name] = n
+	}
+	s := &c.Spec
+	haproxyCmd := fmt.Sprintf("%s/%s %d %s", ScriptsDir, checkScript, s.API.HealthPort, haproxyReadyPath)
+	fall, rise := 2, 2
+	if s.VRRP.Profile == v1alpha1.ProfileFast {
+		fall = 1
+	}
+	p.scripts = append(p.scripts, scriptView{Name: haproxyScriptName, Command: haproxyCmd, Interval: scriptInterval, Timeout: scriptTimeout, Fall: fall, Rise: rise})
+	p.tracks = append(p.tracks, trackFileView{Name: drainTrackName, Path: DrainFile, Weight: drainWeight,
+		Why: "planned handover: the sidecar writes 1 here to give the VIPs away before stopping"})
+
+	addrs := func(ss []string) []netip.Addr {
+		out := make([]netip.Addr, 0, len(ss))
+		for _, s := range ss {
+			out = append(out, netip.MustParseAddr(s))
+		}
+		return out
+	}
+	if err := p.add(v1alpha1.KeyAPI, ids, addrs(s.API.VIPs), func(n *Node) bool { return n.ControlPlane }, 0,
+		[]string{haproxyScriptName}, nil, "held by a control-plane node whose haproxy can reach a kube-apiserver"); err != nil {
+		return nil, err
+	}
+	for _, in := range s.Ingress {
+		script := "chk_ingress_" + scriptSafe(in.Name)
+		track := "ingress_" + scriptSafe(in.Name)
+		p.scripts = append(p.scripts, scriptView{Name: script, Command: fmt.Sprintf("%s/%s %d %s", ScriptsDir, checkScript, in.HealthPort, routerReadyPath),
+			Interval: scriptInterval, Timeout: scriptTimeout, Fall: fall, Rise: rise})
+		p.tracks = append(p.tracks, trackFileView{Name: track, Path: IngressStatusFile(in.Name), Weight: 0,
+			Why: "0 while a ready router pod of IngressController " + in.Name + " runs on this node (written by the sidecar)"})
+		eligible := func(*Node) bool { return true }
+		if placed, known := st.RouterNodes[in.Name]; known {
+			on := map[string]bool{}
+			for _, n := range placed {
+				on[n] = true
+			}
+			eligible = func(n *Node) bool { return on[n.Name] }
+		}
+		if err := p.add(v1alpha1.IngressKey(in.Name), ids, addrs(in.VIPs), eligible, 0,
+			[]string{script}, []string{track}, "held by a node running a ready router of IngressController "+in.Name); err != nil {
+			return nil, err
+		}
+	}
+	for _, pool := range s.ServicePools {
+		byInstance := make([][]netip.Addr, pool.Instances)
+		for _, a := range st.ServiceVIPs[pool.Name] {
+			k := spread(a, pool.Instances)
+			byInstance[k] = append(byInstance[k], a)
+		}
+		sel := pool.NodeSelector
+		first := len(p.instances)
+		for k, vips := range byInstance {
+			if len(vips) == 0 {
+				// keepalived refuses an instance without addresses; the ID
+				// stays reserved and the instance appears with its first VIP.
+				continue
+			}
+			if err := p.add(v1alpha1.PoolKey(pool.Name, k), ids, vips, func(n *Node) bool { return matches(sel, n.Labels) }, pool.MaxHolders,
+				nil, nil, fmt.Sprintf("service pool %s, instance %d of %d", pool.Name, k+1, pool.Instances)); err != nil {
+				return nil, err
+			}
+		}
+		steer(p.instances[first:])
+		p.checkPoolHolders(pool)
+	}
+	return p, nil
+}
+
+// steer gives each instance of one pool (per family) a different preferred
+// holder, so the pool's VIPs are served by several nodes at once even when
+// the hashed priorities happen to favour one node. Each instance takes its
+// highest-hashed node not yet taken by an earlier instance (all nodes taken:
+// start over). A node joining changes a choice only where it wins the hash.
+func steer(instances []*instance) {
+	for _, fam := range []int{4, 6} {
+		taken := map[string]bool{}
+		for _, inst := range instances {
+			if inst.family != fam || len(inst.eligible) == 0 {
+				continue
+			}
+			if len(taken) >= len(inst.eligible) {
+				taken = map[string]bool{}
+			}
+			best := -1
+			for i, m := range inst.eligible {
+				if taken[m.node.Name] {
+					continue
+				}
+				if best < 0 || m.priority > inst.eligible[best].priority || (m.priority == inst.eligible[best].priority && m.node.Name < inst.eligible[best].node.Name) {
+					best = i
+				}
+			}
+			inst.eligible[best].priority = preferredPriority
+			taken[inst.eligible[best].node.Name] = true
+		}
+	}
+}
+
+// add creates one instance per IP family of vips.
+func (p *Plan) add(key string, ids map[string]uint8, vips []netip.Addr, eligible func(*Node) bool, maxMembers int, scripts, files []string, why string) error {
+	id, ok := ids[key]
+	if !ok {
+		return fmt.Errorf("no VRRP ID for instance %s", key)
+	}
+	for _, fam := range []int{4, 6} {
+		var mine []netip.Addr
+		for _, a := range vips {
+			if (fam == 4) == a.Is4() {
+				mine = append(mine, a)
+			}
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		sort.Slice(mine, func(i, j int) bool { return mine[i].Less(mine[j]) })
+		network, ok := p.machineNetwork(mine[0])
+		if !ok {
+			return fmt.Errorf("%s: %s is outside every machine network", key, mine[0])
+		}
+		inst := &instance{key: key, family: fam, vrid: id, vips: mine, network: network, scripts: scripts, files: files, why: why}
+		for _, n := range p.state.Nodes {
+			node := p.nodes[n.Name]
+			if !eligible(node) {
+				continue
+			}
+			src, ok := addressIn(node, network)
+			if !ok {
+				continue
+			}
+			inst.eligible = append(inst.eligible, member{node: node, src: src, priority: priority(key, node.Name)})
+		}
+		if maxMembers > 0 && len(inst.eligible) > maxMembers {
+			// Keep the members the hash likes best: a node joining or
+			// leaving changes the set only where it ranks among them.
+			sort.SliceStable(inst.eligible, func(i, j int) bool {
+				a, b := inst.eligible[i], inst.eligible[j]
+				return a.priority > b.priority || (a.priority == b.priority && a.node.Name < b.node.Name)
+			})
+			inst.eligible = inst.eligible[:maxMembers]
+		}
+		// Peers are listed by node name whatever order the nodes came in.
+		sort.SliceStable(inst.eligible, func(i, j int) bool { return inst.eligible[i].node.Name < inst.eligible[j].node.Name })
+		p.instances = append(p.instances, inst)
+		for _, m := range inst.eligible {
+			p.byNode[m.node.Name] = append(p.byNode[m.node.Name], inst)
+		}
+	}
+	return nil
+}
+
+// checkPoolHolders notes a pool that no node could ever hold, whether or
+// not it has addresses allocated yet: that is a wrong nodeSelector or node
+// list, and allocating from it would hand out dead addresses.
+func (p *Plan) checkPoolHolders(pool v1alpha1.ServicePool) {
+	for _, a := range pool.Addresses {
+		r, err := v1alpha1.ParseAddressRange(a)
+		if err != nil {
+			continue
+		}
+		network, ok := p.machineNetwork(r.First)
+		if !ok {
+			continue
+		}
+		found := false
+		for i := range p.state.Nodes {
+			n := &p.state.Nodes[i]
+			if _, in := addressIn(n, network); in && matches(pool.NodeSelector, n.Labels) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			p.unplaced = append(p.unplaced, fmt.Sprintf("service pool %s: no node matches its nodeSelector %v with an address in %s", pool.Name, pool.NodeSelector, network))
+			return
+		}
+	}
+}
+
+// Unplaced lists what no node can hold: its VIPs would answer nowhere.
+// `vipctl render` refuses it; the sidecar reports it and renders the rest.
+func (p *Plan) Unplaced() []string {
+	out := append([]string{}, p.unplaced...)
+	for _, inst := range p.instances {
+		if len(inst.eligible) == 0 {
+			out = append(out, fmt.Sprintf("VRRP instance %s (IPv%d): no node is eligible (%s, with an address in %s)", inst.key, inst.family, inst.why, inst.network))
+		}
+	}
+	return out
+}
+
+func (p *Plan) machineNetwork(a netip.Addr) (netip.Prefix, bool) {
+	for _, s := range p.c.Spec.MachineNetworks {
+		n := netip.MustParsePrefix(s)
+		if n.Contains(a) {
+			return n, true
+		}
+	}
+	return netip.Prefix{}, false
+}
+
+func addressIn(n *Node, network netip.Prefix) (netip.Addr, bool) {
+	for _, a := range n.Addresses {
+		if network.Contains(a) {
+			return a, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// priority is rendezvous hashing: every node gets a stable pseudo-random
+// priority per instance key, so each instance has its own preferred holder
+// (instances spread over the nodes) and adding or removing a node never
+// reshuffles the others. Both families of one key share priorities so a
+// dual-stack VIP pair prefers the same node.
+func priority(key, node string) int {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(node))
+	return minPriority + int(mix(h.Sum64())%priorityBuckets)
+}
+
+// spread puts a pool address into one of the pool's instances by its own
+// hash, so allocating or releasing an address never moves another.
+func spread(a netip.Addr, instances int) int {
+	h := fnv.New64a()
+	_, _ = h.Write(a.AsSlice())
+	return int(mix(h.Sum64()) % uint64(instances))
+}
+
+// mix is splitmix64's finalizer. FNV alone barely changes its low bits when
+// only the last byte differs (master-0, master-1, ...), which would give
+// such nodes neighbouring priorities and skew the spread.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// scriptSafe maps a DNS label to keepalived's identifier alphabet.
+func scriptSafe(name string) string { return strings.ReplaceAll(name, "-", "_") }
+
+func instanceName(key string, family int) string {
+	return scriptSafe(strings.ReplaceAll(key, "/", "_")) + "_v" + strconv.Itoa(family)
+}
+
+type keepalivedView struct {
+	Node, Cluster, RouterID string
+	ScriptUser              string
+	Version                 int
+	Scripts                 []scriptView
+	TrackFiles              []trackFileView
+	Instances               []instanceView
+}
+
+type scriptView struct {
+	Name, Command                 string
+	Interval, Timeout, Fall, Rise int
+}
+
+type trackFileView struct {
+	Name, Path, Why string
+	Weight          int
+}
+
+type instanceView struct {
+	Key, Name, Family, Why string
+	Interface              string
+	Version                int
+	VRID                   uint8
+	Priority               int
+	Advert                 string
+	PreemptDelay           int
+	UnicastSrc             string
+	Peers                  []string
+	VIPs                   []string
+	TrackScripts           []string
+	TrackFiles             []string
+}
+
+// keepalivedView is the node's view of the plan. It refuses an instance
+// with no peer to talk to in unicast mode: keepalived would make every
+// node master of it at once.
+func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
+	n, ok := p.nodes[node]
+	if !ok {
+		return nil, fmt.Errorf("node %s is not in the node list", node)
+	}
+	s := &p.c.Spec
+	v := &keepalivedView{Node: node, Cluster: p.c.Metadata.Name, RouterID: scriptSafe(node), ScriptUser: ScriptUser, Version: s.VRRP.Version}
+	usedScripts, usedTracks := map[string]bool{}, map[string]bool{drainTrackName: true}
+	iface := n.Interface
+	if iface == "" {
+		iface = s.VRRP.Interface
+	}
+	for _, inst := range p.byNode[node] {
+		iv := instanceView{
+			Key: inst.key, Name: instanceName(inst.key, inst.family), Family: "IPv" + strconv.Itoa(inst.family), Why: inst.why,
+			Interface: iface, Version: s.VRRP.Version, VRID: inst.vrid, Advert: advert(s.VRRP.Advert()), PreemptDelay: defaultPreemptSecs,
+			TrackScripts: inst.scripts, TrackFiles: append([]string{drainTrackName}, inst.files...),
+		}
+		if inst.family == 6 {
+			iv.Version = 3
+		}
+		if s.VRRP.Profile == v1alpha1.ProfileFast {
+			iv.PreemptDelay = fastPreemptSecs
+		}
+		for _, m := range inst.eligible {
+			if m.node.Name == node {
+				iv.Priority = m.priority
+				if s.VRRP.Mode == v1alpha1.ModeUnicast {
+					iv.UnicastSrc = m.src.String()
+				}
+				continue
+			}
+			if s.VRRP.Mode == v1alpha1.ModeUnicast {
+				iv.Peers = append(iv.Peers, m.src.String())
+			}
+		}
+		if s.VRRP.Mode == v1alpha1.ModeUnicast && len(iv.Peers) == 0 {
+			return nil, fmt.Errorf("node %s: VRRP instance %s (%s) has no unicast peer: it needs at least two eligible nodes with an address in %s", node, inst.key, iv.Family, inst.network)
+		}
+		bits := 32
+		if inst.family == 6 {
+			bits = 128
+		}
+		for _, a := range inst.vips {
+			iv.VIPs = append(iv.VIPs, fmt.Sprintf("%s/%d dev %s", a, bits, iface))
+		}
+		for _, sc := range inst.scripts {
+			usedScripts[sc] = true
+		}
+		for _, f := range inst.files {
+			usedTracks[f] = true
+		}
+		v.Instances = append(v.Instances, iv)
+	}
+	for _, sc := range p.scripts {
+		if usedScripts[sc.Name] {
+			v.Scripts = append(v.Scripts, sc)
+		}
+	}
+	for _, t := range p.tracks {
+		if usedTracks[t.Name] {
+			v.TrackFiles = append(v.TrackFiles, t)
+		}
+	}
+	return v, nil
+}
+
+// advert formats an interval the way keepalived reads it: seconds, with
+// centiseconds when needed.
+func advert(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+}

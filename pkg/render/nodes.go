@@ -1,0 +1,111 @@
+package render
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// Node is what rendering needs to know about one node.
+type Node struct {
+	Name string
+	// Labels select the node for service pools.
+	Labels map[string]string
+	// Addresses are the node's own addresses (InternalIP first); VRRP speaks
+	// from the one inside the VIP's machine network.
+	Addresses []netip.Addr
+	// Interface carries VRRP and the VIPs; empty means spec.vrrp.interface.
+	Interface string
+	// ControlPlane nodes run haproxy and may hold the API VIP.
+	ControlPlane bool
+}
+
+// Label and annotation names read from Kubernetes Node objects.
+const (
+	InterfaceAnnotation = "vipctl.io/interface"
+	roleLabelPrefix     = "node-role.kubernetes.io/"
+)
+
+// NodeFromKubernetes extracts the facts from a Node object: roles from
+// node-role.kubernetes.io/* labels, addresses from status.addresses
+// (InternalIP before ExternalIP), the interface from an annotation or
+// defaultInterface.
+func NodeFromKubernetes(n *corev1.Node, defaultInterface string) (Node, error) {
+	out := Node{Name: n.Name, Labels: n.Labels, Interface: defaultInterface}
+	if iface := n.Annotations[InterfaceAnnotation]; iface != "" {
+		out.Interface = iface
+	}
+	for l := range n.Labels {
+		role, ok := strings.CutPrefix(l, roleLabelPrefix)
+		if ok && (role == "master" || role == "control-plane") {
+			out.ControlPlane = true
+		}
+	}
+	for _, want := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP} {
+		for _, a := range n.Status.Addresses {
+			if a.Type != want {
+				continue
+			}
+			ip, err := netip.ParseAddr(a.Address)
+			if err != nil {
+				return Node{}, fmt.Errorf("node %s: status.addresses: invalid %s %q", n.Name, a.Type, a.Address)
+			}
+			out.Addresses = append(out.Addresses, ip.Unmap())
+		}
+	}
+	if len(out.Addresses) == 0 {
+		return Node{}, fmt.Errorf("node %s: status.addresses has no InternalIP or ExternalIP", n.Name)
+	}
+	return out, nil
+}
+
+// LoadNodeList reads `oc get nodes -o yaml` output (a v1 List or NodeList).
+func LoadNodeList(path, defaultInterface string) ([]Node, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not valid YAML: %w", path, err)
+	}
+	var list corev1.NodeList
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &list); err != nil {
+		return nil, fmt.Errorf("%s: not a NodeList: %w", path, err)
+	}
+	if list.Kind != "List" && list.Kind != "NodeList" {
+		return nil, fmt.Errorf("%s: kind %q: want a NodeList (oc get nodes -o yaml)", path, list.Kind)
+	}
+	nodes := make([]Node, 0, len(list.Items))
+	seen := map[string]bool{}
+	for i := range list.Items {
+		n, err := NodeFromKubernetes(&list.Items[i], defaultInterface)
+		if err != nil {
+			return nil, fmt.Errorf("%s: items[%d]: %w", path, i, err)
+		}
+		if seen[n.Name] {
+			return nil, fmt.Errorf("%s: items[%d]: node %s listed twice", path, i, n.Name)
+		}
+		seen[n.Name] = true
+		nodes = append(nodes, n)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	return nodes, nil
+}
+
+// matches reports whether every key=value of selector is among labels.
+func matches(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		got, ok := labels[k]
+		if !ok || got != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,63 @@
+package render
+
+// Paths and ports on the node. The static pods, the MachineConfigs, the
+// rendered configs and the sidecar all meet at these, so they are defined
+// once here.
+const (
+	// StaticPodDir is where the kubelet picks up static pod manifests.
+	StaticPodDir = "/etc/kubernetes/manifests"
+	// ConfigDir holds what the MachineConfig lays down: the cluster file,
+	// the bootstrap node list and the check scripts.
+	ConfigDir = "/etc/vipctl"
+	// ClusterConfigPath is the ClusterVIPs file the sidecar starts from.
+	ClusterConfigPath = ConfigDir + "/cluster.yaml"
+	// BootstrapNodesPath is the NodeList known at render time; it lets
+	// `runtimecfg --once` render peers before any API server answers.
+	BootstrapNodesPath = ConfigDir + "/nodes.yaml"
+	// ScriptsDir holds the check scripts keepalived runs. It must not be
+	// group- or world-writable or keepalived disables the scripts.
+	ScriptsDir = ConfigDir + "/scripts"
+
+	KeepalivedDir      = "/etc/keepalived"
+	KeepalivedConfPath = KeepalivedDir + "/keepalived.conf"
+	HaproxyDir         = "/etc/haproxy"
+	HaproxyConfPath    = HaproxyDir + "/haproxy.cfg"
+
+	// RunDir is shared by the keepalived pod's containers (pid files, the
+	// sidecar's state); the pod shares its process namespace so the sidecar
+	// can signal keepalived by PID.
+	RunDir              = "/run/vipctl"
+	KeepalivedPIDFile   = RunDir + "/keepalived.pid"
+	VRRPPIDFile         = RunDir + "/vrrp.pid"
+	CheckersPIDFile     = RunDir + "/checkers.pid"
+	HaproxyRunDir       = "/run/haproxy"
+	HaproxyMasterSocket = HaproxyRunDir + "/master.sock"
+	HaproxyStatsSocket  = HaproxyRunDir + "/stats.sock"
+
+	// NodeKubeconfig is the kubelet's own credential; static pods cannot
+	// use a ServiceAccount, so the sidecar reads with the node's identity.
+	NodeKubeconfig = "/var/lib/kubelet/kubeconfig"
+
+	// SidecarPort serves the sidecar's /healthz, /readyz and /metrics on
+	// localhost.
+	SidecarPort = 9447
+	// HaproxyStatsPort serves haproxy's stats page on localhost only.
+	HaproxyStatsPort = 9448
+
+	// Namespace holds the static pods' mirror pods and the allocator.
+	Namespace = "vipctl-system"
+	// ScriptUser runs keepalived's check scripts (enable_script_security).
+	ScriptUser = "keepalived_script"
+)
+
+// Static pod names. The kubelet names the mirror pods <name>-<node> in
+// Namespace, which is where `vipctl status` looks for them.
+const (
+	KeepalivedPodName = "vipctl-keepalived"
+	HaproxyPodName    = "vipctl-haproxy"
+)
+
+// KubeletPKIDir holds the client certificate NodeKubeconfig points at (it
+// rotates, so the kubeconfig names a file rather than embedding it); the
+// sidecar needs both to authenticate.
+const KubeletPKIDir = "/var/lib/kubelet/pki"

@@ -1,0 +1,62 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/vipctl/vipctl/templates"
+)
+
+// Script modes: keepalived refuses scripts that others can write.
+const (
+	scriptMode = 0o755
+	configMode = 0o644
+)
+
+// NodeFiles renders every file the sidecar writes on this node:
+// keepalived.conf, haproxy.cfg on control-plane nodes, and the check script
+// they call.
+func (p *Plan) NodeFiles(node string) ([]File, error) {
+	kv, err := p.keepalivedView(node)
+	if err != nil {
+		return nil, err
+	}
+	kconf, err := execute("keepalived.conf", kv)
+	if err != nil {
+		return nil, err
+	}
+	files := []File{{Path: KeepalivedConfPath, Mode: configMode, Data: kconf}}
+	if p.IsControlPlane(node) {
+		hv, err := p.haproxyView(node)
+		if err != nil {
+			return nil, err
+		}
+		hconf, err := execute("haproxy.cfg", hv)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, File{Path: HaproxyConfPath, Mode: configMode, Data: hconf})
+	}
+	scripts, err := ScriptFiles()
+	if err != nil {
+		return nil, err
+	}
+	return append(files, scripts...), nil
+}
+
+// ScriptFiles are the check scripts, identical on every node.
+func ScriptFiles() ([]File, error) {
+	data, err := templates.Script(checkScript)
+	if err != nil {
+		return nil, err
+	}
+	return []File{{Path: ScriptsDir + "/" + checkScript, Mode: scriptMode, Data: data}}, nil
+}
+
+func execute(name string, view any) ([]byte, error) {
+	var b bytes.Buffer
+	if err := templates.Parsed.ExecuteTemplate(&b, name, view); err != nil {
+		return nil, fmt.Errorf("rendering %s: %w", name, err)
+	}
+	return b.Bytes(), nil
+}

@@ -1,0 +1,354 @@
+package render
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+)
+
+// Machine config pool roles StaticPodFiles knows.
+const (
+	roleMaster = "master"
+	roleWorker = "worker"
+)
+
+const (
+	// systemNodeCritical keeps the kubelet from evicting the pods under
+	// node pressure: losing them moves VIPs or drops the API.
+	systemNodeCritical = "system-node-critical"
+	// loopback is where the sidecar serves its endpoints: only the kubelet
+	// and keepalived's checks on this node need them.
+	loopback = "127.0.0.1"
+	// nodeNameEnv is filled from the downward API and expanded by the
+	// kubelet in the args, so one manifest fits every node.
+	nodeNameEnv = "NODE_NAME"
+
+	containerRender     = "render"
+	containerKeepalived = "keepalived"
+	containerRuntimecfg = "runtimecfg"
+	containerHaproxy    = "haproxy"
+
+	volConfig     = "config"
+	volKeepalived = "keepalived"
+	volHaproxy    = "haproxy"
+	volRun        = "run"
+	volHaproxyRun = "haproxy-run"
+	volKubeconfig = "kubeconfig"
+	volKubeletPKI = "kubelet-pki"
+)
+
+// StaticPodFiles returns the manifests a node of the given role needs: role
+// "master" gets both, "worker" only keepalived.
+func StaticPodFiles(c *v1alpha1.ClusterVIPs, role string) ([]File, error) {
+	var pods []*corev1.Pod
+	switch role {
+	case roleMaster:
+		pods = []*corev1.Pod{KeepalivedPod(c), HaproxyPod(c)}
+	case roleWorker:
+		pods = []*corev1.Pod{KeepalivedPod(c)}
+	default:
+		return nil, fmt.Errorf("static pods: unknown role %q (want %q or %q)", role, roleMaster, roleWorker)
+	}
+	files := make([]File, 0, len(pods))
+	for _, p := range pods {
+		data, err := yaml.Marshal(p)
+		if err != nil {
+			return nil, fmt.Errorf("static pod %s: %w", p.Name, err)
+		}
+		files = append(files, File{Path: StaticPodDir + "/" + p.Name + ".yaml", Mode: configMode, Data: data})
+	}
+	return files, nil
+}
+
+// KeepalivedPod is the static pod on every node that may hold a VIP.
+func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
+	keepalived := corev1.Container{
+		Name:  containerKeepalived,
+		Image: c.Spec.Images.Keepalived,
+		Command: []string{
+			"keepalived", "-n", "-l", "-D", "-G",
+			"-f", KeepalivedConfPath,
+			"-p", KeepalivedPIDFile,
+			"-r", VRRPPIDFile,
+			"-c", CheckersPIDFile,
+		},
+		Resources: requests("10m", "20Mi"),
+		// The sidecar reloads keepalived through this PID file: if it is
+		// gone or stale, reloads would go nowhere, and a restart rewrites it.
+		LivenessProbe: &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+				Command: []string{"/bin/sh", "-c", `kill -0 "$(cat ` + KeepalivedPIDFile + `)"`},
+			}},
+			PeriodSeconds:    10,
+			TimeoutSeconds:   2,
+			FailureThreshold: 3,
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			mount(volConfig, ConfigDir, true), // check scripts
+			mount(volKeepalived, KeepalivedDir, true),
+			mount(volRun, RunDir, false), // PID files
+		},
+		// NET_ADMIN adds and removes VIPs, NET_RAW sends VRRP and
+		// gratuitous ARP/NA. SETUID and SETGID let keepalived run check
+		// scripts as ScriptUser: without them keepalived 2.2 disables the
+		// track scripts ("Unable to set uid:gid ... disabling") and holds
+		// VIPs whatever their checks say. SYS_NICE serves max_auto_priority
+		// in keepalived.conf, which raises keepalived to real-time
+		// priority when its adverts run late.
+		SecurityContext: securityContext("NET_ADMIN", "NET_RAW", "SETGID", "SETUID", "SYS_NICE"),
+	}
+	sidecar := corev1.Container{
+		Name:    containerRuntimecfg,
+		Image:   c.Spec.Images.Vipctl,
+		Command: []string{"vipctl"},
+		Args: append(append([]string{"runtimecfg"}, runtimecfgFlags()...),
+			"--kubeconfig", NodeKubeconfig,
+			"--listen", net.JoinHostPort(loopback, strconv.Itoa(SidecarPort)),
+		),
+		Env:            nodeNameEnvVar(),
+		Resources:      requests("10m", "50Mi"),
+		LivenessProbe:  sidecarProbe("/healthz"),
+		ReadinessProbe: sidecarProbe("/readyz"),
+		VolumeMounts: []corev1.VolumeMount{
+			mount(volConfig, ConfigDir, true),
+			mount(volKeepalived, KeepalivedDir, false),
+			mount(volHaproxy, HaproxyDir, false),
+			mount(volRun, RunDir, false),
+			// Connecting to haproxy's master socket needs no write access
+			// to the directory.
+			mount(volHaproxyRun, HaproxyRunDir, true),
+			mount(volKubeconfig, NodeKubeconfig, true),
+			mount(volKubeletPKI, KubeletPKIDir, true),
+		},
+		// The sidecar reloads keepalived with SIGHUP to the PID in its PID
+		// file. Signalling a process of the same UID needs no capability,
+		// so running as root like keepalived spares it CAP_KILL; the files
+		// it rewrites and the kubelet's credentials are root's too.
+		SecurityContext: securityContext(),
+	}
+	return &corev1.Pod{
+		TypeMeta:   podTypeMeta(),
+		ObjectMeta: podMeta(KeepalivedPodName),
+		Spec: corev1.PodSpec{
+			HostNetwork:       true,
+			DNSPolicy:         corev1.DNSDefault,
+			PriorityClassName: systemNodeCritical,
+			// The sidecar finds keepalived by the PID keepalived wrote,
+			// which only means something inside one PID namespace.
+			ShareProcessNamespace: ptr.To(true),
+			EnableServiceLinks:    ptr.To(false),
+			SecurityContext:       podSecurityContext(),
+			Tolerations:           tolerateEverything(),
+			InitContainers:        []corev1.Container{renderContainer(c)},
+			Containers:            []corev1.Container{keepalived, sidecar},
+			Volumes: []corev1.Volume{
+				hostPath(volConfig, ConfigDir, corev1.HostPathDirectory),
+				hostPath(volKeepalived, KeepalivedDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volHaproxy, HaproxyDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volRun, RunDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volHaproxyRun, HaproxyRunDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volKubeconfig, NodeKubeconfig, corev1.HostPathFile),
+				hostPath(volKubeletPKI, KubeletPKIDir, corev1.HostPathDirectory),
+			},
+		},
+	}
+}
+
+// HaproxyPod is the static pod on control-plane nodes.
+func HaproxyPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
+	// No host: haproxy's health frontend binds every address of the
+	// cluster's families, and the kubelet probes a host-network pod on the
+	// node IP, which is always of one of them.
+	health := intstr.FromInt32(c.Spec.API.HealthPort)
+	haproxy := corev1.Container{
+		Name:  containerHaproxy,
+		Image: c.Spec.Images.Haproxy,
+		// Master-worker mode: a reload through the master socket starts new
+		// workers on the listening sockets the master keeps, so no
+		// connection is refused during a reload.
+		Command: []string{
+			"haproxy", "-W", "-db",
+			"-S", HaproxyMasterSocket + ",level,admin",
+			"-f", HaproxyConfPath,
+		},
+		Resources: requests("50m", "64Mi"),
+		// Ready means at least one kube-apiserver behind it is up
+		// (monitor-uri in haproxy.cfg); alive only needs the port.
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+				Path: "/readyz", Port: health, Scheme: corev1.URISchemeHTTP,
+			}},
+			PeriodSeconds:    5,
+			TimeoutSeconds:   2,
+			FailureThreshold: 3,
+		},
+		LivenessProbe: &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: health}},
+			PeriodSeconds:    10,
+			TimeoutSeconds:   2,
+			FailureThreshold: 3,
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			mount(volHaproxy, HaproxyDir, true),
+			mount(volHaproxyRun, HaproxyRunDir, false), // master and stats sockets
+		},
+		// Every port haproxy binds is above 1023, so it needs no
+		// capability. Root only because the socket directory on the host
+		// is root's and the sidecar, also root, must reach the sockets.
+		SecurityContext: securityContext(),
+	}
+	return &corev1.Pod{
+		TypeMeta:   podTypeMeta(),
+		ObjectMeta: podMeta(HaproxyPodName),
+		Spec: corev1.PodSpec{
+			HostNetwork:        true,
+			DNSPolicy:          corev1.DNSDefault,
+			PriorityClassName:  systemNodeCritical,
+			EnableServiceLinks: ptr.To(false),
+			SecurityContext:    podSecurityContext(),
+			Tolerations:        tolerateEverything(),
+			// Same render as in the keepalived pod: whichever pod starts
+			// first after boot finds haproxy.cfg written, and a second
+			// `--once` rewrites identical files.
+			InitContainers: []corev1.Container{renderContainer(c)},
+			Containers:     []corev1.Container{haproxy},
+			Volumes: []corev1.Volume{
+				hostPath(volConfig, ConfigDir, corev1.HostPathDirectory),
+				hostPath(volKeepalived, KeepalivedDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volHaproxy, HaproxyDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volRun, RunDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volHaproxyRun, HaproxyRunDir, corev1.HostPathDirectoryOrCreate),
+			},
+		},
+	}
+}
+
+// renderContainer writes this node's configs from the files the
+// MachineConfig laid down, so keepalived and haproxy start with a valid
+// config even before any API server answers.
+func renderContainer(c *v1alpha1.ClusterVIPs) corev1.Container {
+	return corev1.Container{
+		Name:      containerRender,
+		Image:     c.Spec.Images.Vipctl,
+		Command:   []string{"vipctl"},
+		Args:      append([]string{"runtimecfg", "--once"}, runtimecfgFlags()...),
+		Env:       nodeNameEnvVar(),
+		Resources: requests("10m", "50Mi"),
+		VolumeMounts: []corev1.VolumeMount{
+			mount(volConfig, ConfigDir, true),
+			mount(volKeepalived, KeepalivedDir, false),
+			mount(volHaproxy, HaproxyDir, false),
+			mount(volRun, RunDir, false),
+		},
+		SecurityContext: securityContext(),
+	}
+}
+
+// runtimecfgFlags are the flags the render container and the sidecar share.
+func runtimecfgFlags() []string {
+	return []string{
+		"--config", ClusterConfigPath,
+		"--bootstrap-nodes", BootstrapNodesPath,
+		"--node-name", "$(" + nodeNameEnv + ")",
+	}
+}
+
+func nodeNameEnvVar() []corev1.EnvVar {
+	return []corev1.EnvVar{{
+		Name: nodeNameEnv,
+		ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "spec.nodeName"},
+		},
+	}}
+}
+
+// sidecarProbe asks the sidecar on loopback: without a host the kubelet
+// would probe a host-network pod on the node IP, where it does not listen.
+func sidecarProbe(path string) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Host:   loopback,
+			Path:   path,
+			Port:   intstr.FromInt32(SidecarPort),
+			Scheme: corev1.URISchemeHTTP,
+		}},
+		PeriodSeconds:    10,
+		TimeoutSeconds:   2,
+		FailureThreshold: 3,
+	}
+}
+
+// requests reserves CPU and memory but sets no limit: a CPU-throttled VRRP
+// speaker misses its adverts and its peers take over the VIP (a false
+// failover), and an OOM kill would do the same.
+func requests(cpu, memory string) corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(cpu),
+		corev1.ResourceMemory: resource.MustParse(memory),
+	}}
+}
+
+// securityContext drops every capability but the ones named and keeps the
+// root filesystem read-only: everything a container writes lives on a
+// host path.
+// Every container runs as root: keepalived and haproxy need it, and the
+// sidecar signals keepalived, which only the same uid may do without
+// CAP_KILL.
+func securityContext(add ...corev1.Capability) *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsUser:                ptr.To(int64(0)),
+		Privileged:               ptr.To(false),
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: add},
+	}
+}
+
+func podSecurityContext() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// tolerateEverything keeps the mirror pods from being evicted for a
+// NoExecute taint: the kubelet would keep running the static pod, but its
+// status would vanish from the API.
+func tolerateEverything() []corev1.Toleration {
+	return []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+}
+
+func podTypeMeta() metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+}
+
+func podMeta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:      name,
+		Namespace: Namespace,
+		Labels:    map[string]string{"app": name},
+	}
+}
+
+// mount puts a host path at the same path in the container, so the paths
+// in the configs hold on both sides.
+func mount(volume, path string, readOnly bool) corev1.VolumeMount {
+	return corev1.VolumeMount{Name: volume, MountPath: path, ReadOnly: readOnly}
+}
+
+func hostPath(name, path string, t corev1.HostPathType) corev1.Volume {
+	return corev1.Volume{
+		Name: name,
+		VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: path, Type: ptr.To(t)},
+		},
+	}
+}

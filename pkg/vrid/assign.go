@@ -1,0 +1,180 @@
+package vrid
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// Key names a VRRP instance: "api", "ingress" (the default
+// IngressController), "ingress/<name>", "pool/<pool>/<n>".
+type Key string
+
+// The keys whose IDs OpenShift computes.
+const (
+	KeyAPI     Key = "api"
+	KeyIngress Key = "ingress"
+)
+
+// Request is what Assign needs.
+type Request struct {
+	Cluster string
+	// Keys in declaration order.
+	Keys []Key
+	// Overrides pin IDs; they always win.
+	Overrides map[Key]uint8
+	// Avoid lists IDs never handed out (other routers on the LAN).
+	Avoid []uint8
+}
+
+// Entry is one instance's ID and where it came from.
+type Entry struct {
+	Key    Key    `json:"key"`
+	ID     uint8  `json:"id"`
+	Source string `json:"source"`
+}
+
+// Sources of an Entry's ID.
+const (
+	SourceOpenShift = "openshift"
+	SourceOverride  = "override"
+	SourceDerived   = "derived"
+)
+
+// Assignment is the result of Assign, in Keys order.
+type Assignment struct {
+	Entries []Entry `json:"entries"`
+}
+
+// ID returns the ID of key.
+func (a Assignment) ID(key Key) (uint8, bool) {
+	for _, e := range a.Entries {
+		if e.Key == key {
+			return e.ID, true
+		}
+	}
+	return 0, false
+}
+
+const idSpace = 255
+
+// Assign gives every key an ID under the package's contract.
+func Assign(req Request) (Assignment, error) {
+	if err := ValidateClusterName(req.Cluster); err != nil {
+		return Assignment{}, err
+	}
+	var errs []error
+	taken := map[uint8]Key{}
+	avoid := map[uint8]bool{}
+	for _, id := range req.Avoid {
+		if id == 0 {
+			errs = append(errs, errors.New("avoided ID 0 is not a VRRP ID (1-255)"))
+		}
+		avoid[id] = true
+	}
+	seen := map[Key]bool{}
+	for _, k := range req.Keys {
+		if seen[k] {
+			errs = append(errs, fmt.Errorf("key %s listed twice", k))
+		}
+		seen[k] = true
+	}
+	// Overrides first, in sorted order so errors read the same every run.
+	pinned := make([]Key, 0, len(req.Overrides))
+	for k := range req.Overrides {
+		pinned = append(pinned, k)
+	}
+	sort.Slice(pinned, func(i, j int) bool { return pinned[i] < pinned[j] })
+	for _, k := range pinned {
+		id := req.Overrides[k]
+		switch {
+		case !seen[k]:
+			errs = append(errs, fmt.Errorf("override for unknown key %s", k))
+		case id == 0:
+			errs = append(errs, fmt.Errorf("override %s: ID 0 is not a VRRP ID (1-255)", k))
+		case avoid[id]:
+			errs = append(errs, fmt.Errorf("override %s: ID %d is also in the avoid list", k, id))
+		case taken[id] != "":
+			errs = append(errs, fmt.Errorf("overrides %s and %s both pin ID %d", taken[id], k, id))
+		default:
+			taken[id] = k
+		}
+	}
+	if len(errs) > 0 {
+		return Assignment{}, errors.Join(errs...)
+	}
+
+	ids := map[Key]Entry{}
+	for k, id := range req.Overrides {
+		ids[k] = Entry{Key: k, ID: id, Source: SourceOverride}
+	}
+	api, ingress := OpenShiftIDs(req.Cluster)
+	for _, fixed := range []struct {
+		key Key
+		id  uint8
+	}{{KeyAPI, api}, {KeyIngress, ingress}} {
+		if !seen[fixed.key] {
+			continue
+		}
+		if _, pinnedKey := req.Overrides[fixed.key]; pinnedKey {
+			continue
+		}
+		if avoid[fixed.id] {
+			errs = append(errs, fmt.Errorf("%s: OpenShift's ID %d is in the avoid list; pin another with an override", fixed.key, fixed.id))
+			continue
+		}
+		if other := taken[fixed.id]; other != "" {
+			errs = append(errs, fmt.Errorf("%s: OpenShift's ID %d is pinned by the override for %s; pin %s too", fixed.key, fixed.id, other, fixed.key))
+			continue
+		}
+		taken[fixed.id] = fixed.key
+		ids[fixed.key] = Entry{Key: fixed.key, ID: fixed.id, Source: SourceOpenShift}
+	}
+	if len(errs) > 0 {
+		return Assignment{}, errors.Join(errs...)
+	}
+	for _, k := range req.Keys {
+		if _, done := ids[k]; done {
+			continue
+		}
+		id, ok := firstFree(req.Cluster, k, func(id uint8) bool { return taken[id] == "" && !avoid[id] })
+		if !ok {
+			return Assignment{}, fmt.Errorf("%s: all 255 VRRP IDs are taken or avoided", k)
+		}
+		taken[id] = k
+		ids[k] = Entry{Key: k, ID: id, Source: SourceDerived}
+	}
+	out := Assignment{Entries: make([]Entry, 0, len(req.Keys))}
+	for _, k := range req.Keys {
+		out.Entries = append(out.Entries, ids[k])
+	}
+	return out, nil
+}
+
+// firstFree walks key's probe sequence. The sequence is pseudo-random, so
+// after a bounded number of probes it falls back to a scan to be sure to
+// find the last free IDs.
+func firstFree(cluster string, key Key, free func(uint8) bool) (uint8, bool) {
+	for i := 0; i < 4*idSpace; i++ {
+		if id := Candidate(cluster, key, i); free(id) {
+			return id, true
+		}
+	}
+	start := Candidate(cluster, key, 0)
+	for off := 0; off < idSpace; off++ {
+		id := uint8((int(start)-1+off)%idSpace + 1)
+		if free(id) {
+			return id, true
+		}
+	}
+	return 0, false
+}
+
+// Candidate is the i-th ID of key's probe sequence (see the package doc).
+func Candidate(cluster string, key Key, i int) uint8 {
+	sum := sha256.Sum256([]byte(cluster + "/" + string(key) + "/" + strconv.Itoa(i)))
+	return uint8(1 + binary.BigEndian.Uint32(sum[:4])%idSpace)
+}

@@ -1,0 +1,33 @@
+package vrid
+
+import "github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+
+// RequestFor builds the ID request of a validated cluster file: every VRRP
+// instance key in declaration order, its pins and its avoided IDs.
+func RequestFor(c *v1alpha1.ClusterVIPs) Request {
+	req := Request{Cluster: c.Metadata.Name, Overrides: map[Key]uint8{}}
+	for _, k := range c.InstanceKeys() {
+		req.Keys = append(req.Keys, Key(k))
+	}
+	for k, id := range c.Spec.VRRP.VirtualRouterIDs {
+		req.Overrides[Key(k)] = uint8(id)
+	}
+	for _, id := range c.Spec.VRRP.AvoidVirtualRouterIDs {
+		req.Avoid = append(req.Avoid, uint8(id))
+	}
+	return req
+}
+
+// ForCluster assigns every VRRP ID of a validated cluster file, keyed by
+// instance key.
+func ForCluster(c *v1alpha1.ClusterVIPs) (map[string]uint8, error) {
+	a, err := Assign(RequestFor(c))
+	if err != nil {
+		return nil, err
+	}
+	ids := make(map[string]uint8, len(a.Entries))
+	for _, e := range a.Entries {
+		ids[string(e.Key)] = e.ID
+	}
+	return ids, nil
+}

@@ -1,0 +1,61 @@
+package vrid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Listen captures VRRP advertisements on iface for d (or until ctx ends)
+// and returns every router seen, once each. It opens a packet socket with
+// promiscuous membership, so unicast VRRP between other hosts is seen too;
+// the kernel drops the membership when the socket closes, leaving the
+// interface as it was. It needs CAP_NET_RAW.
+func Listen(ctx context.Context, iface string, d time.Duration) ([]Observation, error) {
+	ifi, err := net.InterfaceByName(iface)
+	if err != nil {
+		return nil, fmt.Errorf("interface %s: %w", iface, err)
+	}
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+	if err != nil {
+		if errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("opening a packet socket needs CAP_NET_RAW (run as root): %w", err)
+		}
+		return nil, fmt.Errorf("opening a packet socket: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
+		return nil, fmt.Errorf("binding to %s: %w", iface, err)
+	}
+	mreq := unix.PacketMreq{Ifindex: int32(ifi.Index), Type: unix.PACKET_MR_PROMISC}
+	if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
+		return nil, fmt.Errorf("promiscuous mode on %s: %w", iface, err)
+	}
+	// Short read timeouts let the loop notice the deadline and ctx.
+	tv := unix.NsecToTimeval((100 * time.Millisecond).Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(d)
+	buf := make([]byte, 65536)
+	var seen []Observation
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		n, _, err := unix.Recvfrom(fd, buf, 0)
+		if err != nil {
+			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return nil, fmt.Errorf("reading from %s: %w", iface, err)
+		}
+		if obs, ok := ParseFrame(buf[:n]); ok {
+			seen = append(seen, obs)
+		}
+	}
+	return dedupe(seen), nil
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
