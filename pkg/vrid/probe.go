@@ -18,7 +18,15 @@ const (
 // ParseFrame decodes an Ethernet frame carrying a VRRP advertisement (v2 or
 // v3, over IPv4 or IPv6, optionally 802.1Q tagged). ok is false for
 // anything else, including truncated frames.
-func ParseFrame(frame []byte) (obs Observation, ok bool) {
+func ParseFrame(frame []byte) (Observation, bool) {
+	obs, ok := parseFrame(frame)
+	if !ok {
+		return Observation{}, false
+	}
+	return obs, true
+}
+
+func parseFrame(frame []byte) (obs Observation, ok bool) {
 	if len(frame) < 14 {
 		return obs, false
 	}

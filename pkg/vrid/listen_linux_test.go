@@ -1,0 +1,172 @@
+package vrid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vipctl/vipctl/internal/netlab"
+)
+
+// advertiserConf is a real keepalived advertising three known VRIDs from
+// node a: 77 unicast VRRPv3 to b, 78 multicast VRRPv2, 79 over IPv6.
+const advertiserConf = `vrrp_instance unicast {
+    state MASTER
+    interface br-ex
+    version 3
+    virtual_router_id 77
+    priority 200
+    advert_int 0.2
+    unicast_src_ip 198.51.100.11
+    unicast_peer {
+        198.51.100.12
+    }
+    virtual_ipaddress {
+        198.51.100.50/32 dev br-ex
+    }
+}
+vrrp_instance multicast {
+    state MASTER
+    interface br-ex
+    version 2
+    virtual_router_id 78
+    priority 150
+    advert_int 1
+    virtual_ipaddress {
+        198.51.100.51/32 dev br-ex
+    }
+}
+vrrp_instance six {
+    state MASTER
+    interface br-ex
+    version 3
+    virtual_router_id 79
+    priority 100
+    advert_int 0.2
+    virtual_ipaddress {
+        2001:db8:100::50/128 dev br-ex
+    }
+}
+`
+
+// startAdvertiser starts keepalived on a new node a and waits until it
+// holds all three VIPs, i.e. every instance is master and advertising.
+func startAdvertiser(t *testing.T, lab *netlab.Lab) *netlab.Proc {
+	t.Helper()
+	a := lab.AddHost("a", netlab.HostOpts{Addrs: []string{"198.51.100.11/24", "2001:db8:100::11/64"}})
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "keepalived.conf")
+	if err := os.WriteFile(conf, []byte(advertiserConf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := a.Start("keepalived", "keepalived", "-n", "-l", "-D", "-G", "-f", conf,
+		"-p", filepath.Join(dir, "k.pid"), "-r", filepath.Join(dir, "v.pid"), "-c", filepath.Join(dir, "c.pid"))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, _ := a.Exec("ip", "addr", "show", "dev", "br-ex")
+		if strings.Contains(string(out), "198.51.100.50/32") && strings.Contains(string(out), "198.51.100.51/32") && strings.Contains(string(out), "2001:db8:100::50/128") {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("keepalived never took all VIPs:\n%s\nlog:\n%s", out, p.LogTail(30))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestListenSeesRealKeepalived captures a real keepalived's adverts: node
+// c sees the multicast ones (IPv4 and IPv6), node b the unicast one sent
+// to it.
+func TestListenSeesRealKeepalived(t *testing.T) {
+	lab := netlab.New(t)
+	b := lab.AddHost("b", netlab.HostOpts{Addrs: []string{"198.51.100.12/24", "2001:db8:100::12/64"}})
+	c := lab.AddHost("c", netlab.HostOpts{Addrs: []string{"198.51.100.13/24", "2001:db8:100::13/64"}})
+	keepalived := startAdvertiser(t, lab)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("keepalived log:\n%s", keepalived.LogTail(40))
+		}
+	})
+
+	listen := func(h *netlab.Host) map[string]Observation {
+		t.Helper()
+		var obs []Observation
+		if err := h.Do(func() (err error) {
+			obs, err = Listen(context.Background(), "br-ex", 2500*time.Millisecond)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		byKey := map[string]Observation{}
+		for _, o := range obs {
+			byKey[fmt.Sprintf("%d/%s", o.ID, o.Family)] = o
+		}
+		return byKey
+	}
+	atC := listen(c)
+	if o, ok := atC["78/ipv4"]; !ok || o.Version != 2 || o.Source.String() != "198.51.100.11" || o.Destination.String() != "224.0.0.18" || o.Priority != 150 {
+		t.Errorf("c: multicast VRRPv2 78 = %+v (seen: %v)", o, atC)
+	}
+	if o, ok := atC["79/ipv6"]; !ok || o.Version != 3 || o.Destination.String() != "ff02::12" || o.AdvertCentis != 20 {
+		t.Errorf("c: IPv6 VRRPv3 79 = %+v (seen: %v)", o, atC)
+	}
+	atB := listen(b)
+	if o, ok := atB["77/ipv4"]; !ok || o.Version != 3 || o.Source.String() != "198.51.100.11" || o.Destination.String() != "198.51.100.12" || o.AdvertCentis != 20 {
+		t.Errorf("b: unicast VRRPv3 77 = %+v (seen: %v)", o, atB)
+	}
+}
+
+func TestListenErrors(t *testing.T) {
+	t.Parallel()
+	if _, err := Listen(context.Background(), "no-such-if0", time.Second); err == nil {
+		t.Error("unknown interface accepted")
+	}
+}
+
+// TestVRIDsCommandListens runs the real vipctl binary inside node c: the
+// cluster pins its API ID to 78, which keepalived on node a advertises, so
+// the command must report the live clash and exit 2.
+func TestVRIDsCommandListens(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "vipctl")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/vipctl/vipctl/cmd/vipctl").CombinedOutput(); err != nil {
+		t.Fatalf("building vipctl: %v\n%s", err, out)
+	}
+	cluster := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(cluster, []byte(`apiVersion: vipctl.io/v1alpha1
+kind: ClusterVIPs
+metadata: {name: probe}
+spec:
+  baseDomain: example.test
+  machineNetworks: [198.51.100.0/24]
+  api: {vips: [198.51.100.5]}
+  vrrp:
+    virtualRouterIDs: {api: 78}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lab := netlab.New(t)
+	c := lab.AddHost("c", netlab.HostOpts{Addrs: []string{"198.51.100.13/24"}})
+	startAdvertiser(t, lab)
+	out, err := c.Exec(bin, "vr-ids", "-f", cluster, "--listen", "br-ex", "--for", "2500ms")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("exit: %v, want status 2\n%s", err, out)
+	}
+	for _, want := range []string{
+		"APIVirtualRouterID: 78\n",
+		"live: VirtualRouterID 78 from 198.51.100.11 on br-ex (VRRPv2)\n",
+		"clash: APIVirtualRouterID 78 also seen live on br-ex from 198.51.100.11 (VRRPv2)\n",
+		"virtualRouterIDs:\n  api: ",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vipctl/vipctl/internal/netlab"
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/bundle"
+	"github.com/vipctl/vipctl/pkg/configcheck"
+	"github.com/vipctl/vipctl/pkg/render"
+)
+
+// nodeListFor names the node list each example renders with.
+func nodeListFor(example string) string {
+	if strings.Contains(example, "node-groups") {
+		return "../../examples/nodes/groups.yaml"
+	}
+	return "../../examples/nodes/compact.yaml"
+}
+
+// firstAddresses allocates the first few addresses of every pool block, as
+// the IPAM would for the first Services, so pool instances render too.
+func firstAddresses(t *testing.T, c *v1alpha1.ClusterVIPs, n int) map[string][]netip.Addr {
+	t.Helper()
+	out := map[string][]netip.Addr{}
+	for _, p := range c.Spec.ServicePools {
+		for _, a := range p.Addresses {
+			r, err := v1alpha1.ParseAddressRange(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, addr := 0, r.First; i < n && r.Contains(addr); i, addr = i+1, addr.Next() {
+				out[p.Name] = append(out[p.Name], addr)
+			}
+		}
+	}
+	return out
+}
+
+// TestRenderedConfigsPassRealDaemons renders every example for its node
+// list and has the real keepalived (inside a namespace with the br-ex
+// interface) and haproxy judge every node's files, scripts included.
+func TestRenderedConfigsPassRealDaemons(t *testing.T) {
+	lab := netlab.New(t)
+	judge := lab.AddHost("judge", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"198.51.100.250/24", "203.0.113.250/24", "2001:db8:100::250/64"}})
+	ctx := context.Background()
+	examples, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil || len(examples) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	checked := 0
+	for _, ex := range examples {
+		c, err := v1alpha1.Load(ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes, err := render.LoadNodeList(nodeListFor(ex), c.Spec.VRRP.Interface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := bundle.Build(c, bundle.Options{Nodes: nodes, State: render.State{ServiceVIPs: firstAddresses(t, c, 4)}})
+		if err != nil {
+			t.Fatalf("%s: %v", ex, err)
+		}
+		out := t.TempDir()
+		if err := os.Chmod(out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := bundle.WriteDir(filepath.Join(out, "r"), files); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes {
+			root := filepath.Join(out, "r", "nodes", n.Name)
+			kconf, err := os.ReadFile(filepath.Join(root, render.KeepalivedConfPath))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := configcheck.Keepalived(ctx, kconf, configcheck.Options{Netns: judge.NS, Root: root}); err != nil {
+				t.Errorf("%s node %s: %v", filepath.Base(ex), n.Name, err)
+			}
+			checked++
+			if !n.ControlPlane {
+				continue
+			}
+			hconf, err := os.ReadFile(filepath.Join(root, render.HaproxyConfPath))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := configcheck.Haproxy(ctx, hconf, configcheck.Options{}); err != nil {
+				t.Errorf("%s node %s: %v", filepath.Base(ex), n.Name, err)
+			}
+			checked++
+		}
+	}
+	t.Logf("%d rendered configs judged by the real daemons", checked)
+}
