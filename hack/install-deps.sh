@@ -37,5 +37,5 @@ fi
 if [ ${#missing[@]} -gt 0 ] && command -v systemctl >/dev/null 2>&1; then
   systemctl disable --now keepalived haproxy >/dev/null 2>&1 || true
 fi
-keepalived --version 2>&1 | head -1
-haproxy -v | head -1
+keepalived --version 2>&1 | sed -n 1p
+haproxy -v | sed -n 1p

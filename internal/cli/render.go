@@ -58,8 +58,8 @@ whole and atomically: on any error it is left as it was.`,
 			if err := bundle.WriteDir(o.out, files); err != nil {
 				return err
 			}
-			fmt.Fprintf(streams.Out, "wrote %d files to %s\n", len(files), o.out)
-			return nil
+			_, err = fmt.Fprintf(streams.Out, "wrote %d files to %s\n", len(files), o.out)
+			return err
 		},
 	}
 	f := cmd.Flags()

@@ -71,7 +71,7 @@ func Main(args []string, streams IOStreams) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(streams.ErrOut, "error:", err)
+	_, _ = fmt.Fprintln(streams.ErrOut, "error:", err)
 	var exit *ExitError
 	if errors.As(err, &exit) {
 		return exit.Code

@@ -69,8 +69,8 @@ func New(t testing.TB) *Lab {
 	l := &Lab{t: t, prefix: "vl" + hex.EncodeToString(b), segments: map[string]string{}, hosts: map[string]*Host{}}
 	l.switchNS = l.prefix + "-sw"
 	t.Cleanup(l.cleanup)
-	l.must("ip", "netns", "add", l.switchNS)
-	l.must("ip", "-n", l.switchNS, "link", "set", "lo", "up")
+	l.ip("netns", "add", l.switchNS)
+	l.ip("-n", l.switchNS, "link", "set", "lo", "up")
 	l.AddSegment(DefaultSegment)
 	return l
 }
@@ -86,10 +86,10 @@ func (l *Lab) AddSegment(name string) {
 	br := fmt.Sprintf("br%d", len(l.segments))
 	l.segments[name] = br
 	l.mu.Unlock()
-	l.must("ip", "-n", l.switchNS, "link", "add", br, "type", "bridge")
+	l.ip("-n", l.switchNS, "link", "add", br, "type", "bridge")
 	// No STP and no forwarding delay: a port works the moment it is up.
-	l.must("ip", "-n", l.switchNS, "link", "set", br, "type", "bridge", "forward_delay", "0", "stp_state", "0")
-	l.must("ip", "-n", l.switchNS, "link", "set", br, "up")
+	l.ip("-n", l.switchNS, "link", "set", br, "type", "bridge", "forward_delay", "0", "stp_state", "0")
+	l.ip("-n", l.switchNS, "link", "set", br, "up")
 }
 
 // HostOpts describe a host's attachment.
@@ -135,7 +135,7 @@ func (l *Lab) AddHost(name string, o HostOpts) *Host {
 		l.t.Fatalf("netlab: no segment %q", o.Segment)
 	}
 	h := &Host{Name: name, NS: l.prefix + "-" + name, Iface: o.Iface, lab: l, switchPort: port}
-	l.must("ip", "netns", "add", h.NS)
+	l.ip("netns", "add", h.NS)
 	l.mu.Lock()
 	l.hosts[name] = h
 	l.mu.Unlock()
@@ -146,29 +146,29 @@ func (l *Lab) AddHost(name string, o HostOpts) *Host {
 		"net.ipv6.conf.default.accept_dad=0",
 		"net.ipv4.conf.all.arp_ignore=0",
 	} {
-		l.must("ip", "netns", "exec", h.NS, "sysctl", "-qw", kv)
+		l.ip("netns", "exec", h.NS, "sysctl", "-qw", kv)
 	}
-	l.must("ip", "-n", h.NS, "link", "set", "lo", "up")
+	l.ip("-n", h.NS, "link", "set", "lo", "up")
 	// Create the pair in the host namespace's side directly: neither end
 	// ever exists in the machine's own namespace.
 	tmp := "t" + port
-	l.must("ip", "-n", h.NS, "link", "add", o.Iface, "type", "veth", "peer", "name", tmp, "netns", l.switchNS)
-	l.must("ip", "-n", l.switchNS, "link", "set", tmp, "name", port)
-	l.must("ip", "-n", l.switchNS, "link", "set", port, "master", br, "up")
+	l.ip("-n", h.NS, "link", "add", o.Iface, "type", "veth", "peer", "name", tmp, "netns", l.switchNS)
+	l.ip("-n", l.switchNS, "link", "set", tmp, "name", port)
+	l.ip("-n", l.switchNS, "link", "set", port, "master", br, "up")
 	for _, a := range o.Addrs {
 		args := []string{"-n", h.NS, "addr", "add", a, "dev", o.Iface}
 		if strings.Contains(a, ":") {
 			args = append(args, "nodad")
 		}
-		l.must("ip", args...)
+		l.ip(args...)
 	}
-	l.must("ip", "-n", h.NS, "link", "set", o.Iface, "up")
+	l.ip("-n", h.NS, "link", "set", o.Iface, "up")
 	for _, gw := range o.Gateways {
 		fam := "-4"
 		if strings.Contains(gw, ":") {
 			fam = "-6"
 		}
-		l.must("ip", fam, "-n", h.NS, "route", "add", "default", "via", gw)
+		l.ip(fam, "-n", h.NS, "route", "add", "default", "via", gw)
 	}
 	return h
 }
@@ -179,13 +179,13 @@ func (l *Lab) AddHost(name string, o HostOpts) *Host {
 func (l *Lab) AddRouter(name string, addrs map[string][]string) *Host {
 	l.t.Helper()
 	h := &Host{Name: name, NS: l.prefix + "-" + name, lab: l}
-	l.must("ip", "netns", "add", h.NS)
+	l.ip("netns", "add", h.NS)
 	l.mu.Lock()
 	l.hosts[name] = h
 	l.mu.Unlock()
-	l.must("ip", "-n", h.NS, "link", "set", "lo", "up")
+	l.ip("-n", h.NS, "link", "set", "lo", "up")
 	for _, kv := range []string{"net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0"} {
-		l.must("ip", "netns", "exec", h.NS, "sysctl", "-qw", kv)
+		l.ip("netns", "exec", h.NS, "sysctl", "-qw", kv)
 	}
 	for seg, cidrs := range addrs {
 		l.mu.Lock()
@@ -197,17 +197,17 @@ func (l *Lab) AddRouter(name string, addrs map[string][]string) *Host {
 			l.t.Fatalf("netlab: no segment %q", seg)
 		}
 		iface := "eth-" + seg
-		l.must("ip", "-n", h.NS, "link", "add", iface, "type", "veth", "peer", "name", "t"+port, "netns", l.switchNS)
-		l.must("ip", "-n", l.switchNS, "link", "set", "t"+port, "name", port)
-		l.must("ip", "-n", l.switchNS, "link", "set", port, "master", br, "up")
+		l.ip("-n", h.NS, "link", "add", iface, "type", "veth", "peer", "name", "t"+port, "netns", l.switchNS)
+		l.ip("-n", l.switchNS, "link", "set", "t"+port, "name", port)
+		l.ip("-n", l.switchNS, "link", "set", port, "master", br, "up")
 		for _, a := range cidrs {
 			args := []string{"-n", h.NS, "addr", "add", a, "dev", iface}
 			if strings.Contains(a, ":") {
 				args = append(args, "nodad")
 			}
-			l.must("ip", args...)
+			l.ip(args...)
 		}
-		l.must("ip", "-n", h.NS, "link", "set", iface, "up")
+		l.ip("-n", h.NS, "link", "set", iface, "up")
 	}
 	return h
 }
@@ -260,7 +260,7 @@ func (h *Host) Start(name string, argv ...string) *Proc {
 	if err != nil {
 		h.lab.t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // the child holds its own descriptor
 	cmd := exec.Command("ip", append([]string{"netns", "exec", h.NS}, argv...)...)
 	cmd.Stdout, cmd.Stderr = f, f
 	// A group of its own: Stop signals everything it forked (keepalived's
@@ -331,13 +331,13 @@ func (p *Proc) LogTail(n int) string {
 // nothing.
 func (h *Host) LinkDown() {
 	h.lab.t.Helper()
-	h.lab.must("ip", "-n", h.lab.switchNS, "link", "set", h.switchPort, "down")
+	h.lab.ip("-n", h.lab.switchNS, "link", "set", h.switchPort, "down")
 }
 
 // LinkUp plugs the cable back in.
 func (h *Host) LinkUp() {
 	h.lab.t.Helper()
-	h.lab.must("ip", "-n", h.lab.switchNS, "link", "set", h.switchPort, "up")
+	h.lab.ip("-n", h.lab.switchNS, "link", "set", h.switchPort, "up")
 }
 
 // Do runs fn on an OS thread switched into the host's namespace, for Go
@@ -352,13 +352,13 @@ func (h *Host) Do(fn func() error) error {
 		runtime.UnlockOSThread()
 		return err
 	}
-	defer orig.Close()
+	defer func() { _ = orig.Close() }()
 	target, err := netns.GetFromName(h.NS)
 	if err != nil {
 		runtime.UnlockOSThread()
 		return err
 	}
-	defer target.Close()
+	defer func() { _ = target.Close() }()
 	if err := netns.Set(target); err != nil {
 		runtime.UnlockOSThread()
 		return err
@@ -371,10 +371,10 @@ func (h *Host) Do(fn func() error) error {
 	return fnErr
 }
 
-func (l *Lab) must(name string, args ...string) {
+func (l *Lab) ip(args ...string) {
 	l.t.Helper()
-	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
-		l.t.Fatalf("netlab: %s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		l.t.Fatalf("netlab: ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 }
 

@@ -27,7 +27,7 @@ func Listen(ctx context.Context, iface string, d time.Duration) ([]Observation, 
 		}
 		return nil, fmt.Errorf("opening a packet socket: %w", err)
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }()
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
 		return nil, fmt.Errorf("binding to %s: %w", iface, err)
 	}

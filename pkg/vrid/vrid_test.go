@@ -254,7 +254,7 @@ func TestLoadInventory(t *testing.T) {
 		t.Fatalf("inv = %+v, err %v", inv, err)
 	}
 	for name, body := range map[string]string{
-		"typo.yaml":    "clusters:\n- nmae: a\n",
+		"typo.yaml":    "clusters:\n- clustername: a\n",
 		"badname.yaml": "clusters:\n- name: A_B\n",
 		"zero.yaml":    "clusters:\n- name: a\n  ids: {api: 0}\n",
 		"range.yaml":   "clusters:\n- name: a\n  ids: {api: 256}\n",
