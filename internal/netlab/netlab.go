@@ -11,10 +11,12 @@ package netlab
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -369,6 +371,19 @@ func (h *Host) Do(fn func() error) error {
 	}
 	runtime.UnlockOSThread()
 	return fnErr
+}
+
+// DialContext opens a connection from inside the host, for use as an
+// http.Transport's DialContext. It is needed because net/http dials on
+// goroutines of its own, which do not run in the namespace Do entered.
+func (h *Host) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	var conn net.Conn
+	err := h.Do(func() (err error) {
+		var d net.Dialer
+		conn, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	return conn, err
 }
 
 func (l *Lab) ip(args ...string) {

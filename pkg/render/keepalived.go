@@ -93,12 +93,27 @@ type Plan struct {
 	scripts   []scriptView
 	tracks    []trackFileView
 	unplaced  []string
+	// root prefixes the node paths the configs name; "" on a real node.
+	root string
+}
+
+// PlanOption adjusts a Plan.
+type PlanOption func(*Plan)
+
+// WithRoot makes the configs name every node path (check script, track
+// files, sockets) under root. The network-namespace lab runs several
+// "nodes" on one filesystem; on a real node root is empty.
+func WithRoot(root string) PlanOption {
+	return func(p *Plan) { p.root = root }
 }
 
 // NewPlan computes every VRRP instance and which nodes take part in it.
 // ids maps instance keys to VRRP IDs (vrid.Assign's result).
-func NewPlan(c *v1alpha1.ClusterVIPs, ids map[string]uint8, st State) (*Plan, error) {
+func NewPlan(c *v1alpha1.ClusterVIPs, ids map[string]uint8, st State, opts ...PlanOption) (*Plan, error) {
 	p := &Plan{c: c, state: st, byNode: map[string][]*instance{}, nodes: map[string]*Node{}}
+	for _, o := range opts {
+		o(p)
+	}
 	for i := range st.Nodes {
 		n := &st.Nodes[i]
 		if _, dup := p.nodes[n.Name]; dup {
@@ -107,13 +122,13 @@ func NewPlan(c *v1alpha1.ClusterVIPs, ids map[string]uint8, st State) (*Plan, er
 		p.nodes[n.Name] = n
 	}
 	s := &c.Spec
-	haproxyCmd := fmt.Sprintf("%s/%s %d %s", ScriptsDir, checkScript, s.API.HealthPort, haproxyReadyPath)
+	haproxyCmd := fmt.Sprintf("%s/%s %d %s", p.root+ScriptsDir, checkScript, s.API.HealthPort, haproxyReadyPath)
 	fall, rise := 2, 2
 	if s.VRRP.Profile == v1alpha1.ProfileFast {
 		fall = 1
 	}
 	p.scripts = append(p.scripts, scriptView{Name: haproxyScriptName, Command: haproxyCmd, Interval: scriptInterval, Timeout: scriptTimeout, Fall: fall, Rise: rise})
-	p.tracks = append(p.tracks, trackFileView{Name: drainTrackName, Path: DrainFile, Weight: drainWeight,
+	p.tracks = append(p.tracks, trackFileView{Name: drainTrackName, Path: p.root + DrainFile, Weight: drainWeight,
 		Why: "planned handover: the sidecar writes 1 here to give the VIPs away before stopping"})
 
 	addrs := func(ss []string) []netip.Addr {
@@ -130,9 +145,9 @@ func NewPlan(c *v1alpha1.ClusterVIPs, ids map[string]uint8, st State) (*Plan, er
 	for _, in := range s.Ingress {
 		script := "chk_ingress_" + scriptSafe(in.Name)
 		track := "ingress_" + scriptSafe(in.Name)
-		p.scripts = append(p.scripts, scriptView{Name: script, Command: fmt.Sprintf("%s/%s %d %s", ScriptsDir, checkScript, in.HealthPort, routerReadyPath),
+		p.scripts = append(p.scripts, scriptView{Name: script, Command: fmt.Sprintf("%s/%s %d %s", p.root+ScriptsDir, checkScript, in.HealthPort, routerReadyPath),
 			Interval: scriptInterval, Timeout: scriptTimeout, Fall: fall, Rise: rise})
-		p.tracks = append(p.tracks, trackFileView{Name: track, Path: IngressStatusFile(in.Name), Weight: 0,
+		p.tracks = append(p.tracks, trackFileView{Name: track, Path: p.root + IngressStatusFile(in.Name), Weight: 0,
 			Why: "0 while a ready router pod of IngressController " + in.Name + " runs on this node (written by the sidecar)"})
 		eligible := func(*Node) bool { return true }
 		if placed, known := st.RouterNodes[in.Name]; known {

@@ -1,0 +1,118 @@
+package runtimecfg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/vrid"
+)
+
+// OnceOptions are the inputs of the init container: everything comes from
+// files the MachineConfig laid down, so it works before any API server
+// answers and the API VIP can come up first.
+type OnceOptions struct {
+	Target
+	// Config is the ClusterVIPs file (render.ClusterConfigPath).
+	Config string
+	// BootstrapNodes is the NodeList shipped at render time
+	// (render.BootstrapNodesPath).
+	BootstrapNodes string
+	// NodeName is this node.
+	NodeName string
+}
+
+// Desired renders this node's files from a config and a cluster state.
+func Desired(c *v1alpha1.ClusterVIPs, st render.State, node, root string) ([]render.File, error) {
+	ids, err := vrid.ForCluster(c)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := render.NewPlan(c, ids, st, render.WithRoot(root))
+	if err != nil {
+		return nil, err
+	}
+	return plan.NodeFiles(node)
+}
+
+// Once renders and applies this node's files from the static inputs and
+// creates the run files keepalived tracks, then returns.
+func Once(ctx context.Context, o OnceOptions) (Result, error) {
+	c, err := v1alpha1.Load(o.Config)
+	if err != nil {
+		return Result{}, err
+	}
+	nodes, err := render.LoadNodeList(o.BootstrapNodes, c.Spec.VRRP.Interface)
+	if err != nil {
+		return Result{}, fmt.Errorf("bootstrap nodes: %w", err)
+	}
+	files, err := Desired(c, render.State{Nodes: nodes}, o.NodeName, o.Root)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := InitRunFiles(o.Target, c); err != nil {
+		return Result{}, err
+	}
+	return Apply(ctx, o.Target, files)
+}
+
+// InitRunFiles creates the track files keepalived reads, without
+// overwriting what a running sidecar already wrote: no drain, and the
+// default IngressController counted ready (its VIP must work before the API
+// does; its router health check still guards it) while other controllers
+// wait for the sidecar to see their routers.
+func InitRunFiles(t Target, c *v1alpha1.ClusterVIPs) error {
+	if err := os.MkdirAll(t.path(render.RunDir), 0o755); err != nil {
+		return err
+	}
+	init := map[string]string{render.DrainFile: "0"}
+	for _, in := range c.Spec.Ingress {
+		v := "1"
+		if in.Name == v1alpha1.DefaultIngressController {
+			v = "0"
+		}
+		init[render.IngressStatusFile(in.Name)] = v
+	}
+	for p, v := range init {
+		f, err := os.OpenFile(t.path(p), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		_, werr := f.WriteString(v + "\n")
+		if err := errors.Join(werr, f.Close()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetDrain starts (true) or ends a planned handover: with the drain file
+// at 1 this node's priority drops below every peer's, a peer preempts
+// while this node still answers, and keepalived can then stop without a
+// failed request.
+func SetDrain(t Target, on bool) error {
+	return writeRunFile(t, render.DrainFile, on)
+}
+
+// SetIngressReady records whether a ready router pod of the controller
+// runs on this node.
+func SetIngressReady(t Target, controller string, ready bool) error {
+	// The file holds 0 for ready: keepalived treats non-zero as a fault.
+	return writeRunFile(t, render.IngressStatusFile(controller), !ready)
+}
+
+func writeRunFile(t Target, path string, one bool) error {
+	v := "0\n"
+	if one {
+		v = "1\n"
+	}
+	_, err := writeIfChanged(t.path(path), render.File{Path: path, Mode: 0o644, Data: []byte(v)})
+	return err
+}

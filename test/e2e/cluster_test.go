@@ -1,0 +1,415 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vipctl/vipctl/internal/netlab"
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/configcheck"
+	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/runtimecfg"
+)
+
+// labNode is one "node": a namespace running the real keepalived (and
+// haproxy on control-plane nodes) with the files runtimecfg writes.
+type labNode struct {
+	name       string
+	addr       string
+	host       *netlab.Host
+	target     runtimecfg.Target
+	keepalived *netlab.Proc
+	haproxy    *netlab.Proc
+	apiserver  *standIn
+	routers    map[string]*standIn
+}
+
+// labCluster is a small cluster in a network-namespace lab.
+type labCluster struct {
+	t      *testing.T
+	lab    *netlab.Lab
+	cfg    *v1alpha1.ClusterVIPs
+	nodes  []*labNode
+	byName map[string]*labNode
+	client *netlab.Host
+	state  render.State
+}
+
+type nodeSpec struct {
+	name         string
+	addr         string // CIDR on the machine network
+	addr6        string // optional IPv6 CIDR
+	controlPlane bool
+	labels       map[string]string
+}
+
+// startCluster builds the lab, renders every node's files through
+// runtimecfg (the sidecar's own code path) and starts the daemons.
+func startCluster(t *testing.T, clusterYAML string, specs []nodeSpec) *labCluster {
+	t.Helper()
+	cfg, err := v1alpha1.Parse([]byte(clusterYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc := &labCluster{t: t, lab: netlab.New(t), cfg: cfg, byName: map[string]*labNode{}}
+	lc.client = lc.lab.AddHost("client", netlab.HostOpts{Iface: "eth0", Addrs: []string{"198.51.100.100/24", "2001:db8:100::100/64"}})
+	// Scripts run as keepalived_script, who must be able to reach them:
+	// one world-readable base directory (t.TempDir is private).
+	base, err := os.MkdirTemp("", "vipctl-lab-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range specs {
+		addrs := []string{s.addr}
+		if s.addr6 != "" {
+			addrs = append(addrs, s.addr6)
+		}
+		h := lc.lab.AddHost(s.name, netlab.HostOpts{Iface: "br-ex", Addrs: addrs})
+		root := filepath.Join(base, s.name)
+		n := &labNode{name: s.name, addr: strings.Split(s.addr, "/")[0], host: h, routers: map[string]*standIn{},
+			target: runtimecfg.Target{Root: root, Check: configcheck.Options{Netns: h.NS}}}
+		lc.nodes = append(lc.nodes, n)
+		lc.byName[s.name] = n
+		node := render.Node{Name: s.name, Labels: s.labels, ControlPlane: s.controlPlane, Interface: "br-ex"}
+		node.Addresses = append(node.Addresses, mustAddr(t, n.addr))
+		if s.addr6 != "" {
+			node.Addresses = append(node.Addresses, mustAddr(t, strings.Split(s.addr6, "/")[0]))
+		}
+		lc.state.Nodes = append(lc.state.Nodes, node)
+	}
+	for _, n := range lc.nodes {
+		for _, d := range []string{render.RunDir, render.HaproxyRunDir} {
+			if err := os.MkdirAll(filepath.Join(n.target.Root, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := runtimecfg.InitRunFiles(n.target, cfg); err != nil {
+			t.Fatal(err)
+		}
+		lc.apply(n)
+		if lc.isControlPlane(n.name) {
+			n.apiserver = startAPIServerStandIn(t, n)
+			n.haproxy = n.host.Start("haproxy", "haproxy", "-W", "-db",
+				"-S", filepath.Join(n.target.Root, render.HaproxyMasterSocket)+",level,admin",
+				"-f", filepath.Join(n.target.Root, render.HaproxyConfPath))
+		}
+		n.keepalived = n.host.Start("keepalived", "keepalived", "-n", "-l", "-D", "-G",
+			"-f", filepath.Join(n.target.Root, render.KeepalivedConfPath),
+			"-p", filepath.Join(n.target.Root, render.KeepalivedPIDFile),
+			"-r", filepath.Join(n.target.Root, render.VRRPPIDFile),
+			"-c", filepath.Join(n.target.Root, render.CheckersPIDFile))
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, n := range lc.nodes {
+				t.Logf("--- %s keepalived log:\n%s", n.name, n.keepalived.LogTail(25))
+				if n.haproxy != nil {
+					t.Logf("--- %s haproxy log:\n%s", n.name, n.haproxy.LogTail(15))
+				}
+			}
+		}
+	})
+	return lc
+}
+
+func (lc *labCluster) isControlPlane(name string) bool {
+	for _, n := range lc.state.Nodes {
+		if n.Name == name {
+			return n.ControlPlane
+		}
+	}
+	return false
+}
+
+// apply renders the node's files for the current state and applies them,
+// exactly as the sidecar does (judge, atomic write, reload).
+func (lc *labCluster) apply(n *labNode) runtimecfg.Result {
+	lc.t.Helper()
+	files, err := runtimecfg.Desired(lc.cfg, lc.state, n.name, n.target.Root)
+	if err != nil {
+		lc.t.Fatal(err)
+	}
+	res, err := runtimecfg.Apply(context.Background(), n.target, files)
+	if err != nil {
+		lc.t.Fatal(err)
+	}
+	return res
+}
+
+// holders lists the nodes that have vip on their interface right now.
+func (lc *labCluster) holders(vip string) []string {
+	var out []string
+	for _, n := range lc.nodes {
+		got, err := n.host.Exec("ip", "-o", "addr", "show", "dev", "br-ex")
+		if err == nil && strings.Contains(string(got), " "+vip+"/") {
+			out = append(out, n.name)
+		}
+	}
+	return out
+}
+
+// waitHolder waits until exactly one node holds vip and it satisfies ok.
+func (lc *labCluster) waitHolder(vip string, timeout time.Duration, ok func(string) bool) string {
+	lc.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last []string
+	for time.Now().Before(deadline) {
+		last = lc.holders(vip)
+		if len(last) == 1 && ok(last[0]) {
+			return last[0]
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	lc.t.Fatalf("%s: holders %v after %s", vip, last, timeout)
+	return ""
+}
+
+// settled waits until vip has one holder that keeps it for longer than the
+// profile's preempt delay: at start-up the first node to time out takes the
+// VIP and the preferred one preempts it a little later.
+func (lc *labCluster) settled(vip string) string {
+	lc.t.Helper()
+	return lc.settledAll(vip)[vip]
+}
+
+// settledAll is settled for several VIPs at once: all of them must keep
+// their holders through one quiet period.
+func (lc *labCluster) settledAll(vips ...string) map[string]string {
+	lc.t.Helper()
+	quiet := 3 * time.Second
+	if lc.cfg.Spec.VRRP.Profile == v1alpha1.ProfileDefault {
+		quiet = 12 * time.Second
+	}
+	deadline := time.Now().Add(quiet + 30*time.Second)
+	holders, since := map[string]string{}, time.Now()
+	for time.Now().Before(deadline) {
+		cur, complete := map[string]string{}, true
+		for _, vip := range vips {
+			if h := lc.holders(vip); len(h) == 1 {
+				cur[vip] = h[0]
+			} else {
+				complete = false
+			}
+		}
+		if !maps.Equal(cur, holders) {
+			holders, since = cur, time.Now()
+		}
+		if complete && time.Since(since) > quiet {
+			return holders
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	lc.t.Fatalf("VIPs never settled on one holder each (last %v)", holders)
+	return nil
+}
+
+func mustAddr(t *testing.T, s string) netip.Addr {
+	t.Helper()
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// standIn is an in-process server listening inside a node's namespace.
+type standIn struct {
+	srv   *httptest.Server
+	ready atomic.Bool
+	name  string
+}
+
+func (s *standIn) Close() { s.srv.Close() }
+
+// startAPIServerStandIn serves HTTPS on the node's address:6443 like a
+// kube-apiserver: /readyz for haproxy's checks, / answers with the node
+// name so a client can tell which backend it reached.
+func startAPIServerStandIn(t *testing.T, n *labNode) *standIn {
+	t.Helper()
+	s := &standIn{name: n.name}
+	s.ready.Store(true)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !s.ready.Load() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, n.name) })
+	s.srv = httptest.NewUnstartedServer(mux)
+	var l net.Listener
+	if err := n.host.Do(func() (err error) { l, err = net.Listen("tcp", net.JoinHostPort(n.addr, "6443")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	s.srv.Listener = l
+	s.srv.StartTLS()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// startRouterStandIn is a router pod of one IngressController on node n:
+// health on 0.0.0.0:healthPort (what keepalived's script asks) and traffic
+// on vip:80.
+func startRouterStandIn(t *testing.T, n *labNode, controller string, healthPort int32, vip string) *standIn {
+	t.Helper()
+	s := &standIn{name: n.name}
+	s.ready.Store(true)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if !s.ready.Load() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintf(w, "%s/%s", controller, n.name) })
+	s.srv = httptest.NewUnstartedServer(mux)
+	var health, traffic net.Listener
+	if err := n.host.Do(func() (err error) {
+		if health, err = net.Listen("tcp", fmt.Sprintf("0.0.0.0:%d", healthPort)); err != nil {
+			return err
+		}
+		traffic, err = net.Listen("tcp", net.JoinHostPort(vip, "80"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.srv.Listener = health
+	s.srv.Start()
+	extra := &http.Server{Handler: mux, ReadHeaderTimeout: time.Second}
+	go func() { _ = extra.Serve(traffic) }()
+	t.Cleanup(func() { _ = extra.Close(); s.Close() })
+	n.routers[controller] = s
+	return s
+}
+
+// startEcho serves HTTP on addr inside node n, answering with the node's
+// name: the workload behind a service VIP.
+func startEcho(t *testing.T, n *labNode, addr string) {
+	t.Helper()
+	var l net.Listener
+	if err := n.host.Do(func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, n.name) })}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+}
+
+// poller opens a new connection to url every interval from the client
+// namespace and records failures, like a client of the VIP.
+type poller struct {
+	mu           sync.Mutex
+	ok, fail     int
+	lastBody     string
+	failures     []time.Time
+	failedStarts []time.Time
+	errs         []string
+	stop         chan struct{}
+	done         chan struct{}
+}
+
+func (lc *labCluster) poll(url string, interval time.Duration) *poller {
+	p := &poller{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		tr := &http.Transport{
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // stand-in servers with throwaway certificates
+			DisableKeepAlives: true,
+			DialContext:       lc.client.DialContext,
+		}
+		c := &http.Client{Transport: tr, Timeout: 250 * time.Millisecond}
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-time.After(interval):
+			}
+			{
+				started := time.Now()
+				resp, err := c.Get(url)
+				var body []byte
+				if err == nil {
+					body, err = io.ReadAll(resp.Body)
+					_ = resp.Body.Close()
+					if err == nil && resp.StatusCode != http.StatusOK {
+						err = fmt.Errorf("status %d", resp.StatusCode)
+					}
+				}
+				p.mu.Lock()
+				if err != nil {
+					p.fail++
+					p.failures = append(p.failures, time.Now())
+					p.failedStarts = append(p.failedStarts, started)
+					p.errs = append(p.errs, err.Error())
+				} else {
+					p.ok++
+					p.lastBody = string(body)
+				}
+				p.mu.Unlock()
+			}
+		}
+	}()
+	return p
+}
+
+func (p *poller) Stop() (ok, fail int) {
+	close(p.stop)
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ok, p.fail
+}
+
+func (p *poller) counts() (ok, fail int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ok, p.fail
+}
+
+// crash simulates a node's keepalived dying hard (lab-notes pitfall 1):
+// SIGSTOP then SIGKILL both the parent and its VRRP child, so nothing
+// hands over gracefully. The VIP stays on the interface (pitfall 2).
+func (n *labNode) crashKeepalived(t *testing.T) {
+	t.Helper()
+	vrrp := readPID(t, filepath.Join(n.target.Root, render.VRRPPIDFile))
+	parent := readPID(t, filepath.Join(n.target.Root, render.KeepalivedPIDFile))
+	for _, sig := range []syscall.Signal{syscall.SIGSTOP, syscall.SIGKILL} {
+		for _, pid := range []int{parent, vrrp} {
+			_ = syscall.Kill(pid, sig)
+		}
+	}
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(data)), "%d", &pid); err != nil || pid <= 1 {
+		t.Fatalf("%s: bad pid %q", path, data)
+	}
+	return pid
+}

@@ -1,0 +1,310 @@
+package e2e
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vipctl/vipctl/pkg/runtimecfg"
+)
+
+const apiVIP = "198.51.100.5"
+
+func clusterYAML(profile, mode string, extra string) string {
+	return fmt.Sprintf(`apiVersion: vipctl.io/v1alpha1
+kind: ClusterVIPs
+metadata: {name: lab}
+spec:
+  baseDomain: example.test
+  machineNetworks: [198.51.100.0/24, "2001:db8:100::/64"]
+  api: {vips: [%s]}
+%s  vrrp: {profile: %s, mode: %s}
+`, apiVIP, extra, profile, mode)
+}
+
+func masters(n int) []nodeSpec {
+	var out []nodeSpec
+	for i := 0; i < n; i++ {
+		out = append(out, nodeSpec{name: fmt.Sprintf("master-%d", i), addr: fmt.Sprintf("198.51.100.%d/24", 11+i), controlPlane: true})
+	}
+	return out
+}
+
+// TestAPIVIPThroughHaproxy: the API VIP answers through haproxy, which
+// balances over every apiserver; a dead apiserver is routed around.
+func TestAPIVIPThroughHaproxy(t *testing.T) {
+	lc := startCluster(t, clusterYAML("fast", "unicast", ""), masters(3))
+	holder := lc.settled(apiVIP)
+	p := lc.poll("https://"+apiVIP+":9445/", 10*time.Millisecond)
+	waitFor(t, 10*time.Second, "answers through the VIP", func() bool { ok, _ := p.counts(); return ok > 20 })
+
+	// Kill one apiserver that is not on the holder (the holder's own
+	// haproxy is what serves the VIP).
+	victim := lc.byName["master-0"]
+	if victim.name == holder {
+		victim = lc.byName["master-1"]
+	}
+	victim.apiserver.ready.Store(false)
+	victim.apiserver.Close()
+	time.Sleep(3 * time.Second) // haproxy: fall 2 at inter 1s
+	ok0, fail0 := p.counts()
+	time.Sleep(2 * time.Second)
+	ok1, fail1 := p.counts()
+	p.Stop()
+	if fail1 != fail0 || ok1-ok0 < 50 {
+		t.Errorf("after haproxy marked %s down: %d more answers, %d more failures; want only answers", victim.name, ok1-ok0, fail1-fail0)
+	}
+	if got := lc.holders(apiVIP); !slices.Equal(got, []string{holder}) {
+		t.Errorf("a dead backend moved the VIP: holders %v, was %s", got, holder)
+	}
+}
+
+// TestNodeLossMovesVIP: the holder's cable is pulled; another control-plane
+// node takes the API VIP and clients get answers again.
+func TestNodeLossMovesVIP(t *testing.T) {
+	lc := startCluster(t, clusterYAML("fast", "unicast", ""), masters(3))
+	holder := lc.settled(apiVIP)
+	p := lc.poll("https://"+apiVIP+":9445/", 10*time.Millisecond)
+	waitFor(t, 10*time.Second, "answers through the VIP", func() bool { ok, _ := p.counts(); return ok > 20 })
+	lc.byName[holder].host.LinkDown()
+	next := lc.waitHolder(apiVIP, 10*time.Second, func(n string) bool { return n != holder })
+	ok0, _ := p.counts()
+	waitFor(t, 10*time.Second, "answers from the new holder", func() bool { ok, _ := p.counts(); return ok > ok0+20 })
+	_, fail := p.Stop()
+	t.Logf("VIP moved %s -> %s; %d failed requests during the move", holder, next, fail)
+}
+
+// TestKeepalivedCrashMovesVIP: keepalived dies hard on the holder (the VIP
+// stays on its interface); a peer takes over and clients follow its
+// gratuitous ARP.
+func TestKeepalivedCrashMovesVIP(t *testing.T) {
+	lc := startCluster(t, clusterYAML("fast", "unicast", ""), masters(3))
+	holder := lc.settled(apiVIP)
+	p := lc.poll("https://"+apiVIP+":9445/", 10*time.Millisecond)
+	waitFor(t, 10*time.Second, "answers through the VIP", func() bool { ok, _ := p.counts(); return ok > 20 })
+	lc.byName[holder].crashKeepalived(t)
+	waitFor(t, 10*time.Second, "another node holding the VIP", func() bool {
+		for _, h := range lc.holders(apiVIP) {
+			if h != holder {
+				return true
+			}
+		}
+		return false
+	})
+	ok0, _ := p.counts()
+	waitFor(t, 10*time.Second, "answers after the crash", func() bool { ok, _ := p.counts(); return ok > ok0+20 })
+	p.Stop()
+}
+
+// TestPlannedHandover: the sidecar drains the holder (its priority drops
+// below every peer), a peer preempts while the holder still serves, then
+// keepalived stops. A client opens a new connection every 10 ms.
+//
+// What holds today, and is asserted: no request that starts after the
+// takeover fails, and at most one request in flight at the instant the
+// VIP moves does (its packets reach the node that just lost the VIP, or
+// the new holder, which knows nothing of the connection). Zero in every
+// trial, as issue 4 asks, needs more than VRRP gives; see docs/lab.md.
+func TestPlannedHandover(t *testing.T) {
+	for _, profile := range []string{"fast", "default"} {
+		t.Run(profile, func(t *testing.T) {
+			lc := startCluster(t, clusterYAML(profile, "unicast", ""), masters(3))
+			holder := lc.settled(apiVIP)
+			p := lc.poll("https://"+apiVIP+":9445/", 10*time.Millisecond)
+			waitFor(t, 10*time.Second, "answers through the VIP", func() bool { ok, _ := p.counts(); return ok > 20 })
+			old := lc.byName[holder]
+			if err := runtimecfg.SetDrain(old.target, true); err != nil {
+				t.Fatal(err)
+			}
+			next := lc.waitHolder(apiVIP, 30*time.Second, func(n string) bool { return n != holder })
+			moved := time.Now()
+			time.Sleep(500 * time.Millisecond) // let ARP caches follow the gratuitous ARP
+			old.keepalived.Stop()
+			ok0, _ := p.counts()
+			waitFor(t, 10*time.Second, "answers after the stop", func() bool { ok, _ := p.counts(); return ok > ok0+50 })
+			ok, fail := p.Stop()
+			t.Logf("planned handover %s -> %s: %d of %d requests failed", holder, next, fail, ok+fail)
+			if fail > 1 {
+				t.Errorf("%d requests failed (%q); at most the one in flight at the switch may", fail, p.errs)
+			}
+			for i, started := range p.failedStarts {
+				// The holder change is seen up to ~100 ms after it happens.
+				if started.After(moved) {
+					t.Errorf("a request started after the takeover failed: %s", p.errs[i])
+				}
+			}
+		})
+	}
+}
+
+// TestIngressShardVIPFollowsItsRouters: a shard's VIP only ever sits on a
+// node with a ready router of that shard; when that router goes unready
+// the VIP moves to the other one, never to a node running only the default
+// controller's router.
+func TestIngressShardVIPFollowsItsRouters(t *testing.T) {
+	ingress := `  ingress:
+    - name: default
+      vips: [198.51.100.6]
+    - name: internal
+      domain: internal.lab.example.test
+      vips: [198.51.100.7]
+      healthPort: 1937
+`
+	specs := []nodeSpec{
+		{name: "master-0", addr: "198.51.100.11/24", controlPlane: true},
+		{name: "master-1", addr: "198.51.100.12/24", controlPlane: true},
+		{name: "worker-0", addr: "198.51.100.21/24"},
+		{name: "worker-1", addr: "198.51.100.22/24"},
+		{name: "worker-2", addr: "198.51.100.23/24"},
+	}
+	lc := startCluster(t, clusterYAML("fast", "unicast", ingress), specs)
+	placement := map[string][]string{"default": {"worker-0", "worker-1"}, "internal": {"worker-1", "worker-2"}}
+	ports := map[string]int32{"default": 1936, "internal": 1937}
+	vips := map[string]string{"default": "198.51.100.6", "internal": "198.51.100.7"}
+	for _, n := range lc.nodes {
+		for ctrl, on := range placement {
+			here := slices.Contains(on, n.name)
+			if here {
+				startRouterStandIn(t, n, ctrl, ports[ctrl], vips[ctrl])
+			}
+			// What the sidecar does when it sees (or not) a ready router
+			// pod of this controller on this node.
+			if err := runtimecfg.SetIngressReady(n.target, ctrl, here); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	inPlacement := func(ctrl string) func(string) bool {
+		return func(n string) bool { return slices.Contains(placement[ctrl], n) }
+	}
+	holder := lc.waitHolder(vips["internal"], 20*time.Second, inPlacement("internal"))
+	lc.waitHolder(vips["default"], 20*time.Second, inPlacement("default"))
+
+	p := lc.poll("http://"+vips["internal"]+"/", 10*time.Millisecond)
+	waitFor(t, 10*time.Second, "answers from the internal shard", func() bool { ok, _ := p.counts(); return ok > 20 })
+	// The router stops being ready: the pod's health endpoint says so and
+	// the sidecar sees the pod unready.
+	lc.byName[holder].routers["internal"].ready.Store(false)
+	if err := runtimecfg.SetIngressReady(lc.byName[holder].target, "internal", false); err != nil {
+		t.Fatal(err)
+	}
+	next := lc.waitHolder(vips["internal"], 20*time.Second, func(n string) bool { return n != holder })
+	if !inPlacement("internal")(next) {
+		t.Fatalf("internal VIP moved to %s, which runs no internal router", next)
+	}
+	ok0, _ := p.counts()
+	waitFor(t, 10*time.Second, "answers from the other internal router", func() bool { ok, _ := p.counts(); return ok > ok0+20 })
+	p.Stop()
+	if body := p.lastBody; body != "internal/"+next {
+		t.Errorf("last answer %q, want internal/%s", body, next)
+	}
+}
+
+// TestServicePoolsSpreadAndStayBound: a pool's VIPs are held by more than
+// one of its nodes at once, never by nodes outside its nodeSelector; adding
+// a service VIP reloads keepalived without moving or failing an untouched
+// VIP.
+func TestServicePoolsSpreadAndStayBound(t *testing.T) {
+	pools := `  servicePools:
+    - name: web
+      addresses: [198.51.100.128/26]
+      nodeSelector: {pool: web}
+      instances: 2
+`
+	specs := []nodeSpec{
+		{name: "master-0", addr: "198.51.100.11/24", controlPlane: true},
+		{name: "master-1", addr: "198.51.100.12/24", controlPlane: true},
+		{name: "worker-0", addr: "198.51.100.21/24", labels: map[string]string{"pool": "web"}},
+		{name: "worker-1", addr: "198.51.100.22/24", labels: map[string]string{"pool": "web"}},
+		{name: "worker-2", addr: "198.51.100.23/24"},
+	}
+	lc := startCluster(t, clusterYAML("fast", "unicast", pools), specs)
+	var vips []string
+	for a, i := netip.MustParseAddr("198.51.100.130"), 0; i < 6; a, i = a.Next(), i+1 {
+		lc.stateAddVIP("web", a)
+		vips = append(vips, a.String())
+	}
+	for _, n := range lc.nodes {
+		lc.apply(n)
+	}
+	bound := func(n string) bool { return n == "worker-0" || n == "worker-1" }
+	holders := map[string]bool{}
+	for v, h := range lc.settledAll(vips...) {
+		if !bound(h) {
+			t.Errorf("%s held by %s, outside the pool's nodeSelector", v, h)
+		}
+		holders[h] = true
+	}
+	if len(holders) != 2 {
+		t.Errorf("pool VIPs held by %v; want both pool nodes (active-active)", holders)
+	}
+
+	// Serve on every pool node; poll one VIP while another is added.
+	for _, n := range []string{"worker-0", "worker-1"} {
+		startEcho(t, lc.byName[n], "0.0.0.0:8080")
+	}
+	watched := vips[0]
+	before := lc.holders(watched)
+	p := lc.poll("http://"+watched+":8080/", 10*time.Millisecond)
+	waitFor(t, 10*time.Second, "answers from the pool VIP", func() bool { ok, _ := p.counts(); return ok > 20 })
+	added := netip.MustParseAddr("198.51.100.140")
+	lc.stateAddVIP("web", added)
+	for _, n := range lc.nodes {
+		res := lc.apply(n)
+		if bound(n.name) && !slices.Contains(res.Reloaded, "keepalived") {
+			t.Errorf("%s: keepalived not reloaded after adding a VIP (result %+v)", n.name, res)
+		}
+	}
+	lc.waitHolder(added.String(), 20*time.Second, bound)
+	time.Sleep(2 * time.Second)
+	ok, fail := p.Stop()
+	if fail != 0 {
+		t.Errorf("adding a VIP cost the untouched VIP %d of %d requests", fail, ok+fail)
+	}
+	if after := lc.holders(watched); !slices.Equal(before, after) {
+		t.Errorf("untouched VIP moved from %v to %v on reload", before, after)
+	}
+}
+
+func (lc *labCluster) stateAddVIP(pool string, a netip.Addr) {
+	if lc.state.ServiceVIPs == nil {
+		lc.state.ServiceVIPs = map[string][]netip.Addr{}
+	}
+	lc.state.ServiceVIPs[pool] = append(lc.state.ServiceVIPs[pool], a)
+}
+
+// TestMulticastAndIPv6: multicast VRRP and an IPv6 API VIP.
+func TestMulticastAndIPv6(t *testing.T) {
+	yaml := strings.Replace(clusterYAML("fast", "multicast", ""), "api: {vips: [198.51.100.5]}", `api: {vips: [198.51.100.5, "2001:db8:100::5"]}`, 1)
+	specs := masters(3)
+	for i := range specs {
+		specs[i].addr6 = fmt.Sprintf("2001:db8:100::%d/64", 11+i)
+	}
+	lc := startCluster(t, yaml, specs)
+	h4 := lc.settled(apiVIP)
+	h6 := lc.settled("2001:db8:100::5")
+	if h4 != h6 {
+		t.Logf("IPv4 and IPv6 API VIPs on different nodes (%s, %s)", h4, h6)
+	}
+	p := lc.poll("https://[2001:db8:100::5]:9445/", 10*time.Millisecond)
+	waitFor(t, 10*time.Second, "answers on the IPv6 VIP", func() bool { ok, _ := p.counts(); return ok > 20 })
+	lc.byName[h6].host.LinkDown()
+	lc.waitHolder("2001:db8:100::5", 10*time.Second, func(n string) bool { return n != h6 })
+	ok0, _ := p.counts()
+	waitFor(t, 10*time.Second, "IPv6 answers from the new holder", func() bool { ok, _ := p.counts(); return ok > ok0+20 })
+	p.Stop()
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
