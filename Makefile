@@ -8,7 +8,7 @@ NODES ?= examples/nodes/compact.yaml
 OUT ?= out
 TRIALS ?= 20
 
-.PHONY: all build demo deps test test-unit test-e2e lint verify update bench clean
+.PHONY: all build demo deps test test-unit test-e2e lint verify update bench bench-failover clean
 
 all: build
 
@@ -48,6 +48,10 @@ update:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+
+## bench-failover: failover outages in the namespace lab (root), TRIALS per case
+bench-failover: deps
+	$(GO) test -run '^$$' -bench BenchmarkFailover -benchtime 1x -timeout 3h ./test/e2e/ -args -trials=$(TRIALS) | grep '^failover '
 
 clean:
 	rm -rf bin $(OUT)

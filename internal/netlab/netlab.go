@@ -112,9 +112,10 @@ type Host struct {
 	NS    string
 	Iface string
 	lab   *Lab
-	// switchPort is the veth end on the bridge; taking it down is a
-	// pulled cable.
+	// switchPort is the veth end on the bridge, bridge its segment's
+	// bridge: detaching one from the other takes the host off the network.
 	switchPort string
+	bridge     string
 }
 
 // AddHost creates a namespace, a veth into the segment's bridge, the
@@ -136,7 +137,7 @@ func (l *Lab) AddHost(name string, o HostOpts) *Host {
 	if !ok {
 		l.t.Fatalf("netlab: no segment %q", o.Segment)
 	}
-	h := &Host{Name: name, NS: l.prefix + "-" + name, Iface: o.Iface, lab: l, switchPort: port}
+	h := &Host{Name: name, NS: l.prefix + "-" + name, Iface: o.Iface, lab: l, switchPort: port, bridge: br}
 	l.ip("netns", "add", h.NS)
 	l.mu.Lock()
 	l.hosts[name] = h
@@ -328,18 +329,20 @@ func (p *Proc) LogTail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// LinkDown pulls the host's cable: its port on the bridge goes down, as
-// when a node dies or its switch port fails. The host itself notices
-// nothing.
+// LinkDown makes the host vanish from the network, as when a node dies:
+// its switch port leaves the bridge while both ends of its link stay up,
+// so the host notices nothing and nothing it sends reaches anyone (not
+// even the VRRP priority-0 resignation that a downed carrier still let
+// out, which made a "dead" node hand over gracefully).
 func (h *Host) LinkDown() {
 	h.lab.t.Helper()
-	h.lab.ip("-n", h.lab.switchNS, "link", "set", h.switchPort, "down")
+	h.lab.ip("-n", h.lab.switchNS, "link", "set", h.switchPort, "nomaster")
 }
 
-// LinkUp plugs the cable back in.
+// LinkUp puts the host back on its segment.
 func (h *Host) LinkUp() {
 	h.lab.t.Helper()
-	h.lab.ip("-n", h.lab.switchNS, "link", "set", h.switchPort, "up")
+	h.lab.ip("-n", h.lab.switchNS, "link", "set", h.switchPort, "master", h.bridge)
 }
 
 // Do runs fn on an OS thread switched into the host's namespace, for Go

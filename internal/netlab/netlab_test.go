@@ -51,7 +51,7 @@ func fetch(h *Host, addr string) (string, error) {
 
 func TestLab(t *testing.T) {
 	var prefix string
-	t.Run("hosts reach each other, a pulled cable cuts them off", func(t *testing.T) {
+	t.Run("hosts reach each other, a host taken off the network is cut off", func(t *testing.T) {
 		lab := New(t)
 		prefix = lab.Prefix()
 		a := lab.AddHost("a", HostOpts{Addrs: []string{"198.51.100.11/24", "2001:db8:100::11/64"}})

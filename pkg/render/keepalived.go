@@ -33,25 +33,25 @@ const (
 	checkScript       = "check-http.sh"
 	haproxyScriptName = "chk_haproxy"
 	drainTrackName    = "vipctl_drain"
-	drainWeight       = -254
-	routerReadyPath   = "/healthz/ready"
-	haproxyReadyPath  = "/readyz"
-	ingressStatusFmt  = RunDir + "/ingress-%s.status"
-	minPriority       = 2
-	priorityBuckets   = 240
+	// drainWeight is only the file-level default; each instance overrides
+	// it with its own weight (see drainRef).
+	drainWeight      = -1
+	routerReadyPath  = "/healthz/ready"
+	haproxyReadyPath = "/readyz"
+	ingressStatusFmt = RunDir + "/ingress-%s.status"
+	minPriority      = 2
+	priorityBuckets  = 240
 	// preferredPriority marks the node a pool instance is steered to; it is
 	// above every hashed priority (2..241).
-	preferredPriority  = 250
-	scriptInterval     = 1
-	scriptTimeout      = 1
-	defaultPreemptSecs = 10
-	fastPreemptSecs    = 2
+	preferredPriority = 250
+	scriptInterval    = 1
+	scriptTimeout     = 1
 )
 
 // DrainFile is the track file the sidecar writes "1" to before a planned
-// stop: the node's priority drops below every peer, a peer preempts while
-// this node still answers, and only then does keepalived stop
-// (make-before-break, zero failed requests).
+// stop: every instance's priority drops to 1, below every peer's (2 at
+// least), a peer takes over while this node still answers, and only then
+// does keepalived stop (make-before-break).
 const DrainFile = RunDir + "/drain"
 
 // IngressStatusFile is where the sidecar says whether a ready router pod
@@ -393,7 +393,6 @@ type instanceView struct {
 	VRID                   uint8
 	Priority               int
 	Advert                 string
-	PreemptDelay           int
 	UnicastSrc             string
 	Peers                  []string
 	VIPs                   []string
@@ -419,18 +418,16 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 	for _, inst := range p.byNode[node] {
 		iv := instanceView{
 			Key: inst.key, Name: instanceName(inst.key, inst.family), Family: "IPv" + strconv.Itoa(inst.family), Why: inst.why,
-			Interface: iface, Version: s.VRRP.Version, VRID: inst.vrid, Advert: advert(s.VRRP.Advert()), PreemptDelay: defaultPreemptSecs,
-			TrackScripts: inst.scripts, TrackFiles: append([]string{drainTrackName}, inst.files...),
+			Interface: iface, Version: s.VRRP.Version, VRID: inst.vrid, Advert: advert(s.VRRP.Advert()),
+			TrackScripts: inst.scripts,
 		}
 		if inst.family == 6 {
 			iv.Version = 3
 		}
-		if s.VRRP.Profile == v1alpha1.ProfileFast {
-			iv.PreemptDelay = fastPreemptSecs
-		}
 		for _, m := range inst.eligible {
 			if m.node.Name == node {
 				iv.Priority = m.priority
+				iv.TrackFiles = append([]string{drainRef(m.priority)}, inst.files...)
 				if s.VRRP.Mode == v1alpha1.ModeUnicast {
 					iv.UnicastSrc = m.src.String()
 				}
@@ -469,6 +466,14 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 		}
 	}
 	return v, nil
+}
+
+// drainRef tracks the drain file with a weight that takes this instance's
+// priority to exactly 1. keepalived does not clamp: a weight that takes the
+// priority to 0 or below puts the instance in FAULT, which drops the VIP at
+// once and resigns (break-before-make, measured: a 500 ms gap).
+func drainRef(priority int) string {
+	return fmt.Sprintf("%s weight %d", drainTrackName, -(priority - 1))
 }
 
 // advert formats an interval the way keepalived reads it: seconds, with

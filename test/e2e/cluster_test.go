@@ -41,7 +41,7 @@ type labNode struct {
 
 // labCluster is a small cluster in a network-namespace lab.
 type labCluster struct {
-	t      *testing.T
+	t      testing.TB
 	lab    *netlab.Lab
 	cfg    *v1alpha1.ClusterVIPs
 	nodes  []*labNode
@@ -60,7 +60,7 @@ type nodeSpec struct {
 
 // startCluster builds the lab, renders every node's files through
 // runtimecfg (the sidecar's own code path) and starts the daemons.
-func startCluster(t *testing.T, clusterYAML string, specs []nodeSpec) *labCluster {
+func startCluster(t testing.TB, clusterYAML string, specs []nodeSpec) *labCluster {
 	t.Helper()
 	cfg, err := v1alpha1.Parse([]byte(clusterYAML))
 	if err != nil {
@@ -183,6 +183,24 @@ func (lc *labCluster) waitHolder(vip string, timeout time.Duration, ok func(stri
 	return ""
 }
 
+// waitNewHolder waits until a node other than old holds vip. old may
+// still have it too: a node cut off from the network, or whose keepalived
+// was killed, keeps the address (lab-notes pitfall 2).
+func (lc *labCluster) waitNewHolder(vip, old string, timeout time.Duration) string {
+	lc.t.Helper()
+	var next string
+	waitFor(lc.t, timeout, vip+" held by a node other than "+old, func() bool {
+		for _, h := range lc.holders(vip) {
+			if h != old {
+				next = h
+				return true
+			}
+		}
+		return false
+	})
+	return next
+}
+
 // settled waits until vip has one holder that keeps it for longer than the
 // profile's preempt delay: at start-up the first node to time out takes the
 // VIP and the preferred one preempts it a little later.
@@ -222,7 +240,7 @@ func (lc *labCluster) settledAll(vips ...string) map[string]string {
 	return nil
 }
 
-func mustAddr(t *testing.T, s string) netip.Addr {
+func mustAddr(t testing.TB, s string) netip.Addr {
 	t.Helper()
 	a, err := netip.ParseAddr(s)
 	if err != nil {
@@ -243,7 +261,7 @@ func (s *standIn) Close() { s.srv.Close() }
 // startAPIServerStandIn serves HTTPS on the node's address:6443 like a
 // kube-apiserver: /readyz for haproxy's checks, / answers with the node
 // name so a client can tell which backend it reached.
-func startAPIServerStandIn(t *testing.T, n *labNode) *standIn {
+func startAPIServerStandIn(t testing.TB, n *labNode) *standIn {
 	t.Helper()
 	s := &standIn{name: n.name}
 	s.ready.Store(true)
@@ -270,7 +288,7 @@ func startAPIServerStandIn(t *testing.T, n *labNode) *standIn {
 // startRouterStandIn is a router pod of one IngressController on node n:
 // health on 0.0.0.0:healthPort (what keepalived's script asks) and traffic
 // on vip:80.
-func startRouterStandIn(t *testing.T, n *labNode, controller string, healthPort int32, vip string) *standIn {
+func startRouterStandIn(t testing.TB, n *labNode, controller string, healthPort int32, vip string) *standIn {
 	t.Helper()
 	s := &standIn{name: n.name}
 	s.ready.Store(true)
@@ -305,7 +323,7 @@ func startRouterStandIn(t *testing.T, n *labNode, controller string, healthPort 
 
 // startEcho serves HTTP on addr inside node n, answering with the node's
 // name: the workload behind a service VIP.
-func startEcho(t *testing.T, n *labNode, addr string) {
+func startEcho(t testing.TB, n *labNode, addr string) {
 	t.Helper()
 	var l net.Listener
 	if err := n.host.Do(func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
@@ -390,7 +408,7 @@ func (p *poller) counts() (ok, fail int) {
 // crash simulates a node's keepalived dying hard (lab-notes pitfall 1):
 // SIGSTOP then SIGKILL both the parent and its VRRP child, so nothing
 // hands over gracefully. The VIP stays on the interface (pitfall 2).
-func (n *labNode) crashKeepalived(t *testing.T) {
+func (n *labNode) crashKeepalived(t testing.TB) {
 	t.Helper()
 	vrrp := readPID(t, filepath.Join(n.target.Root, render.VRRPPIDFile))
 	parent := readPID(t, filepath.Join(n.target.Root, render.KeepalivedPIDFile))
@@ -401,7 +419,7 @@ func (n *labNode) crashKeepalived(t *testing.T) {
 	}
 }
 
-func readPID(t *testing.T, path string) int {
+func readPID(t testing.TB, path string) int {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {

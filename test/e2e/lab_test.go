@@ -70,7 +70,7 @@ func TestNodeLossMovesVIP(t *testing.T) {
 	p := lc.poll("https://"+apiVIP+":9445/", 10*time.Millisecond)
 	waitFor(t, 10*time.Second, "answers through the VIP", func() bool { ok, _ := p.counts(); return ok > 20 })
 	lc.byName[holder].host.LinkDown()
-	next := lc.waitHolder(apiVIP, 10*time.Second, func(n string) bool { return n != holder })
+	next := lc.waitNewHolder(apiVIP, holder, 10*time.Second)
 	ok0, _ := p.counts()
 	waitFor(t, 10*time.Second, "answers from the new holder", func() bool { ok, _ := p.counts(); return ok > ok0+20 })
 	_, fail := p.Stop()
@@ -86,14 +86,7 @@ func TestKeepalivedCrashMovesVIP(t *testing.T) {
 	p := lc.poll("https://"+apiVIP+":9445/", 10*time.Millisecond)
 	waitFor(t, 10*time.Second, "answers through the VIP", func() bool { ok, _ := p.counts(); return ok > 20 })
 	lc.byName[holder].crashKeepalived(t)
-	waitFor(t, 10*time.Second, "another node holding the VIP", func() bool {
-		for _, h := range lc.holders(apiVIP) {
-			if h != holder {
-				return true
-			}
-		}
-		return false
-	})
+	lc.waitNewHolder(apiVIP, holder, 10*time.Second)
 	ok0, _ := p.counts()
 	waitFor(t, 10*time.Second, "answers after the crash", func() bool { ok, _ := p.counts(); return ok > ok0+20 })
 	p.Stop()
@@ -292,13 +285,13 @@ func TestMulticastAndIPv6(t *testing.T) {
 	p := lc.poll("https://[2001:db8:100::5]:9445/", 10*time.Millisecond)
 	waitFor(t, 10*time.Second, "answers on the IPv6 VIP", func() bool { ok, _ := p.counts(); return ok > 20 })
 	lc.byName[h6].host.LinkDown()
-	lc.waitHolder("2001:db8:100::5", 10*time.Second, func(n string) bool { return n != h6 })
+	lc.waitNewHolder("2001:db8:100::5", h6, 10*time.Second)
 	ok0, _ := p.counts()
 	waitFor(t, 10*time.Second, "IPv6 answers from the new holder", func() bool { ok, _ := p.counts(); return ok > ok0+20 })
 	p.Stop()
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
