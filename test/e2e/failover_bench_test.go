@@ -190,3 +190,42 @@ func (w *watcher) stop() int {
 	defer w.mu.Unlock()
 	return w.fails
 }
+
+var steadyFor = flag.Duration("steady", 10*time.Minute, "steady-state benchmark: how long to watch")
+
+// BenchmarkSteadyState runs the fast profile (200 ms adverts) for -steady
+// with both CPUs kept busy by burner processes and counts false failovers:
+// VRRP state changes and client failures while nothing is wrong. Prints:
+//
+//	steady profile=fast minutes=M busy_cpus=2 false_failovers=F failed_requests=R
+func BenchmarkSteadyState(b *testing.B) {
+	b.Run("fast", func(b *testing.B) {
+		lc := startCluster(b, clusterYAML("fast", "unicast", ""), masters(3))
+		for _, n := range lc.nodes {
+			startEcho(b, n, "0.0.0.0:8080")
+		}
+		holder := lc.settled(apiVIP)
+		transitions := func() int {
+			count := 0
+			for _, n := range lc.nodes {
+				data, _ := os.ReadFile(n.keepalived.Log)
+				count += strings.Count(string(data), "Entering MASTER STATE") + strings.Count(string(data), "Entering BACKUP STATE") + strings.Count(string(data), "Entering FAULT STATE")
+			}
+			return count
+		}
+		before := transitions()
+		// Burners live in the client namespace like every other process of
+		// the lab; they only spin.
+		for i := 0; i < 2; i++ {
+			lc.client.Start(fmt.Sprintf("burner-%d", i), "sh", "-c", "while :; do :; done")
+		}
+		w := lc.watch("http://" + apiVIP + ":8080/")
+		time.Sleep(*steadyFor)
+		failed := w.stop()
+		falseFailovers := transitions() - before
+		if got := lc.holders(apiVIP); !slices.Equal(got, []string{holder}) {
+			falseFailovers++ // the VIP moved even if the logs missed it
+		}
+		fmt.Fprintf(os.Stdout, "steady profile=fast minutes=%.0f busy_cpus=2 false_failovers=%d failed_requests=%d\n", steadyFor.Minutes(), falseFailovers, failed)
+	})
+}

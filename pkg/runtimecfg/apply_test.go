@@ -1,0 +1,169 @@
+package runtimecfg
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vipctl/vipctl/internal/netlab"
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/configcheck"
+	"github.com/vipctl/vipctl/pkg/render"
+)
+
+func loadExample(t *testing.T) (*v1alpha1.ClusterVIPs, render.State) {
+	t.Helper()
+	c, err := v1alpha1.Load("../../examples/compact-ipv4.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := render.LoadNodeList("../../examples/nodes/compact.yaml", "br-ex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, render.State{Nodes: nodes}
+}
+
+// nodeRoot is a world-traversable root, as keepalived's script security
+// requires of the directories above its scripts.
+func nodeRoot(t *testing.T) string {
+	t.Helper()
+	root, err := os.MkdirTemp("", "vipctl-runtimecfg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// TestApplyKeepsLastGood: a change the real keepalived rejects is never
+// written, the running file stays, and an unchanged render writes nothing.
+func TestApplyKeepsLastGood(t *testing.T) {
+	lab := netlab.New(t)
+	h := lab.AddHost("master-0", netlab.HostOpts{Addrs: []string{"198.51.100.11/24"}})
+	c, st := loadExample(t)
+	target := Target{Root: nodeRoot(t), Check: configcheck.Options{Netns: h.NS}}
+	ctx := context.Background()
+
+	files, err := Desired(c, st, "master-0", target.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Apply(ctx, target, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Written) != 3 || len(res.Reloaded) != 0 {
+		t.Errorf("first apply: %+v; want 3 files written, nothing reloaded (no daemon yet)", res)
+	}
+	confPath := filepath.Join(target.Root, render.KeepalivedConfPath)
+	good, err := os.ReadFile(confPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st1, _ := os.Stat(confPath)
+
+	res, err = Apply(ctx, target, files)
+	if err != nil || len(res.Written) != 0 {
+		t.Errorf("unchanged apply: %+v, %v; want nothing written", res, err)
+	}
+	if st2, _ := os.Stat(confPath); !st2.ModTime().Equal(st1.ModTime()) {
+		t.Error("unchanged apply rewrote keepalived.conf")
+	}
+
+	// A config keepalived rejects (an interface this node lacks).
+	bad := append([]render.File{}, files...)
+	for i := range bad {
+		if bad[i].Path == render.KeepalivedConfPath {
+			bad[i].Data = []byte(strings.ReplaceAll(string(bad[i].Data), "dev br-ex", "dev eth9"))
+			bad[i].Data = []byte(strings.ReplaceAll(string(bad[i].Data), "interface br-ex", "interface eth9"))
+		}
+	}
+	if _, err := Apply(ctx, target, bad); err == nil || !strings.Contains(err.Error(), "keeping the last good /etc/keepalived/keepalived.conf") {
+		t.Fatalf("bad config: err = %v", err)
+	}
+	if now, _ := os.ReadFile(confPath); string(now) != string(good) {
+		t.Error("a rejected config replaced the last good one")
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(confPath), ".*tmp*"))
+	if len(leftovers) > 0 {
+		t.Errorf("temporary files left behind: %v", leftovers)
+	}
+}
+
+// TestApplyReloadsKeepalived: a changed config reaches the running
+// keepalived through SIGHUP on its PID file.
+func TestApplyReloadsKeepalived(t *testing.T) {
+	c, st := loadExample(t)
+	target := Target{Root: nodeRoot(t)}
+	// A stand-in process that records SIGHUP: what matters here is that
+	// Apply finds the PID and signals it; the lab test shows keepalived
+	// itself reloading.
+	if err := os.MkdirAll(filepath.Join(target.Root, render.RunDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGHUP)
+	defer signal.Stop(sig)
+	if err := os.WriteFile(filepath.Join(target.Root, render.KeepalivedPIDFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, err := Desired(c, st, "master-0", target.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// This test is about the reload, not the judge: the daemons' config
+	// tests are replaced by /bin/true (TestApplyKeepsLastGood and the lab
+	// use the real ones).
+	target.Check.Keepalived = "/bin/true"
+	target.Check.Haproxy = "/bin/true"
+	if _, err := Apply(context.Background(), target, files); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sig:
+	case <-time.After(2 * time.Second):
+		t.Fatal("no SIGHUP after writing keepalived.conf")
+	}
+}
+
+func TestInitRunFiles(t *testing.T) {
+	c, err := v1alpha1.Load("../../examples/ingress-shards.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := Target{Root: nodeRoot(t)}
+	if err := InitRunFiles(target, c); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{render.DrainFile: "0\n", render.IngressStatusFile("default"): "0\n", render.IngressStatusFile("internal"): "1\n"}
+	for p, v := range want {
+		if got, err := os.ReadFile(filepath.Join(target.Root, p)); err != nil || string(got) != v {
+			t.Errorf("%s = %q, %v; want %q", p, got, err, v)
+		}
+	}
+	// A running sidecar's state survives the init container running again.
+	if err := SetIngressReady(target, "internal", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetDrain(target, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := InitRunFiles(target, c); err != nil {
+		t.Fatal(err)
+	}
+	for p, v := range map[string]string{render.DrainFile: "1\n", render.IngressStatusFile("internal"): "0\n"} {
+		if got, _ := os.ReadFile(filepath.Join(target.Root, p)); string(got) != v {
+			t.Errorf("%s = %q after InitRunFiles again, want %q", p, got, v)
+		}
+	}
+}
