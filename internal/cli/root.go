@@ -58,6 +58,7 @@ LoadBalancer Service VIPs, and keeps them in step with the cluster.`,
 		NewValidateCommand(streams),
 		NewVRIDsCommand(streams),
 		NewRenderCommand(streams),
+		NewRuntimecfgCommand(streams),
 	)
 	return root
 }

@@ -41,6 +41,7 @@ func (p *Plan) haproxyView(node string) (*haproxyView, error) {
 	if len(masters) == 0 {
 		return nil, fmt.Errorf("no control-plane node in the node list: haproxy would have no backend")
 	}
+	masters = serving(masters, p.state.APIServers)
 	primary := netip.MustParseAddr(s.API.VIPs[0])
 	families := apiFamilies(s.API.VIPs)
 	v := &haproxyView{Node: node, Cluster: p.c.Metadata.Name, StatsSocket: p.root + HaproxyStatsSocket, StatsPort: HaproxyStatsPort, APIBackend: apiBackend}
@@ -68,6 +69,29 @@ func (p *Plan) haproxyView(node string) (*haproxyView, error) {
 		v.Frontends = append(v.Frontends, fv)
 	}
 	return v, nil
+}
+
+// serving keeps the control-plane nodes with an address among the API
+// endpoints, or all of them when none matches: a backend list must never be
+// empty, and haproxy's checks still route around a dead apiserver.
+func serving(masters []*Node, endpoints []netip.Addr) []*Node {
+	up := make(map[netip.Addr]bool, len(endpoints))
+	for _, a := range endpoints {
+		up[a.Unmap()] = true
+	}
+	var out []*Node
+	for _, m := range masters {
+		for _, a := range m.Addresses {
+			if up[a] {
+				out = append(out, m)
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		return masters
+	}
+	return out
 }
 
 func apiFamilies(vips []string) []int {

@@ -26,6 +26,12 @@ type State struct {
 	// yet, or `vipctl render`): every node takes part, and the track file
 	// decides.
 	RouterNodes map[string][]string
+	// APIServers are the addresses of the kube-apiservers that serve right
+	// now (the default/kubernetes EndpointSlice). When known, haproxy
+	// balances over the control-plane nodes among them; unknown or empty
+	// (no API yet, or every endpoint gone), over every control-plane node,
+	// and haproxy's own health checks decide.
+	APIServers []netip.Addr
 }
 
 // Script and track-file names inside keepalived.conf, and what they watch.

@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/runtimecfg"
+)
+
+type runtimecfgOptions struct {
+	once       runtimecfg.OnceOptions
+	oneShot    bool
+	kubeconfig string
+	listen     string
+	namespace  string
+	debounce   time.Duration
+}
+
+// NewRuntimecfgCommand runs the sidecar of the keepalived pod, or with
+// --once its init container.
+func NewRuntimecfgCommand(streams IOStreams) *cobra.Command {
+	o := &runtimecfgOptions{}
+	cmd := &cobra.Command{
+		Use:   "runtimecfg --config FILE --bootstrap-nodes FILE --node-name NODE [--once]",
+		Short: "Keep this node's keepalived and haproxy in step with the cluster",
+		Long: `With --once (the keepalived pod's init container) renders this node's
+keepalived.conf, haproxy.cfg and check scripts from the static files the
+MachineConfig laid down and exits: no API server is needed, so the API VIP
+comes up before the cluster does.
+
+Without --once (the sidecar) it then watches the cluster with the node's own
+credentials (Nodes, the API endpoints, router pods, LoadBalancer Services,
+the vipctl ConfigMap), re-renders on every change (debounced), has the real
+daemons check each new config, swaps it in atomically and reloads keepalived
+(SIGHUP) and haproxy (master socket). On any failure the files stay as they
+were. It publishes the VIPs this node holds in its Node's vipctl.io/vips
+annotation and serves /healthz, /readyz and /metrics on --listen.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.once.NodeName == "" {
+				return errors.New("--node-name: required (or set NODE_NAME)")
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if o.oneShot {
+				res, err := runtimecfg.Once(ctx, o.once)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(streams.Out, "wrote %d files, reloaded %v\n", len(res.Written), res.Reloaded)
+				return err
+			}
+			return runSidecar(ctx, o, streams)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.oneShot, "once", false, "render from the static files, apply and exit (no API needed)")
+	f.StringVar(&o.once.Config, "config", render.ClusterConfigPath, "ClusterVIPs file laid down by the MachineConfig")
+	f.StringVar(&o.once.BootstrapNodes, "bootstrap-nodes", render.BootstrapNodesPath, "NodeList known at render time")
+	f.StringVar(&o.once.NodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name (default $NODE_NAME)")
+	f.StringVar(&o.once.Root, "root", "", "prefix of every node path (tests and labs only)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig with the node's credentials (default $KUBECONFIG, then in-cluster)")
+	f.StringVar(&o.listen, "listen", net.JoinHostPort("127.0.0.1", fmt.Sprint(render.SidecarPort)), "address of /healthz, /readyz and /metrics; empty to disable")
+	f.StringVar(&o.namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap")
+	f.DurationVar(&o.debounce, "debounce", 200*time.Millisecond, "quiet time after a cluster change before rendering")
+	return cmd
+}
+
+func runSidecar(ctx context.Context, o *runtimecfgOptions, streams IOStreams) error {
+	log := slog.New(slog.NewTextHandler(streams.ErrOut, nil))
+	// The init container normally did this already; doing it again costs
+	// nothing when the files are current and makes the sidecar enough on
+	// its own.
+	if res, err := runtimecfg.Once(ctx, o.once); err != nil {
+		log.Error("rendering from the static files failed; the files on disk stay", "err", err)
+	} else if len(res.Written) > 0 {
+		log.Info("rendered from the static files", "written", res.Written, "reloaded", res.Reloaded)
+	}
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.UserAgent = "vipctl-runtimecfg/" + o.once.NodeName
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s, err := runtimecfg.NewSidecar(runtimecfg.SidecarOptions{
+		OnceOptions: o.once, Client: client, Namespace: o.namespace, Debounce: o.debounce,
+		Log: log, Metrics: runtimecfg.NewMetrics(reg),
+	})
+	if err != nil {
+		return err
+	}
+	if o.listen != "" {
+		srv, err := serveProbes(o.listen, reg, s.Ready, log)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = srv.Close() }()
+	}
+	return s.Run(ctx)
+}
+
+// serveProbes serves /healthz (the process answers), /readyz (ready()
+// returns nil) and /metrics.
+func serveProbes(addr string, reg *prometheus.Registry, ready func() error, log *slog.Logger) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := ready(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = fmt.Fprintln(w, "ok")
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--listen: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("probe server stopped", "err", err)
+		}
+	}()
+	return srv, nil
+}

@@ -1,0 +1,80 @@
+package manifests
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/render"
+)
+
+// NodeReaderName names the roles and bindings that let the node sidecars
+// read what the Node authorizer does not grant them.
+const NodeReaderName = "vipctl-node-reader"
+
+// nodesGroup is the group every kubelet credential carries; a static pod's
+// sidecar can only use the node's own credentials.
+const nodesGroup = "system:nodes"
+
+// NodeReaders grants group system:nodes the reads the sidecar needs beyond
+// what the Node authorizer already allows (Services, its own Node and
+// patching it, Events), each as narrow as RBAC can express:
+//
+//   - get/list/watch of Nodes, cluster-wide (peers, roles, addresses);
+//     since Kubernetes 1.32 the Node authorizer lets a node read only its
+//     own Node object,
+//   - get/list/watch of the one vipctl ConfigMap (the day-2 pools),
+//   - get/list/watch of the default/kubernetes EndpointSlice (which
+//     apiservers serve: haproxy's backends),
+//   - get/list/watch of pods in each IngressController's router namespace
+//     (which nodes run its routers, and are they ready); the Node
+//     authorizer only lets a node list the pods bound to itself.
+//
+// Nothing here is a write: the node identity still cannot write Service
+// status, ConfigMaps or Leases (the allocator does that, with its own
+// ServiceAccount).
+func NodeReaders(c *v1alpha1.ClusterVIPs) []runtime.Object {
+	read := []string{"get", "list", "watch"}
+	labels := map[string]string{"app.kubernetes.io/name": "vipctl", "app.kubernetes.io/component": "node-sidecar"}
+	clusterMeta := metav1.ObjectMeta{Name: NodeReaderName, Labels: labels}
+	objs := []runtime.Object{
+		&rbacv1.ClusterRole{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+			ObjectMeta: clusterMeta,
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: read}},
+		},
+		&rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+			ObjectMeta: clusterMeta,
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: NodeReaderName},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: nodesGroup}},
+		},
+	}
+	add := func(ns string, rule rbacv1.PolicyRule) {
+		meta := metav1.ObjectMeta{Name: NodeReaderName, Namespace: ns, Labels: labels}
+		objs = append(objs,
+			&rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"}, ObjectMeta: meta, Rules: []rbacv1.PolicyRule{rule}},
+			&rbacv1.RoleBinding{
+				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+				ObjectMeta: meta,
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: NodeReaderName},
+				Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: nodesGroup}},
+			})
+	}
+	// List and watch honour resourceNames only with a metadata.name field
+	// selector, which is how the sidecar asks.
+	add(render.Namespace, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"},
+		ResourceNames: []string{v1alpha1.ConfigMapName}, Verbs: read})
+	add(metav1.NamespaceDefault, rbacv1.PolicyRule{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"},
+		ResourceNames: []string{"kubernetes"}, Verbs: read})
+	seen := map[string]bool{}
+	for _, in := range c.Spec.Ingress {
+		if seen[in.RouterNamespace] {
+			continue
+		}
+		seen[in.RouterNamespace] = true
+		add(in.RouterNamespace, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: read})
+	}
+	return objs
+}

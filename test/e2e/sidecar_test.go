@@ -1,0 +1,498 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/vipctl/vipctl/internal/testapiserver"
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/manifests"
+	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/runtimecfg"
+)
+
+// syncBuffer collects a sidecar's log for assertions.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// sidecar is one node's running runtimecfg sidecar, in process but with
+// the node's own credentials, its namespace's addresses and its daemons.
+type sidecar struct {
+	s      *runtimecfg.Sidecar
+	m      *runtimecfg.Metrics
+	log    *syncBuffer
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (sc *sidecar) Stop() {
+	sc.cancel()
+	<-sc.done
+}
+
+// kubeCluster couples a lab cluster with a real kube-apiserver in which
+// every lab node exists as a Node.
+type kubeCluster struct {
+	*labCluster
+	api      *testapiserver.Server
+	admin    kubernetes.Interface
+	cfgPath  string
+	sidecars map[string]*sidecar
+}
+
+func startKubeCluster(t *testing.T, clusterYAML string, specs []nodeSpec) *kubeCluster {
+	t.Helper()
+	api := testapiserver.Start(t)
+	lc := startCluster(t, clusterYAML, specs)
+	kc := &kubeCluster{labCluster: lc, api: api, admin: kubernetes.NewForConfigOrDie(api.AdminConfig()), sidecars: map[string]*sidecar{}}
+	kc.cfgPath = filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(kc.cfgPath, []byte(clusterYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, ns := range []string{render.Namespace, v1alpha1.DefaultRouterNamespace} {
+		if _, err := kc.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		// No controller-manager runs: create the ServiceAccount pods need.
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}
+		if _, err := kc.admin.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	return kc
+}
+
+// grantNodeReaders applies the rendered node RBAC, as an administrator
+// would with `oc apply -f out/manifests/`.
+func (kc *kubeCluster) grantNodeReaders(t *testing.T) {
+	t.Helper()
+	applyObjects(t, kc.admin, manifests.NodeReaders(kc.cfg))
+}
+
+func applyObjects(t *testing.T, c kubernetes.Interface, objs []runtime.Object) {
+	t.Helper()
+	ctx := context.Background()
+	for _, o := range objs {
+		var err error
+		switch v := o.(type) {
+		case *rbacv1.ClusterRole:
+			_, err = c.RbacV1().ClusterRoles().Create(ctx, v, metav1.CreateOptions{})
+		case *rbacv1.ClusterRoleBinding:
+			_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, v, metav1.CreateOptions{})
+		case *rbacv1.Role:
+			_, err = c.RbacV1().Roles(v.Namespace).Create(ctx, v, metav1.CreateOptions{})
+		case *rbacv1.RoleBinding:
+			_, err = c.RbacV1().RoleBindings(v.Namespace).Create(ctx, v, metav1.CreateOptions{})
+		default:
+			t.Fatalf("applyObjects: unsupported %T", o)
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// addNode creates the Node object of a lab node.
+func (kc *kubeCluster) addNode(t *testing.T, name string) {
+	t.Helper()
+	var spec render.Node
+	for _, n := range kc.state.Nodes {
+		if n.Name == name {
+			spec = n
+		}
+	}
+	labels := map[string]string{}
+	for k, v := range spec.Labels {
+		labels[k] = v
+	}
+	if spec.ControlPlane {
+		labels["node-role.kubernetes.io/control-plane"] = ""
+	} else {
+		labels["node-role.kubernetes.io/worker"] = ""
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	for _, a := range spec.Addresses {
+		node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a.String()})
+	}
+	created, err := kc.admin.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Addresses live in status, which create ignores.
+	created.Status.Addresses = node.Status.Addresses
+	if _, err := kc.admin.CoreV1().Nodes().UpdateStatus(context.Background(), created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startSidecar runs the node's sidecar with the node's own client
+// certificate (system:node:<name>, group system:nodes).
+func (kc *kubeCluster) startSidecar(t *testing.T, name string) *sidecar {
+	t.Helper()
+	n := kc.byName[name]
+	h, err := netns.GetFromName(n.host.NS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nl, err := netlink.NewHandleAt(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nl.Close(); _ = h.Close() })
+	buf := &syncBuffer{}
+	m := runtimecfg.NewMetrics(nil)
+	s, err := runtimecfg.NewSidecar(runtimecfg.SidecarOptions{
+		OnceOptions: runtimecfg.OnceOptions{Target: n.target, Config: kc.cfgPath, NodeName: name},
+		Client:      kubernetes.NewForConfigOrDie(kc.api.NodeConfig(t, name)),
+		Debounce:    100 * time.Millisecond,
+		Addresses:   func() ([]netip.Addr, error) { return runtimecfg.HandleAddresses(nl) },
+		Log:         slog.New(slog.NewTextHandler(buf, nil)),
+		Metrics:     m,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sc := &sidecar{s: s, m: m, log: buf, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(sc.done)
+		if err := s.Run(ctx); err != nil {
+			t.Errorf("sidecar %s: %v", name, err)
+		}
+	}()
+	kc.sidecars[name] = sc
+	t.Cleanup(func() {
+		sc.Stop()
+		if t.Failed() {
+			t.Logf("--- sidecar %s log:\n%s", name, lastLines(buf.String(), 30))
+		}
+	})
+	return sc
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (kc *kubeCluster) keepalivedConf(t *testing.T, node string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(kc.byName[node].target.Root, render.KeepalivedConfPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// waitConf waits until cond holds for node's keepalived.conf.
+func (kc *kubeCluster) waitConf(t *testing.T, node, what string, cond func(string) bool) {
+	t.Helper()
+	var last string
+	ok := waitUntil(30*time.Second, func() bool { last = kc.keepalivedConf(t, node); return cond(last) })
+	if !ok {
+		t.Fatalf("%s: keepalived.conf never showed %s; last:\n%s", node, what, last)
+	}
+}
+
+func waitUntil(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return cond()
+}
+
+func peerLine(addr string) string { return "\n        " + addr + "\n" }
+
+const sidecarPools = `  ingress:
+    - name: default
+      vips: [198.51.100.6]
+  servicePools:
+    - name: web
+      addresses: [198.51.100.128/26]
+      nodeSelector: {pool: web}
+`
+
+func sidecarSpecs() []nodeSpec {
+	return []nodeSpec{
+		{name: "master-0", addr: "198.51.100.11/24", controlPlane: true},
+		{name: "master-1", addr: "198.51.100.12/24", controlPlane: true},
+		{name: "worker-0", addr: "198.51.100.21/24", labels: map[string]string{"pool": "web"}},
+		{name: "worker-1", addr: "198.51.100.22/24", labels: map[string]string{"pool": "web"}},
+	}
+}
+
+// TestSidecarFollowsTheCluster runs every node's sidecar against a real
+// kube-apiserver, with node credentials and the rendered RBAC only:
+// Nodes coming and going change every node's peers, router pods steer the
+// ingress VIP, a Service's address reaches keepalived.conf and answers from
+// the client namespace, each node publishes the VIPs it holds, a broken
+// ConfigMap keeps the last good config, and an apiserver restart is
+// survived.
+func TestSidecarFollowsTheCluster(t *testing.T) {
+	kc := startKubeCluster(t, clusterYAML("fast", "unicast", sidecarPools), sidecarSpecs())
+	kc.grantNodeReaders(t)
+	for _, n := range []string{"master-0", "master-1", "worker-0"} {
+		kc.addNode(t, n)
+	}
+	for _, n := range kc.nodes {
+		kc.startSidecar(t, n.name)
+	}
+	ctx := context.Background()
+
+	// worker-1 has no Node object yet: nobody peers with it.
+	kc.waitConf(t, "master-0", "worker-1 gone from the peers", func(c string) bool {
+		return !strings.Contains(c, peerLine("198.51.100.22")) && strings.Contains(c, peerLine("198.51.100.21"))
+	})
+	kc.addNode(t, "worker-1")
+	for _, n := range []string{"master-0", "master-1", "worker-0"} {
+		kc.waitConf(t, n, "worker-1 among the peers", func(c string) bool { return strings.Contains(c, peerLine("198.51.100.22")) })
+	}
+
+	// Routers of the default IngressController on the two workers: the
+	// masters leave the ingress instance, the workers' track files say
+	// ready.
+	for _, w := range []string{"worker-0", "worker-1"} {
+		createRouterPod(t, kc.admin, w, true)
+	}
+	kc.waitConf(t, "master-0", "no ingress instance on a node without a router", func(c string) bool {
+		return !strings.Contains(c, "198.51.100.6/32")
+	})
+	kc.waitConf(t, "worker-0", "the ingress instance", func(c string) bool { return strings.Contains(c, "198.51.100.6/32") })
+	waitFile(t, filepath.Join(kc.byName["worker-0"].target.Root, render.IngressStatusFile("default")), "0\n")
+
+	// A Service's address (written as the allocator would) reaches the
+	// pool nodes' keepalived and answers from the client.
+	svc := createLBService(t, kc.admin, "web", "198.51.100.130")
+	for _, w := range []string{"worker-0", "worker-1"} {
+		kc.waitConf(t, w, "the service VIP", func(c string) bool { return strings.Contains(c, "198.51.100.130/32") })
+		startEcho(t, kc.byName[w], "0.0.0.0:8080")
+	}
+	if c := kc.keepalivedConf(t, "master-0"); strings.Contains(c, "198.51.100.130/") {
+		t.Errorf("master-0 is outside the pool's nodeSelector but renders its VIP")
+	}
+	p := kc.poll("http://198.51.100.130:8080/", 20*time.Millisecond)
+	waitFor(t, 30*time.Second, "the service VIP answers from the client", func() bool { ok, _ := p.counts(); return ok > 5 })
+	p.Stop()
+
+	// Each node publishes what it holds; the API VIP's holder says so.
+	holder := kc.settled(apiVIP)
+	waitFor(t, 15*time.Second, holder+" publishes the API VIP", func() bool {
+		n, err := kc.admin.CoreV1().Nodes().Get(ctx, holder, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		held, err := v1alpha1.ParseHeldVIPs(n.Annotations[v1alpha1.AnnotationNodeVIPs])
+		return err == nil && len(held) > 0 && containsVIP(held, apiVIP, v1alpha1.KeyAPI)
+	})
+
+	// A broken ConfigMap: every file stays as it was, the metric says why.
+	before := kc.keepalivedConf(t, "worker-0")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ConfigMapName, Namespace: render.Namespace},
+		Data: map[string]string{v1alpha1.ConfigMapKey: "apiVersion: vipctl.io/v1alpha1\nkind: ClusterVIPs\nspec: {servicePools: [{name: web, addresses: [198.51.100.0/33]}]}\n"}}
+	if _, err := kc.admin.CoreV1().ConfigMaps(render.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w0 := kc.sidecars["worker-0"]
+	waitFor(t, 15*time.Second, "config_invalid=1", func() bool { return testutil.ToFloat64(w0.m.ConfigInvalid) == 1 })
+	if got := kc.keepalivedConf(t, "worker-0"); got != before {
+		t.Errorf("an invalid ConfigMap changed keepalived.conf")
+	}
+	if !strings.Contains(w0.log.String(), "198.51.100.0/33") {
+		t.Errorf("the sidecar log does not name the bad value")
+	}
+	// The ConfigMap fixed, with a second pool range: it takes effect.
+	fixed := strings.Replace(clusterYAML("fast", "unicast", sidecarPools), "[198.51.100.128/26]", "[198.51.100.128/26, 198.51.100.200-198.51.100.210]", 1)
+	cm.Data[v1alpha1.ConfigMapKey] = fixed
+	if _, err := kc.admin.CoreV1().ConfigMaps(render.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, "config_invalid=0", func() bool { return testutil.ToFloat64(w0.m.ConfigInvalid) == 0 })
+	setLBStatus(t, kc.admin, svc.Name, "198.51.100.130", "198.51.100.201")
+	kc.waitConf(t, "worker-1", "an address of the ConfigMap's new range", func(c string) bool { return strings.Contains(c, "198.51.100.201/32") })
+
+	// The apiserver restarts; the sidecars reconnect and follow a change
+	// made after it.
+	kc.api.RestartAPIServer(t, nil)
+	setLBStatus(t, kc.admin, svc.Name, "198.51.100.131")
+	kc.waitConf(t, "worker-0", "the address set after the restart", func(c string) bool {
+		return strings.Contains(c, "198.51.100.131/32") && !strings.Contains(c, "198.51.100.130/32")
+	})
+	for name, sc := range kc.sidecars {
+		if err := sc.s.Ready(); err != nil {
+			t.Errorf("%s not ready after the restart: %v", name, err)
+		}
+	}
+}
+
+// TestSidecarWithoutRBACKeepsFiles: without the rendered node RBAC the
+// sidecar cannot read the vipctl ConfigMap or router pods; it says which
+// permission is missing, stays unready and leaves the files alone, then
+// recovers once the RBAC is applied. The node identity still cannot write
+// what only the allocator may.
+func TestSidecarWithoutRBACKeepsFiles(t *testing.T) {
+	kc := startKubeCluster(t, clusterYAML("fast", "unicast", sidecarPools), sidecarSpecs())
+	for _, n := range kc.nodes {
+		kc.addNode(t, n.name)
+	}
+	before := kc.keepalivedConf(t, "worker-0")
+	sc := kc.startSidecar(t, "worker-0")
+	waitFor(t, 20*time.Second, "a log naming the missing permission", func() bool {
+		l := sc.log.String()
+		// One grant of the rendered RBAC each: without any of them the
+		// sidecar cannot render.
+		for _, r := range []string{"nodes", "configmaps", "pods", "endpointslices"} {
+			if !strings.Contains(l, `cannot list resource \"`+r+`\"`) {
+				return false
+			}
+		}
+		return strings.Contains(l, "permission missing")
+	})
+	if sc.s.Ready() == nil {
+		t.Errorf("ready without being able to read the cluster")
+	}
+	if got := kc.keepalivedConf(t, "worker-0"); got != before {
+		t.Errorf("keepalived.conf changed while the cluster could not be read")
+	}
+	kc.grantNodeReaders(t)
+	waitFor(t, 60*time.Second, "ready once the RBAC is applied", func() bool { return sc.s.Ready() == nil })
+
+	// Nothing broader: the node identity cannot write Service status,
+	// ConfigMaps, or another node's annotations.
+	asNode := kubernetes.NewForConfigOrDie(kc.api.NodeConfig(t, "worker-0"))
+	ctx := context.Background()
+	svc := createLBService(t, kc.admin, "web", "")
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.51.100.140"}}
+	if _, err := asNode.CoreV1().Services(svc.Namespace).UpdateStatus(ctx, svc, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node wrote Service status: %v", err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ConfigMapName, Namespace: render.Namespace}}
+	if _, err := asNode.CoreV1().ConfigMaps(render.Namespace).Create(ctx, cm, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node created the vipctl ConfigMap: %v", err)
+	}
+	patch := []byte(`{"metadata":{"annotations":{"vipctl.io/vips":"[]"}}}`)
+	if _, err := asNode.CoreV1().Nodes().Patch(ctx, "worker-1", "application/merge-patch+json", patch, metav1.PatchOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node annotated another node: %v", err)
+	}
+	if _, err := asNode.CoreV1().Secrets(render.Namespace).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node listed secrets: %v", err)
+	}
+}
+
+func containsVIP(h v1alpha1.HeldVIPs, addr, instance string) bool {
+	for _, v := range h {
+		if v.Address == addr && v.Instance == instance {
+			return true
+		}
+	}
+	return false
+}
+
+func waitFile(t *testing.T, path, want string) {
+	t.Helper()
+	var got []byte
+	if !waitUntil(15*time.Second, func() bool { got, _ = os.ReadFile(path); return string(got) == want }) {
+		t.Fatalf("%s: %q, want %q", path, got, want)
+	}
+}
+
+// createRouterPod creates a router pod of the default IngressController
+// bound to node, and sets its readiness as the kubelet would.
+func createRouterPod(t *testing.T, c kubernetes.Interface, node string, ready bool) {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "router-default-" + node, Namespace: v1alpha1.DefaultRouterNamespace,
+			Labels: map[string]string{v1alpha1.RouterDeploymentLabel: "default"}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "router", Image: "router"}}},
+	}
+	created, err := c.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	created.Status.Phase = corev1.PodRunning
+	created.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
+	if _, err := c.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// createLBService creates a LoadBalancer Service and, when ip is set,
+// writes it into the status as the allocator would.
+func createLBService(t *testing.T, c kubernetes.Interface, name, ip string) *corev1.Service {
+	t.Helper()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 8080}}},
+	}
+	created, err := c.CoreV1().Services(svc.Namespace).Create(context.Background(), svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ip != "" {
+		return setLBStatus(t, c, name, ip)
+	}
+	return created
+}
+
+func setLBStatus(t *testing.T, c kubernetes.Interface, name string, ips ...string) *corev1.Service {
+	t.Helper()
+	ctx := context.Background()
+	svc, err := c.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Status.LoadBalancer.Ingress = nil
+	for _, ip := range ips {
+		svc.Status.LoadBalancer.Ingress = append(svc.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+	}
+	out, err := c.CoreV1().Services(svc.Namespace).UpdateStatus(ctx, svc, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(fmt.Errorf("service %s status: %w", name, err))
+	}
+	return out
+}
