@@ -25,8 +25,10 @@ const nodesGroup = "system:nodes"
 //     since Kubernetes 1.32 the Node authorizer lets a node read only its
 //     own Node object,
 //   - get/list/watch of the one vipctl ConfigMap (the day-2 pools),
-//   - get/list/watch of the default/kubernetes EndpointSlice (which
-//     apiservers serve: haproxy's backends),
+//   - get/list/watch of EndpointSlices, cluster-wide (which apiservers
+//     serve, from default/kubernetes: haproxy's backends; which nodes run
+//     ready endpoints of externalTrafficPolicy Local Services) — the same
+//     read kube-proxy has on every node,
 //   - get/list/watch of pods in each IngressController's router namespace
 //     (which nodes run its routers, and are they ready); the Node
 //     authorizer only lets a node list the pods bound to itself.
@@ -42,7 +44,10 @@ func NodeReaders(c *v1alpha1.ClusterVIPs) []runtime.Object {
 		&rbacv1.ClusterRole{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
 			ObjectMeta: clusterMeta,
-			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: read}},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: read},
+				{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: read},
+			},
 		},
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
@@ -66,8 +71,6 @@ func NodeReaders(c *v1alpha1.ClusterVIPs) []runtime.Object {
 	// selector, which is how the sidecar asks.
 	add(render.Namespace, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"},
 		ResourceNames: []string{v1alpha1.ConfigMapName}, Verbs: read})
-	add(metav1.NamespaceDefault, rbacv1.PolicyRule{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"},
-		ResourceNames: []string{"kubernetes"}, Verbs: read})
 	seen := map[string]bool{}
 	for _, in := range c.Spec.Ingress {
 		if seen[in.RouterNamespace] {

@@ -32,6 +32,33 @@ type State struct {
 	// (no API yet, or every endpoint gone), over every control-plane node,
 	// and haproxy's own health checks decide.
 	APIServers []netip.Addr
+	// LocalServices are the served Services with externalTrafficPolicy
+	// Local. Their addresses are not in ServiceVIPs: each gets a VRRP
+	// instance of its own, held only where a ready endpoint runs.
+	LocalServices []LocalService
+}
+
+// LocalService is a LoadBalancer Service with externalTrafficPolicy Local:
+// kube-proxy drops its traffic on nodes without a local endpoint, so its
+// VIP must sit on a node that has one.
+type LocalService struct {
+	// Name is namespace/name.
+	Name string
+	// Pool holds the addresses.
+	Pool string
+	VIPs []netip.Addr
+	// Nodes run a ready endpoint of the Service.
+	Nodes []string
+}
+
+// LocalServiceKey is the VRRP instance key of a Local Service. Its VRRP ID
+// is derived after every key of the config (see LocalServiceKeys).
+func LocalServiceKey(name string) string { return "service/" + name }
+
+// LocalServiceStatusFile is where the sidecar says whether this node runs
+// a ready endpoint of the Service ("0" yes, "1" no).
+func LocalServiceStatusFile(name string) string {
+	return fmt.Sprintf("%s/service-%s.status", RunDir, strings.ReplaceAll(name, "/", "_"))
 }
 
 // Script and track-file names inside keepalived.conf, and what they watch.
@@ -92,6 +119,7 @@ type member struct {
 // eligibility of every node for every instance is worked out only once.
 type Plan struct {
 	c         *v1alpha1.ClusterVIPs
+	ids       map[string]uint8
 	state     State
 	instances []*instance
 	byNode    map[string][]*instance
@@ -116,7 +144,7 @@ func WithRoot(root string) PlanOption {
 // NewPlan computes every VRRP instance and which nodes take part in it.
 // ids maps instance keys to VRRP IDs (vrid.Assign's result).
 func NewPlan(c *v1alpha1.ClusterVIPs, ids map[string]uint8, st State, opts ...PlanOption) (*Plan, error) {
-	p := &Plan{c: c, state: st, byNode: map[string][]*instance{}, nodes: map[string]*Node{}}
+	p := &Plan{c: c, ids: ids, state: st, byNode: map[string][]*instance{}, nodes: map[string]*Node{}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -190,7 +218,65 @@ func NewPlan(c *v1alpha1.ClusterVIPs, ids map[string]uint8, st State, opts ...Pl
 		steer(p.instances[first:])
 		p.checkPoolHolders(pool)
 	}
+	for _, ls := range st.LocalServices {
+		if err := p.addLocal(ls); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// addLocal gives a Local Service its own instance. Its members are the
+// pool's nodes with a ready endpoint, plus, when fewer than two, other
+// pool nodes so that the instance has a peer; every member tracks the
+// Service's status file, so a member without an endpoint is in FAULT and
+// never holds the VIP.
+func (p *Plan) addLocal(ls LocalService) error {
+	var pool *v1alpha1.ServicePool
+	for i := range p.c.Spec.ServicePools {
+		if p.c.Spec.ServicePools[i].Name == ls.Pool {
+			pool = &p.c.Spec.ServicePools[i]
+		}
+	}
+	if pool == nil || len(ls.VIPs) == 0 || len(ls.Nodes) == 0 {
+		return nil
+	}
+	key := LocalServiceKey(ls.Name)
+	track := "service_" + scriptSafe(strings.NewReplacer("/", "_", ".", "_").Replace(ls.Name))
+	p.tracks = append(p.tracks, trackFileView{Name: track, Path: p.root + LocalServiceStatusFile(ls.Name), Weight: 0,
+		Why: "0 while a ready endpoint of Service " + ls.Name + " runs on this node (written by the sidecar)"})
+	endpoint := map[string]bool{}
+	for _, n := range ls.Nodes {
+		endpoint[n] = true
+	}
+	sel := pool.NodeSelector
+	first := len(p.instances)
+	if err := p.add(key, p.ids, ls.VIPs, func(n *Node) bool { return endpoint[n.Name] && matches(sel, n.Labels) }, pool.MaxHolders,
+		nil, []string{track}, "Service "+ls.Name+" (externalTrafficPolicy Local): held only by a node with a ready endpoint"); err != nil {
+		return err
+	}
+	for _, inst := range p.instances[first:] {
+		if len(inst.eligible) == 0 || len(inst.eligible) >= 2 {
+			continue
+		}
+		var pad *member
+		for _, n := range p.state.Nodes {
+			node := p.nodes[n.Name]
+			src, ok := addressIn(node, inst.network)
+			if endpoint[n.Name] || !ok || !matches(sel, node.Labels) {
+				continue
+			}
+			if m := (member{node: node, src: src, priority: priority(key, node.Name)}); pad == nil || m.priority > pad.priority {
+				pad = &m
+			}
+		}
+		if pad != nil {
+			inst.eligible = append(inst.eligible, *pad)
+			sort.SliceStable(inst.eligible, func(i, j int) bool { return inst.eligible[i].node.Name < inst.eligible[j].node.Name })
+			p.byNode[pad.node.Name] = append(p.byNode[pad.node.Name], inst)
+		}
+	}
+	return nil
 }
 
 // steer gives each instance of one pool (per family) a different preferred

@@ -70,6 +70,51 @@ func Served(s *corev1.Service) bool {
 // that shrank under an allocated Service (vipctl update refuses that unless
 // forced). The result is sorted and free of duplicates (shared IPs).
 func ServiceVIPs(c *v1alpha1.ClusterVIPs, services []*corev1.Service) (byPool map[string][]netip.Addr, orphans []netip.Addr) {
+	byPool, _, orphans = sortServiceVIPs(c, services)
+	return byPool, orphans
+}
+
+// isLocal tells whether a Service's traffic may only go to local
+// endpoints.
+func isLocal(s *corev1.Service) bool {
+	return s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+}
+
+// LocalServices lists the served Services with externalTrafficPolicy Local
+// that have addresses in a pool, oldest first (so a new one is appended
+// and takes a VRRP ID without moving the others'), each with the nodes
+// that run a ready endpoint. slices maps namespace/name to the Service's
+// EndpointSlices.
+func LocalServices(c *v1alpha1.ClusterVIPs, services []*corev1.Service, slices map[string][]*discoveryv1.EndpointSlice) []render.LocalService {
+	_, local, _ := sortServiceVIPs(c, services)
+	for i := range local {
+		on := map[string]bool{}
+		for _, es := range slices[local[i].Name] {
+			for _, e := range es.Endpoints {
+				if e.NodeName != nil && (e.Conditions.Ready == nil || *e.Conditions.Ready) {
+					on[*e.NodeName] = true
+				}
+			}
+		}
+		for n := range on {
+			local[i].Nodes = append(local[i].Nodes, n)
+		}
+		sort.Strings(local[i].Nodes)
+	}
+	return local
+}
+
+// sortServiceVIPs splits served Services' addresses into pool addresses
+// (Cluster policy), Local Services, and addresses in no pool.
+func sortServiceVIPs(c *v1alpha1.ClusterVIPs, services []*corev1.Service) (byPool map[string][]netip.Addr, local []render.LocalService, orphans []netip.Addr) {
+	services = slices.Clone(services)
+	sort.SliceStable(services, func(i, j int) bool {
+		a, b := services[i], services[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	})
 	type poolRanges struct {
 		name   string
 		ranges []v1alpha1.AddressRange
@@ -91,6 +136,11 @@ func ServiceVIPs(c *v1alpha1.ClusterVIPs, services []*corev1.Service) (byPool ma
 		if !Served(s) {
 			continue
 		}
+		var ls *render.LocalService
+		if isLocal(s) {
+			local = append(local, render.LocalService{Name: s.Namespace + "/" + s.Name})
+			ls = &local[len(local)-1]
+		}
 		for _, in := range s.Status.LoadBalancer.Ingress {
 			a, err := netip.ParseAddr(in.IP)
 			if err != nil || seen[a.Unmap()] {
@@ -101,7 +151,12 @@ func ServiceVIPs(c *v1alpha1.ClusterVIPs, services []*corev1.Service) (byPool ma
 			placed := false
 			for _, p := range pools {
 				if slices.ContainsFunc(p.ranges, func(r v1alpha1.AddressRange) bool { return r.Contains(a) }) {
-					byPool[p.name] = append(byPool[p.name], a)
+					if ls != nil {
+						ls.Pool = p.name
+						ls.VIPs = append(ls.VIPs, a)
+					} else {
+						byPool[p.name] = append(byPool[p.name], a)
+					}
 					placed = true
 					break
 				}
@@ -115,7 +170,8 @@ func ServiceVIPs(c *v1alpha1.ClusterVIPs, services []*corev1.Service) (byPool ma
 		sort.Slice(v, func(i, j int) bool { return v[i].Less(v[j]) })
 	}
 	sort.Slice(orphans, func(i, j int) bool { return orphans[i].Less(orphans[j]) })
-	return byPool, orphans
+	local = slices.DeleteFunc(local, func(l render.LocalService) bool { return len(l.VIPs) == 0 })
+	return byPool, local, orphans
 }
 
 // RouterPlacement tells, for one IngressController, on which nodes its

@@ -28,7 +28,11 @@ type OnceOptions struct {
 
 // Desired renders this node's files from a config and a cluster state.
 func Desired(c *v1alpha1.ClusterVIPs, st render.State, node, root string) ([]render.File, error) {
-	ids, err := vrid.ForCluster(c)
+	var extra []string
+	for _, ls := range st.LocalServices {
+		extra = append(extra, render.LocalServiceKey(ls.Name))
+	}
+	ids, err := vrid.ForCluster(c, extra...)
 	if err != nil {
 		return nil, err
 	}

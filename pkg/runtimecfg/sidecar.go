@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -63,7 +64,7 @@ type Sidecar struct {
 	nodes     cache.GenericLister
 	services  cache.GenericLister
 	configMap cache.GenericLister
-	apiSlices cache.GenericLister
+	slices    cache.GenericLister
 	routers   map[string]cache.GenericLister
 
 	kick chan struct{}
@@ -142,6 +143,12 @@ func strip(obj any) (any, error) {
 	case *corev1.Service:
 		o.Spec.Selector = nil
 		o.Spec.Ports = nil
+	case *discoveryv1.EndpointSlice:
+		o.Ports = nil
+		for i := range o.Endpoints {
+			e := &o.Endpoints[i]
+			e.TargetRef, e.Hints, e.DeprecatedTopology, e.Zone, e.Hostname = nil, nil, nil, nil, nil
+		}
 	case *corev1.Pod:
 		o.Spec = corev1.PodSpec{NodeName: o.Spec.NodeName}
 		o.Status = corev1.PodStatus{Phase: o.Status.Phase, Conditions: o.Status.Conditions}
@@ -182,10 +189,13 @@ func (s *Sidecar) watch() {
 		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", v1alpha1.ConfigMapName).String()
 	}))
 	s.configMap = s.inform("configmaps", cm.Core().V1().ConfigMaps().Informer())
-	api := s.factory(informers.WithNamespace(metav1.NamespaceDefault), informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", "kubernetes").String()
+	// EndpointSlices tell which nodes run ready endpoints of Local
+	// Services, and which apiservers serve (default/kubernetes). Only
+	// slices that belong to a Service are watched.
+	eps := s.factory(informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+		lo.LabelSelector = discoveryv1.LabelServiceName
 	}))
-	s.apiSlices = s.inform("endpointslices", api.Discovery().V1().EndpointSlices().Informer())
+	s.slices = s.inform("endpointslices", eps.Discovery().V1().EndpointSlices().Informer())
 	for _, in := range s.static.Spec.Ingress {
 		sel := labels.SelectorFromSet(in.RouterSelector).String()
 		f := s.factory(informers.WithNamespace(in.RouterNamespace), informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
@@ -368,6 +378,11 @@ func (s *Sidecar) sync(ctx context.Context) error {
 			return &syncError{"write", err}
 		}
 	}
+	for _, ls := range st.LocalServices {
+		if err := writeRunFile(s.o.Target, render.LocalServiceStatusFile(ls.Name), !slices.Contains(ls.Nodes, s.o.NodeName)); err != nil {
+			return &syncError{"write", err}
+		}
+	}
 	files, err := Desired(c, st, s.o.NodeName, s.o.Root)
 	if err != nil {
 		return &syncError{"render", err}
@@ -425,12 +440,15 @@ func (s *Sidecar) state(c *v1alpha1.ClusterVIPs) (render.State, error) {
 			st.RouterNodes[name] = placed
 		}
 	}
-	sliceObjs, _ := s.apiSlices.List(labels.Everything())
-	eps := make([]*discoveryv1.EndpointSlice, 0, len(sliceObjs))
+	sliceObjs, _ := s.slices.List(labels.Everything())
+	bySvc := map[string][]*discoveryv1.EndpointSlice{}
 	for _, o := range sliceObjs {
-		eps = append(eps, o.(*discoveryv1.EndpointSlice))
+		es := o.(*discoveryv1.EndpointSlice)
+		name := es.Namespace + "/" + es.Labels[discoveryv1.LabelServiceName]
+		bySvc[name] = append(bySvc[name], es)
 	}
-	st.APIServers = APIServers(eps)
+	st.APIServers = APIServers(bySvc["default/kubernetes"])
+	st.LocalServices = LocalServices(c, svcs, bySvc)
 	return st, nil
 }
 
@@ -457,6 +475,11 @@ func (s *Sidecar) rememberVIPs(c *v1alpha1.ClusterVIPs, st render.State) {
 	for pool, vips := range st.ServiceVIPs {
 		for _, a := range vips {
 			known[a] = "pool/" + pool
+		}
+	}
+	for _, ls := range st.LocalServices {
+		for _, a := range ls.VIPs {
+			known[a] = render.LocalServiceKey(ls.Name)
 		}
 	}
 	s.mu.Lock()

@@ -19,9 +19,15 @@ func RequestFor(c *v1alpha1.ClusterVIPs) Request {
 }
 
 // ForCluster assigns every VRRP ID of a validated cluster file, keyed by
-// instance key.
-func ForCluster(c *v1alpha1.ClusterVIPs) (map[string]uint8, error) {
-	a, err := Assign(RequestFor(c))
+// instance key. extra keys (instances the sidecar creates at run time,
+// such as externalTrafficPolicy Local Services) come after the file's, so
+// they never move an ID of the file's.
+func ForCluster(c *v1alpha1.ClusterVIPs, extra ...string) (map[string]uint8, error) {
+	req := RequestFor(c)
+	for _, k := range extra {
+		req.Keys = append(req.Keys, Key(k))
+	}
+	a, err := Assign(req)
 	if err != nil {
 		return nil, err
 	}

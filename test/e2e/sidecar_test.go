@@ -17,6 +17,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -495,4 +496,81 @@ func setLBStatus(t *testing.T, c kubernetes.Interface, name string, ips ...strin
 		t.Fatal(fmt.Errorf("service %s status: %w", name, err))
 	}
 	return out
+}
+
+// TestSidecarLocalTrafficPolicy: a Service with externalTrafficPolicy Local
+// gets a VRRP instance of its own whose VIP sits only on a node with a
+// ready endpoint, and follows the endpoint when it moves.
+func TestSidecarLocalTrafficPolicy(t *testing.T) {
+	kc := startKubeCluster(t, clusterYAML("fast", "unicast", sidecarPools), sidecarSpecs())
+	kc.grantNodeReaders(t)
+	for _, n := range kc.nodes {
+		kc.addNode(t, n.name)
+		kc.startSidecar(t, n.name)
+	}
+	ctx := context.Background()
+	svc := createLBService(t, kc.admin, "local", "")
+	svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	if _, err := kc.admin.CoreV1().Services(svc.Namespace).Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const vip = "198.51.100.150"
+	setLBStatus(t, kc.admin, svc.Name, vip)
+	setEndpoints(t, kc.admin, svc.Name, map[string]bool{"worker-1": true, "worker-0": false})
+	holder := kc.waitHolder(vip, 30*time.Second, func(string) bool { return true })
+	if holder != "worker-1" {
+		t.Fatalf("%s held by %s; want worker-1, the only node with a ready endpoint", vip, holder)
+	}
+	// worker-0 takes part (an instance needs a peer) but its status file
+	// keeps it in FAULT.
+	if c := kc.keepalivedConf(t, "worker-0"); !strings.Contains(c, vip+"/32") {
+		t.Errorf("worker-0 does not render the Local Service's instance")
+	}
+	if c := kc.keepalivedConf(t, "master-0"); strings.Contains(c, vip+"/32") {
+		t.Errorf("master-0 (outside the pool) renders the Local Service's instance")
+	}
+	waitFile(t, filepath.Join(kc.byName["worker-0"].target.Root, render.LocalServiceStatusFile("default/local")), "1\n")
+
+	// The endpoint moves to worker-0: so does the VIP, and worker-1 lets
+	// go of it.
+	setEndpoints(t, kc.admin, svc.Name, map[string]bool{"worker-1": false, "worker-0": true})
+	kc.waitHolder(vip, 30*time.Second, func(h string) bool { return h == "worker-0" })
+	time.Sleep(2 * time.Second)
+	if got := kc.holders(vip); len(got) != 1 || got[0] != "worker-0" {
+		t.Errorf("%s held by %v after the endpoint moved; want only worker-0", vip, got)
+	}
+}
+
+// setEndpoints writes the Service's EndpointSlice as the EndpointSlice
+// controller would: one endpoint per node, ready or not.
+func setEndpoints(t *testing.T, c kubernetes.Interface, svc string, nodes map[string]bool) {
+	t.Helper()
+	ctx := context.Background()
+	es := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: svc + "-1", Namespace: metav1.NamespaceDefault, Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+	}
+	i := 0
+	for _, n := range []string{"master-0", "master-1", "worker-0", "worker-1"} {
+		ready, ok := nodes[n]
+		if !ok {
+			continue
+		}
+		i++
+		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{
+			Addresses:  []string{fmt.Sprintf("203.0.113.%d", 10+i)},
+			NodeName:   &n,
+			Conditions: discoveryv1.EndpointConditions{Ready: &ready},
+		})
+	}
+	cur, err := c.DiscoveryV1().EndpointSlices(es.Namespace).Get(ctx, es.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = c.DiscoveryV1().EndpointSlices(es.Namespace).Create(ctx, es, metav1.CreateOptions{})
+	} else if err == nil {
+		cur.Endpoints = es.Endpoints
+		_, err = c.DiscoveryV1().EndpointSlices(es.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
