@@ -18,10 +18,15 @@ import (
 	"github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vipctl/vipctl/internal/testapiserver"
@@ -101,28 +106,42 @@ func startKubeCluster(t *testing.T, clusterYAML string, specs []nodeSpec) *kubeC
 // would with `oc apply -f out/manifests/`.
 func (kc *kubeCluster) grantNodeReaders(t *testing.T) {
 	t.Helper()
-	applyObjects(t, kc.admin, manifests.NodeReaders(kc.cfg))
+	applyObjects(t, kc.api.AdminConfig(), manifests.NodeReaders(kc.cfg))
 }
 
-func applyObjects(t *testing.T, c kubernetes.Interface, objs []runtime.Object) {
+func grantNodeReadersFor(t testing.TB, c *rest.Config, clusterYAML string) {
+	t.Helper()
+	cfg, err := v1alpha1.Parse([]byte(clusterYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyObjects(t, c, manifests.NodeReaders(cfg))
+}
+
+// applyObjects creates typed objects (TypeMeta set, as pkg/manifests
+// builds them) as `oc apply` would, through the dynamic client.
+func applyObjects(t testing.TB, cfg *rest.Config, objs []runtime.Object) {
 	t.Helper()
 	ctx := context.Background()
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubernetes.NewForConfigOrDie(cfg).Discovery()))
 	for _, o := range objs {
-		var err error
-		switch v := o.(type) {
-		case *rbacv1.ClusterRole:
-			_, err = c.RbacV1().ClusterRoles().Create(ctx, v, metav1.CreateOptions{})
-		case *rbacv1.ClusterRoleBinding:
-			_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, v, metav1.CreateOptions{})
-		case *rbacv1.Role:
-			_, err = c.RbacV1().Roles(v.Namespace).Create(ctx, v, metav1.CreateOptions{})
-		case *rbacv1.RoleBinding:
-			_, err = c.RbacV1().RoleBindings(v.Namespace).Create(ctx, v, metav1.CreateOptions{})
-		default:
-			t.Fatalf("applyObjects: unsupported %T", o)
-		}
-		if err != nil && !apierrors.IsAlreadyExists(err) {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
 			t.Fatal(err)
+		}
+		obj := &unstructured.Unstructured{Object: u}
+		gvk := obj.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			t.Fatalf("%s: %v", gvk, err)
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			ri = dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
+		}
+		if _, err := ri.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("creating %s %s/%s: %v", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 		}
 	}
 }
