@@ -1,0 +1,108 @@
+package render
+
+import (
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+)
+
+func groupsPlan(t *testing.T, st func(*State)) *Plan {
+	t.Helper()
+	c, err := v1alpha1.Load(filepath.Join("..", "..", "examples", "pools-node-groups.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := LoadNodeList(filepath.Join("..", "..", "examples", "nodes", "groups.yaml"), "br-ex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := State{Nodes: nodes}
+	st(&s)
+	ids := testIDs(c)
+	for _, ls := range s.LocalServices {
+		ids[LocalServiceKey(ls.Name)] = uint8(200 + len(ids))
+	}
+	p, err := NewPlan(c, ids, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func confOf(t *testing.T, p *Plan, node string) string {
+	t.Helper()
+	files, err := p.NodeFiles(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(files[0].Data)
+}
+
+// TestLocalServiceInstance: a Local Service's instance runs on the pool
+// nodes with a ready endpoint; with only one such node another pool node
+// joins as a peer that the status file keeps in FAULT; nodes outside the
+// pool never take part.
+func TestLocalServiceInstance(t *testing.T) {
+	vip := netip.MustParseAddr("198.51.100.140")
+	p := groupsPlan(t, func(s *State) {
+		s.LocalServices = []LocalService{{Name: "shop/web", Pool: "rack-a", VIPs: []netip.Addr{vip}, Nodes: []string{"worker-a1", "edge-0"}}}
+	})
+	for node, want := range map[string]bool{"worker-a0": true, "worker-a1": true, "edge-0": false, "master-0": false} {
+		conf := confOf(t, p, node)
+		if got := strings.Contains(conf, "vrrp_instance service_shop_web_v4"); got != want {
+			t.Errorf("%s renders the Local Service's instance: %v, want %v", node, got, want)
+		}
+		if want && !strings.Contains(conf, `file "`+LocalServiceStatusFile("shop/web")+`"`) {
+			t.Errorf("%s: the instance does not track the Service's status file", node)
+		}
+	}
+	if got := peersOf(t, confOf(t, p, "worker-a1"), "service_shop_web_v4"); len(got) != 1 {
+		t.Errorf("worker-a1 peers = %v, want the other rack-a node as the one padding peer", got)
+	}
+
+	// No endpoint anywhere: no instance (the VIP would only black-hole).
+	p = groupsPlan(t, func(s *State) {
+		s.LocalServices = []LocalService{{Name: "shop/web", Pool: "rack-a", VIPs: []netip.Addr{vip}}}
+	})
+	for _, n := range []string{"worker-a0", "worker-a1"} {
+		if strings.Contains(confOf(t, p, n), "service_shop_web") {
+			t.Errorf("%s renders a Local Service without endpoints", n)
+		}
+	}
+}
+
+// TestHaproxyBackendsFollowAPIEndpoints: haproxy balances over the
+// control-plane nodes the API endpoints name, and over all of them when
+// none (or an unknown address) is named.
+func TestHaproxyBackendsFollowAPIEndpoints(t *testing.T) {
+	servers := func(eps ...string) []string {
+		p := groupsPlan(t, func(s *State) {
+			for _, e := range eps {
+				s.APIServers = append(s.APIServers, netip.MustParseAddr(e))
+			}
+		})
+		files, err := p.NodeFiles("master-0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, line := range strings.Split(string(files[1].Data), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "server" && strings.HasSuffix(f[2], ":6443") {
+				out = append(out, f[1])
+			}
+		}
+		return out
+	}
+	if got := servers("198.51.100.11", "198.51.100.13"); !slices.Equal(got, []string{"master-0", "master-2"}) {
+		t.Errorf("with endpoints .11 and .13: servers %v, want master-0 master-2", got)
+	}
+	for _, eps := range [][]string{nil, {"203.0.113.99"}} {
+		if got := servers(eps...); !slices.Equal(got, []string{"master-0", "master-1", "master-2"}) {
+			t.Errorf("with endpoints %v: servers %v, want every control-plane node", eps, got)
+		}
+	}
+}
