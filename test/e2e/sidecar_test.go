@@ -361,6 +361,10 @@ func TestSidecarFollowsTheCluster(t *testing.T) {
 	if !strings.Contains(w0.log.String(), "198.51.100.0/33") {
 		t.Errorf("the sidecar log does not name the bad value")
 	}
+	waitFor(t, 15*time.Second, "a ConfigKept Event on worker-0", func() bool {
+		evs, err := kc.admin.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=worker-0,reason=ConfigKept"})
+		return err == nil && len(evs.Items) > 0 && strings.Contains(evs.Items[0].Message, "198.51.100.0/33")
+	})
 	// The ConfigMap fixed, with a second pool range: it takes effect.
 	fixed := strings.Replace(clusterYAML("fast", "unicast", sidecarPools), "[198.51.100.128/26]", "[198.51.100.128/26, 198.51.100.200-198.51.100.210]", 1)
 	cm.Data[v1alpha1.ConfigMapKey] = fixed
