@@ -133,7 +133,9 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 		// file. Signalling a process of the same UID needs no capability,
 		// so running as root like keepalived spares it CAP_KILL; the files
 		// it rewrites and the kubelet's credentials are root's too.
-		SecurityContext: securityContext(),
+		// NET_ADMIN installs the nftables redirect of VIP:6443 to haproxy
+		// on control-plane nodes.
+		SecurityContext: securityContext("NET_ADMIN"),
 	}
 	return &corev1.Pod{
 		TypeMeta:   podTypeMeta(),
@@ -249,7 +251,7 @@ func renderContainer(c *v1alpha1.ClusterVIPs) corev1.Container {
 			mount(volHaproxy, HaproxyDir, false),
 			mount(volRun, RunDir, false),
 		},
-		SecurityContext: securityContext(),
+		SecurityContext: securityContext("NET_ADMIN"), // the API redirect, before the API is up
 	}
 }
 

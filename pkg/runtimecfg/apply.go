@@ -26,7 +26,9 @@ type Target struct {
 	// Root prefixes every node path; "" on a real node, a per-node
 	// directory in the network-namespace lab.
 	Root string
-	// Check runs the daemons' config tests (Netns in the lab).
+	// Check runs the daemons' config tests. Its Netns (in the lab) is also
+	// the node's network namespace, where the API redirect goes; empty on
+	// a real node (host network).
 	Check configcheck.Options
 }
 

@@ -61,7 +61,11 @@ func Once(ctx context.Context, o OnceOptions) (Result, error) {
 	if err := InitRunFiles(o.Target, c); err != nil {
 		return Result{}, err
 	}
-	return Apply(ctx, o.Target, files)
+	res, err := Apply(ctx, o.Target, files)
+	if err != nil {
+		return res, err
+	}
+	return res, applyRedirects(o.Target, c, files)
 }
 
 // InitRunFiles creates the track files keepalived reads, without

@@ -399,6 +399,9 @@ func (s *Sidecar) sync(ctx context.Context) error {
 	if err != nil {
 		return &syncError{"apply", err}
 	}
+	if err := applyRedirects(s.o.Target, c, files); err != nil {
+		return &syncError{"redirect", err}
+	}
 	return nil
 }
 

@@ -346,6 +346,23 @@ func TestSidecarFollowsTheCluster(t *testing.T) {
 		return err == nil && len(held) > 0 && containsVIP(held, apiVIP, v1alpha1.KeyAPI)
 	})
 
+	// VIP:6443 is redirected (nftables, installed by the sidecars) to
+	// haproxy, which balances: with the holder's own apiserver gone the
+	// VIP still answers, from the other master.
+	other := "master-0"
+	if holder == other {
+		other = "master-1"
+	}
+	kc.byName[holder].apiserver.ready.Store(false)
+	kc.byName[holder].apiserver.Close()
+	p = kc.poll("https://"+apiVIP+":6443/", 20*time.Millisecond)
+	waitFor(t, 20*time.Second, "VIP:6443 answered by "+other+" through haproxy", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.lastBody == other
+	})
+	p.Stop()
+
 	// A broken ConfigMap: every file stays as it was, the metric says why.
 	before := kc.keepalivedConf(t, "worker-0")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ConfigMapName, Namespace: render.Namespace},
