@@ -12,6 +12,8 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -334,75 +336,157 @@ func startEcho(t testing.TB, n *labNode, addr string) {
 	t.Cleanup(func() { _ = srv.Close() })
 }
 
-// poller opens a new connection to url every interval from the client
-// namespace and records failures, like a client of the VIP.
+// poller is a client of a VIP: from the client namespace it opens a new
+// connection to url every interval (250 ms timeout) and remembers what
+// failed, who answered when, and the longest run of failures.
 type poller struct {
 	mu           sync.Mutex
 	ok, fail     int
 	lastBody     string
-	failures     []time.Time
+	seen         []sighting
 	failedStarts []time.Time
 	errs         []string
+	failingSince time.Time
+	longest      time.Duration
 	stop         chan struct{}
 	done         chan struct{}
 }
 
+// sighting is one good answer: when, and the body (the node's name for the
+// lab's stand-ins).
+type sighting struct {
+	at   time.Time
+	node string
+}
+
 func (lc *labCluster) poll(url string, interval time.Duration) *poller {
 	p := &poller{stop: make(chan struct{}), done: make(chan struct{})}
+	tr := &http.Transport{
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // stand-in servers with throwaway certificates
+		DisableKeepAlives: true,
+		DialContext:       lc.client.DialContext,
+	}
+	c := &http.Client{Transport: tr, Timeout: 250 * time.Millisecond}
 	go func() {
 		defer close(p.done)
-		tr := &http.Transport{
-			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // stand-in servers with throwaway certificates
-			DisableKeepAlives: true,
-			DialContext:       lc.client.DialContext,
-		}
-		c := &http.Client{Transport: tr, Timeout: 250 * time.Millisecond}
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
 		for {
 			select {
 			case <-p.stop:
 				return
-			case <-time.After(interval):
+			case <-tick.C:
 			}
-			{
-				started := time.Now()
-				resp, err := c.Get(url)
-				var body []byte
-				if err == nil {
-					body, err = io.ReadAll(resp.Body)
-					_ = resp.Body.Close()
-					if err == nil && resp.StatusCode != http.StatusOK {
-						err = fmt.Errorf("status %d", resp.StatusCode)
-					}
-				}
-				p.mu.Lock()
-				if err != nil {
-					p.fail++
-					p.failures = append(p.failures, time.Now())
-					p.failedStarts = append(p.failedStarts, started)
-					p.errs = append(p.errs, err.Error())
-				} else {
-					p.ok++
-					p.lastBody = string(body)
-				}
-				p.mu.Unlock()
-			}
+			started := time.Now()
+			body, err := get(c, url)
+			p.record(started, time.Now(), body, err)
 		}
 	}()
 	return p
 }
 
+func get(c *http.Client, url string) (string, error) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return strings.TrimSpace(string(body)), err
+}
+
+func (p *poller) record(started, now time.Time, body string, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		p.fail++
+		p.failedStarts = append(p.failedStarts, started)
+		p.errs = append(p.errs, err.Error())
+		if p.failingSince.IsZero() {
+			p.failingSince = now
+		}
+		return
+	}
+	p.ok++
+	p.lastBody = body
+	p.seen = append(p.seen, sighting{at: now, node: body})
+	if !p.failingSince.IsZero() {
+		p.longest = max(p.longest, now.Sub(p.failingSince))
+		p.failingSince = time.Time{}
+	}
+}
+
+// Stop ends the polling and returns the final counts.
 func (p *poller) Stop() (ok, fail int) {
 	close(p.stop)
 	<-p.done
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.ok, p.fail
+	return p.counts()
 }
 
 func (p *poller) counts() (ok, fail int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.ok, p.fail
+}
+
+// longestGap is the longest run of failures that ended in a good answer.
+func (p *poller) longestGap() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.longest
+}
+
+// firstFrom waits for the first answer after since from a node matching ok.
+func (p *poller) firstFrom(t testing.TB, ok func(string) bool, since time.Time, timeout time.Duration) time.Time {
+	t.Helper()
+	var at time.Time
+	waitFor(t, timeout, "an answer from a new holder", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		i := slices.IndexFunc(p.seen, func(s sighting) bool { return s.at.After(since) && ok(s.node) })
+		if i >= 0 {
+			at = p.seen[i].at
+		}
+		return i >= 0
+	})
+	return at
+}
+
+// logMark is where each node's keepalived log ended at some moment.
+type logMark map[string]int
+
+// mark notes where every node's keepalived log ends now.
+func (lc *labCluster) mark() logMark {
+	m := logMark{}
+	for _, n := range lc.nodes {
+		data, _ := os.ReadFile(n.keepalived.Log)
+		m[n.name] = len(data)
+	}
+	return m
+}
+
+// keepalived logs every VRRP state change of an instance, also the ones a
+// reload causes, as "(name) Entering MASTER STATE".
+var transitionRE = regexp.MustCompile(`\((\w+)\) Entering (MASTER|BACKUP|FAULT) STATE`)
+
+// transitions lists, as "node: log line", the VRRP state changes keepalived
+// logged on any node since m, of the named instances (of all when none is
+// named).
+func (lc *labCluster) transitions(since logMark, instances ...string) []string {
+	var out []string
+	for _, n := range lc.nodes {
+		data, _ := os.ReadFile(n.keepalived.Log)
+		for _, line := range strings.Split(string(data[min(since[n.name], len(data)):]), "\n") {
+			m := transitionRE.FindStringSubmatch(line)
+			if m != nil && (len(instances) == 0 || slices.Contains(instances, m[1])) {
+				out = append(out, n.name+": "+strings.TrimSpace(line))
+			}
+		}
+	}
+	return out
 }
 
 // crash simulates a node's keepalived dying hard (lab-notes pitfall 1):

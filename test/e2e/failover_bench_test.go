@@ -3,13 +3,9 @@ package e2e
 import (
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"slices"
 	"sort"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -67,8 +63,8 @@ func failoverTrial(b *testing.B, profile, scenario string, i int) (time.Duration
 			startEcho(t, n, "0.0.0.0:8080")
 		}
 		holder := lc.settled(apiVIP)
-		w := lc.watch("http://" + apiVIP + ":8080/")
-		waitFor(t, 10*time.Second, "answers", func() bool { return w.answers() > 20 })
+		w := lc.poll("http://"+apiVIP+":8080/", 10*time.Millisecond)
+		waitFor(t, 10*time.Second, "answers", func() bool { ok, _ := w.counts(); return ok > 20 })
 		old := lc.byName[holder]
 		fault := time.Now()
 		switch scenario {
@@ -86,109 +82,16 @@ func failoverTrial(b *testing.B, profile, scenario string, i int) (time.Duration
 		}
 		first := w.firstFrom(t, func(node string) bool { return node != holder }, fault, 30*time.Second)
 		time.Sleep(300 * time.Millisecond)
-		failed = w.stop()
+		_, failed = w.Stop()
 		outage = first.Sub(fault)
 		if scenario == "planned" {
 			// Make-before-break: the old holder serves until the new one
 			// has the VIP, so the outage is the longest run of failures,
 			// not how long the handover takes.
-			outage = w.longestGap
+			outage = w.longestGap()
 		}
 	})
 	return outage, failed
-}
-
-// watcher polls url every 10 ms and remembers who answered when.
-type watcher struct {
-	mu         sync.Mutex
-	seen       []sighting
-	fails      int
-	longestGap time.Duration
-	failStart  time.Time
-	stopCh     chan struct{}
-	done       chan struct{}
-}
-
-type sighting struct {
-	at   time.Time
-	node string
-}
-
-func (lc *labCluster) watch(url string) *watcher {
-	w := &watcher{stopCh: make(chan struct{}), done: make(chan struct{})}
-	tr := &http.Transport{DisableKeepAlives: true, DialContext: lc.client.DialContext}
-	c := &http.Client{Transport: tr, Timeout: 250 * time.Millisecond}
-	go func() {
-		defer close(w.done)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-w.stopCh:
-				return
-			case <-tick.C:
-			}
-			resp, err := c.Get(url)
-			var body []byte
-			if err == nil {
-				body, err = io.ReadAll(resp.Body)
-				_ = resp.Body.Close()
-			}
-			now := time.Now()
-			w.mu.Lock()
-			if err != nil {
-				if w.failStart.IsZero() {
-					w.failStart = now
-				}
-				w.fails++
-			} else {
-				if !w.failStart.IsZero() {
-					if gap := now.Sub(w.failStart); gap > w.longestGap {
-						w.longestGap = gap
-					}
-					w.failStart = time.Time{}
-				}
-				w.seen = append(w.seen, sighting{at: now, node: strings.TrimSpace(string(body))})
-			}
-			w.mu.Unlock()
-		}
-	}()
-	return w
-}
-
-func (w *watcher) answers() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.seen)
-}
-
-// firstFrom waits for the first answer after since from a node matching ok.
-func (w *watcher) firstFrom(t testing.TB, ok func(string) bool, since time.Time, timeout time.Duration) time.Time {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		w.mu.Lock()
-		idx := slices.IndexFunc(w.seen, func(s sighting) bool { return s.at.After(since) && ok(s.node) })
-		var at time.Time
-		if idx >= 0 {
-			at = w.seen[idx].at
-		}
-		w.mu.Unlock()
-		if idx >= 0 {
-			return at
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no answer from a new holder within %s", timeout)
-	return time.Time{}
-}
-
-func (w *watcher) stop() int {
-	close(w.stopCh)
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.fails
 }
 
 var steadyFor = flag.Duration("steady", 10*time.Minute, "steady-state benchmark: how long to watch")
@@ -205,24 +108,16 @@ func BenchmarkSteadyState(b *testing.B) {
 			startEcho(b, n, "0.0.0.0:8080")
 		}
 		holder := lc.settled(apiVIP)
-		transitions := func() int {
-			count := 0
-			for _, n := range lc.nodes {
-				data, _ := os.ReadFile(n.keepalived.Log)
-				count += strings.Count(string(data), "Entering MASTER STATE") + strings.Count(string(data), "Entering BACKUP STATE") + strings.Count(string(data), "Entering FAULT STATE")
-			}
-			return count
-		}
-		before := transitions()
+		before := lc.mark()
 		// Burners live in the client namespace like every other process of
 		// the lab; they only spin.
 		for i := 0; i < 2; i++ {
 			lc.client.Start(fmt.Sprintf("burner-%d", i), "sh", "-c", "while :; do :; done")
 		}
-		w := lc.watch("http://" + apiVIP + ":8080/")
+		w := lc.poll("http://"+apiVIP+":8080/", 10*time.Millisecond)
 		time.Sleep(*steadyFor)
-		failed := w.stop()
-		falseFailovers := transitions() - before
+		_, failed := w.Stop()
+		falseFailovers := len(lc.transitions(before))
 		if got := lc.holders(apiVIP); !slices.Equal(got, []string{holder}) {
 			falseFailovers++ // the VIP moved even if the logs missed it
 		}
