@@ -2,12 +2,16 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 )
 
@@ -197,9 +201,7 @@ func TestIngressShardVIPFollowsItsRouters(t *testing.T) {
 }
 
 // TestServicePoolsSpreadAndStayBound: a pool's VIPs are held by more than
-// one of its nodes at once, never by nodes outside its nodeSelector; adding
-// a service VIP reloads keepalived without moving or failing an untouched
-// VIP.
+// one of its nodes at once, never by nodes outside its nodeSelector.
 func TestServicePoolsSpreadAndStayBound(t *testing.T) {
 	pools := `  servicePools:
     - name: web
@@ -234,32 +236,158 @@ func TestServicePoolsSpreadAndStayBound(t *testing.T) {
 	if len(holders) != 2 {
 		t.Errorf("pool VIPs held by %v; want both pool nodes (active-active)", holders)
 	}
+}
 
-	// Serve on every pool node; poll one VIP while another is added.
+// TestServiceVIPChangesLeaveOthersAlone: adding and removing service VIPs
+// reloads keepalived on the pool's nodes; a client of an untouched VIP
+// polling every 10 ms sees no failure, and the untouched instance no VRRP
+// state change on any node. Removing an instance's last VIP takes the
+// instance out of keepalived.conf and its VIP off every node.
+func TestServiceVIPChangesLeaveOthersAlone(t *testing.T) {
+	pools := `  servicePools:
+    - name: web
+      addresses: [198.51.100.128/26]
+      nodeSelector: {pool: web}
+      instances: 2
+`
+	specs := []nodeSpec{
+		{name: "master-0", addr: "198.51.100.11/24", controlPlane: true},
+		{name: "master-1", addr: "198.51.100.12/24", controlPlane: true},
+		{name: "worker-0", addr: "198.51.100.21/24", labels: map[string]string{"pool": "web"}},
+		{name: "worker-1", addr: "198.51.100.22/24", labels: map[string]string{"pool": "web"}},
+	}
+	lc := startCluster(t, clusterYAML("fast", "unicast", pools), specs)
+	bound := func(n string) bool { return n == "worker-0" || n == "worker-1" }
+
+	// Two VIPs in the instance the client watches (A), and three for the
+	// other one (B): two to start with, one to add.
+	byInstance := map[string][]netip.Addr{}
+	var untouched, touched string
+	for a := netip.MustParseAddr("198.51.100.130"); len(byInstance[touched]) < 3 || len(byInstance[untouched]) < 2; a = a.Next() {
+		if !netip.MustParsePrefix("198.51.100.128/26").Contains(a) {
+			t.Fatalf("the pool's addresses do not fill both instances: %v", byInstance)
+		}
+		inst := lc.instanceFor("worker-0", "web", a)
+		if untouched == "" {
+			untouched = inst
+		} else if touched == "" && inst != untouched {
+			touched = inst
+		}
+		byInstance[inst] = append(byInstance[inst], a)
+	}
+	a, b := byInstance[untouched][:2], byInstance[touched][:3]
+	for _, v := range []netip.Addr{a[0], a[1], b[0], b[1]} {
+		lc.stateAddVIP("web", v)
+	}
+	for _, n := range lc.nodes {
+		lc.apply(n)
+	}
+	settled := lc.settledAll(a[0].String(), a[1].String(), b[0].String(), b[1].String())
+	watched := a[0].String()
+	holder := settled[watched]
 	for _, n := range []string{"worker-0", "worker-1"} {
 		startEcho(t, lc.byName[n], "0.0.0.0:8080")
 	}
-	watched := vips[0]
-	before := lc.holders(watched)
 	p := lc.poll("http://"+watched+":8080/", 10*time.Millisecond)
 	waitFor(t, 10*time.Second, "answers from the pool VIP", func() bool { ok, _ := p.counts(); return ok > 20 })
-	added := netip.MustParseAddr("198.51.100.140")
-	lc.stateAddVIP("web", added)
-	for _, n := range lc.nodes {
-		res := lc.apply(n)
-		if bound(n.name) && !slices.Contains(res.Reloaded, "keepalived") {
-			t.Errorf("%s: keepalived not reloaded after adding a VIP (result %+v)", n.name, res)
+
+	// change applies one update to every node, as the sidecars do, and
+	// checks that instance A went through it without a state change.
+	change := func(what string, edit func()) {
+		t.Helper()
+		since := lc.mark()
+		edit()
+		for _, n := range lc.nodes {
+			res := lc.apply(n)
+			if bound(n.name) && !slices.Contains(res.Reloaded, "keepalived") {
+				t.Errorf("%s: %s: keepalived not reloaded (result %+v)", what, n.name, res)
+			}
+		}
+		time.Sleep(2 * time.Second) // ten adverts: a flap would show
+		if got := lc.transitions(since, untouched); len(got) > 0 {
+			t.Errorf("%s: untouched instance %s changed state: %q", what, untouched, got)
+		}
+		t.Logf("%s: instance %s: %q", what, touched, lc.transitions(since, touched))
+	}
+	change("adding "+b[2].String(), func() { lc.stateAddVIP("web", b[2]) })
+	lc.waitHolder(b[2].String(), 10*time.Second, bound)
+
+	change("removing "+b[0].String()+" and "+b[1].String(), func() { lc.stateRemoveVIP("web", b[0], b[1]) })
+	for _, v := range b[:2] {
+		if h := lc.holders(v.String()); len(h) > 0 {
+			t.Errorf("removed VIP %s still held by %v", v, h)
 		}
 	}
-	lc.waitHolder(added.String(), 20*time.Second, bound)
-	time.Sleep(2 * time.Second)
+	if h := lc.holders(b[2].String()); len(h) != 1 {
+		t.Errorf("%s, left in its instance, held by %v", b[2], h)
+	}
+
+	change("removing the last VIP of "+touched, func() { lc.stateRemoveVIP("web", b[2]) })
+	if h := lc.holders(b[2].String()); len(h) > 0 {
+		t.Errorf("removed VIP %s still held by %v", b[2], h)
+	}
+	for _, n := range lc.nodes {
+		conf, err := os.ReadFile(filepath.Join(n.target.Root, render.KeepalivedConfPath))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(conf), "vrrp_instance "+touched+" ") {
+			t.Errorf("%s: instance %s without VIPs still in keepalived.conf", n.name, touched)
+		}
+	}
+
 	ok, fail := p.Stop()
 	if fail != 0 {
-		t.Errorf("adding a VIP cost the untouched VIP %d of %d requests", fail, ok+fail)
+		t.Errorf("the untouched VIP %s failed %d of %d requests (%q)", watched, fail, ok+fail, p.errs)
 	}
-	if after := lc.holders(watched); !slices.Equal(before, after) {
-		t.Errorf("untouched VIP moved from %v to %v on reload", before, after)
+	if h := lc.holders(watched); !slices.Equal(h, []string{holder}) {
+		t.Errorf("untouched VIP %s moved from %s to %v", watched, holder, h)
 	}
+
+	// The counter itself: a real state change of instance A must show.
+	since := lc.mark()
+	if err := runtimecfg.SetDrain(lc.byName[holder].target, true); err != nil {
+		t.Fatal(err)
+	}
+	lc.waitHolder(watched, 10*time.Second, func(n string) bool { return n != holder })
+	waitFor(t, 5*time.Second, "the handover of "+untouched+" in keepalived's logs", func() bool { return len(lc.transitions(since, untouched)) >= 2 })
+}
+
+// instanceFor names the vrrp_instance of node's keepalived.conf that
+// would hold vip if it were allocated from pool now. It renders only.
+func (lc *labCluster) instanceFor(node, pool string, vip netip.Addr) string {
+	lc.t.Helper()
+	st := lc.state
+	st.ServiceVIPs = maps.Clone(st.ServiceVIPs)
+	if st.ServiceVIPs == nil {
+		st.ServiceVIPs = map[string][]netip.Addr{}
+	}
+	st.ServiceVIPs[pool] = append(slices.Clone(st.ServiceVIPs[pool]), vip)
+	files, err := runtimecfg.Desired(lc.cfg, st, node, lc.byName[node].target.Root)
+	if err != nil {
+		lc.t.Fatal(err)
+	}
+	for _, f := range files {
+		if f.Path != render.KeepalivedConfPath {
+			continue
+		}
+		inst := ""
+		for _, line := range strings.Split(string(f.Data), "\n") {
+			fields := strings.Fields(line)
+			switch {
+			case len(fields) > 1 && fields[0] == "vrrp_instance":
+				inst = fields[1]
+			case len(fields) > 0 && strings.HasPrefix(fields[0], vip.String()+"/"):
+				return inst
+			}
+		}
+	}
+	lc.t.Fatalf("%s: no instance holds %s", node, vip)
+	return ""
+}
+
+func (lc *labCluster) stateRemoveVIP(pool string, vips ...netip.Addr) {
+	lc.state.ServiceVIPs[pool] = slices.DeleteFunc(lc.state.ServiceVIPs[pool], func(a netip.Addr) bool { return slices.Contains(vips, a) })
 }
 
 func (lc *labCluster) stateAddVIP(pool string, a netip.Addr) {
