@@ -150,8 +150,9 @@ func TestStaticPodInvariants(t *testing.T) {
 			if sidecar.Image != c.Spec.Images.Vipctl {
 				t.Errorf("sidecar image %q, want %q", sidecar.Image, c.Spec.Images.Vipctl)
 			}
-			if len(sidecar.SecurityContext.Capabilities.Add) != 0 {
-				t.Errorf("sidecar adds capabilities %v, want none", sidecar.SecurityContext.Capabilities.Add)
+			// NET_ADMIN only: the nftables redirect of VIP:6443 to haproxy.
+			if got := sidecar.SecurityContext.Capabilities.Add; !slices.Equal(got, []corev1.Capability{"NET_ADMIN"}) {
+				t.Errorf("sidecar adds capabilities %v, want only NET_ADMIN", got)
 			}
 			if u := sidecar.SecurityContext.RunAsUser; u == nil || *u != 0 {
 				t.Error("sidecar must run as root, keepalived's UID, to signal it without CAP_KILL")
