@@ -101,6 +101,9 @@ type instance struct {
 	family   int
 	vrid     uint8
 	vips     []netip.Addr
+	// excluded are addresses held with the instance but left out of its
+	// adverts (a pool's Service addresses).
+	excluded []netip.Addr
 	network  netip.Prefix
 	eligible []member
 	scripts  []string
@@ -199,20 +202,37 @@ func NewPlan(c *v1alpha1.ClusterVIPs, ids map[string]uint8, st State, opts ...Pl
 	for _, pool := range s.ServicePools {
 		byInstance := make([][]netip.Addr, pool.Instances)
 		for _, a := range st.ServiceVIPs[pool.Name] {
+			if pool.IsAnchor(a) {
+				continue // never allocated; already advertised
+			}
 			k := spread(a, pool.Instances)
 			byInstance[k] = append(byInstance[k], a)
 		}
 		sel := pool.NodeSelector
 		first := len(p.instances)
+		anchors4, anchors6 := pool.Anchors(true), pool.Anchors(false)
 		for k, vips := range byInstance {
-			if len(vips) == 0 {
-				// keepalived refuses an instance without addresses; the ID
-				// stays reserved and the instance appears with its first VIP.
-				continue
+			// Every instance runs from the start, advertising only its
+			// constant anchor; the Services' addresses come and go as
+			// excluded addresses without changing the adverts.
+			var anchors []netip.Addr
+			for _, a := range [][]netip.Addr{anchors4, anchors6} {
+				if k < len(a) {
+					anchors = append(anchors, a[k])
+				}
 			}
-			if err := p.add(v1alpha1.PoolKey(pool.Name, k), ids, vips, func(n *Node) bool { return matches(sel, n.Labels) }, pool.MaxHolders,
+			from := len(p.instances)
+			if err := p.add(v1alpha1.PoolKey(pool.Name, k), ids, anchors, func(n *Node) bool { return matches(sel, n.Labels) }, pool.MaxHolders,
 				nil, nil, fmt.Sprintf("service pool %s, instance %d of %d", pool.Name, k+1, pool.Instances)); err != nil {
 				return nil, err
+			}
+			for _, inst := range p.instances[from:] {
+				for _, a := range vips {
+					if a.Is4() == (inst.family == 4) {
+						inst.excluded = append(inst.excluded, a)
+					}
+				}
+				sort.Slice(inst.excluded, func(i, j int) bool { return inst.excluded[i].Less(inst.excluded[j]) })
 			}
 		}
 		steer(p.instances[first:])
@@ -488,6 +508,7 @@ type instanceView struct {
 	UnicastSrc             string
 	Peers                  []string
 	VIPs                   []string
+	Excluded               []string
 	TrackScripts           []string
 	TrackFiles             []string
 }
@@ -538,6 +559,9 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 		}
 		for _, a := range inst.vips {
 			iv.VIPs = append(iv.VIPs, fmt.Sprintf("%s/%d dev %s", a, bits, iface))
+		}
+		for _, a := range inst.excluded {
+			iv.Excluded = append(iv.Excluded, fmt.Sprintf("%s/%d dev %s", a, bits, iface))
 		}
 		for _, sc := range inst.scripts {
 			usedScripts[sc] = true

@@ -112,3 +112,42 @@ func (r AddressRange) Size() *big.Int {
 func (r AddressRange) String() string {
 	return r.First.String() + "-" + r.Last.String()
 }
+
+// Anchors are the addresses a pool's VRRP instances put in their adverts,
+// for one family: instance k holds Anchors(v4)[k]. They are the last
+// Instances addresses of the pool's last range of that family and are
+// never allocated to a Service.
+//
+// keepalived ignores an advert whose address list differs from its own
+// ("received an unexpected ip number count"), and both nodes then hold the
+// VIPs: a split brain whenever two nodes' sidecars disagree on a pool's
+// addresses (measured in the lab, see docs/lab.md). So the advertised set
+// is this constant anchor, and the Services' addresses travel as
+// virtual_ipaddress_excluded, which adverts leave out.
+func (p *ServicePool) Anchors(v4 bool) []netip.Addr {
+	var last *AddressRange
+	for _, a := range p.Addresses {
+		r, err := ParseAddressRange(a)
+		if err == nil && r.Is4() == v4 {
+			last = &r
+		}
+	}
+	if last == nil {
+		return nil
+	}
+	out := make([]netip.Addr, 0, p.Instances)
+	for a := last.Last; len(out) < p.Instances && last.Contains(a); a = a.Prev() {
+		out = append(out, a)
+	}
+	return out
+}
+
+// IsAnchor tells whether a is one of the pool's anchors.
+func (p *ServicePool) IsAnchor(a netip.Addr) bool {
+	for _, x := range p.Anchors(a.Is4()) {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}

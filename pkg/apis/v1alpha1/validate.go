@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"math/big"
 	"net/netip"
 	"regexp"
 	"sort"
@@ -292,6 +293,25 @@ func (v *validator) pools(list []ServicePool, path *field.Path) field.ErrorList 
 		}
 		if pool.Instances < 1 || pool.Instances > maxPoolInstancesPerFamily {
 			errs = append(errs, field.Invalid(p.Child("instances"), pool.Instances, fmt.Sprintf("must be between 1 and %d", maxPoolInstancesPerFamily)))
+		} else {
+			errs = append(errs, anchorsFit(pool, v.ranges[firstRange:])...)
+		}
+	}
+	return errs
+}
+
+// anchorsFit checks that the last range of each family leaves at least one
+// address for Services after the instances' anchors (see Anchors).
+func anchorsFit(pool *ServicePool, ranges []seenRange) field.ErrorList {
+	var errs field.ErrorList
+	last := map[bool]seenRange{}
+	for _, r := range ranges {
+		last[r.r.Is4()] = r
+	}
+	for _, fam := range []bool{true, false} {
+		r, ok := last[fam]
+		if ok && r.r.Size().Cmp(big.NewInt(int64(pool.Instances))) <= 0 {
+			errs = append(errs, field.Invalid(r.path, r.r.String(), fmt.Sprintf("too small: its last %d address(es) anchor the pool's VRRP instances (one each) and at least one must be left for Services", pool.Instances)))
 		}
 	}
 	return errs

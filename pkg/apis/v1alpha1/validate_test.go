@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -222,6 +224,11 @@ func TestParseErrors(t *testing.T) {
 				`spec.servicePools[0].addresses[0]: Invalid value: "nope": must be a CIDR (198.51.100.128/26) or a range (198.51.100.200-198.51.100.210)`,
 			},
 		},
+		{
+			name: "a last range that the anchors would use up",
+			edit: replace("      addresses: [198.51.100.128/26]\n", "      addresses: [198.51.100.128/26, 198.51.100.200-198.51.100.201]\n"),
+			want: []string{`spec.servicePools[0].addresses[1]: Invalid value: "198.51.100.200-198.51.100.201": too small: its last 2 address(es) anchor the pool's VRRP instances (one each) and at least one must be left for Services`},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -280,5 +287,23 @@ func TestAddressRange(t *testing.T) {
 	c, _ := ParseAddressRange("198.51.100.128/25")
 	if !a.Overlaps(b) || !b.Overlaps(c) || a.Overlaps(c) {
 		t.Errorf("overlap: a~b %v b~c %v a~c %v", a.Overlaps(b), b.Overlaps(c), a.Overlaps(c))
+	}
+}
+
+// TestAnchors: each instance's anchor is one of the last addresses of the
+// pool's last range of its family, distinct, and none is left to Services.
+func TestAnchors(t *testing.T) {
+	p := ServicePool{Instances: 3, Addresses: []string{"198.51.100.128/26", "2001:db8::100-2001:db8::1ff", "198.51.100.200-198.51.100.210"}}
+	if got := fmt.Sprint(p.Anchors(true)); got != "[198.51.100.210 198.51.100.209 198.51.100.208]" {
+		t.Errorf("IPv4 anchors %s", got)
+	}
+	if got := fmt.Sprint(p.Anchors(false)); got != "[2001:db8::1ff 2001:db8::1fe 2001:db8::1fd]" {
+		t.Errorf("IPv6 anchors %s", got)
+	}
+	if !p.IsAnchor(netip.MustParseAddr("198.51.100.209")) || p.IsAnchor(netip.MustParseAddr("198.51.100.191")) {
+		t.Errorf("IsAnchor wrong")
+	}
+	if got := (&ServicePool{Instances: 2, Addresses: []string{"198.51.100.128/26"}}).Anchors(false); got != nil {
+		t.Errorf("IPv6 anchors of an IPv4 pool: %v", got)
 	}
 }
