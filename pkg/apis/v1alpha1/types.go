@@ -101,7 +101,10 @@ type ServicePool struct {
 	// Name is unique within the cluster; Services pick a pool by it.
 	Name string `json:"name"`
 	// Addresses are CIDRs ("198.51.100.128/26") or inclusive ranges
-	// ("198.51.100.200-198.51.100.210"), IPv4 or IPv6.
+	// ("198.51.100.200-198.51.100.210"), IPv4 or IPv6. The last `instances`
+	// addresses of the last range of each family are the VRRP instances'
+	// anchors (the only addresses in their adverts) and are never given to
+	// a Service.
 	Addresses []string `json:"addresses"`
 	// NodeSelector picks the nodes that may hold this pool's VIPs. Empty
 	// means every node that runs keepalived.
