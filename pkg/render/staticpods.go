@@ -2,8 +2,10 @@ package render
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -92,6 +94,14 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 			TimeoutSeconds:   2,
 			FailureThreshold: 3,
 		},
+		// A planned stop (MachineConfig rollout, drain, pod update) is
+		// make-before-break: the drain file drops every instance to
+		// priority 1, a peer preempts on this node's next advert while this
+		// node still answers, and only then does keepalived get SIGTERM. The
+		// next pod's init container resets the file.
+		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+			Command: []string{"/bin/sh", "-c", fmt.Sprintf("echo 1 > %s && sleep %d", DrainFile, drainSeconds(c))},
+		}}},
 		VolumeMounts: []corev1.VolumeMount{
 			mount(volConfig, ConfigDir, true), // check scripts
 			mount(volKeepalived, KeepalivedDir, true),
@@ -253,6 +263,13 @@ func renderContainer(c *v1alpha1.ClusterVIPs) corev1.Container {
 		},
 		SecurityContext: securityContext("NET_ADMIN"), // the API redirect, before the API is up
 	}
+}
+
+// drainSeconds is how long a draining keepalived keeps running: three
+// advert intervals for a peer to preempt and send its gratuitous ARPs,
+// plus a second of margin.
+func drainSeconds(c *v1alpha1.ClusterVIPs) int {
+	return int(math.Ceil((3*c.Spec.VRRP.Advert() + time.Second).Seconds()))
 }
 
 // runtimecfgFlags are the flags the render container and the sidecar share.

@@ -140,6 +140,14 @@ func TestStaticPodInvariants(t *testing.T) {
 				!strings.Contains(strings.Join(p.Exec.Command, " "), KeepalivedPIDFile) {
 				t.Errorf("keepalived liveness probe %+v, want kill -0 on %s", keepalived.LivenessProbe, KeepalivedPIDFile)
 			}
+			// Planned stops drain first, for three adverts and a second.
+			wantDrain := fmt.Sprintf("echo 1 > %s && sleep %d", DrainFile, 4)
+			if c.Spec.VRRP.Profile == v1alpha1.ProfileFast {
+				wantDrain = fmt.Sprintf("echo 1 > %s && sleep %d", DrainFile, 2)
+			}
+			if l := keepalived.Lifecycle; l == nil || l.PreStop == nil || l.PreStop.Exec == nil || l.PreStop.Exec.Command[2] != wantDrain {
+				t.Errorf("keepalived preStop %+v, want sh -c %q", keepalived.Lifecycle, wantDrain)
+			}
 			wantCmd := []string{"keepalived", "-n", "-l", "-D", "-G", "-f", KeepalivedConfPath,
 				"-p", KeepalivedPIDFile, "-r", VRRPPIDFile, "-c", CheckersPIDFile}
 			if !slices.Equal(keepalived.Command, wantCmd) {

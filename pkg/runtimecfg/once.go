@@ -61,6 +61,10 @@ func Once(ctx context.Context, o OnceOptions) (Result, error) {
 	if err := InitRunFiles(o.Target, c); err != nil {
 		return Result{}, err
 	}
+	// A new pod starts undrained, whatever the last one's preStop left.
+	if err := SetDrain(o.Target, false); err != nil {
+		return Result{}, err
+	}
 	res, err := Apply(ctx, o.Target, files)
 	if err != nil {
 		return res, err
