@@ -1,0 +1,502 @@
+// Package allocator hands out service-pool addresses to Services of type
+// LoadBalancer. The Allocator is pure bookkeeping (no API access, so it is
+// tested exhaustively); the Controller around it watches Services and the
+// vipctl ConfigMap, holds the leader Lease and writes Service status.
+package allocator
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+)
+
+// Reason classifies an allocation failure; it is the Event reason's suffix
+// and the failures metric's label.
+type Reason string
+
+// Reasons an allocation fails.
+const (
+	ReasonExhausted   Reason = "PoolExhausted"
+	ReasonNotInPool   Reason = "NotInPool"
+	ReasonInUse       Reason = "IPInUse"
+	ReasonNoPool      Reason = "NoPool"
+	ReasonNotAllowed  Reason = "PoolNotAllowed"
+	ReasonFamily      Reason = "FamilyUnavailable"
+	ReasonBadRequest  Reason = "BadRequest"
+	ReasonAnchor      Reason = "AnchorAddress"
+	reasonUnknownPool Reason = "UnknownPool"
+)
+
+// Error is an allocation failure with its reason.
+type Error struct {
+	Reason Reason
+	Msg    string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+func fail(r Reason, format string, args ...any) error {
+	return &Error{Reason: r, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ReasonOf returns the reason of an allocation error ("" for nil, "Error"
+// for anything else).
+func ReasonOf(err error) Reason {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Reason
+	}
+	return "Error"
+}
+
+// Family is an IP family a Service asks for.
+type Family int
+
+// IP families.
+const (
+	IPv4 Family = 4
+	IPv6 Family = 6
+)
+
+func familyOf(a netip.Addr) Family {
+	if a.Is4() {
+		return IPv4
+	}
+	return IPv6
+}
+
+// Port is one port a Service exposes; sharing an address needs distinct
+// ports.
+type Port struct {
+	Protocol string
+	Port     int32
+}
+
+// Request is what the allocator needs to know about one Service.
+type Request struct {
+	// Key is namespace/name.
+	Key       string
+	Namespace string
+	Labels    map[string]string
+	// Pool is the pool the Service names (vipctl.io/pool), or "".
+	Pool string
+	// Requested are addresses asked for by spec.loadBalancerIP or
+	// vipctl.io/load-balancer-ips; they must come from a pool that admits
+	// the Service (autoAssign off does not matter for them).
+	Requested []netip.Addr
+	// Families in preference order; Required says every one is needed
+	// (RequireDualStack, or SingleStack with one family), otherwise the
+	// first that can be served and then as many more as possible
+	// (PreferDualStack).
+	Families []Family
+	Required bool
+	// SharingKey lets Services with the same key share an address when
+	// their ports differ (vipctl.io/allow-shared-ip).
+	SharingKey string
+	Ports      []Port
+}
+
+type pool struct {
+	spec    v1alpha1.ServicePool
+	ranges  []v1alpha1.AddressRange
+	anchors map[netip.Addr]bool
+	// next is where the search for a free address starts, per range: the
+	// addresses below it were taken when it last moved (a release moves it
+	// back), so allocating N addresses costs O(N), not O(N²).
+	next []netip.Addr
+}
+
+func (p *pool) isAnchor(a netip.Addr) bool { return p.anchors[a] }
+
+func (p *pool) contains(a netip.Addr) bool {
+	return slices.ContainsFunc(p.ranges, func(r v1alpha1.AddressRange) bool { return r.Contains(a) })
+}
+
+func (p *pool) admits(r *Request) bool {
+	if len(p.spec.Namespaces) > 0 && !slices.Contains(p.spec.Namespaces, r.Namespace) {
+		return false
+	}
+	for k, v := range p.spec.ServiceSelector {
+		if got, ok := r.Labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *pool) autoAssign() bool { return p.spec.AutoAssign == nil || *p.spec.AutoAssign }
+
+// holding is one address and the Services on it.
+type holding struct {
+	sharingKey string
+	users      map[string][]Port
+}
+
+// Allocator is the bookkeeping of who holds which pool address. It is not
+// safe for concurrent use; the controller serialises access.
+type Allocator struct {
+	pools  []*pool
+	byAddr map[netip.Addr]*holding
+	bySvc  map[string][]netip.Addr
+}
+
+// New creates an allocator over the pools (declaration order matters: the
+// first pool that admits a Service serves it).
+func New(pools []v1alpha1.ServicePool) *Allocator {
+	a := &Allocator{byAddr: map[netip.Addr]*holding{}, bySvc: map[string][]netip.Addr{}}
+	a.SetPools(pools)
+	return a
+}
+
+// SetPools replaces the pools. Existing assignments stay, also those now
+// outside every pool (see Orphans): releasing them is `vipctl update
+// --force`'s decision, not the allocator's.
+func (a *Allocator) SetPools(pools []v1alpha1.ServicePool) {
+	a.pools = nil
+	for _, sp := range pools {
+		p := &pool{spec: sp, anchors: map[netip.Addr]bool{}}
+		for _, s := range sp.Addresses {
+			if r, err := v1alpha1.ParseAddressRange(s); err == nil {
+				p.ranges = append(p.ranges, r)
+				p.next = append(p.next, r.First)
+			}
+		}
+		for _, v4 := range []bool{true, false} {
+			for _, ad := range sp.Anchors(v4) {
+				p.anchors[ad] = true
+			}
+		}
+		a.pools = append(a.pools, p)
+	}
+}
+
+// PoolOf names the pool containing addr, or "".
+func (a *Allocator) PoolOf(addr netip.Addr) string {
+	for _, p := range a.pools {
+		if p.contains(addr) {
+			return p.spec.Name
+		}
+	}
+	return ""
+}
+
+// Addresses returns what a Service holds.
+func (a *Allocator) Addresses(key string) []netip.Addr {
+	return slices.Clone(a.bySvc[key])
+}
+
+// Orphans lists the Services holding an address outside every pool.
+func (a *Allocator) Orphans() map[string][]netip.Addr {
+	out := map[string][]netip.Addr{}
+	for key, addrs := range a.bySvc {
+		for _, ad := range addrs {
+			if a.PoolOf(ad) == "" {
+				out[key] = append(out[key], ad)
+			}
+		}
+	}
+	return out
+}
+
+// InUse counts the addresses in use per pool.
+func (a *Allocator) InUse() map[string]int {
+	out := map[string]int{}
+	for _, p := range a.pools {
+		out[p.spec.Name] = 0
+	}
+	for ad := range a.byAddr {
+		if name := a.PoolOf(ad); name != "" {
+			out[name]++
+		}
+	}
+	return out
+}
+
+// canUse tells whether r may take addr: free, or shared under r's key with
+// no clashing port.
+func (a *Allocator) canUse(addr netip.Addr, r *Request) error {
+	h, ok := a.byAddr[addr]
+	if !ok {
+		return nil
+	}
+	others := make(map[string][]Port, len(h.users))
+	for k, v := range h.users {
+		if k != r.Key {
+			others[k] = v
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	if r.SharingKey == "" || h.sharingKey != r.SharingKey {
+		return fail(ReasonInUse, "%s is in use by %s", addr, strings.Join(sortedKeys(others), ", "))
+	}
+	for user, ports := range others {
+		for _, p := range ports {
+			if slices.Contains(r.Ports, p) {
+				return fail(ReasonInUse, "%s is shared under key %q but %s already uses %s/%d", addr, r.SharingKey, user, p.Protocol, p.Port)
+			}
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Assign records addresses a Service already has (its status, at start-up
+// or after a leader change). An address held by another Service it may not
+// share is refused, which is how a duplicate left behind is detected.
+func (a *Allocator) Assign(r Request, addrs []netip.Addr) error {
+	for _, ad := range addrs {
+		if err := a.canUse(ad, &r); err != nil {
+			return err
+		}
+	}
+	a.Release(r.Key)
+	for _, ad := range addrs {
+		a.take(ad, &r)
+	}
+	return nil
+}
+
+func (a *Allocator) take(addr netip.Addr, r *Request) {
+	h, ok := a.byAddr[addr]
+	if !ok {
+		h = &holding{users: map[string][]Port{}}
+		a.byAddr[addr] = h
+	}
+	if _, mine := h.users[r.Key]; len(h.users) == 0 || (mine && len(h.users) == 1) {
+		h.sharingKey = r.SharingKey
+	}
+	h.users[r.Key] = slices.Clone(r.Ports)
+	if !slices.Contains(a.bySvc[r.Key], addr) {
+		a.bySvc[r.Key] = append(a.bySvc[r.Key], addr)
+	}
+}
+
+// Release frees what a Service holds.
+func (a *Allocator) Release(key string) {
+	for _, ad := range a.bySvc[key] {
+		if h, ok := a.byAddr[ad]; ok {
+			delete(h.users, key)
+			if len(h.users) == 0 {
+				delete(a.byAddr, ad)
+				a.rewind(ad)
+			}
+		}
+	}
+	delete(a.bySvc, key)
+}
+
+// rewind lets the free-address search find a released address again.
+func (a *Allocator) rewind(ad netip.Addr) {
+	for _, p := range a.pools {
+		for i, rg := range p.ranges {
+			if rg.Contains(ad) && ad.Less(p.next[i]) {
+				p.next[i] = ad
+			}
+		}
+	}
+}
+
+// Allocate gives the Service its addresses, one per family it gets, and
+// records them. A Service that already holds addresses that still satisfy
+// the request keeps them. On error nothing changes.
+func (a *Allocator) Allocate(r Request) ([]netip.Addr, error) {
+	if len(r.Families) == 0 {
+		return nil, fail(ReasonBadRequest, "no IP family requested")
+	}
+	if cur := a.bySvc[r.Key]; len(cur) > 0 && a.satisfies(&r, cur) {
+		// Same addresses, but the sharing key and ports may have changed.
+		for _, ad := range cur {
+			a.take(ad, &r)
+		}
+		return slices.Clone(cur), nil
+	}
+	candidates, err := a.candidatePools(&r)
+	if err != nil {
+		return nil, err
+	}
+	var out []netip.Addr
+	if len(r.Requested) > 0 {
+		out, err = a.requested(&r, candidates)
+	} else {
+		out, err = a.pick(&r, candidates)
+	}
+	if err != nil {
+		return nil, err
+	}
+	a.Release(r.Key)
+	for _, ad := range out {
+		a.take(ad, &r)
+	}
+	return out, nil
+}
+
+// satisfies tells whether cur still fits r: in pools that admit it, each
+// requested address present, the families right, and shareable.
+func (a *Allocator) satisfies(r *Request, cur []netip.Addr) bool {
+	if len(r.Requested) > 0 {
+		if len(cur) != len(r.Requested) {
+			return false
+		}
+		for _, ad := range r.Requested {
+			if !slices.Contains(cur, ad) {
+				return false
+			}
+		}
+	} else {
+		for _, ad := range cur {
+			if !slices.Contains(r.Families, familyOf(ad)) {
+				return false
+			}
+		}
+		if r.Required && len(cur) != len(r.Families) {
+			return false
+		}
+	}
+	for _, ad := range cur {
+		p := a.poolFor(ad)
+		if p == nil || !p.admits(r) || (r.Pool != "" && p.spec.Name != r.Pool) || p.isAnchor(ad) {
+			return false
+		}
+		if a.canUse(ad, r) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *Allocator) poolFor(addr netip.Addr) *pool {
+	for _, p := range a.pools {
+		if p.contains(addr) {
+			return p
+		}
+	}
+	return nil
+}
+
+// candidatePools are the pools that may serve r, in order.
+func (a *Allocator) candidatePools(r *Request) ([]*pool, error) {
+	if r.Pool != "" {
+		for _, p := range a.pools {
+			if p.spec.Name == r.Pool {
+				if !p.admits(r) {
+					return nil, fail(ReasonNotAllowed, "pool %s does not admit %s (namespaces %v, serviceSelector %v)", p.spec.Name, r.Key, p.spec.Namespaces, p.spec.ServiceSelector)
+				}
+				return []*pool{p}, nil
+			}
+		}
+		return nil, fail(ReasonNoPool, "pool %q does not exist", r.Pool)
+	}
+	var out []*pool
+	for _, p := range a.pools {
+		if p.admits(r) && (len(r.Requested) > 0 || p.autoAssign()) {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fail(ReasonNoPool, "no pool with autoAssign admits %s", r.Key)
+	}
+	return out, nil
+}
+
+func (a *Allocator) requested(r *Request, candidates []*pool) ([]netip.Addr, error) {
+	seen := map[Family]bool{}
+	for _, ad := range r.Requested {
+		f := familyOf(ad)
+		if seen[f] {
+			return nil, fail(ReasonBadRequest, "two %v addresses requested: one per family", f)
+		}
+		seen[f] = true
+		idx := slices.IndexFunc(candidates, func(p *pool) bool { return p.contains(ad) })
+		if idx < 0 {
+			if p := a.poolFor(ad); p != nil {
+				return nil, fail(ReasonNotAllowed, "requested %s is in pool %s, which does not serve %s", ad, p.spec.Name, r.Key)
+			}
+			return nil, fail(ReasonNotInPool, "requested %s is outside every pool", ad)
+		}
+		if candidates[idx].isAnchor(ad) {
+			return nil, fail(ReasonAnchor, "requested %s anchors a VRRP instance of pool %s and is never given to a Service", ad, candidates[idx].spec.Name)
+		}
+		if err := a.canUse(ad, r); err != nil {
+			return nil, err
+		}
+	}
+	return slices.Clone(r.Requested), nil
+}
+
+// pick chooses free (or shareable) addresses for r's families.
+func (a *Allocator) pick(r *Request, candidates []*pool) ([]netip.Addr, error) {
+	var out []netip.Addr
+	var missing []Family
+	for _, f := range r.Families {
+		ad, ok := a.first(r, candidates, f)
+		if !ok {
+			missing = append(missing, f)
+			continue
+		}
+		out = append(out, ad)
+	}
+	if len(out) == 0 || (r.Required && len(missing) > 0) {
+		names := make([]string, 0, len(candidates))
+		for _, p := range candidates {
+			names = append(names, p.spec.Name)
+		}
+		for _, f := range missing {
+			if !slices.ContainsFunc(candidates, func(p *pool) bool {
+				return slices.ContainsFunc(p.ranges, func(rg v1alpha1.AddressRange) bool { return familyOf(rg.First) == f })
+			}) {
+				return nil, fail(ReasonFamily, "no pool for %s (%s) has IPv%d addresses", r.Key, strings.Join(names, ", "), f)
+			}
+		}
+		return nil, fail(ReasonExhausted, "pool(s) %s have no free IPv%d address for %s", strings.Join(names, ", "), missing[0], r.Key)
+	}
+	return out, nil
+}
+
+// first finds, in pool order, an address of family f that r may take:
+// one already shared under r's key first, then the lowest free one. A
+// pool's anchors are never taken.
+func (a *Allocator) first(r *Request, candidates []*pool, f Family) (netip.Addr, bool) {
+	if r.SharingKey != "" {
+		for ad, h := range a.byAddr {
+			if h.sharingKey == r.SharingKey && familyOf(ad) == f && a.canUse(ad, r) == nil {
+				if p := a.poolFor(ad); p != nil && slices.Contains(candidates, p) {
+					return ad, true
+				}
+			}
+		}
+	}
+	for _, p := range candidates {
+		for _, rg := range p.ranges {
+			if familyOf(rg.First) != f {
+				continue
+			}
+			for ad := rg.First; rg.Contains(ad); ad = ad.Next() {
+				if _, used := a.byAddr[ad]; !used && !p.isAnchor(ad) {
+					return ad, true
+				}
+				if !ad.Next().IsValid() {
+					break
+				}
+			}
+		}
+	}
+	return netip.Addr{}, false
+}

@@ -1,0 +1,231 @@
+package allocator
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"testing"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+)
+
+func pools() []v1alpha1.ServicePool {
+	no := false
+	return []v1alpha1.ServicePool{
+		{Name: "web", Addresses: []string{"198.51.100.128-198.51.100.133", "2001:db8:100::10-2001:db8:100::14"}, Instances: 2},
+		{Name: "dmz", Addresses: []string{"203.0.113.64/29"}, Instances: 1, Namespaces: []string{"dmz"}},
+		{Name: "manual", Addresses: []string{"203.0.113.200-203.0.113.210"}, Instances: 1, AutoAssign: &no},
+		{Name: "labelled", Addresses: []string{"203.0.113.100-203.0.113.110"}, Instances: 1, ServiceSelector: map[string]string{"tier": "gold"}},
+	}
+}
+
+func req(key string, mod ...func(*Request)) Request {
+	r := Request{Key: key, Namespace: "default", Families: []Family{IPv4}, Required: true, Ports: []Port{{"TCP", 80}}}
+	for _, m := range mod {
+		m(&r)
+	}
+	return r
+}
+
+func addrs(ss ...string) []netip.Addr {
+	var out []netip.Addr
+	for _, s := range ss {
+		out = append(out, netip.MustParseAddr(s))
+	}
+	return out
+}
+
+func TestAllocate(t *testing.T) {
+	a := New(pools())
+	step := func(r Request, want string, wantReason Reason) {
+		t.Helper()
+		got, err := a.Allocate(r)
+		if ReasonOf(err) != wantReason {
+			t.Fatalf("%s: err %v, want reason %q", r.Key, err, wantReason)
+		}
+		if err == nil && fmt.Sprint(got) != want {
+			t.Fatalf("%s: got %v, want %s", r.Key, got, want)
+		}
+	}
+	// First pool, lowest address; the anchors (.133, .132) are never given.
+	step(req("default/a"), "[198.51.100.128]", "")
+	step(req("default/a"), "[198.51.100.128]", "") // idempotent
+	step(req("default/b"), "[198.51.100.129]", "")
+	step(req("default/c"), "[198.51.100.130]", "")
+	step(req("default/d"), "[198.51.100.131]", "")
+	// web's IPv4 is used up; the other pools do not admit a plain
+	// Service (namespace, autoAssign off, label).
+	step(req("default/e"), "", ReasonExhausted)
+	// A gold Service falls through to labelled.
+	step(req("default/f", func(r *Request) { r.Labels = map[string]string{"tier": "gold"} }), "[203.0.113.100]", "")
+}
+
+func TestAllocateRules(t *testing.T) {
+	gold := func(r *Request) { r.Labels = map[string]string{"tier": "gold"} }
+	dual := func(r *Request) { r.Families = []Family{IPv4, IPv6} }
+	prefer := func(r *Request) { r.Families = []Family{IPv6, IPv4}; r.Required = false }
+	want := func(s ...string) func(*Request) { return func(r *Request) { r.Requested = addrs(s...) } }
+	pool := func(p string) func(*Request) { return func(r *Request) { r.Pool = p } }
+	ns := func(n string) func(*Request) { return func(r *Request) { r.Namespace = n } }
+	share := func(k string, port int32) func(*Request) {
+		return func(r *Request) { r.SharingKey = k; r.Ports = []Port{{"TCP", port}} }
+	}
+	cases := []struct {
+		name   string
+		before []Request
+		r      Request
+		want   string
+		reason Reason
+	}{
+		{name: "selector admits", r: req("default/g", gold, pool("labelled")), want: "[203.0.113.100]"},
+		{name: "selector refuses", r: req("default/g", pool("labelled")), reason: ReasonNotAllowed},
+		{name: "namespace refuses", r: req("default/x", pool("dmz")), reason: ReasonNotAllowed},
+		{name: "namespace admits", r: req("dmz/x", ns("dmz"), pool("dmz")), want: "[203.0.113.64]"},
+		{name: "unknown pool", r: req("default/x", pool("nope")), reason: ReasonNoPool},
+		{name: "autoAssign off needs a request", r: req("default/x", want("203.0.113.205")), want: "[203.0.113.205]"},
+		{name: "requested outside every pool", r: req("default/x", want("198.51.100.50")), reason: ReasonNotInPool},
+		{name: "requested anchor", r: req("default/x", want("198.51.100.133")), reason: ReasonAnchor},
+		{name: "requested in a pool that does not admit", r: req("default/x", want("203.0.113.65")), reason: ReasonNotAllowed},
+		{name: "requested in use", before: []Request{req("default/y", want("198.51.100.130"))}, r: req("default/x", want("198.51.100.130")), reason: ReasonInUse},
+		{name: "dual-stack", r: req("default/x", dual), want: "[198.51.100.128 2001:db8:100::10]"},
+		{name: "require dual-stack without IPv6", r: req("dmz/x", ns("dmz"), pool("dmz"), dual), reason: ReasonFamily},
+		{name: "prefer dual-stack without IPv6", r: req("dmz/x", ns("dmz"), pool("dmz"), prefer), want: "[203.0.113.64]"},
+		{name: "prefer dual-stack, IPv6 first", r: req("default/x", prefer), want: "[2001:db8:100::10 198.51.100.128]"},
+		{name: "two requested of one family", r: req("default/x", want("198.51.100.128", "198.51.100.129")), reason: ReasonBadRequest},
+		{name: "shared, ports differ", before: []Request{req("default/y", share("k", 80))}, r: req("default/x", share("k", 443)), want: "[198.51.100.128]"},
+		{name: "shared, ports clash", before: []Request{req("default/y", share("k", 80), want("198.51.100.128"))}, r: req("default/x", share("k", 80), want("198.51.100.128")), reason: ReasonInUse},
+		{name: "shared key differs", before: []Request{req("default/y", share("k", 80), want("198.51.100.128"))}, r: req("default/x", share("other", 443), want("198.51.100.128")), reason: ReasonInUse},
+		{name: "no sharing without a key", before: []Request{req("default/y")}, r: req("default/x"), want: "[198.51.100.129]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := New(pools())
+			for _, b := range tc.before {
+				if _, err := a.Allocate(b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := a.Allocate(tc.r)
+			if ReasonOf(err) != tc.reason {
+				t.Fatalf("err %v, want reason %q", err, tc.reason)
+			}
+			if err == nil && fmt.Sprint(got) != tc.want {
+				t.Fatalf("got %v, want %s", got, tc.want)
+			}
+			if err != nil && len(a.Addresses(tc.r.Key)) != 0 {
+				t.Fatalf("a failed allocation recorded %v", a.Addresses(tc.r.Key))
+			}
+		})
+	}
+}
+
+func TestExhaustionAndRelease(t *testing.T) {
+	a := New([]v1alpha1.ServicePool{{Name: "tiny", Addresses: []string{"198.51.100.128-198.51.100.130"}, Instances: 1}})
+	if _, err := a.Allocate(req("default/a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Allocate(req("default/b")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Allocate(req("default/c")); ReasonOf(err) != ReasonExhausted {
+		t.Fatalf("third Service in a pool of two: %v, want %s", err, ReasonExhausted)
+	}
+	a.Release("default/a")
+	if got, err := a.Allocate(req("default/c")); err != nil || got[0] != netip.MustParseAddr("198.51.100.128") {
+		t.Fatalf("after a release: %v %v, want the released address", got, err)
+	}
+}
+
+func TestAssignRebuildAndOrphans(t *testing.T) {
+	a := New(pools())
+	if err := a.Assign(req("default/a"), addrs("198.51.100.130")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Assign(req("default/b"), addrs("198.51.100.130")); ReasonOf(err) != ReasonInUse {
+		t.Fatalf("rebuilding a duplicate: %v, want %s", err, ReasonInUse)
+	}
+	// A fresh Service never gets a rebuilt address.
+	got, _ := a.Allocate(req("default/c"))
+	got2, _ := a.Allocate(req("default/d"))
+	got3, _ := a.Allocate(req("default/e"))
+	if slices.Contains(append(append(got, got2...), got3...), netip.MustParseAddr("198.51.100.130")) {
+		t.Fatalf("handed out an address recorded at rebuild")
+	}
+	// The pools shrink: the holder keeps its address, reported as orphan.
+	a.SetPools(pools()[1:])
+	if o := a.Orphans(); len(o["default/a"]) != 1 {
+		t.Fatalf("orphans %v, want default/a's address", o)
+	}
+}
+
+// TestNeverTwice: random creates, deletes, shares and pool edits never
+// put one address on two Services that may not share it.
+func TestNeverTwice(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		neverTwice(t, seed)
+	}
+}
+
+func neverTwice(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	a := New(pools())
+	live := map[string]Request{}
+	for step := 0; step < 20000; step++ {
+		key := fmt.Sprintf("ns%d/s%d", rng.IntN(2), rng.IntN(60))
+		switch op := rng.IntN(10); {
+		case op < 6:
+			r := req(key)
+			r.Namespace = key[:3]
+			if rng.IntN(3) == 0 {
+				r.SharingKey = fmt.Sprintf("k%d", rng.IntN(2))
+				r.Ports = []Port{{"TCP", int32(80 + rng.IntN(3))}}
+			}
+			if rng.IntN(4) == 0 {
+				r.Families = []Family{IPv4, IPv6}
+				r.Required = rng.IntN(2) == 0
+			}
+			if rng.IntN(5) == 0 {
+				r.Requested = addrs(fmt.Sprintf("198.51.100.%d", 128+rng.IntN(8)))
+			}
+			if _, err := a.Allocate(r); err == nil {
+				live[key] = r
+			}
+		case op < 9:
+			a.Release(key)
+			delete(live, key)
+		default:
+			a.SetPools(pools()[:1+rng.IntN(4)])
+		}
+		checkNoConflict(t, a, live)
+	}
+}
+
+func checkNoConflict(t *testing.T, a *Allocator, live map[string]Request) {
+	t.Helper()
+	users := map[netip.Addr][]string{}
+	for key := range live {
+		for _, ad := range a.Addresses(key) {
+			users[ad] = append(users[ad], key)
+		}
+	}
+	for ad, keys := range users {
+		if len(keys) < 2 {
+			continue
+		}
+		first := live[keys[0]]
+		ports := map[Port]bool{}
+		for _, k := range keys {
+			r := live[k]
+			if r.SharingKey == "" || r.SharingKey != first.SharingKey {
+				t.Fatalf("%s held by %v without a common sharing key", ad, keys)
+			}
+			for _, p := range r.Ports {
+				if ports[p] {
+					t.Fatalf("%s shared by %v with a clashing port %v", ad, keys, p)
+				}
+				ports[p] = true
+			}
+		}
+	}
+}
