@@ -59,6 +59,7 @@ LoadBalancer Service VIPs, and keeps them in step with the cluster.`,
 		NewVRIDsCommand(streams),
 		NewRenderCommand(streams),
 		NewRuntimecfgCommand(streams),
+		NewAllocatorCommand(streams),
 	)
 	return root
 }

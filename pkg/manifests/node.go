@@ -38,11 +38,10 @@ const nodesGroup = "system:nodes"
 // ServiceAccount).
 func NodeReaders(c *v1alpha1.ClusterVIPs) []runtime.Object {
 	read := []string{"get", "list", "watch"}
-	labels := map[string]string{"app.kubernetes.io/name": "vipctl", "app.kubernetes.io/component": "node-sidecar"}
-	clusterMeta := metav1.ObjectMeta{Name: NodeReaderName, Labels: labels}
+	clusterMeta := metav1.ObjectMeta{Name: NodeReaderName, Labels: labels("node-sidecar")}
 	objs := []runtime.Object{
 		&rbacv1.ClusterRole{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+			TypeMeta:   tm(rbacv1.SchemeGroupVersion.String(), "ClusterRole"),
 			ObjectMeta: clusterMeta,
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: read},
@@ -50,18 +49,18 @@ func NodeReaders(c *v1alpha1.ClusterVIPs) []runtime.Object {
 			},
 		},
 		&rbacv1.ClusterRoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+			TypeMeta:   tm(rbacv1.SchemeGroupVersion.String(), "ClusterRoleBinding"),
 			ObjectMeta: clusterMeta,
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: NodeReaderName},
 			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: nodesGroup}},
 		},
 	}
 	add := func(ns string, rule rbacv1.PolicyRule) {
-		meta := metav1.ObjectMeta{Name: NodeReaderName, Namespace: ns, Labels: labels}
+		meta := metav1.ObjectMeta{Name: NodeReaderName, Namespace: ns, Labels: labels("node-sidecar")}
 		objs = append(objs,
-			&rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"}, ObjectMeta: meta, Rules: []rbacv1.PolicyRule{rule}},
+			&rbacv1.Role{TypeMeta: tm(rbacv1.SchemeGroupVersion.String(), "Role"), ObjectMeta: meta, Rules: []rbacv1.PolicyRule{rule}},
 			&rbacv1.RoleBinding{
-				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+				TypeMeta:   tm(rbacv1.SchemeGroupVersion.String(), "RoleBinding"),
 				ObjectMeta: meta,
 				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: NodeReaderName},
 				Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: nodesGroup}},

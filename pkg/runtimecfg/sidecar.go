@@ -173,7 +173,7 @@ func (s *Sidecar) inform(what string, inf cache.SharedIndexInformer) cache.Gener
 	}
 	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		s.m.WatchErrors.WithLabelValues(what).Inc()
-		s.log.Error("cannot watch "+what+"; keeping the last good config", "err", describeAPIError(err))
+		s.log.Error("cannot watch "+what+"; keeping the last good config", "err", DescribeAPIError(err))
 	})
 	s.synced = append(s.synced, inf.HasSynced)
 	return cache.NewGenericLister(inf.GetIndexer(), schemaResource(what))
@@ -498,7 +498,7 @@ func (s *Sidecar) publishLoop(ctx context.Context) {
 	for {
 		if err := s.publish(ctx); err != nil {
 			s.m.Failures.WithLabelValues("publish").Inc()
-			s.log.Error("cannot publish the VIPs this node holds", "err", describeAPIError(err))
+			s.log.Error("cannot publish the VIPs this node holds", "err", DescribeAPIError(err))
 		}
 		select {
 		case <-ctx.Done():

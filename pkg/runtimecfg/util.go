@@ -20,9 +20,9 @@ func schemaResource(resource string) schema.GroupResource {
 	return schema.GroupResource{Resource: resource}
 }
 
-// describeAPIError makes a permission problem say so up front; the API's
+// DescribeAPIError makes a permission problem say so up front; the API's
 // own message names the user, verb and resource.
-func describeAPIError(err error) string {
+func DescribeAPIError(err error) string {
 	if err == nil {
 		return ""
 	}

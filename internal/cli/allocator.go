@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/vipctl/vipctl/pkg/allocator"
+	"github.com/vipctl/vipctl/pkg/manifests"
+	"github.com/vipctl/vipctl/pkg/render"
+)
+
+// NewAllocatorCommand runs the Service address allocator (the Deployment
+// `vipctl render` writes into DIR/manifests/).
+func NewAllocatorCommand(streams IOStreams) *cobra.Command {
+	var (
+		kubeconfig, listen string
+		o                  allocator.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "allocator [--kubeconfig FILE] [--namespace NS] [--id NAME]",
+		Short: "Allocate service-pool addresses to LoadBalancer Services (one leader per cluster)",
+		Long: `Runs as a Deployment with its own ServiceAccount. The replica holding the
+Lease vipctl-allocator watches Services of type LoadBalancer (class unset or
+vipctl.io/keepalived) and the pools in the vipctl-config ConfigMap, and writes
+status.loadBalancer.ingress: requested addresses (spec.loadBalancerIP or the
+vipctl.io/load-balancer-ips annotation), vipctl.io/pool, dual-stack, shared
+addresses (vipctl.io/allow-shared-ip). It rebuilds its books from the
+Services' statuses whenever it becomes leader, so an address is never handed
+out twice. See docs/allocator.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Identity == "" {
+				h, err := os.Hostname()
+				if err != nil {
+					return errors.New("--id: required (the pod name)")
+				}
+				o.Identity = h
+			}
+			cfg, err := restConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			cfg.UserAgent = "vipctl-allocator/" + o.Identity
+			// Each allocation writes a status and an Event: client-go's
+			// default of 5 requests/s would allocate 2.5 Services/s.
+			cfg.QPS, cfg.Burst = 50, 100
+			if o.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+				return err
+			}
+			o.Log = slog.New(slog.NewTextHandler(streams.ErrOut, nil))
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			o.Metrics = allocator.NewMetrics(reg)
+			c, err := allocator.NewController(o)
+			if err != nil {
+				return err
+			}
+			if listen != "" {
+				srv, err := serveProbes(listen, reg, c.Ready, o.Log)
+				if err != nil {
+					return err
+				}
+				defer func() { _ = srv.Close() }()
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return c.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default $KUBECONFIG, then in-cluster)")
+	f.StringVar(&o.Namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap and the Lease")
+	f.StringVar(&o.Identity, "id", os.Getenv("POD_NAME"), "this replica's name in the Lease (default $POD_NAME, then the hostname)")
+	f.StringVar(&listen, "listen", fmt.Sprintf(":%d", manifests.AllocatorPort), "address of /healthz, /readyz and /metrics; empty to disable")
+	f.DurationVar(&o.LeaseDuration, "lease-duration", 15*time.Second, "leader Lease duration")
+	f.DurationVar(&o.RenewDeadline, "renew-deadline", 10*time.Second, "how long the leader keeps trying to renew")
+	f.DurationVar(&o.RetryPeriod, "retry-period", 2*time.Second, "how often to try to acquire or renew")
+	return cmd
+}

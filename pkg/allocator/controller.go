@@ -1,0 +1,523 @@
+package allocator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/runtimecfg"
+)
+
+// Options configure the Controller.
+type Options struct {
+	Client kubernetes.Interface
+	// Namespace holds the vipctl ConfigMap and the leader Lease.
+	Namespace string
+	// Identity names this replica in the Lease (the pod name).
+	Identity string
+	// Lease timing (client-go leader election). Zero: 15s, 10s, 2s.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	Log                                       *slog.Logger
+	Metrics                                   *Metrics
+}
+
+// Controller allocates pool addresses to Services while it leads.
+type Controller struct {
+	o   Options
+	log *slog.Logger
+	m   *Metrics
+
+	mu      sync.Mutex
+	leading bool
+	synced  bool
+}
+
+// New validates the options.
+func NewController(o Options) (*Controller, error) {
+	if o.Client == nil || o.Namespace == "" || o.Identity == "" {
+		return nil, errors.New("allocator: client, namespace and identity are required")
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(nil)
+	}
+	return &Controller{o: o, log: o.Log.With("identity", o.Identity), m: o.Metrics}, nil
+}
+
+// Ready tells whether this replica is healthy: leading with synced caches,
+// or standing by.
+func (c *Controller) Ready() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.leading && !c.synced {
+		return errors.New("leading, caches not synced yet")
+	}
+	return nil
+}
+
+// Leading tells whether this replica holds the Lease.
+func (c *Controller) Leading() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leading
+}
+
+// Run campaigns for the Lease until ctx ends, allocating while it leads.
+// Losing the Lease stops all writes; the replica then campaigns again and,
+// leading again, rebuilds its books from the Services' statuses.
+func (c *Controller) Run(ctx context.Context) error {
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: v1alpha1.AllocatorLeaseName, Namespace: c.o.Namespace},
+		Client:     c.o.Client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: c.o.Identity},
+	}
+	for ctx.Err() == nil {
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock: lock, ReleaseOnCancel: true, Name: "vipctl-allocator",
+			LeaseDuration: c.o.LeaseDuration, RenewDeadline: c.o.RenewDeadline, RetryPeriod: c.o.RetryPeriod,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(lctx context.Context) {
+					c.setLeading(true)
+					c.log.Info("leading: allocating")
+					if err := c.lead(lctx); err != nil && lctx.Err() == nil {
+						c.log.Error("allocator stopped", "err", err)
+					}
+				},
+				OnStoppedLeading: func() {
+					c.setLeading(false)
+					c.log.Info("not leading: no more writes")
+				},
+			},
+		})
+		if err != nil {
+			return err
+		}
+		le.Run(ctx)
+	}
+	return nil
+}
+
+func (c *Controller) setLeading(on bool) {
+	c.mu.Lock()
+	c.leading, c.synced = on, false
+	c.mu.Unlock()
+	c.m.Leader.Set(b2f(on))
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// term is one leadership term: fresh caches and books.
+type term struct {
+	c         *Controller
+	alloc     *Allocator
+	services  corelisters.ServiceLister
+	configs   corelisters.ConfigMapLister
+	queue     workqueue.TypedRateLimitingInterface[string]
+	rec       record.EventRecorder
+	pools     []v1alpha1.ServicePool
+	metricsAt time.Time
+}
+
+func (c *Controller) lead(ctx context.Context) error {
+	t := &term{c: c, alloc: New(nil),
+		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second))}
+	defer t.queue.ShutDown()
+	bc := record.NewBroadcaster(record.WithContext(ctx))
+	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.o.Client.CoreV1().Events("")})
+	defer bc.Shutdown()
+	t.rec = bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "vipctl-allocator"})
+
+	svcF := informers.NewSharedInformerFactoryWithOptions(c.o.Client, 0, informers.WithTransform(stripService))
+	cmF := informers.NewSharedInformerFactoryWithOptions(c.o.Client, 0, informers.WithNamespace(c.o.Namespace),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", v1alpha1.ConfigMapName).String()
+		}))
+	svcInf := svcF.Core().V1().Services()
+	cmInf := cmF.Core().V1().ConfigMaps()
+	t.services, t.configs = svcInf.Lister(), cmInf.Lister()
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			t.queue.Add(key)
+		}
+	}
+	_, _ = svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue,
+	})
+	all := func(any) { t.queue.Add(configKey) }
+	_, _ = cmInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: all, UpdateFunc: func(_, o any) { all(o) }, DeleteFunc: all})
+	for what, inf := range map[string]cache.SharedIndexInformer{"services": svcInf.Informer(), "configmaps": cmInf.Informer()} {
+		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+			c.m.WatchErrors.WithLabelValues(what).Inc()
+			c.log.Error("cannot watch "+what, "err", runtimecfg.DescribeAPIError(err))
+		})
+	}
+	svcF.Start(ctx.Done())
+	cmF.Start(ctx.Done())
+	defer svcF.Shutdown()
+	defer cmF.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), svcInf.Informer().HasSynced, cmInf.Informer().HasSynced) {
+		return ctx.Err()
+	}
+	t.loadConfig()
+	t.rebuild()
+	c.mu.Lock()
+	c.synced = true
+	c.mu.Unlock()
+	c.log.Info("books rebuilt from Service statuses", "addresses", len(t.alloc.byAddr))
+	// Everything once, in creation order, so older Services win.
+	svcs, _ := t.services.List(labels.Everything())
+	sortByAge(svcs)
+	for _, s := range svcs {
+		t.queue.Add(s.Namespace + "/" + s.Name)
+	}
+	for t.next(ctx) {
+	}
+	return nil
+}
+
+const configKey = "\x00config"
+
+func sortByAge(svcs []*corev1.Service) {
+	sort.SliceStable(svcs, func(i, j int) bool {
+		a, b := svcs[i], svcs[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	})
+}
+
+// stripService drops what allocation never reads.
+func stripService(obj any) (any, error) {
+	if s, ok := obj.(*corev1.Service); ok {
+		s.ManagedFields = nil
+		s.Spec.Selector = nil
+	}
+	return obj, nil
+}
+
+func (t *term) next(ctx context.Context) bool {
+	key, quit := t.queue.Get()
+	if quit || ctx.Err() != nil {
+		return false
+	}
+	defer t.queue.Done(key)
+	var err error
+	if key == configKey {
+		t.loadConfig()
+		svcs, _ := t.services.List(labels.Everything())
+		sortByAge(svcs)
+		for _, s := range svcs {
+			t.queue.Add(s.Namespace + "/" + s.Name)
+		}
+	} else {
+		err = t.sync(ctx, key)
+	}
+	if err != nil {
+		t.c.log.Error("will retry", "service", key, "err", runtimecfg.DescribeAPIError(err))
+		t.queue.AddRateLimited(key)
+		return true
+	}
+	t.queue.Forget(key)
+	t.c.updatePoolMetrics(t)
+	return true
+}
+
+// loadConfig reads the pools from the ConfigMap, keeping the last valid
+// ones when it is missing or invalid.
+func (t *term) loadConfig() {
+	cm, err := t.configs.ConfigMaps(t.c.o.Namespace).Get(v1alpha1.ConfigMapName)
+	if apierrors.IsNotFound(err) {
+		if t.pools == nil {
+			t.c.log.Warn("no ConfigMap " + t.c.o.Namespace + "/" + v1alpha1.ConfigMapName + ": no pools, nothing allocated")
+		}
+		return
+	}
+	if err != nil {
+		return
+	}
+	cfg, err := runtimecfg.ParseConfigMap(cm)
+	if err != nil {
+		t.c.m.ConfigInvalid.Set(1)
+		t.c.log.Error("invalid ConfigMap; the last valid pools stay in force", "err", err)
+		t.rec.Event(cm, corev1.EventTypeWarning, "InvalidConfig", truncate(err.Error()))
+		return
+	}
+	t.c.m.ConfigInvalid.Set(0)
+	t.pools = cfg.Spec.ServicePools
+	t.alloc.SetPools(t.pools)
+	t.c.m.setPools(t.pools)
+}
+
+// rebuild records every served Service's status addresses, oldest first;
+// a later Service holding an address an older one has keeps nothing (its
+// sync re-allocates) and gets an Event.
+func (t *term) rebuild() {
+	svcs, _ := t.services.List(labels.Everything())
+	sortByAge(svcs)
+	for _, s := range svcs {
+		if !runtimecfg.Served(s) {
+			continue
+		}
+		ips := statusAddrs(s)
+		if len(ips) == 0 {
+			continue
+		}
+		r := request(s)
+		if err := t.alloc.Assign(r, ips); err != nil {
+			t.c.log.Error("status address held twice; the newer Service gets a new one", "service", r.Key, "err", err)
+			t.rec.Event(s, corev1.EventTypeWarning, string(ReasonInUse), truncate(err.Error()))
+		}
+	}
+}
+
+func statusAddrs(s *corev1.Service) []netip.Addr {
+	var out []netip.Addr
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		if a, err := netip.ParseAddr(in.IP); err == nil {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out
+}
+
+// request turns a Service into an allocation request.
+func request(s *corev1.Service) Request {
+	r := Request{Key: s.Namespace + "/" + s.Name, Namespace: s.Namespace, Labels: s.Labels,
+		Pool: s.Annotations[v1alpha1.AnnotationPool], SharingKey: s.Annotations[v1alpha1.AnnotationAllowSharedIP]}
+	for _, p := range s.Spec.Ports {
+		proto := string(p.Protocol)
+		if proto == "" {
+			proto = "TCP"
+		}
+		r.Ports = append(r.Ports, Port{Protocol: proto, Port: p.Port})
+	}
+	var asked []string
+	if v := s.Annotations[v1alpha1.AnnotationLoadBalancerIPs]; v != "" {
+		asked = strings.Split(v, ",")
+	} else if s.Spec.LoadBalancerIP != "" { //nolint:staticcheck // still the most used way to ask for an address
+		asked = []string{s.Spec.LoadBalancerIP} //nolint:staticcheck
+	}
+	for _, a := range asked {
+		if ip, err := netip.ParseAddr(strings.TrimSpace(a)); err == nil {
+			r.Requested = append(r.Requested, ip.Unmap())
+		} else {
+			r.Requested = append(r.Requested, netip.Addr{})
+		}
+	}
+	for _, f := range s.Spec.IPFamilies {
+		if f == corev1.IPv6Protocol {
+			r.Families = append(r.Families, IPv6)
+		} else {
+			r.Families = append(r.Families, IPv4)
+		}
+	}
+	if len(r.Families) == 0 {
+		r.Families = []Family{IPv4}
+	}
+	policy := corev1.IPFamilyPolicySingleStack
+	if s.Spec.IPFamilyPolicy != nil {
+		policy = *s.Spec.IPFamilyPolicy
+	}
+	switch policy {
+	case corev1.IPFamilyPolicySingleStack:
+		r.Families, r.Required = r.Families[:1], true
+	case corev1.IPFamilyPolicyRequireDualStack:
+		r.Required = true
+	default:
+		if len(r.Families) == 1 {
+			// The apiserver fills both families for PreferDualStack only
+			// when the cluster is dual-stack; ask for the other anyway.
+			other := IPv6
+			if r.Families[0] == IPv6 {
+				other = IPv4
+			}
+			r.Families = append(r.Families, other)
+		}
+	}
+	return r
+}
+
+// sync brings one Service's status in line with the books.
+func (t *term) sync(ctx context.Context, key string) error {
+	ns, name, _ := strings.Cut(key, "/")
+	s, err := t.services.Services(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		if len(t.alloc.Addresses(key)) > 0 {
+			t.c.log.Info("released", "service", key, "addresses", t.alloc.Addresses(key))
+		}
+		t.alloc.Release(key)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !runtimecfg.Served(s) {
+		had := t.alloc.Addresses(key)
+		t.alloc.Release(key)
+		// A Service that stopped being ours keeps no address of ours.
+		if len(had) > 0 && slices.Equal(statusAddrs(s), had) {
+			return t.writeStatus(ctx, s, nil, "IPReleased", "released "+fmtAddrs(had)+": no longer a LoadBalancer Service of class "+v1alpha1.LoadBalancerClass)
+		}
+		return nil
+	}
+	r := request(s)
+	for _, a := range r.Requested {
+		if !a.IsValid() {
+			t.failed(s, &Error{Reason: ReasonBadRequest, Msg: fmt.Sprintf("annotation %s: %q is not a list of IP addresses", v1alpha1.AnnotationLoadBalancerIPs, s.Annotations[v1alpha1.AnnotationLoadBalancerIPs])})
+			return nil
+		}
+	}
+	cur := statusAddrs(s)
+	// An address outside every pool (the pool shrank) is kept: `vipctl
+	// update --force` releases such addresses, not the allocator.
+	if len(cur) > 0 && slices.Equal(t.alloc.Addresses(key), cur) && slices.ContainsFunc(cur, func(a netip.Addr) bool { return t.alloc.PoolOf(a) == "" }) {
+		return nil
+	}
+	got, err := t.alloc.Allocate(r)
+	if err != nil {
+		t.failed(s, err)
+		return nil
+	}
+	if slices.Equal(cur, got) {
+		return nil
+	}
+	if err := t.writeStatus(ctx, s, got, "IPAllocated", "assigned "+fmtAddrs(got)+" from pool "+t.alloc.PoolOf(got[0])); err != nil {
+		// Not written: forget it, the retry allocates again.
+		t.alloc.Release(key)
+		if len(cur) > 0 {
+			_ = t.alloc.Assign(r, cur)
+		}
+		return err
+	}
+	t.c.m.Allocations.Inc()
+	return nil
+}
+
+func (t *term) failed(s *corev1.Service, err error) {
+	reason := ReasonOf(err)
+	t.c.m.Failures.WithLabelValues(string(reason)).Inc()
+	t.c.log.Warn("cannot allocate", "service", s.Namespace+"/"+s.Name, "reason", reason, "err", err)
+	t.rec.Event(s, corev1.EventTypeWarning, "AllocationFailed", fmt.Sprintf("%s: %s", reason, err))
+}
+
+func (t *term) writeStatus(ctx context.Context, s *corev1.Service, addrs []netip.Addr, reason, msg string) error {
+	out := s.DeepCopy()
+	out.Status.LoadBalancer.Ingress = nil
+	vip := corev1.LoadBalancerIPModeVIP
+	for _, a := range addrs {
+		out.Status.LoadBalancer.Ingress = append(out.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: a.String(), IPMode: &vip})
+	}
+	if _, err := t.c.o.Client.CoreV1().Services(s.Namespace).UpdateStatus(ctx, out, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("writing status of %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	t.rec.Event(s, corev1.EventTypeNormal, reason, msg)
+	t.c.log.Info(msg, "service", s.Namespace+"/"+s.Name)
+	return nil
+}
+
+func fmtAddrs(addrs []netip.Addr) string {
+	ss := make([]string, 0, len(addrs))
+	for _, a := range addrs {
+		ss = append(ss, a.String())
+	}
+	return strings.Join(ss, ", ")
+}
+
+func truncate(s string) string {
+	if len(s) > 1000 {
+		return s[:1000] + "…"
+	}
+	return s
+}
+
+// Metrics are the allocator's Prometheus metrics.
+type Metrics struct {
+	Allocations   prometheus.Counter
+	Failures      *prometheus.CounterVec
+	WatchErrors   *prometheus.CounterVec
+	InUse         *prometheus.GaugeVec
+	Size          *prometheus.GaugeVec
+	Leader        prometheus.Gauge
+	ConfigInvalid prometheus.Gauge
+}
+
+// NewMetrics creates the metrics, registered with reg unless nil.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	const ns, sub = "vipctl", "allocator"
+	m := &Metrics{
+		Allocations: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "allocations_total", Help: "Addresses written into Service status."}),
+		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "failures_total",
+			Help: "Allocations refused, by reason (PoolExhausted, NotInPool, IPInUse, NoPool, PoolNotAllowed, FamilyUnavailable, BadRequest, AnchorAddress)."}, []string{"reason"}),
+		WatchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "watch_errors_total", Help: "Failed lists or watches, by resource."}, []string{"resource"}),
+		InUse:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "addresses_in_use", Help: "Addresses held by Services, per pool."}, []string{"pool"}),
+		Size:        prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "pool_size", Help: "Addresses a pool can give to Services (anchors excluded)."}, []string{"pool"}),
+		Leader:      prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "leader", Help: "1 while this replica holds the Lease."}),
+		ConfigInvalid: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "config_invalid",
+			Help: "1 while the ConfigMap is invalid (the last valid pools stay in force)."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Allocations, m.Failures, m.WatchErrors, m.InUse, m.Size, m.Leader, m.ConfigInvalid)
+	}
+	return m
+}
+
+func (m *Metrics) setPools(pools []v1alpha1.ServicePool) {
+	m.Size.Reset()
+	for _, p := range pools {
+		total := 0.0
+		for _, a := range p.Addresses {
+			if r, err := v1alpha1.ParseAddressRange(a); err == nil {
+				f, _ := new(big.Float).SetInt(r.Size()).Float64()
+				total += f
+			}
+		}
+		m.Size.WithLabelValues(p.Name).Set(total - float64(len(p.Anchors(true))+len(p.Anchors(false))))
+	}
+}
+
+func (c *Controller) updatePoolMetrics(t *term) {
+	if time.Since(t.metricsAt) < time.Second && t.queue.Len() > 0 {
+		return
+	}
+	t.metricsAt = time.Now()
+	for pool, n := range t.alloc.InUse() {
+		c.m.InUse.WithLabelValues(pool).Set(float64(n))
+	}
+}

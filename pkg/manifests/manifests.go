@@ -1,0 +1,155 @@
+// Package manifests builds, as typed objects, the Kubernetes manifests
+// `vipctl render` writes to DIR/manifests/: the vipctl namespace, the
+// allocator (ServiceAccount, RBAC with exactly the verbs it uses,
+// Deployment, PodDisruptionBudget), the ConfigMap with the live config,
+// and the extra reads the node sidecars need.
+package manifests
+
+import (
+	"bytes"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/render"
+)
+
+// Names of the allocator's objects.
+const (
+	AllocatorName = "vipctl-allocator"
+	// AllocatorPort serves the allocator's /healthz, /readyz and /metrics.
+	AllocatorPort = 9446
+)
+
+// Objects returns every manifest in apply order.
+func Objects(c *v1alpha1.ClusterVIPs) ([]runtime.Object, error) {
+	cfg, err := yaml.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	objs := []runtime.Object{
+		&corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: metav1.ObjectMeta{Name: render.Namespace, Labels: labels("namespace")}},
+		&corev1.ConfigMap{TypeMeta: tm("v1", "ConfigMap"),
+			ObjectMeta: meta(v1alpha1.ConfigMapName, "config"),
+			Data:       map[string]string{v1alpha1.ConfigMapKey: string(cfg)}},
+	}
+	objs = append(objs, Allocator(c)...)
+	objs = append(objs, NodeReaders(c)...)
+	return objs, nil
+}
+
+// Marshal writes objects as one multi-document YAML stream.
+func Marshal(objs []runtime.Object) ([]byte, error) {
+	var b bytes.Buffer
+	for i, o := range objs {
+		data, err := yaml.Marshal(o)
+		if err != nil {
+			return nil, fmt.Errorf("object %d: %w", i, err)
+		}
+		b.WriteString("---\n")
+		b.Write(data)
+	}
+	return b.Bytes(), nil
+}
+
+func tm(apiVersion, kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+}
+
+func labels(component string) map[string]string {
+	return map[string]string{"app.kubernetes.io/name": "vipctl", "app.kubernetes.io/component": component}
+}
+
+func meta(name, component string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: render.Namespace, Labels: labels(component)}
+}
+
+// Allocator is the allocator's ServiceAccount, RBAC, Deployment and
+// PodDisruptionBudget. The RBAC grants exactly what it does:
+//
+//   - Services, cluster-wide: get/list/watch (every LoadBalancer Service)
+//     and update of services/status (status.loadBalancer.ingress);
+//   - Events, cluster-wide: create/patch (AllocationFailed, IPAllocated,
+//     IPReleased on the Services);
+//   - the vipctl ConfigMap in its namespace: get/list/watch (the pools);
+//   - its Lease in its namespace: get/update, and create (which RBAC
+//     cannot narrow to a name) for leader election.
+func Allocator(c *v1alpha1.ClusterVIPs) []runtime.Object {
+	m := meta(AllocatorName, "allocator")
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: AllocatorName, Namespace: render.Namespace}}
+	read := []string{"get", "list", "watch"}
+	clusterMeta := metav1.ObjectMeta{Name: AllocatorName, Labels: m.Labels}
+	selector := map[string]string{"app.kubernetes.io/name": "vipctl", "app.kubernetes.io/component": "allocator"}
+	probe := func(path string) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(AllocatorPort)}},
+			PeriodSeconds: 10, TimeoutSeconds: 2, FailureThreshold: 3}
+	}
+	return []runtime.Object{
+		&corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: m},
+		&rbacv1.ClusterRole{TypeMeta: tm(rbacv1.SchemeGroupVersion.String(), "ClusterRole"), ObjectMeta: clusterMeta,
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: read},
+				{APIGroups: []string{""}, Resources: []string{"services/status"}, Verbs: []string{"update"}},
+				{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+			}},
+		&rbacv1.ClusterRoleBinding{TypeMeta: tm(rbacv1.SchemeGroupVersion.String(), "ClusterRoleBinding"), ObjectMeta: clusterMeta,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AllocatorName}, Subjects: subject},
+		&rbacv1.Role{TypeMeta: tm(rbacv1.SchemeGroupVersion.String(), "Role"), ObjectMeta: m,
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{v1alpha1.ConfigMapName}, Verbs: read},
+				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{v1alpha1.AllocatorLeaseName}, Verbs: []string{"get", "update"}},
+				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+			}},
+		&rbacv1.RoleBinding{TypeMeta: tm(rbacv1.SchemeGroupVersion.String(), "RoleBinding"), ObjectMeta: m,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AllocatorName}, Subjects: subject},
+		&appsv1.Deployment{TypeMeta: tm("apps/v1", "Deployment"), ObjectMeta: m,
+			Spec: appsv1.DeploymentSpec{
+				// Two replicas, one leader: a node loss costs one Lease
+				// duration of allocation delay, never an address.
+				Replicas: ptr.To(int32(2)),
+				Selector: &metav1.LabelSelector{MatchLabels: selector},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: selector},
+					Spec: corev1.PodSpec{
+						ServiceAccountName: AllocatorName,
+						PriorityClassName:  "system-cluster-critical",
+						SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(int64(65532)),
+							SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+						Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+							PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100,
+								PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: selector}}}},
+						}},
+						Tolerations: []corev1.Toleration{{Key: "node-role.kubernetes.io/master", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+							{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+						Containers: []corev1.Container{{
+							Name:    "allocator",
+							Image:   c.Spec.Images.Vipctl,
+							Command: []string{"vipctl"},
+							Args:    []string{"allocator", "--namespace", render.Namespace, "--listen", fmt.Sprintf(":%d", AllocatorPort), "--id", "$(POD_NAME)"},
+							Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
+								FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}}},
+							Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: AllocatorPort}},
+							Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+								corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
+							LivenessProbe:  probe("/healthz"),
+							ReadinessProbe: probe("/readyz"),
+							SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+								Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+						}},
+					},
+				},
+			}},
+		&policyv1.PodDisruptionBudget{TypeMeta: tm("policy/v1", "PodDisruptionBudget"), ObjectMeta: m,
+			Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: selector}}},
+	}
+}
