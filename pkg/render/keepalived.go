@@ -97,10 +97,10 @@ func IngressStatusFile(controller string) string {
 // instance is one VRRP instance of the cluster, before it is seen from a
 // particular node.
 type instance struct {
-	key      string
-	family   int
-	vrid     uint8
-	vips     []netip.Addr
+	key    string
+	family int
+	vrid   uint8
+	vips   []netip.Addr
 	// excluded are addresses held with the instance but left out of its
 	// adverts (a pool's Service addresses).
 	excluded []netip.Addr
