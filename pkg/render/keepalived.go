@@ -132,6 +132,9 @@ type Plan struct {
 	unplaced  []string
 	// root prefixes the node paths the configs name; "" on a real node.
 	root string
+	// skipLonely leaves out instances without a peer instead of failing.
+	skipLonely bool
+	lonely     []string
 }
 
 // PlanOption adjusts a Plan.
@@ -143,6 +146,18 @@ type PlanOption func(*Plan)
 func WithRoot(root string) PlanOption {
 	return func(p *Plan) { p.root = root }
 }
+
+// WithLonelySkipped makes a node's render leave out an instance that has
+// no unicast peer (one eligible node) instead of failing: the sidecar must
+// keep every other instance current when, say, a pool's second node is
+// gone. `vipctl render` keeps refusing such a plan. Lonely lists them.
+func WithLonelySkipped() PlanOption {
+	return func(p *Plan) { p.skipLonely = true }
+}
+
+// Lonely lists the instances the last NodeFiles left out for lack of a
+// peer (WithLonelySkipped).
+func (p *Plan) Lonely() []string { return p.lonely }
 
 // NewPlan computes every VRRP instance and which nodes take part in it.
 // ids maps instance keys to VRRP IDs (vrid.Assign's result).
@@ -551,7 +566,12 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 			}
 		}
 		if s.VRRP.Mode == v1alpha1.ModeUnicast && len(iv.Peers) == 0 {
-			return nil, fmt.Errorf("node %s: VRRP instance %s (%s) has no unicast peer: it needs at least two eligible nodes with an address in %s", node, inst.key, iv.Family, inst.network)
+			err := fmt.Errorf("node %s: VRRP instance %s (%s) has no unicast peer: it needs at least two eligible nodes with an address in %s", node, inst.key, iv.Family, inst.network)
+			if !p.skipLonely {
+				return nil, err
+			}
+			p.lonely = append(p.lonely, err.Error())
+			continue
 		}
 		bits := 32
 		if inst.family == 6 {

@@ -269,6 +269,23 @@ func TestRefusesInstanceWithoutPeers(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
+
+	// The sidecar's plan leaves the lonely instances out instead, and
+	// says so; the node's other files still render.
+	p, err = NewPlan(c, testIDs(c), State{Nodes: nodes[:1]}, WithLonelySkipped())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := p.NodeFiles(nodes[0].Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := instancesIn(t, files); len(got) != 0 {
+		t.Errorf("lonely instances rendered: %v", got)
+	}
+	if len(p.Lonely()) == 0 || p.Lonely()[0] != want {
+		t.Errorf("Lonely() = %q, want %q first", p.Lonely(), want)
+	}
 }
 
 // TestPrioritiesStableWhenNodesChange: adding a node must not change any

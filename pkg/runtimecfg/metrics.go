@@ -14,6 +14,7 @@ type Metrics struct {
 	ConfigInvalid prometheus.Gauge
 	StaticDrift   prometheus.Gauge
 	LastGood      prometheus.Gauge
+	Lonely        prometheus.Gauge
 	SyncSeconds   prometheus.Histogram
 }
 
@@ -36,13 +37,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 while the vipctl ConfigMap does not hold a valid config (its last valid pools stay in force)."}),
 		StaticDrift: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "static_config_drift",
 			Help: "1 while the ConfigMap's static parts differ from this node's file (a MachineConfig rollout is pending)."}),
+		Lonely: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "instances_without_peer",
+			Help: "VRRP instances left out of this node's config because it is their only eligible node."}),
 		LastGood: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "last_good_sync_timestamp_seconds",
 			Help: "When the files last matched the cluster."}),
 		SyncSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "sync_duration_seconds",
 			Help: "Time to render, check and apply.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.VIPsHeld, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.SyncSeconds)
+		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.VIPsHeld, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.Lonely, m.SyncSeconds)
 	}
 	return m
 }

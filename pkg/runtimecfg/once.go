@@ -27,20 +27,30 @@ type OnceOptions struct {
 }
 
 // Desired renders this node's files from a config and a cluster state.
+// An instance with a single eligible node is left out (see Plan.Lonely)
+// rather than failing the node's whole config.
 func Desired(c *v1alpha1.ClusterVIPs, st render.State, node, root string) ([]render.File, error) {
+	files, _, err := DesiredNotes(c, st, node, root)
+	return files, err
+}
+
+// DesiredNotes is Desired, also telling which instances were left out for
+// lack of a peer.
+func DesiredNotes(c *v1alpha1.ClusterVIPs, st render.State, node, root string) ([]render.File, []string, error) {
 	var extra []string
 	for _, ls := range st.LocalServices {
 		extra = append(extra, render.LocalServiceKey(ls.Name))
 	}
 	ids, err := vrid.ForCluster(c, extra...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	plan, err := render.NewPlan(c, ids, st, render.WithRoot(root))
+	plan, err := render.NewPlan(c, ids, st, render.WithRoot(root), render.WithLonelySkipped())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return plan.NodeFiles(node)
+	files, err := plan.NodeFiles(node)
+	return files, plan.Lonely(), err
 }
 
 // Once renders and applies this node's files from the static inputs and

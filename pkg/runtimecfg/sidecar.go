@@ -383,9 +383,13 @@ func (s *Sidecar) sync(ctx context.Context) error {
 			return &syncError{"write", err}
 		}
 	}
-	files, err := Desired(c, st, s.o.NodeName, s.o.Root)
+	files, lonely, err := DesiredNotes(c, st, s.o.NodeName, s.o.Root)
 	if err != nil {
 		return &syncError{"render", err}
+	}
+	s.m.Lonely.Set(float64(len(lonely)))
+	for _, l := range lonely {
+		s.log.Warn("instance left out: its VIPs are not served from this node", "why", l)
 	}
 	s.rememberVIPs(c, st)
 	s.m.Renders.Inc()

@@ -47,11 +47,11 @@ func startAllocEnv(t testing.TB, clusterYAML string) *allocEnv {
 	api := testapiserver.Start(t)
 	adminCfg := api.AdminConfig()
 	adminCfg.QPS, adminCfg.Burst = 500, 1000 // tests create Services in bulk
-	e := &allocEnv{api: api, admin: kubernetes.NewForConfigOrDie(adminCfg)}
+	admin := kubernetes.NewForConfigOrDie(adminCfg)
 	ctx := context.Background()
 	// The node readers' Role lives in the router namespace, which a real
 	// cluster has.
-	if _, err := e.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DefaultRouterNamespace}}, metav1.CreateOptions{}); err != nil {
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DefaultRouterNamespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := v1alpha1.Parse([]byte(clusterYAML))
@@ -63,13 +63,19 @@ func startAllocEnv(t testing.TB, clusterYAML string) *allocEnv {
 		t.Fatal(err)
 	}
 	applyObjects(t, api.AdminConfig(), objs)
-	tok, err := e.admin.CoreV1().ServiceAccounts(render.Namespace).CreateToken(ctx, manifests.AllocatorName,
+	return allocatorFor(t, api, admin)
+}
+
+// allocatorFor gets a token for the allocator's ServiceAccount, whose
+// manifests are applied already.
+func allocatorFor(t testing.TB, api *testapiserver.Server, admin kubernetes.Interface) *allocEnv {
+	t.Helper()
+	tok, err := admin.CoreV1().ServiceAccounts(render.Namespace).CreateToken(context.Background(), manifests.AllocatorName,
 		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(7200))}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.token = tok.Status.Token
-	return e
+	return &allocEnv{api: api, admin: admin, token: tok.Status.Token}
 }
 
 // runningAllocator is one in-process allocator replica using the

@@ -291,7 +291,14 @@ func sidecarSpecs() []nodeSpec {
 // survived.
 func TestSidecarFollowsTheCluster(t *testing.T) {
 	kc := startKubeCluster(t, clusterYAML("fast", "unicast", sidecarPools), sidecarSpecs())
-	kc.grantNodeReaders(t)
+	// Everything `vipctl render` writes to DIR/manifests/, and the
+	// allocator running with its ServiceAccount's token.
+	objs, err := manifests.Objects(kc.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyObjects(t, kc.api.AdminConfig(), objs)
+	allocatorFor(t, kc.api, kc.admin).startAllocator(t, "allocator-0")
 	for _, n := range []string{"master-0", "master-1", "worker-0"} {
 		kc.addNode(t, n)
 	}
@@ -321,17 +328,18 @@ func TestSidecarFollowsTheCluster(t *testing.T) {
 	kc.waitConf(t, "worker-0", "the ingress instance", func(c string) bool { return strings.Contains(c, "198.51.100.6/32") })
 	waitFile(t, filepath.Join(kc.byName["worker-0"].target.Root, render.IngressStatusFile("default")), "0\n")
 
-	// A Service's address (written as the allocator would) reaches the
-	// pool nodes' keepalived and answers from the client.
-	svc := createLBService(t, kc.admin, "web", "198.51.100.130")
+	// A Service created in the API gets an address from the allocator,
+	// which reaches the pool nodes' keepalived and answers from the
+	// client.
+	createLBService(t, kc.admin, "web", "")
 	for _, w := range []string{"worker-0", "worker-1"} {
-		kc.waitConf(t, w, "the service VIP", func(c string) bool { return strings.Contains(c, "198.51.100.130/32") })
+		kc.waitConf(t, w, "the service VIP", func(c string) bool { return strings.Contains(c, "198.51.100.128/32") })
 		startEcho(t, kc.byName[w], "0.0.0.0:8080")
 	}
-	if c := kc.keepalivedConf(t, "master-0"); strings.Contains(c, "198.51.100.130/") {
+	if c := kc.keepalivedConf(t, "master-0"); strings.Contains(c, "198.51.100.128/") {
 		t.Errorf("master-0 is outside the pool's nodeSelector but renders its VIP")
 	}
-	p := kc.poll("http://198.51.100.130:8080/", 20*time.Millisecond)
+	p := kc.poll("http://198.51.100.128:8080/", 20*time.Millisecond)
 	waitFor(t, 30*time.Second, "the service VIP answers from the client", func() bool { ok, _ := p.counts(); return ok > 5 })
 	p.Stop()
 
@@ -365,9 +373,12 @@ func TestSidecarFollowsTheCluster(t *testing.T) {
 
 	// A broken ConfigMap: every file stays as it was, the metric says why.
 	before := kc.keepalivedConf(t, "worker-0")
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ConfigMapName, Namespace: render.Namespace},
-		Data: map[string]string{v1alpha1.ConfigMapKey: "apiVersion: vipctl.io/v1alpha1\nkind: ClusterVIPs\nspec: {servicePools: [{name: web, addresses: [198.51.100.0/33]}]}\n"}}
-	if _, err := kc.admin.CoreV1().ConfigMaps(render.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+	cm, err := kc.admin.CoreV1().ConfigMaps(render.Namespace).Get(ctx, v1alpha1.ConfigMapName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[v1alpha1.ConfigMapKey] = "apiVersion: vipctl.io/v1alpha1\nkind: ClusterVIPs\nspec: {servicePools: [{name: web, addresses: [198.51.100.0/33]}]}\n"
+	if cm, err = kc.admin.CoreV1().ConfigMaps(render.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	w0 := kc.sidecars["worker-0"]
@@ -380,7 +391,12 @@ func TestSidecarFollowsTheCluster(t *testing.T) {
 	}
 	waitFor(t, 15*time.Second, "a ConfigKept Event on worker-0", func() bool {
 		evs, err := kc.admin.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=worker-0,reason=ConfigKept"})
-		return err == nil && len(evs.Items) > 0 && strings.Contains(evs.Items[0].Message, "198.51.100.0/33")
+		for _, ev := range evs.Items {
+			if err == nil && strings.Contains(ev.Message, "198.51.100.0/33") {
+				return true
+			}
+		}
+		return false
 	})
 	// The ConfigMap fixed, with a second pool range: it takes effect.
 	fixed := strings.Replace(clusterYAML("fast", "unicast", sidecarPools), "[198.51.100.128/26]", "[198.51.100.128/26, 198.51.100.200-198.51.100.210]", 1)
@@ -389,15 +405,22 @@ func TestSidecarFollowsTheCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 15*time.Second, "config_invalid=0", func() bool { return testutil.ToFloat64(w0.m.ConfigInvalid) == 0 })
-	setLBStatus(t, kc.admin, svc.Name, "198.51.100.130", "198.51.100.201")
+	createLBService(t, kc.admin, "web2", "198.51.100.201")
 	kc.waitConf(t, "worker-1", "an address of the ConfigMap's new range", func(c string) bool { return strings.Contains(c, "198.51.100.201/32") })
 
-	// The apiserver restarts; the sidecars reconnect and follow a change
-	// made after it.
+	// The apiserver restarts; the allocator and the sidecars reconnect
+	// and follow a change made after it.
 	kc.api.RestartAPIServer(t, nil)
-	setLBStatus(t, kc.admin, svc.Name, "198.51.100.131")
-	kc.waitConf(t, "worker-0", "the address set after the restart", func(c string) bool {
-		return strings.Contains(c, "198.51.100.131/32") && !strings.Contains(c, "198.51.100.130/32")
+	web2, err := kc.admin.CoreV1().Services("default").Get(ctx, "web2", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web2.Annotations[v1alpha1.AnnotationLoadBalancerIPs] = "198.51.100.205"
+	if _, err := kc.admin.CoreV1().Services("default").Update(ctx, web2, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kc.waitConf(t, "worker-0", "the address asked for after the restart", func(c string) bool {
+		return strings.Contains(c, "198.51.100.205/32") && !strings.Contains(c, "198.51.100.201/32")
 	})
 	for name, sc := range kc.sidecars {
 		if err := sc.s.Ready(); err != nil {
@@ -502,24 +525,26 @@ func createRouterPod(t *testing.T, c kubernetes.Interface, node string, ready bo
 	}
 }
 
-// createLBService creates a LoadBalancer Service and, when ip is set,
-// writes it into the status as the allocator would.
+// createLBService creates a LoadBalancer Service asking for ip (if set)
+// through the vipctl.io/load-balancer-ips annotation.
 func createLBService(t *testing.T, c kubernetes.Interface, name, ip string) *corev1.Service {
 	t.Helper()
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault, Annotations: map[string]string{}},
 		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 8080}}},
+	}
+	if ip != "" {
+		svc.Annotations[v1alpha1.AnnotationLoadBalancerIPs] = ip
 	}
 	created, err := c.CoreV1().Services(svc.Namespace).Create(context.Background(), svc, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ip != "" {
-		return setLBStatus(t, c, name, ip)
-	}
 	return created
 }
 
+// setLBStatus writes addresses into a Service's status as the allocator
+// would, for tests that run no allocator.
 func setLBStatus(t *testing.T, c kubernetes.Interface, name string, ips ...string) *corev1.Service {
 	t.Helper()
 	ctx := context.Background()
