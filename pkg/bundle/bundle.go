@@ -14,6 +14,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/machineconfig"
+	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/vrid"
 )
@@ -25,6 +26,10 @@ var Roles = []string{"master", "worker"}
 // MachineConfigName is the object name for a role; the 50- prefix orders it
 // after the MCO's own 00-/01- configs and before users' 99- overrides.
 func MachineConfigName(role string) string { return "50-vipctl-" + role }
+
+// ManifestsPath holds the cluster objects (namespace, ConfigMap, allocator,
+// RBAC) in apply order, one YAML stream: `oc apply -f out/manifests/`.
+const ManifestsPath = "manifests/vipctl.yaml"
 
 // Options are the optional inputs of Build.
 type Options struct {
@@ -85,6 +90,15 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 		}
 		out = append(out, File{Path: path.Join("machineconfigs", MachineConfigName(role)+".yaml"), Mode: 0o644, Data: data})
 	}
+	objs, err := manifests.Objects(c)
+	if err != nil {
+		return nil, err
+	}
+	data, err := manifests.Marshal(objs)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, File{Path: ManifestsPath, Mode: 0o644, Data: data})
 	if len(o.Nodes) == 0 {
 		return out, nil
 	}
