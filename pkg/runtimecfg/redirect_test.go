@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
 	"github.com/vipctl/vipctl/internal/netlab"
@@ -79,4 +80,29 @@ func TestRedirectsAPIPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("apiserver")
+}
+
+// TestLocalInterface: the interface is found by the address it holds,
+// whatever it is called.
+func TestLocalInterface(t *testing.T) {
+	lab := netlab.New(t)
+	node := lab.AddHost("node", netlab.HostOpts{Iface: "ens3", Addrs: []string{"198.51.100.11/24", "2001:db8:100::11/64"}})
+	ns, err := netns.GetFromName(node.NS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ns.Close() }()
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	for _, n := range []string{"198.51.100.0/24", "2001:db8:100::/64"} {
+		if got, err := LocalInterface(h, netip.MustParsePrefix(n)); err != nil || got != "ens3" {
+			t.Errorf("%s: %q, %v; want ens3", n, got, err)
+		}
+	}
+	if _, err := LocalInterface(h, netip.MustParsePrefix("203.0.113.0/24")); err == nil {
+		t.Errorf("an interface found for a network the node is not in")
+	}
 }

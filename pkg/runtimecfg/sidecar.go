@@ -43,6 +43,10 @@ type SidecarOptions struct {
 	// Addresses lists the addresses on this node's interfaces; nil reads
 	// them with netlink in the current network namespace.
 	Addresses func() ([]netip.Addr, error)
+	// Interface names this node's interface with an address in a network;
+	// nil asks netlink in the current network namespace. It is used when
+	// the Node has no vipctl.io/interface annotation.
+	Interface func(netip.Prefix) (string, error)
 	Log       *slog.Logger
 	Metrics   *Metrics
 }
@@ -98,6 +102,9 @@ func NewSidecar(o SidecarOptions) (*Sidecar, error) {
 	}
 	if o.Addresses == nil {
 		o.Addresses = LinkAddresses
+	}
+	if o.Interface == nil {
+		o.Interface = func(n netip.Prefix) (string, error) { return LocalInterface(nil, n) }
 	}
 	if o.Namespace == "" {
 		o.Namespace = render.Namespace
@@ -423,6 +430,7 @@ func (s *Sidecar) state(c *v1alpha1.ClusterVIPs) (render.State, error) {
 	for _, e := range errs {
 		s.log.Warn("node left out", "err", e)
 	}
+	s.localInterface(c, nodeObjs, nodes)
 	st := render.State{Nodes: nodes, RouterNodes: map[string][]string{}}
 	svcObjs, err := s.services.List(labels.Everything())
 	if err != nil {
@@ -457,6 +465,36 @@ func (s *Sidecar) state(c *v1alpha1.ClusterVIPs) (render.State, error) {
 	st.APIServers = APIServers(bySvc["default/kubernetes"])
 	st.LocalServices = LocalServices(c, svcs, bySvc)
 	return st, nil
+}
+
+// localInterface sets this node's VRRP interface from netlink when its
+// Node has no vipctl.io/interface annotation: the interface that holds the
+// node's address in a machine network. Other nodes' interfaces do not
+// matter to this node's config.
+func (s *Sidecar) localInterface(c *v1alpha1.ClusterVIPs, objs []*corev1.Node, nodes []render.Node) {
+	for _, o := range objs {
+		if o.Name == s.o.NodeName && o.Annotations[render.InterfaceAnnotation] != "" {
+			return
+		}
+	}
+	for i := range nodes {
+		if nodes[i].Name != s.o.NodeName {
+			continue
+		}
+		for _, mn := range c.Spec.MachineNetworks {
+			network := netip.MustParsePrefix(mn)
+			if !slices.ContainsFunc(nodes[i].Addresses, network.Contains) {
+				continue
+			}
+			iface, err := s.o.Interface(network)
+			if err != nil {
+				s.log.Warn("keeping the configured interface", "interface", nodes[i].Interface, "err", err)
+				return
+			}
+			nodes[i].Interface = iface
+			return
+		}
+	}
 }
 
 func pods(objs []runtime.Object) []*corev1.Pod {

@@ -92,3 +92,36 @@ func HandleAddresses(h *netlink.Handle) ([]netip.Addr, error) {
 	}
 	return out, nil
 }
+
+// LocalInterface names the interface that holds an address inside
+// network, as netlink handle h sees it (nil: the current namespace): the
+// interface VRRP must speak on, whatever the node's NIC is called.
+func LocalInterface(h *netlink.Handle, network netip.Prefix) (string, error) {
+	var links []netlink.Link
+	var err error
+	if h == nil {
+		links, err = netlink.LinkList()
+	} else {
+		links, err = h.LinkList()
+	}
+	if err != nil {
+		return "", fmt.Errorf("listing links: %w", err)
+	}
+	for _, l := range links {
+		var addrs []netlink.Addr
+		if h == nil {
+			addrs, err = netlink.AddrList(l, netlink.FAMILY_ALL)
+		} else {
+			addrs, err = h.AddrList(l, netlink.FAMILY_ALL)
+		}
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if ip, ok := netip.AddrFromSlice(a.IP); ok && network.Contains(ip.Unmap()) {
+				return l.Attrs().Name, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no interface has an address in %s", network)
+}

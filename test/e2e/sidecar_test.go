@@ -200,6 +200,7 @@ func (kc *kubeCluster) startSidecar(t *testing.T, name string) *sidecar {
 		Client:      kubernetes.NewForConfigOrDie(kc.api.NodeConfig(t, name)),
 		Debounce:    100 * time.Millisecond,
 		Addresses:   func() ([]netip.Addr, error) { return runtimecfg.HandleAddresses(nl) },
+		Interface:   func(n netip.Prefix) (string, error) { return runtimecfg.LocalInterface(nl, n) },
 		Log:         slog.New(slog.NewTextHandler(buf, nil)),
 		Metrics:     m,
 	})
@@ -327,6 +328,12 @@ func TestSidecarFollowsTheCluster(t *testing.T) {
 	})
 	kc.waitConf(t, "worker-0", "the ingress instance", func(c string) bool { return strings.Contains(c, "198.51.100.6/32") })
 	waitFile(t, filepath.Join(kc.byName["worker-0"].target.Root, render.IngressStatusFile("default")), "0\n")
+	// The router goes unready: the node's status file says so (keepalived
+	// then lets the VIP go).
+	setPodReady(t, kc.admin, "router-default-worker-0", false)
+	waitFile(t, filepath.Join(kc.byName["worker-0"].target.Root, render.IngressStatusFile("default")), "1\n")
+	setPodReady(t, kc.admin, "router-default-worker-0", true)
+	waitFile(t, filepath.Join(kc.byName["worker-0"].target.Root, render.IngressStatusFile("default")), "0\n")
 
 	// A Service created in the API gets an address from the allocator,
 	// which reaches the pool nodes' keepalived and answers from the
@@ -426,6 +433,37 @@ func TestSidecarFollowsTheCluster(t *testing.T) {
 		if err := sc.s.Ready(); err != nil {
 			t.Errorf("%s not ready after the restart: %v", name, err)
 		}
+	}
+
+	// A Node deleted: its peer drops it. worker-0 is then the only node
+	// left for the pool and the ingress instances, which it leaves out
+	// (and counts) instead of failing its whole config.
+	if err := kc.admin.CoreV1().Nodes().Delete(ctx, "worker-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kc.waitConf(t, "worker-0", "worker-1 gone from the peers", func(c string) bool { return !strings.Contains(c, peerLine("198.51.100.22")) })
+	if got := testutil.ToFloat64(w0.m.Lonely); got < 1 {
+		t.Errorf("instances_without_peer on worker-0 = %v, want the pool's and ingress's", got)
+	}
+	if c := kc.keepalivedConf(t, "master-0"); !strings.Contains(c, "vrrp_instance api_v4") {
+		t.Errorf("master-0 lost its API instance when a worker went away")
+	}
+}
+
+func setPodReady(t *testing.T, c kubernetes.Interface, name string, ready bool) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := c.CoreV1().Pods(v1alpha1.DefaultRouterNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}
+	if _, err := c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 
