@@ -60,6 +60,8 @@ LoadBalancer Service VIPs, and keeps them in step with the cluster.`,
 		NewRenderCommand(streams),
 		NewRuntimecfgCommand(streams),
 		NewAllocatorCommand(streams),
+		NewUpdateCommand(streams),
+		NewStatusCommand(streams),
 	)
 	return root
 }

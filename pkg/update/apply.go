@@ -1,0 +1,204 @@
+package update
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/bundle"
+	"github.com/vipctl/vipctl/pkg/runtimecfg"
+)
+
+// Cluster is where an update reads and writes.
+type Cluster struct {
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+	// Namespace holds the vipctl ConfigMap.
+	Namespace string
+}
+
+// Live reads the ConfigMap and its config; both nil when it does not
+// exist yet.
+func (c Cluster) Live(ctx context.Context) (*v1alpha1.ClusterVIPs, *corev1.ConfigMap, error) {
+	cm, err := c.Kube.CoreV1().ConfigMaps(c.Namespace).Get(ctx, v1alpha1.ConfigMapName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := runtimecfg.ParseConfigMap(cm)
+	if err != nil {
+		return nil, cm, err
+	}
+	return cfg, cm, nil
+}
+
+// Services lists every Service (the plan looks for orphans among them).
+func (c Cluster) Services(ctx context.Context) ([]corev1.Service, error) {
+	list, err := c.Kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// ErrOrphans refuses a plan that would take addresses from Services.
+var ErrOrphans = errors.New("the edit would take addresses from Services")
+
+// Apply carries out a plan computed against cm (nil: create it). Without
+// force a plan with orphans is refused before anything is written. The
+// ConfigMap is written with the resourceVersion it was read at, so a
+// concurrent edit fails instead of being overwritten. Progress goes to
+// out.
+func (c Cluster) Apply(ctx context.Context, p *Plan, cm *corev1.ConfigMap, force bool, out io.Writer) error {
+	if len(p.Orphans) > 0 && !force {
+		var names []string
+		for _, o := range p.Orphans {
+			names = append(names, fmt.Sprintf("%s (%s)", o.Service, strings.Join(o.Addresses, ", ")))
+		}
+		return fmt.Errorf("%w: %s; change their addresses first, or run with --force to release them", ErrOrphans, strings.Join(names, ", "))
+	}
+	data, err := yaml.Marshal(p.Desired)
+	if err != nil {
+		return err
+	}
+	if cm == nil {
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ConfigMapName, Namespace: c.Namespace,
+			Labels: map[string]string{"app.kubernetes.io/name": "vipctl", "app.kubernetes.io/component": "config"}},
+			Data: map[string]string{v1alpha1.ConfigMapKey: string(data)}}
+		if _, err := c.Kube.CoreV1().ConfigMaps(c.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("ConfigMap %s/%s was created by someone else meanwhile: run vipctl update again", c.Namespace, v1alpha1.ConfigMapName)
+			}
+			return err
+		}
+	} else {
+		next := cm.DeepCopy()
+		if next.Data == nil {
+			next.Data = map[string]string{}
+		}
+		next.Data[v1alpha1.ConfigMapKey] = string(data)
+		if _, err := c.Kube.CoreV1().ConfigMaps(c.Namespace).Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+			if apierrors.IsConflict(err) {
+				return fmt.Errorf("ConfigMap %s/%s changed since it was read (another update?): nothing written; run vipctl update again: %w", c.Namespace, v1alpha1.ConfigMapName, err)
+			}
+			return err
+		}
+	}
+	_, _ = fmt.Fprintf(out, "wrote ConfigMap %s/%s\n", c.Namespace, v1alpha1.ConfigMapName)
+	for _, o := range p.Orphans {
+		if err := c.release(ctx, o); err != nil {
+			return err
+		}
+		_, _ = fmt.Fprintf(out, "released %s from Service %s\n", strings.Join(o.Addresses, ", "), o.Service)
+	}
+	if len(p.Static) > 0 {
+		if err := c.writeMachineConfigs(ctx, p.Desired, out); err != nil {
+			return err
+		}
+		_, _ = fmt.Fprintln(out, "the Machine Config Operator will now roll (reboot) the nodes of each pool")
+	}
+	return nil
+}
+
+// release takes the orphaned addresses out of a Service's status and says
+// so in an Event; the allocator then gives it a new address.
+func (c Cluster) release(ctx context.Context, o Orphan) error {
+	ns, name, _ := strings.Cut(o.Service, "/")
+	s, err := c.Kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var keep []corev1.LoadBalancerIngress
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		lost := false
+		for _, a := range o.Addresses {
+			if in.IP == a {
+				lost = true
+			}
+		}
+		if !lost {
+			keep = append(keep, in)
+		}
+	}
+	s.Status.LoadBalancer.Ingress = keep
+	if _, err := c.Kube.CoreV1().Services(ns).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("releasing %s: %w", o.Service, err)
+	}
+	now := metav1.NewTime(time.Now())
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: name + ".", Namespace: ns},
+		InvolvedObject: corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name, UID: s.UID},
+		Reason:         "IPReleased", Type: corev1.EventTypeWarning,
+		Message:        fmt.Sprintf("vipctl update --force released %s: no pool contains it any more", strings.Join(o.Addresses, ", ")),
+		Source:         corev1.EventSource{Component: "vipctl-update"},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	if _, err := c.Kube.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("event on %s: %w", o.Service, err)
+	}
+	return nil
+}
+
+var machineConfigGVR = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigs"}
+
+// writeMachineConfigs creates or replaces the MachineConfigs `vipctl
+// render` would write for the desired config.
+func (c Cluster) writeMachineConfigs(ctx context.Context, desired *v1alpha1.ClusterVIPs, out io.Writer) error {
+	if c.Dynamic == nil {
+		return errors.New("static parts changed but no dynamic client to write MachineConfigs")
+	}
+	files, err := bundle.Build(desired, bundle.Options{})
+	if err != nil {
+		return err
+	}
+	ri := c.Dynamic.Resource(machineConfigGVR)
+	for _, f := range files {
+		if !strings.HasPrefix(f.Path, "machineconfigs/") {
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(f.Data, &obj.Object); err != nil {
+			return fmt.Errorf("%s: %w", f.Path, err)
+		}
+		cur, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			_, err = ri.Create(ctx, obj, metav1.CreateOptions{})
+		case err == nil:
+			obj.SetResourceVersion(cur.GetResourceVersion())
+			_, err = ri.Update(ctx, obj, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			return fmt.Errorf("MachineConfig %s: %w", obj.GetName(), err)
+		}
+		_, _ = fmt.Fprintf(out, "wrote MachineConfig %s\n", obj.GetName())
+	}
+	return nil
+}
+
+// Nodes lists every Node (status reads their vipctl.io/vips annotation).
+func (c Cluster) Nodes(ctx context.Context) ([]corev1.Node, error) {
+	list, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}

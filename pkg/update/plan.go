@@ -1,0 +1,302 @@
+// Package update computes and applies day-2 edits of service pools: the
+// plan of what changes against the live cluster (pools, node bindings,
+// VRRP IDs, Services whose addresses would be orphaned), and the writes
+// that carry it out (the ConfigMap with optimistic concurrency, released
+// Service addresses, MachineConfigs when static parts changed).
+package update
+
+import (
+	"fmt"
+	"net/netip"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/runtimecfg"
+	"github.com/vipctl/vipctl/pkg/vrid"
+)
+
+// PoolChange is one pool's difference between the live config and the
+// desired one.
+type PoolChange struct {
+	Name string `json:"name"`
+	// Change is added, removed or changed.
+	Change string `json:"change"`
+	// Fields lists what changed (addresses, nodeSelector, …) and how.
+	Fields []string `json:"fields,omitempty"`
+	// IDs are the VRRP IDs of the pool's instances in the desired config.
+	IDs map[string]uint8 `json:"ids,omitempty"`
+}
+
+// Orphan is a Service holding addresses that no desired pool contains (or
+// that became an instance's anchor).
+type Orphan struct {
+	Service   string   `json:"service"`
+	Addresses []string `json:"addresses"`
+}
+
+// Plan is what `vipctl update` would do.
+type Plan struct {
+	// Create is true when the ConfigMap does not exist yet.
+	Create bool         `json:"create"`
+	Pools  []PoolChange `json:"pools,omitempty"`
+	// Orphans would lose their addresses.
+	Orphans []Orphan `json:"orphans,omitempty"`
+	// Static lists changes outside the day-2 parts: they need new
+	// MachineConfigs, and the Machine Config Operator reboots the nodes.
+	Static []string `json:"static,omitempty"`
+	// Desired is the config that would be written, with every pool
+	// instance's VRRP ID pinned so later edits never renumber it.
+	Desired *v1alpha1.ClusterVIPs `json:"-"`
+}
+
+// Empty tells whether nothing would change.
+func (p *Plan) Empty() bool {
+	return !p.Create && len(p.Pools) == 0 && len(p.Static) == 0 && len(p.Orphans) == 0
+}
+
+// Compute plans the move from live (nil: no ConfigMap yet) to desired,
+// given the cluster's Services. desired must be valid; the returned
+// Desired is a copy with the pool instances' VRRP IDs pinned: existing
+// pools keep the IDs they have live, new ones get the next free IDs
+// (checked against every ID the cluster uses).
+func Compute(live, desired *v1alpha1.ClusterVIPs, services []corev1.Service) (*Plan, error) {
+	p := &Plan{Create: live == nil}
+	out, err := pinIDs(live, desired)
+	if err != nil {
+		return nil, err
+	}
+	p.Desired = out
+	ids, err := vrid.ForCluster(out)
+	if err != nil {
+		return nil, fmt.Errorf("VRRP IDs: %w", err)
+	}
+	livePools := map[string]v1alpha1.ServicePool{}
+	if live != nil {
+		for _, lp := range live.Spec.ServicePools {
+			livePools[lp.Name] = lp
+		}
+	}
+	for _, dp := range out.Spec.ServicePools {
+		lp, existed := livePools[dp.Name]
+		delete(livePools, dp.Name)
+		pc := PoolChange{Name: dp.Name, IDs: map[string]uint8{}}
+		for k := 0; k < dp.Instances; k++ {
+			key := v1alpha1.PoolKey(dp.Name, k)
+			pc.IDs[key] = ids[key]
+		}
+		if !existed {
+			pc.Change = "added"
+			p.Pools = append(p.Pools, pc)
+			continue
+		}
+		pc.Fields = poolDiff(lp, dp)
+		if len(pc.Fields) > 0 {
+			pc.Change = "changed"
+			p.Pools = append(p.Pools, pc)
+		}
+	}
+	removed := make([]string, 0, len(livePools))
+	for name := range livePools {
+		removed = append(removed, name)
+	}
+	sort.Strings(removed)
+	for _, name := range removed {
+		p.Pools = append(p.Pools, PoolChange{Name: name, Change: "removed"})
+	}
+	p.Orphans = orphans(out, services)
+	if live != nil {
+		p.Static = staticDiff(live, out)
+	}
+	return p, nil
+}
+
+// pinIDs copies desired and pins every pool instance's VRRP ID: the live
+// config's ID for an instance that exists there, a fresh one otherwise.
+func pinIDs(live, desired *v1alpha1.ClusterVIPs) (*v1alpha1.ClusterVIPs, error) {
+	out := *desired
+	out.Spec.VRRP.VirtualRouterIDs = map[string]int{}
+	for k, v := range desired.Spec.VRRP.VirtualRouterIDs {
+		out.Spec.VRRP.VirtualRouterIDs[k] = v
+	}
+	poolKeys := map[string]bool{}
+	for _, dp := range desired.Spec.ServicePools {
+		for k := 0; k < dp.Instances; k++ {
+			poolKeys[v1alpha1.PoolKey(dp.Name, k)] = true
+		}
+	}
+	// Pins of pools that are gone go with them.
+	for k := range out.Spec.VRRP.VirtualRouterIDs {
+		if strings.HasPrefix(k, "pool/") && !poolKeys[k] {
+			delete(out.Spec.VRRP.VirtualRouterIDs, k)
+		}
+	}
+	if live != nil {
+		liveIDs, err := vrid.ForCluster(live)
+		if err != nil {
+			return nil, fmt.Errorf("the live config's VRRP IDs: %w", err)
+		}
+		for k := range poolKeys {
+			if id, ok := liveIDs[k]; ok {
+				if _, pinned := out.Spec.VRRP.VirtualRouterIDs[k]; !pinned {
+					out.Spec.VRRP.VirtualRouterIDs[k] = int(id)
+				}
+			}
+		}
+	}
+	ids, err := vrid.ForCluster(&out)
+	if err != nil {
+		return nil, fmt.Errorf("VRRP IDs: %w", err)
+	}
+	for k := range poolKeys {
+		out.Spec.VRRP.VirtualRouterIDs[k] = int(ids[k])
+	}
+	if errs := v1alpha1.Validate(&out); len(errs) > 0 {
+		return nil, &v1alpha1.ValidationError{Errors: errs}
+	}
+	return &out, nil
+}
+
+func poolDiff(a, b v1alpha1.ServicePool) []string {
+	var out []string
+	field := func(name string, x, y any) {
+		if !reflect.DeepEqual(x, y) {
+			out = append(out, fmt.Sprintf("%s: %s -> %s", name, compact(x), compact(y)))
+		}
+	}
+	field("addresses", a.Addresses, b.Addresses)
+	field("nodeSelector", a.NodeSelector, b.NodeSelector)
+	field("namespaces", a.Namespaces, b.Namespaces)
+	field("serviceSelector", a.ServiceSelector, b.ServiceSelector)
+	field("autoAssign", a.AutoAssign, b.AutoAssign)
+	field("instances", a.Instances, b.Instances)
+	field("maxHolders", a.MaxHolders, b.MaxHolders)
+	return out
+}
+
+func compact(v any) string {
+	data, err := yaml.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	s := strings.TrimSpace(string(data))
+	if strings.Contains(s, "\n") {
+		// Flow style reads better on one line.
+		js, err := yaml.YAMLToJSON(data)
+		if err == nil {
+			return string(js)
+		}
+	}
+	return s
+}
+
+// staticDiff lists the top-level differences outside the day-2 parts.
+func staticDiff(live, desired *v1alpha1.ClusterVIPs) []string {
+	a, b := *live, *desired
+	a.Spec.ServicePools, b.Spec.ServicePools = nil, nil
+	a.Spec.VRRP.VirtualRouterIDs, b.Spec.VRRP.VirtualRouterIDs = nil, nil
+	a.Spec.VRRP.AvoidVirtualRouterIDs, b.Spec.VRRP.AvoidVirtualRouterIDs = nil, nil
+	var out []string
+	if !reflect.DeepEqual(a.Metadata, b.Metadata) {
+		out = append(out, "metadata")
+	}
+	at, bt := reflect.ValueOf(a.Spec), reflect.ValueOf(b.Spec)
+	for i := 0; i < at.NumField(); i++ {
+		if !reflect.DeepEqual(at.Field(i).Interface(), bt.Field(i).Interface()) {
+			name := strings.Split(at.Type().Field(i).Tag.Get("json"), ",")[0]
+			out = append(out, "spec."+name)
+		}
+	}
+	return out
+}
+
+// orphans lists the served Services whose status addresses fall outside
+// every desired pool, or on a pool instance's anchor.
+func orphans(c *v1alpha1.ClusterVIPs, services []corev1.Service) []Orphan {
+	var out []Orphan
+	for i := range services {
+		s := &services[i]
+		if !runtimecfg.Served(s) {
+			continue
+		}
+		var lost []string
+		for _, in := range s.Status.LoadBalancer.Ingress {
+			a, err := netip.ParseAddr(in.IP)
+			if err != nil {
+				continue
+			}
+			if !inSomePool(c, a.Unmap()) {
+				lost = append(lost, a.Unmap().String())
+			}
+		}
+		if len(lost) > 0 {
+			out = append(out, Orphan{Service: s.Namespace + "/" + s.Name, Addresses: lost})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
+	return out
+}
+
+func inSomePool(c *v1alpha1.ClusterVIPs, a netip.Addr) bool {
+	for i := range c.Spec.ServicePools {
+		p := &c.Spec.ServicePools[i]
+		for _, s := range p.Addresses {
+			r, err := v1alpha1.ParseAddressRange(s)
+			if err == nil && r.Contains(a) {
+				return !p.IsAnchor(a)
+			}
+		}
+	}
+	return false
+}
+
+// Text renders the plan for people, diff-like.
+func (p *Plan) Text() string {
+	var b strings.Builder
+	if p.Create {
+		b.WriteString("+ ConfigMap vipctl-system/vipctl-config (new)\n")
+	}
+	for _, pc := range p.Pools {
+		switch pc.Change {
+		case "added":
+			fmt.Fprintf(&b, "+ pool %s", pc.Name)
+		case "removed":
+			fmt.Fprintf(&b, "- pool %s", pc.Name)
+		default:
+			fmt.Fprintf(&b, "~ pool %s", pc.Name)
+		}
+		if len(pc.IDs) > 0 && pc.Change == "added" {
+			keys := make([]string, 0, len(pc.IDs))
+			for k := range pc.IDs {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			parts := make([]string, 0, len(keys))
+			for _, k := range keys {
+				parts = append(parts, fmt.Sprintf("%s=%d", k, pc.IDs[k]))
+			}
+			fmt.Fprintf(&b, " (VRRP IDs %s)", strings.Join(parts, ", "))
+		}
+		b.WriteString("\n")
+		for _, f := range pc.Fields {
+			fmt.Fprintf(&b, "    %s\n", f)
+		}
+	}
+	for _, o := range p.Orphans {
+		fmt.Fprintf(&b, "! Service %s would lose %s (no pool contains it)\n", o.Service, strings.Join(o.Addresses, ", "))
+	}
+	if len(p.Static) > 0 {
+		fmt.Fprintf(&b, "! static parts change (%s): new MachineConfigs; the Machine Config Operator will roll (reboot) the nodes\n", strings.Join(p.Static, ", "))
+	} else if !p.Empty() {
+		b.WriteString("no MachineConfig change: no node reboots\n")
+	}
+	if p.Empty() {
+		b.WriteString("no change\n")
+	}
+	return b.String()
+}
