@@ -1,0 +1,331 @@
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/vipctl/vipctl/internal/netlab"
+	"github.com/vipctl/vipctl/internal/testapiserver"
+	"github.com/vipctl/vipctl/pkg/render"
+)
+
+var (
+	benchNodes    = flag.Int("bench-nodes", 2000, "BenchmarkRuntimecfg: Nodes loaded")
+	benchServices = flag.Int("bench-services", 5000, "BenchmarkRuntimecfg: LoadBalancer Services loaded")
+	benchProbes   = flag.Int("bench-probes", 200, "BenchmarkRuntimecfg: Services created and timed after the load")
+)
+
+// benchCluster is all IPv6: 2000 node addresses do not fit the IPv4
+// documentation ranges.
+const benchCluster = `apiVersion: vipctl.io/v1alpha1
+kind: ClusterVIPs
+metadata: {name: bench}
+spec:
+  baseDomain: example.test
+  machineNetworks: ["2001:db8:1::/64"]
+  api: {vips: ["2001:db8:1::5"]}
+  servicePools:
+    - name: bench
+      addresses: ["2001:db8:1::1:0/112"]
+      nodeSelector: {pool: bench}
+`
+
+// buildVipctl builds the vipctl binary once per test binary.
+var buildVipctl = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "vipctl-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "vipctl")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/vipctl/vipctl/cmd/vipctl").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// BenchmarkRuntimecfg loads Nodes and LoadBalancer Services into a real
+// kube-apiserver, runs the allocator and one node's sidecar as separate
+// processes (with the ServiceAccount and node credentials they have in a
+// cluster), then times Service created → its VIP in the keepalived.conf
+// the sidecar wrote, and reports the sidecar's peak RSS and any address
+// handed out twice. `make bench-runtimecfg` prints the line.
+func BenchmarkRuntimecfg(b *testing.B) {
+	for b.Loop() {
+		runRuntimecfgBench(b)
+	}
+}
+
+func runRuntimecfgBench(b *testing.B) {
+	bin, err := buildVipctl()
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := startAllocEnv(b, benchCluster)
+	api, admin := env.api, env.admin
+	ctx := context.Background()
+	dir := b.TempDir()
+	cfgPath := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(cfgPath, []byte(benchCluster), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	allocatorKubeconfig := filepath.Join(dir, "allocator.kubeconfig")
+	testapiserver.WriteKubeconfig(b, api.TokenConfig(env.token), allocatorKubeconfig)
+
+	// Nodes: three control-plane, eight in the pool (the bench node is one
+	// of them, so every pool VIP is in its keepalived.conf).
+	const benchNode = "node-0100"
+	start := time.Now()
+	parallel(b, *benchNodes, 16, func(i int) error {
+		labels := map[string]string{"node-role.kubernetes.io/worker": ""}
+		if i < 3 {
+			labels = map[string]string{"node-role.kubernetes.io/control-plane": ""}
+		}
+		if i >= 100 && i < 108 {
+			labels["pool"] = "bench"
+		}
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%04d", i), Labels: labels}}
+		created, err := admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		created.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("2001:db8:1::%x", 0x1000+i)}}
+		_, err = admin.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		return err
+	})
+	b.Logf("%d nodes in %s", *benchNodes, time.Since(start).Round(time.Millisecond))
+
+	alloc := startProcess(b, bin, "allocator", "--kubeconfig", allocatorKubeconfig, "--id", "bench-allocator", "--listen", "")
+	start = time.Now()
+	parallel(b, *benchServices, 16, func(i int) error {
+		_, err := admin.CoreV1().Services("default").Create(ctx, benchService(fmt.Sprintf("load-%05d", i)), metav1.CreateOptions{})
+		return err
+	})
+	waitAllocated(b, admin, *benchServices, alloc)
+	b.Logf("%d services created and allocated in %s", *benchServices, time.Since(start).Round(time.Millisecond))
+
+	// The sidecar, with the bench node's own credentials, its config tests
+	// run in a lab namespace that has br-ex.
+	lab := netlab.New(b)
+	judge := lab.AddHost("judge", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"2001:db8:1::1064/64"}})
+	root := filepath.Join(dir, "node")
+	for _, d := range []string{render.RunDir, render.KeepalivedDir, render.HaproxyDir} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	nodeKubeconfig := filepath.Join(dir, "node.kubeconfig")
+	testapiserver.WriteKubeconfig(b, api.NodeConfig(b, benchNode), nodeKubeconfig)
+	bootstrap := filepath.Join(dir, "nodes.yaml")
+	if err := os.WriteFile(bootstrap, []byte(benchBootstrapNodes(benchNode)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	sidecar := startProcess(b, bin, "runtimecfg", "--config", cfgPath, "--bootstrap-nodes", bootstrap, "--node-name", benchNode,
+		"--kubeconfig", nodeKubeconfig, "--listen", "", "--root", root, "--check-netns", judge.NS)
+	conf := filepath.Join(root, render.KeepalivedConfPath)
+	start = time.Now()
+	waitUntilOrFatal(b, 10*time.Minute, "the sidecar renders every loaded Service", sidecar, func() bool {
+		data, _ := os.ReadFile(conf)
+		return strings.Count(string(data), "/128 dev br-ex") >= *benchServices
+	})
+	b.Logf("sidecar rendered %d service VIPs %s after start", *benchServices, time.Since(start).Round(time.Millisecond))
+
+	var lat []time.Duration
+	for i := 0; i < *benchProbes; i++ {
+		name := fmt.Sprintf("probe-%04d", i)
+		t0 := time.Now()
+		if _, err := admin.CoreV1().Services("default").Create(ctx, benchService(name), metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		var ip string
+		waitUntilOrFatal(b, time.Minute, name+" allocated", alloc, func() bool {
+			s, err := admin.CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
+			if err == nil && len(s.Status.LoadBalancer.Ingress) > 0 {
+				ip = s.Status.LoadBalancer.Ingress[0].IP
+			}
+			return ip != ""
+		})
+		want := "        " + netip.MustParseAddr(ip).String() + "/128 dev"
+		waitUntilOrFatal(b, time.Minute, name+"'s VIP in keepalived.conf", sidecar, func() bool {
+			data, _ := os.ReadFile(conf)
+			return strings.Contains(string(data), want)
+		})
+		lat = append(lat, time.Since(t0))
+	}
+	rss := peakRSSMiB(b, sidecar.PID())
+	dups := duplicateAddresses(b, admin)
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	fmt.Printf("runtimecfg nodes=%d services=%d rss_mib=%d p50_ms=%d p95_ms=%d duplicates=%d\n",
+		*benchNodes, *benchServices, rss, percentile(lat, 50).Milliseconds(), percentile(lat, 95).Milliseconds(), dups)
+}
+
+func benchService(name string) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		// 5000 LoadBalancer Services would exhaust the NodePort range.
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}},
+			IPFamilies: []corev1.IPFamily{corev1.IPv6Protocol}, AllocateLoadBalancerNodePorts: ptr.To(false)},
+	}
+}
+
+// benchBootstrapNodes is the init container's node list: the bench node
+// and one peer are enough to render before the API answers.
+func benchBootstrapNodes(node string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: List
+items:
+  - {apiVersion: v1, kind: Node, metadata: {name: node-0000, labels: {node-role.kubernetes.io/control-plane: ""}}, status: {addresses: [{type: InternalIP, address: "2001:db8:1::1000"}]}}
+  - {apiVersion: v1, kind: Node, metadata: {name: node-0001, labels: {node-role.kubernetes.io/control-plane: ""}}, status: {addresses: [{type: InternalIP, address: "2001:db8:1::1001"}]}}
+  - {apiVersion: v1, kind: Node, metadata: {name: %s, labels: {pool: bench}}, status: {addresses: [{type: InternalIP, address: "2001:db8:1::1064"}]}}
+  - {apiVersion: v1, kind: Node, metadata: {name: node-0101, labels: {pool: bench}}, status: {addresses: [{type: InternalIP, address: "2001:db8:1::1065"}]}}
+`, node)
+}
+
+func parallel(b *testing.B, n, workers int, f func(i int) error) {
+	b.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	next := make(chan int)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(i); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		b.Fatal(err)
+	default:
+	}
+}
+
+// benchProc is a vipctl process the bench started; it is stopped by PID.
+type benchProc struct {
+	cmd *exec.Cmd
+	log *syncBuffer
+}
+
+func (p *benchProc) PID() int { return p.cmd.Process.Pid }
+
+func startProcess(b *testing.B, bin string, args ...string) *benchProc {
+	b.Helper()
+	p := &benchProc{cmd: exec.Command(bin, args...), log: &syncBuffer{}}
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(exited) }()
+	b.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-exited
+		}
+		if b.Failed() {
+			b.Logf("--- vipctl %s log:\n%s", args[0], lastLines(p.log.String(), 40))
+		}
+	})
+	return p
+}
+
+func waitUntilOrFatal(b *testing.B, timeout time.Duration, what string, p *benchProc, cond func() bool) {
+	b.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			b.Fatalf("timed out waiting for %s; log:\n%s", what, lastLines(p.log.String(), 20))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func waitAllocated(b *testing.B, c kubernetes.Interface, n int, alloc *benchProc) {
+	b.Helper()
+	waitUntilOrFatal(b, 15*time.Minute, fmt.Sprintf("%d services allocated", n), alloc, func() bool {
+		time.Sleep(time.Second)
+		list, err := c.CoreV1().Services("default").List(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return false
+		}
+		got := 0
+		for _, s := range list.Items {
+			if s.Spec.Type == corev1.ServiceTypeLoadBalancer && len(s.Status.LoadBalancer.Ingress) > 0 {
+				got++
+			}
+		}
+		return got >= n
+	})
+}
+
+func duplicateAddresses(b *testing.B, c kubernetes.Interface) int {
+	b.Helper()
+	list, err := c.CoreV1().Services("").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, s := range list.Items {
+		for _, in := range s.Status.LoadBalancer.Ingress {
+			seen[in.IP]++
+		}
+	}
+	d := 0
+	for _, n := range seen {
+		if n > 1 {
+			d++
+		}
+	}
+	return d
+}
+
+// peakRSSMiB reads the process's high-water resident set.
+func peakRSSMiB(b *testing.B, pid int) int {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return (kb + 1023) / 1024
+		}
+	}
+	b.Fatalf("no VmHWM for pid %d", pid)
+	return 0
+}

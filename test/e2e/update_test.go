@@ -1,0 +1,204 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vipctl/vipctl/internal/cli"
+	"github.com/vipctl/vipctl/internal/testapiserver"
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/update"
+)
+
+// vipctl runs the CLI in process and returns its exit code and output.
+func vipctl(t testing.TB, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := cli.Main(args, cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	return code, out.String(), errOut.String()
+}
+
+const updateBase = `  servicePools:
+    - name: web
+      addresses: [198.51.100.128/27]
+`
+
+// TestUpdateAndStatus drives `vipctl update` and `vipctl status` against
+// the real apiserver with the allocator running: adding a pool gives a new
+// Service an address from it, an unused pool is removed, removing a pool in
+// use is refused naming the Services unless --force, concurrent updates
+// conflict, --dry-run and bad edits write nothing, and a static change
+// writes MachineConfigs the CRD accepts.
+func TestUpdateAndStatus(t *testing.T) {
+	base := clusterYAML("fast", "unicast", updateBase)
+	e := startAllocEnv(t, base)
+	e.api.InstallCRDs(t, testapiserver.MachineConfigCRD(t))
+	e.startAllocator(t, "a-0")
+	ctx := context.Background()
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
+	testapiserver.WriteKubeconfig(t, e.api.AdminConfig(), kubeconfig)
+	file := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(file, []byte(base), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (int, string, string) {
+		return vipctl(t, append(args, "--kubeconfig", kubeconfig)...)
+	}
+	configMap := func() string {
+		cm, err := e.admin.CoreV1().ConfigMaps(render.Namespace).Get(ctx, v1alpha1.ConfigMapName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cm.Data[v1alpha1.ConfigMapKey]
+	}
+
+	// --dry-run: the plan, nothing written (neither the cluster nor the file).
+	before, fileBefore := configMap(), readFile(t, file)
+	code, out, errOut := run("update", "-f", file, "--add-pool", "extra=198.51.100.64/27", "--dry-run")
+	if code != 0 || !strings.Contains(out, "+ pool extra (VRRP IDs pool/extra/0=") || !strings.Contains(out, "no node reboots") {
+		t.Fatalf("dry run: %d\n%s%s", code, out, errOut)
+	}
+	if configMap() != before || readFile(t, file) != fileBefore {
+		t.Fatal("--dry-run wrote something")
+	}
+
+	// Bad edits: refused with the field, nothing written.
+	for _, bad := range [][]string{
+		{"--add-pool", "extra=198.51.100.0/33"},
+		{"--add-pool", "extra=198.51.100.130/32"},
+		{"--set-pool", "nope=198.51.100.64/27"},
+		{"--add-pool", "extra=198.51.100.5/32"},
+	} {
+		code, _, errOut := run(append([]string{"update", "-f", file}, bad...)...)
+		if code != 1 || errOut == "" {
+			t.Errorf("%v: exit %d, stderr %q; want 1 with an error", bad, code, errOut)
+		}
+	}
+	if configMap() != before || readFile(t, file) != fileBefore {
+		t.Fatal("a refused edit wrote something")
+	}
+
+	// Add a pool: written, the file rewritten, a Service asking for it
+	// gets an address from it.
+	code, out, errOut = run("update", "-f", file, "--add-pool", "extra=198.51.100.64/27")
+	if code != 0 {
+		t.Fatalf("add: %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(readFile(t, file), "extra") || !strings.Contains(configMap(), "extra") {
+		t.Fatal("the added pool is not in the file and the ConfigMap")
+	}
+	e.service(t, "default", "in-extra", annotate(v1alpha1.AnnotationPool, "extra"))
+	if got := e.waitIPs(t, "default", "in-extra", 1); !strings.HasPrefix(got[0], "198.51.100.6") {
+		t.Errorf("Service in the new pool got %v", got)
+	}
+
+	// Removing the pool in use is refused with the Service named.
+	before = configMap()
+	code, _, errOut = run("update", "-f", file, "--remove-pool", "extra")
+	if code == 0 || !strings.Contains(errOut, "default/in-extra") || configMap() != before {
+		t.Fatalf("removing a pool in use: exit %d, %q", code, errOut)
+	}
+	// --force releases with an Event; the allocator has nowhere to put the
+	// Service then (web does not admit it by name), and says so.
+	code, _, errOut = run("update", "-f", file, "--remove-pool", "extra", "--force")
+	if code != 0 {
+		t.Fatalf("--force: %d %s", code, errOut)
+	}
+	e.waitEvent(t, "default", "in-extra", "IPReleased", "vipctl update --force released")
+	e.waitEvent(t, "default", "in-extra", "AllocationFailed", `pool "extra" does not exist`)
+
+	// Removing an unused pool just works.
+	code, _, errOut = run("update", "-f", file, "--add-pool", "spare=198.51.100.96/28")
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	code, out, errOut = run("update", "-f", file, "--remove-pool", "spare")
+	if code != 0 || !strings.Contains(out, "- pool spare") || strings.Contains(configMap(), "spare") {
+		t.Fatalf("removing an unused pool: %d\n%s%s", code, out, errOut)
+	}
+
+	// Two admins: both read, one writes, the other's write conflicts.
+	cl := update.Cluster{Kube: e.admin, Namespace: render.Namespace}
+	cfg, err := v1alpha1.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live1, cm1, err := cl.Live(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live2, cm2, err := cl.Live(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := update.ApplyEdits(cfg, []update.Edit{{Op: "add", Spec: "one=198.51.100.96/28"}})
+	b, _ := update.ApplyEdits(cfg, []update.Edit{{Op: "add", Spec: "two=198.51.100.112/28"}})
+	pa, err := update.Compute(live1, a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, err := update.Compute(live2, b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	if err := cl.Apply(ctx, pa, cm1, false, &log); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Apply(ctx, pb, cm2, false, &log); err == nil || !strings.Contains(err.Error(), "changed since it was read") {
+		t.Errorf("the second concurrent update: %v, want a conflict", err)
+	}
+	if s := configMap(); !strings.Contains(s, "name: one") || strings.Contains(s, "name: two") {
+		t.Errorf("after the conflict the ConfigMap holds:\n%s", s)
+	}
+
+	// A static change writes MachineConfigs and says nodes will reboot.
+	if err := os.WriteFile(file, []byte(strings.Replace(base, "vrrp: {profile: fast", "vrrp: {profile: default", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = run("update", "-f", file, "--force")
+	if code != 0 || !strings.Contains(out, "reboot") || !strings.Contains(errOut, "wrote MachineConfig 50-vipctl-master") {
+		t.Fatalf("static change: %d\n%s%s", code, out, errOut)
+	}
+
+	// status: nobody publishes yet -> exit 2; a node publishing the API
+	// VIP and the Service addresses -> still 2 for ingress-less config?
+	code, out, _ = run("status")
+	if code != cli.ExitFinding || !strings.Contains(out, "no-holder") {
+		t.Fatalf("status with no holders: %d\n%s", code, out)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "master-0", Annotations: map[string]string{}}}
+	held := v1alpha1.HeldVIPs{{Address: apiVIP, Instance: "api", Since: time.Now().UTC().Truncate(time.Second)}}
+	node.Annotations[v1alpha1.AnnotationNodeVIPs] = held.String()
+	if _, err := e.admin.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = run("status", "-o", "json")
+	if !strings.Contains(out, `"holders": [`+"\n"+`      "master-0"`) || !strings.Contains(out, `"state": "ok"`) {
+		t.Errorf("status json:\n%s", out)
+	}
+	// in-extra lost its address and nothing else is allocated: every VIP
+	// has its holder now, so the exit is 0.
+	if code != 0 {
+		t.Errorf("status exit %d with every VIP held:\n%s", code, out)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
