@@ -8,7 +8,7 @@ NODES ?= examples/nodes/compact.yaml
 OUT ?= out
 TRIALS ?= 20
 
-.PHONY: all build demo deps test test-unit test-e2e lint verify update bench bench-failover bench-steady clean
+.PHONY: all build demo deps test test-unit test-e2e lint verify update bench bench-failover bench-steady bench-runtimecfg clean
 
 all: build
 
@@ -52,6 +52,11 @@ bench:
 ## bench-failover: failover outages in the namespace lab (root), TRIALS per case
 bench-failover: deps
 	$(GO) test -run '^$$' -bench BenchmarkFailover -benchtime 1x -timeout 3h ./test/e2e/ -args -trials=$(TRIALS) | grep '^failover '
+
+## bench-runtimecfg: 2000 Nodes and 5000 LoadBalancer Services in the real apiserver,
+## the allocator and one sidecar as processes; Service created -> VIP in keepalived.conf
+bench-runtimecfg: deps
+	$(GO) test -run '^$$' -bench BenchmarkRuntimecfg -benchtime 1x -timeout 1h ./test/e2e/ | grep '^runtimecfg '
 
 ## bench-steady: fast profile for STEADY (10m) with both CPUs busy; counts false failovers
 STEADY ?= 10m
