@@ -169,6 +169,13 @@ func runRuntimecfgBench(b *testing.B) {
 		lat = append(lat, time.Since(t0))
 	}
 	rss := peakRSSMiB(b, sidecar.PID())
+	if status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", sidecar.PID())); err == nil {
+		for _, l := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(l, "Vm") || strings.HasPrefix(l, "Rss") {
+				b.Log(l)
+			}
+		}
+	}
 	dups := duplicateAddresses(b, admin)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	fmt.Printf("runtimecfg nodes=%d services=%d rss_mib=%d p50_ms=%d p95_ms=%d duplicates=%d\n",

@@ -15,6 +15,7 @@ import (
 	"github.com/vipctl/vipctl/internal/cli"
 	"github.com/vipctl/vipctl/internal/testapiserver"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/update"
 )
@@ -201,4 +202,64 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestUpdateInTheLab: the whole chain on the lab's nodes. `vipctl update`
+// adds a pool; a Service asking for it gets an address from the allocator,
+// the sidecars put it into keepalived and it answers from the client; the
+// pool, unused again, is removed and its VRRP instances leave every node.
+// A client polling an untouched Service VIP every 10 ms never fails
+// meanwhile.
+func TestUpdateInTheLab(t *testing.T) {
+	kc := startKubeCluster(t, clusterYAML("fast", "unicast", sidecarPools), sidecarSpecs())
+	objs, err := manifests.Objects(kc.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyObjects(t, kc.api.AdminConfig(), objs)
+	allocatorFor(t, kc.api, kc.admin).startAllocator(t, "allocator-0")
+	for _, n := range kc.nodes {
+		kc.addNode(t, n.name)
+		kc.startSidecar(t, n.name)
+		startEcho(t, n, "0.0.0.0:8080")
+	}
+	ctx := context.Background()
+	createLBService(t, kc.admin, "untouched", "")
+	for _, w := range []string{"worker-0", "worker-1"} {
+		kc.waitConf(t, w, "the untouched VIP", func(c string) bool { return strings.Contains(c, "198.51.100.128/32") })
+	}
+	p := kc.poll("http://198.51.100.128:8080/", 10*time.Millisecond)
+	waitFor(t, 30*time.Second, "the untouched VIP answers", func() bool { ok, _ := p.counts(); return ok > 20 })
+
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
+	testapiserver.WriteKubeconfig(t, kc.api.AdminConfig(), kubeconfig)
+	file := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(file, []byte(clusterYAML("fast", "unicast", sidecarPools)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := vipctl(t, "update", "-f", file, "--kubeconfig", kubeconfig, "--add-pool", "extra=198.51.100.64/27"); code != 0 {
+		t.Fatalf("update: %d\n%s%s", code, out, errOut)
+	}
+	createLBService(t, kc.admin, "in-extra", "198.51.100.70")
+	kc.waitConf(t, "master-0", "the new pool's address", func(c string) bool { return strings.Contains(c, "198.51.100.70/32") })
+	q := kc.poll("http://198.51.100.70:8080/", 20*time.Millisecond)
+	waitFor(t, 30*time.Second, "the new pool's address answers", func() bool { ok, _ := q.counts(); return ok > 5 })
+	q.Stop()
+
+	if err := kc.admin.CoreV1().Services("default").Delete(ctx, "in-extra", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the allocator releases in-extra", func() bool { return countAllocated(t, kc.admin) == 1 })
+	if code, out, errOut := vipctl(t, "update", "-f", file, "--kubeconfig", kubeconfig, "--remove-pool", "extra"); code != 0 {
+		t.Fatalf("remove: %d\n%s%s", code, out, errOut)
+	}
+	for _, n := range kc.nodes {
+		kc.waitConf(t, n.name, "no instance of the removed pool", func(c string) bool { return !strings.Contains(c, "pool_extra_") })
+	}
+	time.Sleep(time.Second)
+	ok, fail := p.Stop()
+	if fail != 0 {
+		t.Errorf("the untouched VIP failed %d of %d requests during the updates", fail, ok+fail)
+	}
 }
