@@ -58,7 +58,7 @@ type Controller struct {
 	synced  bool
 }
 
-// New validates the options.
+// NewController validates the options.
 func NewController(o Options) (*Controller, error) {
 	if o.Client == nil || o.Namespace == "" || o.Identity == "" {
 		return nil, errors.New("allocator: client, namespace and identity are required")

@@ -172,7 +172,7 @@ func (s *Sidecar) factory(opts ...informers.SharedInformerOption) informers.Shar
 func (s *Sidecar) inform(what string, inf cache.SharedIndexInformer) cache.GenericLister {
 	h := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { s.trigger() },
-		UpdateFunc: func(old, cur any) { s.trigger() },
+		UpdateFunc: func(_, _ any) { s.trigger() },
 		DeleteFunc: func(any) { s.trigger() },
 	}
 	if _, err := inf.AddEventHandler(h); err != nil {

@@ -102,20 +102,23 @@ func startKubeCluster(t *testing.T, clusterYAML string, specs []nodeSpec) *kubeC
 	return kc
 }
 
+// deploy applies everything `vipctl render` writes to DIR/manifests/ and
+// runs the allocator with its ServiceAccount's token.
+func (kc *kubeCluster) deploy(t *testing.T) {
+	t.Helper()
+	objs, err := manifests.Objects(kc.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyObjects(t, kc.api.AdminConfig(), objs)
+	allocatorFor(t, kc.api, kc.admin).startAllocator(t, "allocator-0")
+}
+
 // grantNodeReaders applies the rendered node RBAC, as an administrator
 // would with `oc apply -f out/manifests/`.
 func (kc *kubeCluster) grantNodeReaders(t *testing.T) {
 	t.Helper()
 	applyObjects(t, kc.api.AdminConfig(), manifests.NodeReaders(kc.cfg))
-}
-
-func grantNodeReadersFor(t testing.TB, c *rest.Config, clusterYAML string) {
-	t.Helper()
-	cfg, err := v1alpha1.Parse([]byte(clusterYAML))
-	if err != nil {
-		t.Fatal(err)
-	}
-	applyObjects(t, c, manifests.NodeReaders(cfg))
 }
 
 // applyObjects creates typed objects (TypeMeta set, as pkg/manifests
@@ -292,14 +295,7 @@ func sidecarSpecs() []nodeSpec {
 // survived.
 func TestSidecarFollowsTheCluster(t *testing.T) {
 	kc := startKubeCluster(t, clusterYAML("fast", "unicast", sidecarPools), sidecarSpecs())
-	// Everything `vipctl render` writes to DIR/manifests/, and the
-	// allocator running with its ServiceAccount's token.
-	objs, err := manifests.Objects(kc.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	applyObjects(t, kc.api.AdminConfig(), objs)
-	allocatorFor(t, kc.api, kc.admin).startAllocator(t, "allocator-0")
+	kc.deploy(t)
 	for _, n := range []string{"master-0", "master-1", "worker-0"} {
 		kc.addNode(t, n)
 	}

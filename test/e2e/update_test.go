@@ -15,7 +15,6 @@ import (
 	"github.com/vipctl/vipctl/internal/cli"
 	"github.com/vipctl/vipctl/internal/testapiserver"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/update"
 )
@@ -212,12 +211,7 @@ func readFile(t *testing.T, path string) string {
 // meanwhile.
 func TestUpdateInTheLab(t *testing.T) {
 	kc := startKubeCluster(t, clusterYAML("fast", "unicast", sidecarPools), sidecarSpecs())
-	objs, err := manifests.Objects(kc.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	applyObjects(t, kc.api.AdminConfig(), objs)
-	allocatorFor(t, kc.api, kc.admin).startAllocator(t, "allocator-0")
+	kc.deploy(t)
 	for _, n := range kc.nodes {
 		kc.addNode(t, n.name)
 		kc.startSidecar(t, n.name)
