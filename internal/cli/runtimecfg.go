@@ -61,6 +61,11 @@ annotation and serves /healthz, /readyz and /metrics on --listen.`,
 			defer stop()
 			if o.oneShot {
 				res, err := runtimecfg.Once(ctx, o.once)
+				if errors.Is(err, runtimecfg.ErrNoBootstrapNodes) {
+					// The pod must start anyway: the sidecar takes over.
+					_, _ = fmt.Fprintln(streams.ErrOut, "warning:", err)
+					err = nil
+				}
 				if err != nil {
 					return err
 				}

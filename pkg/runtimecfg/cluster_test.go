@@ -1,8 +1,11 @@
 package runtimecfg
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -172,5 +175,24 @@ func TestParseConfigMap(t *testing.T) {
 	cm.Data = map[string]string{v1alpha1.ConfigMapKey: "kind: ClusterVIPs\nspec: {bogus: 1}\n"}
 	if _, err := ParseConfigMap(cm); err == nil || !strings.Contains(err.Error(), "vipctl-system/vipctl-config") || !strings.Contains(err.Error(), "bogus") {
 		t.Errorf("bad config: %v, want the ConfigMap and the field named", err)
+	}
+}
+
+// TestOnceWithoutBootstrapNodes: rendered without --nodes, the init
+// container still lets keepalived start (a config without instances, which
+// the real keepalived accepts) and says why.
+func TestOnceWithoutBootstrapNodes(t *testing.T) {
+	target := Target{Root: nodeRoot(t)}
+	_, err := Once(t.Context(), OnceOptions{Target: target, Config: "../../examples/compact-ipv4.yaml",
+		BootstrapNodes: filepath.Join(t.TempDir(), "missing.yaml"), NodeName: "master-0"})
+	if !errors.Is(err, ErrNoBootstrapNodes) {
+		t.Fatalf("err = %v, want ErrNoBootstrapNodes", err)
+	}
+	data, err := os.ReadFile(target.path(render.KeepalivedConfPath))
+	if err != nil || !strings.Contains(string(data), "router_id master_0") || strings.Contains(string(data), "vrrp_instance") {
+		t.Fatalf("placeholder keepalived.conf: %v\n%s", err, data)
+	}
+	if drain, _ := os.ReadFile(target.path(render.DrainFile)); string(drain) != "0\n" {
+		t.Errorf("drain file %q", drain)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/render"
@@ -60,15 +61,25 @@ func Once(ctx context.Context, o OnceOptions) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if err := InitRunFiles(o.Target, c); err != nil {
+		return Result{}, err
+	}
 	nodes, err := render.LoadNodeList(o.BootstrapNodes, c.Spec.VRRP.Interface)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Rendered without --nodes: nothing to render peers from until the
+		// sidecar reads the API. keepalived must still start, so it gets
+		// a config without instances (unless one is there already).
+		res, werr := placeholder(ctx, o.Target, o.NodeName)
+		if werr != nil {
+			return res, werr
+		}
+		return res, fmt.Errorf("%w: %s (render with --nodes so the API VIP comes up before the API does)", ErrNoBootstrapNodes, o.BootstrapNodes)
+	}
 	if err != nil {
 		return Result{}, fmt.Errorf("bootstrap nodes: %w", err)
 	}
 	files, err := Desired(c, render.State{Nodes: nodes}, o.NodeName, o.Root)
 	if err != nil {
-		return Result{}, err
-	}
-	if err := InitRunFiles(o.Target, c); err != nil {
 		return Result{}, err
 	}
 	// A new pod starts undrained, whatever the last one's preStop left.
@@ -80,6 +91,21 @@ func Once(ctx context.Context, o OnceOptions) (Result, error) {
 		return res, err
 	}
 	return res, applyRedirects(o.Target, c, files)
+}
+
+// ErrNoBootstrapNodes says Once found no bootstrap node list: keepalived
+// got a config without instances, and the sidecar renders the real one
+// from the API.
+var ErrNoBootstrapNodes = errors.New("no bootstrap node list")
+
+// placeholder writes a keepalived.conf without instances when there is
+// none yet, so keepalived starts and the sidecar can reload it.
+func placeholder(ctx context.Context, t Target, node string) (Result, error) {
+	if _, err := os.Stat(t.path(render.KeepalivedConfPath)); err == nil {
+		return Result{}, nil
+	}
+	data := fmt.Appendf(nil, "# Written by vipctl runtimecfg --once for node %s: no bootstrap node list,\n# so no VRRP instance until the sidecar renders from the API.\nglobal_defs {\n    router_id %s\n}\n", node, strings.ReplaceAll(node, "-", "_"))
+	return Apply(ctx, t, []render.File{{Path: render.KeepalivedConfPath, Mode: 0o644, Data: data}})
 }
 
 // InitRunFiles creates the track files keepalived reads, without
