@@ -100,11 +100,13 @@ func TestKeepalivedCrashMovesVIP(t *testing.T) {
 // below every peer), a peer preempts while the holder still serves, then
 // keepalived stops. A client opens a new connection every 10 ms.
 //
-// What holds today, and is asserted: no request that starts after the
-// takeover fails, and at most one request in flight at the instant the
-// VIP moves does (its packets reach the node that just lost the VIP, or
-// the new holder, which knows nothing of the connection). Zero in every
-// trial, as issue 4 asks, needs more than VRRP gives; see docs/lab.md.
+// What holds, and is asserted: no request that starts after the takeover
+// fails, and at most one request in flight at the instant the client's ARP
+// entry flips does (the old holder can no longer answer from the VIP, or
+// the client's next segment reaches the new holder, which resets it).
+// That one is lost in about a third of the handovers with these 3 ms TLS
+// requests; removing it takes connection-aware forwarding, not VRRP (see
+// docs/lab.md).
 func TestPlannedHandover(t *testing.T) {
 	for _, profile := range []string{"fast", "default"} {
 		t.Run(profile, func(t *testing.T) {
@@ -200,23 +202,32 @@ func TestIngressShardVIPFollowsItsRouters(t *testing.T) {
 	}
 }
 
-// TestServicePoolsSpreadAndStayBound: a pool's VIPs are held by more than
-// one of its nodes at once, never by nodes outside its nodeSelector.
-func TestServicePoolsSpreadAndStayBound(t *testing.T) {
-	pools := `  servicePools:
+// webPool is a service pool of two VRRP instances held by the nodes
+// labelled pool=web.
+const webPool = `  servicePools:
     - name: web
       addresses: [198.51.100.128/26]
       nodeSelector: {pool: web}
       instances: 2
 `
-	specs := []nodeSpec{
+
+// webPoolNodes are two control-plane nodes (the API VIP needs a pair) and
+// the two pool=web workers, then extra.
+func webPoolNodes(extra ...nodeSpec) []nodeSpec {
+	return append([]nodeSpec{
 		{name: "master-0", addr: "198.51.100.11/24", controlPlane: true},
 		{name: "master-1", addr: "198.51.100.12/24", controlPlane: true},
 		{name: "worker-0", addr: "198.51.100.21/24", labels: map[string]string{"pool": "web"}},
 		{name: "worker-1", addr: "198.51.100.22/24", labels: map[string]string{"pool": "web"}},
-		{name: "worker-2", addr: "198.51.100.23/24"},
-	}
-	lc := startCluster(t, clusterYAML("fast", "unicast", pools), specs)
+	}, extra...)
+}
+
+func inWebPool(node string) bool { return node == "worker-0" || node == "worker-1" }
+
+// TestServicePoolsSpreadAndStayBound: a pool's VIPs are held by more than
+// one of its nodes at once, never by nodes outside its nodeSelector.
+func TestServicePoolsSpreadAndStayBound(t *testing.T) {
+	lc := startCluster(t, clusterYAML("fast", "unicast", webPool), webPoolNodes(nodeSpec{name: "worker-2", addr: "198.51.100.23/24"}))
 	var vips []string
 	for a, i := netip.MustParseAddr("198.51.100.130"), 0; i < 6; a, i = a.Next(), i+1 {
 		lc.stateAddVIP("web", a)
@@ -225,10 +236,9 @@ func TestServicePoolsSpreadAndStayBound(t *testing.T) {
 	for _, n := range lc.nodes {
 		lc.apply(n)
 	}
-	bound := func(n string) bool { return n == "worker-0" || n == "worker-1" }
 	holders := map[string]bool{}
 	for v, h := range lc.settledAll(vips...) {
-		if !bound(h) {
+		if !inWebPool(h) {
 			t.Errorf("%s held by %s, outside the pool's nodeSelector", v, h)
 		}
 		holders[h] = true
@@ -241,23 +251,10 @@ func TestServicePoolsSpreadAndStayBound(t *testing.T) {
 // TestServiceVIPChangesLeaveOthersAlone: adding and removing service VIPs
 // reloads keepalived on the pool's nodes; a client of an untouched VIP
 // polling every 10 ms sees no failure, and the untouched instance no VRRP
-// state change on any node. Removing an instance's last VIP takes the
-// instance out of keepalived.conf and its VIP off every node.
+// state change on any node. Removing an instance's last Service VIP takes
+// it off every node; the instance stays with its anchor address.
 func TestServiceVIPChangesLeaveOthersAlone(t *testing.T) {
-	pools := `  servicePools:
-    - name: web
-      addresses: [198.51.100.128/26]
-      nodeSelector: {pool: web}
-      instances: 2
-`
-	specs := []nodeSpec{
-		{name: "master-0", addr: "198.51.100.11/24", controlPlane: true},
-		{name: "master-1", addr: "198.51.100.12/24", controlPlane: true},
-		{name: "worker-0", addr: "198.51.100.21/24", labels: map[string]string{"pool": "web"}},
-		{name: "worker-1", addr: "198.51.100.22/24", labels: map[string]string{"pool": "web"}},
-	}
-	lc := startCluster(t, clusterYAML("fast", "unicast", pools), specs)
-	bound := func(n string) bool { return n == "worker-0" || n == "worker-1" }
+	lc := startCluster(t, clusterYAML("fast", "unicast", webPool), webPoolNodes())
 
 	// Two VIPs in the instance the client watches (A), and three for the
 	// other one (B): two to start with, one to add.
@@ -299,7 +296,7 @@ func TestServiceVIPChangesLeaveOthersAlone(t *testing.T) {
 		edit()
 		for _, n := range lc.nodes {
 			res := lc.apply(n)
-			if bound(n.name) && !slices.Contains(res.Reloaded, "keepalived") {
+			if inWebPool(n.name) && !slices.Contains(res.Reloaded, "keepalived") {
 				t.Errorf("%s: %s: keepalived not reloaded (result %+v)", what, n.name, res)
 			}
 		}
@@ -310,7 +307,7 @@ func TestServiceVIPChangesLeaveOthersAlone(t *testing.T) {
 		t.Logf("%s: instance %s: %q", what, touched, lc.transitions(since, touched))
 	}
 	change("adding "+b[2].String(), func() { lc.stateAddVIP("web", b[2]) })
-	lc.waitHolder(b[2].String(), 10*time.Second, bound)
+	lc.waitHolder(b[2].String(), 10*time.Second, inWebPool)
 
 	change("removing "+b[0].String()+" and "+b[1].String(), func() { lc.stateRemoveVIP("web", b[0], b[1]) })
 	for _, v := range b[:2] {
@@ -322,17 +319,19 @@ func TestServiceVIPChangesLeaveOthersAlone(t *testing.T) {
 		t.Errorf("%s, left in its instance, held by %v", b[2], h)
 	}
 
-	change("removing the last VIP of "+touched, func() { lc.stateRemoveVIP("web", b[2]) })
+	change("removing the last Service VIP of "+touched, func() { lc.stateRemoveVIP("web", b[2]) })
 	if h := lc.holders(b[2].String()); len(h) > 0 {
 		t.Errorf("removed VIP %s still held by %v", b[2], h)
 	}
-	for _, n := range lc.nodes {
-		conf, err := os.ReadFile(filepath.Join(n.target.Root, render.KeepalivedConfPath))
+	for _, n := range []string{"worker-0", "worker-1"} {
+		conf, err := os.ReadFile(filepath.Join(lc.byName[n].target.Root, render.KeepalivedConfPath))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(string(conf), "vrrp_instance "+touched+" ") {
-			t.Errorf("%s: instance %s without VIPs still in keepalived.conf", n.name, touched)
+		// The instance stays, advertising only its anchor, ready for the
+		// next Service.
+		if !strings.Contains(string(conf), "vrrp_instance "+touched+" ") {
+			t.Errorf("%s: instance %s left keepalived.conf with its last Service VIP", n, touched)
 		}
 	}
 
