@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -183,7 +186,7 @@ func (s *Sidecar) inform(what string, inf cache.SharedIndexInformer) cache.Gener
 		s.log.Error("cannot watch "+what+"; keeping the last good config", "err", DescribeAPIError(err))
 	})
 	s.synced = append(s.synced, inf.HasSynced)
-	return cache.NewGenericLister(inf.GetIndexer(), schemaResource(what))
+	return cache.NewGenericLister(inf.GetIndexer(), schema.GroupResource{Resource: what})
 }
 
 // watch sets up the informers, each narrowed by namespace, label or field
@@ -598,7 +601,7 @@ func (s *Sidecar) publish(ctx context.Context) error {
 		return nil
 	}
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationNodeVIPs, held.String())
-	if _, err := s.o.Client.CoreV1().Nodes().Patch(ctx, s.o.NodeName, typesMerge, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := s.o.Client.CoreV1().Nodes().Patch(ctx, s.o.NodeName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -609,4 +612,19 @@ func (s *Sidecar) publish(ctx context.Context) error {
 	s.mu.Unlock()
 	s.log.Info("published held VIPs", "vips", held.String())
 	return nil
+}
+
+// truncate keeps an Event message within what the API accepts.
+func truncate(s string) string {
+	const limit = 1000
+	if len(s) > limit {
+		return s[:limit] + "…"
+	}
+	return s
+}
+
+func sortHeld(h v1alpha1.HeldVIPs) {
+	sort.Slice(h, func(i, j int) bool {
+		return netip.MustParseAddr(h[i].Address).Less(netip.MustParseAddr(h[j].Address))
+	})
 }

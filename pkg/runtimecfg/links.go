@@ -1,69 +1,11 @@
 package runtimecfg
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
-	"sort"
 
 	"github.com/vishvananda/netlink"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 )
-
-const typesMerge = types.MergePatchType
-
-func schemaResource(resource string) schema.GroupResource {
-	return schema.GroupResource{Resource: resource}
-}
-
-// DescribeAPIError makes a permission problem say so up front; the API's
-// own message names the user, verb and resource.
-func DescribeAPIError(err error) string {
-	if err == nil {
-		return ""
-	}
-	if isForbidden(err) {
-		return "permission missing (check the vipctl RBAC for system:nodes): " + err.Error()
-	}
-	if apierrors.IsUnauthorized(err) {
-		return "credentials rejected (check the node kubeconfig): " + err.Error()
-	}
-	return err.Error()
-}
-
-// isForbidden also sees through the wrapping reflector errors add.
-func isForbidden(err error) bool {
-	var st apierrors.APIStatus
-	if errors.As(err, &st) {
-		return st.Status().Code == 403
-	}
-	return apierrors.IsForbidden(err)
-}
-
-func truncate(s string) string {
-	const max = 1000
-	if len(s) > max {
-		return s[:max] + "…"
-	}
-	return s
-}
-
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-func sortHeld(h v1alpha1.HeldVIPs) {
-	sort.Slice(h, func(i, j int) bool {
-		return netip.MustParseAddr(h[i].Address).Less(netip.MustParseAddr(h[j].Address))
-	})
-}
 
 // LinkAddresses lists every address on the current network namespace's
 // interfaces.
