@@ -2,7 +2,10 @@
 SHELL := /usr/bin/env bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
-LDFLAGS := -X github.com/vipctl/vipctl/internal/version.Version=$(VERSION)
+# -s -w: no symbol table or DWARF (panics still print stack traces);
+# CGO_ENABLED=0: static, no libc mapped. The binary's own pages are more
+# than half of the sidecar's resident set on every node (docs/benchmarks.md).
+LDFLAGS := -s -w -X github.com/vipctl/vipctl/internal/version.Version=$(VERSION)
 EXAMPLE ?= examples/compact-ipv4.yaml
 NODES ?= examples/nodes/compact.yaml
 OUT ?= out
@@ -13,7 +16,7 @@ TRIALS ?= 20
 all: build
 
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/vipctl ./cmd/vipctl
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/vipctl ./cmd/vipctl
 
 ## demo: run vipctl on the shipped example into ./out
 demo: build
@@ -55,8 +58,8 @@ bench-failover: deps
 
 ## bench-runtimecfg: 2000 Nodes and 5000 LoadBalancer Services in the real apiserver,
 ## the allocator and one sidecar as processes; Service created -> VIP in keepalived.conf
-bench-runtimecfg: deps
-	$(GO) test -run '^$$' -bench BenchmarkRuntimecfg -benchtime 1x -timeout 1h ./test/e2e/ | grep '^runtimecfg '
+bench-runtimecfg: deps build
+	$(GO) test -run '^$$' -bench BenchmarkRuntimecfg -benchtime 1x -timeout 1h ./test/e2e/ -args -vipctl=$(CURDIR)/bin/vipctl | grep '^runtimecfg '
 
 ## bench-steady: fast profile for STEADY (10m) with both CPUs busy; counts false failovers
 STEADY ?= 10m

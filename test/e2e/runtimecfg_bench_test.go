@@ -30,6 +30,7 @@ var (
 	benchNodes    = flag.Int("bench-nodes", 2000, "BenchmarkRuntimecfg: Nodes loaded")
 	benchServices = flag.Int("bench-services", 5000, "BenchmarkRuntimecfg: LoadBalancer Services loaded")
 	benchProbes   = flag.Int("bench-probes", 200, "BenchmarkRuntimecfg: Services created and timed after the load")
+	benchBinary   = flag.String("vipctl", "", "BenchmarkRuntimecfg: the vipctl binary to run (make bench-runtimecfg passes the one make build wrote); empty builds one")
 )
 
 // benchCluster is all IPv6: 2000 node addresses do not fit the IPv4
@@ -47,8 +48,13 @@ spec:
       nodeSelector: {pool: bench}
 `
 
-// buildVipctl builds the vipctl binary once per test binary.
+// buildVipctl builds the vipctl binary once per test binary, unless
+// -vipctl names one: the sidecar's resident set depends on how the binary
+// was built, so the benchmark measures the one that ships.
 var buildVipctl = sync.OnceValues(func() (string, error) {
+	if *benchBinary != "" {
+		return *benchBinary, nil
+	}
 	dir, err := os.MkdirTemp("", "vipctl-bin-")
 	if err != nil {
 		return "", err
