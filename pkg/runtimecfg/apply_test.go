@@ -167,3 +167,45 @@ func TestInitRunFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestPruneLocalStatus: the status file of a Local Service that is gone
+// goes; those of current ones and every other run file stay.
+func TestPruneLocalStatus(t *testing.T) {
+	target := Target{Root: nodeRoot(t)}
+	c, err := v1alpha1.Load("../../examples/ingress-shards.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := InitRunFiles(target, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"shop/web", "shop/old", "db/primary"} {
+		if err := writeRunFile(target, render.LocalServiceStatusFile(name), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keep := []render.LocalService{{Name: "shop/web"}, {Name: "db/primary"}}
+	if err := PruneLocalStatus(target, keep); err != nil {
+		t.Fatal(err)
+	}
+	exists := func(p string) bool {
+		_, err := os.Stat(filepath.Join(target.Root, p))
+		return err == nil
+	}
+	for _, p := range []string{render.LocalServiceStatusFile("shop/web"), render.LocalServiceStatusFile("db/primary"),
+		render.DrainFile, render.IngressStatusFile("default"), render.IngressStatusFile("internal")} {
+		if !exists(p) {
+			t.Errorf("%s was removed", p)
+		}
+	}
+	if exists(render.LocalServiceStatusFile("shop/old")) {
+		t.Errorf("%s is still there", render.LocalServiceStatusFile("shop/old"))
+	}
+	// Nothing left to prune is not an error.
+	if err := PruneLocalStatus(target, nil); err != nil {
+		t.Fatal(err)
+	}
+	if exists(render.LocalServiceStatusFile("shop/web")) {
+		t.Errorf("pruning with no Local Services kept shop/web")
+	}
+}

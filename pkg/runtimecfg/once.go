@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
@@ -154,6 +155,28 @@ func SetDrain(t Target, on bool) error {
 func SetIngressReady(t Target, controller string, ready bool) error {
 	// The file holds 0 for ready: keepalived treats non-zero as a fault.
 	return writeRunFile(t, render.IngressStatusFile(controller), !ready)
+}
+
+// PruneLocalStatus removes the status files of Local Services that are no
+// longer in keep. Call it only once the keepalived.conf that tracked them
+// has been replaced: until then keepalived still reads them.
+func PruneLocalStatus(t Target, keep []render.LocalService) error {
+	want := make(map[string]bool, len(keep))
+	for _, ls := range keep {
+		want[t.path(render.LocalServiceStatusFile(ls.Name))] = true
+	}
+	found, err := filepath.Glob(t.path(render.LocalServiceStatusFile("*")))
+	if err != nil {
+		return err
+	}
+	for _, f := range found {
+		if !want[f] {
+			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func writeRunFile(t Target, path string, one bool) error {

@@ -413,6 +413,9 @@ func (s *Sidecar) sync(ctx context.Context) error {
 	if err != nil {
 		return &syncError{"apply", err}
 	}
+	if err := PruneLocalStatus(s.o.Target, st.LocalServices); err != nil {
+		return &syncError{"write", err}
+	}
 	if err := applyRedirects(s.o.Target, c, files); err != nil {
 		return &syncError{"redirect", err}
 	}

@@ -638,6 +638,23 @@ func TestSidecarLocalTrafficPolicy(t *testing.T) {
 	if got := kc.holders(vip); len(got) != 1 || got[0] != "worker-0" {
 		t.Errorf("%s held by %v after the endpoint moved; want only worker-0", vip, got)
 	}
+
+	// The Service goes: its instance leaves every node, and so do the
+	// status files keepalived tracked for it.
+	if err := kc.admin.CoreV1().Services(svc.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, vip+" held by no node", func() bool { return len(kc.holders(vip)) == 0 })
+	for _, n := range []string{"worker-0", "worker-1"} {
+		f := filepath.Join(kc.byName[n].target.Root, render.LocalServiceStatusFile("default/local"))
+		waitFor(t, 30*time.Second, n+" removing the deleted Service's status file", func() bool {
+			_, err := os.Stat(f)
+			return os.IsNotExist(err)
+		})
+		if c := kc.keepalivedConf(t, n); strings.Contains(c, vip+"/32") {
+			t.Errorf("%s still renders the deleted Service's instance", n)
+		}
+	}
 }
 
 // setEndpoints writes the Service's EndpointSlice as the EndpointSlice
