@@ -171,8 +171,8 @@ func TestUpdateAndStatus(t *testing.T) {
 		t.Fatalf("static change: %d\n%s%s", code, out, errOut)
 	}
 
-	// status: nobody publishes yet -> exit 2; a node publishing the API
-	// VIP and the Service addresses -> still 2 for ingress-less config?
+	// status: no node publishes what it holds yet, so every VIP lacks a
+	// holder and the exit is 2; then a node publishes the API VIP.
 	code, out, _ = run("status")
 	if code != cli.ExitFinding || !strings.Contains(out, "no-holder") {
 		t.Fatalf("status with no holders: %d\n%s", code, out)
