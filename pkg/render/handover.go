@@ -1,0 +1,73 @@
+package render
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+)
+
+// Handover is what one node needs to make a planned handover hitless
+// (pkg/runtimecfg does the networking): which VRRP instance each of its
+// VIPs belongs to, and which peers may hand it an instance by draining.
+//
+// A node takes a VIP over from a live master in two planned ways: the
+// master drains (its adverts then carry priority 1, see drainRef), or this
+// node returns with a higher priority and preempts it. Either way the
+// master advertised less than this node's priority just before, which a
+// master that fails never does (it was the highest). The node taking
+// over then sends segments of connections the old master accepted on to
+// it instead of resetting them. A peer's address is what its adverts come
+// from: its unicast source, which is also its address in the instance's
+// machine network in multicast mode.
+type Handover struct {
+	// Interface is this node's VRRP interface.
+	Interface string
+	// Instances lists this node's instances that have at least one peer.
+	Instances []HandoverInstance
+}
+
+// HandoverInstance is one VRRP instance as seen by a node.
+type HandoverInstance struct {
+	Family int // 4 or 6
+	VRID   uint8
+	// Priority is this node's priority in the instance, undrained: a
+	// master advertising less is one this node takes the VIP from (a
+	// drained node, or one this node preempts on its return).
+	Priority int
+	// VIPs are every address the instance holds: advertised and excluded
+	// (a pool's Service addresses).
+	VIPs []netip.Addr
+	// Peers are the other members' addresses, sorted.
+	Peers []netip.Addr
+}
+
+// Handover returns node's handover data. It never fails for a node that
+// NodeFiles accepts.
+func (p *Plan) Handover(node string) (Handover, error) {
+	n, ok := p.nodes[node]
+	if !ok {
+		return Handover{}, fmt.Errorf("node %s is not in the node list", node)
+	}
+	h := Handover{Interface: n.Interface}
+	if h.Interface == "" {
+		h.Interface = p.c.Spec.VRRP.Interface
+	}
+	for _, inst := range p.byNode[node] {
+		hi := HandoverInstance{Family: inst.family, VRID: inst.vrid}
+		for _, m := range inst.eligible {
+			if m.node.Name == node {
+				hi.Priority = m.priority
+			} else {
+				hi.Peers = append(hi.Peers, m.src)
+			}
+		}
+		if len(hi.Peers) == 0 {
+			continue
+		}
+		slices.SortFunc(hi.Peers, netip.Addr.Compare)
+		hi.VIPs = append(append(hi.VIPs, inst.vips...), inst.excluded...)
+		slices.SortFunc(hi.VIPs, netip.Addr.Compare)
+		h.Instances = append(h.Instances, hi)
+	}
+	return h, nil
+}
