@@ -14,20 +14,18 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netns"
+	"github.com/vipctl/vipctl/internal/inns"
 )
 
 // Require fails the test (never skips it) when the lab cannot run: CI runs
@@ -347,34 +345,8 @@ func (h *Host) LinkUp() {
 
 // Do runs fn on an OS thread switched into the host's namespace, for Go
 // code that must open sockets there. Sockets keep their namespace after
-// the thread switches back. If switching back fails the thread stays
-// locked, so the runtime discards it rather than reuse a thread in the
-// wrong namespace.
-func (h *Host) Do(fn func() error) error {
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer func() { _ = orig.Close() }()
-	target, err := netns.GetFromName(h.NS)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer func() { _ = target.Close() }()
-	if err := netns.Set(target); err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	fnErr := fn()
-	if err := netns.Set(orig); err != nil {
-		return errors.Join(fnErr, fmt.Errorf("returning to the original namespace: %w", err))
-	}
-	runtime.UnlockOSThread()
-	return fnErr
-}
+// the thread switches back.
+func (h *Host) Do(fn func() error) error { return inns.Run(h.NS, fn) }
 
 // DialContext opens a connection from inside the host, for use as an
 // http.Transport's DialContext. It is needed because net/http dials on

@@ -98,7 +98,9 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 		// make-before-break: the drain file drops every instance to
 		// priority 1, a peer preempts on this node's next advert while this
 		// node still answers, and only then does keepalived get SIGTERM. The
-		// next pod's init container resets the file.
+		// sidecar sees the file change and keeps the VIPs local (drain
+		// routes), so connections open at the move are still answered. The
+		// next pod's init container resets the file and the routes.
 		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
 			Command: []string{"/bin/sh", "-c", fmt.Sprintf("echo 1 > %s && sleep %d", DrainFile, drainSeconds(c))},
 		}}},

@@ -155,7 +155,7 @@ func TestInitRunFiles(t *testing.T) {
 	if err := SetIngressReady(target, "internal", true); err != nil {
 		t.Fatal(err)
 	}
-	if err := SetDrain(target, true); err != nil {
+	if err := writeRunFile(target, render.DrainFile, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := InitRunFiles(target, c); err != nil {

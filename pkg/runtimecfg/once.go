@@ -32,27 +32,39 @@ type OnceOptions struct {
 // An instance with a single eligible node is left out (see Plan.Lonely)
 // rather than failing the node's whole config.
 func Desired(c *v1alpha1.ClusterVIPs, st render.State, node, root string) ([]render.File, error) {
-	files, _, err := DesiredNotes(c, st, node, root)
-	return files, err
+	d, err := DesiredNode(c, st, node, root)
+	return d.Files, err
 }
 
-// DesiredNotes is Desired, also telling which instances were left out for
-// lack of a peer.
-func DesiredNotes(c *v1alpha1.ClusterVIPs, st render.State, node, root string) ([]render.File, []string, error) {
+// NodeState is everything the sidecar keeps true on one node.
+type NodeState struct {
+	Files []render.File
+	// Handover feeds the handover table and a drain.
+	Handover render.Handover
+	// Lonely tells which instances were left out for lack of a peer.
+	Lonely []string
+}
+
+// DesiredNode is Desired with the rest of the node's state.
+func DesiredNode(c *v1alpha1.ClusterVIPs, st render.State, node, root string) (NodeState, error) {
 	var extra []string
 	for _, ls := range st.LocalServices {
 		extra = append(extra, render.LocalServiceKey(ls.Name))
 	}
 	ids, err := vrid.ForCluster(c, extra...)
 	if err != nil {
-		return nil, nil, err
+		return NodeState{}, err
 	}
 	plan, err := render.NewPlan(c, ids, st, render.WithRoot(root), render.WithLonelySkipped())
 	if err != nil {
-		return nil, nil, err
+		return NodeState{}, err
 	}
 	files, err := plan.NodeFiles(node)
-	return files, plan.Lonely(), err
+	if err != nil {
+		return NodeState{}, err
+	}
+	h, err := plan.Handover(node)
+	return NodeState{Files: files, Handover: h, Lonely: plan.Lonely()}, err
 }
 
 // Once renders and applies this node's files from the static inputs and
@@ -63,6 +75,10 @@ func Once(ctx context.Context, o OnceOptions) (Result, error) {
 		return Result{}, err
 	}
 	if err := InitRunFiles(o.Target, c); err != nil {
+		return Result{}, err
+	}
+	// A new pod starts undrained, whatever the last one's preStop left.
+	if err := Undrain(o.Target); err != nil {
 		return Result{}, err
 	}
 	nodes, err := render.LoadNodeList(o.BootstrapNodes, c.Spec.VRRP.Interface)
@@ -79,19 +95,15 @@ func Once(ctx context.Context, o OnceOptions) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("bootstrap nodes: %w", err)
 	}
-	files, err := Desired(c, render.State{Nodes: nodes}, o.NodeName, o.Root)
+	d, err := DesiredNode(c, render.State{Nodes: nodes}, o.NodeName, o.Root)
 	if err != nil {
 		return Result{}, err
 	}
-	// A new pod starts undrained, whatever the last one's preStop left.
-	if err := SetDrain(o.Target, false); err != nil {
-		return Result{}, err
-	}
-	res, err := Apply(ctx, o.Target, files)
+	res, err := Apply(ctx, o.Target, d.Files)
 	if err != nil {
 		return res, err
 	}
-	return res, applyRedirects(o.Target, c, files)
+	return res, errors.Join(applyRedirects(o.Target, c, d.Files), ApplyHandover(o.Target, d.Handover))
 }
 
 // ErrNoBootstrapNodes says Once found no bootstrap node list: keepalived
@@ -140,14 +152,6 @@ func InitRunFiles(t Target, c *v1alpha1.ClusterVIPs) error {
 		}
 	}
 	return nil
-}
-
-// SetDrain starts (true) or ends a planned handover: with the drain file
-// at 1 this node's priority drops below every peer's, a peer preempts
-// while this node still answers, and keepalived can then stop without a
-// failed request.
-func SetDrain(t Target, on bool) error {
-	return writeRunFile(t, render.DrainFile, on)
 }
 
 // SetIngressReady records whether a ready router pod of the controller

@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
@@ -48,16 +47,21 @@ func applyRedirects(t Target, c *v1alpha1.ClusterVIPs, files []render.File) erro
 	if !slices.ContainsFunc(files, func(f render.File) bool { return f.Path == render.HaproxyConfPath }) {
 		return nil
 	}
-	fd := -1
-	if t.Check.Netns != "" {
-		ns, err := netns.GetFromName(t.Check.Netns)
-		if err != nil {
-			return fmt.Errorf("network namespace %s: %w", t.Check.Netns, err)
-		}
-		defer func() { _ = ns.Close() }()
-		fd = int(ns)
+	return inNetnsFd(t, func(fd int) error { return EnsureRedirects(fd, APIRedirects(c)) })
+}
+
+// nftConn opens an nftables connection in the network namespace of
+// netnsFd (-1: the current one).
+func nftConn(netnsFd int) (*nftables.Conn, error) {
+	var opts []nftables.ConnOption
+	if netnsFd >= 0 {
+		opts = append(opts, nftables.WithNetNSFd(netnsFd))
 	}
-	return EnsureRedirects(fd, APIRedirects(c))
+	conn, err := nftables.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("nftables: %w", err)
+	}
+	return conn, nil
 }
 
 // EnsureRedirects makes table inet vipctl hold exactly these redirects, in
@@ -65,13 +69,9 @@ func applyRedirects(t Target, c *v1alpha1.ClusterVIPs, files []render.File) erro
 // chain for connections from other hosts and an output chain for the
 // node's own. The table is replaced atomically; nil redirects remove it.
 func EnsureRedirects(netnsFd int, redirects []PortRedirect) error {
-	var opts []nftables.ConnOption
-	if netnsFd >= 0 {
-		opts = append(opts, nftables.WithNetNSFd(netnsFd))
-	}
-	conn, err := nftables.New(opts...)
+	conn, err := nftConn(netnsFd)
 	if err != nil {
-		return fmt.Errorf("nftables: %w", err)
+		return err
 	}
 	defer func() { _ = conn.CloseLasting() }()
 	tables, err := conn.ListTablesOfFamily(nftables.TableFamilyINet)

@@ -86,6 +86,10 @@ type Sidecar struct {
 	applied   bool
 	published v1alpha1.HeldVIPs
 	since     map[netip.Addr]time.Time
+	// local keeps the VIPs held here local for a while after they leave.
+	local *LocalVIPs
+	// handover writes the handover tables after every apply.
+	handover *HandoverWriter
 }
 
 // NewSidecar loads the static config and prepares the watches. Run starts
@@ -119,8 +123,10 @@ func NewSidecar(o SidecarOptions) (*Sidecar, error) {
 	s := &Sidecar{
 		o: o, static: static, log: o.Log.With("node", o.NodeName), m: o.Metrics,
 		kick: make(chan struct{}, 1), routers: map[string]cache.GenericLister{},
-		since:   map[netip.Addr]time.Time{},
-		nodeRef: &corev1.ObjectReference{Kind: "Node", Name: o.NodeName, UID: "", APIVersion: "v1"},
+		since:    map[netip.Addr]time.Time{},
+		local:    NewLocalVIPs(o.Target, HandoverGrace),
+		handover: NewHandoverWriter(o.Target, HandoverGrace),
+		nodeRef:  &corev1.ObjectReference{Kind: "Node", Name: o.NodeName, UID: "", APIVersion: "v1"},
 	}
 	s.watch()
 	return s, nil
@@ -245,6 +251,16 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); s.publishLoop(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); s.drainLoop(ctx) }()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.local.Run(ctx, s.o.HeldInterval, func(err error) {
+			s.m.Failures.WithLabelValues("local-vips").Inc()
+			s.log.Error("keeping the VIPs local for handovers", "err", err)
+		})
+	}()
 	defer wg.Wait()
 
 	s.log.Info("waiting for the cluster caches; the files on disk stay as they are until then")
@@ -393,12 +409,13 @@ func (s *Sidecar) sync(ctx context.Context) error {
 			return &syncError{"write", err}
 		}
 	}
-	files, lonely, err := DesiredNotes(c, st, s.o.NodeName, s.o.Root)
+	d, err := DesiredNode(c, st, s.o.NodeName, s.o.Root)
 	if err != nil {
 		return &syncError{"render", err}
 	}
-	s.m.Lonely.Set(float64(len(lonely)))
-	for _, l := range lonely {
+	files := d.Files
+	s.m.Lonely.Set(float64(len(d.Lonely)))
+	for _, l := range d.Lonely {
 		s.log.Warn("instance left out: its VIPs are not served from this node", "why", l)
 	}
 	s.rememberVIPs(c, st)
@@ -419,6 +436,14 @@ func (s *Sidecar) sync(ctx context.Context) error {
 	if err := applyRedirects(s.o.Target, c, files); err != nil {
 		return &syncError{"redirect", err}
 	}
+	if err := s.handover.Apply(d.Handover); err != nil {
+		// The config is in place; only hitless planned moves are at
+		// stake, so this is no reason to report the config as kept.
+		s.m.Failures.WithLabelValues("handover").Inc()
+		s.log.Error("handover table not written: planned moves of this node's VIPs may reset open connections", "err", err)
+	}
+	s.local.SetHandover(d.Handover)
+	s.local.Kick()
 	return nil
 }
 

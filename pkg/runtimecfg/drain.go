@@ -1,0 +1,431 @@
+package runtimecfg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/vipctl/vipctl/internal/inns"
+	"github.com/vipctl/vipctl/pkg/render"
+)
+
+// The old master's half of a hitless handover (the new master's half is
+// the handover table). Once keepalived gives a VIP away it deletes the
+// address, and with it the node's last reason to accept or send anything
+// for the VIP: answers still owed on open connections would have no
+// source address, and segments the new master sends on would be dropped.
+// So every VIP the node holds gets a local route of its own (table local,
+// device lo, protocol localRouteProtocol) as soon as it is seen on the
+// interface, which outlives the address: for HandoverGrace after the VIP
+// left, and for as long as the node is drained. The route must be there
+// before the VIP leaves, and a VIP can leave without warning when a peer
+// returns and preempts, hence "as soon as held" rather than "on leaving".
+// While the node holds the VIP the route changes nothing.
+//
+// Two ARP settings on the VRRP interface keep those routes from pulling
+// clients back once the address is gone: arp_ignore 1 (answer ARP only for
+// addresses on the interface, not for a route) and arp_announce 2 (never
+// name the VIP as the sender of the node's own ARP requests). They are set
+// while any IPv4 route is kept and restored when the last one goes. IPv6
+// needs neither: neighbour discovery answers only for addresses.
+
+// localRouteProtocol marks vipctl's local routes for VIPs (rtnetlink protocol
+// numbers up to 255 are free for routing daemons; this one is vipctl's).
+const localRouteProtocol = netlink.RouteProtocol(0x76)
+
+// localRouteMetric keeps the route apart from the kernel's own local route
+// for the address, which has metric 0 and leaves with the address.
+const localRouteMetric = 0x76
+
+// ipv4 devconf indexes (linux/ip.h), set over rtnetlink so the sidecar
+// needs no writable /proc/sys.
+const (
+	devconfArpAnnounce = 18
+	devconfArpIgnore   = 19
+)
+
+// arpSavedFile keeps the interface's ARP settings from before vipctl set
+// them, to restore when the last IPv4 local route goes.
+const arpSavedFile = render.RunDir + "/drain-arp"
+
+// Drain starts a planned handover: the VIPs this node holds keep being
+// served after they move (local routes, ARP settings), then the drain file
+// drops every instance's priority to 1 so that peers take the VIPs over
+// while this node still answers. keepalived may stop once they have.
+func Drain(t Target, h render.Handover) error {
+	l := NewLocalVIPs(t, HandoverGrace)
+	l.SetHandover(h)
+	if err := l.Sync(time.Now()); err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	return writeRunFile(t, render.DrainFile, true)
+}
+
+// Undrain ends a drain, or cleans up after one that a stopped pod left:
+// the drain file goes back to 0, every local route goes (a running
+// LocalVIPs puts back those of the VIPs still held), the ARP settings are
+// restored.
+func Undrain(t Target) error {
+	if err := writeRunFile(t, render.DrainFile, false); err != nil {
+		return err
+	}
+	return inns.Run(t.Check.Netns, func() error {
+		routes, err := localRoutes()
+		if err != nil {
+			return err
+		}
+		for _, r := range routes {
+			if err := delLocalRoute(r); err != nil {
+				return err
+			}
+		}
+		return restoreARP(t)
+	})
+}
+
+// LocalVIPs keeps the VIPs this node holds or held lately local (see
+// above). The sidecar runs one; Sync is safe to call from any goroutine.
+type LocalVIPs struct {
+	t     Target
+	grace time.Duration
+	kick  chan struct{}
+
+	mu sync.Mutex
+	h  render.Handover
+	// lost is when each kept VIP was first seen gone from the interface.
+	lost map[netip.Addr]time.Time
+}
+
+// NewLocalVIPs keeps routes grace long after their VIP left.
+func NewLocalVIPs(t Target, grace time.Duration) *LocalVIPs {
+	return &LocalVIPs{t: t, grace: grace, kick: make(chan struct{}, 1), lost: map[netip.Addr]time.Time{}}
+}
+
+// SetHandover sets the VIPs and the interface to watch.
+func (l *LocalVIPs) SetHandover(h render.Handover) {
+	l.mu.Lock()
+	l.h = h
+	l.mu.Unlock()
+}
+
+// Kick asks a running LocalVIPs to sync now (the drain file changed).
+func (l *LocalVIPs) Kick() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run syncs whenever an address changes in the target's namespace (so a
+// VIP keepalived adds gets its route at once), on Kick, and every tick
+// (to let routes lapse), until ctx ends. report gets every failed sync.
+func (l *LocalVIPs) Run(ctx context.Context, tick time.Duration, report func(error)) {
+	updates := make(chan netlink.AddrUpdate, 64)
+	done := make(chan struct{})
+	defer close(done)
+	opts := netlink.AddrSubscribeOptions{ErrorCallback: func(err error) {
+		if ctx.Err() == nil { // closing the subscription is no failure
+			report(fmt.Errorf("following address changes: %w", err))
+		}
+	}}
+	if l.t.Check.Netns != "" {
+		ns, err := netns.GetFromName(l.t.Check.Netns)
+		if err != nil {
+			report(fmt.Errorf("network namespace %s: %w", l.t.Check.Netns, err))
+			return
+		}
+		defer func() { _ = ns.Close() }()
+		opts.Namespace = &ns
+	}
+	if err := netlink.AddrSubscribeWithOptions(updates, done, opts); err != nil {
+		report(fmt.Errorf("following address changes (VIPs get their local routes on the next tick instead): %w", err))
+		updates = nil
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		if err := l.Sync(time.Now()); err != nil {
+			report(err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-l.kick:
+		case _, ok := <-updates:
+			if !ok {
+				updates = nil
+			}
+		}
+	}
+}
+
+// Sync adds a route for every VIP held now, drops those whose VIP left
+// more than grace ago (none while drained), and sets or restores the ARP
+// settings to match.
+func (l *LocalVIPs) Sync(now time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	drained, _ := os.ReadFile(l.t.path(render.DrainFile))
+	isDrained := strings.TrimSpace(string(drained)) == "1"
+	vips := map[netip.Addr]bool{}
+	for _, in := range l.h.Instances {
+		for _, v := range in.VIPs {
+			vips[v] = true
+		}
+	}
+	return inns.Run(l.t.Check.Netns, func() error {
+		held, ifindex, err := heldVIPs(l.h.Interface, vips)
+		if err != nil {
+			return err
+		}
+		routes, err := localRoutes()
+		if err != nil {
+			return err
+		}
+		lo, err := netlink.LinkByName("lo")
+		if err != nil {
+			return err
+		}
+		keep4 := false
+		for vip := range held {
+			delete(l.lost, vip)
+			keep4 = keep4 || vip.Is4()
+			if _, ok := routes[vip]; !ok {
+				if err := netlink.RouteAdd(localRoute(lo.Attrs().Index, vip)); err != nil && !errors.Is(err, unix.EEXIST) {
+					return fmt.Errorf("local route for %s: %w", vip, err)
+				}
+			}
+		}
+		for vip, r := range routes {
+			if held[vip] {
+				continue
+			}
+			since, seen := l.lost[vip]
+			switch {
+			case isDrained:
+				delete(l.lost, vip) // the grace starts at the undrain
+			case !seen:
+				l.lost[vip] = now
+			case now.Sub(since) >= l.grace:
+				if err := delLocalRoute(r); err != nil {
+					return err
+				}
+				delete(l.lost, vip)
+				continue
+			}
+			keep4 = keep4 || vip.Is4()
+		}
+		if keep4 && ifindex > 0 {
+			return setARP(l.t, ifindex, l.h.Interface)
+		}
+		if !keep4 {
+			return restoreARP(l.t)
+		}
+		return nil
+	})
+}
+
+// heldVIPs lists which of vips are on the interface, and its index (0 if
+// there is no such interface).
+func heldVIPs(iface string, vips map[netip.Addr]bool) (map[netip.Addr]bool, int, error) {
+	held := map[netip.Addr]bool{}
+	if iface == "" || len(vips) == 0 {
+		return held, 0, nil
+	}
+	link, err := netlink.LinkByName(iface)
+	if err != nil {
+		return nil, 0, fmt.Errorf("VRRP interface %s: %w", iface, err)
+	}
+	addrs, err := netlink.AddrList(link, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing addresses of %s: %w", iface, err)
+	}
+	for _, a := range addrs {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok && vips[ip.Unmap()] {
+			held[ip.Unmap()] = true
+		}
+	}
+	return held, link.Attrs().Index, nil
+}
+
+func localRoute(lo int, vip netip.Addr) *netlink.Route {
+	return &netlink.Route{
+		LinkIndex: lo, Dst: &net.IPNet{IP: vip.AsSlice(), Mask: net.CIDRMask(vip.BitLen(), vip.BitLen())},
+		Type: unix.RTN_LOCAL, Table: unix.RT_TABLE_LOCAL, Scope: netlink.SCOPE_HOST,
+		Protocol: localRouteProtocol, Priority: localRouteMetric,
+	}
+}
+
+// localRoutes lists vipctl's local routes by address.
+func localRoutes() (map[netip.Addr]netlink.Route, error) {
+	out := map[netip.Addr]netlink.Route{}
+	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		routes, err := netlink.RouteListFiltered(family, &netlink.Route{Table: unix.RT_TABLE_LOCAL, Protocol: localRouteProtocol},
+			netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
+		if err != nil {
+			return nil, fmt.Errorf("listing vipctl's local routes: %w", err)
+		}
+		for _, r := range routes {
+			if r.Dst == nil {
+				continue
+			}
+			if ip, ok := netip.AddrFromSlice(r.Dst.IP); ok {
+				out[ip.Unmap()] = r
+			}
+		}
+	}
+	return out, nil
+}
+
+func delLocalRoute(r netlink.Route) error {
+	if err := netlink.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("removing local route %s: %w", r.Dst, err)
+	}
+	return nil
+}
+
+// setARP saves the interface's ARP settings once (a later call must not
+// save its own values) and sets arp_ignore 1, arp_announce 2.
+func setARP(t Target, ifindex int, iface string) error {
+	conf, err := inetConf(ifindex)
+	if err != nil {
+		return err
+	}
+	saved := fmt.Sprintf("%s %d %d\n", iface, conf[devconfArpIgnore], conf[devconfArpAnnounce])
+	f, err := os.OpenFile(t.path(arpSavedFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+	case err != nil:
+		return err
+	default:
+		_, werr := f.WriteString(saved)
+		if err := errors.Join(werr, f.Close()); err != nil {
+			return err
+		}
+	}
+	if conf[devconfArpIgnore] >= 1 && conf[devconfArpAnnounce] >= 2 {
+		return nil
+	}
+	return setInetConf(ifindex, map[int]uint32{
+		devconfArpIgnore:   max(conf[devconfArpIgnore], 1),
+		devconfArpAnnounce: max(conf[devconfArpAnnounce], 2),
+	})
+}
+
+// restoreARP puts back the ARP settings saved before the first route, if
+// any were saved.
+func restoreARP(t Target) error {
+	data, err := os.ReadFile(t.path(arpSavedFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) != 3 {
+		return fmt.Errorf("%s: want \"IFACE ARP_IGNORE ARP_ANNOUNCE\", got %q", arpSavedFile, data)
+	}
+	ignore, err1 := strconv.ParseUint(fields[1], 10, 32)
+	announce, err2 := strconv.ParseUint(fields[2], 10, 32)
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("%s: %w", arpSavedFile, err)
+	}
+	link, err := netlink.LinkByName(fields[0])
+	if err == nil {
+		err = setInetConf(link.Attrs().Index, map[int]uint32{devconfArpIgnore: uint32(ignore), devconfArpAnnounce: uint32(announce)})
+	}
+	var notFound netlink.LinkNotFoundError
+	if err != nil && !errors.As(err, &notFound) {
+		return err
+	}
+	return os.Remove(t.path(arpSavedFile))
+}
+
+// inetConf reads an interface's IPv4 settings (the devconf array that
+// /proc/sys/net/ipv4/conf/IFACE shows), indexed by devconf number.
+func inetConf(ifindex int) (map[int]uint32, error) {
+	req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_ACK)
+	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	msg.Index = int32(ifindex)
+	req.AddData(msg)
+	msgs, err := req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWLINK)
+	if err != nil {
+		return nil, fmt.Errorf("reading interface %d: %w", ifindex, err)
+	}
+	for _, m := range msgs {
+		attrs, err := nl.ParseRouteAttr(m[unix.SizeofIfInfomsg:])
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range attrs {
+			if a.Attr.Type&^unix.NLA_F_NESTED != unix.IFLA_AF_SPEC {
+				continue
+			}
+			if conf, ok := inetConfIn(a.Value); ok {
+				return conf, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("interface %d: no IPv4 settings", ifindex)
+}
+
+func inetConfIn(afSpec []byte) (map[int]uint32, bool) {
+	afs, err := nl.ParseRouteAttr(afSpec)
+	if err != nil {
+		return nil, false
+	}
+	for _, af := range afs {
+		if af.Attr.Type&^unix.NLA_F_NESTED != unix.AF_INET {
+			continue
+		}
+		inet, err := nl.ParseRouteAttr(af.Value)
+		if err != nil {
+			return nil, false
+		}
+		for _, c := range inet {
+			if c.Attr.Type&^unix.NLA_F_NESTED != unix.IFLA_INET_CONF {
+				continue
+			}
+			conf := map[int]uint32{}
+			for i := 0; (i+1)*4 <= len(c.Value); i++ {
+				conf[i+1] = nl.NativeEndian().Uint32(c.Value[i*4:])
+			}
+			return conf, true
+		}
+	}
+	return nil, false
+}
+
+// setInetConf sets IPv4 settings of an interface (RTM_SETLINK with
+// IFLA_AF_SPEC/AF_INET/IFLA_INET_CONF): CAP_NET_ADMIN is enough.
+func setInetConf(ifindex int, values map[int]uint32) error {
+	req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
+	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	msg.Index = int32(ifindex)
+	req.AddData(msg)
+	spec := nl.NewRtAttr(unix.IFLA_AF_SPEC, nil)
+	conf := spec.AddRtAttr(unix.AF_INET, nil).AddRtAttr(unix.IFLA_INET_CONF, nil)
+	for id, v := range values {
+		conf.AddRtAttr(id, nl.Uint32Attr(v))
+	}
+	req.AddData(spec)
+	if _, err := req.Execute(unix.NETLINK_ROUTE, 0); err != nil {
+		return fmt.Errorf("setting ARP settings of interface %d: %w", ifindex, err)
+	}
+	return nil
+}
