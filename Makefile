@@ -1,5 +1,8 @@
 # Thin on purpose: every recipe is a one-liner or a script under hack/.
 SHELL := /usr/bin/env bash
+# pipefail: a benchmark that fails must fail its make target, even when
+# its output is filtered through grep.
+.SHELLFLAGS := -o pipefail -c
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 # -s -w: no symbol table or DWARF (panics still print stack traces);

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -39,6 +40,9 @@ type labNode struct {
 	haproxy    *netlab.Proc
 	apiserver  *standIn
 	routers    map[string]*standIn
+	handover   render.Handover
+	local      *runtimecfg.LocalVIPs
+	stopLocal  func() // when a real sidecar takes over
 }
 
 // labCluster is a small cluster in a network-namespace lab.
@@ -107,6 +111,7 @@ func startCluster(t testing.TB, clusterYAML string, specs []nodeSpec) *labCluste
 		if err := runtimecfg.InitRunFiles(n.target, cfg); err != nil {
 			t.Fatal(err)
 		}
+		lc.keepLocal(n)
 		lc.apply(n)
 		if lc.isControlPlane(n.name) {
 			n.apiserver = startAPIServerStandIn(t, n)
@@ -114,11 +119,7 @@ func startCluster(t testing.TB, clusterYAML string, specs []nodeSpec) *labCluste
 				"-S", filepath.Join(n.target.Root, render.HaproxyMasterSocket)+",level,admin",
 				"-f", filepath.Join(n.target.Root, render.HaproxyConfPath))
 		}
-		n.keepalived = n.host.Start("keepalived", "keepalived", "-n", "-l", "-D", "-G",
-			"-f", filepath.Join(n.target.Root, render.KeepalivedConfPath),
-			"-p", filepath.Join(n.target.Root, render.KeepalivedPIDFile),
-			"-r", filepath.Join(n.target.Root, render.VRRPPIDFile),
-			"-c", filepath.Join(n.target.Root, render.CheckersPIDFile))
+		n.startKeepalived()
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -131,6 +132,32 @@ func startCluster(t testing.TB, clusterYAML string, specs []nodeSpec) *labCluste
 		}
 	})
 	return lc
+}
+
+// startKeepalived starts keepalived on the node with its rendered files,
+// as the keepalived container does.
+func (n *labNode) startKeepalived() {
+	n.keepalived = n.host.Start("keepalived", "keepalived", "-n", "-l", "-D", "-G",
+		"-f", filepath.Join(n.target.Root, render.KeepalivedConfPath),
+		"-p", filepath.Join(n.target.Root, render.KeepalivedPIDFile),
+		"-r", filepath.Join(n.target.Root, render.VRRPPIDFile),
+		"-c", filepath.Join(n.target.Root, render.CheckersPIDFile))
+}
+
+// keepLocal runs what the sidecar runs to keep the VIPs a node holds (and
+// held lately) local, so that connections open when a VIP leaves are still
+// answered.
+func (lc *labCluster) keepLocal(n *labNode) {
+	n.local = runtimecfg.NewLocalVIPs(n.target, runtimecfg.HandoverGrace)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n.local.Run(ctx, time.Second, func(err error) { lc.t.Errorf("%s: keeping VIPs local: %v", n.name, err) })
+	}()
+	var once sync.Once
+	n.stopLocal = func() { once.Do(func() { cancel(); <-done }) }
+	lc.t.Cleanup(n.stopLocal)
 }
 
 func (lc *labCluster) isControlPlane(name string) bool {
@@ -146,15 +173,31 @@ func (lc *labCluster) isControlPlane(name string) bool {
 // exactly as the sidecar does (judge, atomic write, reload).
 func (lc *labCluster) apply(n *labNode) runtimecfg.Result {
 	lc.t.Helper()
-	files, err := runtimecfg.Desired(lc.cfg, lc.state, n.name, n.target.Root)
+	d, err := runtimecfg.DesiredNode(lc.cfg, lc.state, n.name, n.target.Root)
 	if err != nil {
 		lc.t.Fatal(err)
 	}
-	res, err := runtimecfg.Apply(context.Background(), n.target, files)
+	res, err := runtimecfg.Apply(context.Background(), n.target, d.Files)
 	if err != nil {
 		lc.t.Fatal(err)
 	}
+	if err := runtimecfg.ApplyHandover(n.target, d.Handover); err != nil {
+		lc.t.Fatal(err)
+	}
+	n.handover = d.Handover
+	n.local.SetHandover(d.Handover)
+	n.local.Kick()
 	return res
+}
+
+// drain starts a planned handover on n, as the sidecar does when the drain
+// file changes.
+func (lc *labCluster) drain(n *labNode) {
+	lc.t.Helper()
+	if err := runtimecfg.Drain(n.target, n.handover); err != nil {
+		lc.t.Fatal(err)
+	}
+	n.local.Kick()
 }
 
 // holders lists the nodes that have vip on their interface right now.
@@ -384,6 +427,44 @@ func (lc *labCluster) poll(url string, interval time.Duration) *poller {
 	}()
 	return p
 }
+
+// persistent keeps one connection open across requests, to show what
+// happens to a connection accepted before a handover.
+type persistent struct {
+	c   *http.Client
+	url string
+}
+
+func (lc *labCluster) persistent(url string) *persistent {
+	tr := &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // stand-in servers with throwaway certificates
+		DialContext:     lc.client.DialContext,
+		MaxConnsPerHost: 1,
+		IdleConnTimeout: time.Minute,
+	}
+	return &persistent{c: &http.Client{Transport: tr, Timeout: 2 * time.Second}, url: url}
+}
+
+// get makes one request and tells whether it went over an earlier
+// connection.
+func (p *persistent) get() (reused bool, err error) {
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused },
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url, nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := p.c.Do(req)
+	if err != nil {
+		return reused, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return reused, err
+}
+
+func (p *persistent) Close() { p.c.CloseIdleConnections() }
 
 func get(c *http.Client, url string) (string, error) {
 	resp, err := c.Get(url)

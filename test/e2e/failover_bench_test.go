@@ -8,8 +8,6 @@ import (
 	"sort"
 	"testing"
 	"time"
-
-	"github.com/vipctl/vipctl/pkg/runtimecfg"
 )
 
 var trials = flag.Int("trials", 20, "failover benchmark: trials per profile and scenario")
@@ -73,9 +71,7 @@ func failoverTrial(b *testing.B, profile, scenario string, i int) (time.Duration
 		case "keepalived-kill":
 			old.crashKeepalived(t)
 		case "planned":
-			if err := runtimecfg.SetDrain(old.target, true); err != nil {
-				t.Fatal(err)
-			}
+			lc.drain(old)
 			lc.waitHolder(apiVIP, 30*time.Second, func(n string) bool { return n != holder })
 			time.Sleep(500 * time.Millisecond)
 			old.keepalived.Stop()

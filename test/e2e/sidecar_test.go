@@ -187,6 +187,7 @@ func (kc *kubeCluster) addNode(t *testing.T, name string) {
 func (kc *kubeCluster) startSidecar(t *testing.T, name string) *sidecar {
 	t.Helper()
 	n := kc.byName[name]
+	n.stopLocal() // the sidecar keeps the VIPs local from now on
 	h, err := netns.GetFromName(n.host.NS)
 	if err != nil {
 		t.Fatal(err)
@@ -444,6 +445,45 @@ func TestSidecarFollowsTheCluster(t *testing.T) {
 	if c := kc.keepalivedConf(t, "master-0"); !strings.Contains(c, "vrrp_instance api_v4") {
 		t.Errorf("master-0 lost its API instance when a worker went away")
 	}
+
+	// A planned stop: keepalived's preStop writes the drain file. The
+	// holder's sidecar sees it at once and keeps the VIPs it holds local
+	// until the undrain, so a connection opened on the holder is still
+	// answered after the move (the new holder's handover table, also the
+	// sidecars' work, sends its segments back). Undrained, the node's
+	// priority is back and it preempts the interim holder, which had no
+	// warning, yet a connection opened on it is answered after the return.
+	holder = kc.settled(apiVIP)
+	kept := kc.persistent("https://" + apiVIP + ":6443/")
+	if _, err := kept.get(); err != nil {
+		t.Fatal(err)
+	}
+	drainFile := filepath.Join(kc.byName[holder].target.Root, render.DrainFile)
+	if err := os.WriteFile(drainFile, []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	interim := kc.waitHolder(apiVIP, 15*time.Second, func(n string) bool { return n != holder })
+	time.Sleep(500 * time.Millisecond)
+	if reused, err := kept.get(); err != nil || !reused {
+		t.Errorf("drain %s -> %s: a connection opened on the old holder: reused %v, %v; want answered over it", holder, interim, reused, err)
+	}
+	kept.Close()
+	if got := string(kc.byName[holder].host.MustExec("ip", "route", "show", "table", "local", "proto", "118")); !strings.Contains(got, apiVIP) {
+		t.Errorf("drained %s keeps local routes %q, want one for %s", holder, got, apiVIP)
+	}
+	kept = kc.persistent("https://" + apiVIP + ":6443/")
+	if _, err := kept.get(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(drainFile, []byte("0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kc.waitHolder(apiVIP, 15*time.Second, func(n string) bool { return n == holder })
+	time.Sleep(500 * time.Millisecond)
+	if reused, err := kept.get(); err != nil || !reused {
+		t.Errorf("%s took the VIP back from %s: a connection opened on %s: reused %v, %v; want answered over it", holder, interim, interim, reused, err)
+	}
+	kept.Close()
 }
 
 func setPodReady(t *testing.T, c kubernetes.Interface, name string, ready bool) {
