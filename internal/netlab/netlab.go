@@ -361,6 +361,30 @@ func (h *Host) DialContext(ctx context.Context, network, addr string) (net.Conn,
 	return conn, err
 }
 
+// Serve listens on addr inside the host and runs handle for every
+// connection, on a goroutine of its own, which closes the connection when
+// handle returns. It stops accepting when the test ends.
+func (h *Host) Serve(addr string, handle func(net.Conn)) {
+	h.lab.t.Helper()
+	var l net.Listener
+	if err := h.Do(func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
+		h.lab.t.Fatalf("netlab: %s: listening on %s: %v", h.Name, addr, err)
+	}
+	h.lab.t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer func() { _ = c.Close() }()
+				handle(c)
+			}()
+		}
+	}()
+}
+
 func (l *Lab) ip(args ...string) {
 	l.t.Helper()
 	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {

@@ -12,24 +12,9 @@ import (
 )
 
 // serve listens inside host h and answers every connection with its name.
-func serve(t *testing.T, h *Host, addr string) net.Listener {
-	t.Helper()
-	var l net.Listener
-	if err := h.Do(func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = io.WriteString(c, h.Name)
-			_ = c.Close()
-		}
-	}()
-	return l
+// serve answers every connection to addr with the host's name.
+func serve(h *Host, addr string) {
+	h.Serve(addr, func(c net.Conn) { _, _ = io.WriteString(c, h.Name) })
 }
 
 // fetch connects from inside host h and returns what the server said.
@@ -56,7 +41,7 @@ func TestLab(t *testing.T) {
 		prefix = lab.Prefix()
 		a := lab.AddHost("a", HostOpts{Addrs: []string{"198.51.100.11/24", "2001:db8:100::11/64"}})
 		b := lab.AddHost("b", HostOpts{Addrs: []string{"198.51.100.12/24", "2001:db8:100::12/64"}})
-		serve(t, b, ":8080")
+		serve(b, ":8080")
 		for _, addr := range []string{"198.51.100.12:8080", "[2001:db8:100::12]:8080"} {
 			if got, err := fetch(a, addr); err != nil || got != "b" {
 				t.Fatalf("a -> %s: %q, %v", addr, got, err)
@@ -98,7 +83,7 @@ func TestRouterJoinsSegments(t *testing.T) {
 	lab.AddRouter("r", map[string][]string{"a": {"198.51.100.1/24"}, "b": {"203.0.113.1/24"}})
 	a := lab.AddHost("a", HostOpts{Addrs: []string{"198.51.100.11/24"}, Gateways: []string{"198.51.100.1"}})
 	c := lab.AddHost("c", HostOpts{Segment: "b", Addrs: []string{"203.0.113.21/24"}, Gateways: []string{"203.0.113.1"}})
-	serve(t, c, ":8080")
+	serve(c, ":8080")
 	if got, err := fetch(a, "203.0.113.21:8080"); err != nil || got != "c" {
 		t.Fatalf("across the router: %q, %v", got, err)
 	}

@@ -44,8 +44,8 @@ func TestHandoverSendsStraysToTheDrainer(t *testing.T) {
 		}}}
 	}
 	ta, tb := labTarget(t, a), labTarget(t, b)
-	serveName(t, a)
-	serveName(t, b)
+	serveName(a)
+	serveName(b)
 	if err := ApplyHandover(tb, instance("198.51.100.11")); err != nil {
 		t.Fatal(err)
 	}
@@ -245,33 +245,18 @@ func readFile(t *testing.T, tg Target, p string) string {
 }
 
 // serveName answers every line on port 8080 with the host's name.
-func serveName(t *testing.T, h *netlab.Host) {
-	t.Helper()
-	var l net.Listener
-	if err := h.Do(func() (err error) { l, err = net.Listen("tcp", ":8080"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	go func() {
+func serveName(h *netlab.Host) {
+	h.Serve(":8080", func(c net.Conn) {
+		r := bufio.NewReader(c)
 		for {
-			c, err := l.Accept()
-			if err != nil {
+			if _, err := r.ReadString('\n'); err != nil {
 				return
 			}
-			go func() {
-				defer func() { _ = c.Close() }()
-				r := bufio.NewReader(c)
-				for {
-					if _, err := r.ReadString('\n'); err != nil {
-						return
-					}
-					if _, err := fmt.Fprintln(c, h.Name); err != nil {
-						return
-					}
-				}
-			}()
+			if _, err := fmt.Fprintln(c, h.Name); err != nil {
+				return
+			}
 		}
-	}()
+	})
 }
 
 type lineConn struct {
