@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -128,6 +129,10 @@ func startCluster(t testing.TB, clusterYAML string, specs []nodeSpec) *labCluste
 				if n.haproxy != nil {
 					t.Logf("--- %s haproxy log:\n%s", n.name, n.haproxy.LogTail(15))
 				}
+				for _, args := range [][]string{{"nft", "list", "ruleset"}, {"ip", "route", "show", "table", "local", "proto", "118"}, {"ip", "-6", "route", "show", "table", "local", "proto", "118"}, {"ip", "neigh"}, {"ip", "-6", "neigh"}} {
+					out, err := n.host.Exec(args...)
+					t.Logf("--- %s %s: %v\n%s", n.name, strings.Join(args, " "), err, out)
+				}
 			}
 		}
 	})
@@ -194,6 +199,7 @@ func (lc *labCluster) apply(n *labNode) runtimecfg.Result {
 // file changes.
 func (lc *labCluster) drain(n *labNode) {
 	lc.t.Helper()
+	lc.t.Logf("draining %s at %s", n.name, time.Now().Format("15:04:05.000"))
 	if err := runtimecfg.Drain(n.target, n.handover); err != nil {
 		lc.t.Fatal(err)
 	}
@@ -380,8 +386,9 @@ func startEcho(t testing.TB, n *labNode, addr string) {
 }
 
 // poller is a client of a VIP: from the client namespace it opens a new
-// connection to url every interval (250 ms timeout) and remembers what
-// failed, who answered when, and the longest run of failures.
+// connection to url every interval (250 ms timeout; poll waits for each
+// answer, probe does not) and remembers what failed, who answered when,
+// and the longest run of failures.
 type poller struct {
 	mu           sync.Mutex
 	ok, fail     int
@@ -391,6 +398,9 @@ type poller struct {
 	errs         []string
 	failingSince time.Time
 	longest      time.Duration
+	slowest      time.Duration // the longest a good answer took
+	client       *netlab.Host
+	retrans0     int // the client's TCP retransmissions when polling began
 	stop         chan struct{}
 	done         chan struct{}
 }
@@ -403,15 +413,44 @@ type sighting struct {
 }
 
 func (lc *labCluster) poll(url string, interval time.Duration) *poller {
-	p := &poller{stop: make(chan struct{}), done: make(chan struct{})}
+	return lc.startPolling(url, interval, false)
+}
+
+// probe is poll without waiting: every interval starts a request of its
+// own, however many are still waiting for an answer, so that the first
+// good answer after an outage comes within an interval of the network
+// healing rather than up to a timeout later (a benchmark's resolution).
+func (lc *labCluster) probe(url string, interval time.Duration) *poller {
+	return lc.startPolling(url, interval, true)
+}
+
+func (lc *labCluster) startPolling(url string, interval time.Duration, concurrent bool) *poller {
+	p := &poller{stop: make(chan struct{}), done: make(chan struct{}), client: lc.client, retrans0: tcpRetrans(lc.client)}
 	tr := &http.Transport{
 		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // stand-in servers with throwaway certificates
 		DisableKeepAlives: true,
-		DialContext:       lc.client.DialContext,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := lc.client.DialContext(ctx, network, addr)
+			if tr, ok := ctx.Value(requestTraceKey{}).(*requestTrace); ok && err == nil {
+				tr.set(conn.LocalAddr().String(), "connected")
+			}
+			return conn, err
+		},
 	}
 	c := &http.Client{Transport: tr, Timeout: 250 * time.Millisecond}
+	request := func() {
+		started := time.Now()
+		var tr requestTrace
+		body, err := get(tr.context(context.Background()), c, url)
+		if err != nil {
+			err = fmt.Errorf("started %s, %s: %w", started.Format("15:04:05.000"), tr.String(), err)
+		}
+		p.record(started, time.Now(), body, err)
+	}
 	go func() {
+		var inFlight sync.WaitGroup
 		defer close(p.done)
+		defer inFlight.Wait()
 		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		for {
@@ -420,9 +459,11 @@ func (lc *labCluster) poll(url string, interval time.Duration) *poller {
 				return
 			case <-tick.C:
 			}
-			started := time.Now()
-			body, err := get(c, url)
-			p.record(started, time.Now(), body, err)
+			if concurrent {
+				inFlight.Go(request)
+			} else {
+				request()
+			}
 		}
 	}()
 	return p
@@ -466,8 +507,55 @@ func (p *persistent) get() (reused bool, err error) {
 
 func (p *persistent) Close() { p.c.CloseIdleConnections() }
 
-func get(c *http.Client, url string) (string, error) {
-	resp, err := c.Get(url)
+// requestTrace is how far one request got, for the report of a failed
+// one: the local port names the connection in haproxy's log, the stage
+// tells a lost SYN from a stalled handshake or answer.
+type requestTrace struct {
+	mu    sync.Mutex
+	local string
+	stage string
+}
+
+func (r *requestTrace) set(local, stage string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if local != "" {
+		r.local = local
+	}
+	r.stage = stage
+}
+
+type requestTraceKey struct{}
+
+func (r *requestTrace) context(ctx context.Context) context.Context {
+	ctx = context.WithValue(ctx, requestTraceKey{}, r)
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		ConnectStart:         func(_, _ string) { r.set("", "connecting") },
+		TLSHandshakeDone:     func(tls.ConnectionState, error) { r.set("", "handshake done") },
+		WroteRequest:         func(httptrace.WroteRequestInfo) { r.set("", "request written") },
+		GotFirstResponseByte: func() { r.set("", "answer started") },
+	})
+}
+
+func (r *requestTrace) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	stage := r.stage
+	if stage == "" {
+		stage = "not dialed"
+	}
+	if r.local == "" {
+		return stage
+	}
+	return stage + " from " + r.local
+}
+
+func get(ctx context.Context, c *http.Client, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return "", err
 	}
@@ -492,12 +580,62 @@ func (p *poller) record(started, now time.Time, body string, err error) {
 		return
 	}
 	p.ok++
+	p.slowest = max(p.slowest, now.Sub(started))
 	p.lastBody = body
 	p.seen = append(p.seen, sighting{at: now, node: body})
 	if !p.failingSince.IsZero() {
 		p.longest = max(p.longest, now.Sub(p.failingSince))
 		p.failingSince = time.Time{}
 	}
+}
+
+// wantNoFailures waits for 50 more good answers (the new holder serves),
+// stops polling, and fails t for every request that failed since it
+// started, with how far each got.
+func (p *poller) wantNoFailures(t testing.TB, what string) {
+	t.Helper()
+	ok0, _ := p.counts()
+	waitFor(t, 10*time.Second, "answers after "+what, func() bool { ok, _ := p.counts(); return ok > ok0+50 })
+	ok, fail := p.Stop()
+	p.mu.Lock()
+	slowest := p.slowest
+	p.mu.Unlock()
+	// Retransmissions tell a lost segment (a hole in the handover) from a
+	// slow machine; they are reported, not judged: a busy CI machine can
+	// cause them too.
+	t.Logf("%s: %d of %d requests failed, the slowest good answer took %s, the client retransmitted %d segments",
+		what, fail, ok+fail, slowest.Round(time.Millisecond), tcpRetrans(p.client)-p.retrans0)
+	if fail > 0 {
+		t.Errorf("%s: %d requests failed; want none:\n%s", what, fail, strings.Join(p.errs, "\n"))
+	}
+}
+
+// tcpRetrans is how many TCP segments the host has retransmitted
+// (RetransSegs of /proc/net/snmp, read inside its namespace); -1 if that
+// cannot be read.
+func tcpRetrans(h *netlab.Host) int {
+	out, err := h.Exec("cat", "/proc/net/snmp")
+	if err != nil {
+		return -1
+	}
+	var names []string
+	for _, line := range strings.Split(string(out), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || fields[0] != "Tcp:" {
+			continue
+		}
+		if names == nil {
+			names = fields
+			continue
+		}
+		if i := slices.Index(names, "RetransSegs"); i > 0 && i < len(fields) {
+			n, err := strconv.Atoi(fields[i])
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return -1
 }
 
 // Stop ends the polling and returns the final counts.

@@ -138,13 +138,7 @@ func TestPlannedHandover(t *testing.T) {
 				t.Logf("handover %d: %s -> %s", i, holder, next)
 				holder = next
 			}
-			ok0, _ := p.counts()
-			waitFor(t, 10*time.Second, "answers after the last stop", func() bool { ok, _ := p.counts(); return ok > ok0+50 })
-			ok, fail := p.Stop()
-			t.Logf("%d planned handovers: %d of %d requests failed", handoverMasters-1, fail, ok+fail)
-			if fail > 0 {
-				t.Errorf("%d requests failed during planned handovers (%q); want none", fail, p.errs)
-			}
+			p.wantNoFailures(t, fmt.Sprintf("%d planned handovers", handoverMasters-1))
 		})
 	}
 }
@@ -186,13 +180,7 @@ func TestReturningNodeTakesItsVIPBackHitless(t *testing.T) {
 			if err != nil || !reused {
 				t.Errorf("%s took the VIP back from %s: a connection opened on %s: reused %v, %v; want answered over it", first, interim, interim, reused, err)
 			}
-			ok0, _ := p.counts()
-			waitFor(t, 10*time.Second, "answers after the return", func() bool { ok, _ := p.counts(); return ok > ok0+50 })
-			ok, fail := p.Stop()
-			t.Logf("%s -> %s (drain) -> %s (return): %d of %d requests failed", first, interim, first, fail, ok+fail)
-			if fail > 0 {
-				t.Errorf("%d requests failed (%q); want none", fail, p.errs)
-			}
+			p.wantNoFailures(t, fmt.Sprintf("%s -> %s (drain) -> %s (return)", first, interim, first))
 		})
 	}
 }
@@ -516,13 +504,7 @@ func TestPlannedHandoverDualStack(t *testing.T) {
 					t.Errorf("%s -> %s: a connection to %s opened on the old holder: reused %v, %v; want answered over it", holder, next, vip, reused, err)
 				}
 			}
-			ok0, _ := p.counts()
-			waitFor(t, 10*time.Second, "answers after the stop", func() bool { ok, _ := p.counts(); return ok > ok0+50 })
-			ok, fail := p.Stop()
-			t.Logf("%s -> %s over IPv6: %d of %d requests failed", holder, next, fail, ok+fail)
-			if fail > 0 {
-				t.Errorf("%d requests failed (%q); want none", fail, p.errs)
-			}
+			p.wantNoFailures(t, fmt.Sprintf("%s -> %s over IPv6", holder, next))
 		})
 	}
 }
