@@ -13,7 +13,8 @@ import (
 var trials = flag.Int("trials", 20, "failover benchmark: trials per profile and scenario")
 
 // BenchmarkFailover measures, from a client in its own namespace opening a
-// new connection every 10 ms (250 ms timeout), how long the API VIP is
+// new connection every 10 ms (250 ms timeout, without waiting for earlier
+// ones to end), how long the API VIP is
 // unreachable when its holder fails, from the fault to the first good
 // answer from the new holder. One line per profile and scenario:
 //
@@ -61,7 +62,7 @@ func failoverTrial(b *testing.B, profile, scenario string, i int) (time.Duration
 			startEcho(t, n, "0.0.0.0:8080")
 		}
 		holder := lc.settled(apiVIP)
-		w := lc.poll("http://"+apiVIP+":8080/", 10*time.Millisecond)
+		w := lc.probe("http://"+apiVIP+":8080/", 10*time.Millisecond)
 		waitFor(t, 10*time.Second, "answers", func() bool { ok, _ := w.counts(); return ok > 20 })
 		old := lc.byName[holder]
 		fault := time.Now()
