@@ -87,6 +87,7 @@ annotation and serves /healthz, /readyz and /metrics on --listen.`,
 	f.StringVar(&o.once.Config, "config", render.ClusterConfigPath, "ClusterVIPs file laid down by the MachineConfig")
 	f.StringVar(&o.once.BootstrapNodes, "bootstrap-nodes", render.BootstrapNodesPath, "NodeList known at render time")
 	f.StringVar(&o.once.NodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name (default $NODE_NAME)")
+	f.BoolVar(&o.once.KeepDrain, "keep-drain", false, "with --once: leave a drain in place (the haproxy pod; only keepalived's pod ends a drain)")
 	f.StringVar(&o.once.Root, "root", "", "prefix of every node path (tests and labs only)")
 	f.StringVar(&o.once.Check.Netns, "check-netns", "", "network namespace to run the daemons' config tests in (tests and labs only)")
 	_ = f.MarkHidden("root")

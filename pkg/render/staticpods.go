@@ -162,7 +162,7 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 			EnableServiceLinks:    ptr.To(false),
 			SecurityContext:       podSecurityContext(),
 			Tolerations:           tolerateEverything(),
-			InitContainers:        []corev1.Container{renderContainer(c)},
+			InitContainers:        []corev1.Container{renderContainer(c, false)},
 			Containers:            []corev1.Container{keepalived, sidecar},
 			Volumes: []corev1.Volume{
 				hostPath(volConfig, ConfigDir, corev1.HostPathDirectory),
@@ -232,8 +232,9 @@ func HaproxyPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 			Tolerations:        tolerateEverything(),
 			// Same render as in the keepalived pod: whichever pod starts
 			// first after boot finds haproxy.cfg written, and a second
-			// `--once` rewrites identical files.
-			InitContainers: []corev1.Container{renderContainer(c)},
+			// `--once` rewrites identical files. Only the keepalived pod's
+			// start ends a drain.
+			InitContainers: []corev1.Container{renderContainer(c, true)},
 			Containers:     []corev1.Container{haproxy},
 			Volumes: []corev1.Volume{
 				hostPath(volConfig, ConfigDir, corev1.HostPathDirectory),
@@ -248,13 +249,18 @@ func HaproxyPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 
 // renderContainer writes this node's configs from the files the
 // MachineConfig laid down, so keepalived and haproxy start with a valid
-// config even before any API server answers.
-func renderContainer(c *v1alpha1.ClusterVIPs) corev1.Container {
+// config even before any API server answers. keepDrain leaves a drain in
+// place (the haproxy pod).
+func renderContainer(c *v1alpha1.ClusterVIPs, keepDrain bool) corev1.Container {
+	args := append([]string{"runtimecfg", "--once"}, runtimecfgFlags()...)
+	if keepDrain {
+		args = append(args, "--keep-drain")
+	}
 	return corev1.Container{
 		Name:      containerRender,
 		Image:     c.Spec.Images.Vipctl,
 		Command:   []string{"vipctl"},
-		Args:      append([]string{"runtimecfg", "--once"}, runtimecfgFlags()...),
+		Args:      args,
 		Env:       nodeNameEnvVar(),
 		Resources: requests("10m", "50Mi"),
 		VolumeMounts: []corev1.VolumeMount{

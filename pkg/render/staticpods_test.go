@@ -307,6 +307,11 @@ func checkRenderContainer(t *testing.T, c *v1alpha1.ClusterVIPs, p *corev1.Pod) 
 	}
 	ic := p.Spec.InitContainers[0]
 	want := []string{"runtimecfg", "--once", "--config", ClusterConfigPath, "--bootstrap-nodes", BootstrapNodesPath, "--node-name", "$(NODE_NAME)"}
+	// Only the keepalived pod's start ends a drain: a haproxy pod
+	// restarting alone must not drop the routes of a handover in progress.
+	if p.Name == HaproxyPodName {
+		want = append(want, "--keep-drain")
+	}
 	if !slices.Equal(ic.Command, []string{"vipctl"}) || !slices.Equal(ic.Args, want) {
 		t.Errorf("%s: init container runs %q %q, want vipctl %q", p.Name, ic.Command, ic.Args, want)
 	}

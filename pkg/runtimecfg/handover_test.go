@@ -167,6 +167,46 @@ func TestDrainRoutesAndARP(t *testing.T) {
 	}
 }
 
+// TestOnceEndsADrainUnlessKept: the keepalived pod's --once ends a drain
+// its predecessor's preStop began (routes gone, drain file 0); the haproxy
+// pod's (--keep-drain) leaves it running. Without a bootstrap node list
+// Once writes a placeholder keepalived.conf, judged by the real keepalived.
+func TestOnceEndsADrainUnlessKept(t *testing.T) {
+	lab := netlab.New(t)
+	n := lab.AddHost("n", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"198.51.100.11/24"}})
+	tn := labTarget(t, n)
+	n.MustExec("ip", "addr", "add", "198.51.100.5/32", "dev", "br-ex")
+	h := render.Handover{Interface: "br-ex", Instances: []render.HandoverInstance{
+		{Family: 4, VRID: 1, VIPs: addrs("198.51.100.5"), Peers: addrs("198.51.100.12")},
+	}}
+	if err := Drain(tn, h); err != nil {
+		t.Fatal(err)
+	}
+	routes := func() string {
+		return strings.TrimSpace(string(n.MustExec("ip", "route", "show", "table", "local", "proto", "118")))
+	}
+	o := OnceOptions{Target: tn, Config: "../../examples/compact-ipv4.yaml", BootstrapNodes: filepath.Join(t.TempDir(), "none.yaml"), NodeName: "master-0", KeepDrain: true}
+	if _, err := Once(context.Background(), o); !errors.Is(err, ErrNoBootstrapNodes) {
+		t.Fatalf("Once without a node list: %v, want %v", err, ErrNoBootstrapNodes)
+	}
+	if got := readFile(t, tn, render.DrainFile); got != "1" {
+		t.Errorf("drain file %q after Once with KeepDrain, want 1", got)
+	}
+	if got := routes(); got == "" {
+		t.Error("Once with KeepDrain removed the drained node's local routes")
+	}
+	o.KeepDrain = false
+	if _, err := Once(context.Background(), o); !errors.Is(err, ErrNoBootstrapNodes) {
+		t.Fatalf("Once without a node list: %v, want %v", err, ErrNoBootstrapNodes)
+	}
+	if got := readFile(t, tn, render.DrainFile); got != "0" {
+		t.Errorf("drain file %q after Once, want 0", got)
+	}
+	if got := routes(); got != "" {
+		t.Errorf("local routes %q after Once, want none", got)
+	}
+}
+
 // TestLocalVIPsKeepHeldVIPsForAGrace: without any drain, a VIP that
 // appears on the interface gets its local route at once (Run follows
 // address changes; its tick is an hour here), keeps it for the grace after

@@ -26,6 +26,11 @@ type OnceOptions struct {
 	BootstrapNodes string
 	// NodeName is this node.
 	NodeName string
+	// KeepDrain leaves a drain as it is. Only the keepalived pod's start
+	// ends one; the haproxy pod, which renders the same files, keeps it:
+	// a haproxy pod restarting during a drain must not drop the local
+	// routes that keep the node's ingress and Service connections served.
+	KeepDrain bool
 }
 
 // Desired renders this node's files from a config and a cluster state.
@@ -77,9 +82,12 @@ func Once(ctx context.Context, o OnceOptions) (Result, error) {
 	if err := InitRunFiles(o.Target, c); err != nil {
 		return Result{}, err
 	}
-	// A new pod starts undrained, whatever the last one's preStop left.
-	if err := Undrain(o.Target); err != nil {
-		return Result{}, err
+	// A new keepalived pod starts undrained, whatever the last one's
+	// preStop left.
+	if !o.KeepDrain {
+		if err := Undrain(o.Target); err != nil {
+			return Result{}, err
+		}
 	}
 	nodes, err := render.LoadNodeList(o.BootstrapNodes, c.Spec.VRRP.Interface)
 	if errors.Is(err, fs.ErrNotExist) {
