@@ -507,6 +507,29 @@ func (p *persistent) get() (reused bool, err error) {
 
 func (p *persistent) Close() { p.c.CloseIdleConnections() }
 
+// openKept opens a keep-alive connection to url and makes a first request
+// over it.
+func (lc *labCluster) openKept(t testing.TB, url string) *persistent {
+	t.Helper()
+	p := lc.persistent(url)
+	if _, err := p.get(); err != nil {
+		t.Fatalf("opening a keep-alive connection to %s: %v", url, err)
+	}
+	return p
+}
+
+// wantAnsweredOver makes one more request, closes the connection, and
+// fails t unless the request was answered over the connection opened
+// before (what names that connection's story).
+func (p *persistent) wantAnsweredOver(t testing.TB, what string) {
+	t.Helper()
+	reused, err := p.get()
+	p.Close()
+	if err != nil || !reused {
+		t.Errorf("%s: reused %v, %v; want answered over the same connection", what, reused, err)
+	}
+}
+
 // requestTrace is how far one request got, for the report of a failed
 // one: the local port names the connection in haproxy's log, the stage
 // tells a lost SYN from a stalled handshake or answer.

@@ -121,20 +121,13 @@ func TestPlannedHandover(t *testing.T) {
 			p := lc.poll(url, 10*time.Millisecond)
 			waitFor(t, 10*time.Second, "answers through the VIP", func() bool { ok, _ := p.counts(); return ok > 20 })
 			for i := 1; i < handoverMasters; i++ {
-				kept := lc.persistent(url)
-				if _, err := kept.get(); err != nil {
-					t.Fatalf("handover %d: opening a connection to %s: %v", i, holder, err)
-				}
+				kept := lc.openKept(t, url)
 				old := lc.byName[holder]
 				lc.drain(old)
 				next := lc.waitHolder(apiVIP, 30*time.Second, func(n string) bool { return n != holder })
 				time.Sleep(500 * time.Millisecond) // let ARP caches follow the gratuitous ARP
 				old.keepalived.Stop()
-				reused, err := kept.get()
-				kept.Close()
-				if err != nil || !reused {
-					t.Errorf("handover %d (%s -> %s): a connection opened on the old holder: reused %v, %v; want answered over the same connection", i, holder, next, reused, err)
-				}
+				kept.wantAnsweredOver(t, fmt.Sprintf("handover %d (%s -> %s): a connection opened on the old holder", i, holder, next))
 				t.Logf("handover %d: %s -> %s", i, holder, next)
 				holder = next
 			}
@@ -168,18 +161,11 @@ func TestReturningNodeTakesItsVIPBackHitless(t *testing.T) {
 				t.Fatal(err)
 			}
 			returning.local.Kick()
-			kept := lc.persistent(url)
-			if _, err := kept.get(); err != nil {
-				t.Fatalf("opening a connection to %s: %v", interim, err)
-			}
+			kept := lc.openKept(t, url)
 			returning.startKeepalived()
 			lc.waitHolder(apiVIP, 30*time.Second, func(n string) bool { return n == first })
 			time.Sleep(500 * time.Millisecond)
-			reused, err := kept.get()
-			kept.Close()
-			if err != nil || !reused {
-				t.Errorf("%s took the VIP back from %s: a connection opened on %s: reused %v, %v; want answered over it", first, interim, interim, reused, err)
-			}
+			kept.wantAnsweredOver(t, fmt.Sprintf("%s took the VIP back from %s: a connection opened on %s", first, interim, interim))
 			p.wantNoFailures(t, fmt.Sprintf("%s -> %s (drain) -> %s (return)", first, interim, first))
 		})
 	}
@@ -485,12 +471,7 @@ func TestPlannedHandoverDualStack(t *testing.T) {
 			url := "https://[" + vip6 + "]:9445/"
 			p := lc.poll(url, 10*time.Millisecond)
 			waitFor(t, 10*time.Second, "answers on the IPv6 VIP", func() bool { ok, _ := p.counts(); return ok > 20 })
-			kept := map[string]*persistent{vip6: lc.persistent(url), apiVIP: lc.persistent("https://" + apiVIP + ":9445/")}
-			for _, k := range kept {
-				if _, err := k.get(); err != nil {
-					t.Fatal(err)
-				}
-			}
+			kept := map[string]*persistent{vip6: lc.openKept(t, url), apiVIP: lc.openKept(t, "https://"+apiVIP+":9445/")}
 			old := lc.byName[holder]
 			lc.drain(old)
 			next := lc.waitHolder(vip6, 30*time.Second, func(n string) bool { return n != holder })
@@ -498,11 +479,7 @@ func TestPlannedHandoverDualStack(t *testing.T) {
 			time.Sleep(500 * time.Millisecond)
 			old.keepalived.Stop()
 			for vip, k := range kept {
-				reused, err := k.get()
-				k.Close()
-				if err != nil || !reused {
-					t.Errorf("%s -> %s: a connection to %s opened on the old holder: reused %v, %v; want answered over it", holder, next, vip, reused, err)
-				}
+				k.wantAnsweredOver(t, fmt.Sprintf("%s -> %s: a connection to %s opened on the old holder", holder, next, vip))
 			}
 			p.wantNoFailures(t, fmt.Sprintf("%s -> %s over IPv6", holder, next))
 		})

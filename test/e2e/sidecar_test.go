@@ -454,36 +454,24 @@ func TestSidecarFollowsTheCluster(t *testing.T) {
 	// priority is back and it preempts the interim holder, which had no
 	// warning, yet a connection opened on it is answered after the return.
 	holder = kc.settled(apiVIP)
-	kept := kc.persistent("https://" + apiVIP + ":6443/")
-	if _, err := kept.get(); err != nil {
-		t.Fatal(err)
-	}
+	kept := kc.openKept(t, "https://"+apiVIP+":6443/")
 	drainFile := filepath.Join(kc.byName[holder].target.Root, render.DrainFile)
 	if err := os.WriteFile(drainFile, []byte("1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	interim := kc.waitHolder(apiVIP, 15*time.Second, func(n string) bool { return n != holder })
 	time.Sleep(500 * time.Millisecond)
-	if reused, err := kept.get(); err != nil || !reused {
-		t.Errorf("drain %s -> %s: a connection opened on the old holder: reused %v, %v; want answered over it", holder, interim, reused, err)
-	}
-	kept.Close()
+	kept.wantAnsweredOver(t, fmt.Sprintf("drain %s -> %s: a connection opened on the old holder", holder, interim))
 	if got := string(kc.byName[holder].host.MustExec("ip", "route", "show", "table", "local", "proto", "118")); !strings.Contains(got, apiVIP) {
 		t.Errorf("drained %s keeps local routes %q, want one for %s", holder, got, apiVIP)
 	}
-	kept = kc.persistent("https://" + apiVIP + ":6443/")
-	if _, err := kept.get(); err != nil {
-		t.Fatal(err)
-	}
+	kept = kc.openKept(t, "https://"+apiVIP+":6443/")
 	if err := os.WriteFile(drainFile, []byte("0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	kc.waitHolder(apiVIP, 15*time.Second, func(n string) bool { return n == holder })
 	time.Sleep(500 * time.Millisecond)
-	if reused, err := kept.get(); err != nil || !reused {
-		t.Errorf("%s took the VIP back from %s: a connection opened on %s: reused %v, %v; want answered over it", holder, interim, interim, reused, err)
-	}
-	kept.Close()
+	kept.wantAnsweredOver(t, fmt.Sprintf("%s took the VIP back from %s: a connection opened on %s", holder, interim, interim))
 }
 
 func setPodReady(t *testing.T, c kubernetes.Interface, name string, ready bool) {
