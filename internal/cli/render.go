@@ -8,7 +8,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/bundle"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/cluster"
 )
 
 type renderOptions struct {
@@ -44,7 +44,7 @@ whole and atomically: on any error it is left as it was.`,
 				if iface == "" {
 					iface = c.Spec.VRRP.Interface
 				}
-				if opts.Nodes, err = render.LoadNodeList(o.nodes, iface); err != nil {
+				if opts.Nodes, err = cluster.LoadNodeList(o.nodes, iface); err != nil {
 					return fmt.Errorf("--nodes: %w", err)
 				}
 				if opts.NodesYAML, err = os.ReadFile(o.nodes); err != nil {

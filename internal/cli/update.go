@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
@@ -15,8 +13,8 @@ import (
 	"github.com/vipctl/vipctl/pkg/update"
 )
 
-// cluster connects to the API for update and status.
-func cluster(kubeconfig, namespace string) (update.Cluster, error) {
+// connect reaches the API for update and status.
+func connect(kubeconfig, namespace string) (update.Cluster, error) {
 	cfg, err := restConfig(kubeconfig)
 	if err != nil {
 		return update.Cluster{}, err
@@ -79,7 +77,7 @@ kept). Nothing is written with --dry-run or on any error.`,
 					return err
 				}
 			}
-			cl, err := cluster(kubeconfig, namespace)
+			cl, err := connect(kubeconfig, namespace)
 			if err != nil {
 				return err
 			}
@@ -131,66 +129,5 @@ kept). Nothing is written with --dry-run or on any error.`,
 	f.StringArrayVar(&set, "set-pool", nil, "replace a pool's addresses: NAME=CIDR|RANGE[,...]")
 	addOutputFlag(cmd, &output)
 	_ = cmd.MarkFlagRequired("file")
-	return cmd
-}
-
-// NewStatusCommand shows which node holds which VIP.
-func NewStatusCommand(streams IOStreams) *cobra.Command {
-	var file, kubeconfig, namespace, output string
-	cmd := &cobra.Command{
-		Use:   "status [-f cluster.yaml] [-o text|json|yaml]",
-		Short: "Show every VIP, its holder, state and the Services using it",
-		Long: `Reads the live config (the vipctl-config ConfigMap, or -f), the VIPs each
-node's sidecar publishes in its vipctl.io/vips annotation, and the Services'
-allocated addresses. Exits 2 when a VIP has no holder or several (split brain).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			cl, err := cluster(kubeconfig, namespace)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			var c *v1alpha1.ClusterVIPs
-			if file != "" {
-				if c, err = v1alpha1.Load(file); err != nil {
-					return err
-				}
-			} else if c, _, err = cl.Live(ctx); err != nil {
-				return fmt.Errorf("reading the live config: %w", err)
-			} else if c == nil {
-				return fmt.Errorf("no ConfigMap %s/%s: pass -f cluster.yaml", namespace, v1alpha1.ConfigMapName)
-			}
-			nodes, err := cl.Nodes(ctx)
-			if err != nil {
-				return err
-			}
-			svcs, err := cl.Services(ctx)
-			if err != nil {
-				return err
-			}
-			rows, errs := update.Status(c, nodes, svcs)
-			for _, e := range errs {
-				_, _ = fmt.Fprintln(streams.ErrOut, "warning:", e)
-			}
-			if err := printData(streams.Out, output, rows, func(w io.Writer) error {
-				_, err := io.WriteString(w, update.StatusText(rows, time.Now()))
-				return err
-			}); err != nil {
-				return err
-			}
-			if !update.Healthy(rows) {
-				return &ExitError{Code: ExitFinding, Err: errors.New("a VIP has no holder or more than one")}
-			}
-			return nil
-		},
-	}
-	f := cmd.Flags()
-	f.StringVarP(&file, "file", "f", "", "ClusterVIPs file (default: the live ConfigMap)")
-	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default $KUBECONFIG, ~/.kube/config, then in-cluster)")
-	f.StringVar(&namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap")
-	addOutputFlag(cmd, &output)
 	return cmd
 }

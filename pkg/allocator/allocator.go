@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 )
 
 // Reason classifies an allocation failure; it is the Event reason's suffix
@@ -105,34 +106,21 @@ type Request struct {
 }
 
 type pool struct {
-	spec    v1alpha1.ServicePool
-	ranges  []v1alpha1.AddressRange
-	anchors map[netip.Addr]bool
+	*cluster.Pool
 	// next is where the search for a free address starts, per range: the
 	// addresses below it were taken when it last moved (a release moves it
 	// back), so allocating N addresses costs O(N), not O(N²).
 	next []netip.Addr
 }
 
-func (p *pool) isAnchor(a netip.Addr) bool { return p.anchors[a] }
-
-func (p *pool) contains(a netip.Addr) bool {
-	return slices.ContainsFunc(p.ranges, func(r v1alpha1.AddressRange) bool { return r.Contains(a) })
-}
-
 func (p *pool) admits(r *Request) bool {
-	if len(p.spec.Namespaces) > 0 && !slices.Contains(p.spec.Namespaces, r.Namespace) {
+	if len(p.Namespaces) > 0 && !slices.Contains(p.Namespaces, r.Namespace) {
 		return false
 	}
-	for k, v := range p.spec.ServiceSelector {
-		if got, ok := r.Labels[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
+	return cluster.Matches(p.ServiceSelector, r.Labels)
 }
 
-func (p *pool) autoAssign() bool { return p.spec.AutoAssign == nil || *p.spec.AutoAssign }
+func (p *pool) autoAssign() bool { return p.AutoAssign == nil || *p.AutoAssign }
 
 // holding is one address and the Services on it.
 type holding struct {
@@ -143,6 +131,9 @@ type holding struct {
 // Allocator is the bookkeeping of who holds which pool address. It is not
 // safe for concurrent use; the controller serialises access.
 type Allocator struct {
+	// set and pools hold the same pools in declaration order: set
+	// answers which pool holds an address, pools keeps the search state.
+	set    cluster.Pools
 	pools  []*pool
 	byAddr map[netip.Addr]*holding
 	bySvc  map[string][]netip.Addr
@@ -160,19 +151,12 @@ func New(pools []v1alpha1.ServicePool) *Allocator {
 // outside every pool (see Orphans): releasing them is `vipctl update
 // --force`'s decision, not the allocator's.
 func (a *Allocator) SetPools(pools []v1alpha1.ServicePool) {
-	a.pools = nil
-	for _, sp := range pools {
-		p := &pool{spec: sp, anchors: map[netip.Addr]bool{}}
-		for _, s := range sp.Addresses {
-			if r, err := v1alpha1.ParseAddressRange(s); err == nil {
-				p.ranges = append(p.ranges, r)
-				p.next = append(p.next, r.First)
-			}
-		}
-		for _, v4 := range []bool{true, false} {
-			for _, ad := range sp.Anchors(v4) {
-				p.anchors[ad] = true
-			}
+	a.set = cluster.CompilePools(pools)
+	a.pools = make([]*pool, 0, len(a.set))
+	for _, cp := range a.set {
+		p := &pool{Pool: cp}
+		for _, r := range cp.Ranges {
+			p.next = append(p.next, r.First)
 		}
 		a.pools = append(a.pools, p)
 	}
@@ -180,10 +164,8 @@ func (a *Allocator) SetPools(pools []v1alpha1.ServicePool) {
 
 // PoolOf names the pool containing addr, or "".
 func (a *Allocator) PoolOf(addr netip.Addr) string {
-	for _, p := range a.pools {
-		if p.contains(addr) {
-			return p.spec.Name
-		}
+	if p := a.set.Of(addr); p != nil {
+		return p.Name
 	}
 	return ""
 }
@@ -210,7 +192,7 @@ func (a *Allocator) Orphans() map[string][]netip.Addr {
 func (a *Allocator) InUse() map[string]int {
 	out := map[string]int{}
 	for _, p := range a.pools {
-		out[p.spec.Name] = 0
+		out[p.Name] = 0
 	}
 	for ad := range a.byAddr {
 		if name := a.PoolOf(ad); name != "" {
@@ -306,7 +288,7 @@ func (a *Allocator) Release(key string) {
 // rewind lets the free-address search find a released address again.
 func (a *Allocator) rewind(ad netip.Addr) {
 	for _, p := range a.pools {
-		for i, rg := range p.ranges {
+		for i, rg := range p.Ranges {
 			if rg.Contains(ad) && ad.Less(p.next[i]) {
 				p.next[i] = ad
 			}
@@ -372,7 +354,7 @@ func (a *Allocator) satisfies(r *Request, cur []netip.Addr) bool {
 	}
 	for _, ad := range cur {
 		p := a.poolFor(ad)
-		if p == nil || !p.admits(r) || (r.Pool != "" && p.spec.Name != r.Pool) || p.isAnchor(ad) {
+		if p == nil || !p.admits(r) || (r.Pool != "" && p.Name != r.Pool) || p.IsAnchor(ad) {
 			return false
 		}
 		if a.canUse(ad, r) != nil {
@@ -383,8 +365,9 @@ func (a *Allocator) satisfies(r *Request, cur []netip.Addr) bool {
 }
 
 func (a *Allocator) poolFor(addr netip.Addr) *pool {
+	cp := a.set.Of(addr)
 	for _, p := range a.pools {
-		if p.contains(addr) {
+		if p.Pool == cp {
 			return p
 		}
 	}
@@ -395,9 +378,9 @@ func (a *Allocator) poolFor(addr netip.Addr) *pool {
 func (a *Allocator) candidatePools(r *Request) ([]*pool, error) {
 	if r.Pool != "" {
 		for _, p := range a.pools {
-			if p.spec.Name == r.Pool {
+			if p.Name == r.Pool {
 				if !p.admits(r) {
-					return nil, fail(ReasonNotAllowed, "pool %s does not admit %s (namespaces %v, serviceSelector %v)", p.spec.Name, r.Key, p.spec.Namespaces, p.spec.ServiceSelector)
+					return nil, fail(ReasonNotAllowed, "pool %s does not admit %s (namespaces %v, serviceSelector %v)", p.Name, r.Key, p.Namespaces, p.ServiceSelector)
 				}
 				return []*pool{p}, nil
 			}
@@ -424,15 +407,15 @@ func (a *Allocator) requested(r *Request, candidates []*pool) ([]netip.Addr, err
 			return nil, fail(ReasonBadRequest, "two %v addresses requested: one per family", f)
 		}
 		seen[f] = true
-		idx := slices.IndexFunc(candidates, func(p *pool) bool { return p.contains(ad) })
+		idx := slices.IndexFunc(candidates, func(p *pool) bool { return p.Contains(ad) })
 		if idx < 0 {
 			if p := a.poolFor(ad); p != nil {
-				return nil, fail(ReasonNotAllowed, "requested %s is in pool %s, which does not serve %s", ad, p.spec.Name, r.Key)
+				return nil, fail(ReasonNotAllowed, "requested %s is in pool %s, which does not serve %s", ad, p.Name, r.Key)
 			}
 			return nil, fail(ReasonNotInPool, "requested %s is outside every pool", ad)
 		}
-		if candidates[idx].isAnchor(ad) {
-			return nil, fail(ReasonAnchor, "requested %s anchors a VRRP instance of pool %s and is never given to a Service", ad, candidates[idx].spec.Name)
+		if candidates[idx].IsAnchor(ad) {
+			return nil, fail(ReasonAnchor, "requested %s anchors a VRRP instance of pool %s and is never given to a Service", ad, candidates[idx].Name)
 		}
 		if err := a.canUse(ad, r); err != nil {
 			return nil, err
@@ -456,11 +439,11 @@ func (a *Allocator) pick(r *Request, candidates []*pool) ([]netip.Addr, error) {
 	if len(out) == 0 || (r.Required && len(missing) > 0) {
 		names := make([]string, 0, len(candidates))
 		for _, p := range candidates {
-			names = append(names, p.spec.Name)
+			names = append(names, p.Name)
 		}
 		for _, f := range missing {
 			if !slices.ContainsFunc(candidates, func(p *pool) bool {
-				return slices.ContainsFunc(p.ranges, func(rg v1alpha1.AddressRange) bool { return familyOf(rg.First) == f })
+				return slices.ContainsFunc(p.Ranges, func(rg v1alpha1.AddressRange) bool { return familyOf(rg.First) == f })
 			}) {
 				return nil, fail(ReasonFamily, "no pool for %s (%s) has IPv%d addresses", r.Key, strings.Join(names, ", "), f)
 			}
@@ -484,12 +467,12 @@ func (a *Allocator) first(r *Request, candidates []*pool, f Family) (netip.Addr,
 		}
 	}
 	for _, p := range candidates {
-		for _, rg := range p.ranges {
+		for _, rg := range p.Ranges {
 			if familyOf(rg.First) != f {
 				continue
 			}
 			for ad := rg.First; rg.Contains(ad); ad = ad.Next() {
-				if _, used := a.byAddr[ad]; !used && !p.isAnchor(ad) {
+				if _, used := a.byAddr[ad]; !used && !p.IsAnchor(ad) {
 					return ad, true
 				}
 				if !ad.Next().IsValid() {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/vipctl/vipctl/internal/fixture"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 )
 
@@ -26,14 +27,6 @@ func req(key string, mod ...func(*Request)) Request {
 		m(&r)
 	}
 	return r
-}
-
-func addrs(ss ...string) []netip.Addr {
-	var out []netip.Addr
-	for _, s := range ss {
-		out = append(out, netip.MustParseAddr(s))
-	}
-	return out
 }
 
 func TestAllocate(t *testing.T) {
@@ -65,7 +58,7 @@ func TestAllocateRules(t *testing.T) {
 	gold := func(r *Request) { r.Labels = map[string]string{"tier": "gold"} }
 	dual := func(r *Request) { r.Families = []Family{IPv4, IPv6} }
 	prefer := func(r *Request) { r.Families = []Family{IPv6, IPv4}; r.Required = false }
-	want := func(s ...string) func(*Request) { return func(r *Request) { r.Requested = addrs(s...) } }
+	want := func(s ...string) func(*Request) { return func(r *Request) { r.Requested = fixture.Addrs(s...) } }
 	pool := func(p string) func(*Request) { return func(r *Request) { r.Pool = p } }
 	ns := func(n string) func(*Request) { return func(r *Request) { r.Namespace = n } }
 	share := func(k string, port int32) func(*Request) {
@@ -139,10 +132,10 @@ func TestExhaustionAndRelease(t *testing.T) {
 
 func TestAssignRebuildAndOrphans(t *testing.T) {
 	a := New(pools())
-	if err := a.Assign(req("default/a"), addrs("198.51.100.130")); err != nil {
+	if err := a.Assign(req("default/a"), fixture.Addrs("198.51.100.130")); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Assign(req("default/b"), addrs("198.51.100.130")); ReasonOf(err) != ReasonInUse {
+	if err := a.Assign(req("default/b"), fixture.Addrs("198.51.100.130")); ReasonOf(err) != ReasonInUse {
 		t.Fatalf("rebuilding a duplicate: %v, want %s", err, ReasonInUse)
 	}
 	// A fresh Service never gets a rebuilt address.
@@ -186,7 +179,7 @@ func neverTwice(t *testing.T, seed uint64) {
 				r.Required = rng.IntN(2) == 0
 			}
 			if rng.IntN(5) == 0 {
-				r.Requested = addrs(fmt.Sprintf("198.51.100.%d", 128+rng.IntN(8)))
+				r.Requested = fixture.Addrs(fmt.Sprintf("198.51.100.%d", 128+rng.IntN(8)))
 			}
 			if _, err := a.Allocate(r); err == nil {
 				live[key] = r

@@ -8,7 +8,6 @@ import (
 	"math/big"
 	"net/netip"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +30,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 )
 
@@ -202,7 +202,7 @@ func (c *Controller) lead(ctx context.Context) error {
 	c.log.Info("books rebuilt from Service statuses", "addresses", len(t.alloc.byAddr))
 	// Everything once, in creation order, so older Services win.
 	svcs, _ := t.services.List(labels.Everything())
-	sortByAge(svcs)
+	cluster.SortByAge(svcs)
 	for _, s := range svcs {
 		t.queue.Add(s.Namespace + "/" + s.Name)
 	}
@@ -212,16 +212,6 @@ func (c *Controller) lead(ctx context.Context) error {
 }
 
 const configKey = "\x00config"
-
-func sortByAge(svcs []*corev1.Service) {
-	sort.SliceStable(svcs, func(i, j int) bool {
-		a, b := svcs[i], svcs[j]
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
-	})
-}
 
 // stripService drops what allocation never reads.
 func stripService(obj any) (any, error) {
@@ -242,7 +232,7 @@ func (t *term) next(ctx context.Context) bool {
 	if key == configKey {
 		t.loadConfig()
 		svcs, _ := t.services.List(labels.Everything())
-		sortByAge(svcs)
+		cluster.SortByAge(svcs)
 		for _, s := range svcs {
 			t.queue.Add(s.Namespace + "/" + s.Name)
 		}
@@ -290,9 +280,9 @@ func (t *term) loadConfig() {
 // sync re-allocates) and gets an Event.
 func (t *term) rebuild() {
 	svcs, _ := t.services.List(labels.Everything())
-	sortByAge(svcs)
+	cluster.SortByAge(svcs)
 	for _, s := range svcs {
-		if !runtimecfg.Served(s) {
+		if !cluster.Served(s) {
 			continue
 		}
 		ips := statusAddrs(s)
@@ -388,7 +378,7 @@ func (t *term) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if !runtimecfg.Served(s) {
+	if !cluster.Served(s) {
 		had := t.alloc.Addresses(key)
 		t.alloc.Release(key)
 		// A Service that stopped being ours keeps no address of ours.

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/machineconfig"
 	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
@@ -35,12 +36,12 @@ const ManifestsPath = "manifests/vipctl.yaml"
 type Options struct {
 	// Nodes, when set, adds DIR/nodes/<name>/... and ships the list to
 	// the nodes so `runtimecfg --once` can render peers with no API.
-	Nodes []render.Node
+	Nodes []cluster.Node
 	// NodesYAML is the NodeList file Nodes came from, shipped verbatim.
 	NodesYAML []byte
 	// State previews live state (allocated pool addresses, router
 	// placement); its Nodes are replaced by Nodes.
-	State render.State
+	State cluster.State
 }
 
 // File is one output file, relative to the output directory.

@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 )
 
 // benchCluster is the scale target: 2000 nodes (3 control plane),
 // 10 IngressControllers and 20 pools holding 1000 VIPs between them. Nodes
 // need more than a /24, so the cluster is IPv6 (2001:db8::/32 is
 // documentation space; nothing here touches a network).
-func benchCluster(b *testing.B) (*v1alpha1.ClusterVIPs, map[string]uint8, State) {
+func benchCluster(b *testing.B) (*v1alpha1.ClusterVIPs, map[v1alpha1.InstanceKey]uint8, cluster.State) {
 	b.Helper()
 	c := &v1alpha1.ClusterVIPs{APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.Kind, Metadata: v1alpha1.ObjectMeta{Name: "scale"}}
 	c.Spec.BaseDomain = "example.test"
@@ -25,7 +26,7 @@ func benchCluster(b *testing.B) (*v1alpha1.ClusterVIPs, map[string]uint8, State)
 		}
 		c.Spec.Ingress = append(c.Spec.Ingress, v1alpha1.IngressSpec{Name: name, Domain: name + ".example.test", VIPs: []string{fmt.Sprintf("2001:db8:1::1:%x", i)}})
 	}
-	st := State{ServiceVIPs: map[string][]netip.Addr{}}
+	st := cluster.State{ServiceVIPs: map[string][]netip.Addr{}}
 	for p := 0; p < 20; p++ {
 		name := fmt.Sprintf("pool-%d", p)
 		cidr := fmt.Sprintf("2001:db8:1::%x:0/112", 0x100+p)
@@ -40,7 +41,7 @@ func benchCluster(b *testing.B) (*v1alpha1.ClusterVIPs, map[string]uint8, State)
 		b.Fatal(errs.ToAggregate())
 	}
 	for i := 0; i < 2000; i++ {
-		n := Node{Name: fmt.Sprintf("node-%04d", i), Addresses: []netip.Addr{netip.MustParseAddr(fmt.Sprintf("2001:db8:1::a:%x", i))}}
+		n := cluster.Node{Name: fmt.Sprintf("node-%04d", i), Addresses: []netip.Addr{netip.MustParseAddr(fmt.Sprintf("2001:db8:1::a:%x", i))}}
 		if i < 3 {
 			n.ControlPlane = true
 		}
@@ -54,7 +55,7 @@ func benchCluster(b *testing.B) (*v1alpha1.ClusterVIPs, map[string]uint8, State)
 			st.RouterNodes[in.Name] = append(st.RouterNodes[in.Name], fmt.Sprintf("node-%04d", 3+(3*i+r)%1997))
 		}
 	}
-	ids := map[string]uint8{}
+	ids := map[v1alpha1.InstanceKey]uint8{}
 	for i, k := range c.InstanceKeys() {
 		ids[k] = uint8(1 + i)
 	}

@@ -3,6 +3,8 @@ package render
 import (
 	"fmt"
 	"net/netip"
+
+	"github.com/vipctl/vipctl/pkg/cluster"
 )
 
 type haproxyView struct {
@@ -32,7 +34,7 @@ const apiBackend = "api"
 // VIP:port is redirected to it on the holder.
 func (p *Plan) haproxyView(node string) (*haproxyView, error) {
 	s := &p.c.Spec
-	var masters []*Node
+	var masters []*cluster.Node
 	for i := range p.state.Nodes {
 		if p.state.Nodes[i].ControlPlane {
 			masters = append(masters, &p.state.Nodes[i])
@@ -74,12 +76,12 @@ func (p *Plan) haproxyView(node string) (*haproxyView, error) {
 // serving keeps the control-plane nodes with an address among the API
 // endpoints, or all of them when none matches: a backend list must never be
 // empty, and haproxy's checks still route around a dead apiserver.
-func serving(masters []*Node, endpoints []netip.Addr) []*Node {
+func serving(masters []*cluster.Node, endpoints []netip.Addr) []*cluster.Node {
 	up := make(map[netip.Addr]bool, len(endpoints))
 	for _, a := range endpoints {
 		up[a.Unmap()] = true
 	}
-	var out []*Node
+	var out []*cluster.Node
 	for _, m := range masters {
 		for _, a := range m.Addresses {
 			if up[a] {

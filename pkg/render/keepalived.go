@@ -2,7 +2,6 @@ package render
 
 import (
 	"fmt"
-	"hash/fnv"
 	"net/netip"
 	"sort"
 	"strconv"
@@ -10,50 +9,8 @@ import (
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 )
-
-// State is what the renderer knows about the running cluster. `vipctl
-// render` fills Nodes from --nodes; the sidecar fills everything from the
-// API.
-type State struct {
-	Nodes []Node
-	// ServiceVIPs are the addresses allocated to Services, by pool name.
-	ServiceVIPs map[string][]netip.Addr
-	// RouterNodes names, per IngressController, the nodes its router pods
-	// are scheduled on (ready or not). When a controller is listed, only
-	// those nodes take part in its VRRP instance: in a large cluster the
-	// peer list stays as short as the router deployment. Unlisted (no API
-	// yet, or `vipctl render`): every node takes part, and the track file
-	// decides.
-	RouterNodes map[string][]string
-	// APIServers are the addresses of the kube-apiservers that serve right
-	// now (the default/kubernetes EndpointSlice). When known, haproxy
-	// balances over the control-plane nodes among them; unknown or empty
-	// (no API yet, or every endpoint gone), over every control-plane node,
-	// and haproxy's own health checks decide.
-	APIServers []netip.Addr
-	// LocalServices are the served Services with externalTrafficPolicy
-	// Local. Their addresses are not in ServiceVIPs: each gets a VRRP
-	// instance of its own, held only where a ready endpoint runs.
-	LocalServices []LocalService
-}
-
-// LocalService is a LoadBalancer Service with externalTrafficPolicy Local:
-// kube-proxy drops its traffic on nodes without a local endpoint, so its
-// VIP must sit on a node that has one.
-type LocalService struct {
-	// Name is namespace/name.
-	Name string
-	// Pool holds the addresses.
-	Pool string
-	VIPs []netip.Addr
-	// Nodes run a ready endpoint of the Service.
-	Nodes []string
-}
-
-// LocalServiceKey is the VRRP instance key of a Local Service. Its VRRP ID
-// is derived after every key of the config (see LocalServiceKeys).
-func LocalServiceKey(name string) string { return "service/" + name }
 
 // LocalServiceStatusFile is where the sidecar says whether this node runs
 // a ready endpoint of the Service ("0" yes, "1" no).
@@ -97,7 +54,7 @@ func IngressStatusFile(controller string) string {
 // instance is one VRRP instance of the cluster, before it is seen from a
 // particular node.
 type instance struct {
-	key    string
+	key    v1alpha1.InstanceKey
 	family int
 	vrid   uint8
 	vips   []netip.Addr
@@ -112,7 +69,7 @@ type instance struct {
 }
 
 type member struct {
-	node     *Node
+	node     *cluster.Node
 	src      netip.Addr
 	priority int
 }
@@ -122,11 +79,12 @@ type member struct {
 // eligibility of every node for every instance is worked out only once.
 type Plan struct {
 	c         *v1alpha1.ClusterVIPs
-	ids       map[string]uint8
-	state     State
+	model     *cluster.Model
+	ids       map[v1alpha1.InstanceKey]uint8
+	state     cluster.State
 	instances []*instance
 	byNode    map[string][]*instance
-	nodes     map[string]*Node
+	nodes     map[string]*cluster.Node
 	scripts   []scriptView
 	tracks    []trackFileView
 	unplaced  []string
@@ -134,7 +92,6 @@ type Plan struct {
 	root string
 	// skipLonely leaves out instances without a peer instead of failing.
 	skipLonely bool
-	lonely     []string
 }
 
 // PlanOption adjusts a Plan.
@@ -150,19 +107,16 @@ func WithRoot(root string) PlanOption {
 // WithLonelySkipped makes a node's render leave out an instance that has
 // no unicast peer (one eligible node) instead of failing: the sidecar must
 // keep every other instance current when, say, a pool's second node is
-// gone. `vipctl render` keeps refusing such a plan. Lonely lists them.
+// gone. `vipctl render` keeps refusing such a plan. NodeRender.Lonely
+// lists them.
 func WithLonelySkipped() PlanOption {
 	return func(p *Plan) { p.skipLonely = true }
 }
 
-// Lonely lists the instances the last NodeFiles left out for lack of a
-// peer (WithLonelySkipped).
-func (p *Plan) Lonely() []string { return p.lonely }
-
 // NewPlan computes every VRRP instance and which nodes take part in it.
 // ids maps instance keys to VRRP IDs (vrid.Assign's result).
-func NewPlan(c *v1alpha1.ClusterVIPs, ids map[string]uint8, st State, opts ...PlanOption) (*Plan, error) {
-	p := &Plan{c: c, ids: ids, state: st, byNode: map[string][]*instance{}, nodes: map[string]*Node{}}
+func NewPlan(c *v1alpha1.ClusterVIPs, ids map[v1alpha1.InstanceKey]uint8, st cluster.State, opts ...PlanOption) (*Plan, error) {
+	p := &Plan{c: c, model: cluster.Compile(c), ids: ids, state: st, byNode: map[string][]*instance{}, nodes: map[string]*cluster.Node{}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -190,7 +144,7 @@ func NewPlan(c *v1alpha1.ClusterVIPs, ids map[string]uint8, st State, opts ...Pl
 		}
 		return out
 	}
-	if err := p.add(v1alpha1.KeyAPI, ids, addrs(s.API.VIPs), func(n *Node) bool { return n.ControlPlane }, 0,
+	if err := p.add(v1alpha1.KeyAPI, ids, addrs(s.API.VIPs), func(n *cluster.Node) bool { return n.ControlPlane }, 0,
 		[]string{haproxyScriptName}, nil, "held by a control-plane node whose haproxy can reach a kube-apiserver"); err != nil {
 		return nil, err
 	}
@@ -201,26 +155,26 @@ func NewPlan(c *v1alpha1.ClusterVIPs, ids map[string]uint8, st State, opts ...Pl
 			Interval: scriptInterval, Timeout: scriptTimeout, Fall: fall, Rise: rise})
 		p.tracks = append(p.tracks, trackFileView{Name: track, Path: p.root + IngressStatusFile(in.Name), Weight: 0,
 			Why: "0 while a ready router pod of IngressController " + in.Name + " runs on this node (written by the sidecar)"})
-		eligible := func(*Node) bool { return true }
+		eligible := func(*cluster.Node) bool { return true }
 		if placed, known := st.RouterNodes[in.Name]; known {
 			on := map[string]bool{}
 			for _, n := range placed {
 				on[n] = true
 			}
-			eligible = func(n *Node) bool { return on[n.Name] }
+			eligible = func(n *cluster.Node) bool { return on[n.Name] }
 		}
 		if err := p.add(v1alpha1.IngressKey(in.Name), ids, addrs(in.VIPs), eligible, 0,
 			[]string{script}, []string{track}, "held by a node running a ready router of IngressController "+in.Name); err != nil {
 			return nil, err
 		}
 	}
-	for _, pool := range s.ServicePools {
+	for _, pool := range p.model.Pools {
 		byInstance := make([][]netip.Addr, pool.Instances)
 		for _, a := range st.ServiceVIPs[pool.Name] {
 			if pool.IsAnchor(a) {
 				continue // never allocated; already advertised
 			}
-			k := spread(a, pool.Instances)
+			k := pool.Instance(a)
 			byInstance[k] = append(byInstance[k], a)
 		}
 		sel := pool.NodeSelector
@@ -237,7 +191,7 @@ func NewPlan(c *v1alpha1.ClusterVIPs, ids map[string]uint8, st State, opts ...Pl
 				}
 			}
 			from := len(p.instances)
-			if err := p.add(v1alpha1.PoolKey(pool.Name, k), ids, anchors, func(n *Node) bool { return matches(sel, n.Labels) }, pool.MaxHolders,
+			if err := p.add(v1alpha1.PoolKey(pool.Name, k), ids, anchors, func(n *cluster.Node) bool { return cluster.Matches(sel, n.Labels) }, pool.MaxHolders,
 				nil, nil, fmt.Sprintf("service pool %s, instance %d of %d", pool.Name, k+1, pool.Instances)); err != nil {
 				return nil, err
 			}
@@ -251,7 +205,7 @@ func NewPlan(c *v1alpha1.ClusterVIPs, ids map[string]uint8, st State, opts ...Pl
 			}
 		}
 		steer(p.instances[first:])
-		p.checkPoolHolders(pool)
+		p.checkPoolHolders(*pool.ServicePool)
 	}
 	for _, ls := range st.LocalServices {
 		if err := p.addLocal(ls); err != nil {
@@ -266,17 +220,12 @@ func NewPlan(c *v1alpha1.ClusterVIPs, ids map[string]uint8, st State, opts ...Pl
 // pool nodes so that the instance has a peer; every member tracks the
 // Service's status file, so a member without an endpoint is in FAULT and
 // never holds the VIP.
-func (p *Plan) addLocal(ls LocalService) error {
-	var pool *v1alpha1.ServicePool
-	for i := range p.c.Spec.ServicePools {
-		if p.c.Spec.ServicePools[i].Name == ls.Pool {
-			pool = &p.c.Spec.ServicePools[i]
-		}
-	}
+func (p *Plan) addLocal(ls cluster.LocalService) error {
+	pool := p.model.Pool(ls.Pool)
 	if pool == nil || len(ls.VIPs) == 0 || len(ls.Nodes) == 0 {
 		return nil
 	}
-	key := LocalServiceKey(ls.Name)
+	key := v1alpha1.ServiceKey(ls.Name)
 	track := "service_" + scriptSafe(strings.NewReplacer("/", "_", ".", "_").Replace(ls.Name))
 	p.tracks = append(p.tracks, trackFileView{Name: track, Path: p.root + LocalServiceStatusFile(ls.Name), Weight: 0,
 		Why: "0 while a ready endpoint of Service " + ls.Name + " runs on this node (written by the sidecar)"})
@@ -286,7 +235,7 @@ func (p *Plan) addLocal(ls LocalService) error {
 	}
 	sel := pool.NodeSelector
 	first := len(p.instances)
-	if err := p.add(key, p.ids, ls.VIPs, func(n *Node) bool { return endpoint[n.Name] && matches(sel, n.Labels) }, pool.MaxHolders,
+	if err := p.add(key, p.ids, ls.VIPs, func(n *cluster.Node) bool { return endpoint[n.Name] && cluster.Matches(sel, n.Labels) }, pool.MaxHolders,
 		nil, []string{track}, "Service "+ls.Name+" (externalTrafficPolicy Local): held only by a node with a ready endpoint"); err != nil {
 		return err
 	}
@@ -298,7 +247,7 @@ func (p *Plan) addLocal(ls LocalService) error {
 		for _, n := range p.state.Nodes {
 			node := p.nodes[n.Name]
 			src, ok := addressIn(node, inst.network)
-			if endpoint[n.Name] || !ok || !matches(sel, node.Labels) {
+			if endpoint[n.Name] || !ok || !cluster.Matches(sel, node.Labels) {
 				continue
 			}
 			if m := (member{node: node, src: src, priority: priority(key, node.Name)}); pad == nil || m.priority > pad.priority {
@@ -345,7 +294,7 @@ func steer(instances []*instance) {
 }
 
 // add creates one instance per IP family of vips.
-func (p *Plan) add(key string, ids map[string]uint8, vips []netip.Addr, eligible func(*Node) bool, maxMembers int, scripts, files []string, why string) error {
+func (p *Plan) add(key v1alpha1.InstanceKey, ids map[v1alpha1.InstanceKey]uint8, vips []netip.Addr, eligible func(*cluster.Node) bool, maxMembers int, scripts, files []string, why string) error {
 	id, ok := ids[key]
 	if !ok {
 		return fmt.Errorf("no VRRP ID for instance %s", key)
@@ -412,7 +361,7 @@ func (p *Plan) checkPoolHolders(pool v1alpha1.ServicePool) {
 		found := false
 		for i := range p.state.Nodes {
 			n := &p.state.Nodes[i]
-			if _, in := addressIn(n, network); in && matches(pool.NodeSelector, n.Labels) {
+			if _, in := addressIn(n, network); in && cluster.Matches(pool.NodeSelector, n.Labels) {
 				found = true
 				break
 			}
@@ -446,7 +395,7 @@ func (p *Plan) machineNetwork(a netip.Addr) (netip.Prefix, bool) {
 	return netip.Prefix{}, false
 }
 
-func addressIn(n *Node, network netip.Prefix) (netip.Addr, bool) {
+func addressIn(n *cluster.Node, network netip.Prefix) (netip.Addr, bool) {
 	for _, a := range n.Addresses {
 		if network.Contains(a) {
 			return a, true
@@ -460,38 +409,15 @@ func addressIn(n *Node, network netip.Prefix) (netip.Addr, bool) {
 // (instances spread over the nodes) and adding or removing a node never
 // reshuffles the others. Both families of one key share priorities so a
 // dual-stack VIP pair prefers the same node.
-func priority(key, node string) int {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(key))
-	_, _ = h.Write([]byte{0})
-	_, _ = h.Write([]byte(node))
-	return minPriority + int(mix(h.Sum64())%priorityBuckets)
-}
-
-// spread puts a pool address into one of the pool's instances by its own
-// hash, so allocating or releasing an address never moves another.
-func spread(a netip.Addr, instances int) int {
-	h := fnv.New64a()
-	_, _ = h.Write(a.AsSlice())
-	return int(mix(h.Sum64()) % uint64(instances))
-}
-
-// mix is splitmix64's finalizer. FNV alone barely changes its low bits when
-// only the last byte differs (master-0, master-1, ...), which would give
-// such nodes neighbouring priorities and skew the spread.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
+func priority(key v1alpha1.InstanceKey, node string) int {
+	return minPriority + int(cluster.Hash([]byte(key), []byte(node))%priorityBuckets)
 }
 
 // scriptSafe maps a DNS label to keepalived's identifier alphabet.
 func scriptSafe(name string) string { return strings.ReplaceAll(name, "-", "_") }
 
-func instanceName(key string, family int) string {
-	return scriptSafe(strings.ReplaceAll(key, "/", "_")) + "_v" + strconv.Itoa(family)
+func instanceName(key v1alpha1.InstanceKey, family int) string {
+	return scriptSafe(strings.ReplaceAll(key.String(), "/", "_")) + "_v" + strconv.Itoa(family)
 }
 
 type keepalivedView struct {
@@ -501,6 +427,8 @@ type keepalivedView struct {
 	Scripts                 []scriptView
 	TrackFiles              []trackFileView
 	Instances               []instanceView
+	// lonely are the instances left out for lack of a peer.
+	lonely []string
 }
 
 type scriptView struct {
@@ -545,7 +473,7 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 	}
 	for _, inst := range p.byNode[node] {
 		iv := instanceView{
-			Key: inst.key, Name: instanceName(inst.key, inst.family), Family: "IPv" + strconv.Itoa(inst.family), Why: inst.why,
+			Key: inst.key.String(), Name: instanceName(inst.key, inst.family), Family: "IPv" + strconv.Itoa(inst.family), Why: inst.why,
 			Interface: iface, Version: s.VRRP.Version, VRID: inst.vrid, Advert: advert(s.VRRP.Advert()),
 			TrackScripts: inst.scripts,
 		}
@@ -570,7 +498,7 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 			if !p.skipLonely {
 				return nil, err
 			}
-			p.lonely = append(p.lonely, err.Error())
+			v.lonely = append(v.lonely, err.Error())
 			continue
 		}
 		bits := 32

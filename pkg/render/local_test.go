@@ -8,23 +8,24 @@ import (
 	"testing"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 )
 
-func groupsPlan(t *testing.T, st func(*State)) *Plan {
+func groupsPlan(t *testing.T, st func(*cluster.State)) *Plan {
 	t.Helper()
 	c, err := v1alpha1.Load(filepath.Join("..", "..", "examples", "pools-node-groups.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes, err := LoadNodeList(filepath.Join("..", "..", "examples", "nodes", "groups.yaml"), "br-ex")
+	nodes, err := cluster.LoadNodeList(filepath.Join("..", "..", "examples", "nodes", "groups.yaml"), "br-ex")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := State{Nodes: nodes}
+	s := cluster.State{Nodes: nodes}
 	st(&s)
 	ids := testIDs(c)
 	for _, ls := range s.LocalServices {
-		ids[LocalServiceKey(ls.Name)] = uint8(200 + len(ids))
+		ids[v1alpha1.ServiceKey(ls.Name)] = uint8(200 + len(ids))
 	}
 	p, err := NewPlan(c, ids, s)
 	if err != nil {
@@ -48,8 +49,8 @@ func confOf(t *testing.T, p *Plan, node string) string {
 // pool never take part.
 func TestLocalServiceInstance(t *testing.T) {
 	vip := netip.MustParseAddr("198.51.100.140")
-	p := groupsPlan(t, func(s *State) {
-		s.LocalServices = []LocalService{{Name: "shop/web", Pool: "rack-a", VIPs: []netip.Addr{vip}, Nodes: []string{"worker-a1", "edge-0"}}}
+	p := groupsPlan(t, func(s *cluster.State) {
+		s.LocalServices = []cluster.LocalService{{Name: "shop/web", Pool: "rack-a", VIPs: []netip.Addr{vip}, Nodes: []string{"worker-a1", "edge-0"}}}
 	})
 	for node, want := range map[string]bool{"worker-a0": true, "worker-a1": true, "edge-0": false, "master-0": false} {
 		conf := confOf(t, p, node)
@@ -65,8 +66,8 @@ func TestLocalServiceInstance(t *testing.T) {
 	}
 
 	// No endpoint anywhere: no instance (the VIP would only black-hole).
-	p = groupsPlan(t, func(s *State) {
-		s.LocalServices = []LocalService{{Name: "shop/web", Pool: "rack-a", VIPs: []netip.Addr{vip}}}
+	p = groupsPlan(t, func(s *cluster.State) {
+		s.LocalServices = []cluster.LocalService{{Name: "shop/web", Pool: "rack-a", VIPs: []netip.Addr{vip}}}
 	})
 	for _, n := range []string{"worker-a0", "worker-a1"} {
 		if strings.Contains(confOf(t, p, n), "service_shop_web") {
@@ -80,7 +81,7 @@ func TestLocalServiceInstance(t *testing.T) {
 // none (or an unknown address) is named.
 func TestHaproxyBackendsFollowAPIEndpoints(t *testing.T) {
 	servers := func(eps ...string) []string {
-		p := groupsPlan(t, func(s *State) {
+		p := groupsPlan(t, func(s *cluster.State) {
 			for _, e := range eps {
 				s.APIServers = append(s.APIServers, netip.MustParseAddr(e))
 			}

@@ -13,14 +13,34 @@ const (
 	configMode = 0o644
 )
 
-// NodeFiles renders every file the sidecar writes on this node:
-// keepalived.conf, haproxy.cfg on control-plane nodes, and the check script
-// they call.
-func (p *Plan) NodeFiles(node string) ([]File, error) {
+// NodeRender is one node's part of a plan.
+type NodeRender struct {
+	// Files are every file the sidecar writes on the node: keepalived.conf,
+	// haproxy.cfg on control-plane nodes, and the check script they call.
+	Files []File
+	// Lonely says which instances were left out for lack of a peer
+	// (WithLonelySkipped).
+	Lonely []string
+}
+
+// Node renders one node's part of the plan. The plan is not changed: any
+// number of nodes can be rendered from one plan, in any order.
+func (p *Plan) Node(node string) (NodeRender, error) {
 	kv, err := p.keepalivedView(node)
 	if err != nil {
-		return nil, err
+		return NodeRender{}, err
 	}
+	files, err := p.nodeFiles(node, kv)
+	return NodeRender{Files: files, Lonely: kv.lonely}, err
+}
+
+// NodeFiles renders the node's files (Node's Files).
+func (p *Plan) NodeFiles(node string) ([]File, error) {
+	r, err := p.Node(node)
+	return r.Files, err
+}
+
+func (p *Plan) nodeFiles(node string, kv *keepalivedView) ([]File, error) {
 	kconf, err := execute("keepalived.conf", kv)
 	if err != nil {
 		return nil, err

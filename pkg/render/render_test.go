@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 )
 
 // exampleNodes names the node list each example is rendered with. Every
@@ -28,8 +29,8 @@ var exampleNodes = map[string]string{
 
 // testIDs stands in for vrid.ForCluster (which lives above this package):
 // distinct IDs in key order are all the renderer needs.
-func testIDs(c *v1alpha1.ClusterVIPs) map[string]uint8 {
-	ids := map[string]uint8{}
+func testIDs(c *v1alpha1.ClusterVIPs) map[v1alpha1.InstanceKey]uint8 {
+	ids := map[v1alpha1.InstanceKey]uint8{}
 	for i, k := range c.InstanceKeys() {
 		ids[k] = uint8(10 + i)
 	}
@@ -57,7 +58,7 @@ func samplePoolVIPs(t *testing.T, c *v1alpha1.ClusterVIPs) map[string][]netip.Ad
 
 type renderedExample struct {
 	config *v1alpha1.ClusterVIPs
-	nodes  []Node
+	nodes  []cluster.Node
 	plan   *Plan
 	files  map[string][]File // by node
 }
@@ -68,11 +69,11 @@ func renderExample(t *testing.T, example string) *renderedExample {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes, err := LoadNodeList(filepath.Join("..", "..", "examples", "nodes", exampleNodes[example]), c.Spec.VRRP.Interface)
+	nodes, err := cluster.LoadNodeList(filepath.Join("..", "..", "examples", "nodes", exampleNodes[example]), c.Spec.VRRP.Interface)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(c, testIDs(c), State{Nodes: nodes, ServiceVIPs: samplePoolVIPs(t, c)})
+	p, err := NewPlan(c, testIDs(c), cluster.State{Nodes: nodes, ServiceVIPs: samplePoolVIPs(t, c)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,11 +257,11 @@ func TestRefusesInstanceWithoutPeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes, err := LoadNodeList(filepath.Join("..", "..", "examples", "nodes", "compact.yaml"), "br-ex")
+	nodes, err := cluster.LoadNodeList(filepath.Join("..", "..", "examples", "nodes", "compact.yaml"), "br-ex")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(c, testIDs(c), State{Nodes: nodes[:1]})
+	p, err := NewPlan(c, testIDs(c), cluster.State{Nodes: nodes[:1]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,19 +273,24 @@ func TestRefusesInstanceWithoutPeers(t *testing.T) {
 
 	// The sidecar's plan leaves the lonely instances out instead, and
 	// says so; the node's other files still render.
-	p, err = NewPlan(c, testIDs(c), State{Nodes: nodes[:1]}, WithLonelySkipped())
+	p, err = NewPlan(c, testIDs(c), cluster.State{Nodes: nodes[:1]}, WithLonelySkipped())
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := p.NodeFiles(nodes[0].Name)
+	r, err := p.Node(nodes[0].Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := instancesIn(t, files); len(got) != 0 {
+	if got := instancesIn(t, r.Files); len(got) != 0 {
 		t.Errorf("lonely instances rendered: %v", got)
 	}
-	if len(p.Lonely()) == 0 || p.Lonely()[0] != want {
-		t.Errorf("Lonely() = %q, want %q first", p.Lonely(), want)
+	if len(r.Lonely) == 0 || r.Lonely[0] != want {
+		t.Errorf("Lonely = %q, want %q first", r.Lonely, want)
+	}
+	// Rendering again from the same plan gives the same answer: a render
+	// does not change the plan.
+	if again, _ := p.Node(nodes[0].Name); len(again.Lonely) != len(r.Lonely) {
+		t.Errorf("second render: %d lonely, first %d", len(again.Lonely), len(r.Lonely))
 	}
 }
 
@@ -297,20 +303,20 @@ func TestPrioritiesStableWhenNodesChange(t *testing.T) {
 	before := map[string]int{}
 	for _, inst := range r.plan.instances {
 		for _, m := range inst.eligible {
-			before[inst.key+"/"+m.node.Name] = m.priority
+			before[inst.key.String()+"/"+m.node.Name] = m.priority
 		}
 	}
-	extra := Node{Name: "master-3", ControlPlane: true, Addresses: []netip.Addr{netip.MustParseAddr("198.51.100.14")}}
-	p, err := NewPlan(r.config, testIDs(r.config), State{Nodes: append(append([]Node{}, r.nodes...), extra), ServiceVIPs: r.plan.state.ServiceVIPs})
+	extra := cluster.Node{Name: "master-3", ControlPlane: true, Addresses: []netip.Addr{netip.MustParseAddr("198.51.100.14")}}
+	p, err := NewPlan(r.config, testIDs(r.config), cluster.State{Nodes: append(append([]cluster.Node{}, r.nodes...), extra), ServiceVIPs: r.plan.state.ServiceVIPs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, inst := range p.instances {
-		if strings.HasPrefix(inst.key, "pool/") {
+		if strings.HasPrefix(inst.key.String(), "pool/") {
 			continue
 		}
 		for _, m := range inst.eligible {
-			if old, ok := before[inst.key+"/"+m.node.Name]; ok && old != m.priority {
+			if old, ok := before[inst.key.String()+"/"+m.node.Name]; ok && old != m.priority {
 				t.Errorf("%s on %s: priority %d became %d after adding a node", inst.key, m.node.Name, old, m.priority)
 			}
 		}
@@ -322,7 +328,7 @@ func TestPrioritiesStableWhenNodesChange(t *testing.T) {
 // active-active rather than by whichever node the hash favours.
 func TestPoolSteering(t *testing.T) {
 	t.Parallel()
-	nodes := []Node{
+	nodes := []cluster.Node{
 		{Name: "worker-0", Addresses: []netip.Addr{netip.MustParseAddr("198.51.100.21")}},
 		{Name: "worker-1", Addresses: []netip.Addr{netip.MustParseAddr("198.51.100.22")}},
 		{Name: "worker-2", Addresses: []netip.Addr{netip.MustParseAddr("198.51.100.23")}},
@@ -331,7 +337,7 @@ func TestPoolSteering(t *testing.T) {
 		for i := 0; i < 20; i++ {
 			var insts []*instance
 			for k := 0; k < tc.instances; k++ {
-				inst := &instance{key: fmt.Sprintf("pool/p%d/%d", i, k), family: 4}
+				inst := &instance{key: v1alpha1.PoolKey(fmt.Sprintf("p%d", i), k), family: 4}
 				for n := range nodes[:tc.nodes] {
 					inst.eligible = append(inst.eligible, member{node: &nodes[n], priority: priority(inst.key, nodes[n].Name)})
 				}
@@ -358,17 +364,6 @@ func TestPoolSteering(t *testing.T) {
 	}
 }
 
-func TestSpreadIsStable(t *testing.T) {
-	t.Parallel()
-	a := netip.MustParseAddr("198.51.100.130")
-	for n := 1; n <= 16; n++ {
-		k := spread(a, n)
-		if k < 0 || k >= n || k != spread(a, n) {
-			t.Fatalf("spread(%s, %d) = %d", a, n, k)
-		}
-	}
-}
-
 // TestIngressFollowsRouterPlacement: once the sidecar knows where a
 // controller's routers run, only those nodes take part in its instance, so
 // a shard's VIP can never be offered to a node without its router.
@@ -378,11 +373,11 @@ func TestIngressFollowsRouterPlacement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes, err := LoadNodeList(filepath.Join("..", "..", "examples", "nodes", "compact.yaml"), "br-ex")
+	nodes, err := cluster.LoadNodeList(filepath.Join("..", "..", "examples", "nodes", "compact.yaml"), "br-ex")
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := State{Nodes: nodes, RouterNodes: map[string][]string{"internal": {"master-1", "master-2"}}}
+	st := cluster.State{Nodes: nodes, RouterNodes: map[string][]string{"internal": {"master-1", "master-2"}}}
 	p, err := NewPlan(c, testIDs(c), st)
 	if err != nil {
 		t.Fatal(err)
@@ -445,13 +440,13 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var nodes []Node
+	var nodes []cluster.Node
 	for i := 0; i < 12; i++ {
-		nodes = append(nodes, Node{Name: fmt.Sprintf("w-%02d", i), ControlPlane: i < 3, Addresses: []netip.Addr{netip.MustParseAddr(fmt.Sprintf("198.51.100.%d", 20+i))}})
+		nodes = append(nodes, cluster.Node{Name: fmt.Sprintf("w-%02d", i), ControlPlane: i < 3, Addresses: []netip.Addr{netip.MustParseAddr(fmt.Sprintf("198.51.100.%d", 20+i))}})
 	}
 	vips := map[string][]netip.Addr{"big": {netip.MustParseAddr("198.51.100.130")}}
-	members := func(nodes []Node) []string {
-		p, err := NewPlan(c, testIDs(c), State{Nodes: nodes, ServiceVIPs: vips})
+	members := func(nodes []cluster.Node) []string {
+		p, err := NewPlan(c, testIDs(c), cluster.State{Nodes: nodes, ServiceVIPs: vips})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -473,9 +468,9 @@ spec:
 	}
 	// Add nodes one by one; whenever the newcomer is not among the members,
 	// the members must be unchanged.
-	grown := append([]Node{}, nodes...)
+	grown := append([]cluster.Node{}, nodes...)
 	for i := 12; i < 40; i++ {
-		grown = append(grown, Node{Name: fmt.Sprintf("w-%02d", i), Addresses: []netip.Addr{netip.MustParseAddr(fmt.Sprintf("198.51.100.%d", 20+i))}})
+		grown = append(grown, cluster.Node{Name: fmt.Sprintf("w-%02d", i), Addresses: []netip.Addr{netip.MustParseAddr(fmt.Sprintf("198.51.100.%d", 20+i))}})
 		after := members(grown)
 		if !slices.Contains(after, grown[len(grown)-1].Name) && strings.Join(after, " ") != strings.Join(before, " ") {
 			t.Fatalf("adding %s (not a member) changed members %v -> %v", grown[len(grown)-1].Name, before, after)

@@ -71,18 +71,39 @@ func StaticPodFiles(c *v1alpha1.ClusterVIPs, role string) ([]File, error) {
 	return files, nil
 }
 
+// KeepalivedCommand is keepalived's command line, with every node path
+// under root ("" on a real node): the static pod and the lab start it
+// alike. In the foreground (the pod's main process), logging to the
+// console and not to syslog, with the PID files the sidecar signals and
+// the preStop hook reads.
+func KeepalivedCommand(root string) []string {
+	return []string{
+		"keepalived", "-n", "-l", "-D", "-G",
+		"-f", root + KeepalivedConfPath,
+		"-p", root + KeepalivedPIDFile,
+		"-r", root + VRRPPIDFile,
+		"-c", root + CheckersPIDFile,
+	}
+}
+
+// HaproxyCommand is haproxy's command line, with every node path under
+// root, like KeepalivedCommand. Master-worker mode: a reload through the
+// master socket starts new workers on the listening sockets the master
+// keeps, so no connection is refused during a reload.
+func HaproxyCommand(root string) []string {
+	return []string{
+		"haproxy", "-W", "-db",
+		"-S", root + HaproxyMasterSocket + ",level,admin",
+		"-f", root + HaproxyConfPath,
+	}
+}
+
 // KeepalivedPod is the static pod on every node that may hold a VIP.
 func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 	keepalived := corev1.Container{
-		Name:  containerKeepalived,
-		Image: c.Spec.Images.Keepalived,
-		Command: []string{
-			"keepalived", "-n", "-l", "-D", "-G",
-			"-f", KeepalivedConfPath,
-			"-p", KeepalivedPIDFile,
-			"-r", VRRPPIDFile,
-			"-c", CheckersPIDFile,
-		},
+		Name:      containerKeepalived,
+		Image:     c.Spec.Images.Keepalived,
+		Command:   KeepalivedCommand(""),
 		Resources: requests("10m", "20Mi"),
 		// The sidecar reloads keepalived through this PID file: if it is
 		// gone or stale, reloads would go nowhere, and a restart rewrites it.
@@ -184,16 +205,9 @@ func HaproxyPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 	// node IP, which is always of one of them.
 	health := intstr.FromInt32(c.Spec.API.HealthPort)
 	haproxy := corev1.Container{
-		Name:  containerHaproxy,
-		Image: c.Spec.Images.Haproxy,
-		// Master-worker mode: a reload through the master socket starts new
-		// workers on the listening sockets the master keeps, so no
-		// connection is refused during a reload.
-		Command: []string{
-			"haproxy", "-W", "-db",
-			"-S", HaproxyMasterSocket + ",level,admin",
-			"-f", HaproxyConfPath,
-		},
+		Name:      containerHaproxy,
+		Image:     c.Spec.Images.Haproxy,
+		Command:   HaproxyCommand(""),
 		Resources: requests("50m", "64Mi"),
 		// Ready means at least one kube-apiserver behind it is up
 		// (monitor-uri in haproxy.cfg); alive only needs the port.

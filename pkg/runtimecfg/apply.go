@@ -21,18 +21,28 @@ import (
 	"github.com/vipctl/vipctl/pkg/render"
 )
 
-// Target says where this node's files live and how to reach its daemons.
+// Target is the one handle on a node: where its files live and which
+// network namespace is its own. On a real node both are empty (the host's
+// filesystem and network); the network-namespace lab runs several nodes on
+// one machine, each with a directory and a namespace of its own. Every step
+// that touches the node (config tests, nftables, routes, ARP settings)
+// takes both from here.
 type Target struct {
-	// Root prefixes every node path; "" on a real node, a per-node
-	// directory in the network-namespace lab.
+	// Root prefixes every node path.
 	Root string
-	// Check runs the daemons' config tests. Its Netns (in the lab) is also
-	// the node's network namespace, where the API redirect goes; empty on
-	// a real node (host network).
-	Check configcheck.Options
+	// Netns names the node's network namespace.
+	Netns string
+	// Keepalived and Haproxy are the binaries that judge configs; empty
+	// means from PATH.
+	Keepalived, Haproxy string
 }
 
 func (t Target) path(p string) string { return filepath.Join(t.Root, p) }
+
+// check runs the daemons' config tests where the node's interfaces are.
+func (t Target) check() configcheck.Options {
+	return configcheck.Options{Netns: t.Netns, Keepalived: t.Keepalived, Haproxy: t.Haproxy}
+}
 
 // Result tells what an Apply changed.
 type Result struct {
@@ -73,9 +83,9 @@ func Apply(ctx context.Context, t Target, files []render.File) (Result, error) {
 		// the scripts they name are checked where they stand.
 		switch f.Path {
 		case render.KeepalivedConfPath:
-			err = configcheck.Keepalived(ctx, f.Data, t.Check)
+			err = configcheck.Keepalived(ctx, f.Data, t.check())
 		case render.HaproxyConfPath:
-			err = configcheck.Haproxy(ctx, f.Data, t.Check)
+			err = configcheck.Haproxy(ctx, f.Data, t.check())
 		}
 		if err != nil {
 			return res, fmt.Errorf("keeping the last good %s: %w", f.Path, err)

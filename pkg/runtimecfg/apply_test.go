@@ -13,21 +13,21 @@ import (
 
 	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/configcheck"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/render"
 )
 
-func loadExample(t *testing.T) (*v1alpha1.ClusterVIPs, render.State) {
+func loadExample(t *testing.T) (*v1alpha1.ClusterVIPs, cluster.State) {
 	t.Helper()
 	c, err := v1alpha1.Load("../../examples/compact-ipv4.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes, err := render.LoadNodeList("../../examples/nodes/compact.yaml", "br-ex")
+	nodes, err := cluster.LoadNodeList("../../examples/nodes/compact.yaml", "br-ex")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, render.State{Nodes: nodes}
+	return c, cluster.State{Nodes: nodes}
 }
 
 // nodeRoot is a world-traversable root, as keepalived's script security
@@ -51,10 +51,11 @@ func TestApplyKeepsLastGood(t *testing.T) {
 	lab := netlab.New(t)
 	h := lab.AddHost("master-0", netlab.HostOpts{Addrs: []string{"198.51.100.11/24"}})
 	c, st := loadExample(t)
-	target := Target{Root: nodeRoot(t), Check: configcheck.Options{Netns: h.NS}}
+	target := Target{Root: nodeRoot(t), Netns: h.NS}
 	ctx := context.Background()
 
-	files, err := Desired(c, st, "master-0", target.Root)
+	d, err := DesiredNode(c, st, "master-0", target.Root)
+	files := d.Files
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,15 +118,16 @@ func TestApplyReloadsKeepalived(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(target.Root, render.KeepalivedPIDFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	files, err := Desired(c, st, "master-0", target.Root)
+	d, err := DesiredNode(c, st, "master-0", target.Root)
+	files := d.Files
 	if err != nil {
 		t.Fatal(err)
 	}
 	// This test is about the reload, not the judge: the daemons' config
 	// tests are replaced by /bin/true (TestApplyKeepsLastGood and the lab
 	// use the real ones).
-	target.Check.Keepalived = "/bin/true"
-	target.Check.Haproxy = "/bin/true"
+	target.Keepalived = "/bin/true"
+	target.Haproxy = "/bin/true"
 	if _, err := Apply(context.Background(), target, files); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +186,7 @@ func TestPruneLocalStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	keep := []render.LocalService{{Name: "shop/web"}, {Name: "db/primary"}}
+	keep := []cluster.LocalService{{Name: "shop/web"}, {Name: "db/primary"}}
 	if err := PruneLocalStatus(target, keep); err != nil {
 		t.Fatal(err)
 	}

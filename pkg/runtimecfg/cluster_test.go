@@ -2,138 +2,17 @@ package runtimecfg
 
 import (
 	"errors"
-	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/render"
 )
-
-func svc(name string, created int, class *string, policy corev1.ServiceExternalTrafficPolicy, ips ...string) *corev1.Service {
-	s := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: metav1.NewTime(time.Unix(int64(created), 0))},
-		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: class, ExternalTrafficPolicy: policy},
-	}
-	for _, ip := range ips {
-		s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
-	}
-	return s
-}
-
-func addrs(ss ...string) []netip.Addr {
-	var out []netip.Addr
-	for _, s := range ss {
-		out = append(out, netip.MustParseAddr(s))
-	}
-	return out
-}
-
-func TestServiceVIPs(t *testing.T) {
-	c, _ := loadExample(t)
-	ours, other := v1alpha1.LoadBalancerClass, "example.com/other"
-	clusterIP := svc("cip", 1, nil, "", "198.51.100.140")
-	clusterIP.Spec.Type = corev1.ServiceTypeClusterIP
-	services := []*corev1.Service{
-		svc("b", 2, nil, "", "198.51.100.131"),
-		svc("a", 1, &ours, "", "198.51.100.130", "198.51.100.130"),
-		svc("shared", 3, nil, "", "198.51.100.131"),
-		svc("foreign", 1, &other, "", "198.51.100.150"),
-		clusterIP,
-		svc("outside", 1, nil, "", "203.0.113.7"),
-		svc("bad", 1, nil, "", "not-an-ip"),
-	}
-	byPool, orphans := ServiceVIPs(c, services)
-	if got, want := byPool["general"], addrs("198.51.100.130", "198.51.100.131"); !slices.Equal(got, want) {
-		t.Errorf("pool general = %v, want %v (sorted, shared address once, other classes and types ignored)", got, want)
-	}
-	if want := addrs("203.0.113.7"); !slices.Equal(orphans, want) {
-		t.Errorf("orphans = %v, want %v", orphans, want)
-	}
-}
-
-func TestLocalServices(t *testing.T) {
-	c, _ := loadExample(t)
-	local := corev1.ServiceExternalTrafficPolicyLocal
-	services := []*corev1.Service{
-		svc("newer", 5, nil, local, "198.51.100.141"),
-		svc("older", 2, nil, local, "198.51.100.140"),
-		svc("cluster", 1, nil, corev1.ServiceExternalTrafficPolicyCluster, "198.51.100.130"),
-		svc("pending", 1, nil, local),
-	}
-	yes, no := true, false
-	n1, n2, n3 := "node-1", "node-2", "node-3"
-	slices := map[string][]*discoveryv1.EndpointSlice{
-		"ns/older": {{Endpoints: []discoveryv1.Endpoint{
-			{NodeName: &n2, Conditions: discoveryv1.EndpointConditions{Ready: &yes}},
-			{NodeName: &n1, Conditions: discoveryv1.EndpointConditions{}},
-			{NodeName: &n3, Conditions: discoveryv1.EndpointConditions{Ready: &no}},
-		}}},
-	}
-	got := LocalServices(c, services, slices)
-	want := []render.LocalService{
-		{Name: "ns/older", Pool: "general", VIPs: addrs("198.51.100.140"), Nodes: []string{"node-1", "node-2"}},
-		{Name: "ns/newer", Pool: "general", VIPs: addrs("198.51.100.141")},
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("LocalServices = %+v\nwant %+v (oldest first, unready endpoints left out, no pending Service)", got, want)
-	}
-	byPool, _ := ServiceVIPs(c, services)
-	if want := addrs("198.51.100.130"); !slicesEqual(byPool["general"], want) {
-		t.Errorf("pool addresses = %v, want only the Cluster-policy Service's %v", byPool["general"], want)
-	}
-}
-
-func slicesEqual(a, b []netip.Addr) bool { return slices.Equal(a, b) }
-
-func TestRouterPlacementAndAPIServers(t *testing.T) {
-	pod := func(node string, phase corev1.PodPhase, ready bool, deleting bool) *corev1.Pod {
-		p := &corev1.Pod{Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase}}
-		st := corev1.ConditionFalse
-		if ready {
-			st = corev1.ConditionTrue
-		}
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}
-		if deleting {
-			now := metav1.Now()
-			p.DeletionTimestamp = &now
-		}
-		return p
-	}
-	pods := []*corev1.Pod{
-		pod("w2", corev1.PodRunning, false, false),
-		pod("w1", corev1.PodRunning, true, false),
-		pod("", corev1.PodPending, false, false),
-		pod("w3", corev1.PodFailed, false, false),
-		pod("w4", corev1.PodRunning, true, true),
-	}
-	nodes, ready := RouterPlacement(pods, "w1")
-	if !slices.Equal(nodes, []string{"w1", "w2"}) || !ready {
-		t.Errorf("RouterPlacement = %v, %v; want [w1 w2] (scheduled, alive), true", nodes, ready)
-	}
-	if _, ready := RouterPlacement(pods, "w2"); ready {
-		t.Errorf("w2's router is not ready")
-	}
-
-	yes, no := true, false
-	eps := []*discoveryv1.EndpointSlice{{Endpoints: []discoveryv1.Endpoint{
-		{Addresses: []string{"198.51.100.12"}, Conditions: discoveryv1.EndpointConditions{Ready: &yes}},
-		{Addresses: []string{"198.51.100.11"}},
-		{Addresses: []string{"198.51.100.13"}, Conditions: discoveryv1.EndpointConditions{Ready: &no}},
-	}}}
-	if got, want := APIServers(eps), addrs("198.51.100.11", "198.51.100.12"); !slices.Equal(got, want) {
-		t.Errorf("APIServers = %v, want %v", got, want)
-	}
-}
 
 func TestEffective(t *testing.T) {
 	static, _ := loadExample(t)

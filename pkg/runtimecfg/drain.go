@@ -82,7 +82,7 @@ func Undrain(t Target) error {
 	if err := writeRunFile(t, render.DrainFile, false); err != nil {
 		return err
 	}
-	return inns.Run(t.Check.Netns, func() error {
+	return inns.Run(t.Netns, func() error {
 		routes, err := localRoutes()
 		if err != nil {
 			return err
@@ -141,10 +141,10 @@ func (l *LocalVIPs) Run(ctx context.Context, tick time.Duration, report func(err
 			report(fmt.Errorf("following address changes: %w", err))
 		}
 	}}
-	if l.t.Check.Netns != "" {
-		ns, err := netns.GetFromName(l.t.Check.Netns)
+	if l.t.Netns != "" {
+		ns, err := netns.GetFromName(l.t.Netns)
 		if err != nil {
-			report(fmt.Errorf("network namespace %s: %w", l.t.Check.Netns, err))
+			report(fmt.Errorf("network namespace %s: %w", l.t.Netns, err))
 			return
 		}
 		defer func() { _ = ns.Close() }()
@@ -187,7 +187,7 @@ func (l *LocalVIPs) Sync(now time.Time) error {
 			vips[v] = true
 		}
 	}
-	return inns.Run(l.t.Check.Netns, func() error {
+	return inns.Run(l.t.Netns, func() error {
 		held, ifindex, err := heldVIPs(l.h.Interface, vips)
 		if err != nil {
 			return err

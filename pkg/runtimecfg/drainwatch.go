@@ -36,7 +36,7 @@ func (s *Sidecar) drainLoop(ctx context.Context) {
 			if now := string(bytes.TrimSpace(data)); now != last {
 				s.log.Info("drain file changed", "drain", now)
 				last = now
-				s.local.Kick()
+				s.node.Local.Kick()
 			}
 		}
 		// Any event in the directory: reading one small file is cheaper

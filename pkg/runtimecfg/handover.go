@@ -125,12 +125,12 @@ func (w *HandoverWriter) Apply(h render.Handover) error {
 // inNetnsFd calls fn with the target's network namespace as a file
 // descriptor, or -1 for the current one (a real node).
 func inNetnsFd(t Target, fn func(fd int) error) error {
-	if t.Check.Netns == "" {
+	if t.Netns == "" {
 		return fn(-1)
 	}
-	ns, err := netns.GetFromName(t.Check.Netns)
+	ns, err := netns.GetFromName(t.Netns)
 	if err != nil {
-		return fmt.Errorf("network namespace %s: %w", t.Check.Netns, err)
+		return fmt.Errorf("network namespace %s: %w", t.Netns, err)
 	}
 	defer func() { _ = ns.Close() }()
 	return fn(int(ns))

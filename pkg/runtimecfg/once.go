@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/render"
-	"github.com/vipctl/vipctl/pkg/vrid"
 )
 
 // OnceOptions are the inputs of the init container: everything comes from
@@ -33,45 +33,6 @@ type OnceOptions struct {
 	KeepDrain bool
 }
 
-// Desired renders this node's files from a config and a cluster state.
-// An instance with a single eligible node is left out (see Plan.Lonely)
-// rather than failing the node's whole config.
-func Desired(c *v1alpha1.ClusterVIPs, st render.State, node, root string) ([]render.File, error) {
-	d, err := DesiredNode(c, st, node, root)
-	return d.Files, err
-}
-
-// NodeState is everything the sidecar keeps true on one node.
-type NodeState struct {
-	Files []render.File
-	// Handover feeds the handover table and a drain.
-	Handover render.Handover
-	// Lonely tells which instances were left out for lack of a peer.
-	Lonely []string
-}
-
-// DesiredNode is Desired with the rest of the node's state.
-func DesiredNode(c *v1alpha1.ClusterVIPs, st render.State, node, root string) (NodeState, error) {
-	var extra []string
-	for _, ls := range st.LocalServices {
-		extra = append(extra, render.LocalServiceKey(ls.Name))
-	}
-	ids, err := vrid.ForCluster(c, extra...)
-	if err != nil {
-		return NodeState{}, err
-	}
-	plan, err := render.NewPlan(c, ids, st, render.WithRoot(root), render.WithLonelySkipped())
-	if err != nil {
-		return NodeState{}, err
-	}
-	files, err := plan.NodeFiles(node)
-	if err != nil {
-		return NodeState{}, err
-	}
-	h, err := plan.Handover(node)
-	return NodeState{Files: files, Handover: h, Lonely: plan.Lonely()}, err
-}
-
 // Once renders and applies this node's files from the static inputs and
 // creates the run files keepalived tracks, then returns.
 func Once(ctx context.Context, o OnceOptions) (Result, error) {
@@ -89,7 +50,7 @@ func Once(ctx context.Context, o OnceOptions) (Result, error) {
 			return Result{}, err
 		}
 	}
-	nodes, err := render.LoadNodeList(o.BootstrapNodes, c.Spec.VRRP.Interface)
+	nodes, err := cluster.LoadNodeList(o.BootstrapNodes, c.Spec.VRRP.Interface)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Rendered without --nodes: nothing to render peers from until the
 		// sidecar reads the API. keepalived must still start, so it gets
@@ -103,15 +64,8 @@ func Once(ctx context.Context, o OnceOptions) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("bootstrap nodes: %w", err)
 	}
-	d, err := DesiredNode(c, render.State{Nodes: nodes}, o.NodeName, o.Root)
-	if err != nil {
-		return Result{}, err
-	}
-	res, err := Apply(ctx, o.Target, d.Files)
-	if err != nil {
-		return res, err
-	}
-	return res, errors.Join(applyRedirects(o.Target, c, d.Files), ApplyHandover(o.Target, d.Handover))
+	out, err := NewNode(o.Target, o.NodeName, nil).Reconcile(ctx, Input{Config: c, State: cluster.State{Nodes: nodes}})
+	return out.Result, errors.Join(err, out.HandoverErr)
 }
 
 // ErrNoBootstrapNodes says Once found no bootstrap node list: keepalived
@@ -172,7 +126,7 @@ func SetIngressReady(t Target, controller string, ready bool) error {
 // PruneLocalStatus removes the status files of Local Services that are no
 // longer in keep. Call it only once the keepalived.conf that tracked them
 // has been replaced: until then keepalived still reads them.
-func PruneLocalStatus(t Target, keep []render.LocalService) error {
+func PruneLocalStatus(t Target, keep []cluster.LocalService) error {
 	want := make(map[string]bool, len(keep))
 	for _, ls := range keep {
 		want[t.path(render.LocalServiceStatusFile(ls.Name))] = true

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/render"
 )
 
@@ -80,16 +81,15 @@ type Sidecar struct {
 	// liveDay2 is the last valid ConfigMap config; nil until one is seen.
 	liveDay2 *v1alpha1.ClusterVIPs
 	// known maps every VIP of the last render to its instance key.
-	known map[netip.Addr]string
+	known map[netip.Addr]v1alpha1.InstanceKey
 	// lastErr is why the last sync kept the last good config.
 	lastErr   error
 	applied   bool
 	published v1alpha1.HeldVIPs
 	since     map[netip.Addr]time.Time
-	// local keeps the VIPs held here local for a while after they leave.
-	local *LocalVIPs
-	// handover writes the handover tables after every apply.
-	handover *HandoverWriter
+	// node is what every sync brings in line; its LocalVIPs keep the VIPs
+	// held here local for a while after they leave.
+	node *Node
 }
 
 // NewSidecar loads the static config and prepares the watches. Run starts
@@ -123,10 +123,9 @@ func NewSidecar(o SidecarOptions) (*Sidecar, error) {
 	s := &Sidecar{
 		o: o, static: static, log: o.Log.With("node", o.NodeName), m: o.Metrics,
 		kick: make(chan struct{}, 1), routers: map[string]cache.GenericLister{},
-		since:    map[netip.Addr]time.Time{},
-		local:    NewLocalVIPs(o.Target, HandoverGrace),
-		handover: NewHandoverWriter(o.Target, HandoverGrace),
-		nodeRef:  &corev1.ObjectReference{Kind: "Node", Name: o.NodeName, UID: "", APIVersion: "v1"},
+		since:   map[netip.Addr]time.Time{},
+		node:    NewNode(o.Target, o.NodeName, NewLocalVIPs(o.Target, HandoverGrace)),
+		nodeRef: &corev1.ObjectReference{Kind: "Node", Name: o.NodeName, UID: "", APIVersion: "v1"},
 	}
 	s.watch()
 	return s, nil
@@ -139,7 +138,7 @@ func strip(obj any) (any, error) {
 		m.SetManagedFields(nil)
 		if a := m.GetAnnotations(); len(a) > 0 {
 			keep := map[string]string{}
-			for _, k := range []string{render.InterfaceAnnotation, v1alpha1.AnnotationNodeVIPs} {
+			for _, k := range []string{cluster.InterfaceAnnotation, v1alpha1.AnnotationNodeVIPs} {
 				if v, ok := a[k]; ok {
 					keep[k] = v
 				}
@@ -256,7 +255,7 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		s.local.Run(ctx, s.o.HeldInterval, func(err error) {
+		s.node.Local.Run(ctx, s.o.HeldInterval, func(err error) {
 			s.m.Failures.WithLabelValues("local-vips").Inc()
 			s.log.Error("keeping the VIPs local for handovers", "err", err)
 		})
@@ -332,22 +331,6 @@ func (s *Sidecar) Ready() error {
 	return s.lastErr
 }
 
-type syncError struct {
-	reason string
-	err    error
-}
-
-func (e *syncError) Error() string { return e.err.Error() }
-func (e *syncError) Unwrap() error { return e.err }
-
-func reason(err error) string {
-	var se *syncError
-	if errors.As(err, &se) {
-		return se.reason
-	}
-	return "other"
-}
-
 func (s *Sidecar) config() (*v1alpha1.ClusterVIPs, error) {
 	objs, err := s.configMap.List(labels.Everything())
 	if err != nil {
@@ -393,118 +376,83 @@ func (s *Sidecar) sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := s.state(c)
+	m := cluster.Compile(c)
+	st, ready, err := s.state(m)
 	if err != nil {
 		return err
 	}
-	for name, lister := range s.routers {
-		objs, _ := lister.List(labels.Everything())
-		_, ready := RouterPlacement(pods(objs), s.o.NodeName)
-		if err := SetIngressReady(s.o.Target, name, ready); err != nil {
-			return &syncError{"write", err}
+	out, err := s.node.Reconcile(ctx, Input{Config: c, State: st, IngressReady: ready})
+	if out.Files != nil {
+		s.m.Renders.Inc()
+		s.m.Lonely.Set(float64(len(out.Lonely)))
+		for _, l := range out.Lonely {
+			s.log.Warn("instance left out: its VIPs are not served from this node", "why", l)
 		}
+		s.rememberVIPs(m, st)
 	}
-	for _, ls := range st.LocalServices {
-		if err := writeRunFile(s.o.Target, render.LocalServiceStatusFile(ls.Name), !slices.Contains(ls.Nodes, s.o.NodeName)); err != nil {
-			return &syncError{"write", err}
-		}
-	}
-	d, err := DesiredNode(c, st, s.o.NodeName, s.o.Root)
-	if err != nil {
-		return &syncError{"render", err}
-	}
-	files := d.Files
-	s.m.Lonely.Set(float64(len(d.Lonely)))
-	for _, l := range d.Lonely {
-		s.log.Warn("instance left out: its VIPs are not served from this node", "why", l)
-	}
-	s.rememberVIPs(c, st)
-	s.m.Renders.Inc()
-	res, err := Apply(ctx, s.o.Target, files)
-	for _, d := range res.Reloaded {
+	for _, d := range out.Reloaded {
 		s.m.Reloads.WithLabelValues(d).Inc()
 	}
-	if len(res.Written) > 0 {
-		s.log.Info("applied", "written", res.Written, "reloaded", res.Reloaded)
+	if len(out.Written) > 0 {
+		s.log.Info("applied", "written", out.Written, "reloaded", out.Reloaded)
 	}
 	if err != nil {
-		return &syncError{"apply", err}
+		return err
 	}
-	if err := PruneLocalStatus(s.o.Target, st.LocalServices); err != nil {
-		return &syncError{"write", err}
-	}
-	if err := applyRedirects(s.o.Target, c, files); err != nil {
-		return &syncError{"redirect", err}
-	}
-	if err := s.handover.Apply(d.Handover); err != nil {
-		// The config is in place; only hitless planned moves are at
-		// stake, so this is no reason to report the config as kept.
+	if out.HandoverErr != nil {
 		s.m.Failures.WithLabelValues("handover").Inc()
-		s.log.Error("handover table not written: planned moves of this node's VIPs may reset open connections", "err", err)
+		s.log.Error("handover table not written: planned moves of this node's VIPs may reset open connections", "err", out.HandoverErr)
 	}
-	s.local.SetHandover(d.Handover)
-	s.local.Kick()
 	return nil
 }
 
-// state assembles what the renderer needs from the caches.
-func (s *Sidecar) state(c *v1alpha1.ClusterVIPs) (render.State, error) {
+// state assembles the render state from the caches, and whether a ready
+// router of each IngressController runs on this node.
+func (s *Sidecar) state(m *cluster.Model) (cluster.State, map[string]bool, error) {
+	var o cluster.Observed
 	objs, err := s.nodes.List(labels.Everything())
 	if err != nil {
-		return render.State{}, err
+		return cluster.State{}, nil, err
 	}
-	nodeObjs := make([]*corev1.Node, 0, len(objs))
-	for _, o := range objs {
-		nodeObjs = append(nodeObjs, o.(*corev1.Node))
+	for _, obj := range objs {
+		o.Nodes = append(o.Nodes, obj.(*corev1.Node))
 	}
-	nodes, errs := Nodes(nodeObjs, c.Spec.VRRP.Interface)
-	for _, e := range errs {
-		s.log.Warn("node left out", "err", e)
-	}
-	s.localInterface(c, nodeObjs, nodes)
-	st := render.State{Nodes: nodes, RouterNodes: map[string][]string{}}
 	svcObjs, err := s.services.List(labels.Everything())
 	if err != nil {
-		return render.State{}, err
+		return cluster.State{}, nil, err
 	}
-	svcs := make([]*corev1.Service, 0, len(svcObjs))
-	for _, o := range svcObjs {
-		svcs = append(svcs, o.(*corev1.Service))
+	for _, obj := range svcObjs {
+		o.Services = append(o.Services, obj.(*corev1.Service))
 	}
-	var orphans []netip.Addr
-	st.ServiceVIPs, orphans = ServiceVIPs(c, svcs)
+	sliceObjs, _ := s.slices.List(labels.Everything())
+	for _, obj := range sliceObjs {
+		o.Slices = append(o.Slices, obj.(*discoveryv1.EndpointSlice))
+	}
+	o.Routers = map[string][]*corev1.Pod{}
+	ready := map[string]bool{}
+	for name, lister := range s.routers {
+		objs, _ := lister.List(labels.Everything())
+		o.Routers[name] = pods(objs)
+		_, ready[name] = cluster.RouterPlacement(o.Routers[name], s.o.NodeName)
+	}
+	st, skipped, orphans := m.Observe(o)
+	for _, e := range skipped {
+		s.log.Warn("node left out", "err", e)
+	}
 	if len(orphans) > 0 {
 		s.log.Warn("service addresses outside every pool are not served", "addresses", orphans)
 	}
-	for name, lister := range s.routers {
-		objs, _ := lister.List(labels.Everything())
-		placed, _ := RouterPlacement(pods(objs), s.o.NodeName)
-		// A controller whose routers are nowhere yet (or on one node) keeps
-		// every node as a candidate: an instance needs two members, and
-		// the track file still decides who may hold it.
-		if len(placed) >= 2 {
-			st.RouterNodes[name] = placed
-		}
-	}
-	sliceObjs, _ := s.slices.List(labels.Everything())
-	bySvc := map[string][]*discoveryv1.EndpointSlice{}
-	for _, o := range sliceObjs {
-		es := o.(*discoveryv1.EndpointSlice)
-		name := es.Namespace + "/" + es.Labels[discoveryv1.LabelServiceName]
-		bySvc[name] = append(bySvc[name], es)
-	}
-	st.APIServers = APIServers(bySvc["default/kubernetes"])
-	st.LocalServices = LocalServices(c, svcs, bySvc)
-	return st, nil
+	s.localInterface(m.Config, o.Nodes, st.Nodes)
+	return st, ready, nil
 }
 
 // localInterface sets this node's VRRP interface from netlink when its
 // Node has no vipctl.io/interface annotation: the interface that holds the
 // node's address in a machine network. Other nodes' interfaces do not
 // matter to this node's config.
-func (s *Sidecar) localInterface(c *v1alpha1.ClusterVIPs, objs []*corev1.Node, nodes []render.Node) {
+func (s *Sidecar) localInterface(c *v1alpha1.ClusterVIPs, objs []*corev1.Node, nodes []cluster.Node) {
 	for _, o := range objs {
-		if o.Name == s.o.NodeName && o.Annotations[render.InterfaceAnnotation] != "" {
+		if o.Name == s.o.NodeName && o.Annotations[cluster.InterfaceAnnotation] != "" {
 			return
 		}
 	}
@@ -536,28 +484,10 @@ func pods(objs []runtime.Object) []*corev1.Pod {
 	return out
 }
 
-// rememberVIPs records every VIP of the render with its instance key, for
-// publishing which ones this node holds.
-func (s *Sidecar) rememberVIPs(c *v1alpha1.ClusterVIPs, st render.State) {
-	known := map[netip.Addr]string{}
-	for _, v := range c.Spec.API.VIPs {
-		known[netip.MustParseAddr(v)] = v1alpha1.KeyAPI
-	}
-	for _, in := range c.Spec.Ingress {
-		for _, v := range in.VIPs {
-			known[netip.MustParseAddr(v)] = v1alpha1.IngressKey(in.Name)
-		}
-	}
-	for pool, vips := range st.ServiceVIPs {
-		for _, a := range vips {
-			known[a] = "pool/" + pool
-		}
-	}
-	for _, ls := range st.LocalServices {
-		for _, a := range ls.VIPs {
-			known[a] = render.LocalServiceKey(ls.Name)
-		}
-	}
+// rememberVIPs records every VIP of the render with the key of the
+// instance that carries it, for publishing which ones this node holds.
+func (s *Sidecar) rememberVIPs(m *cluster.Model, st cluster.State) {
+	known := m.VIPKeys(st)
 	s.mu.Lock()
 	s.known = known
 	s.mu.Unlock()

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/runtimecfg"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/vrid"
 )
 
@@ -30,7 +30,7 @@ type PoolChange struct {
 	// Fields lists what changed (addresses, nodeSelector, …) and how.
 	Fields []string `json:"fields,omitempty"`
 	// IDs are the VRRP IDs of the pool's instances in the desired config.
-	IDs map[string]uint8 `json:"ids,omitempty"`
+	IDs map[v1alpha1.InstanceKey]uint8 `json:"ids,omitempty"`
 }
 
 // Orphan is a Service holding addresses that no desired pool contains (or
@@ -85,7 +85,7 @@ func Compute(live, desired *v1alpha1.ClusterVIPs, services []corev1.Service) (*P
 	for _, dp := range out.Spec.ServicePools {
 		lp, existed := livePools[dp.Name]
 		delete(livePools, dp.Name)
-		pc := PoolChange{Name: dp.Name, IDs: map[string]uint8{}}
+		pc := PoolChange{Name: dp.Name, IDs: map[v1alpha1.InstanceKey]uint8{}}
 		for k := 0; k < dp.Instances; k++ {
 			key := v1alpha1.PoolKey(dp.Name, k)
 			pc.IDs[key] = ids[key]
@@ -124,7 +124,7 @@ func pinIDs(live, desired *v1alpha1.ClusterVIPs) (*v1alpha1.ClusterVIPs, error) 
 	for k, v := range desired.Spec.VRRP.VirtualRouterIDs {
 		out.Spec.VRRP.VirtualRouterIDs[k] = v
 	}
-	poolKeys := map[string]bool{}
+	poolKeys := map[v1alpha1.InstanceKey]bool{}
 	for _, dp := range desired.Spec.ServicePools {
 		for k := 0; k < dp.Instances; k++ {
 			poolKeys[v1alpha1.PoolKey(dp.Name, k)] = true
@@ -132,7 +132,7 @@ func pinIDs(live, desired *v1alpha1.ClusterVIPs) (*v1alpha1.ClusterVIPs, error) 
 	}
 	// Pins of pools that are gone go with them.
 	for k := range out.Spec.VRRP.VirtualRouterIDs {
-		if strings.HasPrefix(k, "pool/") && !poolKeys[k] {
+		if _, _, isPool := v1alpha1.InstanceKey(k).Pool(); isPool && !poolKeys[v1alpha1.InstanceKey(k)] {
 			delete(out.Spec.VRRP.VirtualRouterIDs, k)
 		}
 	}
@@ -143,8 +143,8 @@ func pinIDs(live, desired *v1alpha1.ClusterVIPs) (*v1alpha1.ClusterVIPs, error) 
 		}
 		for k := range poolKeys {
 			if id, ok := liveIDs[k]; ok {
-				if _, pinned := out.Spec.VRRP.VirtualRouterIDs[k]; !pinned {
-					out.Spec.VRRP.VirtualRouterIDs[k] = int(id)
+				if _, pinned := out.Spec.VRRP.VirtualRouterIDs[k.String()]; !pinned {
+					out.Spec.VRRP.VirtualRouterIDs[k.String()] = int(id)
 				}
 			}
 		}
@@ -154,7 +154,7 @@ func pinIDs(live, desired *v1alpha1.ClusterVIPs) (*v1alpha1.ClusterVIPs, error) 
 		return nil, fmt.Errorf("VRRP IDs: %w", err)
 	}
 	for k := range poolKeys {
-		out.Spec.VRRP.VirtualRouterIDs[k] = int(ids[k])
+		out.Spec.VRRP.VirtualRouterIDs[k.String()] = int(ids[k])
 	}
 	if errs := v1alpha1.Validate(&out); len(errs) > 0 {
 		return nil, &v1alpha1.ValidationError{Errors: errs}
@@ -218,10 +218,11 @@ func staticDiff(live, desired *v1alpha1.ClusterVIPs) []string {
 // orphans lists the served Services whose status addresses fall outside
 // every desired pool, or on a pool instance's anchor.
 func orphans(c *v1alpha1.ClusterVIPs, services []corev1.Service) []Orphan {
+	m := cluster.Compile(c)
 	var out []Orphan
 	for i := range services {
 		s := &services[i]
-		if !runtimecfg.Served(s) {
+		if !cluster.Served(s) {
 			continue
 		}
 		var lost []string
@@ -230,7 +231,7 @@ func orphans(c *v1alpha1.ClusterVIPs, services []corev1.Service) []Orphan {
 			if err != nil {
 				continue
 			}
-			if !inSomePool(c, a.Unmap()) {
+			if p := m.PoolOf(a); p == nil || p.IsAnchor(a.Unmap()) {
 				lost = append(lost, a.Unmap().String())
 			}
 		}
@@ -240,19 +241,6 @@ func orphans(c *v1alpha1.ClusterVIPs, services []corev1.Service) []Orphan {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
 	return out
-}
-
-func inSomePool(c *v1alpha1.ClusterVIPs, a netip.Addr) bool {
-	for i := range c.Spec.ServicePools {
-		p := &c.Spec.ServicePools[i]
-		for _, s := range p.Addresses {
-			r, err := v1alpha1.ParseAddressRange(s)
-			if err == nil && r.Contains(a) {
-				return !p.IsAnchor(a)
-			}
-		}
-	}
-	return false
 }
 
 // Text renders the plan for people, diff-like.
@@ -271,7 +259,7 @@ func (p *Plan) Text() string {
 			fmt.Fprintf(&b, "~ pool %s", pc.Name)
 		}
 		if len(pc.IDs) > 0 && pc.Change == "added" {
-			keys := make([]string, 0, len(pc.IDs))
+			keys := make([]v1alpha1.InstanceKey, 0, len(pc.IDs))
 			for k := range pc.IDs {
 				keys = append(keys, k)
 			}

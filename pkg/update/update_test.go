@@ -3,34 +3,16 @@ package update
 import (
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/vipctl/vipctl/internal/fixture"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/vrid"
 )
 
-func load(t *testing.T) *v1alpha1.ClusterVIPs {
-	t.Helper()
-	c, err := v1alpha1.Load("../../examples/pools-node-groups.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func lbService(name string, ips ...string) corev1.Service {
-	s := corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
-	for _, ip := range ips {
-		s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
-	}
-	return s
-}
-
 func TestEditsAndPlan(t *testing.T) {
-	live := load(t)
+	live := fixture.Example(t, "pools-node-groups.yaml")
 	liveIDs, err := vrid.ForCluster(live)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +23,7 @@ func TestEditsAndPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svcs := []corev1.Service{lbService("web", "198.51.100.130"), lbService("edge", "203.0.113.70")}
+	svcs := []corev1.Service{fixture.LBService("web", "198.51.100.130"), fixture.LBService("edge", "203.0.113.70")}
 	p, err := Compute(live, desired, svcs)
 	if err != nil {
 		t.Fatal(err)
@@ -50,12 +32,12 @@ func TestEditsAndPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"pool/edge/0", "pool/edge/1"} {
+	for _, k := range []v1alpha1.InstanceKey{"pool/edge/0", "pool/edge/1"} {
 		if ids[k] != liveIDs[k] {
 			t.Errorf("%s renumbered %d -> %d", k, liveIDs[k], ids[k])
 		}
 	}
-	used := map[uint8]string{}
+	used := map[uint8]v1alpha1.InstanceKey{}
 	for k, id := range ids {
 		if prev, dup := used[id]; dup {
 			t.Errorf("ID %d for %s and %s", id, k, prev)
@@ -104,7 +86,7 @@ func TestEditsAndPlan(t *testing.T) {
 }
 
 func TestBadEditsRefused(t *testing.T) {
-	live := load(t)
+	live := fixture.Example(t, "pools-node-groups.yaml")
 	cases := []struct {
 		edit Edit
 		want string
@@ -121,54 +103,6 @@ func TestBadEditsRefused(t *testing.T) {
 		_, err := ApplyEdits(live, []Edit{tc.edit})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err %v, want %q", tc.edit, err, tc.want)
-		}
-	}
-}
-
-func TestStatus(t *testing.T) {
-	c := load(t)
-	since := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	node := func(name string, vips ...string) corev1.Node {
-		var h v1alpha1.HeldVIPs
-		for _, v := range vips {
-			h = append(h, v1alpha1.HeldVIP{Address: v, Since: since})
-		}
-		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{v1alpha1.AnnotationNodeVIPs: h.String()}}}
-	}
-	api := c.Spec.API.VIPs[0]
-	ingress := c.Spec.Ingress[0].VIPs[0]
-	shared := lbService("a", "198.51.100.130")
-	shared2 := lbService("b", "198.51.100.130")
-	rows, errs := Status(c, []corev1.Node{node("master-0", api, "198.51.100.130"), node("worker-a0", ingress), node("worker-a1", ingress)},
-		[]corev1.Service{shared, shared2, lbService("pending")})
-	if len(errs) != 0 {
-		t.Fatal(errs)
-	}
-	byAddr := map[string]VIPStatus{}
-	for _, r := range rows {
-		byAddr[r.Address] = r
-	}
-	if r := byAddr[api]; r.State != StateOK || r.Kind != "api" || r.Holders[0] != "master-0" || !r.Since.Equal(since) {
-		t.Errorf("api row %+v", r)
-	}
-	if r := byAddr[ingress]; r.State != StateSplitBrain {
-		t.Errorf("ingress held by two nodes: %+v", r)
-	}
-	if r := byAddr["198.51.100.130"]; r.Kind != "pool/rack-a" || strings.Join(r.Services, ",") != "default/a,default/b" || r.State != StateOK {
-		t.Errorf("pool row %+v", r)
-	}
-	if Healthy(rows) {
-		t.Errorf("split brain reported healthy")
-	}
-	text := StatusText(rows, since.Add(time.Hour))
-	if !strings.Contains(text, "KIND") || !strings.Contains(text, "split-brain") || !strings.Contains(text, "(1h0m0s ago)") {
-		t.Errorf("table:\n%s", text)
-	}
-	// Nobody holds anything: every row is no-holder.
-	rows, _ = Status(c, nil, nil)
-	for _, r := range rows {
-		if r.State != StateNoHolder {
-			t.Errorf("%+v", r)
 		}
 	}
 }

@@ -7,16 +7,17 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 )
 
-// Key names a VRRP instance: "api", "ingress" (the default
-// IngressController), "ingress/<name>", "pool/<pool>/<n>".
-type Key string
+// Key names a VRRP instance; v1alpha1.InstanceKey is the one definition.
+type Key = v1alpha1.InstanceKey
 
 // The keys whose IDs OpenShift computes.
 const (
-	KeyAPI     Key = "api"
-	KeyIngress Key = "ingress"
+	KeyAPI     = v1alpha1.KeyAPI
+	KeyIngress = v1alpha1.KeyIngress
 )
 
 // Request is what Assign needs.

@@ -6,9 +6,7 @@ import "github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 // instance key in declaration order, its pins and its avoided IDs.
 func RequestFor(c *v1alpha1.ClusterVIPs) Request {
 	req := Request{Cluster: c.Metadata.Name, Overrides: map[Key]uint8{}}
-	for _, k := range c.InstanceKeys() {
-		req.Keys = append(req.Keys, Key(k))
-	}
+	req.Keys = append(req.Keys, c.InstanceKeys()...)
 	for k, id := range c.Spec.VRRP.VirtualRouterIDs {
 		req.Overrides[Key(k)] = uint8(id)
 	}
@@ -22,18 +20,16 @@ func RequestFor(c *v1alpha1.ClusterVIPs) Request {
 // instance key. extra keys (instances the sidecar creates at run time,
 // such as externalTrafficPolicy Local Services) come after the file's, so
 // they never move an ID of the file's.
-func ForCluster(c *v1alpha1.ClusterVIPs, extra ...string) (map[string]uint8, error) {
+func ForCluster(c *v1alpha1.ClusterVIPs, extra ...Key) (map[Key]uint8, error) {
 	req := RequestFor(c)
-	for _, k := range extra {
-		req.Keys = append(req.Keys, Key(k))
-	}
+	req.Keys = append(req.Keys, extra...)
 	a, err := Assign(req)
 	if err != nil {
 		return nil, err
 	}
-	ids := make(map[string]uint8, len(a.Entries))
+	ids := make(map[Key]uint8, len(a.Entries))
 	for _, e := range a.Entries {
-		ids[string(e.Key)] = e.ID
+		ids[e.Key] = e.ID
 	}
 	return ids, nil
 }

@@ -25,7 +25,7 @@ import (
 
 	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/configcheck"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 )
@@ -42,8 +42,10 @@ type labNode struct {
 	apiserver  *standIn
 	routers    map[string]*standIn
 	handover   render.Handover
-	local      *runtimecfg.LocalVIPs
-	stopLocal  func() // when a real sidecar takes over
+	// node is what the sidecar would keep in line; the lab calls its
+	// Reconcile where the sidecar would sync.
+	node      *runtimecfg.Node
+	stopLocal func() // when a real sidecar takes over
 }
 
 // labCluster is a small cluster in a network-namespace lab.
@@ -54,7 +56,7 @@ type labCluster struct {
 	nodes  []*labNode
 	byName map[string]*labNode
 	client *netlab.Host
-	state  render.State
+	state  cluster.State
 }
 
 type nodeSpec struct {
@@ -93,10 +95,10 @@ func startCluster(t testing.TB, clusterYAML string, specs []nodeSpec) *labCluste
 		h := lc.lab.AddHost(s.name, netlab.HostOpts{Iface: "br-ex", Addrs: addrs})
 		root := filepath.Join(base, s.name)
 		n := &labNode{name: s.name, addr: strings.Split(s.addr, "/")[0], host: h, routers: map[string]*standIn{},
-			target: runtimecfg.Target{Root: root, Check: configcheck.Options{Netns: h.NS}}}
+			target: runtimecfg.Target{Root: root, Netns: h.NS}}
 		lc.nodes = append(lc.nodes, n)
 		lc.byName[s.name] = n
-		node := render.Node{Name: s.name, Labels: s.labels, ControlPlane: s.controlPlane, Interface: "br-ex"}
+		node := cluster.Node{Name: s.name, Labels: s.labels, ControlPlane: s.controlPlane, Interface: "br-ex"}
 		node.Addresses = append(node.Addresses, mustAddr(t, n.addr))
 		if s.addr6 != "" {
 			node.Addresses = append(node.Addresses, mustAddr(t, strings.Split(s.addr6, "/")[0]))
@@ -116,9 +118,7 @@ func startCluster(t testing.TB, clusterYAML string, specs []nodeSpec) *labCluste
 		lc.apply(n)
 		if lc.isControlPlane(n.name) {
 			n.apiserver = startAPIServerStandIn(t, n)
-			n.haproxy = n.host.Start("haproxy", "haproxy", "-W", "-db",
-				"-S", filepath.Join(n.target.Root, render.HaproxyMasterSocket)+",level,admin",
-				"-f", filepath.Join(n.target.Root, render.HaproxyConfPath))
+			n.haproxy = n.host.Start("haproxy", render.HaproxyCommand(n.target.Root)...)
 		}
 		n.startKeepalived()
 	}
@@ -142,23 +142,20 @@ func startCluster(t testing.TB, clusterYAML string, specs []nodeSpec) *labCluste
 // startKeepalived starts keepalived on the node with its rendered files,
 // as the keepalived container does.
 func (n *labNode) startKeepalived() {
-	n.keepalived = n.host.Start("keepalived", "keepalived", "-n", "-l", "-D", "-G",
-		"-f", filepath.Join(n.target.Root, render.KeepalivedConfPath),
-		"-p", filepath.Join(n.target.Root, render.KeepalivedPIDFile),
-		"-r", filepath.Join(n.target.Root, render.VRRPPIDFile),
-		"-c", filepath.Join(n.target.Root, render.CheckersPIDFile))
+	n.keepalived = n.host.Start("keepalived", render.KeepalivedCommand(n.target.Root)...)
 }
 
 // keepLocal runs what the sidecar runs to keep the VIPs a node holds (and
 // held lately) local, so that connections open when a VIP leaves are still
 // answered.
 func (lc *labCluster) keepLocal(n *labNode) {
-	n.local = runtimecfg.NewLocalVIPs(n.target, runtimecfg.HandoverGrace)
+	local := runtimecfg.NewLocalVIPs(n.target, runtimecfg.HandoverGrace)
+	n.node = runtimecfg.NewNode(n.target, n.name, local)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		n.local.Run(ctx, time.Second, func(err error) { lc.t.Errorf("%s: keeping VIPs local: %v", n.name, err) })
+		local.Run(ctx, time.Second, func(err error) { lc.t.Errorf("%s: keeping VIPs local: %v", n.name, err) })
 	}()
 	var once sync.Once
 	n.stopLocal = func() { once.Do(func() { cancel(); <-done }) }
@@ -174,25 +171,20 @@ func (lc *labCluster) isControlPlane(name string) bool {
 	return false
 }
 
-// apply renders the node's files for the current state and applies them,
-// exactly as the sidecar does (judge, atomic write, reload).
+// apply brings the node in line with the lab's config and state through
+// the sidecar's own Reconcile (render, judge, atomic write, reload, API
+// redirect, handover table, local VIPs).
 func (lc *labCluster) apply(n *labNode) runtimecfg.Result {
 	lc.t.Helper()
-	d, err := runtimecfg.DesiredNode(lc.cfg, lc.state, n.name, n.target.Root)
+	out, err := n.node.Reconcile(context.Background(), runtimecfg.Input{Config: lc.cfg, State: lc.state})
 	if err != nil {
 		lc.t.Fatal(err)
 	}
-	res, err := runtimecfg.Apply(context.Background(), n.target, d.Files)
-	if err != nil {
-		lc.t.Fatal(err)
+	if out.HandoverErr != nil {
+		lc.t.Fatal(out.HandoverErr)
 	}
-	if err := runtimecfg.ApplyHandover(n.target, d.Handover); err != nil {
-		lc.t.Fatal(err)
-	}
-	n.handover = d.Handover
-	n.local.SetHandover(d.Handover)
-	n.local.Kick()
-	return res
+	n.handover = out.Handover
+	return out.Result
 }
 
 // drain starts a planned handover on n, as the sidecar does when the drain
@@ -203,7 +195,7 @@ func (lc *labCluster) drain(n *labNode) {
 	if err := runtimecfg.Drain(n.target, n.handover); err != nil {
 		lc.t.Fatal(err)
 	}
-	n.local.Kick()
+	n.node.Local.Kick()
 }
 
 // holders lists the nodes that have vip on their interface right now.

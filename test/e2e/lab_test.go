@@ -160,7 +160,7 @@ func TestReturningNodeTakesItsVIPBackHitless(t *testing.T) {
 			if err := runtimecfg.Undrain(returning.target); err != nil {
 				t.Fatal(err)
 			}
-			returning.local.Kick()
+			returning.node.Local.Kick()
 			kept := lc.openKept(t, url)
 			returning.startKeepalived()
 			lc.waitHolder(apiVIP, 30*time.Second, func(n string) bool { return n == first })
@@ -392,7 +392,8 @@ func (lc *labCluster) instanceFor(node, pool string, vip netip.Addr) string {
 		st.ServiceVIPs = map[string][]netip.Addr{}
 	}
 	st.ServiceVIPs[pool] = append(slices.Clone(st.ServiceVIPs[pool]), vip)
-	files, err := runtimecfg.Desired(lc.cfg, st, node, lc.byName[node].target.Root)
+	d, err := runtimecfg.DesiredNode(lc.cfg, st, node, lc.byName[node].target.Root)
+	files := d.Files
 	if err != nil {
 		lc.t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/vipctl/vipctl/internal/testapiserver"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/bundle"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/cluster"
 )
 
 var machineConfigGVR = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigs"}
@@ -36,7 +36,7 @@ func TestMachineConfigsAcceptedByAPIServer(t *testing.T) {
 	if err != nil || len(examples) == 0 {
 		t.Fatalf("no examples: %v", err)
 	}
-	nodes, err := render.LoadNodeList("../../examples/nodes/compact.yaml", "br-ex")
+	nodes, err := cluster.LoadNodeList("../../examples/nodes/compact.yaml", "br-ex")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/bundle"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/configcheck"
 	"github.com/vipctl/vipctl/pkg/render"
 )
@@ -59,11 +60,11 @@ func TestRenderedConfigsPassRealDaemons(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nodes, err := render.LoadNodeList(nodeListFor(ex), c.Spec.VRRP.Interface)
+		nodes, err := cluster.LoadNodeList(nodeListFor(ex), c.Spec.VRRP.Interface)
 		if err != nil {
 			t.Fatal(err)
 		}
-		files, err := bundle.Build(c, bundle.Options{Nodes: nodes, State: render.State{ServiceVIPs: firstAddresses(t, c, 4)}})
+		files, err := bundle.Build(c, bundle.Options{Nodes: nodes, State: cluster.State{ServiceVIPs: firstAddresses(t, c, 4)}})
 		if err != nil {
 			t.Fatalf("%s: %v", ex, err)
 		}

@@ -143,7 +143,7 @@ func runRuntimecfgBench(b *testing.B) {
 		b.Fatal(err)
 	}
 	sidecar := startProcess(b, bin, "runtimecfg", "--config", cfgPath, "--bootstrap-nodes", bootstrap, "--node-name", benchNode,
-		"--kubeconfig", nodeKubeconfig, "--listen", "", "--root", root, "--check-netns", judge.NS)
+		"--kubeconfig", nodeKubeconfig, "--listen", "", "--root", root, "--netns", judge.NS)
 	conf := filepath.Join(root, render.KeepalivedConfPath)
 	start = time.Now()
 	waitUntilOrFatal(b, 10*time.Minute, "the sidecar renders every loaded Service", sidecar, func() bool {

@@ -31,6 +31,7 @@ import (
 
 	"github.com/vipctl/vipctl/internal/testapiserver"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
@@ -152,7 +153,7 @@ func applyObjects(t testing.TB, cfg *rest.Config, objs []runtime.Object) {
 // addNode creates the Node object of a lab node.
 func (kc *kubeCluster) addNode(t *testing.T, name string) {
 	t.Helper()
-	var spec render.Node
+	var spec cluster.Node
 	for _, n := range kc.state.Nodes {
 		if n.Name == name {
 			spec = n
@@ -357,6 +358,14 @@ func TestSidecarFollowsTheCluster(t *testing.T) {
 		held, err := v1alpha1.ParseHeldVIPs(n.Annotations[v1alpha1.AnnotationNodeVIPs])
 		return err == nil && len(held) > 0 && containsVIP(held, apiVIP, v1alpha1.KeyAPI)
 	})
+	// Status, the annotations, vr-ids and the docs name every instance
+	// alike: a pool address by the instance that carries it.
+	web := netip.MustParseAddr("198.51.100.128")
+	kc.wantKeysAgree(t, map[string]v1alpha1.InstanceKey{
+		apiVIP:         v1alpha1.KeyAPI,
+		"198.51.100.6": v1alpha1.KeyIngress,
+		web.String():   cluster.Compile(kc.cfg).Pool("web").Key(web),
+	})
 
 	// VIP:6443 is redirected (nftables, installed by the sidecars) to
 	// haproxy, which balances: with the holder's own apiserver gone the
@@ -545,7 +554,7 @@ func TestSidecarWithoutRBACKeepsFiles(t *testing.T) {
 	}
 }
 
-func containsVIP(h v1alpha1.HeldVIPs, addr, instance string) bool {
+func containsVIP(h v1alpha1.HeldVIPs, addr string, instance v1alpha1.InstanceKey) bool {
 	for _, v := range h {
 		if v.Address == addr && v.Instance == instance {
 			return true
@@ -648,6 +657,7 @@ func TestSidecarLocalTrafficPolicy(t *testing.T) {
 	if holder != "worker-1" {
 		t.Fatalf("%s held by %s; want worker-1, the only node with a ready endpoint", vip, holder)
 	}
+	kc.wantKeysAgree(t, map[string]v1alpha1.InstanceKey{vip: v1alpha1.ServiceKey("default/local")})
 	// worker-0 takes part (an instance needs a peer) but its status file
 	// keeps it in FAULT.
 	if c := kc.keepalivedConf(t, "worker-0"); !strings.Contains(c, vip+"/32") {

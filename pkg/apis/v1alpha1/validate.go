@@ -13,31 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Instance keys name VRRP instances in VRID overrides and in vr-ids output.
-const (
-	KeyAPI     = "api"
-	KeyIngress = "ingress"
-)
-
-// IngressKey is the VRRP instance key of an IngressController: "ingress" for
-// the default one (OpenShift's IngressVirtualRouterID), "ingress/<name>"
-// for the others.
-func IngressKey(name string) string {
-	if name == DefaultIngressController {
-		return KeyIngress
-	}
-	return KeyIngress + "/" + name
-}
-
-// PoolKey is the VRRP instance key of the n-th instance of a service pool.
-func PoolKey(pool string, n int) string {
-	return fmt.Sprintf("pool/%s/%d", pool, n)
-}
-
 // InstanceKeys lists every VRRP instance key of the cluster in declaration
 // order, which is the order VRRP IDs are derived in (appending is stable).
-func (c *ClusterVIPs) InstanceKeys() []string {
-	keys := []string{KeyAPI}
+func (c *ClusterVIPs) InstanceKeys() []InstanceKey {
+	keys := []InstanceKey{KeyAPI}
 	for _, in := range c.Spec.Ingress {
 		keys = append(keys, IngressKey(in.Name))
 	}
@@ -409,7 +388,7 @@ func validateVRRP(c *ClusterVIPs, path *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(path.Child("interface"), v.Interface, fmt.Sprintf("must be a network interface name: 1-%d of A-Z a-z 0-9 _ . -", maxInterfaceNameLength)))
 	}
 
-	known := map[string]bool{}
+	known := map[InstanceKey]bool{}
 	for _, k := range c.InstanceKeys() {
 		known[k] = true
 	}
@@ -422,8 +401,8 @@ func validateVRRP(c *ClusterVIPs, path *field.Path) field.ErrorList {
 	for _, k := range keys {
 		id := v.VirtualRouterIDs[k]
 		p := path.Child("virtualRouterIDs").Key(k)
-		if !known[k] {
-			errs = append(errs, field.Invalid(p, k, "no such VRRP instance; known: "+strings.Join(c.InstanceKeys(), ", ")))
+		if !known[InstanceKey(k)] {
+			errs = append(errs, field.Invalid(p, k, "no such VRRP instance; known: "+strings.Join(Strings(c.InstanceKeys()), ", ")))
 		}
 		if id < 1 || id > maxVirtualRouterID {
 			errs = append(errs, field.Invalid(p, id, "must be between 1 and 255"))

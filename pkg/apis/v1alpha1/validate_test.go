@@ -40,7 +40,7 @@ func TestParseValid(t *testing.T) {
 		t.Errorf("pool defaults = %+v", got)
 	}
 	want := []string{"api", "ingress", "pool/a/0", "pool/a/1"}
-	if got := c.InstanceKeys(); strings.Join(got, " ") != strings.Join(want, " ") {
+	if got := Strings(c.InstanceKeys()); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("InstanceKeys = %v, want %v", got, want)
 	}
 }

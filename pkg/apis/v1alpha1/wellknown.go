@@ -42,10 +42,10 @@ const (
 type HeldVIP struct {
 	// Address is the VIP.
 	Address string `json:"address"`
-	// Instance is the instance key (api, ingress/<name>, pool/<name>/<k>),
+	// Instance is the key of the VRRP instance carrying it (InstanceKey),
 	// empty when the address is on the interface but in no instance this
 	// node renders.
-	Instance string `json:"instance,omitempty"`
+	Instance InstanceKey `json:"instance,omitempty"`
 	// Since is when this node was first seen holding it.
 	Since time.Time `json:"since"`
 }

@@ -1,4 +1,4 @@
-package render
+package cluster
 
 import (
 	"fmt"
@@ -99,8 +99,9 @@ func LoadNodeList(path, defaultInterface string) ([]Node, error) {
 	return nodes, nil
 }
 
-// matches reports whether every key=value of selector is among labels.
-func matches(selector, labels map[string]string) bool {
+// Matches reports whether every key=value of selector is among labels (a
+// pool's nodeSelector or serviceSelector).
+func Matches(selector, labels map[string]string) bool {
 	for k, v := range selector {
 		got, ok := labels[k]
 		if !ok || got != v {

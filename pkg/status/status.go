@@ -1,4 +1,7 @@
-package update
+// Package status answers `vipctl status`: every VIP of a cluster, the
+// instance that carries it, which nodes say they hold it (their
+// vipctl.io/vips annotation) and whether that is healthy.
+package status
 
 import (
 	"fmt"
@@ -11,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/runtimecfg"
+	"github.com/vipctl/vipctl/pkg/cluster"
 )
 
 // VIP states in the status table.
@@ -23,7 +26,10 @@ const (
 
 // VIPStatus is one row of `vipctl status`.
 type VIPStatus struct {
-	Kind     string     `json:"kind"`
+	// Instance is the key of the VRRP instance that carries the address,
+	// as vr-ids prints it and nodes publish it; "-" for a Service address
+	// in no pool, which no instance carries.
+	Instance string     `json:"instance"`
 	Address  string     `json:"address"`
 	Holders  []string   `json:"holders"`
 	State    string     `json:"state"`
@@ -31,11 +37,11 @@ type VIPStatus struct {
 	Services []string   `json:"services,omitempty"`
 }
 
-// Status lists every VIP of the config (API, ingress) and every address
-// allocated to a served Service, with the nodes that say they hold it
+// Compute lists every VIP of the config (API, ingress) and every address
+// allocated to a served Service, with the key of the instance carrying it, with the nodes that say they hold it
 // (their vipctl.io/vips annotation). An unparsable annotation is reported
 // as an error for that node and otherwise ignored.
-func Status(c *v1alpha1.ClusterVIPs, nodes []corev1.Node, services []corev1.Service) ([]VIPStatus, []error) {
+func Compute(c *v1alpha1.ClusterVIPs, nodes []corev1.Node, services []corev1.Service) ([]VIPStatus, []error) {
 	type held struct {
 		node  string
 		since time.Time
@@ -55,8 +61,8 @@ func Status(c *v1alpha1.ClusterVIPs, nodes []corev1.Node, services []corev1.Serv
 		}
 	}
 	var rows []VIPStatus
-	add := func(kind string, a netip.Addr, svcs []string) {
-		r := VIPStatus{Kind: kind, Address: a.String(), Services: svcs, Holders: []string{}}
+	add := func(key string, a netip.Addr, svcs []string) {
+		r := VIPStatus{Instance: key, Address: a.String(), Services: svcs, Holders: []string{}}
 		for _, h := range holders[a] {
 			r.Holders = append(r.Holders, h.node)
 			if r.Since == nil || h.since.After(*r.Since) {
@@ -75,46 +81,50 @@ func Status(c *v1alpha1.ClusterVIPs, nodes []corev1.Node, services []corev1.Serv
 		}
 		rows = append(rows, r)
 	}
+	m := cluster.Compile(c)
+	served := make([]*corev1.Service, 0, len(services))
+	users := map[netip.Addr][]string{}
+	for i := range services {
+		s := &services[i]
+		if !cluster.Served(s) {
+			continue
+		}
+		served = append(served, s)
+		for _, in := range s.Status.LoadBalancer.Ingress {
+			if a, err := netip.ParseAddr(in.IP); err == nil {
+				users[a.Unmap()] = append(users[a.Unmap()], cluster.NamespacedName(s))
+			}
+		}
+	}
+	var st cluster.State
+	st.ServiceVIPs, st.LocalServices, _ = m.ServiceAddresses(served)
+	// The function that gives the keys a node publishes (runtimecfg), so
+	// the table and the annotations cannot name an instance differently.
+	keys := m.VIPKeys(st)
+	row := func(a netip.Addr) {
+		name := "-"
+		if key, ok := keys[a]; ok {
+			name = key.String()
+		}
+		svcs := users[a]
+		sort.Strings(svcs)
+		add(name, a, svcs)
+	}
 	for _, v := range c.Spec.API.VIPs {
-		add("api", netip.MustParseAddr(v), nil)
+		row(netip.MustParseAddr(v))
 	}
 	for _, in := range c.Spec.Ingress {
 		for _, v := range in.VIPs {
-			add("ingress/"+in.Name, netip.MustParseAddr(v), nil)
+			row(netip.MustParseAddr(v))
 		}
 	}
-	users := map[netip.Addr][]string{}
-	var order []netip.Addr
-	for i := range services {
-		s := &services[i]
-		if !runtimecfg.Served(s) {
-			continue
-		}
-		for _, in := range s.Status.LoadBalancer.Ingress {
-			a, err := netip.ParseAddr(in.IP)
-			if err != nil {
-				continue
-			}
-			a = a.Unmap()
-			if _, seen := users[a]; !seen {
-				order = append(order, a)
-			}
-			users[a] = append(users[a], s.Namespace+"/"+s.Name)
-		}
+	order := make([]netip.Addr, 0, len(users))
+	for a := range users {
+		order = append(order, a)
 	}
 	sort.Slice(order, func(i, j int) bool { return order[i].Less(order[j]) })
 	for _, a := range order {
-		kind := "pool/?"
-		for i := range c.Spec.ServicePools {
-			p := &c.Spec.ServicePools[i]
-			for _, s := range p.Addresses {
-				if r, err := v1alpha1.ParseAddressRange(s); err == nil && r.Contains(a) {
-					kind = "pool/" + p.Name
-				}
-			}
-		}
-		sort.Strings(users[a])
-		add(kind, a, users[a])
+		row(a)
 	}
 	return rows, errs
 }
@@ -129,11 +139,11 @@ func Healthy(rows []VIPStatus) bool {
 	return true
 }
 
-// StatusText renders the table.
-func StatusText(rows []VIPStatus, now time.Time) string {
+// Text renders the table.
+func Text(rows []VIPStatus, now time.Time) string {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	_, _ = fmt.Fprintln(w, "KIND\tADDRESS\tHOLDER\tSTATE\tSINCE\tSERVICES")
+	_, _ = fmt.Fprintln(w, "INSTANCE\tADDRESS\tHOLDER\tSTATE\tSINCE\tSERVICES")
 	for _, r := range rows {
 		holder := strings.Join(r.Holders, ",")
 		if holder == "" {
@@ -147,7 +157,7 @@ func StatusText(rows []VIPStatus, now time.Time) string {
 		if svcs == "" {
 			svcs = "-"
 		}
-		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Kind, r.Address, holder, r.State, since, svcs)
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Instance, r.Address, holder, r.State, since, svcs)
 	}
 	_ = w.Flush()
 	return b.String()

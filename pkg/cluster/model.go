@@ -1,0 +1,138 @@
+// Package cluster is the one model of a cluster that every other package
+// reads: a ClusterVIPs compiled once into parsed pools with their lookups
+// (which pool holds an address, which of its instances carries it, which
+// VRRP instance key a VIP belongs to), and the observed Kubernetes objects
+// turned into the State the renderer works from. It is pure: no I/O but
+// reading a node list file.
+package cluster
+
+import (
+	"net/netip"
+	"slices"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+)
+
+// Model is a validated ClusterVIPs, compiled.
+type Model struct {
+	Config *v1alpha1.ClusterVIPs
+	Pools  Pools
+}
+
+// Pools are service pools in declaration order: the first pool containing
+// an address owns it.
+type Pools []*Pool
+
+// Pool is a service pool with its addresses parsed.
+type Pool struct {
+	*v1alpha1.ServicePool
+	Ranges  []v1alpha1.AddressRange
+	anchors map[netip.Addr]bool
+}
+
+// Compile parses c's pools once. c must be valid (v1alpha1.Validate):
+// unparsable entries are skipped, not reported.
+func Compile(c *v1alpha1.ClusterVIPs) *Model {
+	return &Model{Config: c, Pools: CompilePools(c.Spec.ServicePools)}
+}
+
+// CompilePools parses pools once, like Compile.
+func CompilePools(pools []v1alpha1.ServicePool) Pools {
+	out := make(Pools, 0, len(pools))
+	for i := range pools {
+		sp := &pools[i]
+		p := &Pool{ServicePool: sp, anchors: map[netip.Addr]bool{}}
+		for _, s := range sp.Addresses {
+			if r, err := v1alpha1.ParseAddressRange(s); err == nil {
+				p.Ranges = append(p.Ranges, r)
+			}
+		}
+		for _, v4 := range []bool{true, false} {
+			for _, a := range sp.Anchors(v4) {
+				p.anchors[a] = true
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// PoolOf returns the pool whose ranges contain a, or nil. Anchors count as
+// inside: callers that hand out or serve addresses ask IsAnchor too.
+func (m *Model) PoolOf(a netip.Addr) *Pool { return m.Pools.Of(a) }
+
+// Pool returns the pool named name, or nil.
+func (m *Model) Pool(name string) *Pool { return m.Pools.Named(name) }
+
+// Of returns the pool whose ranges contain a, or nil (see Model.PoolOf).
+func (ps Pools) Of(a netip.Addr) *Pool {
+	a = a.Unmap()
+	for _, p := range ps {
+		if p.Contains(a) {
+			return p
+		}
+	}
+	return nil
+}
+
+// Named returns the pool named name, or nil.
+func (ps Pools) Named(name string) *Pool {
+	for _, p := range ps {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// Contains reports whether a lies in one of the pool's ranges.
+func (p *Pool) Contains(a netip.Addr) bool {
+	return slices.ContainsFunc(p.Ranges, func(r v1alpha1.AddressRange) bool { return r.Contains(a) })
+}
+
+// IsAnchor tells whether a is one of the addresses the pool's instances
+// advertise (never handed to a Service).
+func (p *Pool) IsAnchor(a netip.Addr) bool { return p.anchors[a] }
+
+// Instance is which of the pool's VRRP instances carries a Service
+// address: by the address's own hash, so allocating or releasing one
+// address never moves another.
+func (p *Pool) Instance(a netip.Addr) int {
+	return int(Hash(a.AsSlice()) % uint64(p.Instances))
+}
+
+// Key is the VRRP instance key that carries a Service address of this pool.
+func (p *Pool) Key(a netip.Addr) v1alpha1.InstanceKey {
+	return v1alpha1.PoolKey(p.Name, p.Instance(a))
+}
+
+// VIPKeys maps every VIP of the config and of st (Service addresses,
+// Local Services) to the key of the VRRP instance that carries it: what a
+// node publishes as held, and what status reads back.
+func (m *Model) VIPKeys(st State) map[netip.Addr]v1alpha1.InstanceKey {
+	s := &m.Config.Spec
+	out := map[netip.Addr]v1alpha1.InstanceKey{}
+	for _, v := range s.API.VIPs {
+		out[netip.MustParseAddr(v)] = v1alpha1.KeyAPI
+	}
+	for _, in := range s.Ingress {
+		for _, v := range in.VIPs {
+			out[netip.MustParseAddr(v)] = v1alpha1.IngressKey(in.Name)
+		}
+	}
+	for name, vips := range st.ServiceVIPs {
+		p := m.Pool(name)
+		if p == nil {
+			continue
+		}
+		for _, a := range vips {
+			out[a] = p.Key(a)
+		}
+	}
+	for _, ls := range st.LocalServices {
+		for _, a := range ls.VIPs {
+			out[a] = v1alpha1.ServiceKey(ls.Name)
+		}
+	}
+	return out
+}

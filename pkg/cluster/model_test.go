@@ -1,0 +1,69 @@
+package cluster
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/vipctl/vipctl/internal/fixture"
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+)
+
+func TestPoolInstanceIsStable(t *testing.T) {
+	t.Parallel()
+	a := netip.MustParseAddr("198.51.100.130")
+	for n := 1; n <= 16; n++ {
+		p := &Pool{ServicePool: &v1alpha1.ServicePool{Name: "p", Instances: n}}
+		k := p.Instance(a)
+		if k < 0 || k >= n || k != p.Instance(a) {
+			t.Fatalf("Instance(%s) of %d = %d", a, n, k)
+		}
+		if want := v1alpha1.PoolKey("p", k); p.Key(a) != want {
+			t.Errorf("Key = %s, want %s", p.Key(a), want)
+		}
+	}
+}
+
+// TestModelLookups: the first pool in declaration order that contains an
+// address owns it; anchors are inside but flagged; every VIP gets the key
+// of the instance that carries it.
+func TestModelLookups(t *testing.T) {
+	t.Parallel()
+	c := fixture.Example(t, "compact-ipv4.yaml")
+	m := Compile(c)
+	general := m.Pool("general")
+	if general == nil {
+		t.Fatal("no pool general in the example")
+	}
+	in := netip.MustParseAddr("198.51.100.130")
+	if p := m.PoolOf(in); p != general {
+		t.Errorf("PoolOf(%s) = %v, want general", in, p)
+	}
+	if p := m.PoolOf(netip.MustParseAddr("203.0.113.7")); p != nil {
+		t.Errorf("PoolOf(outside) = %s, want nil", p.Name)
+	}
+	if p := m.PoolOf(netip.MustParseAddr("::ffff:198.51.100.130")); p != general {
+		t.Errorf("an IPv4-mapped address is the same address: got %v", p)
+	}
+	anchors := general.Anchors(true)
+	if len(anchors) == 0 || !general.IsAnchor(anchors[0]) || general.IsAnchor(in) {
+		t.Errorf("anchors %v: IsAnchor wrong", anchors)
+	}
+	keys := m.VIPKeys(State{
+		ServiceVIPs:   map[string][]netip.Addr{"general": {in}},
+		LocalServices: []LocalService{{Name: "ns/web", Pool: "general", VIPs: []netip.Addr{netip.MustParseAddr("198.51.100.131")}}},
+	})
+	want := map[string]v1alpha1.InstanceKey{
+		c.Spec.API.VIPs[0]:        "api",
+		c.Spec.Ingress[0].VIPs[0]: "ingress",
+		"198.51.100.130":          general.Key(in),
+		"198.51.100.131":          "service/ns/web",
+	}
+	for a, k := range want {
+		if got := keys[netip.MustParseAddr(a)]; got != k {
+			t.Errorf("VIPKeys[%s] = %q, want %q", a, got, k)
+		}
+	}
+	if _, _, ok := general.Key(in).Pool(); !ok {
+		t.Errorf("%s does not parse back as a pool key", general.Key(in))
+	}
+}

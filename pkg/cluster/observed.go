@@ -1,0 +1,224 @@
+package cluster
+
+import (
+	"net/netip"
+	"slices"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+)
+
+// Served tells whether vipctl serves a Service: type LoadBalancer with no
+// loadBalancerClass or ours.
+func Served(s *corev1.Service) bool {
+	if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return false
+	}
+	return s.Spec.LoadBalancerClass == nil || *s.Spec.LoadBalancerClass == v1alpha1.LoadBalancerClass
+}
+
+// isLocal tells whether a Service's traffic may only go to local
+// endpoints.
+func isLocal(s *corev1.Service) bool {
+	return s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+}
+
+// NamespacedName is how Services are named everywhere: namespace/name.
+func NamespacedName(s *corev1.Service) string { return s.Namespace + "/" + s.Name }
+
+// SortByAge orders Services oldest first (name breaks ties), in place:
+// the order in which they claim addresses and VRRP IDs, so that a new
+// Service is appended and never moves an older one's.
+func SortByAge(services []*corev1.Service) {
+	sort.SliceStable(services, func(i, j int) bool {
+		a, b := services[i], services[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return NamespacedName(a) < NamespacedName(b)
+	})
+}
+
+// ServiceAddresses sorts the addresses in served Services' status: into
+// the pools that contain them (Cluster policy), into Local Services (each
+// its own VRRP instance, oldest first so a new one takes a VRRP ID without
+// moving the others'), and apart, the orphans in no pool (a pool that
+// shrank under an allocated Service: vipctl update refuses that unless
+// forced). Results are sorted and free of duplicates (shared IPs). Local
+// Services' Nodes are left empty (see Endpoints).
+func (m *Model) ServiceAddresses(services []*corev1.Service) (byPool map[string][]netip.Addr, local []LocalService, orphans []netip.Addr) {
+	services = slices.Clone(services)
+	SortByAge(services)
+	byPool = map[string][]netip.Addr{}
+	seen := map[netip.Addr]bool{}
+	for _, s := range services {
+		if !Served(s) {
+			continue
+		}
+		var ls *LocalService
+		if isLocal(s) {
+			local = append(local, LocalService{Name: NamespacedName(s)})
+			ls = &local[len(local)-1]
+		}
+		for _, in := range s.Status.LoadBalancer.Ingress {
+			a, err := netip.ParseAddr(in.IP)
+			if err != nil || seen[a.Unmap()] {
+				continue
+			}
+			a = a.Unmap()
+			seen[a] = true
+			p := m.PoolOf(a)
+			switch {
+			case p == nil:
+				orphans = append(orphans, a)
+			case ls != nil:
+				ls.Pool = p.Name
+				ls.VIPs = append(ls.VIPs, a)
+			default:
+				byPool[p.Name] = append(byPool[p.Name], a)
+			}
+		}
+	}
+	for _, v := range byPool {
+		sort.Slice(v, func(i, j int) bool { return v[i].Less(v[j]) })
+	}
+	sort.Slice(orphans, func(i, j int) bool { return orphans[i].Less(orphans[j]) })
+	local = slices.DeleteFunc(local, func(l LocalService) bool { return len(l.VIPs) == 0 })
+	return byPool, local, orphans
+}
+
+// Endpoints fills each Local Service's Nodes: the nodes that run a ready
+// endpoint of it. slices maps namespace/name to the Service's
+// EndpointSlices.
+func Endpoints(local []LocalService, slices map[string][]*discoveryv1.EndpointSlice) {
+	for i := range local {
+		on := map[string]bool{}
+		for _, es := range slices[local[i].Name] {
+			for _, e := range es.Endpoints {
+				if e.NodeName != nil && (e.Conditions.Ready == nil || *e.Conditions.Ready) {
+					on[*e.NodeName] = true
+				}
+			}
+		}
+		local[i].Nodes = local[i].Nodes[:0]
+		for n := range on {
+			local[i].Nodes = append(local[i].Nodes, n)
+		}
+		sort.Strings(local[i].Nodes)
+	}
+}
+
+// SlicesByService groups EndpointSlices by the namespace/name of the
+// Service they belong to.
+func SlicesByService(objs []*discoveryv1.EndpointSlice) map[string][]*discoveryv1.EndpointSlice {
+	out := map[string][]*discoveryv1.EndpointSlice{}
+	for _, es := range objs {
+		name := es.Namespace + "/" + es.Labels[discoveryv1.LabelServiceName]
+		out[name] = append(out[name], es)
+	}
+	return out
+}
+
+// RouterPlacement tells, for one IngressController, on which nodes its
+// router pods are scheduled (ready or not) and whether one on node is
+// ready.
+func RouterPlacement(pods []*corev1.Pod, node string) (nodes []string, readyHere bool) {
+	on := map[string]bool{}
+	for _, p := range pods {
+		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		on[p.Spec.NodeName] = true
+		if p.Spec.NodeName == node && podReady(p) {
+			readyHere = true
+		}
+	}
+	for n := range on {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	return nodes, readyHere
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// APIServers lists the ready endpoint addresses of the default/kubernetes
+// EndpointSlices.
+func APIServers(slices []*discoveryv1.EndpointSlice) []netip.Addr {
+	var out []netip.Addr
+	seen := map[netip.Addr]bool{}
+	for _, s := range slices {
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready != nil && !*e.Conditions.Ready {
+				continue
+			}
+			for _, a := range e.Addresses {
+				ip, err := netip.ParseAddr(a)
+				if err != nil || seen[ip.Unmap()] {
+					continue
+				}
+				seen[ip.Unmap()] = true
+				out = append(out, ip.Unmap())
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
+	return out
+}
+
+// Nodes converts Node objects, skipping (and reporting) the ones that
+// cannot take part yet (no address reported).
+func Nodes(objs []*corev1.Node, defaultInterface string) ([]Node, []error) {
+	out := make([]Node, 0, len(objs))
+	var errs []error
+	for _, o := range objs {
+		n, err := NodeFromKubernetes(o, defaultInterface)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, errs
+}
+
+// Observed is what the sidecar's caches hold, narrowed to what rendering
+// reads.
+type Observed struct {
+	Nodes    []*corev1.Node
+	Services []*corev1.Service
+	Slices   []*discoveryv1.EndpointSlice
+	// Routers holds, per IngressController, its router pods.
+	Routers map[string][]*corev1.Pod
+}
+
+// Observe turns the observed objects into the render State, with what was
+// left out and why: nodes without addresses, Service addresses in no pool.
+// A controller whose routers are nowhere yet (or on one node) keeps every
+// node as a candidate: an instance needs two members, and the track file
+// still decides who may hold it.
+func (m *Model) Observe(o Observed) (st State, skipped []error, orphans []netip.Addr) {
+	st.Nodes, skipped = Nodes(o.Nodes, m.Config.Spec.VRRP.Interface)
+	st.RouterNodes = map[string][]string{}
+	st.ServiceVIPs, st.LocalServices, orphans = m.ServiceAddresses(o.Services)
+	for name, pods := range o.Routers {
+		if placed, _ := RouterPlacement(pods, ""); len(placed) >= 2 {
+			st.RouterNodes[name] = placed
+		}
+	}
+	bySvc := SlicesByService(o.Slices)
+	st.APIServers = APIServers(bySvc["default/kubernetes"])
+	Endpoints(st.LocalServices, bySvc)
+	return st, skipped, orphans
+}

@@ -1,0 +1,42 @@
+package cluster
+
+import "net/netip"
+
+// State is what rendering knows about the running cluster. `vipctl render`
+// fills Nodes from --nodes; --once from the bootstrap node list; the
+// sidecar fills everything from the API (Observe).
+type State struct {
+	Nodes []Node
+	// ServiceVIPs are the addresses allocated to Services, by pool name.
+	ServiceVIPs map[string][]netip.Addr
+	// RouterNodes names, per IngressController, the nodes its router pods
+	// are scheduled on (ready or not). When a controller is listed, only
+	// those nodes take part in its VRRP instance: in a large cluster the
+	// peer list stays as short as the router deployment. Unlisted (no API
+	// yet, or `vipctl render`): every node takes part, and the track file
+	// decides.
+	RouterNodes map[string][]string
+	// APIServers are the addresses of the kube-apiservers that serve right
+	// now (the default/kubernetes EndpointSlice). When known, haproxy
+	// balances over the control-plane nodes among them; unknown or empty
+	// (no API yet, or every endpoint gone), over every control-plane node,
+	// and haproxy's own health checks decide.
+	APIServers []netip.Addr
+	// LocalServices are the served Services with externalTrafficPolicy
+	// Local. Their addresses are not in ServiceVIPs: each gets a VRRP
+	// instance of its own, held only where a ready endpoint runs.
+	LocalServices []LocalService
+}
+
+// LocalService is a LoadBalancer Service with externalTrafficPolicy Local:
+// kube-proxy drops its traffic on nodes without a local endpoint, so its
+// VIP must sit on a node that has one.
+type LocalService struct {
+	// Name is namespace/name.
+	Name string
+	// Pool holds the addresses.
+	Pool string
+	VIPs []netip.Addr
+	// Nodes run a ready endpoint of the Service.
+	Nodes []string
+}

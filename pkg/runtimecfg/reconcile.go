@@ -1,0 +1,142 @@
+package runtimecfg
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/vrid"
+)
+
+// Node is one node being kept in line: its handle (files, network
+// namespace), its name, and what outlives a single pass, the handover
+// tables' writer and the local routes of the VIPs it holds. The init
+// container (--once), the sidecar and the lab all go through Reconcile.
+type Node struct {
+	Target
+	Name string
+	// Local keeps the VIPs held here local across handovers; nil where
+	// nothing runs it (--once exits; the sidecar that follows runs it).
+	Local *LocalVIPs
+	// handover rewrites the tables with only the difference.
+	handover *HandoverWriter
+}
+
+// NewNode prepares a node for Reconcile.
+func NewNode(t Target, name string, local *LocalVIPs) *Node {
+	return &Node{Target: t, Name: name, Local: local, handover: NewHandoverWriter(t, HandoverGrace)}
+}
+
+// Input is what a node is brought in line with.
+type Input struct {
+	Config *v1alpha1.ClusterVIPs
+	State  cluster.State
+	// IngressReady says, per IngressController, whether a ready router pod
+	// runs on this node. nil leaves the status files as they are (--once:
+	// InitRunFiles wrote them).
+	IngressReady map[string]bool
+}
+
+// Outcome is what a Reconcile did and what the node's state is now.
+type Outcome struct {
+	Result
+	NodeState
+	// HandoverErr says the handover tables could not be written. The
+	// config is in place; only hitless planned moves are at stake, so it
+	// is reported apart from the error that means "last good config kept".
+	HandoverErr error
+}
+
+// Reconcile brings the node into line with in, in the one order that is
+// safe: the track files keepalived reads; the render; the real daemons'
+// judgement, atomic writes and reloads (Apply); the status files no config
+// reads any more; the API redirect; the handover tables; the local routes.
+// An error means the node kept its last good config; its reason is one of
+// the sidecar's failure labels (see reason).
+func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
+	var out Outcome
+	for name, ready := range in.IngressReady {
+		if err := SetIngressReady(n.Target, name, ready); err != nil {
+			return out, &syncError{"write", err}
+		}
+	}
+	for _, ls := range in.State.LocalServices {
+		if err := writeRunFile(n.Target, render.LocalServiceStatusFile(ls.Name), !slices.Contains(ls.Nodes, n.Name)); err != nil {
+			return out, &syncError{"write", err}
+		}
+	}
+	d, err := DesiredNode(in.Config, in.State, n.Name, n.Root)
+	if err != nil {
+		return out, &syncError{"render", err}
+	}
+	out.NodeState = d
+	out.Result, err = Apply(ctx, n.Target, d.Files)
+	if err != nil {
+		return out, &syncError{"apply", err}
+	}
+	if err := PruneLocalStatus(n.Target, in.State.LocalServices); err != nil {
+		return out, &syncError{"write", err}
+	}
+	if err := applyRedirects(n.Target, in.Config, d.Files); err != nil {
+		return out, &syncError{"redirect", err}
+	}
+	out.HandoverErr = n.handover.Apply(d.Handover)
+	if n.Local != nil {
+		n.Local.SetHandover(d.Handover)
+		n.Local.Kick()
+	}
+	return out, nil
+}
+
+// NodeState is everything the sidecar keeps true on one node.
+type NodeState struct {
+	Files []render.File
+	// Handover feeds the handover table and a drain.
+	Handover render.Handover
+	// Lonely tells which instances were left out for lack of a peer.
+	Lonely []string
+}
+
+// DesiredNode renders one node's files and the rest of its state from a
+// config and a cluster state. An instance with a single eligible node is
+// left out (see NodeRender.Lonely) rather than failing the node's whole config.
+func DesiredNode(c *v1alpha1.ClusterVIPs, st cluster.State, node, root string) (NodeState, error) {
+	extra := make([]v1alpha1.InstanceKey, 0, len(st.LocalServices))
+	for _, ls := range st.LocalServices {
+		extra = append(extra, v1alpha1.ServiceKey(ls.Name))
+	}
+	ids, err := vrid.ForCluster(c, extra...)
+	if err != nil {
+		return NodeState{}, err
+	}
+	plan, err := render.NewPlan(c, ids, st, render.WithRoot(root), render.WithLonelySkipped())
+	if err != nil {
+		return NodeState{}, err
+	}
+	r, err := plan.Node(node)
+	if err != nil {
+		return NodeState{}, err
+	}
+	h, err := plan.Handover(node)
+	return NodeState{Files: r.Files, Handover: h, Lonely: r.Lonely}, err
+}
+
+// syncError is a failed step of Reconcile, labelled for the metrics.
+type syncError struct {
+	reason string
+	err    error
+}
+
+func (e *syncError) Error() string { return e.err.Error() }
+func (e *syncError) Unwrap() error { return e.err }
+
+func reason(err error) string {
+	var se *syncError
+	if errors.As(err, &se) {
+		return se.reason
+	}
+	return "other"
+}
