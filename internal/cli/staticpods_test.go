@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/manifests"
 )
 
 // TestStaticPodArgsParse runs every vipctl command line the static pods
@@ -21,7 +21,7 @@ func TestStaticPodArgsParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	var containers []corev1.Container
-	for _, p := range []*corev1.Pod{render.KeepalivedPod(c), render.HaproxyPod(c)} {
+	for _, p := range []*corev1.Pod{manifests.KeepalivedPod(c), manifests.HaproxyPod(c)} {
 		containers = append(containers, p.Spec.InitContainers...)
 		containers = append(containers, p.Spec.Containers...)
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,21 +19,6 @@ type vridsOptions struct {
 	listen    string
 	listenFor time.Duration
 	output    string
-}
-
-// vridsReport is what -o json|yaml prints; the text form keeps OpenShift's
-// two first lines byte for byte so existing scripts keep parsing them.
-type vridsReport struct {
-	Cluster           string           `json:"cluster"`
-	IDs               []vrid.Entry     `json:"ids"`
-	Live              []liveSighting   `json:"live,omitempty"`
-	Clashes           []string         `json:"clashes,omitempty"`
-	ProposedOverrides map[string]uint8 `json:"proposedOverrides,omitempty"`
-}
-
-type liveSighting struct {
-	Interface string `json:"interface"`
-	vrid.Observation
 }
 
 // NewVRIDsCommand prints the cluster's VRRP IDs and checks them for clashes.
@@ -57,11 +40,18 @@ live on the LAN; any clash exits with status 2 and proposes overrides.`,
 			if err := checkOutput(o.output); err != nil {
 				return err
 			}
-			report, err := o.run(context.Background(), args)
+			check, err := o.check(args)
 			if err != nil {
 				return err
 			}
-			if err := printData(streams.Out, o.output, report, report.writeText); err != nil {
+			report, err := check.Run(context.Background())
+			if err != nil {
+				return err
+			}
+			if err := printData(streams.Out, o.output, report, func(w io.Writer) error {
+				_, err := io.WriteString(w, report.Text())
+				return err
+			}); err != nil {
 				return err
 			}
 			if len(report.Clashes) > 0 {
@@ -80,71 +70,27 @@ live on the LAN; any clash exits with status 2 and proposes overrides.`,
 	return cmd
 }
 
-func (o *vridsOptions) run(ctx context.Context, args []string) (*vridsReport, error) {
+// check turns the arguments and flags into the check to run.
+func (o *vridsOptions) check(args []string) (vrid.Check, error) {
 	req, err := o.request(args)
 	if err != nil {
-		return nil, err
+		return vrid.Check{}, err
 	}
-	assignment, err := vrid.Assign(req)
-	if err != nil {
-		return nil, err
-	}
-	report := &vridsReport{Cluster: req.Cluster, IDs: assignment.Entries}
-
-	var others []vrid.KnownCluster
+	c := vrid.Check{Request: req, Listen: o.listen, ListenFor: o.listenFor}
 	for _, name := range o.known {
 		if err := vrid.ValidateClusterName(name); err != nil {
-			return nil, fmt.Errorf("--known: %w", err)
+			return c, fmt.Errorf("--known: %w", err)
 		}
-		others = append(others, vrid.KnownCluster{Name: name})
+		c.Others = append(c.Others, vrid.KnownCluster{Name: name})
 	}
 	if o.inventory != "" {
 		inv, err := vrid.LoadInventory(o.inventory)
 		if err != nil {
-			return nil, fmt.Errorf("--inventory: %w", err)
+			return c, fmt.Errorf("--inventory: %w", err)
 		}
-		others = append(others, inv.Clusters...)
+		c.Others = append(c.Others, inv.Clusters...)
 	}
-	var live []vrid.Observation
-	if o.listen != "" {
-		if o.listenFor <= 0 {
-			return nil, fmt.Errorf("--for: must be positive, got %s", o.listenFor)
-		}
-		live, err = vrid.Listen(ctx, o.listen, o.listenFor)
-		if err != nil {
-			return nil, fmt.Errorf("--listen %s: %w", o.listen, err)
-		}
-		for _, obs := range live {
-			report.Live = append(report.Live, liveSighting{Interface: o.listen, Observation: obs})
-		}
-	}
-	clashes := vrid.FindClashes(assignment, others, live, o.listen)
-	if len(clashes) == 0 {
-		return report, nil
-	}
-	var taken []uint8
-	for _, c := range clashes {
-		report.Clashes = append(report.Clashes, c.String())
-		taken = append(taken, c.ID)
-	}
-	taken = append(taken, otherIDs(others)...)
-	for _, obs := range live {
-		taken = append(taken, obs.ID)
-	}
-	proposal, err := vrid.ProposeOverrides(req, clashes, taken)
-	if err != nil {
-		return nil, fmt.Errorf("no clash-free set of IDs exists: %w", err)
-	}
-	// The proposal is printed as a whole virtualRouterIDs block, so it keeps
-	// the file's own pins next to the new ones.
-	report.ProposedOverrides = map[string]uint8{}
-	for k, id := range req.Overrides {
-		report.ProposedOverrides[string(k)] = id
-	}
-	for k, id := range proposal {
-		report.ProposedOverrides[string(k)] = id
-	}
-	return report, nil
+	return c, nil
 }
 
 // request builds the ID request from the positional name, the file, or both.
@@ -171,56 +117,4 @@ func (o *vridsOptions) request(args []string) (vrid.Request, error) {
 		return req, fmt.Errorf("cluster name %q does not match metadata.name %q in %s", req.Cluster, c.Metadata.Name, o.file)
 	}
 	return vrid.RequestFor(c), nil
-}
-
-func otherIDs(others []vrid.KnownCluster) []uint8 {
-	var ids []uint8
-	for _, o := range others {
-		if len(o.IDs) == 0 {
-			api, ingress := vrid.OpenShiftIDs(o.Name)
-			ids = append(ids, api, ingress)
-			continue
-		}
-		for _, id := range o.IDs {
-			ids = append(ids, id)
-		}
-	}
-	return ids
-}
-
-func (r *vridsReport) writeText(w io.Writer) error {
-	var b strings.Builder
-	var rest []vrid.Entry
-	for _, e := range r.IDs {
-		switch e.Key {
-		case v1alpha1.KeyAPI:
-			fmt.Fprintf(&b, "APIVirtualRouterID: %d\n", e.ID)
-		case v1alpha1.KeyIngress:
-			fmt.Fprintf(&b, "IngressVirtualRouterID: %d\n", e.ID)
-		default:
-			rest = append(rest, e)
-		}
-	}
-	for _, e := range rest {
-		fmt.Fprintf(&b, "VirtualRouterID %s: %d\n", e.Key, e.ID)
-	}
-	for _, l := range r.Live {
-		fmt.Fprintf(&b, "live: VirtualRouterID %d from %s on %s (VRRPv%d)\n", l.ID, l.Source, l.Interface, l.Version)
-	}
-	for _, c := range r.Clashes {
-		fmt.Fprintln(&b, c)
-	}
-	if len(r.ProposedOverrides) > 0 {
-		keys := make([]string, 0, len(r.ProposedOverrides))
-		for k := range r.ProposedOverrides {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b.WriteString("# clash-free overrides; paste under spec.vrrp in the cluster file:\nvirtualRouterIDs:\n")
-		for _, k := range keys {
-			fmt.Fprintf(&b, "  %s: %d\n", k, r.ProposedOverrides[k])
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }

@@ -73,7 +73,7 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 			return nil, err
 		}
 		files = append(files, scripts...)
-		pods, err := render.StaticPodFiles(c, role)
+		pods, err := manifests.StaticPodFiles(c, role)
 		if err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
 )
 
@@ -290,7 +291,7 @@ func TestRealOutputValidates(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, role := range []string{"master", "worker"} {
-			pods, err := render.StaticPodFiles(c, role)
+			pods, err := manifests.StaticPodFiles(c, role)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vipctl/vipctl/internal/fixture"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 )
 
@@ -15,7 +16,7 @@ import (
 // with their VRIDs, every address they hold (advertised and excluded) and,
 // in unicast mode, the same peers.
 func TestHandoverMatchesKeepalivedConf(t *testing.T) {
-	for _, ex := range examples(t) {
+	for _, ex := range fixture.Examples(t) {
 		r := renderExample(t, ex)
 		for _, n := range r.nodes {
 			h, err := r.plan.Handover(n.Name)

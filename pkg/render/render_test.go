@@ -1,6 +1,7 @@
 package render
 
 import (
+	"github.com/vipctl/vipctl/internal/fixture"
 	"github.com/vipctl/vipctl/internal/golden"
 
 	"bytes"
@@ -88,22 +89,9 @@ func renderExample(t *testing.T, example string) *renderedExample {
 	return r
 }
 
-func examples(t *testing.T) []string {
-	t.Helper()
-	paths, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no examples found: %v", err)
-	}
-	var names []string
-	for _, p := range paths {
-		names = append(names, filepath.Base(p))
-	}
-	return names
-}
-
 func TestEveryExampleHasNodes(t *testing.T) {
 	t.Parallel()
-	for _, e := range examples(t) {
+	for _, e := range fixture.Examples(t) {
 		if _, ok := exampleNodes[e]; !ok {
 			t.Errorf("examples/%s has no node list in exampleNodes: it would not be rendered by any test", e)
 		}
@@ -113,7 +101,7 @@ func TestEveryExampleHasNodes(t *testing.T) {
 // TestRenderGolden pins every node's files for every example.
 func TestRenderGolden(t *testing.T) {
 	t.Parallel()
-	for _, e := range examples(t) {
+	for _, e := range fixture.Examples(t) {
 		t.Run(e, func(t *testing.T) {
 			t.Parallel()
 			r := renderExample(t, e)

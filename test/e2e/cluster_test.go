@@ -26,6 +26,7 @@ import (
 	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 )
@@ -118,7 +119,7 @@ func startCluster(t testing.TB, clusterYAML string, specs []nodeSpec) *labCluste
 		lc.apply(n)
 		if lc.isControlPlane(n.name) {
 			n.apiserver = startAPIServerStandIn(t, n)
-			n.haproxy = n.host.Start("haproxy", render.HaproxyCommand(n.target.Root)...)
+			n.haproxy = n.host.Start("haproxy", manifests.HaproxyCommand(n.target.Root)...)
 		}
 		n.startKeepalived()
 	}
@@ -142,7 +143,7 @@ func startCluster(t testing.TB, clusterYAML string, specs []nodeSpec) *labCluste
 // startKeepalived starts keepalived on the node with its rendered files,
 // as the keepalived container does.
 func (n *labNode) startKeepalived() {
-	n.keepalived = n.host.Start("keepalived", render.KeepalivedCommand(n.target.Root)...)
+	n.keepalived = n.host.Start("keepalived", manifests.KeepalivedCommand(n.target.Root)...)
 }
 
 // keepLocal runs what the sidecar runs to keep the VIPs a node holds (and

@@ -1,6 +1,7 @@
-package render
+package manifests
 
 import (
+	"github.com/vipctl/vipctl/internal/fixture"
 	"github.com/vipctl/vipctl/internal/golden"
 
 	"bytes"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/render"
 )
 
 var roles = []string{roleMaster, roleWorker}
@@ -33,7 +35,7 @@ func loadExample(t *testing.T, example string) *v1alpha1.ClusterVIPs {
 // TestStaticPodsGolden pins the manifests of every example for each role.
 func TestStaticPodsGolden(t *testing.T) {
 	t.Parallel()
-	for _, e := range examples(t) {
+	for _, e := range fixture.Examples(t) {
 		for _, role := range roles {
 			t.Run(e+"/"+role, func(t *testing.T) {
 				t.Parallel()
@@ -55,8 +57,8 @@ func TestStaticPodFilesPerRole(t *testing.T) {
 	t.Parallel()
 	c := loadExample(t, "compact-ipv4.yaml")
 	want := map[string][]string{
-		roleMaster: {StaticPodDir + "/vipctl-keepalived.yaml", StaticPodDir + "/vipctl-haproxy.yaml"},
-		roleWorker: {StaticPodDir + "/vipctl-keepalived.yaml"},
+		roleMaster: {render.StaticPodDir + "/vipctl-keepalived.yaml", render.StaticPodDir + "/vipctl-haproxy.yaml"},
+		roleWorker: {render.StaticPodDir + "/vipctl-keepalived.yaml"},
 	}
 	for role, paths := range want {
 		files, err := StaticPodFiles(c, role)
@@ -83,7 +85,7 @@ func TestStaticPodFilesPerRole(t *testing.T) {
 // expects the pod that was built: no field lost or misspelt on the way.
 func TestStaticPodsRoundTrip(t *testing.T) {
 	t.Parallel()
-	for _, e := range examples(t) {
+	for _, e := range fixture.Examples(t) {
 		t.Run(e, func(t *testing.T) {
 			t.Parallel()
 			c := loadExample(t, e)
@@ -92,8 +94,8 @@ func TestStaticPodsRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			built := map[string]*corev1.Pod{
-				StaticPodDir + "/" + KeepalivedPodName + ".yaml": KeepalivedPod(c),
-				StaticPodDir + "/" + HaproxyPodName + ".yaml":    HaproxyPod(c),
+				render.StaticPodDir + "/" + render.KeepalivedPodName + ".yaml": KeepalivedPod(c),
+				render.StaticPodDir + "/" + render.HaproxyPodName + ".yaml":    HaproxyPod(c),
 			}
 			for _, f := range files {
 				var got corev1.Pod
@@ -114,7 +116,7 @@ func TestStaticPodsRoundTrip(t *testing.T) {
 
 func TestStaticPodInvariants(t *testing.T) {
 	t.Parallel()
-	for _, e := range examples(t) {
+	for _, e := range fixture.Examples(t) {
 		t.Run(e, func(t *testing.T) {
 			t.Parallel()
 			c := loadExample(t, e)
@@ -137,19 +139,19 @@ func TestStaticPodInvariants(t *testing.T) {
 				t.Errorf("keepalived adds capabilities %v, want exactly %v", got, wantCaps)
 			}
 			if p := keepalived.LivenessProbe; p == nil || p.Exec == nil || !strings.Contains(strings.Join(p.Exec.Command, " "), "kill -0") ||
-				!strings.Contains(strings.Join(p.Exec.Command, " "), KeepalivedPIDFile) {
-				t.Errorf("keepalived liveness probe %+v, want kill -0 on %s", keepalived.LivenessProbe, KeepalivedPIDFile)
+				!strings.Contains(strings.Join(p.Exec.Command, " "), render.KeepalivedPIDFile) {
+				t.Errorf("keepalived liveness probe %+v, want kill -0 on %s", keepalived.LivenessProbe, render.KeepalivedPIDFile)
 			}
 			// Planned stops drain first, for three adverts and a second.
-			wantDrain := fmt.Sprintf("echo 1 > %s && sleep %d", DrainFile, 4)
+			wantDrain := fmt.Sprintf("echo 1 > %s && sleep %d", render.DrainFile, 4)
 			if c.Spec.VRRP.Profile == v1alpha1.ProfileFast {
-				wantDrain = fmt.Sprintf("echo 1 > %s && sleep %d", DrainFile, 2)
+				wantDrain = fmt.Sprintf("echo 1 > %s && sleep %d", render.DrainFile, 2)
 			}
 			if l := keepalived.Lifecycle; l == nil || l.PreStop == nil || l.PreStop.Exec == nil || l.PreStop.Exec.Command[2] != wantDrain {
 				t.Errorf("keepalived preStop %+v, want sh -c %q", keepalived.Lifecycle, wantDrain)
 			}
-			wantCmd := []string{"keepalived", "-n", "-l", "-D", "-G", "-f", KeepalivedConfPath,
-				"-p", KeepalivedPIDFile, "-r", VRRPPIDFile, "-c", CheckersPIDFile}
+			wantCmd := []string{"keepalived", "-n", "-l", "-D", "-G", "-f", render.KeepalivedConfPath,
+				"-p", render.KeepalivedPIDFile, "-r", render.VRRPPIDFile, "-c", render.CheckersPIDFile}
 			if !slices.Equal(keepalived.Command, wantCmd) {
 				t.Errorf("keepalived command %q, want %q", keepalived.Command, wantCmd)
 			}
@@ -169,13 +171,13 @@ func TestStaticPodInvariants(t *testing.T) {
 				probe *corev1.Probe
 				path  string
 			}{{sidecar.LivenessProbe, "/healthz"}, {sidecar.ReadinessProbe, "/readyz"}} {
-				want := corev1.HTTPGetAction{Host: "127.0.0.1", Path: pr.path, Port: intstr.FromInt32(SidecarPort), Scheme: corev1.URISchemeHTTP}
+				want := corev1.HTTPGetAction{Host: "127.0.0.1", Path: pr.path, Port: intstr.FromInt32(render.SidecarPort), Scheme: corev1.URISchemeHTTP}
 				if pr.probe == nil || pr.probe.HTTPGet == nil || !reflect.DeepEqual(*pr.probe.HTTPGet, want) {
 					t.Errorf("sidecar probe for %s: %+v, want %+v", pr.path, pr.probe, want)
 				}
 			}
-			wantArgs := []string{"runtimecfg", "--config", ClusterConfigPath, "--bootstrap-nodes", BootstrapNodesPath,
-				"--node-name", "$(NODE_NAME)", "--kubeconfig", NodeKubeconfig, "--listen", fmt.Sprintf("127.0.0.1:%d", SidecarPort)}
+			wantArgs := []string{"runtimecfg", "--config", render.ClusterConfigPath, "--bootstrap-nodes", render.BootstrapNodesPath,
+				"--node-name", "$(NODE_NAME)", "--kubeconfig", render.NodeKubeconfig, "--listen", fmt.Sprintf("127.0.0.1:%d", render.SidecarPort)}
 			if !slices.Equal(sidecar.Args, wantArgs) {
 				t.Errorf("sidecar args %q, want %q", sidecar.Args, wantArgs)
 			}
@@ -195,7 +197,7 @@ func TestStaticPodInvariants(t *testing.T) {
 			if p := haproxy.LivenessProbe; p == nil || p.TCPSocket == nil || p.TCPSocket.Port != health {
 				t.Errorf("haproxy liveness probe %+v, want TCP on %d", p, c.Spec.API.HealthPort)
 			}
-			wantCmd = []string{"haproxy", "-W", "-db", "-S", HaproxyMasterSocket + ",level,admin", "-f", HaproxyConfPath}
+			wantCmd = []string{"haproxy", "-W", "-db", "-S", render.HaproxyMasterSocket + ",level,admin", "-f", render.HaproxyConfPath}
 			if !slices.Equal(haproxy.Command, wantCmd) {
 				t.Errorf("haproxy command %q, want %q", haproxy.Command, wantCmd)
 			}
@@ -233,8 +235,8 @@ func checkPodBasics(t *testing.T, p *corev1.Pod) {
 	if p.APIVersion != "v1" || p.Kind != "Pod" {
 		t.Errorf("%s: apiVersion/kind %s/%s, want v1/Pod", p.Name, p.APIVersion, p.Kind)
 	}
-	if p.Namespace != Namespace || p.Labels["app"] != p.Name {
-		t.Errorf("%s: namespace %q labels %v, want namespace %q and app=%s", p.Name, p.Namespace, p.Labels, Namespace, p.Name)
+	if p.Namespace != render.Namespace || p.Labels["app"] != p.Name {
+		t.Errorf("%s: namespace %q labels %v, want namespace %q and app=%s", p.Name, p.Namespace, p.Labels, render.Namespace, p.Name)
 	}
 	if !p.Spec.HostNetwork {
 		t.Errorf("%s: hostNetwork must be true", p.Name)
@@ -306,10 +308,10 @@ func checkRenderContainer(t *testing.T, c *v1alpha1.ClusterVIPs, p *corev1.Pod) 
 		t.Fatalf("%s: %d init containers, want 1", p.Name, len(p.Spec.InitContainers))
 	}
 	ic := p.Spec.InitContainers[0]
-	want := []string{"runtimecfg", "--once", "--config", ClusterConfigPath, "--bootstrap-nodes", BootstrapNodesPath, "--node-name", "$(NODE_NAME)"}
+	want := []string{"runtimecfg", "--once", "--config", render.ClusterConfigPath, "--bootstrap-nodes", render.BootstrapNodesPath, "--node-name", "$(NODE_NAME)"}
 	// Only the keepalived pod's start ends a drain: a haproxy pod
 	// restarting alone must not drop the routes of a handover in progress.
-	if p.Name == HaproxyPodName {
+	if p.Name == render.HaproxyPodName {
 		want = append(want, "--keep-drain")
 	}
 	if !slices.Equal(ic.Command, []string{"vipctl"}) || !slices.Equal(ic.Args, want) {

@@ -1,4 +1,4 @@
-package render
+package manifests
 
 import (
 	"fmt"
@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/render"
 )
 
 // Machine config pool roles StaticPodFiles knows.
@@ -48,9 +49,12 @@ const (
 	volKubeletPKI = "kubelet-pki"
 )
 
+// manifestMode: the kubelet only reads static pod manifests.
+const manifestMode = 0o644
+
 // StaticPodFiles returns the manifests a node of the given role needs: role
 // "master" gets both, "worker" only keepalived.
-func StaticPodFiles(c *v1alpha1.ClusterVIPs, role string) ([]File, error) {
+func StaticPodFiles(c *v1alpha1.ClusterVIPs, role string) ([]render.File, error) {
 	var pods []*corev1.Pod
 	switch role {
 	case roleMaster:
@@ -60,13 +64,13 @@ func StaticPodFiles(c *v1alpha1.ClusterVIPs, role string) ([]File, error) {
 	default:
 		return nil, fmt.Errorf("static pods: unknown role %q (want %q or %q)", role, roleMaster, roleWorker)
 	}
-	files := make([]File, 0, len(pods))
+	files := make([]render.File, 0, len(pods))
 	for _, p := range pods {
 		data, err := yaml.Marshal(p)
 		if err != nil {
 			return nil, fmt.Errorf("static pod %s: %w", p.Name, err)
 		}
-		files = append(files, File{Path: StaticPodDir + "/" + p.Name + ".yaml", Mode: configMode, Data: data})
+		files = append(files, render.File{Path: render.StaticPodDir + "/" + p.Name + ".yaml", Mode: manifestMode, Data: data})
 	}
 	return files, nil
 }
@@ -79,10 +83,10 @@ func StaticPodFiles(c *v1alpha1.ClusterVIPs, role string) ([]File, error) {
 func KeepalivedCommand(root string) []string {
 	return []string{
 		"keepalived", "-n", "-l", "-D", "-G",
-		"-f", root + KeepalivedConfPath,
-		"-p", root + KeepalivedPIDFile,
-		"-r", root + VRRPPIDFile,
-		"-c", root + CheckersPIDFile,
+		"-f", root + render.KeepalivedConfPath,
+		"-p", root + render.KeepalivedPIDFile,
+		"-r", root + render.VRRPPIDFile,
+		"-c", root + render.CheckersPIDFile,
 	}
 }
 
@@ -93,8 +97,8 @@ func KeepalivedCommand(root string) []string {
 func HaproxyCommand(root string) []string {
 	return []string{
 		"haproxy", "-W", "-db",
-		"-S", root + HaproxyMasterSocket + ",level,admin",
-		"-f", root + HaproxyConfPath,
+		"-S", root + render.HaproxyMasterSocket + ",level,admin",
+		"-f", root + render.HaproxyConfPath,
 	}
 }
 
@@ -109,7 +113,7 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 		// gone or stale, reloads would go nowhere, and a restart rewrites it.
 		LivenessProbe: &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
-				Command: []string{"/bin/sh", "-c", `kill -0 "$(cat ` + KeepalivedPIDFile + `)"`},
+				Command: []string{"/bin/sh", "-c", `kill -0 "$(cat ` + render.KeepalivedPIDFile + `)"`},
 			}},
 			PeriodSeconds:    10,
 			TimeoutSeconds:   2,
@@ -123,12 +127,12 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 		// routes), so connections open at the move are still answered. The
 		// next pod's init container resets the file and the routes.
 		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
-			Command: []string{"/bin/sh", "-c", fmt.Sprintf("echo 1 > %s && sleep %d", DrainFile, drainSeconds(c))},
+			Command: []string{"/bin/sh", "-c", fmt.Sprintf("echo 1 > %s && sleep %d", render.DrainFile, drainSeconds(c))},
 		}}},
 		VolumeMounts: []corev1.VolumeMount{
-			mount(volConfig, ConfigDir, true), // check scripts
-			mount(volKeepalived, KeepalivedDir, true),
-			mount(volRun, RunDir, false), // PID files
+			mount(volConfig, render.ConfigDir, true), // check scripts
+			mount(volKeepalived, render.KeepalivedDir, true),
+			mount(volRun, render.RunDir, false), // PID files
 		},
 		// NET_ADMIN adds and removes VIPs, NET_RAW sends VRRP and
 		// gratuitous ARP/NA. SETUID and SETGID let keepalived run check
@@ -144,23 +148,23 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 		Image:   c.Spec.Images.Vipctl,
 		Command: []string{"vipctl"},
 		Args: append(append([]string{"runtimecfg"}, runtimecfgFlags()...),
-			"--kubeconfig", NodeKubeconfig,
-			"--listen", net.JoinHostPort(loopback, strconv.Itoa(SidecarPort)),
+			"--kubeconfig", render.NodeKubeconfig,
+			"--listen", net.JoinHostPort(loopback, strconv.Itoa(render.SidecarPort)),
 		),
 		Env:            nodeNameEnvVar(),
 		Resources:      requests("10m", "50Mi"),
 		LivenessProbe:  sidecarProbe("/healthz"),
 		ReadinessProbe: sidecarProbe("/readyz"),
 		VolumeMounts: []corev1.VolumeMount{
-			mount(volConfig, ConfigDir, true),
-			mount(volKeepalived, KeepalivedDir, false),
-			mount(volHaproxy, HaproxyDir, false),
-			mount(volRun, RunDir, false),
+			mount(volConfig, render.ConfigDir, true),
+			mount(volKeepalived, render.KeepalivedDir, false),
+			mount(volHaproxy, render.HaproxyDir, false),
+			mount(volRun, render.RunDir, false),
 			// Connecting to haproxy's master socket needs no write access
 			// to the directory.
-			mount(volHaproxyRun, HaproxyRunDir, true),
-			mount(volKubeconfig, NodeKubeconfig, true),
-			mount(volKubeletPKI, KubeletPKIDir, true),
+			mount(volHaproxyRun, render.HaproxyRunDir, true),
+			mount(volKubeconfig, render.NodeKubeconfig, true),
+			mount(volKubeletPKI, render.KubeletPKIDir, true),
 		},
 		// The sidecar reloads keepalived with SIGHUP to the PID in its PID
 		// file. Signalling a process of the same UID needs no capability,
@@ -172,7 +176,7 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 	}
 	return &corev1.Pod{
 		TypeMeta:   podTypeMeta(),
-		ObjectMeta: podMeta(KeepalivedPodName),
+		ObjectMeta: podMeta(render.KeepalivedPodName),
 		Spec: corev1.PodSpec{
 			HostNetwork:       true,
 			DNSPolicy:         corev1.DNSDefault,
@@ -186,13 +190,13 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 			InitContainers:        []corev1.Container{renderContainer(c, false)},
 			Containers:            []corev1.Container{keepalived, sidecar},
 			Volumes: []corev1.Volume{
-				hostPath(volConfig, ConfigDir, corev1.HostPathDirectory),
-				hostPath(volKeepalived, KeepalivedDir, corev1.HostPathDirectoryOrCreate),
-				hostPath(volHaproxy, HaproxyDir, corev1.HostPathDirectoryOrCreate),
-				hostPath(volRun, RunDir, corev1.HostPathDirectoryOrCreate),
-				hostPath(volHaproxyRun, HaproxyRunDir, corev1.HostPathDirectoryOrCreate),
-				hostPath(volKubeconfig, NodeKubeconfig, corev1.HostPathFile),
-				hostPath(volKubeletPKI, KubeletPKIDir, corev1.HostPathDirectory),
+				hostPath(volConfig, render.ConfigDir, corev1.HostPathDirectory),
+				hostPath(volKeepalived, render.KeepalivedDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volHaproxy, render.HaproxyDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volRun, render.RunDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volHaproxyRun, render.HaproxyRunDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volKubeconfig, render.NodeKubeconfig, corev1.HostPathFile),
+				hostPath(volKubeletPKI, render.KubeletPKIDir, corev1.HostPathDirectory),
 			},
 		},
 	}
@@ -226,8 +230,8 @@ func HaproxyPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 			FailureThreshold: 3,
 		},
 		VolumeMounts: []corev1.VolumeMount{
-			mount(volHaproxy, HaproxyDir, true),
-			mount(volHaproxyRun, HaproxyRunDir, false), // master and stats sockets
+			mount(volHaproxy, render.HaproxyDir, true),
+			mount(volHaproxyRun, render.HaproxyRunDir, false), // master and stats sockets
 		},
 		// Every port haproxy binds is above 1023, so it needs no
 		// capability. Root only because the socket directory on the host
@@ -236,7 +240,7 @@ func HaproxyPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 	}
 	return &corev1.Pod{
 		TypeMeta:   podTypeMeta(),
-		ObjectMeta: podMeta(HaproxyPodName),
+		ObjectMeta: podMeta(render.HaproxyPodName),
 		Spec: corev1.PodSpec{
 			HostNetwork:        true,
 			DNSPolicy:          corev1.DNSDefault,
@@ -251,11 +255,11 @@ func HaproxyPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 			InitContainers: []corev1.Container{renderContainer(c, true)},
 			Containers:     []corev1.Container{haproxy},
 			Volumes: []corev1.Volume{
-				hostPath(volConfig, ConfigDir, corev1.HostPathDirectory),
-				hostPath(volKeepalived, KeepalivedDir, corev1.HostPathDirectoryOrCreate),
-				hostPath(volHaproxy, HaproxyDir, corev1.HostPathDirectoryOrCreate),
-				hostPath(volRun, RunDir, corev1.HostPathDirectoryOrCreate),
-				hostPath(volHaproxyRun, HaproxyRunDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volConfig, render.ConfigDir, corev1.HostPathDirectory),
+				hostPath(volKeepalived, render.KeepalivedDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volHaproxy, render.HaproxyDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volRun, render.RunDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volHaproxyRun, render.HaproxyRunDir, corev1.HostPathDirectoryOrCreate),
 			},
 		},
 	}
@@ -278,10 +282,10 @@ func renderContainer(c *v1alpha1.ClusterVIPs, keepDrain bool) corev1.Container {
 		Env:       nodeNameEnvVar(),
 		Resources: requests("10m", "50Mi"),
 		VolumeMounts: []corev1.VolumeMount{
-			mount(volConfig, ConfigDir, true),
-			mount(volKeepalived, KeepalivedDir, false),
-			mount(volHaproxy, HaproxyDir, false),
-			mount(volRun, RunDir, false),
+			mount(volConfig, render.ConfigDir, true),
+			mount(volKeepalived, render.KeepalivedDir, false),
+			mount(volHaproxy, render.HaproxyDir, false),
+			mount(volRun, render.RunDir, false),
 		},
 		SecurityContext: securityContext("NET_ADMIN"), // the API redirect, before the API is up
 	}
@@ -297,8 +301,8 @@ func drainSeconds(c *v1alpha1.ClusterVIPs) int {
 // runtimecfgFlags are the flags the render container and the sidecar share.
 func runtimecfgFlags() []string {
 	return []string{
-		"--config", ClusterConfigPath,
-		"--bootstrap-nodes", BootstrapNodesPath,
+		"--config", render.ClusterConfigPath,
+		"--bootstrap-nodes", render.BootstrapNodesPath,
 		"--node-name", "$(" + nodeNameEnv + ")",
 	}
 }
@@ -319,7 +323,7 @@ func sidecarProbe(path string) *corev1.Probe {
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 			Host:   loopback,
 			Path:   path,
-			Port:   intstr.FromInt32(SidecarPort),
+			Port:   intstr.FromInt32(render.SidecarPort),
 			Scheme: corev1.URISchemeHTTP,
 		}},
 		PeriodSeconds:    10,
@@ -374,7 +378,7 @@ func podTypeMeta() metav1.TypeMeta {
 func podMeta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:      name,
-		Namespace: Namespace,
+		Namespace: render.Namespace,
 		Labels:    map[string]string{"app": name},
 	}
 }

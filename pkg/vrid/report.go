@@ -1,0 +1,141 @@
+package vrid
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Check is one run of `vipctl vr-ids`: a cluster's IDs, the other
+// clusters known on the LAN and, optionally, a live capture.
+type Check struct {
+	Request Request
+	// Others are the other clusters on the LAN.
+	Others []KnownCluster
+	// Listen, when set, captures VRRP adverts on this interface for
+	// ListenFor and counts them as taken IDs.
+	Listen    string
+	ListenFor time.Duration
+}
+
+// Report is what `vipctl vr-ids -o json|yaml` prints; Text keeps
+// OpenShift's two first lines byte for byte so existing scripts keep
+// parsing them.
+type Report struct {
+	Cluster           string         `json:"cluster"`
+	IDs               []Entry        `json:"ids"`
+	Live              []LiveSighting `json:"live,omitempty"`
+	Clashes           []string       `json:"clashes,omitempty"`
+	ProposedOverrides map[Key]uint8  `json:"proposedOverrides,omitempty"`
+}
+
+// LiveSighting is an advert seen on an interface.
+type LiveSighting struct {
+	Interface string `json:"interface"`
+	Observation
+}
+
+// Run assigns the IDs, looks for clashes within the cluster, with the
+// other clusters and with what is live, and proposes overrides that clear
+// every clash.
+func (c Check) Run(ctx context.Context) (*Report, error) {
+	assignment, err := Assign(c.Request)
+	if err != nil {
+		return nil, err
+	}
+	report := &Report{Cluster: c.Request.Cluster, IDs: assignment.Entries}
+	var live []Observation
+	if c.Listen != "" {
+		if c.ListenFor <= 0 {
+			return nil, fmt.Errorf("--for: must be positive, got %s", c.ListenFor)
+		}
+		live, err = Listen(ctx, c.Listen, c.ListenFor)
+		if err != nil {
+			return nil, fmt.Errorf("--listen %s: %w", c.Listen, err)
+		}
+		for _, obs := range live {
+			report.Live = append(report.Live, LiveSighting{Interface: c.Listen, Observation: obs})
+		}
+	}
+	clashes := FindClashes(assignment, c.Others, live, c.Listen)
+	if len(clashes) == 0 {
+		return report, nil
+	}
+	var taken []uint8
+	for _, cl := range clashes {
+		report.Clashes = append(report.Clashes, cl.String())
+		taken = append(taken, cl.ID)
+	}
+	taken = append(taken, otherIDs(c.Others)...)
+	for _, obs := range live {
+		taken = append(taken, obs.ID)
+	}
+	proposal, err := ProposeOverrides(c.Request, clashes, taken)
+	if err != nil {
+		return nil, fmt.Errorf("no clash-free set of IDs exists: %w", err)
+	}
+	// The proposal is printed as a whole virtualRouterIDs block, so it keeps
+	// the file's own pins next to the new ones.
+	report.ProposedOverrides = map[Key]uint8{}
+	for k, id := range c.Request.Overrides {
+		report.ProposedOverrides[k] = id
+	}
+	for k, id := range proposal {
+		report.ProposedOverrides[k] = id
+	}
+	return report, nil
+}
+
+func otherIDs(others []KnownCluster) []uint8 {
+	var ids []uint8
+	for _, o := range others {
+		if len(o.IDs) == 0 {
+			api, ingress := OpenShiftIDs(o.Name)
+			ids = append(ids, api, ingress)
+			continue
+		}
+		for _, id := range o.IDs {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// Text is the report for people.
+func (r *Report) Text() string {
+	var b strings.Builder
+	var rest []Entry
+	for _, e := range r.IDs {
+		switch e.Key {
+		case KeyAPI:
+			fmt.Fprintf(&b, "APIVirtualRouterID: %d\n", e.ID)
+		case KeyIngress:
+			fmt.Fprintf(&b, "IngressVirtualRouterID: %d\n", e.ID)
+		default:
+			rest = append(rest, e)
+		}
+	}
+	for _, e := range rest {
+		fmt.Fprintf(&b, "VirtualRouterID %s: %d\n", e.Key, e.ID)
+	}
+	for _, l := range r.Live {
+		fmt.Fprintf(&b, "live: VirtualRouterID %d from %s on %s (VRRPv%d)\n", l.ID, l.Source, l.Interface, l.Version)
+	}
+	for _, c := range r.Clashes {
+		fmt.Fprintln(&b, c)
+	}
+	if len(r.ProposedOverrides) > 0 {
+		keys := make([]Key, 0, len(r.ProposedOverrides))
+		for k := range r.ProposedOverrides {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+		b.WriteString("# clash-free overrides; paste under spec.vrrp in the cluster file:\nvirtualRouterIDs:\n")
+		for _, k := range keys {
+			fmt.Fprintf(&b, "  %s: %d\n", k, r.ProposedOverrides[k])
+		}
+	}
+	return b.String()
+}
