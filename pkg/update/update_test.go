@@ -1,6 +1,7 @@
 package update
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,13 +13,24 @@ import (
 	"github.com/vipctl/vipctl/pkg/vrid"
 )
 
+const example = "../../examples/pools-node-groups.yaml"
+
 func load(t *testing.T) *v1alpha1.ClusterVIPs {
 	t.Helper()
-	c, err := v1alpha1.Load("../../examples/pools-node-groups.yaml")
+	c, err := v1alpha1.Load(example)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+func loadText(t *testing.T) []byte {
+	t.Helper()
+	data, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 func lbService(name string, ips ...string) corev1.Service {
@@ -37,7 +49,7 @@ func TestEditsAndPlan(t *testing.T) {
 	}
 	// Remove the first pool and add one: the remaining pool keeps its IDs
 	// although its position changed, the new one gets free IDs.
-	desired, err := ApplyEdits(live, []Edit{{Op: "remove", Spec: "rack-a"}, {Op: "add", Spec: "new=198.51.100.64/27"}})
+	_, desired, err := ApplyEdits(loadText(t), []Edit{{Op: "remove", Spec: "rack-a"}, {Op: "add", Spec: "new=198.51.100.64/27"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +85,7 @@ func TestEditsAndPlan(t *testing.T) {
 	}
 
 	// Resizing: the changed field is named.
-	resized, err := ApplyEdits(live, []Edit{{Op: "set", Spec: "edge=203.0.113.64/28"}})
+	_, resized, err := ApplyEdits(loadText(t), []Edit{{Op: "set", Spec: "edge=203.0.113.64/28"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +116,7 @@ func TestEditsAndPlan(t *testing.T) {
 }
 
 func TestBadEditsRefused(t *testing.T) {
-	live := load(t)
+	live := loadText(t)
 	cases := []struct {
 		edit Edit
 		want string
@@ -118,7 +130,7 @@ func TestBadEditsRefused(t *testing.T) {
 		{Edit{Op: "add", Spec: "x=198.51.100.5/32"}, "inside service pool"},
 	}
 	for _, tc := range cases {
-		_, err := ApplyEdits(live, []Edit{tc.edit})
+		_, _, err := ApplyEdits(live, []Edit{tc.edit})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err %v, want %q", tc.edit, err, tc.want)
 		}
