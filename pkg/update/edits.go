@@ -72,7 +72,7 @@ func applyEdit(data []byte, e Edit) ([]byte, error) {
 		if pool != nil {
 			return nil, fmt.Errorf("%s %q: pool %s exists (use --set-pool)", flag, e.Spec, name)
 		}
-		return f.addPool(name, addrs)
+		return f.addPool(name, addrs), nil
 	case "set":
 		if pool == nil {
 			return nil, fmt.Errorf("%s %q: no pool %s", flag, e.Spec, name)
@@ -221,7 +221,8 @@ func (f *clusterFile) setAddresses(pool *yaml.Node, addrs []string) ([]byte, err
 		return nil, fmt.Errorf("pool %s: addresses is not a list to replace", poolName(pool))
 	case isFlow(list):
 		start := f.offset(list)
-		return f.splice(edit{start, f.flowEnd(start), flowList(addrs, f.data[start:f.flowEnd(start)])}), nil
+		end := f.flowEnd(start)
+		return f.splice(edit{start, end, flowList(addrs, f.data[start:end])}), nil
 	default:
 		// Items keep the dash and gap of the first one.
 		dash, item := list.Column-1, list.Content[0].Column-1
@@ -270,23 +271,23 @@ func (f *clusterFile) removePool(pool *yaml.Node) []byte {
 
 // addPool appends a pool to spec.servicePools, creating the key if the
 // file has none, written like the file's first pool.
-func (f *clusterFile) addPool(name string, addrs []string) ([]byte, error) {
+func (f *clusterFile) addPool(name string, addrs []string) []byte {
 	switch {
 	case f.poolsKey == nil && isFlow(f.spec):
 		at := f.beforeClose(f.offset(f.spec))
-		return f.splice(edit{at, at, ", servicePools: [" + flowPool(name, addrs) + "]"}), nil
+		return f.splice(edit{at, at, ", servicePools: [" + flowPool(name, addrs) + "]"})
 	case f.poolsKey == nil:
 		indent := f.spec.Column - 1
 		text := spaces(indent) + "servicePools:" + f.nl + f.defaultStyle(indent).text(name, addrs, f.nl)
 		at := f.lineEnd(f.lastLine(f.spec))
-		return f.splice(edit{at, at, f.lineBreakBefore(at) + text}), nil
+		return f.splice(edit{at, at, f.lineBreakBefore(at) + text})
 	case isFlow(f.pools) && len(f.pools.Content) > 0, isFlow(f.pools) && isFlow(f.spec):
 		at := f.beforeClose(f.offset(f.pools))
 		sep := ", "
 		if len(f.pools.Content) == 0 {
 			sep = ""
 		}
-		return f.splice(edit{at, at, sep + flowPool(name, addrs)}), nil
+		return f.splice(edit{at, at, sep + flowPool(name, addrs)})
 	case isFlow(f.pools) || isNull(f.pools):
 		// `servicePools: []` or nothing: start a block list under the key.
 		colon := f.afterColon(f.poolsKey)
@@ -298,11 +299,11 @@ func (f *clusterFile) addPool(name string, addrs []string) ([]byte, error) {
 		}
 		at := f.lineEnd(f.poolsKey.Line - 1)
 		text := f.defaultStyle(f.poolsKey.Column-1).text(name, addrs, f.nl)
-		return f.splice(edit{colon, valueEnd, ""}, edit{at, at, f.lineBreakBefore(at) + text}), nil
+		return f.splice(edit{colon, valueEnd, ""}, edit{at, at, f.lineBreakBefore(at) + text})
 	default:
 		text := f.styleOf().text(name, addrs, f.nl)
 		at := f.lineEnd(f.lastLine(f.pools))
-		return f.splice(edit{at, at, f.lineBreakBefore(at) + text}), nil
+		return f.splice(edit{at, at, f.lineBreakBefore(at) + text})
 	}
 }
 

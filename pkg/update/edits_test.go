@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,18 +97,17 @@ func editStruct(t *testing.T, original []byte, edits []Edit) *v1alpha1.ClusterVI
 		for _, a := range strings.Split(list, ",") {
 			addrs = append(addrs, strings.TrimSpace(a))
 		}
-		pools := c.Spec.ServicePools
 		i := 0
-		for i < len(pools) && pools[i].Name != name {
+		for i < len(c.Spec.ServicePools) && c.Spec.ServicePools[i].Name != name {
 			i++
 		}
 		switch e.Op {
 		case "add":
-			c.Spec.ServicePools = append(pools, v1alpha1.ServicePool{Name: name, Addresses: addrs})
+			c.Spec.ServicePools = append(c.Spec.ServicePools, v1alpha1.ServicePool{Name: name, Addresses: addrs})
 		case "set":
-			pools[i].Addresses = addrs
+			c.Spec.ServicePools[i].Addresses = addrs
 		case "remove":
-			c.Spec.ServicePools = append(pools[:i], pools[i+1:]...)
+			c.Spec.ServicePools = slices.Delete(c.Spec.ServicePools, i, i+1)
 		}
 	}
 	v1alpha1.SetDefaults(c)
