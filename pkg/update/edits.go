@@ -222,13 +222,14 @@ func (f *clusterFile) setAddresses(pool *yaml.Node, addrs []string) ([]byte, err
 	case isFlow(list):
 		start := f.offset(list)
 		end := f.flowEnd(start)
-		return f.splice(edit{start, end, flowList(addrs, f.data[start:end])}), nil
+		padded := end-start > 2 && f.data[start+1] == ' '
+		return f.splice(edit{start, end, flowList(addrs, quotesOf(pool).addr, padded)}), nil
 	default:
-		// Items keep the dash and gap of the first one.
+		// Items keep the dash, gap and quotes of the first one.
 		dash, item := list.Column-1, list.Content[0].Column-1
 		var b strings.Builder
 		for _, a := range addrs {
-			b.WriteString(spaces(dash) + "-" + spaces(item-dash-1) + scalar(a, false) + f.nl)
+			b.WriteString(spaces(dash) + "-" + spaces(item-dash-1) + scalar(a, quotesOf(pool).addr, false) + f.nl)
 		}
 		return f.splice(edit{f.lines[list.Line-1], f.lineEnd(f.lastLine(list)), b.String()}), nil
 	}
@@ -254,10 +255,17 @@ func (f *clusterFile) removePool(pool *yaml.Node) []byte {
 	first := f.headLine(f.dashLine(pool))
 	last := f.lastLine(pool)
 	// Keep the spacing between pools: when blank lines separate them, one
-	// gap goes with the pool.
+	// gap goes with the pool, the one after it or else the one before.
 	if (first > 0 && blank(f.line(first-1))) || (i == 0 && len(items) > 1) {
-		for last+1 < len(f.lines) && blank(f.line(last+1)) {
-			last++
+		switch {
+		case last+1 < len(f.lines) && blank(f.line(last+1)):
+			for last+1 < len(f.lines) && blank(f.line(last+1)) {
+				last++
+			}
+		default:
+			for first > 0 && blank(f.line(first-1)) {
+				first--
+			}
 		}
 	}
 	edits := []edit{{f.lines[first], f.lineEnd(last), ""}}
@@ -275,7 +283,7 @@ func (f *clusterFile) addPool(name string, addrs []string) []byte {
 	switch {
 	case f.poolsKey == nil && isFlow(f.spec):
 		at := f.beforeClose(f.offset(f.spec))
-		return f.splice(edit{at, at, ", servicePools: [" + flowPool(name, addrs) + "]"})
+		return f.splice(edit{at, at, ", servicePools: [" + flowPool(name, addrs, quotes{}) + "]"})
 	case f.poolsKey == nil:
 		indent := f.spec.Column - 1
 		text := spaces(indent) + "servicePools:" + f.nl + f.defaultStyle(indent).text(name, addrs, f.nl)
@@ -283,11 +291,10 @@ func (f *clusterFile) addPool(name string, addrs []string) []byte {
 		return f.splice(edit{at, at, f.lineBreakBefore(at) + text})
 	case isFlow(f.pools) && len(f.pools.Content) > 0, isFlow(f.pools) && isFlow(f.spec):
 		at := f.beforeClose(f.offset(f.pools))
-		sep := ", "
 		if len(f.pools.Content) == 0 {
-			sep = ""
+			return f.splice(edit{at, at, flowPool(name, addrs, quotes{})})
 		}
-		return f.splice(edit{at, at, sep + flowPool(name, addrs)})
+		return f.splice(edit{at, at, ", " + flowPool(name, addrs, quotesOf(f.pools.Content[0]))})
 	case isFlow(f.pools) || isNull(f.pools):
 		// `servicePools: []` or nothing: start a block list under the key.
 		colon := f.afterColon(f.poolsKey)
@@ -315,6 +322,7 @@ type poolStyle struct {
 	flowAddrs      bool
 	addrDash, addr int
 	gap            bool // a blank line between pools
+	quotes         quotes
 }
 
 func (s poolStyle) text(name string, addrs []string, nl string) string {
@@ -324,18 +332,18 @@ func (s poolStyle) text(name string, addrs []string, nl string) string {
 	}
 	b.WriteString(spaces(s.dash) + "-" + spaces(s.key-s.dash-1))
 	if s.flowItem {
-		b.WriteString(flowPool(name, addrs) + nl)
+		b.WriteString(flowPool(name, addrs, s.quotes) + nl)
 		return b.String()
 	}
-	b.WriteString("name: " + scalar(name, false) + nl)
+	b.WriteString("name: " + scalar(name, s.quotes.name, false) + nl)
 	b.WriteString(spaces(s.key) + "addresses:")
 	if s.flowAddrs {
-		b.WriteString(" " + flowList(addrs, nil) + nl)
+		b.WriteString(" " + flowList(addrs, s.quotes.addr, false) + nl)
 		return b.String()
 	}
 	b.WriteString(nl)
 	for _, a := range addrs {
-		b.WriteString(spaces(s.addrDash) + "-" + spaces(s.addr-s.addrDash-1) + scalar(a, false) + nl)
+		b.WriteString(spaces(s.addrDash) + "-" + spaces(s.addr-s.addrDash-1) + scalar(a, s.quotes.addr, false) + nl)
 	}
 	return b.String()
 }
@@ -347,6 +355,7 @@ func (f *clusterFile) styleOf() poolStyle {
 	s := f.defaultStyle(f.poolsKey.Column - 1)
 	s.dash, s.key = f.pools.Column-1, first.Column-1
 	s.flowItem = isFlow(first)
+	s.quotes = quotesOf(first)
 	if _, list := mapValue(first, "addresses"); list != nil && list.Kind == yaml.SequenceNode && len(list.Content) > 0 {
 		s.flowAddrs = isFlow(list)
 		if !s.flowAddrs {
@@ -379,27 +388,51 @@ func poolName(pool *yaml.Node) string {
 	return n.Value
 }
 
-func flowPool(name string, addrs []string) string {
-	return "{name: " + scalar(name, true) + ", addresses: " + flowList(addrs, nil) + "}"
+// quotes are how a pool quotes its name and addresses (plain, 'single' or
+// "double"), for new values to copy.
+type quotes struct{ name, addr yaml.Style }
+
+const quoteStyles = yaml.SingleQuotedStyle | yaml.DoubleQuotedStyle
+
+func quotesOf(pool *yaml.Node) quotes {
+	var q quotes
+	if _, n := mapValue(pool, "name"); n != nil {
+		q.name = n.Style & quoteStyles
+	}
+	if _, list := mapValue(pool, "addresses"); list != nil && len(list.Content) > 0 {
+		q.addr = list.Content[0].Style & quoteStyles
+	}
+	return q
 }
 
-// flowList writes [a, b], or [ a, b ] when the list it replaces was padded.
-func flowList(addrs []string, old []byte) string {
+func flowPool(name string, addrs []string, q quotes) string {
+	return "{name: " + scalar(name, q.name, true) + ", addresses: " + flowList(addrs, q.addr, false) + "}"
+}
+
+// flowList writes [a, b], or [ a, b ] padded.
+func flowList(addrs []string, style yaml.Style, padded bool) string {
 	pad := ""
-	if len(old) > 1 && old[1] == ' ' {
+	if padded {
 		pad = " "
 	}
 	quoted := make([]string, len(addrs))
 	for i, a := range addrs {
-		quoted[i] = scalar(a, true)
+		quoted[i] = scalar(a, style, true)
 	}
 	return "[" + pad + strings.Join(quoted, ", ") + pad + "]"
 }
 
-// scalar writes s as YAML would, and double-quoted (JSON's quoting is
-// YAML's) where a plain scalar would change the structure around it.
-func scalar(s string, flow bool) string {
-	out, err := yaml.Marshal(s)
+// scalar writes s as YAML would in the given quoting style, and
+// double-quoted (JSON's quoting is YAML's) where a plain scalar would
+// change the structure around it.
+func scalar(s string, style yaml.Style, flow bool) string {
+	// A plain string goes through Marshal's own path, which also quotes
+	// YAML 1.1 booleans such as "on": the decoder behind Parse reads 1.1.
+	var v any = s
+	if style != 0 {
+		v = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s, Style: style}
+	}
+	out, err := yaml.Marshal(v)
 	plain := strings.TrimSuffix(string(out), "\n")
 	if err != nil || strings.Contains(plain, "\n") || (flow && strings.ContainsAny(plain, ",[]{}")) {
 		q, _ := json.Marshal(s)

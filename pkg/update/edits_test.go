@@ -40,6 +40,7 @@ func TestEditsGolden(t *testing.T) {
 		{"commented", "remove-first", []Edit{{Op: "remove", Spec: "rack-a"}}},
 		{"commented", "remove-last", []Edit{{Op: "remove", Spec: "edge"}}},
 		{"commented", "remove-all-then-add", []Edit{{Op: "remove", Spec: "edge"}, {Op: "remove", Spec: "rack-a"}, add}},
+		{"commented", "add-yaml-1.1-bool", []Edit{{Op: "add", Spec: "on=198.51.100.64/27"}}},
 		{"commented", "add-set-remove", []Edit{add, {Op: "set", Spec: "extra=198.51.100.64/26"}, {Op: "remove", Spec: "rack-a"}}},
 		{"flow", "add", []Edit{add}},
 		{"flow", "set", []Edit{{Op: "set", Spec: "edge=203.0.113.64/28"}}},
@@ -81,6 +82,19 @@ func TestEditsGolden(t *testing.T) {
 				t.Errorf("with CRLF line endings: %v\n%q", err, got2)
 			}
 		})
+	}
+}
+
+// TestAddThenRemoveRestoresFile: a pool added and removed again leaves
+// the file byte for byte as it was.
+func TestAddThenRemoveRestoresFile(t *testing.T) {
+	t.Parallel()
+	for _, file := range []string{"commented", "flow", "odd-indent"} {
+		original := readEditsFixture(t, file)
+		got, _, err := ApplyEdits(original, []Edit{{Op: "add", Spec: "extra=198.51.100.64/27"}, {Op: "remove", Spec: "extra"}})
+		if err != nil || string(got) != string(original) {
+			t.Errorf("%s: %v\n%s", file, err, got)
+		}
 	}
 }
 
