@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
@@ -48,8 +49,9 @@ whether static parts changed (then new MachineConfigs are written and the
 Machine Config Operator reboots the nodes). An edit that would orphan
 addresses is refused unless --force, which releases them. The ConfigMap is
 written with optimistic concurrency: a concurrent edit fails, it is not
-overwritten. Quick edits also rewrite the file (atomically; comments are not
-kept). Nothing is written with --dry-run or on any error.`,
+overwritten. Quick edits also rewrite the file (atomically; only the lines an
+edit concerns change, comments and layout stay). Nothing is written with
+--dry-run or on any error.`,
 		Example: `  vipctl update -f cluster.yaml --add-pool web=198.51.100.128/26 --dry-run
   vipctl update -f cluster.yaml --set-pool web=198.51.100.128/26,198.51.100.200-198.51.100.220
   vipctl update -f cluster.yaml --remove-pool old --force`,
@@ -72,8 +74,13 @@ kept). Nothing is written with --dry-run or on any error.`,
 			for _, s := range remove {
 				edits = append(edits, update.Edit{Op: "remove", Spec: s})
 			}
+			var edited []byte
 			if len(edits) > 0 {
-				if c, err = update.ApplyEdits(c, edits); err != nil {
+				original, err := os.ReadFile(file)
+				if err != nil {
+					return err
+				}
+				if edited, c, err = update.ApplyEdits(original, edits); err != nil {
 					return err
 				}
 			}
@@ -102,7 +109,7 @@ kept). Nothing is written with --dry-run or on any error.`,
 			}
 			if dryRun || plan.Empty() {
 				if len(edits) > 0 && !dryRun {
-					return update.WriteFile(file, c)
+					return update.WriteFile(file, edited)
 				}
 				return nil
 			}
@@ -110,7 +117,7 @@ kept). Nothing is written with --dry-run or on any error.`,
 				return err
 			}
 			if len(edits) > 0 {
-				if err := update.WriteFile(file, c); err != nil {
+				if err := update.WriteFile(file, edited); err != nil {
 					return fmt.Errorf("the cluster is updated but %s could not be rewritten: %w", file, err)
 				}
 				_, _ = fmt.Fprintf(streams.ErrOut, "rewrote %s\n", file)

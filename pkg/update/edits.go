@@ -1,12 +1,17 @@
 package update
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
-	"sigs.k8s.io/yaml"
+	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 )
@@ -19,78 +24,76 @@ type Edit struct {
 	Spec string
 }
 
-// ApplyEdits changes c's pools and returns the result, defaulted and
-// validated (errors carry field paths). c is not modified.
-func ApplyEdits(c *v1alpha1.ClusterVIPs, edits []Edit) (*v1alpha1.ClusterVIPs, error) {
-	out := *c
-	out.Spec.ServicePools = append([]v1alpha1.ServicePool(nil), c.Spec.ServicePools...)
-	find := func(name string) int {
-		for i, p := range out.Spec.ServicePools {
-			if p.Name == name {
-				return i
-			}
-		}
-		return -1
-	}
+// ApplyEdits applies the quick edits to the text of a cluster file and
+// returns the new text with the config it holds, defaulted and validated
+// (errors carry field paths). The text is edited in place, guided by the
+// YAML node tree, so that only the lines an edit concerns change: the
+// user's comments, key order and layout stay. original is not modified.
+func ApplyEdits(original []byte, edits []Edit) ([]byte, *v1alpha1.ClusterVIPs, error) {
+	data := original
 	for _, e := range edits {
-		flag := "--" + e.Op + "-pool"
-		name, list, hasList := strings.Cut(e.Spec, "=")
-		name = strings.TrimSpace(name)
-		if name == "" {
-			return nil, fmt.Errorf("%s %q: no pool name", flag, e.Spec)
-		}
-		var addrs []string
-		if hasList {
-			for _, a := range strings.Split(list, ",") {
-				if a = strings.TrimSpace(a); a != "" {
-					addrs = append(addrs, a)
-				}
-			}
-		}
-		switch e.Op {
-		case "add":
-			if !hasList || len(addrs) == 0 {
-				return nil, fmt.Errorf("%s %q: want NAME=CIDR|RANGE[,...]", flag, e.Spec)
-			}
-			if find(name) >= 0 {
-				return nil, fmt.Errorf("%s %q: pool %s exists (use --set-pool)", flag, e.Spec, name)
-			}
-			out.Spec.ServicePools = append(out.Spec.ServicePools, v1alpha1.ServicePool{Name: name, Addresses: addrs})
-		case "set":
-			i := find(name)
-			if i < 0 {
-				return nil, fmt.Errorf("%s %q: no pool %s", flag, e.Spec, name)
-			}
-			if !hasList || len(addrs) == 0 {
-				return nil, fmt.Errorf("%s %q: want NAME=CIDR|RANGE[,...]", flag, e.Spec)
-			}
-			out.Spec.ServicePools[i].Addresses = addrs
-		case "remove":
-			i := find(name)
-			if i < 0 || hasList {
-				return nil, fmt.Errorf("%s %q: no pool %s", flag, e.Spec, name)
-			}
-			out.Spec.ServicePools = append(out.Spec.ServicePools[:i], out.Spec.ServicePools[i+1:]...)
-		default:
-			return nil, fmt.Errorf("unknown edit %q", e.Op)
+		var err error
+		if data, err = applyEdit(data, e); err != nil {
+			return nil, nil, err
 		}
 	}
-	// A round trip through the decoder applies defaults and every
-	// validation rule, with field paths.
-	data, err := yaml.Marshal(&out)
+	c, err := v1alpha1.Parse(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	return data, c, nil
+}
+
+func applyEdit(data []byte, e Edit) ([]byte, error) {
+	flag := "--" + e.Op + "-pool"
+	name, list, hasList := strings.Cut(e.Spec, "=")
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return nil, fmt.Errorf("%s %q: no pool name", flag, e.Spec)
+	}
+	var addrs []string
+	if hasList {
+		for _, a := range strings.Split(list, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				addrs = append(addrs, a)
+			}
+		}
+	}
+	f, err := parseFile(data)
 	if err != nil {
 		return nil, err
 	}
-	return v1alpha1.Parse(data)
+	pool := f.pool(name)
+	switch e.Op {
+	case "add":
+		if !hasList || len(addrs) == 0 {
+			return nil, fmt.Errorf("%s %q: want NAME=CIDR|RANGE[,...]", flag, e.Spec)
+		}
+		if pool != nil {
+			return nil, fmt.Errorf("%s %q: pool %s exists (use --set-pool)", flag, e.Spec, name)
+		}
+		return f.addPool(name, addrs), nil
+	case "set":
+		if pool == nil {
+			return nil, fmt.Errorf("%s %q: no pool %s", flag, e.Spec, name)
+		}
+		if !hasList || len(addrs) == 0 {
+			return nil, fmt.Errorf("%s %q: want NAME=CIDR|RANGE[,...]", flag, e.Spec)
+		}
+		return f.setAddresses(pool, addrs)
+	case "remove":
+		if pool == nil || hasList {
+			return nil, fmt.Errorf("%s %q: no pool %s", flag, e.Spec, name)
+		}
+		return f.removePool(pool), nil
+	default:
+		return nil, fmt.Errorf("unknown edit %q", e.Op)
+	}
 }
 
-// WriteFile rewrites the cluster file atomically (temp file + rename).
-// Comments and key order of the original are not kept.
-func WriteFile(path string, c *v1alpha1.ClusterVIPs) error {
-	data, err := yaml.Marshal(c)
-	if err != nil {
-		return err
-	}
+// WriteFile replaces the cluster file atomically (temp file + rename),
+// keeping its mode.
+func WriteFile(path string, data []byte) error {
 	mode := os.FileMode(0o644)
 	if st, err := os.Stat(path); err == nil {
 		mode = st.Mode().Perm()
@@ -112,4 +115,475 @@ func WriteFile(path string, c *v1alpha1.ClusterVIPs) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// clusterFile is a cluster file's text with its node tree, which says
+// where in the text each key and value starts. yaml.v3 gives no end
+// positions: a node in block context ends at its last content line before
+// the node that follows it in the document; one in flow context at its
+// closing bracket.
+type clusterFile struct {
+	data  []byte
+	lines []int  // byte offset of each line's start
+	nl    string // the file's line ending
+	// order holds every node in document order; after[n] is the index in
+	// order of the first node past n's subtree.
+	order []*yaml.Node
+	after map[*yaml.Node]int
+
+	spec     *yaml.Node // the spec mapping
+	poolsKey *yaml.Node // nil when the file has no spec.servicePools
+	pools    *yaml.Node // its value
+}
+
+func parseFile(data []byte) (*clusterFile, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("the file is empty")
+		}
+		return nil, fmt.Errorf("not valid YAML: %w", err)
+	}
+	// The decoder behind v1alpha1.Parse reads only the first document:
+	// editing it and writing the file back would silently keep or drop the
+	// rest, so refuse.
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, fmt.Errorf("not valid YAML: %w", err)
+		}
+		return nil, errors.New("the file holds more than one YAML document; quick edits need the ClusterVIPs alone")
+	}
+	f := &clusterFile{data: data, nl: "\n", after: map[*yaml.Node]int{}}
+	if bytes.Contains(data, []byte("\r\n")) {
+		f.nl = "\r\n"
+	}
+	f.lines = append(f.lines, 0)
+	for i, b := range data {
+		if b == '\n' && i+1 < len(data) {
+			f.lines = append(f.lines, i+1)
+		}
+	}
+	f.walk(&doc)
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, errors.New("the file is not a YAML mapping")
+	}
+	if _, f.spec = mapValue(doc.Content[0], "spec"); f.spec == nil || f.spec.Kind != yaml.MappingNode {
+		return nil, errors.New("spec: not a mapping")
+	}
+	f.poolsKey, f.pools = mapValue(f.spec, "servicePools")
+	if f.pools != nil && f.pools.Kind != yaml.SequenceNode && !isNull(f.pools) {
+		return nil, errors.New("spec.servicePools: not a list")
+	}
+	return f, nil
+}
+
+func (f *clusterFile) walk(n *yaml.Node) {
+	f.order = append(f.order, n)
+	for _, c := range n.Content {
+		f.walk(c)
+	}
+	f.after[n] = len(f.order)
+}
+
+func mapValue(m *yaml.Node, key string) (k, v *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i], m.Content[i+1]
+		}
+	}
+	return nil, nil
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
+
+func isFlow(n *yaml.Node) bool { return n.Style&yaml.FlowStyle != 0 }
+
+// pool returns the mapping of the pool called name, or nil.
+func (f *clusterFile) pool(name string) *yaml.Node {
+	if f.pools == nil {
+		return nil
+	}
+	for _, p := range f.pools.Content {
+		if _, n := mapValue(p, "name"); n != nil && n.Value == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// setAddresses replaces the pool's addresses list and nothing else.
+func (f *clusterFile) setAddresses(pool *yaml.Node, addrs []string) ([]byte, error) {
+	_, list := mapValue(pool, "addresses")
+	switch {
+	case list == nil || list.Kind != yaml.SequenceNode || len(list.Content) == 0:
+		return nil, fmt.Errorf("pool %s: addresses is not a list to replace", poolName(pool))
+	case isFlow(list):
+		start := f.offset(list)
+		end := f.flowEnd(start)
+		padded := end-start > 2 && f.data[start+1] == ' '
+		return f.splice(edit{start, end, flowList(addrs, quotesOf(pool).addr, padded)}), nil
+	default:
+		// Items keep the dash, gap and quotes of the first one.
+		dash, item := list.Column-1, list.Content[0].Column-1
+		var b strings.Builder
+		for _, a := range addrs {
+			b.WriteString(spaces(dash) + "-" + spaces(item-dash-1) + scalar(a, quotesOf(pool).addr, false) + f.nl)
+		}
+		return f.splice(edit{f.lines[list.Line-1], f.lineEnd(f.lastLine(list)), b.String()}), nil
+	}
+}
+
+// removePool deletes the pool's node, and in block style its head comment.
+func (f *clusterFile) removePool(pool *yaml.Node) []byte {
+	items := f.pools.Content
+	i := 0
+	for items[i] != pool {
+		i++
+	}
+	if isFlow(f.pools) {
+		start, end := f.offset(pool), f.flowEnd(f.offset(pool))
+		switch {
+		case i+1 < len(items): // up to the next item, with the comma
+			end = f.offset(items[i+1])
+		case i > 0: // from the end of the previous one, with the comma
+			start = f.flowEnd(f.offset(items[i-1]))
+		}
+		return f.splice(edit{start, end, ""})
+	}
+	first := f.headLine(f.dashLine(pool))
+	last := f.lastLine(pool)
+	// Keep the spacing between pools: when blank lines separate them, one
+	// gap goes with the pool, the one after it or else the one before.
+	if (first > 0 && blank(f.line(first-1))) || (i == 0 && len(items) > 1) {
+		switch {
+		case last+1 < len(f.lines) && blank(f.line(last+1)):
+			for last+1 < len(f.lines) && blank(f.line(last+1)) {
+				last++
+			}
+		default:
+			for first > 0 && blank(f.line(first-1)) {
+				first--
+			}
+		}
+	}
+	edits := []edit{{f.lines[first], f.lineEnd(last), ""}}
+	if len(items) == 1 {
+		// The key stays, as an empty list rather than a null.
+		colon := f.afterColon(f.poolsKey)
+		edits = append(edits, edit{colon, colon, " []"})
+	}
+	return f.splice(edits...)
+}
+
+// addPool appends a pool to spec.servicePools, creating the key if the
+// file has none, written like the file's first pool.
+func (f *clusterFile) addPool(name string, addrs []string) []byte {
+	switch {
+	case f.poolsKey == nil && isFlow(f.spec):
+		at := f.beforeClose(f.offset(f.spec))
+		return f.splice(edit{at, at, ", servicePools: [" + flowPool(name, addrs, quotes{}) + "]"})
+	case f.poolsKey == nil:
+		indent := f.spec.Column - 1
+		text := spaces(indent) + "servicePools:" + f.nl + f.defaultStyle(indent).text(name, addrs, f.nl)
+		at := f.lineEnd(f.lastLine(f.spec))
+		return f.splice(edit{at, at, f.lineBreakBefore(at) + text})
+	case isFlow(f.pools) && len(f.pools.Content) > 0, isFlow(f.pools) && isFlow(f.spec):
+		at := f.beforeClose(f.offset(f.pools))
+		if len(f.pools.Content) == 0 {
+			return f.splice(edit{at, at, flowPool(name, addrs, quotes{})})
+		}
+		return f.splice(edit{at, at, ", " + flowPool(name, addrs, quotesOf(f.pools.Content[0]))})
+	case isFlow(f.pools) || isNull(f.pools):
+		// `servicePools: []` or nothing: start a block list under the key.
+		colon := f.afterColon(f.poolsKey)
+		valueEnd := colon
+		if isFlow(f.pools) {
+			valueEnd = f.flowEnd(f.offset(f.pools))
+		} else if f.pools.Line == f.poolsKey.Line && f.pools.Value != "" {
+			valueEnd = f.offset(f.pools) + len(f.pools.Value)
+		}
+		at := f.lineEnd(f.poolsKey.Line - 1)
+		text := f.defaultStyle(f.poolsKey.Column-1).text(name, addrs, f.nl)
+		return f.splice(edit{colon, valueEnd, ""}, edit{at, at, f.lineBreakBefore(at) + text})
+	default:
+		text := f.styleOf().text(name, addrs, f.nl)
+		at := f.lineEnd(f.lastLine(f.pools))
+		return f.splice(edit{at, at, f.lineBreakBefore(at) + text})
+	}
+}
+
+// poolStyle is how a file writes a pool in block style: columns (from 0)
+// of the item's dash and keys, and of the address items' dashes and values.
+type poolStyle struct {
+	flowItem       bool // - {name: a, addresses: [...]}
+	dash, key      int
+	flowAddrs      bool
+	addrDash, addr int
+	gap            bool // a blank line between pools
+	quotes         quotes
+}
+
+func (s poolStyle) text(name string, addrs []string, nl string) string {
+	var b strings.Builder
+	if s.gap {
+		b.WriteString(nl)
+	}
+	b.WriteString(spaces(s.dash) + "-" + spaces(s.key-s.dash-1))
+	if s.flowItem {
+		b.WriteString(flowPool(name, addrs, s.quotes) + nl)
+		return b.String()
+	}
+	b.WriteString("name: " + scalar(name, s.quotes.name, false) + nl)
+	b.WriteString(spaces(s.key) + "addresses:")
+	if s.flowAddrs {
+		b.WriteString(" " + flowList(addrs, s.quotes.addr, false) + nl)
+		return b.String()
+	}
+	b.WriteString(nl)
+	for _, a := range addrs {
+		b.WriteString(spaces(s.addrDash) + "-" + spaces(s.addr-s.addrDash-1) + scalar(a, s.quotes.addr, false) + nl)
+	}
+	return b.String()
+}
+
+// styleOf copies the style of the file's first pool.
+func (f *clusterFile) styleOf() poolStyle {
+	items := f.pools.Content
+	first := items[0]
+	s := f.defaultStyle(f.poolsKey.Column - 1)
+	s.dash, s.key = f.pools.Column-1, first.Column-1
+	s.flowItem = isFlow(first)
+	s.quotes = quotesOf(first)
+	if _, list := mapValue(first, "addresses"); list != nil && list.Kind == yaml.SequenceNode && len(list.Content) > 0 {
+		s.flowAddrs = isFlow(list)
+		if !s.flowAddrs {
+			s.addrDash, s.addr = list.Column-1, list.Content[0].Column-1
+		}
+	}
+	if len(items) > 1 {
+		head := f.headLine(f.dashLine(items[1]))
+		s.gap = head > 0 && blank(f.line(head-1))
+	}
+	return s
+}
+
+// defaultStyle is for the first pool under a key at column keyCol: a block
+// list indented as the file indents its other block lists under keys.
+func (f *clusterFile) defaultStyle(keyCol int) poolStyle {
+	indent := 2
+	for i, n := range f.order {
+		if n.Kind == yaml.SequenceNode && !isFlow(n) && i > 0 && f.order[i-1].Kind == yaml.ScalarNode {
+			indent = n.Column - f.order[i-1].Column
+			break
+		}
+	}
+	dash := keyCol + indent
+	return poolStyle{dash: dash, key: dash + 2, addrDash: dash + 2 + indent, addr: dash + 4 + indent}
+}
+
+func poolName(pool *yaml.Node) string {
+	_, n := mapValue(pool, "name")
+	return n.Value
+}
+
+// quotes are how a pool quotes its name and addresses (plain, 'single' or
+// "double"), for new values to copy.
+type quotes struct{ name, addr yaml.Style }
+
+const quoteStyles = yaml.SingleQuotedStyle | yaml.DoubleQuotedStyle
+
+func quotesOf(pool *yaml.Node) quotes {
+	var q quotes
+	if _, n := mapValue(pool, "name"); n != nil {
+		q.name = n.Style & quoteStyles
+	}
+	if _, list := mapValue(pool, "addresses"); list != nil && len(list.Content) > 0 {
+		q.addr = list.Content[0].Style & quoteStyles
+	}
+	return q
+}
+
+func flowPool(name string, addrs []string, q quotes) string {
+	return "{name: " + scalar(name, q.name, true) + ", addresses: " + flowList(addrs, q.addr, false) + "}"
+}
+
+// flowList writes [a, b], or [ a, b ] padded.
+func flowList(addrs []string, style yaml.Style, padded bool) string {
+	pad := ""
+	if padded {
+		pad = " "
+	}
+	quoted := make([]string, len(addrs))
+	for i, a := range addrs {
+		quoted[i] = scalar(a, style, true)
+	}
+	return "[" + pad + strings.Join(quoted, ", ") + pad + "]"
+}
+
+// scalar writes s as YAML would in the given quoting style, and
+// double-quoted (JSON's quoting is YAML's) where a plain scalar would
+// change the structure around it.
+func scalar(s string, style yaml.Style, flow bool) string {
+	// A plain string goes through Marshal's own path, which also quotes
+	// YAML 1.1 booleans such as "on": the decoder behind Parse reads 1.1.
+	var v any = s
+	if style != 0 {
+		v = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s, Style: style}
+	}
+	out, err := yaml.Marshal(v)
+	plain := strings.TrimSuffix(string(out), "\n")
+	if err != nil || strings.Contains(plain, "\n") || (flow && strings.ContainsAny(plain, ",[]{}")) {
+		q, _ := json.Marshal(s)
+		return string(q)
+	}
+	return plain
+}
+
+func spaces(n int) string { return strings.Repeat(" ", max(n, 0)) }
+
+// edit replaces data[start:end] with text.
+type edit struct {
+	start, end int
+	text       string
+}
+
+// splice applies edits that do not overlap, given in any order.
+func (f *clusterFile) splice(edits ...edit) []byte {
+	out := append([]byte(nil), f.data...)
+	for len(edits) > 0 {
+		last := 0
+		for i, e := range edits {
+			if e.start > edits[last].start {
+				last = i
+			}
+		}
+		e := edits[last]
+		out = append(out[:e.start], append([]byte(e.text), out[e.end:]...)...)
+		edits = append(edits[:last], edits[last+1:]...)
+	}
+	return out
+}
+
+// offset is the byte offset of n's first character.
+func (f *clusterFile) offset(n *yaml.Node) int {
+	off := f.lines[n.Line-1]
+	for col := 1; col < n.Column && off < len(f.data); col++ {
+		_, size := utf8.DecodeRune(f.data[off:])
+		off += size
+	}
+	return off
+}
+
+// line is the text of line l (from 0) without its line ending.
+func (f *clusterFile) line(l int) string {
+	return strings.TrimRight(string(f.data[f.lines[l]:f.lineEnd(l)]), "\r\n")
+}
+
+// lineEnd is the offset just past line l's line ending.
+func (f *clusterFile) lineEnd(l int) int {
+	if l+1 < len(f.lines) {
+		return f.lines[l+1]
+	}
+	return len(f.data)
+}
+
+// lineBreakBefore is what inserting whole lines at offset at needs first:
+// a line ending when the file's last line has none.
+func (f *clusterFile) lineBreakBefore(at int) string {
+	if at > 0 && f.data[at-1] != '\n' {
+		return f.nl
+	}
+	return ""
+}
+
+// lastLine is the last line (from 0) of block node n: the last content
+// line before the node that follows it. Blank and comment lines between
+// them stay with what follows, and so does a dash alone on its line, which
+// opens the next list item.
+func (f *clusterFile) lastLine(n *yaml.Node) int {
+	l := len(f.lines) - 1
+	if i := f.after[n]; i < len(f.order) {
+		l = f.order[i].Line - 2
+	}
+	for l > n.Line-1 && (!content(f.line(l)) || strings.TrimSpace(f.line(l)) == "-") {
+		l--
+	}
+	return l
+}
+
+// dashLine is the line (from 0) of the dash that starts block list item n.
+func (f *clusterFile) dashLine(n *yaml.Node) int {
+	off := f.offset(n) - 1
+	for off > 0 && f.data[off] != '-' {
+		off--
+	}
+	l := n.Line - 1
+	for l > 0 && f.lines[l] > off {
+		l--
+	}
+	return l
+}
+
+// headLine is the first line (from 0) of the comment lines right above l.
+func (f *clusterFile) headLine(l int) int {
+	for l > 0 && strings.HasPrefix(strings.TrimSpace(f.line(l-1)), "#") {
+		l--
+	}
+	return l
+}
+
+// afterColon is the offset just past the colon that ends mapping key k.
+func (f *clusterFile) afterColon(k *yaml.Node) int {
+	off := f.offset(k)
+	return off + bytes.IndexByte(f.data[off:], ':') + 1
+}
+
+// flowEnd is the offset just past the bracket that closes the flow
+// collection opening at off.
+func (f *clusterFile) flowEnd(off int) int {
+	depth := 0
+	for i := off; i < len(f.data); i++ {
+		switch c := f.data[i]; c {
+		case '[', '{':
+			depth++
+		case ']', '}':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case '"', '\'':
+			for i++; i < len(f.data) && f.data[i] != c; i++ {
+				if c == '"' && f.data[i] == '\\' {
+					i++
+				}
+			}
+		case '#':
+			if i > 0 && (f.data[i-1] == ' ' || f.data[i-1] == '\t') {
+				for i < len(f.data) && f.data[i] != '\n' {
+					i++
+				}
+			}
+		}
+	}
+	return len(f.data)
+}
+
+// beforeClose is where an entry appended to the flow collection opening
+// at off goes: after its last entry, before the closing bracket's padding.
+func (f *clusterFile) beforeClose(off int) int {
+	at := f.flowEnd(off) - 1
+	for at > off+1 && (f.data[at-1] == ' ' || f.data[at-1] == '\t') {
+		at--
+	}
+	return at
+}
+
+func blank(line string) bool { return strings.TrimSpace(line) == "" }
+
+// content tells lines that hold YAML from blank lines, comments and
+// document markers.
+func content(line string) bool {
+	t := strings.TrimSpace(line)
+	return t != "" && !strings.HasPrefix(t, "#") && t != "---" && t != "..."
 }

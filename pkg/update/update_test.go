@@ -1,6 +1,7 @@
 package update
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -11,6 +12,15 @@ import (
 	"github.com/vipctl/vipctl/pkg/vrid"
 )
 
+func loadText(t *testing.T) []byte {
+	t.Helper()
+	data, err := os.ReadFile(fixture.Repo("examples/pools-node-groups.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 func TestEditsAndPlan(t *testing.T) {
 	live := fixture.Example(t, "pools-node-groups.yaml")
 	liveIDs, err := vrid.ForCluster(live)
@@ -19,7 +29,7 @@ func TestEditsAndPlan(t *testing.T) {
 	}
 	// Remove the first pool and add one: the remaining pool keeps its IDs
 	// although its position changed, the new one gets free IDs.
-	desired, err := ApplyEdits(live, []Edit{{Op: "remove", Spec: "rack-a"}, {Op: "add", Spec: "new=198.51.100.64/27"}})
+	_, desired, err := ApplyEdits(loadText(t), []Edit{{Op: "remove", Spec: "rack-a"}, {Op: "add", Spec: "new=198.51.100.64/27"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +65,7 @@ func TestEditsAndPlan(t *testing.T) {
 	}
 
 	// Resizing: the changed field is named.
-	resized, err := ApplyEdits(live, []Edit{{Op: "set", Spec: "edge=203.0.113.64/28"}})
+	_, resized, err := ApplyEdits(loadText(t), []Edit{{Op: "set", Spec: "edge=203.0.113.64/28"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +96,7 @@ func TestEditsAndPlan(t *testing.T) {
 }
 
 func TestBadEditsRefused(t *testing.T) {
-	live := fixture.Example(t, "pools-node-groups.yaml")
+	live := loadText(t)
 	cases := []struct {
 		edit Edit
 		want string
@@ -100,7 +110,7 @@ func TestBadEditsRefused(t *testing.T) {
 		{Edit{Op: "add", Spec: "x=198.51.100.5/32"}, "inside service pool"},
 	}
 	for _, tc := range cases {
-		_, err := ApplyEdits(live, []Edit{tc.edit})
+		_, _, err := ApplyEdits(live, []Edit{tc.edit})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err %v, want %q", tc.edit, err, tc.want)
 		}

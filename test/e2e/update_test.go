@@ -129,10 +129,7 @@ func TestUpdateAndStatus(t *testing.T) {
 
 	// Two admins: both read, one writes, the other's write conflicts.
 	cl := update.Cluster{Kube: e.admin, Namespace: render.Namespace}
-	cfg, err := v1alpha1.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := []byte(readFile(t, file))
 	live1, cm1, err := cl.Live(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -141,8 +138,8 @@ func TestUpdateAndStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := update.ApplyEdits(cfg, []update.Edit{{Op: "add", Spec: "one=198.51.100.96/28"}})
-	b, _ := update.ApplyEdits(cfg, []update.Edit{{Op: "add", Spec: "two=198.51.100.112/28"}})
+	_, a, _ := update.ApplyEdits(cfg, []update.Edit{{Op: "add", Spec: "one=198.51.100.96/28"}})
+	_, b, _ := update.ApplyEdits(cfg, []update.Edit{{Op: "add", Spec: "two=198.51.100.112/28"}})
 	pa, err := update.Compute(live1, a, nil)
 	if err != nil {
 		t.Fatal(err)
