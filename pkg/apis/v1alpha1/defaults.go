@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/vipctl/vipctl/pkg/openshiftrelease"
 )
 
 // Defaults. They are part of the contract: changing one changes what every
@@ -118,6 +120,9 @@ func SetDefaults(c *ClusterVIPs) {
 	}
 	if s.Images.Vipctl == "" {
 		s.Images.Vipctl = DefaultVipctlImage
+	}
+	if s.OpenShiftRelease == "" {
+		s.OpenShiftRelease = openshiftrelease.Oldest().String()
 	}
 }
 
