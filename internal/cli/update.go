@@ -84,6 +84,9 @@ kept). Nothing is written with --dry-run or on any error.`,
 				return err
 			}
 			ctx := cmd.Context()
+			if w := cl.ReleaseWarning(ctx, c); w != "" {
+				_, _ = fmt.Fprintln(streams.ErrOut, "warning:", w)
+			}
 			live, cm, err := cl.Live(ctx)
 			if err != nil {
 				return fmt.Errorf("reading the live config: %w", err)
@@ -162,6 +165,9 @@ allocated addresses. Exits 2 when a VIP has no holder or several (split brain).`
 				return fmt.Errorf("reading the live config: %w", err)
 			} else if c == nil {
 				return fmt.Errorf("no ConfigMap %s/%s: pass -f cluster.yaml", namespace, v1alpha1.ConfigMapName)
+			}
+			if w := cl.ReleaseWarning(ctx, c); w != "" {
+				_, _ = fmt.Fprintln(streams.ErrOut, "warning:", w)
 			}
 			nodes, err := cl.Nodes(ctx)
 			if err != nil {
