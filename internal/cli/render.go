@@ -47,7 +47,7 @@ release parses too.`,
 			}
 			if o.release != "" {
 				if _, err := openshiftrelease.Parse(o.release); err != nil {
-					return fmt.Errorf("--openshift-release: %w", err)
+					return fmt.Errorf("--openshift-release %q: %w", o.release, err)
 				}
 				// Into the config, so that the ConfigMap and the node's copy
 				// say which release the MachineConfigs were written for.

@@ -236,7 +236,7 @@ func TestBuildRefuses(t *testing.T) {
 			}
 			target := tt.target
 			if target == (openshiftrelease.Release{}) {
-				target = openshiftrelease.Oldest()
+				target = openshiftrelease.Default()
 			}
 			mc, err := Build(name, role, target, tt.files)
 			if err == nil {

@@ -43,6 +43,12 @@ func (r Release) Less(o Release) bool {
 // pkg/controller/common/helpers.go on the MCO's release-4.y branch, and the
 // same spec as coreos/butane's openshift v4.y.0 variant
 // (config/openshift/v4_y/translate.go). docs/render.md has the table.
+//
+// Append, never remove: the release a config names is validated wherever
+// the config is read, the sidecars' ConfigMap and the nodes' own copy
+// included, so dropping one here would make those configs invalid. When
+// the default should move past a release Red Hat no longer supports, give
+// Default its own value instead.
 var supported = []struct {
 	release Release
 	spec    string
@@ -58,10 +64,10 @@ var supported = []struct {
 	{Release{4, 22}, Ignition35},
 }
 
-// Oldest is the oldest supported release. MachineConfigs rendered for it
-// are accepted by every supported release, since newer MCOs translate
-// older specs up; that is why it is the default target.
-func Oldest() Release { return supported[0].release }
+// Default is the target of a config that names none: the oldest supported
+// release, since newer MCOs translate older specs up and so accept what is
+// rendered for it.
+func Default() Release { return supported[0].release }
 
 // Supported lists every supported release, oldest first.
 func Supported() []Release {
@@ -93,7 +99,7 @@ func Parse(s string) (Release, error) {
 		return Release{}, err
 	}
 	if rest != "" {
-		return Release{}, fmt.Errorf("%q: want major.minor, such as %s", s, Oldest())
+		return Release{}, fmt.Errorf("want major.minor without a patch level, such as %s", Default())
 	}
 	if _, ok := r.IgnitionSpec(); !ok {
 		return Release{}, fmt.Errorf("OpenShift %s is not supported; supported: %s", r, supportedList())
@@ -107,7 +113,7 @@ func Parse(s string) (Release, error) {
 func FromVersion(v string) (Release, error) {
 	r, rest, err := parseMinor(v)
 	if err != nil {
-		return Release{}, err
+		return Release{}, fmt.Errorf("%q: %w", v, err)
 	}
 	if rest != "" && rest[0] != '.' && rest[0] != '-' {
 		return Release{}, fmt.Errorf("%q is not an OpenShift version", v)
@@ -117,7 +123,7 @@ func FromVersion(v string) (Release, error) {
 
 // parseMinor reads the leading major.minor of s and returns what follows.
 func parseMinor(s string) (Release, string, error) {
-	bad := fmt.Errorf("%q is not an OpenShift release (major.minor, such as %s)", s, Oldest())
+	bad := fmt.Errorf("not an OpenShift release: want major.minor, such as %s", Default())
 	major, rest, ok := strings.Cut(s, ".")
 	if !ok {
 		return Release{}, "", bad

@@ -12,13 +12,13 @@ func TestParse(t *testing.T) {
 		"4.22":   "",
 		"4.12":   "OpenShift 4.12 is not supported; supported: 4.14, 4.15, 4.16, 4.17, 4.18, 4.19, 4.20, 4.21, 4.22",
 		"5.0":    "OpenShift 5.0 is not supported; supported: 4.14, 4.15, 4.16, 4.17, 4.18, 4.19, 4.20, 4.21, 4.22",
-		"4.16.3": `"4.16.3": want major.minor, such as 4.14`,
-		"4.016":  `"4.016" is not an OpenShift release (major.minor, such as 4.14)`,
-		"4":      `"4" is not an OpenShift release (major.minor, such as 4.14)`,
-		"":       `"" is not an OpenShift release (major.minor, such as 4.14)`,
-		"v4.16":  `"v4.16" is not an OpenShift release (major.minor, such as 4.14)`,
-		"4.x":    `"4.x" is not an OpenShift release (major.minor, such as 4.14)`,
-		"+4.16":  `"+4.16" is not an OpenShift release (major.minor, such as 4.14)`,
+		"4.16.3": "want major.minor without a patch level, such as 4.14",
+		"4.016":  "not an OpenShift release: want major.minor, such as 4.14",
+		"4":      "not an OpenShift release: want major.minor, such as 4.14",
+		"":       "not an OpenShift release: want major.minor, such as 4.14",
+		"v4.16":  "not an OpenShift release: want major.minor, such as 4.14",
+		"4.x":    "not an OpenShift release: want major.minor, such as 4.14",
+		"+4.16":  "not an OpenShift release: want major.minor, such as 4.14",
 	}
 	for in, want := range tests {
 		r, err := Parse(in)
@@ -62,8 +62,8 @@ func TestFromVersion(t *testing.T) {
 func TestTable(t *testing.T) {
 	t.Parallel()
 	releases := Supported()
-	if Oldest() != releases[0] {
-		t.Errorf("Oldest() = %s, want %s", Oldest(), releases[0])
+	if Default() != releases[0] {
+		t.Errorf("Default() = %s, want the oldest supported, %s", Default(), releases[0])
 	}
 	if !slices.IsSortedFunc(releases, func(a, b Release) int {
 		switch {

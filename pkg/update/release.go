@@ -40,7 +40,7 @@ func (c Cluster) ReleaseWarning(ctx context.Context, cfg *v1alpha1.ClusterVIPs) 
 	targetSpec, _ := target.IgnitionSpec()
 	switch {
 	case !known:
-		return msg + fmt.Sprintf(", and vipctl supports no release older than %s", openshiftrelease.Oldest())
+		return msg + fmt.Sprintf(", and vipctl supports no release older than %s", openshiftrelease.Default())
 	case runningSpec != targetSpec:
 		return msg + fmt.Sprintf(": its Machine Config Operator parses Ignition %s at most and would refuse MachineConfigs written for %s (Ignition %s); set spec.openshiftRelease to %s", runningSpec, target, targetSpec, running)
 	}

@@ -121,8 +121,11 @@ func SetDefaults(c *ClusterVIPs) {
 	if s.Images.Vipctl == "" {
 		s.Images.Vipctl = DefaultVipctlImage
 	}
+	// Unlike the other defaults this one may move with the oldest release
+	// still supported: a file that names none asks for output that every
+	// supported release accepts, whichever those are at the time.
 	if s.OpenShiftRelease == "" {
-		s.OpenShiftRelease = openshiftrelease.Oldest().String()
+		s.OpenShiftRelease = openshiftrelease.Default().String()
 	}
 }
 

@@ -242,7 +242,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "OpenShift release with a patch level",
 			edit: replace("  servicePools:", "  openshiftRelease: \"4.16.3\"\n  servicePools:"),
-			want: []string{`spec.openshiftRelease: Invalid value: "4.16.3": "4.16.3": want major.minor, such as 4.14`},
+			want: []string{`spec.openshiftRelease: Invalid value: "4.16.3": want major.minor without a patch level, such as 4.14`},
 		},
 		{
 			// Unquoted, 4.20 would read as 4.2: refused, never guessed.
