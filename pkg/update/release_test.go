@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 )
 
 // clusterVersion is the ClusterVersion "version" with status.history as
@@ -30,6 +32,18 @@ func clusterVersion(desired string, history ...string) *unstructured.Unstructure
 			"history": h,
 		},
 	}}
+}
+
+// targeting is an example config whose target is release. It loads the
+// file itself so that this file depends on no other test file here.
+func targeting(t *testing.T, release string) *v1alpha1.ClusterVIPs {
+	t.Helper()
+	c, err := v1alpha1.Load("../../examples/pools-node-groups.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.OpenShiftRelease = release
+	return c
 }
 
 func TestReleaseWarning(t *testing.T) {
@@ -85,9 +99,7 @@ func TestReleaseWarning(t *testing.T) {
 			}
 			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 				map[schema.GroupVersionResource]string{clusterVersionGVR: "ClusterVersionList"}, objs...)
-			c := load(t)
-			c.Spec.OpenShiftRelease = tc.target
-			got := Cluster{Dynamic: dyn}.ReleaseWarning(context.Background(), c)
+			got := Cluster{Dynamic: dyn}.ReleaseWarning(context.Background(), targeting(t, tc.target))
 			switch {
 			case tc.want == "" && got != "":
 				t.Errorf("warning %q, want none", got)
@@ -102,10 +114,7 @@ func TestReleaseWarning(t *testing.T) {
 // carry the spec of the config's own target, as vipctl render's do.
 func TestApplyWritesForTheTarget(t *testing.T) {
 	t.Parallel()
-	live := load(t)
-	desired := load(t)
-	desired.Spec.OpenShiftRelease = "4.19"
-	p, err := Compute(live, desired, nil)
+	p, err := Compute(targeting(t, "4.14"), targeting(t, "4.19"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
