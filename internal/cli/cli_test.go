@@ -53,6 +53,8 @@ func TestCLIGolden(t *testing.T) {
 		{"validate-invalid", []string{"validate", "-f", repo("testdata/invalid-cluster.yaml")}, 1},
 		{"validate-missing-file", []string{"validate", "-f", "does-not-exist.yaml"}, 1},
 		{"bad-output-format", []string{"vr-ids", "ostest", "-o", "xml"}, 1},
+		// Fails before anything is written, so the directory is never made.
+		{"render-unsupported-release", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "-o", "never-written", "--openshift-release", "4.12"}, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -199,6 +201,59 @@ func TestRenderWritesLayoutAtomically(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "nodes")); !os.IsNotExist(err) {
 		t.Errorf("nodes/ from the previous render survived a render without --nodes: %v", err)
+	}
+}
+
+// TestRenderOpenShiftRelease: the MachineConfigs carry the spec of
+// --openshift-release, else of spec.openshiftRelease, else of the oldest
+// supported release; the flag is recorded in the config the cluster gets.
+func TestRenderOpenShiftRelease(t *testing.T) {
+	t.Parallel()
+	example, err := os.ReadFile(repo("examples/compact-ipv4.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for419 := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(for419, bytes.Replace(example, []byte("\nspec:\n"), []byte("\nspec:\n  openshiftRelease: \"4.19\"\n"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, file, flag string
+		spec, release    string
+	}{
+		{"default", repo("examples/compact-ipv4.yaml"), "", "3.4.0", "4.14"},
+		{"field", for419, "", "3.5.0", "4.19"},
+		{"flag", repo("examples/compact-ipv4.yaml"), "4.22", "3.5.0", "4.22"},
+		{"flag over field", for419, "4.18", "3.4.0", "4.18"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			out := filepath.Join(t.TempDir(), "out")
+			args := []string{"render", "-f", tc.file, "-o", out}
+			if tc.flag != "" {
+				args = append(args, "--openshift-release", tc.flag)
+			}
+			if r := run(t, args...); r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			for _, role := range []string{"master", "worker"} {
+				data, err := os.ReadFile(filepath.Join(out, "machineconfigs", "50-vipctl-"+role+".yaml"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := "version: " + tc.spec + "\n"; !strings.Contains(string(data), want) {
+					t.Errorf("%s MachineConfig has no %q", role, want)
+				}
+			}
+			data, err := os.ReadFile(filepath.Join(out, "manifests", "vipctl.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := `openshiftRelease: "` + tc.release + `"`; !strings.Contains(string(data), want) {
+				t.Errorf("the ConfigMap does not say %s", want)
+			}
+		})
 	}
 }
 

@@ -9,13 +9,15 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/bundle"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/openshiftrelease"
 )
 
 type renderOptions struct {
-	file  string
-	out   string
-	nodes string
-	iface string
+	file    string
+	out     string
+	nodes   string
+	iface   string
+	release string
 }
 
 // NewRenderCommand writes MachineConfigs and, with --nodes, every node's
@@ -28,15 +30,28 @@ func NewRenderCommand(streams IOStreams) *cobra.Command {
 		Long: `Writes DIR/machineconfigs/*.yaml, ready for oc apply -f, and with --nodes
 (the output of oc get nodes -o yaml) DIR/nodes/<node>/etc/... with exactly the
 files the runtimecfg sidecar would write on that node. DIR is replaced as a
-whole and atomically: on any error it is left as it was.`,
+whole and atomically: on any error it is left as it was.
+
+The MachineConfigs carry the Ignition spec that --openshift-release (default
+spec.openshiftRelease, itself 4.14 by default) parses, which every later
+release parses too.`,
 		Example: `  vipctl render -f cluster.yaml -o out/
   oc get nodes -o yaml > nodes.yaml
-  vipctl render -f cluster.yaml -o out/ --nodes nodes.yaml --interface br-ex`,
+  vipctl render -f cluster.yaml -o out/ --nodes nodes.yaml --interface br-ex
+  vipctl render -f cluster.yaml -o out/ --openshift-release 4.19`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			c, err := v1alpha1.Load(o.file)
 			if err != nil {
 				return err
+			}
+			if o.release != "" {
+				if _, err := openshiftrelease.Parse(o.release); err != nil {
+					return fmt.Errorf("--openshift-release %q: %w", o.release, err)
+				}
+				// Into the config, so that the ConfigMap and the node's copy
+				// say which release the MachineConfigs were written for.
+				c.Spec.OpenShiftRelease = o.release
 			}
 			var opts bundle.Options
 			if o.nodes != "" {
@@ -67,6 +82,7 @@ whole and atomically: on any error it is left as it was.`,
 	f.StringVarP(&o.out, "output-dir", "o", "", "output directory (replaced atomically)")
 	f.StringVar(&o.nodes, "nodes", "", "NodeList (oc get nodes -o yaml) to render each node's files")
 	f.StringVar(&o.iface, "interface", "", "VRRP interface for nodes without a vipctl.io/interface annotation (default spec.vrrp.interface)")
+	f.StringVar(&o.release, "openshift-release", "", "oldest OpenShift release (major.minor) the MachineConfigs must work on (default spec.openshiftRelease)")
 	_ = cmd.MarkFlagRequired("file")
 	_ = cmd.MarkFlagRequired("output-dir")
 	return cmd

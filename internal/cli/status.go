@@ -41,6 +41,9 @@ allocated addresses. Exits 2 when a VIP has no holder or several (split brain).`
 			} else if c == nil {
 				return fmt.Errorf("no ConfigMap %s/%s: pass -f cluster.yaml", namespace, v1alpha1.ConfigMapName)
 			}
+			if w := cl.ReleaseWarning(ctx, c); w != "" {
+				_, _ = fmt.Fprintln(streams.ErrOut, "warning:", w)
+			}
 			nodes, err := cl.Nodes(ctx)
 			if err != nil {
 				return err

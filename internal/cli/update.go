@@ -89,6 +89,9 @@ edit concerns change, comments and layout stay). Nothing is written with
 				return err
 			}
 			ctx := cmd.Context()
+			if w := cl.ReleaseWarning(ctx, c); w != "" {
+				_, _ = fmt.Fprintln(streams.ErrOut, "warning:", w)
+			}
 			live, cm, err := cl.Live(ctx)
 			if err != nil {
 				return fmt.Errorf("reading the live config: %w", err)

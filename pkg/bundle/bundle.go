@@ -16,6 +16,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/machineconfig"
 	"github.com/vipctl/vipctl/pkg/manifests"
+	"github.com/vipctl/vipctl/pkg/openshiftrelease"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/vrid"
 )
@@ -62,6 +63,10 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
+	target, err := openshiftrelease.Parse(c.Spec.OpenShiftRelease)
+	if err != nil {
+		return nil, fmt.Errorf("spec.openshiftRelease: %w", err)
+	}
 	var out []File
 	for _, role := range Roles {
 		files := []render.File{{Path: render.ClusterConfigPath, Mode: 0o644, Data: clusterYAML}}
@@ -78,11 +83,11 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 			return nil, err
 		}
 		files = append(files, pods...)
-		mc, err := machineconfig.Build(MachineConfigName(role), role, files)
+		mc, err := machineconfig.Build(MachineConfigName(role), role, target, files)
 		if err != nil {
 			return nil, fmt.Errorf("MachineConfig for %s: %w", role, err)
 		}
-		if err := machineconfig.Validate(mc); err != nil {
+		if err := machineconfig.Validate(mc, target); err != nil {
 			return nil, fmt.Errorf("MachineConfig for %s: %w", role, err)
 		}
 		data, err := machineconfig.Marshal(mc)

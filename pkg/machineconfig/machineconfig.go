@@ -12,8 +12,11 @@ import (
 	"path"
 	"strings"
 
-	ign "github.com/coreos/ignition/v2/config/v3_5"
-	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
+	ign34 "github.com/coreos/ignition/v2/config/v3_4"
+	igntypes "github.com/coreos/ignition/v2/config/v3_4/types"
+	ign35 "github.com/coreos/ignition/v2/config/v3_5"
+	translate35 "github.com/coreos/ignition/v2/config/v3_5/translate"
+	"github.com/coreos/vcontext/report"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/vipctl/vipctl/pkg/openshiftrelease"
 	"github.com/vipctl/vipctl/pkg/render"
 )
 
@@ -32,9 +36,56 @@ const RoleLabel = "machineconfiguration.openshift.io/role"
 // and a file elsewhere degrades the whole pool when the node applies it.
 var writableRoots = []string{"/etc/", "/var/"}
 
-// Build wraps files in a MachineConfig for one role (master, worker).
-func Build(name, role string, files []render.File) (*mcfgv1.MachineConfig, error) {
+// specs are the Ignition specs a supported release parses.
+//
+// The config is built once, in igntypes: the oldest spec a supported
+// release parses. write reaches every other spec with Ignition's own
+// translators, the steps a newer MCO's ParseCompatibleVersion takes itself
+// on an older config, so each target gets what its MCO would have made of
+// the oldest one, in that spec's types, with no version string edited.
+//
+// parse is what an MCO that knows the spec runs on every MachineConfig
+// (IgnParseWrapper in its pkg/controller/common/helpers.go): Ignition's
+// ParseCompatibleVersion of that spec, whose validator runs on the way.
+var specs = map[string]struct {
+	write func(igntypes.Config) any
+	parse func([]byte) (report.Report, error)
+}{
+	openshiftrelease.Ignition34: {
+		write: func(c igntypes.Config) any { return c },
+		parse: func(raw []byte) (report.Report, error) {
+			_, r, err := ign34.ParseCompatibleVersion(raw)
+			return r, err
+		},
+	},
+	openshiftrelease.Ignition35: {
+		write: func(c igntypes.Config) any { return translate35.Translate(c) },
+		parse: func(raw []byte) (report.Report, error) {
+			_, r, err := ign35.ParseCompatibleVersion(raw)
+			return r, err
+		},
+	},
+}
+
+// ignitionSpec is the spec target's MCO parses, or an error for a release
+// without one (the config's validation refuses those first).
+func ignitionSpec(target openshiftrelease.Release) (string, error) {
+	spec, ok := target.IgnitionSpec()
+	if _, known := specs[spec]; !ok || !known {
+		return "", fmt.Errorf("OpenShift %s: not a supported release", target)
+	}
+	return spec, nil
+}
+
+// Build wraps files in a MachineConfig for one role (master, worker) in
+// the Ignition spec target's Machine Config Operator parses, which every
+// later release parses too.
+func Build(name, role string, target openshiftrelease.Release, files []render.File) (*mcfgv1.MachineConfig, error) {
 	var errs []error
+	spec, err := ignitionSpec(target)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	for _, msg := range validation.IsDNS1123Subdomain(name) {
 		errs = append(errs, fmt.Errorf("name %q: %s", name, msg))
 	}
@@ -61,7 +112,7 @@ func Build(name, role string, files []render.File) (*mcfgv1.MachineConfig, error
 		Ignition: igntypes.Ignition{Version: igntypes.MaxVersion.String()},
 		Storage:  igntypes.Storage{Files: ignFiles},
 	}
-	raw, err := json.Marshal(cfg)
+	raw, err := json.Marshal(specs[spec].write(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("encoding Ignition config: %w", err)
 	}
@@ -90,26 +141,57 @@ func Marshal(mc *mcfgv1.MachineConfig) ([]byte, error) {
 	return yaml.Marshal(mc)
 }
 
-// Validate runs Ignition's own validator on the embedded config and returns
-// its report as an error if it has any warning or error.
-func Validate(mc *mcfgv1.MachineConfig) error {
+// Validate judges the embedded config as target's Machine Config Operator
+// would: Ignition's parser and validator for the spec it knows, then its own
+// refusal of special mode bits. Ignition's warnings count as well: the MCO
+// applies such a config, but what lands on the node is not what was asked
+// for.
+func Validate(mc *mcfgv1.MachineConfig, target openshiftrelease.Release) error {
 	raw := mc.Spec.Config.Raw
 	if len(raw) == 0 {
 		return fmt.Errorf("MachineConfig %s: no Ignition config", mc.Name)
 	}
-	// Parse only accepts the spec version this package writes, so a config
-	// from anywhere else is refused rather than judged by the wrong rules.
-	_, report, err := ign.Parse(raw)
+	spec, err := ignitionSpec(target)
+	if err != nil {
+		return fmt.Errorf("MachineConfig %s: %w", mc.Name, err)
+	}
+	judge := fmt.Sprintf("OpenShift %s (Ignition %s)", target, spec)
+	report, err := specs[spec].parse(raw)
 	if err != nil {
 		if len(report.Entries) > 0 {
-			return fmt.Errorf("MachineConfig %s: Ignition %s: %w:\n%s", mc.Name, igntypes.MaxVersion, err, report)
+			return fmt.Errorf("MachineConfig %s: %s: %w:\n%s", mc.Name, judge, err, report)
 		}
-		return fmt.Errorf("MachineConfig %s: Ignition %s: %w", mc.Name, igntypes.MaxVersion, err)
+		return fmt.Errorf("MachineConfig %s: %s: %w", mc.Name, judge, err)
 	}
-	// Warnings count too: Ignition applies such a config, but what lands
-	// on the node is not what was asked for.
 	if len(report.Entries) > 0 {
-		return fmt.Errorf("MachineConfig %s: Ignition %s reports:\n%s", mc.Name, igntypes.MaxVersion, report)
+		return fmt.Errorf("MachineConfig %s: %s reports:\n%s", mc.Name, judge, report)
+	}
+	if err := SpecialModeBits(raw); err != nil {
+		return fmt.Errorf("MachineConfig %s: %s: %w", mc.Name, judge, err)
+	}
+	return nil
+}
+
+// SpecialModeBits is the MCO's own rule on top of Ignition's
+// (validateIgn3FileModes, https://bugzilla.redhat.com/show_bug.cgi?id=2038240):
+// no file mode beyond 0777, so no setuid, setgid or sticky bit. The JSON is
+// read directly because the rule is the same in every 3.x spec.
+func SpecialModeBits(raw []byte) error {
+	var cfg struct {
+		Storage struct {
+			Files []struct {
+				Path string `json:"path"`
+				Mode *int   `json:"mode"`
+			} `json:"files"`
+		} `json:"storage"`
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return err
+	}
+	for _, f := range cfg.Storage.Files {
+		if f.Mode != nil && fs.FileMode(*f.Mode) > fs.ModePerm {
+			return fmt.Errorf("file %s: mode %#o: the Machine Config Operator refuses modes beyond %#o", f.Path, *f.Mode, fs.ModePerm)
+		}
 	}
 	return nil
 }

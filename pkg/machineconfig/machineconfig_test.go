@@ -3,20 +3,19 @@ package machineconfig
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"io/fs"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	ign "github.com/coreos/ignition/v2/config/v3_5"
-	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
+	ign35 "github.com/coreos/ignition/v2/config/v3_5"
+	igntypes35 "github.com/coreos/ignition/v2/config/v3_5/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/manifests"
+	"github.com/vipctl/vipctl/pkg/openshiftrelease"
 	"github.com/vipctl/vipctl/pkg/render"
 )
 
@@ -41,15 +40,31 @@ func sampleFiles() []render.File {
 }
 
 // TestRoundTrip takes the path a MachineConfig travels (YAML on disk, API
-// object, Ignition on the node) and expects every file back byte for byte.
+// object, Ignition on the node) and expects every file back byte for byte,
+// in each spec a supported release gets.
 func TestRoundTrip(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		target openshiftrelease.Release
+		spec   string
+	}{
+		{openshiftrelease.Release{Major: 4, Minor: 14}, "3.4.0"},
+		{openshiftrelease.Release{Major: 4, Minor: 19}, "3.5.0"},
+	} {
+		t.Run(tc.target.String(), func(t *testing.T) {
+			t.Parallel()
+			roundTrip(t, tc.target, tc.spec)
+		})
+	}
+}
+
+func roundTrip(t *testing.T, target openshiftrelease.Release, spec string) {
 	in := sampleFiles()
-	mc, err := Build("50-vipctl-master", "master", in)
+	mc, err := Build("50-vipctl-master", "master", target, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Validate(mc); err != nil {
+	if err := Validate(mc, target); err != nil {
 		t.Fatal(err)
 	}
 	data, err := Marshal(mc)
@@ -67,18 +82,22 @@ func TestRoundTrip(t *testing.T) {
 	if got.Name != "50-vipctl-master" || got.Labels[RoleLabel] != "master" || len(got.Labels) != 1 {
 		t.Errorf("metadata %+v, want name 50-vipctl-master and only the role label", got.ObjectMeta)
 	}
-	if err := Validate(&got); err != nil {
+	if err := Validate(&got, target); err != nil {
 		t.Errorf("decoded MachineConfig: %v", err)
 	}
 
-	cfg, report, err := ign.Parse(got.Spec.Config.Raw)
+	var version struct {
+		Ignition struct{ Version string } `json:"ignition"`
+	}
+	if err := json.Unmarshal(got.Spec.Config.Raw, &version); err != nil || version.Ignition.Version != spec {
+		t.Errorf("Ignition version %q (%v), want %s", version.Ignition.Version, err, spec)
+	}
+	// The newest parser reads every spec, as a newer MCO does.
+	cfg, report, err := ign35.ParseCompatibleVersion(got.Spec.Config.Raw)
 	if err != nil || len(report.Entries) > 0 {
 		t.Fatalf("Ignition parse: %v\n%s", err, report)
 	}
-	if cfg.Ignition.Version != "3.5.0" {
-		t.Errorf("Ignition version %s, want 3.5.0", cfg.Ignition.Version)
-	}
-	byPath := map[string]igntypes.File{}
+	byPath := map[string]igntypes35.File{}
 	for _, f := range cfg.Storage.Files {
 		byPath[f.Path] = f
 	}
@@ -148,11 +167,12 @@ func TestBuildRefuses(t *testing.T) {
 	t.Parallel()
 	ok := render.File{Path: "/etc/vipctl/ok", Mode: 0o644, Data: []byte("x")}
 	tests := []struct {
-		name  string
-		mc    string
-		role  string
-		files []render.File
-		want  []string // each must appear in the error
+		name   string
+		mc     string
+		role   string
+		target openshiftrelease.Release // zero: the oldest supported
+		files  []render.File
+		want   []string // each must appear in the error
 	}{
 		{
 			name:  "relative path",
@@ -185,6 +205,12 @@ func TestBuildRefuses(t *testing.T) {
 			want:  []string{`file "rel": path must be absolute`, `file "/etc/vipctl/ok": listed more than once`},
 		},
 		{
+			name:   "release without a known spec",
+			target: openshiftrelease.Release{Major: 4, Minor: 12},
+			files:  []render.File{ok},
+			want:   []string{"OpenShift 4.12: not a supported release"},
+		},
+		{
 			name: "bad name",
 			mc:   "50_vipctl",
 			want: []string{`name "50_vipctl": a lowercase RFC 1123 subdomain`},
@@ -208,7 +234,11 @@ func TestBuildRefuses(t *testing.T) {
 			case "-":
 				role = ""
 			}
-			mc, err := Build(name, role, tt.files)
+			target := tt.target
+			if target == (openshiftrelease.Release{}) {
+				target = openshiftrelease.Default()
+			}
+			mc, err := Build(name, role, target, tt.files)
 			if err == nil {
 				t.Fatalf("Build accepted it: %+v", mc)
 			}
@@ -221,33 +251,51 @@ func TestBuildRefuses(t *testing.T) {
 	}
 }
 
-// TestValidateReportsIgnition checks that Ignition's findings, warnings
-// included, come back as errors.
-func TestValidateReportsIgnition(t *testing.T) {
+// TestValidateJudgesLikeTheMCO checks that Ignition's findings, warnings
+// included, come back as errors, judged by the parser of the target's MCO.
+func TestValidateJudgesLikeTheMCO(t *testing.T) {
 	t.Parallel()
+	r418 := openshiftrelease.Release{Major: 4, Minor: 18}
+	r419 := openshiftrelease.Release{Major: 4, Minor: 19}
 	tests := map[string]struct {
-		raw  string
-		want string
+		raw    string
+		target openshiftrelease.Release
+		want   string // empty: accepted
 	}{
 		"warning: special mode bits": {
-			raw:  `{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/etc/x","mode":2541,"contents":{"source":"data:,x"}}]}}`,
-			want: "setuid/setgid/sticky",
+			raw:    `{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/etc/x","mode":2541,"contents":{"source":"data:,x"}}]}}`,
+			target: r419,
+			want:   "setuid/setgid/sticky",
 		},
 		"error: relative path": {
-			raw:  `{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"etc/x","contents":{"source":"data:,x"}}]}}`,
-			want: "absolute",
+			raw:    `{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"etc/x","contents":{"source":"data:,x"}}]}}`,
+			target: r419,
+			want:   "absolute",
 		},
 		"error: bad data URL": {
-			raw:  `{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/etc/x","contents":{"source":"data:,a b"}}]}}`,
-			want: "invalid",
+			raw:    `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/x","contents":{"source":"data:,a b"}}]}}`,
+			target: r418,
+			want:   "invalid",
 		},
-		"another spec version": {
-			raw:  `{"ignition":{"version":"3.2.0"}}`,
-			want: "unsupported config version",
+		// What issue 19 was about: 4.14 to 4.18 refuse 3.5.0.
+		"a spec newer than the release parses": {
+			raw:    `{"ignition":{"version":"3.5.0"}}`,
+			target: r418,
+			want:   "OpenShift 4.18 (Ignition 3.4.0): unsupported config version",
+		},
+		"an older spec is translated up, as the MCO does": {
+			raw:    `{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/x","mode":420,"contents":{"source":"data:,x"}}]}}`,
+			target: r419,
+		},
+		"a release without a known spec": {
+			raw:    `{"ignition":{"version":"3.2.0"}}`,
+			target: openshiftrelease.Release{Major: 4, Minor: 12},
+			want:   "OpenShift 4.12: not a supported release",
 		},
 		"not JSON": {
-			raw:  `{"ignition":`,
-			want: "Ignition 3.5.0",
+			raw:    `{"ignition":`,
+			target: r419,
+			want:   "OpenShift 4.19 (Ignition 3.5.0)",
 		},
 	}
 	for name, tt := range tests {
@@ -255,55 +303,50 @@ func TestValidateReportsIgnition(t *testing.T) {
 			t.Parallel()
 			mc := &mcfgv1.MachineConfig{Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(tt.raw)}}}
 			mc.Name = "50-test"
-			err := Validate(mc)
-			if err == nil {
+			err := Validate(mc, tt.target)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("Validate refused it: %v", err)
+			case tt.want == "":
+			case err == nil:
 				t.Fatal("Validate accepted it")
-			}
-			if !strings.Contains(err.Error(), tt.want) {
+			case !strings.Contains(err.Error(), tt.want):
 				t.Errorf("error %q does not contain %q", err, tt.want)
 			}
 		})
 	}
-	if err := Validate(&mcfgv1.MachineConfig{}); err == nil {
+	if err := Validate(&mcfgv1.MachineConfig{}, r419); err == nil {
 		t.Error("Validate accepted a MachineConfig without an Ignition config")
 	}
 }
 
-// TestRealOutputValidates builds what `vipctl render` ships for every
-// example and role; Ignition must have nothing to say about it.
-func TestRealOutputValidates(t *testing.T) {
+// TestEverySupportedReleaseHasItsSpec: a release added to the table
+// without a way to write and judge its spec would fail every render.
+func TestEverySupportedReleaseHasItsSpec(t *testing.T) {
 	t.Parallel()
-	examples, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
-	if err != nil || len(examples) == 0 {
-		t.Fatalf("no examples: %v", err)
+	for _, r := range openshiftrelease.Supported() {
+		if _, err := ignitionSpec(r); err != nil {
+			t.Error(err)
+		}
 	}
-	for _, e := range examples {
-		c, err := v1alpha1.Load(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		clusterYAML, err := yaml.Marshal(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		scripts, err := render.ScriptFiles()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, role := range []string{"master", "worker"} {
-			pods, err := manifests.StaticPodFiles(c, role)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files := append([]render.File{{Path: render.ClusterConfigPath, Mode: 0o644, Data: clusterYAML}}, scripts...)
-			files = append(files, pods...)
-			mc, err := Build("50-vipctl-"+role, role, files)
-			if err != nil {
-				t.Fatalf("%s %s: %v", filepath.Base(e), role, err)
-			}
-			if err := Validate(mc); err != nil {
-				t.Errorf("%s %s: %v", filepath.Base(e), role, err)
-			}
+}
+
+// TestSpecialModeBits pins the MCO's rule apart from Ignition's own
+// warning, which says the same today but is not what refuses the config.
+func TestSpecialModeBits(t *testing.T) {
+	t.Parallel()
+	for raw, want := range map[string]string{
+		`{"storage":{"files":[{"path":"/etc/a","mode":493},{"path":"/etc/b"}]}}`: "",
+		`{"storage":{"files":[{"path":"/etc/a","mode":2541}]}}`:                  "file /etc/a: mode 04755: the Machine Config Operator refuses modes beyond 0777",
+		`{"storage":{"files":[{"path":"/etc/a","mode":932}]}}`:                   "file /etc/a: mode 01644",
+		`{"storage":{"files":[{"path":"/etc/a","mode":1517}]}}`:                  "file /etc/a: mode 02755",
+	} {
+		err := SpecialModeBits([]byte(raw))
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", raw, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: error %v, want %q", raw, err, want)
 		}
 	}
 }

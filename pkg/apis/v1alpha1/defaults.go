@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/vipctl/vipctl/pkg/openshiftrelease"
 )
 
 // Defaults. They are part of the contract: changing one changes what every
@@ -118,6 +120,12 @@ func SetDefaults(c *ClusterVIPs) {
 	}
 	if s.Images.Vipctl == "" {
 		s.Images.Vipctl = DefaultVipctlImage
+	}
+	// Unlike the other defaults this one may move with the oldest release
+	// still supported: a file that names none asks for output that every
+	// supported release accepts, whichever those are at the time.
+	if s.OpenShiftRelease == "" {
+		s.OpenShiftRelease = openshiftrelease.Default().String()
 	}
 }
 

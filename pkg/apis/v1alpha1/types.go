@@ -52,6 +52,14 @@ type ClusterVIPsSpec struct {
 	VRRP VRRPSpec `json:"vrrp,omitempty"`
 	// Images are the container images of the static pods.
 	Images Images `json:"images,omitempty"`
+	// OpenShiftRelease is the oldest OpenShift release (major.minor, such
+	// as "4.16") the MachineConfigs must be accepted by. It picks their
+	// Ignition spec version: the newest that release's Machine Config
+	// Operator parses, which every later release parses too. The supported
+	// releases and the spec each gets are listed in docs/render.md. Default
+	// 4.14, the oldest supported, so that the output works on every one.
+	// `vipctl render --openshift-release` overrides it.
+	OpenShiftRelease string `json:"openshiftRelease,omitempty"`
 }
 
 // APISpec describes the API VIP and the haproxy in front of kube-apiserver.

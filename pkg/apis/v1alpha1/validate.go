@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/vipctl/vipctl/pkg/openshiftrelease"
 )
 
 // InstanceKeys lists every VRRP instance key of the cluster in declaration
@@ -66,6 +68,9 @@ func Validate(c *ClusterVIPs) field.ErrorList {
 	errs = append(errs, v.vipsOutsidePools()...)
 	errs = append(errs, validateVRRP(c, spec.Child("vrrp"))...)
 	errs = append(errs, validateImages(&s.Images, spec.Child("images"))...)
+	if _, err := openshiftrelease.Parse(s.OpenShiftRelease); err != nil {
+		errs = append(errs, field.Invalid(spec.Child("openshiftRelease"), s.OpenShiftRelease, err.Error()))
+	}
 	return errs
 }
 

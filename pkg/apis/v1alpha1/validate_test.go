@@ -39,6 +39,11 @@ func TestParseValid(t *testing.T) {
 	if got := c.Spec.ServicePools[0]; got.Instances != 2 || !got.IsAutoAssign() {
 		t.Errorf("pool defaults = %+v", got)
 	}
+	// The oldest supported release, so that the default output is accepted
+	// by every supported one.
+	if got := c.Spec.OpenShiftRelease; got != "4.14" {
+		t.Errorf("default openshiftRelease = %q, want 4.14", got)
+	}
 	want := []string{"api", "ingress", "pool/a/0", "pool/a/1"}
 	if got := Strings(c.InstanceKeys()); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("InstanceKeys = %v, want %v", got, want)
@@ -223,6 +228,27 @@ func TestParseErrors(t *testing.T) {
 				`spec.api.vips[0]: Invalid value: "198.51.100.500": invalid IP address`,
 				`spec.servicePools[0].addresses[0]: Invalid value: "nope": must be a CIDR (198.51.100.128/26) or a range (198.51.100.200-198.51.100.210)`,
 			},
+		},
+		{
+			name: "OpenShift release out of support",
+			edit: replace("  servicePools:", "  openshiftRelease: \"4.12\"\n  servicePools:"),
+			want: []string{`spec.openshiftRelease: Invalid value: "4.12": OpenShift 4.12 is not supported; supported: 4.14, 4.15, 4.16, 4.17, 4.18, 4.19, 4.20, 4.21, 4.22`},
+		},
+		{
+			name: "OpenShift release not known yet",
+			edit: replace("  servicePools:", "  openshiftRelease: \"5.0\"\n  servicePools:"),
+			want: []string{`spec.openshiftRelease: Invalid value: "5.0": OpenShift 5.0 is not supported; supported: 4.14,`},
+		},
+		{
+			name: "OpenShift release with a patch level",
+			edit: replace("  servicePools:", "  openshiftRelease: \"4.16.3\"\n  servicePools:"),
+			want: []string{`spec.openshiftRelease: Invalid value: "4.16.3": want major.minor without a patch level, such as 4.14`},
+		},
+		{
+			// Unquoted, 4.20 would read as 4.2: refused, never guessed.
+			name: "OpenShift release read as a number by YAML",
+			edit: replace("  servicePools:", "  openshiftRelease: 4.20\n  servicePools:"),
+			want: []string{`spec.openshiftRelease of type string`},
 		},
 		{
 			name: "a last range that the anchors would use up",
