@@ -1,15 +1,12 @@
 package cli
 
 import (
-	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/update"
 )
@@ -60,10 +57,6 @@ edit concerns change, comments and layout stay). Nothing is written with
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			c, err := v1alpha1.Load(file)
-			if err != nil {
-				return err
-			}
 			var edits []update.Edit
 			for _, s := range add {
 				edits = append(edits, update.Edit{Op: "add", Spec: s})
@@ -74,58 +67,25 @@ edit concerns change, comments and layout stay). Nothing is written with
 			for _, s := range remove {
 				edits = append(edits, update.Edit{Op: "remove", Spec: s})
 			}
-			var edited []byte
-			if len(edits) > 0 {
-				original, err := os.ReadFile(file)
-				if err != nil {
-					return err
-				}
-				if edited, c, err = update.ApplyEdits(original, edits); err != nil {
-					return err
-				}
+			// The file and its edits are checked before the cluster is
+			// reached: a bad edit fails the same with or without one.
+			req, err := update.Load(file, edits)
+			if err != nil {
+				return err
 			}
 			cl, err := connect(kubeconfig, namespace)
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if w := cl.ReleaseWarning(ctx, c); w != "" {
-				_, _ = fmt.Fprintln(streams.ErrOut, "warning:", w)
-			}
-			live, cm, err := cl.Live(ctx)
-			if err != nil {
-				return fmt.Errorf("reading the live config: %w", err)
-			}
-			svcs, err := cl.Services(ctx)
-			if err != nil {
-				return err
-			}
-			plan, err := update.Compute(live, c, svcs)
-			if err != nil {
-				return err
-			}
-			if err := printData(streams.Out, output, plan, func(w io.Writer) error {
-				_, err := io.WriteString(w, plan.Text())
-				return err
-			}); err != nil {
-				return err
-			}
-			if dryRun || plan.Empty() {
-				if len(edits) > 0 && !dryRun {
-					return update.WriteFile(file, edited)
-				}
-				return nil
-			}
-			if err := cl.Apply(ctx, plan, cm, force, streams.ErrOut); err != nil {
-				return err
-			}
-			if len(edits) > 0 {
-				if err := update.WriteFile(file, edited); err != nil {
-					return fmt.Errorf("the cluster is updated but %s could not be rewritten: %w", file, err)
-				}
-				_, _ = fmt.Fprintf(streams.ErrOut, "rewrote %s\n", file)
-			}
-			return nil
+			return cl.Run(cmd.Context(), req, update.RunOptions{
+				DryRun: dryRun, Force: force, Log: streams.ErrOut,
+				Show: func(plan *update.Plan) error {
+					return printData(streams.Out, output, plan, func(w io.Writer) error {
+						_, err := io.WriteString(w, plan.Text())
+						return err
+					})
+				},
+			})
 		},
 	}
 	f := cmd.Flags()

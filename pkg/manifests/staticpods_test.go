@@ -1,9 +1,6 @@
 package manifests
 
 import (
-	"github.com/vipctl/vipctl/internal/fixture"
-	"github.com/vipctl/vipctl/internal/golden"
-
 	"bytes"
 	"fmt"
 	"path/filepath"
@@ -17,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/vipctl/vipctl/internal/fixture"
+	"github.com/vipctl/vipctl/internal/golden"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/render"
 )

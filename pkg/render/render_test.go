@@ -1,9 +1,6 @@
 package render
 
 import (
-	"github.com/vipctl/vipctl/internal/fixture"
-	"github.com/vipctl/vipctl/internal/golden"
-
 	"bytes"
 	"fmt"
 	"net/netip"
@@ -13,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vipctl/vipctl/internal/fixture"
+	"github.com/vipctl/vipctl/internal/golden"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 )

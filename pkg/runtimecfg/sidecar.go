@@ -6,20 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"reflect"
-	"slices"
-	"sort"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -129,102 +120,6 @@ func NewSidecar(o SidecarOptions) (*Sidecar, error) {
 	}
 	s.watch()
 	return s, nil
-}
-
-// strip drops what the sidecar never reads from watched objects, so 2000
-// Nodes and thousands of Services cost little memory on every node.
-func strip(obj any) (any, error) {
-	if m, ok := obj.(metav1.Object); ok {
-		m.SetManagedFields(nil)
-		if a := m.GetAnnotations(); len(a) > 0 {
-			keep := map[string]string{}
-			for _, k := range []string{cluster.InterfaceAnnotation, v1alpha1.AnnotationNodeVIPs} {
-				if v, ok := a[k]; ok {
-					keep[k] = v
-				}
-			}
-			m.SetAnnotations(keep)
-		}
-	}
-	switch o := obj.(type) {
-	case *corev1.Node:
-		o.Status.Images = nil
-		o.Status.VolumesAttached = nil
-		o.Status.VolumesInUse = nil
-		o.Status.Capacity, o.Status.Allocatable = nil, nil
-		o.Status.NodeInfo = corev1.NodeSystemInfo{}
-		o.Status.Conditions = nil
-		o.Spec = corev1.NodeSpec{}
-	case *corev1.Service:
-		o.Spec.Selector = nil
-		o.Spec.Ports = nil
-	case *discoveryv1.EndpointSlice:
-		o.Ports = nil
-		for i := range o.Endpoints {
-			e := &o.Endpoints[i]
-			e.TargetRef, e.Hints, e.DeprecatedTopology, e.Zone, e.Hostname = nil, nil, nil, nil, nil
-		}
-	case *corev1.Pod:
-		o.Spec = corev1.PodSpec{NodeName: o.Spec.NodeName}
-		o.Status = corev1.PodStatus{Phase: o.Status.Phase, Conditions: o.Status.Conditions}
-	}
-	return obj, nil
-}
-
-func (s *Sidecar) factory(opts ...informers.SharedInformerOption) informers.SharedInformerFactory {
-	f := informers.NewSharedInformerFactoryWithOptions(s.o.Client, 0, append(opts, informers.WithTransform(strip))...)
-	s.factories = append(s.factories, f)
-	return f
-}
-
-func (s *Sidecar) inform(what string, inf cache.SharedIndexInformer) cache.GenericLister {
-	h := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { s.trigger() },
-		UpdateFunc: func(_, _ any) { s.trigger() },
-		DeleteFunc: func(any) { s.trigger() },
-	}
-	if _, err := inf.AddEventHandler(h); err != nil {
-		s.log.Error("adding event handler", "informer", what, "err", err)
-	}
-	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-		s.m.WatchErrors.WithLabelValues(what).Inc()
-		s.log.Error("cannot watch "+what+"; keeping the last good config", "err", DescribeAPIError(err))
-	})
-	s.synced = append(s.synced, inf.HasSynced)
-	return cache.NewGenericLister(inf.GetIndexer(), schema.GroupResource{Resource: what})
-}
-
-// watch sets up the informers, each narrowed by namespace, label or field
-// selector to what rendering reads.
-func (s *Sidecar) watch() {
-	all := s.factory()
-	s.nodes = s.inform("nodes", all.Core().V1().Nodes().Informer())
-	s.services = s.inform("services", all.Core().V1().Services().Informer())
-	cm := s.factory(informers.WithNamespace(s.o.Namespace), informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", v1alpha1.ConfigMapName).String()
-	}))
-	s.configMap = s.inform("configmaps", cm.Core().V1().ConfigMaps().Informer())
-	// EndpointSlices tell which nodes run ready endpoints of Local
-	// Services, and which apiservers serve (default/kubernetes). Only
-	// slices that belong to a Service are watched.
-	eps := s.factory(informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-		lo.LabelSelector = discoveryv1.LabelServiceName
-	}))
-	s.slices = s.inform("endpointslices", eps.Discovery().V1().EndpointSlices().Informer())
-	for _, in := range s.static.Spec.Ingress {
-		sel := labels.SelectorFromSet(in.RouterSelector).String()
-		f := s.factory(informers.WithNamespace(in.RouterNamespace), informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-			lo.LabelSelector = sel
-		}))
-		s.routers[in.Name] = s.inform("pods", f.Core().V1().Pods().Informer())
-	}
-}
-
-func (s *Sidecar) trigger() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
 }
 
 // Run renders from the static files first (as --once does), then watches
@@ -406,172 +301,6 @@ func (s *Sidecar) sync(ctx context.Context) error {
 	return nil
 }
 
-// state assembles the render state from the caches, and whether a ready
-// router of each IngressController runs on this node.
-func (s *Sidecar) state(m *cluster.Model) (cluster.State, map[string]bool, error) {
-	var o cluster.Observed
-	objs, err := s.nodes.List(labels.Everything())
-	if err != nil {
-		return cluster.State{}, nil, err
-	}
-	for _, obj := range objs {
-		o.Nodes = append(o.Nodes, obj.(*corev1.Node))
-	}
-	svcObjs, err := s.services.List(labels.Everything())
-	if err != nil {
-		return cluster.State{}, nil, err
-	}
-	for _, obj := range svcObjs {
-		o.Services = append(o.Services, obj.(*corev1.Service))
-	}
-	sliceObjs, _ := s.slices.List(labels.Everything())
-	for _, obj := range sliceObjs {
-		o.Slices = append(o.Slices, obj.(*discoveryv1.EndpointSlice))
-	}
-	o.Routers = map[string][]*corev1.Pod{}
-	ready := map[string]bool{}
-	for name, lister := range s.routers {
-		objs, _ := lister.List(labels.Everything())
-		o.Routers[name] = pods(objs)
-		_, ready[name] = cluster.RouterPlacement(o.Routers[name], s.o.NodeName)
-	}
-	st, skipped, orphans := m.Observe(o)
-	for _, e := range skipped {
-		s.log.Warn("node left out", "err", e)
-	}
-	if len(orphans) > 0 {
-		s.log.Warn("service addresses outside every pool are not served", "addresses", orphans)
-	}
-	s.localInterface(m.Config, o.Nodes, st.Nodes)
-	return st, ready, nil
-}
-
-// localInterface sets this node's VRRP interface from netlink when its
-// Node has no vipctl.io/interface annotation: the interface that holds the
-// node's address in a machine network. Other nodes' interfaces do not
-// matter to this node's config.
-func (s *Sidecar) localInterface(c *v1alpha1.ClusterVIPs, objs []*corev1.Node, nodes []cluster.Node) {
-	for _, o := range objs {
-		if o.Name == s.o.NodeName && o.Annotations[cluster.InterfaceAnnotation] != "" {
-			return
-		}
-	}
-	for i := range nodes {
-		if nodes[i].Name != s.o.NodeName {
-			continue
-		}
-		for _, mn := range c.Spec.MachineNetworks {
-			network := netip.MustParsePrefix(mn)
-			if !slices.ContainsFunc(nodes[i].Addresses, network.Contains) {
-				continue
-			}
-			iface, err := s.o.Interface(network)
-			if err != nil {
-				s.log.Warn("keeping the configured interface", "interface", nodes[i].Interface, "err", err)
-				return
-			}
-			nodes[i].Interface = iface
-			return
-		}
-	}
-}
-
-func pods(objs []runtime.Object) []*corev1.Pod {
-	out := make([]*corev1.Pod, 0, len(objs))
-	for _, o := range objs {
-		out = append(out, o.(*corev1.Pod))
-	}
-	return out
-}
-
-// rememberVIPs records every VIP of the render with the key of the
-// instance that carries it, for publishing which ones this node holds.
-func (s *Sidecar) rememberVIPs(m *cluster.Model, st cluster.State) {
-	known := m.VIPKeys(st)
-	s.mu.Lock()
-	s.known = known
-	s.mu.Unlock()
-}
-
-// publishLoop reads which VIPs sit on this node's interfaces and records
-// them in its Node's annotation whenever that changes.
-func (s *Sidecar) publishLoop(ctx context.Context) {
-	t := time.NewTicker(s.o.HeldInterval)
-	defer t.Stop()
-	for {
-		if err := s.publish(ctx); err != nil {
-			s.m.Failures.WithLabelValues("publish").Inc()
-			s.log.Error("cannot publish the VIPs this node holds", "err", DescribeAPIError(err))
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// Held lists the VIPs this node holds now.
-func (s *Sidecar) Held() (v1alpha1.HeldVIPs, error) {
-	addrs, err := s.o.Addresses()
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.known == nil {
-		return nil, nil
-	}
-	now := time.Now().UTC().Truncate(time.Second)
-	on := map[netip.Addr]bool{}
-	var held v1alpha1.HeldVIPs
-	for _, a := range addrs {
-		key, ok := s.known[a.Unmap()]
-		if !ok || on[a.Unmap()] {
-			continue
-		}
-		a = a.Unmap()
-		on[a] = true
-		if _, ok := s.since[a]; !ok {
-			s.since[a] = now
-		}
-		held = append(held, v1alpha1.HeldVIP{Address: a.String(), Instance: key, Since: s.since[a]})
-	}
-	for a := range s.since {
-		if !on[a] {
-			delete(s.since, a)
-		}
-	}
-	sortHeld(held)
-	return held, nil
-}
-
-func (s *Sidecar) publish(ctx context.Context) error {
-	held, err := s.Held()
-	if err != nil {
-		return err
-	}
-	s.m.VIPsHeld.Set(float64(len(held)))
-	s.mu.Lock()
-	same := s.published != nil && reflect.DeepEqual(held, s.published) || (s.published != nil && len(held) == 0 && len(s.published) == 0)
-	s.mu.Unlock()
-	if same {
-		return nil
-	}
-	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationNodeVIPs, held.String())
-	if _, err := s.o.Client.CoreV1().Nodes().Patch(ctx, s.o.NodeName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	if held == nil {
-		held = v1alpha1.HeldVIPs{}
-	}
-	s.published = held
-	s.mu.Unlock()
-	s.log.Info("published held VIPs", "vips", held.String())
-	return nil
-}
-
 // truncate keeps an Event message within what the API accepts.
 func truncate(s string) string {
 	const limit = 1000
@@ -579,10 +308,4 @@ func truncate(s string) string {
 		return s[:limit] + "…"
 	}
 	return s
-}
-
-func sortHeld(h v1alpha1.HeldVIPs) {
-	sort.Slice(h, func(i, j int) bool {
-		return netip.MustParseAddr(h[i].Address).Less(netip.MustParseAddr(h[j].Address))
-	})
 }

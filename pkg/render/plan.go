@@ -1,0 +1,373 @@
+package render
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
+)
+
+// instance is one VRRP instance of the cluster, before it is seen from a
+// particular node.
+type instance struct {
+	key    v1alpha1.InstanceKey
+	family int
+	vrid   uint8
+	vips   []netip.Addr
+	// excluded are addresses held with the instance but left out of its
+	// adverts (a pool's Service addresses).
+	excluded []netip.Addr
+	network  netip.Prefix
+	eligible []member
+	scripts  []string
+	files    []string
+	why      string
+}
+
+type member struct {
+	node     *cluster.Node
+	src      netip.Addr
+	priority int
+}
+
+// Plan is the cluster-wide part of rendering, computed once per (config,
+// state) and then asked for each node's files: with 2000 nodes the
+// eligibility of every node for every instance is worked out only once.
+type Plan struct {
+	c         *v1alpha1.ClusterVIPs
+	model     *cluster.Model
+	ids       map[v1alpha1.InstanceKey]uint8
+	state     cluster.State
+	instances []*instance
+	byNode    map[string][]*instance
+	nodes     map[string]*cluster.Node
+	scripts   []scriptView
+	tracks    []trackFileView
+	unplaced  []string
+	// root prefixes the node paths the configs name; "" on a real node.
+	root string
+	// skipLonely leaves out instances without a peer instead of failing.
+	skipLonely bool
+}
+
+// PlanOption adjusts a Plan.
+type PlanOption func(*Plan)
+
+// WithRoot makes the configs name every node path (check script, track
+// files, sockets) under root. The network-namespace lab runs several
+// "nodes" on one filesystem; on a real node root is empty.
+func WithRoot(root string) PlanOption {
+	return func(p *Plan) { p.root = root }
+}
+
+// WithLonelySkipped makes a node's render leave out an instance that has
+// no unicast peer (one eligible node) instead of failing: the sidecar must
+// keep every other instance current when, say, a pool's second node is
+// gone. `vipctl render` keeps refusing such a plan. NodeRender.Lonely
+// lists them.
+func WithLonelySkipped() PlanOption {
+	return func(p *Plan) { p.skipLonely = true }
+}
+
+// NewPlan computes every VRRP instance and which nodes take part in it.
+// ids maps instance keys to VRRP IDs (vrid.Assign's result).
+func NewPlan(c *v1alpha1.ClusterVIPs, ids map[v1alpha1.InstanceKey]uint8, st cluster.State, opts ...PlanOption) (*Plan, error) {
+	p := &Plan{c: c, model: cluster.Compile(c), ids: ids, state: st, byNode: map[string][]*instance{}, nodes: map[string]*cluster.Node{}}
+	for _, o := range opts {
+		o(p)
+	}
+	for i := range st.Nodes {
+		n := &st.Nodes[i]
+		if _, dup := p.nodes[n.Name]; dup {
+			return nil, fmt.Errorf("node %s listed twice", n.Name)
+		}
+		p.nodes[n.Name] = n
+	}
+	s := &c.Spec
+	haproxyCmd := fmt.Sprintf("%s/%s %d %s", p.root+ScriptsDir, checkScript, s.API.HealthPort, haproxyReadyPath)
+	fall, rise := 2, 2
+	if s.VRRP.Profile == v1alpha1.ProfileFast {
+		fall = 1
+	}
+	p.scripts = append(p.scripts, scriptView{Name: haproxyScriptName, Command: haproxyCmd, Interval: scriptInterval, Timeout: scriptTimeout, Fall: fall, Rise: rise})
+	p.tracks = append(p.tracks, trackFileView{Name: drainTrackName, Path: p.root + DrainFile, Weight: drainWeight,
+		Why: "planned handover: the sidecar writes 1 here to give the VIPs away before stopping"})
+
+	addrs := func(ss []string) []netip.Addr {
+		out := make([]netip.Addr, 0, len(ss))
+		for _, s := range ss {
+			out = append(out, netip.MustParseAddr(s))
+		}
+		return out
+	}
+	if err := p.add(v1alpha1.KeyAPI, ids, addrs(s.API.VIPs), func(n *cluster.Node) bool { return n.ControlPlane }, 0,
+		[]string{haproxyScriptName}, nil, "held by a control-plane node whose haproxy can reach a kube-apiserver"); err != nil {
+		return nil, err
+	}
+	for _, in := range s.Ingress {
+		script := "chk_ingress_" + scriptSafe(in.Name)
+		track := "ingress_" + scriptSafe(in.Name)
+		p.scripts = append(p.scripts, scriptView{Name: script, Command: fmt.Sprintf("%s/%s %d %s", p.root+ScriptsDir, checkScript, in.HealthPort, routerReadyPath),
+			Interval: scriptInterval, Timeout: scriptTimeout, Fall: fall, Rise: rise})
+		p.tracks = append(p.tracks, trackFileView{Name: track, Path: p.root + IngressStatusFile(in.Name), Weight: 0,
+			Why: "0 while a ready router pod of IngressController " + in.Name + " runs on this node (written by the sidecar)"})
+		eligible := func(*cluster.Node) bool { return true }
+		if placed, known := st.RouterNodes[in.Name]; known {
+			on := map[string]bool{}
+			for _, n := range placed {
+				on[n] = true
+			}
+			eligible = func(n *cluster.Node) bool { return on[n.Name] }
+		}
+		if err := p.add(v1alpha1.IngressKey(in.Name), ids, addrs(in.VIPs), eligible, 0,
+			[]string{script}, []string{track}, "held by a node running a ready router of IngressController "+in.Name); err != nil {
+			return nil, err
+		}
+	}
+	for _, pool := range p.model.Pools {
+		byInstance := make([][]netip.Addr, pool.Instances)
+		for _, a := range st.ServiceVIPs[pool.Name] {
+			if pool.IsAnchor(a) {
+				continue // never allocated; already advertised
+			}
+			k := pool.Instance(a)
+			byInstance[k] = append(byInstance[k], a)
+		}
+		sel := pool.NodeSelector
+		first := len(p.instances)
+		anchors4, anchors6 := pool.Anchors(true), pool.Anchors(false)
+		for k, vips := range byInstance {
+			// Every instance runs from the start, advertising only its
+			// constant anchor; the Services' addresses come and go as
+			// excluded addresses without changing the adverts.
+			var anchors []netip.Addr
+			for _, a := range [][]netip.Addr{anchors4, anchors6} {
+				if k < len(a) {
+					anchors = append(anchors, a[k])
+				}
+			}
+			from := len(p.instances)
+			if err := p.add(v1alpha1.PoolKey(pool.Name, k), ids, anchors, func(n *cluster.Node) bool { return cluster.Matches(sel, n.Labels) }, pool.MaxHolders,
+				nil, nil, fmt.Sprintf("service pool %s, instance %d of %d", pool.Name, k+1, pool.Instances)); err != nil {
+				return nil, err
+			}
+			for _, inst := range p.instances[from:] {
+				for _, a := range vips {
+					if a.Is4() == (inst.family == 4) {
+						inst.excluded = append(inst.excluded, a)
+					}
+				}
+				sort.Slice(inst.excluded, func(i, j int) bool { return inst.excluded[i].Less(inst.excluded[j]) })
+			}
+		}
+		steer(p.instances[first:])
+		p.checkPoolHolders(*pool.ServicePool)
+	}
+	for _, ls := range st.LocalServices {
+		if err := p.addLocal(ls); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// addLocal gives a Local Service its own instance. Its members are the
+// pool's nodes with a ready endpoint, plus, when fewer than two, other
+// pool nodes so that the instance has a peer; every member tracks the
+// Service's status file, so a member without an endpoint is in FAULT and
+// never holds the VIP.
+func (p *Plan) addLocal(ls cluster.LocalService) error {
+	pool := p.model.Pool(ls.Pool)
+	if pool == nil || len(ls.VIPs) == 0 || len(ls.Nodes) == 0 {
+		return nil
+	}
+	key := v1alpha1.ServiceKey(ls.Name)
+	track := "service_" + scriptSafe(strings.NewReplacer("/", "_", ".", "_").Replace(ls.Name))
+	p.tracks = append(p.tracks, trackFileView{Name: track, Path: p.root + LocalServiceStatusFile(ls.Name), Weight: 0,
+		Why: "0 while a ready endpoint of Service " + ls.Name + " runs on this node (written by the sidecar)"})
+	endpoint := map[string]bool{}
+	for _, n := range ls.Nodes {
+		endpoint[n] = true
+	}
+	sel := pool.NodeSelector
+	first := len(p.instances)
+	if err := p.add(key, p.ids, ls.VIPs, func(n *cluster.Node) bool { return endpoint[n.Name] && cluster.Matches(sel, n.Labels) }, pool.MaxHolders,
+		nil, []string{track}, "Service "+ls.Name+" (externalTrafficPolicy Local): held only by a node with a ready endpoint"); err != nil {
+		return err
+	}
+	for _, inst := range p.instances[first:] {
+		if len(inst.eligible) == 0 || len(inst.eligible) >= 2 {
+			continue
+		}
+		var pad *member
+		for _, n := range p.state.Nodes {
+			node := p.nodes[n.Name]
+			src, ok := addressIn(node, inst.network)
+			if endpoint[n.Name] || !ok || !cluster.Matches(sel, node.Labels) {
+				continue
+			}
+			if m := (member{node: node, src: src, priority: priority(key, node.Name)}); pad == nil || m.priority > pad.priority {
+				pad = &m
+			}
+		}
+		if pad != nil {
+			inst.eligible = append(inst.eligible, *pad)
+			sort.SliceStable(inst.eligible, func(i, j int) bool { return inst.eligible[i].node.Name < inst.eligible[j].node.Name })
+			p.byNode[pad.node.Name] = append(p.byNode[pad.node.Name], inst)
+		}
+	}
+	return nil
+}
+
+// steer gives each instance of one pool (per family) a different preferred
+// holder, so the pool's VIPs are served by several nodes at once even when
+// the hashed priorities happen to favour one node. Each instance takes its
+// highest-hashed node not yet taken by an earlier instance (all nodes taken:
+// start over). A node joining changes a choice only where it wins the hash.
+func steer(instances []*instance) {
+	for _, fam := range []int{4, 6} {
+		taken := map[string]bool{}
+		for _, inst := range instances {
+			if inst.family != fam || len(inst.eligible) == 0 {
+				continue
+			}
+			if len(taken) >= len(inst.eligible) {
+				taken = map[string]bool{}
+			}
+			best := -1
+			for i, m := range inst.eligible {
+				if taken[m.node.Name] {
+					continue
+				}
+				if best < 0 || m.priority > inst.eligible[best].priority || (m.priority == inst.eligible[best].priority && m.node.Name < inst.eligible[best].node.Name) {
+					best = i
+				}
+			}
+			inst.eligible[best].priority = preferredPriority
+			taken[inst.eligible[best].node.Name] = true
+		}
+	}
+}
+
+// add creates one instance per IP family of vips.
+func (p *Plan) add(key v1alpha1.InstanceKey, ids map[v1alpha1.InstanceKey]uint8, vips []netip.Addr, eligible func(*cluster.Node) bool, maxMembers int, scripts, files []string, why string) error {
+	id, ok := ids[key]
+	if !ok {
+		return fmt.Errorf("no VRRP ID for instance %s", key)
+	}
+	for _, fam := range []int{4, 6} {
+		var mine []netip.Addr
+		for _, a := range vips {
+			if (fam == 4) == a.Is4() {
+				mine = append(mine, a)
+			}
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		sort.Slice(mine, func(i, j int) bool { return mine[i].Less(mine[j]) })
+		network, ok := p.machineNetwork(mine[0])
+		if !ok {
+			return fmt.Errorf("%s: %s is outside every machine network", key, mine[0])
+		}
+		inst := &instance{key: key, family: fam, vrid: id, vips: mine, network: network, scripts: scripts, files: files, why: why}
+		for _, n := range p.state.Nodes {
+			node := p.nodes[n.Name]
+			if !eligible(node) {
+				continue
+			}
+			src, ok := addressIn(node, network)
+			if !ok {
+				continue
+			}
+			inst.eligible = append(inst.eligible, member{node: node, src: src, priority: priority(key, node.Name)})
+		}
+		if maxMembers > 0 && len(inst.eligible) > maxMembers {
+			// Keep the members the hash likes best: a node joining or
+			// leaving changes the set only where it ranks among them.
+			sort.SliceStable(inst.eligible, func(i, j int) bool {
+				a, b := inst.eligible[i], inst.eligible[j]
+				return a.priority > b.priority || (a.priority == b.priority && a.node.Name < b.node.Name)
+			})
+			inst.eligible = inst.eligible[:maxMembers]
+		}
+		// Peers are listed by node name whatever order the nodes came in.
+		sort.SliceStable(inst.eligible, func(i, j int) bool { return inst.eligible[i].node.Name < inst.eligible[j].node.Name })
+		p.instances = append(p.instances, inst)
+		for _, m := range inst.eligible {
+			p.byNode[m.node.Name] = append(p.byNode[m.node.Name], inst)
+		}
+	}
+	return nil
+}
+
+// checkPoolHolders notes a pool that no node could ever hold, whether or
+// not it has addresses allocated yet: that is a wrong nodeSelector or node
+// list, and allocating from it would hand out dead addresses.
+func (p *Plan) checkPoolHolders(pool v1alpha1.ServicePool) {
+	for _, a := range pool.Addresses {
+		r, err := v1alpha1.ParseAddressRange(a)
+		if err != nil {
+			continue
+		}
+		network, ok := p.machineNetwork(r.First)
+		if !ok {
+			continue
+		}
+		found := false
+		for i := range p.state.Nodes {
+			n := &p.state.Nodes[i]
+			if _, in := addressIn(n, network); in && cluster.Matches(pool.NodeSelector, n.Labels) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			p.unplaced = append(p.unplaced, fmt.Sprintf("service pool %s: no node matches its nodeSelector %v with an address in %s", pool.Name, pool.NodeSelector, network))
+			return
+		}
+	}
+}
+
+// Unplaced lists what no node can hold: its VIPs would answer nowhere.
+// `vipctl render` refuses it; the sidecar reports it and renders the rest.
+func (p *Plan) Unplaced() []string {
+	out := append([]string{}, p.unplaced...)
+	for _, inst := range p.instances {
+		if len(inst.eligible) == 0 {
+			out = append(out, fmt.Sprintf("VRRP instance %s (IPv%d): no node is eligible (%s, with an address in %s)", inst.key, inst.family, inst.why, inst.network))
+		}
+	}
+	return out
+}
+
+func (p *Plan) machineNetwork(a netip.Addr) (netip.Prefix, bool) {
+	for _, s := range p.c.Spec.MachineNetworks {
+		n := netip.MustParsePrefix(s)
+		if n.Contains(a) {
+			return n, true
+		}
+	}
+	return netip.Prefix{}, false
+}
+
+func addressIn(n *cluster.Node, network netip.Prefix) (netip.Addr, bool) {
+	for _, a := range n.Addresses {
+		if network.Contains(a) {
+			return a, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// priority is rendezvous hashing: every node gets a stable pseudo-random
+// priority per instance key, so each instance has its own preferred holder
+// (instances spread over the nodes) and adding or removing a node never
+// reshuffles the others. Both families of one key share priorities so a
+// dual-stack VIP pair prefers the same node.
+func priority(key v1alpha1.InstanceKey, node string) int {
+	return minPriority + int(cluster.Hash([]byte(key), []byte(node))%priorityBuckets)
+}

@@ -1,0 +1,97 @@
+package update
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+)
+
+// Request is a cluster file, loaded and with the quick edits made: what a
+// `vipctl update` plans from. Nothing is written while it is built.
+type Request struct {
+	File   string
+	Config *v1alpha1.ClusterVIPs
+	// edited is the file's new text when there were quick edits.
+	edited []byte
+}
+
+// Load reads the cluster file and makes the quick edits (in memory).
+func Load(file string, edits []Edit) (*Request, error) {
+	if len(edits) == 0 {
+		c, err := v1alpha1.Load(file)
+		if err != nil {
+			return nil, err
+		}
+		return &Request{File: file, Config: c}, nil
+	}
+	original, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	edited, c, err := ApplyEdits(original, edits)
+	if err != nil {
+		return nil, err
+	}
+	return &Request{File: file, Config: c, edited: edited}, nil
+}
+
+// RunOptions say how far a Run goes.
+type RunOptions struct {
+	DryRun bool
+	// Force releases the addresses an edit takes from Services.
+	Force bool
+	// Show is given the plan before anything is written.
+	Show func(*Plan) error
+	// Log gets warnings and what was written.
+	Log io.Writer
+}
+
+// Run is one `vipctl update`: warn when the cluster is older than the
+// file's target release, plan against the live config and Services, show
+// the plan, then (unless a dry run or nothing changes) apply it and
+// rewrite the file with the quick edits. The file is rewritten only after
+// the cluster took the change.
+func (c Cluster) Run(ctx context.Context, r *Request, o RunOptions) error {
+	if w := c.ReleaseWarning(ctx, r.Config); w != "" {
+		_, _ = fmt.Fprintln(o.Log, "warning:", w)
+	}
+	live, cm, err := c.Live(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the live config: %w", err)
+	}
+	svcs, err := c.Services(ctx)
+	if err != nil {
+		return err
+	}
+	plan, err := Compute(live, r.Config, svcs)
+	if err != nil {
+		return err
+	}
+	if err := o.Show(plan); err != nil {
+		return err
+	}
+	if o.DryRun {
+		return nil
+	}
+	if !plan.Empty() {
+		if err := c.Apply(ctx, plan, cm, o.Force, o.Log); err != nil {
+			return err
+		}
+	}
+	if r.edited == nil {
+		return nil
+	}
+	if err := WriteFile(r.File, r.edited); err != nil {
+		if plan.Empty() {
+			return err
+		}
+		return fmt.Errorf("the cluster is updated but %s could not be rewritten: %w", r.File, err)
+	}
+	if !plan.Empty() {
+		_, _ = fmt.Fprintf(o.Log, "rewrote %s\n", r.File)
+	}
+	return nil
+}
