@@ -30,7 +30,7 @@ func (kc *kubeCluster) wantKeysAgree(t *testing.T, want map[string]v1alpha1.Inst
 	t.Helper()
 	ctx := context.Background()
 	published := map[string]v1alpha1.InstanceKey{}
-	waitFor(t, 30*time.Second, "every wanted VIP published with its key", func() bool {
+	ok := waitUntil(30*time.Second, func() bool {
 		nodes, err := kc.admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false
@@ -52,6 +52,9 @@ func (kc *kubeCluster) wantKeysAgree(t *testing.T, want map[string]v1alpha1.Inst
 		}
 		return true
 	})
+	if !ok {
+		t.Fatalf("the nodes publish %v; want at least %v", published, want)
+	}
 
 	kubeconfig := filepath.Join(t.TempDir(), "admin.kubeconfig")
 	testapiserver.WriteKubeconfig(t, kc.api.AdminConfig(), kubeconfig)
