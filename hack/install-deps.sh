@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the real daemons and tools the tests drive: keepalived, haproxy,
-# iproute2 (ip netns, veth, bridge). Idempotent: apt runs only when something
+# iproute2 (ip netns, veth, bridge), nftables. Idempotent: apt runs only when something
 # is missing, so a warm machine pays nothing.
 set -euo pipefail
 
@@ -8,6 +8,9 @@ declare -A pkg_for=(
   [keepalived]=keepalived
   [haproxy]=haproxy
   [ip]=iproute2
+  # nft: the lab dumps each node's ruleset when a test fails (vipctl itself
+  # talks to nftables over netlink).
+  [nft]=nftables
 )
 
 missing=()
