@@ -31,7 +31,6 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
-	"github.com/vipctl/vipctl/pkg/runtimecfg"
 )
 
 // Options configure the Controller.
@@ -184,7 +183,7 @@ func (c *Controller) lead(ctx context.Context) error {
 	for what, inf := range map[string]cache.SharedIndexInformer{"services": svcInf.Informer(), "configmaps": cmInf.Informer()} {
 		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 			c.m.WatchErrors.WithLabelValues(what).Inc()
-			c.log.Error("cannot watch "+what, "err", runtimecfg.DescribeAPIError(err))
+			c.log.Error("cannot watch "+what, "err", cluster.DescribeAPIError(err))
 		})
 	}
 	svcF.Start(ctx.Done())
@@ -240,7 +239,7 @@ func (t *term) next(ctx context.Context) bool {
 		err = t.sync(ctx, key)
 	}
 	if err != nil {
-		t.c.log.Error("will retry", "service", key, "err", runtimecfg.DescribeAPIError(err))
+		t.c.log.Error("will retry", "service", key, "err", cluster.DescribeAPIError(err))
 		t.queue.AddRateLimited(key)
 		return true
 	}
@@ -262,7 +261,7 @@ func (t *term) loadConfig() {
 	if err != nil {
 		return
 	}
-	cfg, err := runtimecfg.ParseConfigMap(cm)
+	cfg, err := cluster.ParseConfigMap(cm)
 	if err != nil {
 		t.c.m.ConfigInvalid.Set(1)
 		t.c.log.Error("invalid ConfigMap; the last valid pools stay in force", "err", err)

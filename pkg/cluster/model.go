@@ -1,7 +1,8 @@
 // Package cluster is the one model of a cluster that every other package
 // reads: a ClusterVIPs compiled once into parsed pools with their lookups
 // (which pool holds an address, which of its instances carries it, which
-// VRRP instance key a VIP belongs to), and the observed Kubernetes objects
+// VRRP instance key a VIP belongs to); the live ConfigMap's day-2 parts
+// merged over the node's static file; and the observed Kubernetes objects
 // turned into the State the renderer works from. It is pure: no I/O but
 // reading a node list file.
 package cluster

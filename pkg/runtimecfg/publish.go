@@ -32,7 +32,7 @@ func (s *Sidecar) publishLoop(ctx context.Context) {
 	for {
 		if err := s.publish(ctx); err != nil {
 			s.m.Failures.WithLabelValues("publish").Inc()
-			s.log.Error("cannot publish the VIPs this node holds", "err", DescribeAPIError(err))
+			s.log.Error("cannot publish the VIPs this node holds", "err", cluster.DescribeAPIError(err))
 		}
 		select {
 		case <-ctx.Done():

@@ -236,11 +236,11 @@ func (s *Sidecar) config() (*v1alpha1.ClusterVIPs, error) {
 		if cm.Name != v1alpha1.ConfigMapName {
 			continue
 		}
-		c, err := ParseConfigMap(cm)
+		c, err := cluster.ParseConfigMap(cm)
 		if err == nil {
 			var eff *v1alpha1.ClusterVIPs
 			var drift bool
-			eff, drift, err = Effective(s.static, c)
+			eff, drift, err = cluster.Effective(s.static, c)
 			if err == nil {
 				s.m.ConfigInvalid.Set(0)
 				s.m.StaticDrift.Set(b2f(drift))
@@ -262,7 +262,7 @@ func (s *Sidecar) config() (*v1alpha1.ClusterVIPs, error) {
 		return nil, &syncError{"config", fmt.Errorf("%w (the last valid pools stay in force)", err)}
 	}
 	s.m.ConfigInvalid.Set(0)
-	eff, _, err := Effective(s.static, nil)
+	eff, _, err := cluster.Effective(s.static, nil)
 	return eff, err
 }
 

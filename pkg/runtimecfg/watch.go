@@ -76,7 +76,7 @@ func (s *Sidecar) inform(what string, inf cache.SharedIndexInformer) cache.Gener
 	}
 	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		s.m.WatchErrors.WithLabelValues(what).Inc()
-		s.log.Error("cannot watch "+what+"; keeping the last good config", "err", DescribeAPIError(err))
+		s.log.Error("cannot watch "+what+"; keeping the last good config", "err", cluster.DescribeAPIError(err))
 	})
 	s.synced = append(s.synced, inf.HasSynced)
 	return cache.NewGenericLister(inf.GetIndexer(), schema.GroupResource{Resource: what})

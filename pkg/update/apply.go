@@ -19,7 +19,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/bundle"
-	"github.com/vipctl/vipctl/pkg/runtimecfg"
+	"github.com/vipctl/vipctl/pkg/cluster"
 )
 
 // Cluster is where an update reads and writes.
@@ -40,7 +40,7 @@ func (c Cluster) Live(ctx context.Context) (*v1alpha1.ClusterVIPs, *corev1.Confi
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := runtimecfg.ParseConfigMap(cm)
+	cfg, err := cluster.ParseConfigMap(cm)
 	if err != nil {
 		return nil, cm, err
 	}

@@ -1,21 +1,18 @@
-package runtimecfg
+package cluster
 
 import (
-	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/vipctl/vipctl/internal/fixture"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/render"
 )
 
 func TestEffective(t *testing.T) {
-	static, _ := loadExample(t)
+	static := fixture.Example(t, "compact-ipv4.yaml")
 	live, err := v1alpha1.Load("../../examples/compact-ipv4.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -47,31 +44,12 @@ func TestEffective(t *testing.T) {
 }
 
 func TestParseConfigMap(t *testing.T) {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ConfigMapName, Namespace: render.Namespace}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ConfigMapName, Namespace: "vipctl-system"}}
 	if _, err := ParseConfigMap(cm); err == nil || !strings.Contains(err.Error(), `no key "cluster.yaml"`) {
 		t.Errorf("missing key: %v", err)
 	}
 	cm.Data = map[string]string{v1alpha1.ConfigMapKey: "kind: ClusterVIPs\nspec: {bogus: 1}\n"}
 	if _, err := ParseConfigMap(cm); err == nil || !strings.Contains(err.Error(), "vipctl-system/vipctl-config") || !strings.Contains(err.Error(), "bogus") {
 		t.Errorf("bad config: %v, want the ConfigMap and the field named", err)
-	}
-}
-
-// TestOnceWithoutBootstrapNodes: rendered without --nodes, the init
-// container still lets keepalived start (a config without instances, which
-// the real keepalived accepts) and says why.
-func TestOnceWithoutBootstrapNodes(t *testing.T) {
-	target := Target{Root: nodeRoot(t)}
-	_, err := Once(t.Context(), OnceOptions{Target: target, Config: "../../examples/compact-ipv4.yaml",
-		BootstrapNodes: filepath.Join(t.TempDir(), "missing.yaml"), NodeName: "master-0"})
-	if !errors.Is(err, ErrNoBootstrapNodes) {
-		t.Fatalf("err = %v, want ErrNoBootstrapNodes", err)
-	}
-	data, err := os.ReadFile(target.path(render.KeepalivedConfPath))
-	if err != nil || !strings.Contains(string(data), "router_id master_0") || strings.Contains(string(data), "vrrp_instance") {
-		t.Fatalf("placeholder keepalived.conf: %v\n%s", err, data)
-	}
-	if drain, _ := os.ReadFile(target.path(render.DrainFile)); string(drain) != "0\n" {
-		t.Errorf("drain file %q", drain)
 	}
 }
