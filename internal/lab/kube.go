@@ -273,11 +273,7 @@ func (kc *KubeCluster) SetPodReady(t testing.TB, name string, ready bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := corev1.ConditionFalse
-	if ready {
-		st = corev1.ConditionTrue
-	}
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}
+	p.Status.Conditions = readyConditions(ready)
 	if _, err := kc.Admin.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -297,12 +293,8 @@ func (kc *KubeCluster) CreateRouterPod(t testing.TB, node string, ready bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
 	created.Status.Phase = corev1.PodRunning
-	created.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
+	created.Status.Conditions = readyConditions(ready)
 	if _, err := kc.Admin.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -345,4 +337,14 @@ func (kc *KubeCluster) SetLBStatus(t testing.TB, name string, ips ...string) *co
 		t.Fatal(fmt.Errorf("service %s status: %w", name, err))
 	}
 	return out
+}
+
+// readyConditions are a pod's conditions as the kubelet reports them when
+// the pod is ready or not.
+func readyConditions(ready bool) []corev1.PodCondition {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	return []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
 }

@@ -24,6 +24,16 @@ func (s *StandIn) Close() { s.srv.Close() }
 // SetReady sets what its health endpoint answers (200 or 503).
 func (s *StandIn) SetReady(ready bool) { s.ready.Store(ready) }
 
+// serveHealth answers a health check: ok while ready, 503 after
+// SetReady(false).
+func (s *StandIn) serveHealth(w http.ResponseWriter, _ *http.Request) {
+	if !s.ready.Load() {
+		http.Error(w, "not ready", http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = io.WriteString(w, "ok")
+}
+
 // startAPIServerStandIn serves HTTPS on the node's address:6443 like a
 // kube-apiserver: /readyz for haproxy's checks, / answers with the node
 // name so a client can tell which backend it reached.
@@ -32,13 +42,7 @@ func startAPIServerStandIn(t testing.TB, n *Node) *StandIn {
 	s := &StandIn{name: n.Name}
 	s.ready.Store(true)
 	mux := http.NewServeMux()
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !s.ready.Load() {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = io.WriteString(w, "ok")
-	})
+	mux.HandleFunc("/readyz", s.serveHealth)
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, n.Name) })
 	s.srv = httptest.NewUnstartedServer(mux)
 	var l net.Listener
@@ -59,13 +63,7 @@ func (n *Node) StartRouter(t testing.TB, controller string, healthPort int32, vi
 	s := &StandIn{name: n.Name}
 	s.ready.Store(true)
 	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz/ready", func(w http.ResponseWriter, _ *http.Request) {
-		if !s.ready.Load() {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = io.WriteString(w, "ok")
-	})
+	mux.HandleFunc("/healthz/ready", s.serveHealth)
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintf(w, "%s/%s", controller, n.Name) })
 	s.srv = httptest.NewUnstartedServer(mux)
 	var health, traffic net.Listener
