@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,7 +33,7 @@ func TestStaticPodArgsParse(t *testing.T) {
 		}
 		checked++
 		root := NewRootCommand(IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
-		args := append(ct.Command[1:], ct.Args...)
+		args := slices.Concat(ct.Command[1:], ct.Args)
 		cmd, rest, err := root.Find(args)
 		if err != nil || cmd == root {
 			t.Errorf("container %s: %q names no command: %v", ct.Name, args, err)

@@ -4,22 +4,20 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/vipctl/vipctl/internal/lab"
 	"github.com/vipctl/vipctl/internal/testapiserver"
-	"github.com/vipctl/vipctl/pkg/allocator"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
@@ -62,7 +60,7 @@ func startAllocEnv(t testing.TB, clusterYAML string) *allocEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	applyObjects(t, api.AdminConfig(), objs)
+	lab.ApplyObjects(t, api.AdminConfig(), objs)
 	return allocatorFor(t, api, admin)
 }
 
@@ -70,62 +68,8 @@ func startAllocEnv(t testing.TB, clusterYAML string) *allocEnv {
 // manifests are applied already.
 func allocatorFor(t testing.TB, api *testapiserver.Server, admin kubernetes.Interface) *allocEnv {
 	t.Helper()
-	tok, err := admin.CoreV1().ServiceAccounts(render.Namespace).CreateToken(context.Background(), manifests.AllocatorName,
-		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(7200))}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &allocEnv{api: api, admin: admin, token: tok.Status.Token}
+	return &allocEnv{api: api, admin: admin, token: lab.AllocatorToken(t, admin)}
 }
-
-// runningAllocator is one in-process allocator replica using the
-// ServiceAccount's token.
-type runningAllocator struct {
-	c      *allocator.Controller
-	m      *allocator.Metrics
-	log    *syncBuffer
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func (r *runningAllocator) Stop() {
-	r.cancel()
-	<-r.done
-}
-
-func (e *allocEnv) startAllocator(t testing.TB, id string) *runningAllocator {
-	t.Helper()
-	buf := &syncBuffer{}
-	m := allocator.NewMetrics(nil)
-	cfg := e.api.TokenConfig(e.token)
-	cfg.QPS, cfg.Burst = allocatorQPS, allocatorBurst
-	c, err := allocator.NewController(allocator.Options{
-		Client:    kubernetes.NewForConfigOrDie(cfg),
-		Namespace: render.Namespace, Identity: id,
-		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
-		Log: slog.New(slog.NewTextHandler(buf, nil)), Metrics: m,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &runningAllocator{c: c, m: m, log: buf, cancel: cancel, done: make(chan struct{})}
-	go func() { defer close(r.done); _ = c.Run(ctx) }()
-	var once sync.Once
-	t.Cleanup(func() {
-		once.Do(func() {
-			cancel()
-			<-r.done
-		})
-		if t.Failed() {
-			t.Logf("--- allocator %s log:\n%s", id, lastLines(buf.String(), 30))
-		}
-	})
-	return r
-}
-
-// As the CLI sets them: two writes per allocation (status, Event).
-const allocatorQPS, allocatorBurst = 50, 100
 
 type svcOpt func(*corev1.Service)
 
@@ -147,7 +91,7 @@ func (e *allocEnv) service(t testing.TB, ns, name string, opts ...svcOpt) *corev
 func (e *allocEnv) waitIPs(t testing.TB, ns, name string, n int) []string {
 	t.Helper()
 	var ips []string
-	waitFor(t, 30*time.Second, fmt.Sprintf("%s/%s gets %d address(es)", ns, name, n), func() bool {
+	lab.WaitFor(t, 30*time.Second, fmt.Sprintf("%s/%s gets %d address(es)", ns, name, n), func() bool {
 		s, err := e.admin.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -166,7 +110,7 @@ func (e *allocEnv) waitIPs(t testing.TB, ns, name string, n int) []string {
 func (e *allocEnv) waitEvent(t testing.TB, ns, name, reason, msg string) {
 	t.Helper()
 	var last []string
-	waitFor(t, 30*time.Second, fmt.Sprintf("event %s %q on %s/%s (have %v)", reason, msg, ns, name, last), func() bool {
+	lab.WaitFor(t, 30*time.Second, fmt.Sprintf("event %s %q on %s/%s (have %v)", reason, msg, ns, name, last), func() bool {
 		evs, err := e.admin.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 		if err != nil {
 			return false
@@ -188,7 +132,7 @@ func annotate(k, v string) svcOpt { return func(s *corev1.Service) { s.Annotatio
 // rendered permissions, serves the Service API users expect.
 func TestAllocatorServesServices(t *testing.T) {
 	e := startAllocEnv(t, clusterYAML("fast", "unicast", allocPools))
-	e.startAllocator(t, "a-0")
+	lab.StartAllocator(t, e.api, e.token, "a-0")
 	ctx := context.Background()
 
 	e.service(t, "default", "first")
@@ -272,9 +216,9 @@ func TestAllocatorManyServicesAndLeaderLoss(t *testing.T) {
 	pools := allocPools + "    - name: big\n      addresses: [\"2001:db8:100::1:0/112\"]\n"
 	yaml := clusterYAML("fast", "unicast", pools)
 	e := startAllocEnv(t, yaml)
-	first := e.startAllocator(t, "a-0")
-	waitFor(t, 20*time.Second, "a-0 leads", first.c.Leading)
-	second := e.startAllocator(t, "a-1")
+	first := lab.StartAllocator(t, e.api, e.token, "a-0")
+	lab.WaitFor(t, 20*time.Second, "a-0 leads", first.Leading)
+	second := lab.StartAllocator(t, e.api, e.token, "a-1")
 
 	stop := make(chan struct{})
 	checked := make(chan int)
@@ -304,9 +248,9 @@ func TestAllocatorManyServicesAndLeaderLoss(t *testing.T) {
 	}
 	create(0, 250)
 	first.Stop() // the Lease is released on the way out
-	waitFor(t, 20*time.Second, "a-1 takes over", second.c.Leading)
+	lab.WaitFor(t, 20*time.Second, "a-1 takes over", second.Leading)
 	create(250, 500)
-	waitFor(t, 120*time.Second, "500 Services allocated", func() bool { return countAllocated(t, e.admin) == 500 })
+	lab.WaitFor(t, 120*time.Second, "500 Services allocated", func() bool { return countAllocated(t, e.admin) == 500 })
 	close(stop)
 	if n := <-checked; n < 3 {
 		t.Errorf("duplicates checked only %d times", n)
@@ -319,7 +263,7 @@ func TestAllocatorManyServicesAndLeaderLoss(t *testing.T) {
 // permission (named in the log, the process stays up and recovers).
 func TestAllocatorSurvivesRestartBadConfigAndMissingPermission(t *testing.T) {
 	e := startAllocEnv(t, clusterYAML("fast", "unicast", allocPools))
-	r := e.startAllocator(t, "a-0")
+	r := lab.StartAllocator(t, e.api, e.token, "a-0")
 	ctx := context.Background()
 	e.service(t, "default", "before")
 	e.waitIPs(t, "default", "before", 1)
@@ -348,16 +292,16 @@ func TestAllocatorSurvivesRestartBadConfigAndMissingPermission(t *testing.T) {
 	}
 	// Its cache may still be warm: a new Service must fail to be written.
 	e.service(t, "default", "no-permission")
-	waitFor(t, 30*time.Second, "a log naming the missing permission", func() bool {
-		l := r.log.String()
+	lab.WaitFor(t, 30*time.Second, "a log naming the missing permission", func() bool {
+		l := r.Log.String()
 		return strings.Contains(l, "permission missing") && (strings.Contains(l, `cannot update resource \"services/status\"`) || strings.Contains(l, `cannot list resource \"services\"`))
 	})
 	select {
-	case <-r.done:
+	case <-r.Done():
 		t.Fatal("the allocator exited on a missing permission")
 	default:
 	}
-	applyObjects(t, e.api.AdminConfig(), manifests.Allocator(mustParse(t, clusterYAML("fast", "unicast", allocPools))))
+	lab.ApplyObjects(t, e.api.AdminConfig(), manifests.Allocator(mustParse(t, clusterYAML("fast", "unicast", allocPools))))
 	e.waitIPs(t, "default", "no-permission", 1)
 
 	// Nothing broader than its verbs.

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/vipctl/vipctl/internal/lab"
 )
 
 var trials = flag.Int("trials", 20, "failover benchmark: trials per profile and scenario")
@@ -57,27 +59,27 @@ func failoverTrial(b *testing.B, profile, scenario string, i int) (time.Duration
 	var outage time.Duration
 	var failed int
 	b.Run(fmt.Sprintf("trial-%d", i), func(t *testing.B) {
-		lc := startCluster(t, clusterYAML(profile, "unicast", ""), masters(3))
-		for _, n := range lc.nodes {
-			startEcho(t, n, "0.0.0.0:8080")
+		lc := lab.Start(t, clusterYAML(profile, "unicast", ""), masters(3))
+		for _, n := range lc.Nodes {
+			n.StartEcho(t, "0.0.0.0:8080")
 		}
-		holder := lc.settled(apiVIP)
-		w := lc.probe("http://"+apiVIP+":8080/", 10*time.Millisecond)
-		waitFor(t, 10*time.Second, "answers", func() bool { ok, _ := w.counts(); return ok > 20 })
-		old := lc.byName[holder]
+		holder := lc.Settled(apiVIP)
+		w := lc.Probe("http://"+apiVIP+":8080/", 10*time.Millisecond)
+		lab.WaitFor(t, 10*time.Second, "answers", func() bool { ok, _ := w.Counts(); return ok > 20 })
+		old := lc.ByName[holder]
 		fault := time.Now()
 		switch scenario {
 		case "node-loss":
-			old.host.LinkDown()
+			old.Host.LinkDown()
 		case "keepalived-kill":
-			old.crashKeepalived(t)
+			old.CrashKeepalived(t)
 		case "planned":
-			lc.drain(old)
-			lc.waitHolder(apiVIP, 30*time.Second, func(n string) bool { return n != holder })
+			lc.Drain(old)
+			lc.WaitHolder(apiVIP, 30*time.Second, func(n string) bool { return n != holder })
 			time.Sleep(500 * time.Millisecond)
-			old.keepalived.Stop()
+			old.Keepalived.Stop()
 		}
-		first := w.firstFrom(t, func(node string) bool { return node != holder }, fault, 30*time.Second)
+		first := w.FirstFrom(t, func(node string) bool { return node != holder }, fault, 30*time.Second)
 		time.Sleep(300 * time.Millisecond)
 		_, failed = w.Stop()
 		outage = first.Sub(fault)
@@ -85,7 +87,7 @@ func failoverTrial(b *testing.B, profile, scenario string, i int) (time.Duration
 			// Make-before-break: the old holder serves until the new one
 			// has the VIP, so the outage is the longest run of failures,
 			// not how long the handover takes.
-			outage = w.longestGap()
+			outage = w.LongestGap()
 		}
 	})
 	return outage, failed
@@ -100,22 +102,22 @@ var steadyFor = flag.Duration("steady", 10*time.Minute, "steady-state benchmark:
 //	steady profile=fast minutes=M busy_cpus=2 false_failovers=F failed_requests=R
 func BenchmarkSteadyState(b *testing.B) {
 	b.Run("fast", func(b *testing.B) {
-		lc := startCluster(b, clusterYAML("fast", "unicast", ""), masters(3))
-		for _, n := range lc.nodes {
-			startEcho(b, n, "0.0.0.0:8080")
+		lc := lab.Start(b, clusterYAML("fast", "unicast", ""), masters(3))
+		for _, n := range lc.Nodes {
+			n.StartEcho(b, "0.0.0.0:8080")
 		}
-		holder := lc.settled(apiVIP)
-		before := lc.mark()
+		holder := lc.Settled(apiVIP)
+		before := lc.Mark()
 		// Burners live in the client namespace like every other process of
 		// the lab; they only spin.
 		for i := 0; i < 2; i++ {
-			lc.client.Start(fmt.Sprintf("burner-%d", i), "sh", "-c", "while :; do :; done")
+			lc.Client.Start(fmt.Sprintf("burner-%d", i), "sh", "-c", "while :; do :; done")
 		}
-		w := lc.poll("http://"+apiVIP+":8080/", 10*time.Millisecond)
+		w := lc.Poll("http://"+apiVIP+":8080/", 10*time.Millisecond)
 		time.Sleep(*steadyFor)
 		_, failed := w.Stop()
-		falseFailovers := len(lc.transitions(before))
-		if got := lc.holders(apiVIP); !slices.Equal(got, []string{holder}) {
+		falseFailovers := len(lc.Transitions(before))
+		if got := lc.Holders(apiVIP); !slices.Equal(got, []string{holder}) {
 			falseFailovers++ // the VIP moved even if the logs missed it
 		}
 		fmt.Fprintf(os.Stdout, "steady profile=fast minutes=%.0f busy_cpus=2 false_failovers=%d failed_requests=%d\n", steadyFor.Minutes(), falseFailovers, failed)

@@ -12,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/vipctl/vipctl/internal/lab"
 	"github.com/vipctl/vipctl/internal/testapiserver"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/status"
@@ -26,12 +27,12 @@ var documentedKey = regexp.MustCompile(`^(api|ingress|ingress/[a-z0-9.-]+|pool/[
 // vipctl.io/vips annotations and `vipctl vr-ids` against each other: every
 // held VIP's row names the instance key its holder published, and that key
 // is one vr-ids lists for the cluster and one of the forms the docs name.
-func (kc *kubeCluster) wantKeysAgree(t *testing.T, want map[string]v1alpha1.InstanceKey) {
+func wantKeysAgree(t *testing.T, kc *lab.KubeCluster, want map[string]v1alpha1.InstanceKey) {
 	t.Helper()
 	ctx := context.Background()
 	published := map[string]v1alpha1.InstanceKey{}
-	ok := waitUntil(30*time.Second, func() bool {
-		nodes, err := kc.admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	ok := lab.WaitUntil(30*time.Second, func() bool {
+		nodes, err := kc.Admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false
 		}
@@ -57,13 +58,13 @@ func (kc *kubeCluster) wantKeysAgree(t *testing.T, want map[string]v1alpha1.Inst
 	}
 
 	kubeconfig := filepath.Join(t.TempDir(), "admin.kubeconfig")
-	testapiserver.WriteKubeconfig(t, kc.api.AdminConfig(), kubeconfig)
-	_, out, errOut := vipctl(t, "status", "-f", kc.cfgPath, "-o", "json", "--kubeconfig", kubeconfig)
+	testapiserver.WriteKubeconfig(t, kc.API.AdminConfig(), kubeconfig)
+	_, out, errOut := vipctl(t, "status", "-f", kc.ConfigPath, "-o", "json", "--kubeconfig", kubeconfig)
 	var rows []status.VIPStatus
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("vipctl status -o json: %v\n%s%s", err, out, errOut)
 	}
-	code, ids, errOut := vipctl(t, "vr-ids", "-f", kc.cfgPath, "-o", "json")
+	code, ids, errOut := vipctl(t, "vr-ids", "-f", kc.ConfigPath, "-o", "json")
 	if code != 0 {
 		t.Fatalf("vipctl vr-ids: %d\n%s%s", code, ids, errOut)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vipctl/vipctl/internal/lab"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 )
@@ -29,10 +30,10 @@ spec:
 `, apiVIP, extra, profile, mode)
 }
 
-func masters(n int) []nodeSpec {
-	var out []nodeSpec
+func masters(n int) []lab.NodeSpec {
+	var out []lab.NodeSpec
 	for i := 0; i < n; i++ {
-		out = append(out, nodeSpec{name: fmt.Sprintf("master-%d", i), addr: fmt.Sprintf("198.51.100.%d/24", 11+i), controlPlane: true})
+		out = append(out, lab.NodeSpec{Name: fmt.Sprintf("master-%d", i), Addr: fmt.Sprintf("198.51.100.%d/24", 11+i), ControlPlane: true})
 	}
 	return out
 }
@@ -40,28 +41,28 @@ func masters(n int) []nodeSpec {
 // TestAPIVIPThroughHaproxy: the API VIP answers through haproxy, which
 // balances over every apiserver; a dead apiserver is routed around.
 func TestAPIVIPThroughHaproxy(t *testing.T) {
-	lc := startCluster(t, clusterYAML("fast", "unicast", ""), masters(3))
-	holder := lc.settled(apiVIP)
-	p := lc.poll("https://"+apiVIP+":9445/", 10*time.Millisecond)
-	waitFor(t, 10*time.Second, "answers through the VIP", func() bool { ok, _ := p.counts(); return ok > 20 })
+	lc := lab.Start(t, clusterYAML("fast", "unicast", ""), masters(3))
+	holder := lc.Settled(apiVIP)
+	p := lc.Poll("https://"+apiVIP+":9445/", 10*time.Millisecond)
+	lab.WaitFor(t, 10*time.Second, "answers through the VIP", func() bool { ok, _ := p.Counts(); return ok > 20 })
 
 	// Kill one apiserver that is not on the holder (the holder's own
 	// haproxy is what serves the VIP).
-	victim := lc.byName["master-0"]
-	if victim.name == holder {
-		victim = lc.byName["master-1"]
+	victim := lc.ByName["master-0"]
+	if victim.Name == holder {
+		victim = lc.ByName["master-1"]
 	}
-	victim.apiserver.ready.Store(false)
-	victim.apiserver.Close()
+	victim.APIServer.SetReady(false)
+	victim.APIServer.Close()
 	time.Sleep(3 * time.Second) // haproxy: fall 2 at inter 1s
-	ok0, fail0 := p.counts()
+	ok0, fail0 := p.Counts()
 	time.Sleep(2 * time.Second)
-	ok1, fail1 := p.counts()
+	ok1, fail1 := p.Counts()
 	p.Stop()
 	if fail1 != fail0 || ok1-ok0 < 50 {
-		t.Errorf("after haproxy marked %s down: %d more answers, %d more failures; want only answers", victim.name, ok1-ok0, fail1-fail0)
+		t.Errorf("after haproxy marked %s down: %d more answers, %d more failures; want only answers", victim.Name, ok1-ok0, fail1-fail0)
 	}
-	if got := lc.holders(apiVIP); !slices.Equal(got, []string{holder}) {
+	if got := lc.Holders(apiVIP); !slices.Equal(got, []string{holder}) {
 		t.Errorf("a dead backend moved the VIP: holders %v, was %s", got, holder)
 	}
 }
@@ -69,14 +70,14 @@ func TestAPIVIPThroughHaproxy(t *testing.T) {
 // TestNodeLossMovesVIP: the holder's cable is pulled; another control-plane
 // node takes the API VIP and clients get answers again.
 func TestNodeLossMovesVIP(t *testing.T) {
-	lc := startCluster(t, clusterYAML("fast", "unicast", ""), masters(3))
-	holder := lc.settled(apiVIP)
-	p := lc.poll("https://"+apiVIP+":9445/", 10*time.Millisecond)
-	waitFor(t, 10*time.Second, "answers through the VIP", func() bool { ok, _ := p.counts(); return ok > 20 })
-	lc.byName[holder].host.LinkDown()
-	next := lc.waitNewHolder(apiVIP, holder, 10*time.Second)
-	ok0, _ := p.counts()
-	waitFor(t, 10*time.Second, "answers from the new holder", func() bool { ok, _ := p.counts(); return ok > ok0+20 })
+	lc := lab.Start(t, clusterYAML("fast", "unicast", ""), masters(3))
+	holder := lc.Settled(apiVIP)
+	p := lc.Poll("https://"+apiVIP+":9445/", 10*time.Millisecond)
+	lab.WaitFor(t, 10*time.Second, "answers through the VIP", func() bool { ok, _ := p.Counts(); return ok > 20 })
+	lc.ByName[holder].Host.LinkDown()
+	next := lc.WaitNewHolder(apiVIP, holder, 10*time.Second)
+	ok0, _ := p.Counts()
+	lab.WaitFor(t, 10*time.Second, "answers from the new holder", func() bool { ok, _ := p.Counts(); return ok > ok0+20 })
 	_, fail := p.Stop()
 	t.Logf("VIP moved %s -> %s; %d failed requests during the move", holder, next, fail)
 }
@@ -85,14 +86,14 @@ func TestNodeLossMovesVIP(t *testing.T) {
 // stays on its interface); a peer takes over and clients follow its
 // gratuitous ARP.
 func TestKeepalivedCrashMovesVIP(t *testing.T) {
-	lc := startCluster(t, clusterYAML("fast", "unicast", ""), masters(3))
-	holder := lc.settled(apiVIP)
-	p := lc.poll("https://"+apiVIP+":9445/", 10*time.Millisecond)
-	waitFor(t, 10*time.Second, "answers through the VIP", func() bool { ok, _ := p.counts(); return ok > 20 })
-	lc.byName[holder].crashKeepalived(t)
-	lc.waitNewHolder(apiVIP, holder, 10*time.Second)
-	ok0, _ := p.counts()
-	waitFor(t, 10*time.Second, "answers after the crash", func() bool { ok, _ := p.counts(); return ok > ok0+20 })
+	lc := lab.Start(t, clusterYAML("fast", "unicast", ""), masters(3))
+	holder := lc.Settled(apiVIP)
+	p := lc.Poll("https://"+apiVIP+":9445/", 10*time.Millisecond)
+	lab.WaitFor(t, 10*time.Second, "answers through the VIP", func() bool { ok, _ := p.Counts(); return ok > 20 })
+	lc.ByName[holder].CrashKeepalived(t)
+	lc.WaitNewHolder(apiVIP, holder, 10*time.Second)
+	ok0, _ := p.Counts()
+	lab.WaitFor(t, 10*time.Second, "answers after the crash", func() bool { ok, _ := p.Counts(); return ok > ok0+20 })
 	p.Stop()
 }
 
@@ -115,23 +116,23 @@ const handoverMasters = 6
 func TestPlannedHandover(t *testing.T) {
 	for _, profile := range []string{"fast", "default"} {
 		t.Run(profile, func(t *testing.T) {
-			lc := startCluster(t, clusterYAML(profile, "unicast", ""), masters(handoverMasters))
-			holder := lc.settled(apiVIP)
+			lc := lab.Start(t, clusterYAML(profile, "unicast", ""), masters(handoverMasters))
+			holder := lc.Settled(apiVIP)
 			url := "https://" + apiVIP + ":9445/"
-			p := lc.poll(url, 10*time.Millisecond)
-			waitFor(t, 10*time.Second, "answers through the VIP", func() bool { ok, _ := p.counts(); return ok > 20 })
+			p := lc.Poll(url, 10*time.Millisecond)
+			lab.WaitFor(t, 10*time.Second, "answers through the VIP", func() bool { ok, _ := p.Counts(); return ok > 20 })
 			for i := 1; i < handoverMasters; i++ {
-				kept := lc.openKept(t, url)
-				old := lc.byName[holder]
-				lc.drain(old)
-				next := lc.waitHolder(apiVIP, 30*time.Second, func(n string) bool { return n != holder })
+				kept := lc.OpenKept(t, url)
+				old := lc.ByName[holder]
+				lc.Drain(old)
+				next := lc.WaitHolder(apiVIP, 30*time.Second, func(n string) bool { return n != holder })
 				time.Sleep(500 * time.Millisecond) // let ARP caches follow the gratuitous ARP
-				old.keepalived.Stop()
-				kept.wantAnsweredOver(t, fmt.Sprintf("handover %d (%s -> %s): a connection opened on the old holder", i, holder, next))
+				old.Keepalived.Stop()
+				kept.WantAnsweredOver(t, fmt.Sprintf("handover %d (%s -> %s): a connection opened on the old holder", i, holder, next))
 				t.Logf("handover %d: %s -> %s", i, holder, next)
 				holder = next
 			}
-			p.wantNoFailures(t, fmt.Sprintf("%d planned handovers", handoverMasters-1))
+			p.WantNoFailures(t, fmt.Sprintf("%d planned handovers", handoverMasters-1))
 		})
 	}
 }
@@ -146,27 +147,24 @@ func TestPlannedHandover(t *testing.T) {
 func TestReturningNodeTakesItsVIPBackHitless(t *testing.T) {
 	for _, profile := range []string{"fast", "default"} {
 		t.Run(profile, func(t *testing.T) {
-			lc := startCluster(t, clusterYAML(profile, "unicast", ""), masters(3))
-			first := lc.settled(apiVIP)
+			lc := lab.Start(t, clusterYAML(profile, "unicast", ""), masters(3))
+			first := lc.Settled(apiVIP)
 			url := "https://" + apiVIP + ":9445/"
-			p := lc.poll(url, 10*time.Millisecond)
-			waitFor(t, 10*time.Second, "answers through the VIP", func() bool { ok, _ := p.counts(); return ok > 20 })
-			returning := lc.byName[first]
-			lc.drain(returning)
-			interim := lc.waitHolder(apiVIP, 30*time.Second, func(n string) bool { return n != first })
+			p := lc.Poll(url, 10*time.Millisecond)
+			lab.WaitFor(t, 10*time.Second, "answers through the VIP", func() bool { ok, _ := p.Counts(); return ok > 20 })
+			returning := lc.ByName[first]
+			lc.Drain(returning)
+			interim := lc.WaitHolder(apiVIP, 30*time.Second, func(n string) bool { return n != first })
 			time.Sleep(500 * time.Millisecond)
-			returning.keepalived.Stop()
+			returning.Keepalived.Stop()
 			// The next pod: --once undrains, keepalived starts.
-			if err := runtimecfg.Undrain(returning.target); err != nil {
-				t.Fatal(err)
-			}
-			returning.node.Local.Kick()
-			kept := lc.openKept(t, url)
-			returning.startKeepalived()
-			lc.waitHolder(apiVIP, 30*time.Second, func(n string) bool { return n == first })
+			returning.Undrain(t)
+			kept := lc.OpenKept(t, url)
+			returning.StartKeepalived()
+			lc.WaitHolder(apiVIP, 30*time.Second, func(n string) bool { return n == first })
 			time.Sleep(500 * time.Millisecond)
-			kept.wantAnsweredOver(t, fmt.Sprintf("%s took the VIP back from %s: a connection opened on %s", first, interim, interim))
-			p.wantNoFailures(t, fmt.Sprintf("%s -> %s (drain) -> %s (return)", first, interim, first))
+			kept.WantAnsweredOver(t, fmt.Sprintf("%s took the VIP back from %s: a connection opened on %s", first, interim, interim))
+			p.WantNoFailures(t, fmt.Sprintf("%s -> %s (drain) -> %s (return)", first, interim, first))
 		})
 	}
 }
@@ -184,26 +182,26 @@ func TestIngressShardVIPFollowsItsRouters(t *testing.T) {
       vips: [198.51.100.7]
       healthPort: 1937
 `
-	specs := []nodeSpec{
-		{name: "master-0", addr: "198.51.100.11/24", controlPlane: true},
-		{name: "master-1", addr: "198.51.100.12/24", controlPlane: true},
-		{name: "worker-0", addr: "198.51.100.21/24"},
-		{name: "worker-1", addr: "198.51.100.22/24"},
-		{name: "worker-2", addr: "198.51.100.23/24"},
+	specs := []lab.NodeSpec{
+		{Name: "master-0", Addr: "198.51.100.11/24", ControlPlane: true},
+		{Name: "master-1", Addr: "198.51.100.12/24", ControlPlane: true},
+		{Name: "worker-0", Addr: "198.51.100.21/24"},
+		{Name: "worker-1", Addr: "198.51.100.22/24"},
+		{Name: "worker-2", Addr: "198.51.100.23/24"},
 	}
-	lc := startCluster(t, clusterYAML("fast", "unicast", ingress), specs)
+	lc := lab.Start(t, clusterYAML("fast", "unicast", ingress), specs)
 	placement := map[string][]string{"default": {"worker-0", "worker-1"}, "internal": {"worker-1", "worker-2"}}
 	ports := map[string]int32{"default": 1936, "internal": 1937}
 	vips := map[string]string{"default": "198.51.100.6", "internal": "198.51.100.7"}
-	for _, n := range lc.nodes {
+	for _, n := range lc.Nodes {
 		for ctrl, on := range placement {
-			here := slices.Contains(on, n.name)
+			here := slices.Contains(on, n.Name)
 			if here {
-				startRouterStandIn(t, n, ctrl, ports[ctrl], vips[ctrl])
+				n.StartRouter(t, ctrl, ports[ctrl], vips[ctrl])
 			}
 			// What the sidecar does when it sees (or not) a ready router
 			// pod of this controller on this node.
-			if err := runtimecfg.SetIngressReady(n.target, ctrl, here); err != nil {
+			if err := runtimecfg.SetIngressReady(n.Target, ctrl, here); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -211,25 +209,25 @@ func TestIngressShardVIPFollowsItsRouters(t *testing.T) {
 	inPlacement := func(ctrl string) func(string) bool {
 		return func(n string) bool { return slices.Contains(placement[ctrl], n) }
 	}
-	holder := lc.waitHolder(vips["internal"], 20*time.Second, inPlacement("internal"))
-	lc.waitHolder(vips["default"], 20*time.Second, inPlacement("default"))
+	holder := lc.WaitHolder(vips["internal"], 20*time.Second, inPlacement("internal"))
+	lc.WaitHolder(vips["default"], 20*time.Second, inPlacement("default"))
 
-	p := lc.poll("http://"+vips["internal"]+"/", 10*time.Millisecond)
-	waitFor(t, 10*time.Second, "answers from the internal shard", func() bool { ok, _ := p.counts(); return ok > 20 })
+	p := lc.Poll("http://"+vips["internal"]+"/", 10*time.Millisecond)
+	lab.WaitFor(t, 10*time.Second, "answers from the internal shard", func() bool { ok, _ := p.Counts(); return ok > 20 })
 	// The router stops being ready: the pod's health endpoint says so and
 	// the sidecar sees the pod unready.
-	lc.byName[holder].routers["internal"].ready.Store(false)
-	if err := runtimecfg.SetIngressReady(lc.byName[holder].target, "internal", false); err != nil {
+	lc.ByName[holder].Routers["internal"].SetReady(false)
+	if err := runtimecfg.SetIngressReady(lc.ByName[holder].Target, "internal", false); err != nil {
 		t.Fatal(err)
 	}
-	next := lc.waitHolder(vips["internal"], 20*time.Second, func(n string) bool { return n != holder })
+	next := lc.WaitHolder(vips["internal"], 20*time.Second, func(n string) bool { return n != holder })
 	if !inPlacement("internal")(next) {
 		t.Fatalf("internal VIP moved to %s, which runs no internal router", next)
 	}
-	ok0, _ := p.counts()
-	waitFor(t, 10*time.Second, "answers from the other internal router", func() bool { ok, _ := p.counts(); return ok > ok0+20 })
+	ok0, _ := p.Counts()
+	lab.WaitFor(t, 10*time.Second, "answers from the other internal router", func() bool { ok, _ := p.Counts(); return ok > ok0+20 })
 	p.Stop()
-	if body := p.lastBody; body != "internal/"+next {
+	if body := p.LastBody(); body != "internal/"+next {
 		t.Errorf("last answer %q, want internal/%s", body, next)
 	}
 }
@@ -245,12 +243,12 @@ const webPool = `  servicePools:
 
 // webPoolNodes are two control-plane nodes (the API VIP needs a pair) and
 // the two pool=web workers, then extra.
-func webPoolNodes(extra ...nodeSpec) []nodeSpec {
-	return append([]nodeSpec{
-		{name: "master-0", addr: "198.51.100.11/24", controlPlane: true},
-		{name: "master-1", addr: "198.51.100.12/24", controlPlane: true},
-		{name: "worker-0", addr: "198.51.100.21/24", labels: map[string]string{"pool": "web"}},
-		{name: "worker-1", addr: "198.51.100.22/24", labels: map[string]string{"pool": "web"}},
+func webPoolNodes(extra ...lab.NodeSpec) []lab.NodeSpec {
+	return append([]lab.NodeSpec{
+		{Name: "master-0", Addr: "198.51.100.11/24", ControlPlane: true},
+		{Name: "master-1", Addr: "198.51.100.12/24", ControlPlane: true},
+		{Name: "worker-0", Addr: "198.51.100.21/24", Labels: map[string]string{"pool": "web"}},
+		{Name: "worker-1", Addr: "198.51.100.22/24", Labels: map[string]string{"pool": "web"}},
 	}, extra...)
 }
 
@@ -259,17 +257,17 @@ func inWebPool(node string) bool { return node == "worker-0" || node == "worker-
 // TestServicePoolsSpreadAndStayBound: a pool's VIPs are held by more than
 // one of its nodes at once, never by nodes outside its nodeSelector.
 func TestServicePoolsSpreadAndStayBound(t *testing.T) {
-	lc := startCluster(t, clusterYAML("fast", "unicast", webPool), webPoolNodes(nodeSpec{name: "worker-2", addr: "198.51.100.23/24"}))
+	lc := lab.Start(t, clusterYAML("fast", "unicast", webPool), webPoolNodes(lab.NodeSpec{Name: "worker-2", Addr: "198.51.100.23/24"}))
 	var vips []string
 	for a, i := netip.MustParseAddr("198.51.100.130"), 0; i < 6; a, i = a.Next(), i+1 {
-		lc.stateAddVIP("web", a)
+		lc.AddServiceVIP("web", a)
 		vips = append(vips, a.String())
 	}
-	for _, n := range lc.nodes {
-		lc.apply(n)
+	for _, n := range lc.Nodes {
+		lc.Apply(n)
 	}
 	holders := map[string]bool{}
-	for v, h := range lc.settledAll(vips...) {
+	for v, h := range lc.SettledAll(vips...) {
 		if !inWebPool(h) {
 			t.Errorf("%s held by %s, outside the pool's nodeSelector", v, h)
 		}
@@ -286,7 +284,7 @@ func TestServicePoolsSpreadAndStayBound(t *testing.T) {
 // state change on any node. Removing an instance's last Service VIP takes
 // it off every node; the instance stays with its anchor address.
 func TestServiceVIPChangesLeaveOthersAlone(t *testing.T) {
-	lc := startCluster(t, clusterYAML("fast", "unicast", webPool), webPoolNodes())
+	lc := lab.Start(t, clusterYAML("fast", "unicast", webPool), webPoolNodes())
 
 	// Two VIPs in the instance the client watches (A), and three for the
 	// other one (B): two to start with, one to add.
@@ -296,7 +294,7 @@ func TestServiceVIPChangesLeaveOthersAlone(t *testing.T) {
 		if !netip.MustParsePrefix("198.51.100.128/26").Contains(a) {
 			t.Fatalf("the pool's addresses do not fill both instances: %v", byInstance)
 		}
-		inst := lc.instanceFor("worker-0", "web", a)
+		inst := instanceFor(t, lc, "worker-0", "web", a)
 		if untouched == "" {
 			untouched = inst
 		} else if touched == "" && inst != untouched {
@@ -306,57 +304,57 @@ func TestServiceVIPChangesLeaveOthersAlone(t *testing.T) {
 	}
 	a, b := byInstance[untouched][:2], byInstance[touched][:3]
 	for _, v := range []netip.Addr{a[0], a[1], b[0], b[1]} {
-		lc.stateAddVIP("web", v)
+		lc.AddServiceVIP("web", v)
 	}
-	for _, n := range lc.nodes {
-		lc.apply(n)
+	for _, n := range lc.Nodes {
+		lc.Apply(n)
 	}
-	settled := lc.settledAll(a[0].String(), a[1].String(), b[0].String(), b[1].String())
+	settled := lc.SettledAll(a[0].String(), a[1].String(), b[0].String(), b[1].String())
 	watched := a[0].String()
 	holder := settled[watched]
 	for _, n := range []string{"worker-0", "worker-1"} {
-		startEcho(t, lc.byName[n], "0.0.0.0:8080")
+		lc.ByName[n].StartEcho(t, "0.0.0.0:8080")
 	}
-	p := lc.poll("http://"+watched+":8080/", 10*time.Millisecond)
-	waitFor(t, 10*time.Second, "answers from the pool VIP", func() bool { ok, _ := p.counts(); return ok > 20 })
+	p := lc.Poll("http://"+watched+":8080/", 10*time.Millisecond)
+	lab.WaitFor(t, 10*time.Second, "answers from the pool VIP", func() bool { ok, _ := p.Counts(); return ok > 20 })
 
 	// change applies one update to every node, as the sidecars do, and
 	// checks that instance A went through it without a state change.
 	change := func(what string, edit func()) {
 		t.Helper()
-		since := lc.mark()
+		since := lc.Mark()
 		edit()
-		for _, n := range lc.nodes {
-			res := lc.apply(n)
-			if inWebPool(n.name) && !slices.Contains(res.Reloaded, "keepalived") {
-				t.Errorf("%s: %s: keepalived not reloaded (result %+v)", what, n.name, res)
+		for _, n := range lc.Nodes {
+			res := lc.Apply(n)
+			if inWebPool(n.Name) && !slices.Contains(res.Reloaded, "keepalived") {
+				t.Errorf("%s: %s: keepalived not reloaded (result %+v)", what, n.Name, res)
 			}
 		}
 		time.Sleep(2 * time.Second) // ten adverts: a flap would show
-		if got := lc.transitions(since, untouched); len(got) > 0 {
+		if got := lc.Transitions(since, untouched); len(got) > 0 {
 			t.Errorf("%s: untouched instance %s changed state: %q", what, untouched, got)
 		}
-		t.Logf("%s: instance %s: %q", what, touched, lc.transitions(since, touched))
+		t.Logf("%s: instance %s: %q", what, touched, lc.Transitions(since, touched))
 	}
-	change("adding "+b[2].String(), func() { lc.stateAddVIP("web", b[2]) })
-	lc.waitHolder(b[2].String(), 10*time.Second, inWebPool)
+	change("adding "+b[2].String(), func() { lc.AddServiceVIP("web", b[2]) })
+	lc.WaitHolder(b[2].String(), 10*time.Second, inWebPool)
 
-	change("removing "+b[0].String()+" and "+b[1].String(), func() { lc.stateRemoveVIP("web", b[0], b[1]) })
+	change("removing "+b[0].String()+" and "+b[1].String(), func() { lc.RemoveServiceVIPs("web", b[0], b[1]) })
 	for _, v := range b[:2] {
-		if h := lc.holders(v.String()); len(h) > 0 {
+		if h := lc.Holders(v.String()); len(h) > 0 {
 			t.Errorf("removed VIP %s still held by %v", v, h)
 		}
 	}
-	if h := lc.holders(b[2].String()); len(h) != 1 {
+	if h := lc.Holders(b[2].String()); len(h) != 1 {
 		t.Errorf("%s, left in its instance, held by %v", b[2], h)
 	}
 
-	change("removing the last Service VIP of "+touched, func() { lc.stateRemoveVIP("web", b[2]) })
-	if h := lc.holders(b[2].String()); len(h) > 0 {
+	change("removing the last Service VIP of "+touched, func() { lc.RemoveServiceVIPs("web", b[2]) })
+	if h := lc.Holders(b[2].String()); len(h) > 0 {
 		t.Errorf("removed VIP %s still held by %v", b[2], h)
 	}
 	for _, n := range []string{"worker-0", "worker-1"} {
-		conf, err := os.ReadFile(filepath.Join(lc.byName[n].target.Root, render.KeepalivedConfPath))
+		conf, err := os.ReadFile(filepath.Join(lc.ByName[n].Target.Root, render.KeepalivedConfPath))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,33 +367,33 @@ func TestServiceVIPChangesLeaveOthersAlone(t *testing.T) {
 
 	ok, fail := p.Stop()
 	if fail != 0 {
-		t.Errorf("the untouched VIP %s failed %d of %d requests (%q)", watched, fail, ok+fail, p.errs)
+		t.Errorf("the untouched VIP %s failed %d of %d requests (%q)", watched, fail, ok+fail, p.Errors())
 	}
-	if h := lc.holders(watched); !slices.Equal(h, []string{holder}) {
+	if h := lc.Holders(watched); !slices.Equal(h, []string{holder}) {
 		t.Errorf("untouched VIP %s moved from %s to %v", watched, holder, h)
 	}
 
 	// The counter itself: a real state change of instance A must show.
-	since := lc.mark()
-	lc.drain(lc.byName[holder])
-	lc.waitHolder(watched, 10*time.Second, func(n string) bool { return n != holder })
-	waitFor(t, 5*time.Second, "the handover of "+untouched+" in keepalived's logs", func() bool { return len(lc.transitions(since, untouched)) >= 2 })
+	since := lc.Mark()
+	lc.Drain(lc.ByName[holder])
+	lc.WaitHolder(watched, 10*time.Second, func(n string) bool { return n != holder })
+	lab.WaitFor(t, 5*time.Second, "the handover of "+untouched+" in keepalived's logs", func() bool { return len(lc.Transitions(since, untouched)) >= 2 })
 }
 
 // instanceFor names the vrrp_instance of node's keepalived.conf that
 // would hold vip if it were allocated from pool now. It renders only.
-func (lc *labCluster) instanceFor(node, pool string, vip netip.Addr) string {
-	lc.t.Helper()
-	st := lc.state
+func instanceFor(t testing.TB, lc *lab.Cluster, node, pool string, vip netip.Addr) string {
+	t.Helper()
+	st := lc.State
 	st.ServiceVIPs = maps.Clone(st.ServiceVIPs)
 	if st.ServiceVIPs == nil {
 		st.ServiceVIPs = map[string][]netip.Addr{}
 	}
 	st.ServiceVIPs[pool] = append(slices.Clone(st.ServiceVIPs[pool]), vip)
-	d, err := runtimecfg.DesiredNode(lc.cfg, st, node, lc.byName[node].target.Root)
+	d, err := runtimecfg.DesiredNode(lc.Config, st, node, lc.ByName[node].Target.Root)
 	files := d.Files
 	if err != nil {
-		lc.t.Fatal(err)
+		t.Fatal(err)
 	}
 	for _, f := range files {
 		if f.Path != render.KeepalivedConfPath {
@@ -412,19 +410,8 @@ func (lc *labCluster) instanceFor(node, pool string, vip netip.Addr) string {
 			}
 		}
 	}
-	lc.t.Fatalf("%s: no instance holds %s", node, vip)
+	t.Fatalf("%s: no instance holds %s", node, vip)
 	return ""
-}
-
-func (lc *labCluster) stateRemoveVIP(pool string, vips ...netip.Addr) {
-	lc.state.ServiceVIPs[pool] = slices.DeleteFunc(lc.state.ServiceVIPs[pool], func(a netip.Addr) bool { return slices.Contains(vips, a) })
-}
-
-func (lc *labCluster) stateAddVIP(pool string, a netip.Addr) {
-	if lc.state.ServiceVIPs == nil {
-		lc.state.ServiceVIPs = map[string][]netip.Addr{}
-	}
-	lc.state.ServiceVIPs[pool] = append(lc.state.ServiceVIPs[pool], a)
 }
 
 // TestMulticastAndIPv6: multicast VRRP and an IPv6 API VIP.
@@ -432,20 +419,20 @@ func TestMulticastAndIPv6(t *testing.T) {
 	yaml := strings.Replace(clusterYAML("fast", "multicast", ""), "api: {vips: [198.51.100.5]}", `api: {vips: [198.51.100.5, "2001:db8:100::5"]}`, 1)
 	specs := masters(3)
 	for i := range specs {
-		specs[i].addr6 = fmt.Sprintf("2001:db8:100::%d/64", 11+i)
+		specs[i].Addr6 = fmt.Sprintf("2001:db8:100::%d/64", 11+i)
 	}
-	lc := startCluster(t, yaml, specs)
-	h4 := lc.settled(apiVIP)
-	h6 := lc.settled("2001:db8:100::5")
+	lc := lab.Start(t, yaml, specs)
+	h4 := lc.Settled(apiVIP)
+	h6 := lc.Settled("2001:db8:100::5")
 	if h4 != h6 {
 		t.Logf("IPv4 and IPv6 API VIPs on different nodes (%s, %s)", h4, h6)
 	}
-	p := lc.poll("https://[2001:db8:100::5]:9445/", 10*time.Millisecond)
-	waitFor(t, 10*time.Second, "answers on the IPv6 VIP", func() bool { ok, _ := p.counts(); return ok > 20 })
-	lc.byName[h6].host.LinkDown()
-	lc.waitNewHolder("2001:db8:100::5", h6, 10*time.Second)
-	ok0, _ := p.counts()
-	waitFor(t, 10*time.Second, "IPv6 answers from the new holder", func() bool { ok, _ := p.counts(); return ok > ok0+20 })
+	p := lc.Poll("https://[2001:db8:100::5]:9445/", 10*time.Millisecond)
+	lab.WaitFor(t, 10*time.Second, "answers on the IPv6 VIP", func() bool { ok, _ := p.Counts(); return ok > 20 })
+	lc.ByName[h6].Host.LinkDown()
+	lc.WaitNewHolder("2001:db8:100::5", h6, 10*time.Second)
+	ok0, _ := p.Counts()
+	lab.WaitFor(t, 10*time.Second, "IPv6 answers from the new holder", func() bool { ok, _ := p.Counts(); return ok > ok0+20 })
 	p.Stop()
 }
 
@@ -462,38 +449,27 @@ func TestPlannedHandoverDualStack(t *testing.T) {
 			yaml := strings.Replace(clusterYAML("fast", mode, ""), "api: {vips: [198.51.100.5]}", `api: {vips: [198.51.100.5, "`+vip6+`"]}`, 1)
 			specs := masters(3)
 			for i := range specs {
-				specs[i].addr6 = fmt.Sprintf("2001:db8:100::%d/64", 11+i)
+				specs[i].Addr6 = fmt.Sprintf("2001:db8:100::%d/64", 11+i)
 			}
-			lc := startCluster(t, yaml, specs)
-			holder := lc.settled(vip6)
-			if h4 := lc.settled(apiVIP); h4 != holder {
+			lc := lab.Start(t, yaml, specs)
+			holder := lc.Settled(vip6)
+			if h4 := lc.Settled(apiVIP); h4 != holder {
 				t.Fatalf("the API VIP's families sit on %s and %s; both families of a key share priorities", h4, holder)
 			}
 			url := "https://[" + vip6 + "]:9445/"
-			p := lc.poll(url, 10*time.Millisecond)
-			waitFor(t, 10*time.Second, "answers on the IPv6 VIP", func() bool { ok, _ := p.counts(); return ok > 20 })
-			kept := map[string]*persistent{vip6: lc.openKept(t, url), apiVIP: lc.openKept(t, "https://"+apiVIP+":9445/")}
-			old := lc.byName[holder]
-			lc.drain(old)
-			next := lc.waitHolder(vip6, 30*time.Second, func(n string) bool { return n != holder })
-			lc.waitHolder(apiVIP, 30*time.Second, func(n string) bool { return n != holder })
+			p := lc.Poll(url, 10*time.Millisecond)
+			lab.WaitFor(t, 10*time.Second, "answers on the IPv6 VIP", func() bool { ok, _ := p.Counts(); return ok > 20 })
+			kept := map[string]*lab.KeptConn{vip6: lc.OpenKept(t, url), apiVIP: lc.OpenKept(t, "https://"+apiVIP+":9445/")}
+			old := lc.ByName[holder]
+			lc.Drain(old)
+			next := lc.WaitHolder(vip6, 30*time.Second, func(n string) bool { return n != holder })
+			lc.WaitHolder(apiVIP, 30*time.Second, func(n string) bool { return n != holder })
 			time.Sleep(500 * time.Millisecond)
-			old.keepalived.Stop()
+			old.Keepalived.Stop()
 			for vip, k := range kept {
-				k.wantAnsweredOver(t, fmt.Sprintf("%s -> %s: a connection to %s opened on the old holder", holder, next, vip))
+				k.WantAnsweredOver(t, fmt.Sprintf("%s -> %s: a connection to %s opened on the old holder", holder, next, vip))
 			}
-			p.wantNoFailures(t, fmt.Sprintf("%s -> %s over IPv6", holder, next))
+			p.WantNoFailures(t, fmt.Sprintf("%s -> %s over IPv6", holder, next))
 		})
-	}
-}
-
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

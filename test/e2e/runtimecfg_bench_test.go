@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/vipctl/vipctl/internal/lab"
 	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/internal/testapiserver"
 	"github.com/vipctl/vipctl/pkg/render"
@@ -252,14 +253,14 @@ func parallel(b *testing.B, n, workers int, f func(i int) error) {
 // benchProc is a vipctl process the bench started; it is stopped by PID.
 type benchProc struct {
 	cmd *exec.Cmd
-	log *syncBuffer
+	log *lab.LogBuffer
 }
 
 func (p *benchProc) PID() int { return p.cmd.Process.Pid }
 
 func startProcess(b *testing.B, bin string, args ...string) *benchProc {
 	b.Helper()
-	p := &benchProc{cmd: exec.Command(bin, args...), log: &syncBuffer{}}
+	p := &benchProc{cmd: exec.Command(bin, args...), log: &lab.LogBuffer{}}
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -275,7 +276,7 @@ func startProcess(b *testing.B, bin string, args ...string) *benchProc {
 			<-exited
 		}
 		if b.Failed() {
-			b.Logf("--- vipctl %s log:\n%s", args[0], lastLines(p.log.String(), 40))
+			b.Logf("--- vipctl %s log:\n%s", args[0], p.log.Tail(40))
 		}
 	})
 	return p
@@ -286,7 +287,7 @@ func waitUntilOrFatal(b *testing.B, timeout time.Duration, what string, p *bench
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			b.Fatalf("timed out waiting for %s; log:\n%s", what, lastLines(p.log.String(), 20))
+			b.Fatalf("timed out waiting for %s; log:\n%s", what, p.log.Tail(20))
 		}
 		time.Sleep(2 * time.Millisecond)
 	}

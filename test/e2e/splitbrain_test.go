@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/vipctl/vipctl/internal/lab"
 )
 
 // TestPoolConfigsDisagreeWithoutSplitBrain: two pool nodes whose sidecars
@@ -20,31 +22,31 @@ func TestPoolConfigsDisagreeWithoutSplitBrain(t *testing.T) {
       nodeSelector: {pool: web}
       instances: 1
 `
-	specs := []nodeSpec{
-		{name: "master-0", addr: "198.51.100.11/24", controlPlane: true},
-		{name: "master-1", addr: "198.51.100.12/24", controlPlane: true},
-		{name: "worker-0", addr: "198.51.100.21/24", labels: map[string]string{"pool": "web"}},
-		{name: "worker-1", addr: "198.51.100.22/24", labels: map[string]string{"pool": "web"}},
+	specs := []lab.NodeSpec{
+		{Name: "master-0", Addr: "198.51.100.11/24", ControlPlane: true},
+		{Name: "master-1", Addr: "198.51.100.12/24", ControlPlane: true},
+		{Name: "worker-0", Addr: "198.51.100.21/24", Labels: map[string]string{"pool": "web"}},
+		{Name: "worker-1", Addr: "198.51.100.22/24", Labels: map[string]string{"pool": "web"}},
 	}
-	lc := startCluster(t, clusterYAML("fast", "unicast", pools), specs)
+	lc := lab.Start(t, clusterYAML("fast", "unicast", pools), specs)
 	shared := netip.MustParseAddr("198.51.100.130")
-	lc.stateAddVIP("web", shared)
-	for _, n := range lc.nodes {
-		lc.apply(n)
+	lc.AddServiceVIP("web", shared)
+	for _, n := range lc.Nodes {
+		lc.Apply(n)
 	}
-	holder := lc.settled(shared.String())
+	holder := lc.Settled(shared.String())
 
 	// Only the holder learns of a second Service address.
-	lc.stateAddVIP("web", netip.MustParseAddr("198.51.100.131"))
-	lc.apply(lc.byName[holder])
+	lc.AddServiceVIP("web", netip.MustParseAddr("198.51.100.131"))
+	lc.Apply(lc.ByName[holder])
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
-		if h := lc.holders(shared.String()); len(h) != 1 {
+		if h := lc.Holders(shared.String()); len(h) != 1 {
 			t.Fatalf("%s held by %v while the pool nodes' configs disagree: split brain", shared, h)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if h := lc.holders("198.51.100.131"); len(h) != 1 || h[0] != holder {
+	if h := lc.Holders("198.51.100.131"); len(h) != 1 || h[0] != holder {
 		t.Errorf("the new address is held by %v, want %s", h, holder)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vipctl/vipctl/internal/cli"
+	"github.com/vipctl/vipctl/internal/lab"
 	"github.com/vipctl/vipctl/internal/testapiserver"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/render"
@@ -42,7 +43,7 @@ func TestUpdateAndStatus(t *testing.T) {
 	base := clusterYAML("fast", "unicast", updateBase)
 	e := startAllocEnv(t, base)
 	e.api.InstallCRDs(t, testapiserver.MachineConfigCRD(t))
-	e.startAllocator(t, "a-0")
+	lab.StartAllocator(t, e.api, e.token, "a-0")
 	ctx := context.Background()
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
@@ -207,24 +208,24 @@ func readFile(t *testing.T, path string) string {
 // A client polling an untouched Service VIP every 10 ms never fails
 // meanwhile.
 func TestUpdateInTheLab(t *testing.T) {
-	kc := startKubeCluster(t, clusterYAML("fast", "unicast", sidecarPools), sidecarSpecs())
-	kc.deploy(t)
-	for _, n := range kc.nodes {
-		kc.addNode(t, n.name)
-		kc.startSidecar(t, n.name)
-		startEcho(t, n, "0.0.0.0:8080")
+	kc := lab.StartKube(t, clusterYAML("fast", "unicast", sidecarPools), sidecarSpecs())
+	kc.Deploy(t)
+	for _, n := range kc.Nodes {
+		kc.AddNode(t, n.Name)
+		kc.StartSidecar(t, n.Name)
+		n.StartEcho(t, "0.0.0.0:8080")
 	}
 	ctx := context.Background()
-	createLBService(t, kc.admin, "untouched", "")
+	kc.CreateLBService(t, "untouched", "")
 	for _, w := range []string{"worker-0", "worker-1"} {
-		kc.waitConf(t, w, "the untouched VIP", func(c string) bool { return strings.Contains(c, "198.51.100.128/32") })
+		kc.WaitConf(t, w, "the untouched VIP", func(c string) bool { return strings.Contains(c, "198.51.100.128/32") })
 	}
-	p := kc.poll("http://198.51.100.128:8080/", 10*time.Millisecond)
-	waitFor(t, 30*time.Second, "the untouched VIP answers", func() bool { ok, _ := p.counts(); return ok > 20 })
+	p := kc.Poll("http://198.51.100.128:8080/", 10*time.Millisecond)
+	lab.WaitFor(t, 30*time.Second, "the untouched VIP answers", func() bool { ok, _ := p.Counts(); return ok > 20 })
 
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
-	testapiserver.WriteKubeconfig(t, kc.api.AdminConfig(), kubeconfig)
+	testapiserver.WriteKubeconfig(t, kc.API.AdminConfig(), kubeconfig)
 	file := filepath.Join(dir, "cluster.yaml")
 	if err := os.WriteFile(file, []byte(clusterYAML("fast", "unicast", sidecarPools)), 0o644); err != nil {
 		t.Fatal(err)
@@ -232,21 +233,21 @@ func TestUpdateInTheLab(t *testing.T) {
 	if code, out, errOut := vipctl(t, "update", "-f", file, "--kubeconfig", kubeconfig, "--add-pool", "extra=198.51.100.64/27"); code != 0 {
 		t.Fatalf("update: %d\n%s%s", code, out, errOut)
 	}
-	createLBService(t, kc.admin, "in-extra", "198.51.100.70")
-	kc.waitConf(t, "master-0", "the new pool's address", func(c string) bool { return strings.Contains(c, "198.51.100.70/32") })
-	q := kc.poll("http://198.51.100.70:8080/", 20*time.Millisecond)
-	waitFor(t, 30*time.Second, "the new pool's address answers", func() bool { ok, _ := q.counts(); return ok > 5 })
+	kc.CreateLBService(t, "in-extra", "198.51.100.70")
+	kc.WaitConf(t, "master-0", "the new pool's address", func(c string) bool { return strings.Contains(c, "198.51.100.70/32") })
+	q := kc.Poll("http://198.51.100.70:8080/", 20*time.Millisecond)
+	lab.WaitFor(t, 30*time.Second, "the new pool's address answers", func() bool { ok, _ := q.Counts(); return ok > 5 })
 	q.Stop()
 
-	if err := kc.admin.CoreV1().Services("default").Delete(ctx, "in-extra", metav1.DeleteOptions{}); err != nil {
+	if err := kc.Admin.CoreV1().Services("default").Delete(ctx, "in-extra", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the allocator releases in-extra", func() bool { return countAllocated(t, kc.admin) == 1 })
+	lab.WaitFor(t, 30*time.Second, "the allocator releases in-extra", func() bool { return countAllocated(t, kc.Admin) == 1 })
 	if code, out, errOut := vipctl(t, "update", "-f", file, "--kubeconfig", kubeconfig, "--remove-pool", "extra"); code != 0 {
 		t.Fatalf("remove: %d\n%s%s", code, out, errOut)
 	}
-	for _, n := range kc.nodes {
-		kc.waitConf(t, n.name, "no instance of the removed pool", func(c string) bool { return !strings.Contains(c, "pool_extra_") })
+	for _, n := range kc.Nodes {
+		kc.WaitConf(t, n.Name, "no instance of the removed pool", func(c string) bool { return !strings.Contains(c, "pool_extra_") })
 	}
 	time.Sleep(time.Second)
 	ok, fail := p.Stop()

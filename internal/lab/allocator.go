@@ -1,0 +1,87 @@
+package lab
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	authv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/vipctl/vipctl/internal/testapiserver"
+	"github.com/vipctl/vipctl/pkg/allocator"
+	"github.com/vipctl/vipctl/pkg/manifests"
+	"github.com/vipctl/vipctl/pkg/render"
+)
+
+// As the CLI sets them: two writes per allocation (status, Event).
+const allocatorQPS, allocatorBurst = 50, 100
+
+// Allocator is one in-process allocator replica using the
+// ServiceAccount's token.
+type Allocator struct {
+	*allocator.Controller
+	Metrics *allocator.Metrics
+	Log     *LogBuffer
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// Stop ends the replica (releasing its Lease if it leads) and waits for it.
+func (r *Allocator) Stop() {
+	r.cancel()
+	<-r.done
+}
+
+// Done is closed when the replica has stopped running, by Stop or on its
+// own.
+func (r *Allocator) Done() <-chan struct{} { return r.done }
+
+// AllocatorToken gets a token for the allocator's ServiceAccount, whose
+// manifests are applied already.
+func AllocatorToken(t testing.TB, admin kubernetes.Interface) string {
+	t.Helper()
+	tok, err := admin.CoreV1().ServiceAccounts(render.Namespace).CreateToken(context.Background(), manifests.AllocatorName,
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(7200))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok.Status.Token
+}
+
+// StartAllocator runs an allocator replica named id against api with the
+// allocator ServiceAccount's token, stopped when the test ends.
+func StartAllocator(t testing.TB, api *testapiserver.Server, token, id string) *Allocator {
+	t.Helper()
+	buf := &LogBuffer{}
+	m := allocator.NewMetrics(nil)
+	cfg := api.TokenConfig(token)
+	cfg.QPS, cfg.Burst = allocatorQPS, allocatorBurst
+	c, err := allocator.NewController(allocator.Options{
+		Client:    kubernetes.NewForConfigOrDie(cfg),
+		Namespace: render.Namespace, Identity: id,
+		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
+		Log: slog.New(slog.NewTextHandler(buf, nil)), Metrics: m,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Allocator{Controller: c, Metrics: m, Log: buf, cancel: cancel, done: make(chan struct{})}
+	go func() { defer close(r.done); _ = c.Run(ctx) }()
+	var once sync.Once
+	t.Cleanup(func() {
+		once.Do(func() {
+			cancel()
+			<-r.done
+		})
+		if t.Failed() {
+			t.Logf("--- allocator %s log:\n%s", id, buf.Tail(30))
+		}
+	})
+	return r
+}

@@ -1,0 +1,350 @@
+// Package lab runs small OpenShift-like clusters in network namespaces
+// (internal/netlab) for the end-to-end tests, benchmarks and anything else
+// that needs real keepalived and haproxy moving real VIPs: nodes brought in
+// line by the sidecar's own runtimecfg.Node.Reconcile and running the
+// daemons with the static pods' command lines, stand-ins for what a
+// cluster would run (apiservers, routers, a workload), clients that poll
+// the VIPs, and (kube.go) a real kube-apiserver the nodes' sidecars watch.
+// docs/lab.md describes the lab and what it proves. Everything is stopped
+// and deleted when the test ends; a failing test gets each node's daemon
+// logs, nftables ruleset, local routes and neighbours in its log.
+package lab
+
+import (
+	"context"
+	"maps"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vipctl/vipctl/internal/netlab"
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/manifests"
+	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/runtimecfg"
+)
+
+// Node is one "node": a namespace running the real keepalived (and
+// haproxy on control-plane nodes) with the files runtimecfg writes.
+type Node struct {
+	Name string
+	// Addr is the node's (first) address on the machine network.
+	Addr       string
+	Host       *netlab.Host
+	Target     runtimecfg.Target
+	Keepalived *netlab.Proc
+	Haproxy    *netlab.Proc        // nil on workers
+	APIServer  *StandIn            // nil on workers
+	Routers    map[string]*StandIn // by IngressController
+	handover   render.Handover
+	// node is what the sidecar would keep in line; the lab calls its
+	// Reconcile where the sidecar would sync.
+	node      *runtimecfg.Node
+	stopLocal func() // when a real sidecar takes over
+}
+
+// Cluster is a small cluster in a network-namespace lab.
+type Cluster struct {
+	t      testing.TB
+	lab    *netlab.Lab
+	Config *v1alpha1.ClusterVIPs
+	Nodes  []*Node
+	ByName map[string]*Node
+	// Client is the namespace the lab's clients (pollers, kept
+	// connections) run in.
+	Client *netlab.Host
+	// State is what the lab's nodes are brought in line with by Apply:
+	// tests change it (AddServiceVIP, ...) where a cluster would change.
+	State cluster.State
+}
+
+// NodeSpec describes one node of a lab cluster.
+type NodeSpec struct {
+	Name         string
+	Addr         string // CIDR on the machine network
+	Addr6        string // optional IPv6 CIDR
+	ControlPlane bool
+	Labels       map[string]string
+}
+
+// Start builds the lab, renders every node's files through runtimecfg
+// (the sidecar's own code path) and starts the daemons.
+func Start(t testing.TB, clusterYAML string, specs []NodeSpec) *Cluster {
+	t.Helper()
+	cfg, err := v1alpha1.Parse([]byte(clusterYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc := &Cluster{t: t, lab: netlab.New(t), Config: cfg, ByName: map[string]*Node{}}
+	lc.Client = lc.lab.AddHost("client", netlab.HostOpts{Iface: "eth0", Addrs: []string{"198.51.100.100/24", "2001:db8:100::100/64"}})
+	// Scripts run as keepalived_script, who must be able to reach them:
+	// one world-readable base directory (t.TempDir is private).
+	base, err := os.MkdirTemp("", "vipctl-lab-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range specs {
+		addrs := []string{s.Addr}
+		if s.Addr6 != "" {
+			addrs = append(addrs, s.Addr6)
+		}
+		h := lc.lab.AddHost(s.Name, netlab.HostOpts{Iface: "br-ex", Addrs: addrs})
+		root := filepath.Join(base, s.Name)
+		n := &Node{Name: s.Name, Addr: strings.Split(s.Addr, "/")[0], Host: h, Routers: map[string]*StandIn{},
+			Target: runtimecfg.Target{Root: root, Netns: h.NS}}
+		lc.Nodes = append(lc.Nodes, n)
+		lc.ByName[s.Name] = n
+		node := cluster.Node{Name: s.Name, Labels: s.Labels, ControlPlane: s.ControlPlane, Interface: "br-ex"}
+		node.Addresses = append(node.Addresses, mustAddr(t, n.Addr))
+		if s.Addr6 != "" {
+			node.Addresses = append(node.Addresses, mustAddr(t, strings.Split(s.Addr6, "/")[0]))
+		}
+		lc.State.Nodes = append(lc.State.Nodes, node)
+	}
+	for _, n := range lc.Nodes {
+		for _, d := range []string{render.RunDir, render.HaproxyRunDir} {
+			if err := os.MkdirAll(filepath.Join(n.Target.Root, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := runtimecfg.InitRunFiles(n.Target, cfg); err != nil {
+			t.Fatal(err)
+		}
+		lc.keepLocal(n)
+		lc.Apply(n)
+		if lc.isControlPlane(n.Name) {
+			n.APIServer = startAPIServerStandIn(t, n)
+			n.Haproxy = n.Host.Start("haproxy", manifests.HaproxyCommand(n.Target.Root)...)
+		}
+		n.StartKeepalived()
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, n := range lc.Nodes {
+				t.Logf("--- %s keepalived log:\n%s", n.Name, n.Keepalived.LogTail(25))
+				if n.Haproxy != nil {
+					t.Logf("--- %s haproxy log:\n%s", n.Name, n.Haproxy.LogTail(15))
+				}
+				for _, args := range [][]string{{"nft", "list", "ruleset"}, {"ip", "route", "show", "table", "local", "proto", "118"}, {"ip", "-6", "route", "show", "table", "local", "proto", "118"}, {"ip", "neigh"}, {"ip", "-6", "neigh"}} {
+					out, err := n.Host.Exec(args...)
+					t.Logf("--- %s %s: %v\n%s", n.Name, strings.Join(args, " "), err, out)
+				}
+			}
+		}
+	})
+	return lc
+}
+
+// StartKeepalived starts keepalived on the node with its rendered files,
+// as the keepalived container does.
+func (n *Node) StartKeepalived() {
+	n.Keepalived = n.Host.Start("keepalived", manifests.KeepalivedCommand(n.Target.Root)...)
+}
+
+// Undrain does what --once does in the node's next keepalived pod: the
+// drain file says undrained, and the VIPs kept local since the drain are
+// let go.
+func (n *Node) Undrain(t testing.TB) {
+	t.Helper()
+	if err := runtimecfg.Undrain(n.Target); err != nil {
+		t.Fatal(err)
+	}
+	n.node.Local.Kick()
+}
+
+// keepLocal runs what the sidecar runs to keep the VIPs a node holds (and
+// held lately) local, so that connections open when a VIP leaves are still
+// answered.
+func (lc *Cluster) keepLocal(n *Node) {
+	local := runtimecfg.NewLocalVIPs(n.Target, runtimecfg.HandoverGrace)
+	n.node = runtimecfg.NewNode(n.Target, n.Name, local)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		local.Run(ctx, time.Second, func(err error) { lc.t.Errorf("%s: keeping VIPs local: %v", n.Name, err) })
+	}()
+	var once sync.Once
+	n.stopLocal = func() { once.Do(func() { cancel(); <-done }) }
+	lc.t.Cleanup(n.stopLocal)
+}
+
+func (lc *Cluster) isControlPlane(name string) bool {
+	for _, n := range lc.State.Nodes {
+		if n.Name == name {
+			return n.ControlPlane
+		}
+	}
+	return false
+}
+
+// Apply brings the node in line with the lab's config and state through
+// the sidecar's own Reconcile (render, judge, atomic write, reload, API
+// redirect, handover table, local VIPs).
+func (lc *Cluster) Apply(n *Node) runtimecfg.Result {
+	lc.t.Helper()
+	out, err := n.node.Reconcile(context.Background(), runtimecfg.Input{Config: lc.Config, State: lc.State})
+	if err != nil {
+		lc.t.Fatal(err)
+	}
+	if out.HandoverErr != nil {
+		lc.t.Fatal(out.HandoverErr)
+	}
+	n.handover = out.Handover
+	return out.Result
+}
+
+// AddServiceVIP allocates a from pool in the lab's state, as the allocator
+// would; Apply takes it to a node.
+func (lc *Cluster) AddServiceVIP(pool string, a netip.Addr) {
+	if lc.State.ServiceVIPs == nil {
+		lc.State.ServiceVIPs = map[string][]netip.Addr{}
+	}
+	lc.State.ServiceVIPs[pool] = append(lc.State.ServiceVIPs[pool], a)
+}
+
+// RemoveServiceVIPs releases vips of pool in the lab's state.
+func (lc *Cluster) RemoveServiceVIPs(pool string, vips ...netip.Addr) {
+	lc.State.ServiceVIPs[pool] = slices.DeleteFunc(lc.State.ServiceVIPs[pool], func(a netip.Addr) bool { return slices.Contains(vips, a) })
+}
+
+// Drain starts a planned handover on n, as the sidecar does when the drain
+// file changes.
+func (lc *Cluster) Drain(n *Node) {
+	lc.t.Helper()
+	lc.t.Logf("draining %s at %s", n.Name, time.Now().Format("15:04:05.000"))
+	if err := runtimecfg.Drain(n.Target, n.handover); err != nil {
+		lc.t.Fatal(err)
+	}
+	n.node.Local.Kick()
+}
+
+// Holders lists the nodes that have vip on their interface right now.
+func (lc *Cluster) Holders(vip string) []string {
+	var out []string
+	for _, n := range lc.Nodes {
+		got, err := n.Host.Exec("ip", "-o", "addr", "show", "dev", "br-ex")
+		if err == nil && strings.Contains(string(got), " "+vip+"/") {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+// WaitHolder waits until exactly one node holds vip and it satisfies ok.
+func (lc *Cluster) WaitHolder(vip string, timeout time.Duration, ok func(string) bool) string {
+	lc.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last []string
+	for time.Now().Before(deadline) {
+		last = lc.Holders(vip)
+		if len(last) == 1 && ok(last[0]) {
+			return last[0]
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	lc.t.Fatalf("%s: holders %v after %s", vip, last, timeout)
+	return ""
+}
+
+// WaitNewHolder waits until a node other than old holds vip. old may
+// still have it too: a node cut off from the network, or whose keepalived
+// was killed, keeps the address (lab-notes pitfall 2).
+func (lc *Cluster) WaitNewHolder(vip, old string, timeout time.Duration) string {
+	lc.t.Helper()
+	var next string
+	WaitFor(lc.t, timeout, vip+" held by a node other than "+old, func() bool {
+		for _, h := range lc.Holders(vip) {
+			if h != old {
+				next = h
+				return true
+			}
+		}
+		return false
+	})
+	return next
+}
+
+// Settled waits until vip has one holder that keeps it for longer than the
+// profile's preempt delay: at start-up the first node to time out takes the
+// VIP and the preferred one preempts it a little later.
+func (lc *Cluster) Settled(vip string) string {
+	lc.t.Helper()
+	return lc.SettledAll(vip)[vip]
+}
+
+// SettledAll is Settled for several VIPs at once: all of them must keep
+// their holders through one quiet period.
+func (lc *Cluster) SettledAll(vips ...string) map[string]string {
+	lc.t.Helper()
+	quiet := 3 * time.Second
+	if lc.Config.Spec.VRRP.Profile == v1alpha1.ProfileDefault {
+		quiet = 12 * time.Second
+	}
+	deadline := time.Now().Add(quiet + 30*time.Second)
+	holders, since := map[string]string{}, time.Now()
+	for time.Now().Before(deadline) {
+		cur, complete := map[string]string{}, true
+		for _, vip := range vips {
+			if h := lc.Holders(vip); len(h) == 1 {
+				cur[vip] = h[0]
+			} else {
+				complete = false
+			}
+		}
+		if !maps.Equal(cur, holders) {
+			holders, since = cur, time.Now()
+		}
+		if complete && time.Since(since) > quiet {
+			return holders
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	lc.t.Fatalf("VIPs never settled on one holder each (last %v)", holders)
+	return nil
+}
+
+// WaitFor polls cond every 50 ms and fails t if it does not hold within
+// timeout.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// WaitUntil polls cond every 100 ms for up to timeout and tells whether it
+// came to hold, for callers that report a failure their own way.
+func WaitUntil(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return cond()
+}
+
+func mustAddr(t testing.TB, s string) netip.Addr {
+	t.Helper()
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}

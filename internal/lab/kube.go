@@ -1,0 +1,350 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/vipctl/vipctl/internal/testapiserver"
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/manifests"
+	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/runtimecfg"
+)
+
+// LogBuffer collects a component's log for assertions, written and read
+// from different goroutines.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *LogBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *LogBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Tail is the log's last n lines, for a failing test's report.
+func (s *LogBuffer) Tail(n int) string {
+	lines := strings.Split(strings.TrimRight(s.String(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Sidecar is one node's running runtimecfg sidecar, in process but with
+// the node's own credentials, its namespace's addresses and its daemons.
+type Sidecar struct {
+	*runtimecfg.Sidecar
+	Metrics *runtimecfg.Metrics
+	Log     *LogBuffer
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// Stop ends the sidecar and waits for it.
+func (sc *Sidecar) Stop() {
+	sc.cancel()
+	<-sc.done
+}
+
+// KubeCluster couples a lab cluster with a real kube-apiserver in which
+// every lab node can exist as a Node (AddNode).
+type KubeCluster struct {
+	*Cluster
+	API   *testapiserver.Server
+	Admin kubernetes.Interface
+	// ConfigPath holds the cluster's config file, as `vipctl render` and
+	// the sidecars read it.
+	ConfigPath string
+	Sidecars   map[string]*Sidecar
+}
+
+// StartKube starts a kube-apiserver and a lab cluster (Start), with the
+// namespaces vipctl and the routers live in.
+func StartKube(t testing.TB, clusterYAML string, specs []NodeSpec) *KubeCluster {
+	t.Helper()
+	api := testapiserver.Start(t)
+	lc := Start(t, clusterYAML, specs)
+	kc := &KubeCluster{Cluster: lc, API: api, Admin: kubernetes.NewForConfigOrDie(api.AdminConfig()), Sidecars: map[string]*Sidecar{}}
+	kc.ConfigPath = filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(kc.ConfigPath, []byte(clusterYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, ns := range []string{render.Namespace, v1alpha1.DefaultRouterNamespace} {
+		if _, err := kc.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		// No controller-manager runs: create the ServiceAccount pods need.
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}
+		if _, err := kc.Admin.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	return kc
+}
+
+// Deploy applies everything `vipctl render` writes to DIR/manifests/ and
+// runs the allocator with its ServiceAccount's token.
+func (kc *KubeCluster) Deploy(t testing.TB) {
+	t.Helper()
+	objs, err := manifests.Objects(kc.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ApplyObjects(t, kc.API.AdminConfig(), objs)
+	StartAllocator(t, kc.API, AllocatorToken(t, kc.Admin), "allocator-0")
+}
+
+// GrantNodeReaders applies the rendered node RBAC, as an administrator
+// would with `oc apply -f out/manifests/`.
+func (kc *KubeCluster) GrantNodeReaders(t testing.TB) {
+	t.Helper()
+	ApplyObjects(t, kc.API.AdminConfig(), manifests.NodeReaders(kc.Config))
+}
+
+// ApplyObjects creates typed objects (TypeMeta set, as pkg/manifests
+// builds them) as `oc apply` would, through the dynamic client.
+func ApplyObjects(t testing.TB, cfg *rest.Config, objs []runtime.Object) {
+	t.Helper()
+	ctx := context.Background()
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubernetes.NewForConfigOrDie(cfg).Discovery()))
+	for _, o := range objs {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj := &unstructured.Unstructured{Object: u}
+		gvk := obj.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			t.Fatalf("%s: %v", gvk, err)
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			ri = dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
+		}
+		if _, err := ri.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("creating %s %s/%s: %v", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+}
+
+// AddNode creates the Node object of a lab node.
+func (kc *KubeCluster) AddNode(t testing.TB, name string) {
+	t.Helper()
+	var spec cluster.Node
+	for _, n := range kc.State.Nodes {
+		if n.Name == name {
+			spec = n
+		}
+	}
+	labels := maps.Clone(spec.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	if spec.ControlPlane {
+		labels["node-role.kubernetes.io/control-plane"] = ""
+	} else {
+		labels["node-role.kubernetes.io/worker"] = ""
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	for _, a := range spec.Addresses {
+		node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a.String()})
+	}
+	created, err := kc.Admin.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Addresses live in status, which create ignores.
+	created.Status.Addresses = node.Status.Addresses
+	if _, err := kc.Admin.CoreV1().Nodes().UpdateStatus(context.Background(), created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// StartSidecar runs the node's sidecar with the node's own client
+// certificate (system:node:<name>, group system:nodes). It takes over
+// keeping the node's VIPs local from the lab.
+func (kc *KubeCluster) StartSidecar(t testing.TB, name string) *Sidecar {
+	t.Helper()
+	n := kc.ByName[name]
+	n.stopLocal() // the sidecar keeps the VIPs local from now on
+	h, err := netns.GetFromName(n.Host.NS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nl, err := netlink.NewHandleAt(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nl.Close(); _ = h.Close() })
+	buf := &LogBuffer{}
+	m := runtimecfg.NewMetrics(nil)
+	s, err := runtimecfg.NewSidecar(runtimecfg.SidecarOptions{
+		OnceOptions: runtimecfg.OnceOptions{Target: n.Target, Config: kc.ConfigPath, NodeName: name},
+		Client:      kubernetes.NewForConfigOrDie(kc.API.NodeConfig(t, name)),
+		Debounce:    100 * time.Millisecond,
+		Addresses:   func() ([]netip.Addr, error) { return runtimecfg.HandleAddresses(nl) },
+		Interface:   func(n netip.Prefix) (string, error) { return runtimecfg.LocalInterface(nl, n) },
+		Log:         slog.New(slog.NewTextHandler(buf, nil)),
+		Metrics:     m,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sc := &Sidecar{Sidecar: s, Metrics: m, Log: buf, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(sc.done)
+		if err := s.Run(ctx); err != nil {
+			t.Errorf("sidecar %s: %v", name, err)
+		}
+	}()
+	kc.Sidecars[name] = sc
+	t.Cleanup(func() {
+		sc.Stop()
+		if t.Failed() {
+			t.Logf("--- sidecar %s log:\n%s", name, buf.Tail(30))
+		}
+	})
+	return sc
+}
+
+// KeepalivedConf is the node's keepalived.conf as it is now.
+func (kc *KubeCluster) KeepalivedConf(t testing.TB, node string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(kc.ByName[node].Target.Root, render.KeepalivedConfPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// WaitConf waits until cond holds for node's keepalived.conf.
+func (kc *KubeCluster) WaitConf(t testing.TB, node, what string, cond func(string) bool) {
+	t.Helper()
+	var last string
+	ok := WaitUntil(30*time.Second, func() bool { last = kc.KeepalivedConf(t, node); return cond(last) })
+	if !ok {
+		t.Fatalf("%s: keepalived.conf never showed %s; last:\n%s", node, what, last)
+	}
+}
+
+// SetPodReady sets a router pod's readiness as the kubelet would.
+func (kc *KubeCluster) SetPodReady(t testing.TB, name string, ready bool) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := kc.Admin.CoreV1().Pods(v1alpha1.DefaultRouterNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Status.Conditions = readyConditions(ready)
+	if _, err := kc.Admin.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CreateRouterPod creates a router pod of the default IngressController
+// bound to node, and sets its readiness as the kubelet would.
+func (kc *KubeCluster) CreateRouterPod(t testing.TB, node string, ready bool) {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "router-default-" + node, Namespace: v1alpha1.DefaultRouterNamespace,
+			Labels: map[string]string{v1alpha1.RouterDeploymentLabel: "default"}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "router", Image: "router"}}},
+	}
+	created, err := kc.Admin.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Status.Phase = corev1.PodRunning
+	created.Status.Conditions = readyConditions(ready)
+	if _, err := kc.Admin.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CreateLBService creates a LoadBalancer Service in the default namespace
+// asking for ip (if set) through the vipctl.io/load-balancer-ips
+// annotation.
+func (kc *KubeCluster) CreateLBService(t testing.TB, name, ip string) *corev1.Service {
+	t.Helper()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault, Annotations: map[string]string{}},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 8080}}},
+	}
+	if ip != "" {
+		svc.Annotations[v1alpha1.AnnotationLoadBalancerIPs] = ip
+	}
+	created, err := kc.Admin.CoreV1().Services(svc.Namespace).Create(context.Background(), svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created
+}
+
+// SetLBStatus writes addresses into a Service's status as the allocator
+// would, for tests that run no allocator.
+func (kc *KubeCluster) SetLBStatus(t testing.TB, name string, ips ...string) *corev1.Service {
+	t.Helper()
+	ctx := context.Background()
+	svc, err := kc.Admin.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Status.LoadBalancer.Ingress = nil
+	for _, ip := range ips {
+		svc.Status.LoadBalancer.Ingress = append(svc.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+	}
+	out, err := kc.Admin.CoreV1().Services(svc.Namespace).UpdateStatus(ctx, svc, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(fmt.Errorf("service %s status: %w", name, err))
+	}
+	return out
+}
+
+// readyConditions are a pod's conditions as the kubelet reports them when
+// the pod is ready or not.
+func readyConditions(ready bool) []corev1.PodCondition {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	return []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
+}

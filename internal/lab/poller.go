@@ -1,0 +1,348 @@
+package lab
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vipctl/vipctl/internal/netlab"
+)
+
+// Poller is a client of a VIP: from the client namespace it opens a new
+// connection to url every interval (250 ms timeout; Poll waits for each
+// answer, Probe does not) and remembers what failed, who answered when,
+// and the longest run of failures.
+type Poller struct {
+	mu           sync.Mutex
+	ok, fail     int
+	lastBody     string
+	seen         []sighting
+	failedStarts []time.Time
+	errs         []string
+	failingSince time.Time
+	longest      time.Duration
+	slowest      time.Duration // the longest a good answer took
+	client       *netlab.Host
+	retrans0     int // the client's TCP retransmissions when polling began
+	stop         chan struct{}
+	done         chan struct{}
+}
+
+// sighting is one good answer: when, and the body (the node's name for the
+// lab's stand-ins).
+type sighting struct {
+	at   time.Time
+	node string
+}
+
+// Poll starts a Poller of url that waits for each answer.
+func (lc *Cluster) Poll(url string, interval time.Duration) *Poller {
+	return lc.startPolling(url, interval, false)
+}
+
+// Probe is Poll without waiting: every interval starts a request of its
+// own, however many are still waiting for an answer, so that the first
+// good answer after an outage comes within an interval of the network
+// healing rather than up to a timeout later (a benchmark's resolution).
+func (lc *Cluster) Probe(url string, interval time.Duration) *Poller {
+	return lc.startPolling(url, interval, true)
+}
+
+func (lc *Cluster) startPolling(url string, interval time.Duration, concurrent bool) *Poller {
+	p := &Poller{stop: make(chan struct{}), done: make(chan struct{}), client: lc.Client, retrans0: tcpRetrans(lc.Client)}
+	tr := &http.Transport{
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // stand-in servers with throwaway certificates
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := lc.Client.DialContext(ctx, network, addr)
+			if tr, ok := ctx.Value(requestTraceKey{}).(*requestTrace); ok && err == nil {
+				tr.set(conn.LocalAddr().String(), "connected")
+			}
+			return conn, err
+		},
+	}
+	c := &http.Client{Transport: tr, Timeout: 250 * time.Millisecond}
+	request := func() {
+		started := time.Now()
+		var tr requestTrace
+		body, err := get(tr.context(context.Background()), c, url)
+		if err != nil {
+			err = fmt.Errorf("started %s, %s: %w", started.Format("15:04:05.000"), tr.String(), err)
+		}
+		p.record(started, time.Now(), body, err)
+	}
+	go func() {
+		var inFlight sync.WaitGroup
+		defer close(p.done)
+		defer inFlight.Wait()
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-tick.C:
+			}
+			if concurrent {
+				inFlight.Go(request)
+			} else {
+				request()
+			}
+		}
+	}()
+	return p
+}
+
+// KeptConn keeps one connection open across requests, to show what
+// happens to a connection accepted before a handover.
+type KeptConn struct {
+	c   *http.Client
+	url string
+}
+
+func (lc *Cluster) keptConn(url string) *KeptConn {
+	tr := &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // stand-in servers with throwaway certificates
+		DialContext:     lc.Client.DialContext,
+		MaxConnsPerHost: 1,
+		IdleConnTimeout: time.Minute,
+	}
+	return &KeptConn{c: &http.Client{Transport: tr, Timeout: 2 * time.Second}, url: url}
+}
+
+// get makes one request and tells whether it went over an earlier
+// connection.
+func (p *KeptConn) get() (reused bool, err error) {
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused },
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url, nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := p.c.Do(req)
+	if err != nil {
+		return reused, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return reused, err
+}
+
+// Close closes the connection.
+func (p *KeptConn) Close() { p.c.CloseIdleConnections() }
+
+// OpenKept opens a keep-alive connection to url and makes a first request
+// over it.
+func (lc *Cluster) OpenKept(t testing.TB, url string) *KeptConn {
+	t.Helper()
+	p := lc.keptConn(url)
+	if _, err := p.get(); err != nil {
+		t.Fatalf("opening a keep-alive connection to %s: %v", url, err)
+	}
+	return p
+}
+
+// WantAnsweredOver makes one more request, closes the connection, and
+// fails t unless the request was answered over the connection opened
+// before (what names that connection's story).
+func (p *KeptConn) WantAnsweredOver(t testing.TB, what string) {
+	t.Helper()
+	reused, err := p.get()
+	p.Close()
+	if err != nil || !reused {
+		t.Errorf("%s: reused %v, %v; want answered over the same connection", what, reused, err)
+	}
+}
+
+// requestTrace is how far one request got, for the report of a failed
+// one: the local port names the connection in haproxy's log, the stage
+// tells a lost SYN from a stalled handshake or answer.
+type requestTrace struct {
+	mu    sync.Mutex
+	local string
+	stage string
+}
+
+func (r *requestTrace) set(local, stage string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if local != "" {
+		r.local = local
+	}
+	r.stage = stage
+}
+
+type requestTraceKey struct{}
+
+func (r *requestTrace) context(ctx context.Context) context.Context {
+	ctx = context.WithValue(ctx, requestTraceKey{}, r)
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		ConnectStart:         func(_, _ string) { r.set("", "connecting") },
+		TLSHandshakeDone:     func(tls.ConnectionState, error) { r.set("", "handshake done") },
+		WroteRequest:         func(httptrace.WroteRequestInfo) { r.set("", "request written") },
+		GotFirstResponseByte: func() { r.set("", "answer started") },
+	})
+}
+
+func (r *requestTrace) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	stage := r.stage
+	if stage == "" {
+		stage = "not dialed"
+	}
+	if r.local == "" {
+		return stage
+	}
+	return stage + " from " + r.local
+}
+
+func get(ctx context.Context, c *http.Client, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return strings.TrimSpace(string(body)), err
+}
+
+func (p *Poller) record(started, now time.Time, body string, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		p.fail++
+		p.failedStarts = append(p.failedStarts, started)
+		p.errs = append(p.errs, err.Error())
+		if p.failingSince.IsZero() {
+			p.failingSince = now
+		}
+		return
+	}
+	p.ok++
+	p.slowest = max(p.slowest, now.Sub(started))
+	p.lastBody = body
+	p.seen = append(p.seen, sighting{at: now, node: body})
+	if !p.failingSince.IsZero() {
+		p.longest = max(p.longest, now.Sub(p.failingSince))
+		p.failingSince = time.Time{}
+	}
+}
+
+// WantNoFailures waits for 50 more good answers (the new holder serves),
+// stops polling, and fails t for every request that failed since it
+// started, with how far each got.
+func (p *Poller) WantNoFailures(t testing.TB, what string) {
+	t.Helper()
+	ok0, _ := p.Counts()
+	WaitFor(t, 10*time.Second, "answers after "+what, func() bool { ok, _ := p.Counts(); return ok > ok0+50 })
+	ok, fail := p.Stop()
+	p.mu.Lock()
+	slowest := p.slowest
+	p.mu.Unlock()
+	// Retransmissions tell a lost segment (a hole in the handover) from a
+	// slow machine; they are reported, not judged: a busy CI machine can
+	// cause them too.
+	t.Logf("%s: %d of %d requests failed, the slowest good answer took %s, the client retransmitted %d segments",
+		what, fail, ok+fail, slowest.Round(time.Millisecond), tcpRetrans(p.client)-p.retrans0)
+	if fail > 0 {
+		t.Errorf("%s: %d requests failed; want none:\n%s", what, fail, strings.Join(p.errs, "\n"))
+	}
+}
+
+// tcpRetrans is how many TCP segments the host has retransmitted
+// (RetransSegs of /proc/net/snmp, read inside its namespace); -1 if that
+// cannot be read.
+func tcpRetrans(h *netlab.Host) int {
+	out, err := h.Exec("cat", "/proc/net/snmp")
+	if err != nil {
+		return -1
+	}
+	var names []string
+	for _, line := range strings.Split(string(out), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || fields[0] != "Tcp:" {
+			continue
+		}
+		if names == nil {
+			names = fields
+			continue
+		}
+		if i := slices.Index(names, "RetransSegs"); i > 0 && i < len(fields) {
+			n, err := strconv.Atoi(fields[i])
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
+// Stop ends the polling and returns the final counts.
+func (p *Poller) Stop() (ok, fail int) {
+	close(p.stop)
+	<-p.done
+	return p.Counts()
+}
+
+// Counts is how many requests were answered and how many failed so far.
+func (p *Poller) Counts() (ok, fail int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ok, p.fail
+}
+
+// LongestGap is the longest run of failures that ended in a good answer.
+func (p *Poller) LongestGap() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.longest
+}
+
+// FirstFrom waits for the first answer after since from a node matching ok.
+func (p *Poller) FirstFrom(t testing.TB, ok func(string) bool, since time.Time, timeout time.Duration) time.Time {
+	t.Helper()
+	var at time.Time
+	WaitFor(t, timeout, "an answer from a new holder", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		i := slices.IndexFunc(p.seen, func(s sighting) bool { return s.at.After(since) && ok(s.node) })
+		if i >= 0 {
+			at = p.seen[i].at
+		}
+		return i >= 0
+	})
+	return at
+}
+
+// LastBody is the body of the latest good answer.
+func (p *Poller) LastBody() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastBody
+}
+
+// Errors lists every failed request with how far it got.
+func (p *Poller) Errors() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.errs)
+}

@@ -1,0 +1,99 @@
+package lab
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// StandIn is an in-process server listening inside a node's namespace.
+type StandIn struct {
+	srv   *httptest.Server
+	ready atomic.Bool
+	name  string
+}
+
+// Close stops the server: its port refuses connections from now on.
+func (s *StandIn) Close() { s.srv.Close() }
+
+// SetReady sets what its health endpoint answers (200 or 503).
+func (s *StandIn) SetReady(ready bool) { s.ready.Store(ready) }
+
+// serveHealth answers a health check: ok while ready, 503 after
+// SetReady(false).
+func (s *StandIn) serveHealth(w http.ResponseWriter, _ *http.Request) {
+	if !s.ready.Load() {
+		http.Error(w, "not ready", http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = io.WriteString(w, "ok")
+}
+
+// startAPIServerStandIn serves HTTPS on the node's address:6443 like a
+// kube-apiserver: /readyz for haproxy's checks, / answers with the node
+// name so a client can tell which backend it reached.
+func startAPIServerStandIn(t testing.TB, n *Node) *StandIn {
+	t.Helper()
+	s := &StandIn{name: n.Name}
+	s.ready.Store(true)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/readyz", s.serveHealth)
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, n.Name) })
+	s.srv = httptest.NewUnstartedServer(mux)
+	var l net.Listener
+	if err := n.Host.Do(func() (err error) { l, err = net.Listen("tcp", net.JoinHostPort(n.Addr, "6443")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	s.srv.Listener = l
+	s.srv.StartTLS()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// StartRouter starts a router pod of one IngressController on the node:
+// health on 0.0.0.0:healthPort (what keepalived's script asks) and traffic
+// on vip:80, answered with "controller/node".
+func (n *Node) StartRouter(t testing.TB, controller string, healthPort int32, vip string) *StandIn {
+	t.Helper()
+	s := &StandIn{name: n.Name}
+	s.ready.Store(true)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz/ready", s.serveHealth)
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintf(w, "%s/%s", controller, n.Name) })
+	s.srv = httptest.NewUnstartedServer(mux)
+	var health, traffic net.Listener
+	if err := n.Host.Do(func() (err error) {
+		if health, err = net.Listen("tcp", fmt.Sprintf("0.0.0.0:%d", healthPort)); err != nil {
+			return err
+		}
+		traffic, err = net.Listen("tcp", net.JoinHostPort(vip, "80"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.srv.Listener = health
+	s.srv.Start()
+	extra := &http.Server{Handler: mux, ReadHeaderTimeout: time.Second}
+	go func() { _ = extra.Serve(traffic) }()
+	t.Cleanup(func() { _ = extra.Close(); s.Close() })
+	n.Routers[controller] = s
+	return s
+}
+
+// StartEcho serves HTTP on addr inside the node, answering with the
+// node's name: the workload behind a service VIP.
+func (n *Node) StartEcho(t testing.TB, addr string) {
+	t.Helper()
+	var l net.Listener
+	if err := n.Host.Do(func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, n.Name) })}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+}
