@@ -52,7 +52,22 @@ func IngressStatusFile(controller string) string {
 func scriptSafe(name string) string { return strings.ReplaceAll(name, "-", "_") }
 
 func instanceName(key v1alpha1.InstanceKey, family int) string {
-	return scriptSafe(strings.ReplaceAll(key.String(), "/", "_")) + "_v" + strconv.Itoa(family)
+	return keyIdent(key) + "_v" + strconv.Itoa(family)
+}
+
+// keyIdent turns an instance key into a keepalived identifier that no other
+// key shares. Mapping both "-" and "/" to "_" would make service/dev/a-web
+// and service/dev-a/web one instance, which keepalived refuses as a
+// duplicate: every node holding both would keep its old config for good.
+// The config's own keys have one free component (a DNS label) after a
+// fixed prefix, so the plain mapping is injective for them; a Service key
+// has two, and the namespace's length in front of it makes the split point
+// unambiguous (service_3_dev_a_web vs service_5_dev_a_web).
+func keyIdent(key v1alpha1.InstanceKey) string {
+	if ns, name, ok := key.Service(); ok {
+		return fmt.Sprintf("service_%d_%s_%s", len(ns), scriptSafe(ns), scriptSafe(name))
+	}
+	return scriptSafe(strings.ReplaceAll(key.String(), "/", "_"))
 }
 
 type keepalivedView struct {
