@@ -30,6 +30,10 @@ func NewValidateCommand(streams IOStreams) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// What render refuses, validate refuses too (without nodes).
+			if errs := v1alpha1.ValidateNodes(c, nil); len(errs) > 0 {
+				return fmt.Errorf("%s: %w", o.file, &v1alpha1.ValidationError{Errors: errs})
+			}
 			return printData(streams.Out, o.output, c, func(w io.Writer) error {
 				vips := len(c.Spec.API.VIPs)
 				for _, in := range c.Spec.Ingress {

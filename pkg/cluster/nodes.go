@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -97,6 +99,16 @@ func LoadNodeList(path, defaultInterface string) ([]Node, error) {
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	return nodes, nil
+}
+
+// Addresses are the nodes' own addresses, for v1alpha1.ValidateNodes and
+// the allocator's reserved addresses.
+func Addresses(nodes []Node) []v1alpha1.NodeAddresses {
+	out := make([]v1alpha1.NodeAddresses, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, v1alpha1.NodeAddresses{Name: n.Name, Addresses: n.Addresses})
+	}
+	return out
 }
 
 // Matches reports whether every key=value of selector is among labels (a

@@ -66,6 +66,7 @@ func Validate(c *ClusterVIPs) field.ErrorList {
 	errs = append(errs, v.ingress(s.Ingress, spec.Child("ingress"), len(validation.IsDNS1123Label(c.Metadata.Name)) == 0)...)
 	errs = append(errs, v.pools(s.ServicePools, spec.Child("servicePools"))...)
 	errs = append(errs, v.vipsOutsidePools()...)
+	errs = append(errs, reservedVIPs(c, c.ReservedAddresses(nil))...)
 	errs = append(errs, validateVRRP(c, spec.Child("vrrp"))...)
 	errs = append(errs, validateImages(&s.Images, spec.Child("images"))...)
 	if _, err := openshiftrelease.Parse(s.OpenShiftRelease); err != nil {
