@@ -283,6 +283,9 @@ func (v *validator) pools(list []ServicePool, path *field.Path) field.ErrorList 
 		for j, ns := range pool.Namespaces {
 			errs = append(errs, validateName(ns, p.Child("namespaces").Index(j))...)
 		}
+		if pool.MaxPerNamespace < 0 {
+			errs = append(errs, field.Invalid(p.Child("maxPerNamespace"), pool.MaxPerNamespace, "must be 0 (no cap) or more"))
+		}
 		if pool.MaxHolders < 2 {
 			errs = append(errs, field.Invalid(p.Child("maxHolders"), pool.MaxHolders, "must be at least 2: one holder and one backup"))
 		}

@@ -275,6 +275,11 @@ func TestParseErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "negative maxPerNamespace",
+			edit: replace("      addresses: [198.51.100.128/26]\n", "      addresses: [198.51.100.128/26]\n      maxPerNamespace: -1\n"),
+			want: []string{`spec.servicePools[0].maxPerNamespace: Invalid value: -1: must be 0 (no cap) or more`},
+		},
+		{
 			name: "a last range that the anchors would use up",
 			edit: replace("      addresses: [198.51.100.128/26]\n", "      addresses: [198.51.100.128/26, 198.51.100.200-198.51.100.201]\n"),
 			want: []string{`spec.servicePools[0].addresses[1]: Invalid value: "198.51.100.200-198.51.100.201": too small: its last 2 address(es) anchor the pool's VRRP instances (one each) and at least one must be left for Services`},
