@@ -57,6 +57,7 @@ func TestCLIGolden(t *testing.T) {
 		{"validate-instances-zero", []string{"validate", "-f", repo("testdata/bad-input/instances-zero.yaml")}, 1},
 		{"validate-vip-network-address", []string{"validate", "-f", repo("testdata/bad-input/vip-network-address.yaml")}, 1},
 		{"validate-pool-broadcast", []string{"validate", "-f", repo("testdata/bad-input/pool-broadcast.yaml")}, 1},
+		{"validate-avoid-openshift-api-id", []string{"validate", "-f", repo("testdata/bad-input/avoid-openshift-api-id.yaml")}, 1},
 		{"render-node-addresses", []string{"render", "-f", repo("testdata/bad-input/node-addresses.yaml"), "-o", "never-written", "--nodes", repo("examples/nodes/compact.yaml")}, 1},
 		{"validate-missing-file", []string{"validate", "-f", "does-not-exist.yaml"}, 1},
 		{"bad-output-format", []string{"vr-ids", "ostest", "-o", "xml"}, 1},
