@@ -17,8 +17,8 @@ import (
 // observedJSON is what the fuzzer varies: the objects the sidecar's
 // informers hold, as the API would send them.
 type observedJSON struct {
-	Nodes    []*corev1.Node                `json:"nodes"`
-	Services []*corev1.Service             `json:"services"`
+	Nodes    []*corev1.Node               `json:"nodes"`
+	Services []*corev1.Service            `json:"services"`
 	Slices   []*discoveryv1.EndpointSlice `json:"slices"`
 }
 
