@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
@@ -16,8 +17,11 @@ import (
 // policy package, and names no UID. OpenShift's restricted-v2 SCC assigns
 // each namespace a UID range (MustRunAsRange) and rejects a pod that
 // fixes one outside it, which a fixed runAsUser: 65532 always was.
-func TestAllocatorRunsRestricted(t *testing.T) {
-	c, err := v1alpha1.Load(filepath.Join("..", "..", "examples", "compact-ipv4.yaml"))
+// exampleObjects is what render writes to manifests/vipctl.yaml for one
+// example.
+func exampleObjects(t *testing.T, example string) []runtime.Object {
+	t.Helper()
+	c, err := v1alpha1.Load(filepath.Join("..", "..", "examples", example))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,6 +29,11 @@ func TestAllocatorRunsRestricted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return objs
+}
+
+func TestAllocatorRunsRestricted(t *testing.T) {
+	objs := exampleObjects(t, "compact-ipv4.yaml")
 	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
 	if err != nil {
 		t.Fatal(err)
