@@ -100,6 +100,9 @@ type instanceView struct {
 	Advert                 string
 	UnicastSrc             string
 	Peers                  []string
+	// PeerCheck follows each unicast peer: the TTL an advert must arrive
+	// with (see peerCheck).
+	PeerCheck string
 	VIPs                   []string
 	Excluded               []string
 	TrackScripts           []string
@@ -136,6 +139,7 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 				iv.TrackFiles = append([]string{drainRef(m.priority)}, inst.files...)
 				if s.VRRP.Mode == v1alpha1.ModeUnicast {
 					iv.UnicastSrc = m.src.String()
+					iv.PeerCheck = peerCheck(inst.family)
 				}
 				continue
 			}
@@ -180,6 +184,20 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 		}
 	}
 	return v, nil
+}
+
+// peerCheck drops IPv4 adverts that crossed a router (TTL below 255), so
+// a peer's address forged from off the segment does not count. Every node
+// sends with unicast_ttl 255. IPv6 is not checked yet: keepalived sends
+// unicast IPv6 adverts with hop limit 64 unless told otherwise (measured,
+// 2.2.7), so a node still on an older vipctl during a rolling upgrade
+// would be ignored and both would hold the VIP. Once every node sends 255,
+// IPv6 can be checked too.
+func peerCheck(family int) string {
+	if family == 4 {
+		return " min_ttl 255"
+	}
+	return ""
 }
 
 // drainRef tracks the drain file with a weight that takes this instance's
