@@ -38,10 +38,11 @@ test: deps verify
 	./hack/fuzz.sh 3s
 
 ## fuzz: each fuzz target for FUZZTIME (decode+validate+render, the
-## sidecar's reading of cluster objects)
+## sidecar's reading of cluster objects); a sample of the rendered configs
+## is judged by the real keepalived and haproxy (root, network namespaces)
 FUZZTIME ?= 2m
 fuzz:
-	./hack/fuzz.sh $(FUZZTIME)
+	VIPCTL_FUZZ_DAEMONS=1 ./hack/fuzz.sh $(FUZZTIME)
 
 test-unit:
 	$(GO) test -count=1 ./pkg/... ./internal/...
