@@ -1,8 +1,8 @@
 package cluster
 
 import (
-	"net/netip"
 	"fmt"
+	"net/netip"
 	"slices"
 	"sort"
 

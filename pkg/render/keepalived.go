@@ -102,11 +102,11 @@ type instanceView struct {
 	Peers                  []string
 	// PeerCheck follows each unicast peer: the TTL an advert must arrive
 	// with (see peerCheck).
-	PeerCheck string
-	VIPs                   []string
-	Excluded               []string
-	TrackScripts           []string
-	TrackFiles             []string
+	PeerCheck    string
+	VIPs         []string
+	Excluded     []string
+	TrackScripts []string
+	TrackFiles   []string
 }
 
 // keepalivedView is the node's view of the plan. It refuses an instance
