@@ -14,7 +14,7 @@ NODES ?= examples/nodes/compact.yaml
 OUT ?= out
 TRIALS ?= 20
 
-.PHONY: all build demo deps test test-unit test-e2e lint verify update bench bench-failover bench-steady bench-runtimecfg clean
+.PHONY: all build demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-steady bench-runtimecfg clean
 
 all: build
 
@@ -31,9 +31,18 @@ deps:
 	./hack/install-deps.sh
 	./hack/build-apiserver.sh
 
-## test: every test, unit and end to end, after installing what they need
+## test: every test, unit and end to end, after installing what they need,
+## and a few seconds of each fuzz target
 test: deps verify
 	$(GO) test -count=1 ./...
+	./hack/fuzz.sh 3s
+
+## fuzz: each fuzz target for FUZZTIME (decode+validate+render, the
+## sidecar's reading of cluster objects); a sample of the rendered configs
+## is judged by the real keepalived and haproxy (root, network namespaces)
+FUZZTIME ?= 2m
+fuzz:
+	VIPCTL_FUZZ_DAEMONS=1 ./hack/fuzz.sh $(FUZZTIME)
 
 test-unit:
 	$(GO) test -count=1 ./pkg/... ./internal/...

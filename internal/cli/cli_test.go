@@ -51,6 +51,14 @@ func TestCLIGolden(t *testing.T) {
 		{"validate-ok", []string{"validate", "-f", repo("examples/compact-ipv4.yaml")}, 0},
 		{"validate-defaults-yaml", []string{"validate", "-f", repo("examples/dual-stack.yaml"), "-o", "yaml"}, 0},
 		{"validate-invalid", []string{"validate", "-f", repo("testdata/invalid-cluster.yaml")}, 1},
+		// Bad input that used to be accepted: each refused with its field
+		// path (testdata/bad-input says why in each file's comment).
+		{"validate-two-documents", []string{"validate", "-f", repo("testdata/bad-input/two-documents.yaml")}, 1},
+		{"validate-instances-zero", []string{"validate", "-f", repo("testdata/bad-input/instances-zero.yaml")}, 1},
+		{"validate-vip-network-address", []string{"validate", "-f", repo("testdata/bad-input/vip-network-address.yaml")}, 1},
+		{"validate-pool-broadcast", []string{"validate", "-f", repo("testdata/bad-input/pool-broadcast.yaml")}, 1},
+		{"validate-avoid-openshift-api-id", []string{"validate", "-f", repo("testdata/bad-input/avoid-openshift-api-id.yaml")}, 1},
+		{"render-node-addresses", []string{"render", "-f", repo("testdata/bad-input/node-addresses.yaml"), "-o", "never-written", "--nodes", repo("examples/nodes/compact.yaml")}, 1},
 		{"validate-missing-file", []string{"validate", "-f", "does-not-exist.yaml"}, 1},
 		{"bad-output-format", []string{"vr-ids", "ostest", "-o", "xml"}, 1},
 		// Fails before anything is written, so the directory is never made.

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/vrid"
 )
 
 type validateOptions struct {
@@ -29,6 +30,15 @@ func NewValidateCommand(streams IOStreams) *cobra.Command {
 			c, err := v1alpha1.Load(o.file)
 			if err != nil {
 				return err
+			}
+			// What render refuses, validate refuses too (without nodes):
+			// reserved addresses in pools, and VRRP IDs that cannot be
+			// assigned (OpenShift's API ID avoided without a pin).
+			if errs := v1alpha1.ValidateNodes(c, nil); len(errs) > 0 {
+				return fmt.Errorf("%s: %w", o.file, &v1alpha1.ValidationError{Errors: errs})
+			}
+			if _, err := vrid.ForCluster(c); err != nil {
+				return fmt.Errorf("%s: spec.vrrp: %w", o.file, err)
 			}
 			return printData(streams.Out, o.output, c, func(w io.Writer) error {
 				vips := len(c.Spec.API.VIPs)

@@ -30,6 +30,8 @@ const (
 	ReasonFamily      Reason = "FamilyUnavailable"
 	ReasonBadRequest  Reason = "BadRequest"
 	ReasonAnchor      Reason = "AnchorAddress"
+	ReasonReserved    Reason = "ReservedAddress"
+	ReasonNSLimit     Reason = "NamespaceLimit"
 	reasonUnknownPool Reason = "UnknownPool"
 )
 
@@ -137,6 +139,24 @@ type Allocator struct {
 	pools  []*pool
 	byAddr map[netip.Addr]*holding
 	bySvc  map[string][]netip.Addr
+	// reserved are never given out, and why (v1alpha1.ReservedAddresses).
+	reserved map[netip.Addr]string
+}
+
+// SetReserved names the addresses never to give out, whatever the pools
+// say: a pool written before validate refused it may still hold its
+// machine network's broadcast address.
+func (a *Allocator) SetReserved(list []v1alpha1.Reserved) {
+	a.reserved = make(map[netip.Addr]string, len(list))
+	for _, r := range list {
+		a.reserved[r.Addr] = r.Why
+	}
+}
+
+// namespaceOf is the namespace part of a namespace/name key.
+func namespaceOf(key string) string {
+	ns, _, _ := strings.Cut(key, "/")
+	return ns
 }
 
 // New creates an allocator over the pools (declaration order matters: the
@@ -220,6 +240,15 @@ func (a *Allocator) canUse(addr netip.Addr, r *Request) error {
 	}
 	if r.SharingKey == "" || h.sharingKey != r.SharingKey {
 		return fail(ReasonInUse, "%s is in use by %s", addr, strings.Join(sortedKeys(others), ", "))
+	}
+	// The annotation's key is free text any Service owner writes: without
+	// this, a Service in another namespace could join a victim's address.
+	if p := a.poolFor(addr); p == nil || !p.ShareAcrossNamespaces {
+		for _, user := range sortedKeys(others) {
+			if namespaceOf(user) != r.Namespace {
+				return fail(ReasonInUse, "%s is shared under key %q by %s in another namespace; its pool shares addresses only within one namespace (shareAcrossNamespaces)", addr, r.SharingKey, user)
+			}
+		}
 	}
 	for user, ports := range others {
 		for _, p := range ports {
@@ -314,6 +343,9 @@ func (a *Allocator) Allocate(r Request) ([]netip.Addr, error) {
 	if err != nil {
 		return nil, err
 	}
+	if candidates, err = a.underLimit(&r, candidates); err != nil {
+		return nil, err
+	}
 	var out []netip.Addr
 	if len(r.Requested) > 0 {
 		out, err = a.requested(&r, candidates)
@@ -355,6 +387,9 @@ func (a *Allocator) satisfies(r *Request, cur []netip.Addr) bool {
 	for _, ad := range cur {
 		p := a.poolFor(ad)
 		if p == nil || !p.admits(r) || (r.Pool != "" && p.Name != r.Pool) || p.IsAnchor(ad) {
+			return false
+		}
+		if _, ok := a.reserved[ad]; ok {
 			return false
 		}
 		if a.canUse(ad, r) != nil {
@@ -399,6 +434,38 @@ func (a *Allocator) candidatePools(r *Request) ([]*pool, error) {
 	return out, nil
 }
 
+// underLimit drops the pools where r's namespace already has
+// maxPerNamespace other Services.
+func (a *Allocator) underLimit(r *Request, candidates []*pool) ([]*pool, error) {
+	out := make([]*pool, 0, len(candidates))
+	var full []string
+	for _, p := range candidates {
+		if p.MaxPerNamespace > 0 && a.namespaceUsers(p, r.Namespace, r.Key) >= p.MaxPerNamespace {
+			full = append(full, fmt.Sprintf("%s (maxPerNamespace %d)", p.Name, p.MaxPerNamespace))
+			continue
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, fail(ReasonNSLimit, "namespace %s already has as many Services as it may in pool(s) %s", r.Namespace, strings.Join(full, ", "))
+	}
+	return out, nil
+}
+
+// namespaceUsers counts the Services of ns, except, holding an address of p.
+func (a *Allocator) namespaceUsers(p *pool, ns, except string) int {
+	n := 0
+	for key, addrs := range a.bySvc {
+		if key == except || namespaceOf(key) != ns {
+			continue
+		}
+		if slices.ContainsFunc(addrs, p.Contains) {
+			n++
+		}
+	}
+	return n
+}
+
 func (a *Allocator) requested(r *Request, candidates []*pool) ([]netip.Addr, error) {
 	seen := map[Family]bool{}
 	for _, ad := range r.Requested {
@@ -413,6 +480,9 @@ func (a *Allocator) requested(r *Request, candidates []*pool) ([]netip.Addr, err
 				return nil, fail(ReasonNotAllowed, "requested %s is in pool %s, which does not serve %s", ad, p.Name, r.Key)
 			}
 			return nil, fail(ReasonNotInPool, "requested %s is outside every pool", ad)
+		}
+		if why, ok := a.reserved[ad]; ok {
+			return nil, fail(ReasonReserved, "requested %s is %s and is never given to a Service", ad, why)
 		}
 		if candidates[idx].IsAnchor(ad) {
 			return nil, fail(ReasonAnchor, "requested %s anchors a VRRP instance of pool %s and is never given to a Service", ad, candidates[idx].Name)
@@ -472,7 +542,8 @@ func (a *Allocator) first(r *Request, candidates []*pool, f Family) (netip.Addr,
 				continue
 			}
 			for ad := rg.First; rg.Contains(ad); ad = ad.Next() {
-				if _, used := a.byAddr[ad]; !used && !p.IsAnchor(ad) {
+				_, reserved := a.reserved[ad]
+				if _, used := a.byAddr[ad]; !used && !reserved && !p.IsAnchor(ad) {
 					return ad, true
 				}
 				if !ad.Next().IsValid() {

@@ -89,6 +89,10 @@ func TestAllocateRules(t *testing.T) {
 		{name: "shared, ports differ", before: []Request{req("default/y", share("k", 80))}, r: req("default/x", share("k", 443)), want: "[198.51.100.128]"},
 		{name: "shared, ports clash", before: []Request{req("default/y", share("k", 80), want("198.51.100.128"))}, r: req("default/x", share("k", 80), want("198.51.100.128")), reason: ReasonInUse},
 		{name: "shared key differs", before: []Request{req("default/y", share("k", 80), want("198.51.100.128"))}, r: req("default/x", share("other", 443), want("198.51.100.128")), reason: ReasonInUse},
+		// allow-shared-ip is free text: a Service elsewhere that knows or
+		// guesses the key must not join the address.
+		{name: "shared key from another namespace, requested", before: []Request{req("victim/y", ns("victim"), share("k", 80), want("198.51.100.128"))}, r: req("default/x", share("k", 443), want("198.51.100.128")), reason: ReasonInUse},
+		{name: "shared key from another namespace gets its own address", before: []Request{req("victim/y", ns("victim"), share("k", 80))}, r: req("default/x", share("k", 443)), want: "[198.51.100.129]"},
 		{name: "no sharing without a key", before: []Request{req("default/y")}, r: req("default/x"), want: "[198.51.100.129]"},
 	}
 	for _, tc := range cases {
@@ -213,6 +217,9 @@ func checkNoConflict(t *testing.T, a *Allocator, live map[string]Request) {
 			if r.SharingKey == "" || r.SharingKey != first.SharingKey {
 				t.Fatalf("%s held by %v without a common sharing key", ad, keys)
 			}
+			if r.Namespace != first.Namespace {
+				t.Fatalf("%s shared by %v across namespaces", ad, keys)
+			}
 			for _, p := range r.Ports {
 				if ports[p] {
 					t.Fatalf("%s shared by %v with a clashing port %v", ad, keys, p)
@@ -220,5 +227,73 @@ func checkNoConflict(t *testing.T, a *Allocator, live map[string]Request) {
 				ports[p] = true
 			}
 		}
+	}
+}
+
+// TestShareAcrossNamespacesWhenAllowed: a pool that says so lets Services
+// of different namespaces share an address under one key.
+func TestShareAcrossNamespacesWhenAllowed(t *testing.T) {
+	a := New([]v1alpha1.ServicePool{{Name: "shared", Addresses: []string{"198.51.100.128-198.51.100.133"}, Instances: 1, ShareAcrossNamespaces: true}})
+	first := req("team-a/web", func(r *Request) { r.Namespace = "team-a"; r.SharingKey = "k" })
+	second := req("team-b/web", func(r *Request) { r.Namespace = "team-b"; r.SharingKey = "k"; r.Ports = []Port{{"TCP", 443}} })
+	got1, err := a.Allocate(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got2, err := a.Allocate(second)
+	if err != nil || fmt.Sprint(got1) != fmt.Sprint(got2) {
+		t.Fatalf("second namespace got %v, %v; want to share %v", got2, err, got1)
+	}
+}
+
+// TestMaxPerNamespace: one namespace cannot take more than its share of a
+// pool; other namespaces still get addresses and the ones it holds stay.
+func TestMaxPerNamespace(t *testing.T) {
+	a := New([]v1alpha1.ServicePool{{Name: "p", Addresses: []string{"198.51.100.128-198.51.100.140"}, Instances: 1, MaxPerNamespace: 2}})
+	in := func(ns, name string) Request {
+		return req(ns+"/"+name, func(r *Request) { r.Namespace = ns })
+	}
+	for _, r := range []Request{in("greedy", "a"), in("greedy", "b"), in("greedy", "a")} {
+		if _, err := a.Allocate(r); err != nil {
+			t.Fatalf("%s: %v", r.Key, err)
+		}
+	}
+	_, err := a.Allocate(in("greedy", "c"))
+	if ReasonOf(err) != ReasonNSLimit {
+		t.Fatalf("third Service of one namespace: %v, want %s", err, ReasonNSLimit)
+	}
+	if want := "namespace greedy already has as many Services as it may in pool(s) p (maxPerNamespace 2)"; err.Error() != want {
+		t.Errorf("got %q\nwant %q", err, want)
+	}
+	if _, err := a.Allocate(in("other", "a")); err != nil {
+		t.Fatalf("another namespace: %v", err)
+	}
+	a.Release("greedy/a")
+	if _, err := a.Allocate(in("greedy", "c")); err != nil {
+		t.Fatalf("after a release: %v", err)
+	}
+}
+
+// TestReservedNeverGiven: a pool that still holds its network's reserved
+// addresses (written before validate refused it) never hands them out, a
+// request for one is refused with its reason, and a Service that holds
+// one gets another address.
+func TestReservedNeverGiven(t *testing.T) {
+	c := &v1alpha1.ClusterVIPs{Spec: v1alpha1.ClusterVIPsSpec{MachineNetworks: []string{"198.51.100.0/24"}}}
+	a := New([]v1alpha1.ServicePool{{Name: "low", Addresses: []string{"198.51.100.0-198.51.100.5"}, Instances: 1}})
+	a.SetReserved(c.ReservedAddresses(nil))
+	if got, err := a.Allocate(req("default/a")); err != nil || got[0] != netip.MustParseAddr("198.51.100.1") {
+		t.Fatalf("got %v, %v; want 198.51.100.1, never the network address", got, err)
+	}
+	_, err := a.Allocate(req("default/b", func(r *Request) { r.Requested = fixture.Addrs("198.51.100.0") }))
+	if ReasonOf(err) != ReasonReserved || err.Error() != "requested 198.51.100.0 is the network address of machine network 198.51.100.0/24 and is never given to a Service" {
+		t.Fatalf("requesting the network address: %v", err)
+	}
+	old := req("default/old")
+	if err := a.Assign(old, fixture.Addrs("198.51.100.0")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := a.Allocate(old); err != nil || got[0] == netip.MustParseAddr("198.51.100.0") {
+		t.Fatalf("a Service holding the network address keeps it: %v, %v", got, err)
 	}
 }

@@ -271,6 +271,10 @@ func (t *term) loadConfig() {
 	t.c.m.ConfigInvalid.Set(0)
 	t.pools = cfg.Spec.ServicePools
 	t.alloc.SetPools(t.pools)
+	// Node addresses are not known here: the allocator may not read
+	// Nodes (docs/permissions.md); render --nodes refuses pools that
+	// hold one.
+	t.alloc.SetReserved(cfg.ReservedAddresses(nil))
 	t.c.m.setPools(t.pools)
 }
 

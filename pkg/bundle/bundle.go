@@ -55,6 +55,9 @@ type File struct {
 // Build renders the whole output in memory; nothing touches the disk, so a
 // failure leaves no half-written directory.
 func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
+	if errs := v1alpha1.ValidateNodes(c, cluster.Addresses(o.Nodes)); len(errs) > 0 {
+		return nil, &v1alpha1.ValidationError{Errors: errs}
+	}
 	ids, err := vrid.ForCluster(c)
 	if err != nil {
 		return nil, err

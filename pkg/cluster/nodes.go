@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -39,6 +41,14 @@ const (
 func NodeFromKubernetes(n *corev1.Node, defaultInterface string) (Node, error) {
 	out := Node{Name: n.Name, Labels: n.Labels, Interface: defaultInterface}
 	if iface := n.Annotations[InterfaceAnnotation]; iface != "" {
+		// The annotation is written by whoever may edit Nodes and lands in
+		// keepalived.conf: a newline there would add config of their
+		// choosing. The node is left out (its own sidecar keeps its last
+		// good config; every other node renders without it as a peer)
+		// rather than moved to an interface nobody chose.
+		if msg := v1alpha1.InterfaceNameError(iface); msg != "" {
+			return Node{}, fmt.Errorf("node %s: annotation %s %q: %s", n.Name, InterfaceAnnotation, boundValue(iface), msg)
+		}
 		out.Interface = iface
 	}
 	for l := range n.Labels {
@@ -63,6 +73,16 @@ func NodeFromKubernetes(n *corev1.Node, defaultInterface string) (Node, error) {
 		return Node{}, fmt.Errorf("node %s: status.addresses has no InternalIP or ExternalIP", n.Name)
 	}
 	return out, nil
+}
+
+// boundValue cuts a value read from the cluster before it goes into a
+// message: an annotation can hold up to 256 KiB.
+func boundValue(s string) string {
+	const limit = 64
+	if len(s) <= limit {
+		return s
+	}
+	return s[:limit] + "…"
 }
 
 // LoadNodeList reads `oc get nodes -o yaml` output (a v1 List or NodeList).
@@ -97,6 +117,16 @@ func LoadNodeList(path, defaultInterface string) ([]Node, error) {
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	return nodes, nil
+}
+
+// Addresses are the nodes' own addresses, for v1alpha1.ValidateNodes and
+// the allocator's reserved addresses.
+func Addresses(nodes []Node) []v1alpha1.NodeAddresses {
+	out := make([]v1alpha1.NodeAddresses, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, v1alpha1.NodeAddresses{Name: n.Name, Addresses: n.Addresses})
+	}
+	return out
 }
 
 // Matches reports whether every key=value of selector is among labels (a

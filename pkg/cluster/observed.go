@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"sort"
@@ -203,6 +204,36 @@ type Observed struct {
 	Routers map[string][]*corev1.Pod
 }
 
+// dropReserved keeps a node's own address and its network's network and
+// broadcast addresses out of what is announced, whoever wrote them into a
+// Service's status: held by another node, a node's address takes that
+// node's traffic. The allocator never gives these out; this is the last
+// line, and the only one that knows the nodes' addresses at run time.
+func (m *Model) dropReserved(st *State) []error {
+	reserved := map[netip.Addr]string{}
+	for _, r := range m.Config.ReservedAddresses(Addresses(st.Nodes)) {
+		reserved[r.Addr] = r.Why
+	}
+	var errs []error
+	keep := func(a netip.Addr) bool {
+		why, bad := reserved[a]
+		if bad {
+			errs = append(errs, fmt.Errorf("service address %s is %s: not announced", a, why))
+		}
+		return !bad
+	}
+	for pool, vips := range st.ServiceVIPs {
+		st.ServiceVIPs[pool] = slices.DeleteFunc(vips, func(a netip.Addr) bool { return !keep(a) })
+	}
+	for i := range st.LocalServices {
+		ls := &st.LocalServices[i]
+		ls.VIPs = slices.DeleteFunc(ls.VIPs, func(a netip.Addr) bool { return !keep(a) })
+	}
+	st.LocalServices = slices.DeleteFunc(st.LocalServices, func(l LocalService) bool { return len(l.VIPs) == 0 })
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return errs
+}
+
 // Observe turns the observed objects into the render State, with what was
 // left out and why: nodes without addresses, Service addresses in no pool.
 // A controller whose routers are nowhere yet (or on one node) keeps every
@@ -212,6 +243,7 @@ func (m *Model) Observe(o Observed) (st State, skipped []error, orphans []netip.
 	st.Nodes, skipped = Nodes(o.Nodes, m.Config.Spec.VRRP.Interface)
 	st.RouterNodes = map[string][]string{}
 	st.ServiceVIPs, st.LocalServices, orphans = m.ServiceAddresses(o.Services)
+	skipped = append(skipped, m.dropReserved(&st)...)
 	for name, pods := range o.Routers {
 		if placed, _ := RouterPlacement(pods, ""); len(placed) >= 2 {
 			st.RouterNodes[name] = placed

@@ -123,3 +123,37 @@ func TestRouterPlacementAndAPIServers(t *testing.T) {
 		t.Errorf("APIServers = %v, want %v", got, want)
 	}
 }
+
+// TestReservedAddressesNotAnnounced: a Service whose status names a
+// node's own address (or its network's broadcast address) is not
+// announced, whoever wrote the status: another node holding it would take
+// that node's traffic. The rest is announced as before.
+func TestReservedAddressesNotAnnounced(t *testing.T) {
+	c := fixture.Example(t, "compact-ipv4.yaml")
+	c.Spec.ServicePools[0].Addresses = []string{"198.51.100.0/24"}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "master-0"},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "198.51.100.11"}}}}
+	local := svc("local", 1, nil, corev1.ServiceExternalTrafficPolicyLocal, "198.51.100.255")
+	st, skipped, _ := Compile(c).Observe(Observed{
+		Nodes:    []*corev1.Node{node},
+		Services: []*corev1.Service{svc("hijack", 1, nil, "", "198.51.100.11"), svc("fine", 2, nil, "", "198.51.100.130"), local},
+	})
+	if got, want := st.ServiceVIPs["general"], fixture.Addrs("198.51.100.130"); !slices.Equal(got, want) {
+		t.Errorf("announced %v, want %v", got, want)
+	}
+	if len(st.LocalServices) != 0 {
+		t.Errorf("a Local Service on the broadcast address is announced: %+v", st.LocalServices)
+	}
+	want := []string{
+		"service address 198.51.100.11 is the address of node master-0: not announced",
+		"service address 198.51.100.255 is the broadcast address of machine network 198.51.100.0/24: not announced",
+	}
+	if len(skipped) != len(want) {
+		t.Fatalf("skipped = %v, want %v", skipped, want)
+	}
+	for i := range want {
+		if skipped[i].Error() != want[i] {
+			t.Errorf("skipped[%d] = %s, want %s", i, skipped[i], want[i])
+		}
+	}
+}

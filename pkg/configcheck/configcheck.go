@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 )
 
 // Options say where the daemons run.
@@ -120,8 +121,12 @@ func acceptable(err error) bool {
 	return exit.ExitCode() == 128+int(syscall.SIGTERM)
 }
 
+// diagnose turns a daemon's output into one bounded, redacted message. It
+// ends up in the sidecar's log, a ConfigKept Event and the failures the
+// tests print; a daemon that echoes the offending config line could put a
+// password there, and a runaway one megabytes, or terminal escapes.
 func diagnose(out []byte, err error) string {
-	msg := strings.TrimSpace(string(out))
+	msg := bound(string(out))
 	if msg == "" && err != nil {
 		return err.Error()
 	}
@@ -129,6 +134,50 @@ func diagnose(out []byte, err error) string {
 		return fmt.Sprintf("%s (%v)", msg, err)
 	}
 	return msg
+}
+
+// Limits on what diagnose passes on from a daemon: enough to see the first
+// few problems, never a whole config.
+const (
+	maxDiagnosticLines     = 10
+	maxDiagnosticLineBytes = 200
+)
+
+// secretWord marks a line whose rest may hold a credential (keepalived's
+// auth_pass, haproxy's userlist passwords, anything called a secret or a
+// token): the word stays, what follows it is dropped.
+var secretWord = regexp.MustCompile(`(?i)(auth_pass|password|passwd|secret|token|bearer)`)
+
+// bound keeps the first maxDiagnosticLines lines, each cut at
+// maxDiagnosticLineBytes, with control characters replaced and anything
+// after a secretWord redacted.
+func bound(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	var kept []string
+	for i, l := range lines {
+		if i == maxDiagnosticLines {
+			kept = append(kept, fmt.Sprintf("… (%d more lines)", len(lines)-i))
+			break
+		}
+		l = strings.Map(func(r rune) rune {
+			if r < 0x20 && r != '\t' || r == 0x7f || r == utf8.RuneError {
+				return '?'
+			}
+			return r
+		}, l)
+		if loc := secretWord.FindStringIndex(l); loc != nil {
+			l = l[:loc[1]] + " <redacted>"
+		}
+		if len(l) > maxDiagnosticLineBytes {
+			cut := maxDiagnosticLineBytes
+			for cut > 0 && !utf8.RuneStart(l[cut]) {
+				cut--
+			}
+			l = l[:cut] + "…"
+		}
+		kept = append(kept, l)
+	}
+	return strings.Join(kept, "\n")
 }
 
 var (

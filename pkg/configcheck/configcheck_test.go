@@ -2,6 +2,7 @@ package configcheck
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,5 +107,34 @@ func TestHaproxyJudge(t *testing.T) {
 	bad := strings.Replace(good, "default_backend api", "default_backend nowhere", 1)
 	if err := Haproxy(ctx, []byte(bad), Options{}); err == nil || !strings.Contains(err.Error(), "nowhere") {
 		t.Errorf("bad config: err = %v", err)
+	}
+}
+
+// TestDiagnoseIsBoundedAndRedacted: what a daemon prints reaches a log
+// line and a ConfigKept Event; an echoed config line must not carry a
+// password there, nor megabytes or terminal escapes.
+func TestDiagnoseIsBoundedAndRedacted(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	out.WriteString("[ALERT] parsing [haproxy.cfg:12] : 'user admin password s3cr3t-hash'\n")
+	out.WriteString("bad \x1b[31mescape\n")
+	out.WriteString(strings.Repeat("x", 5000) + "\n")
+	for i := 0; i < 1000; i++ {
+		out.WriteString("more noise\n")
+	}
+	got := diagnose([]byte(out.String()), errors.New("exit status 1"))
+	if strings.Contains(got, "s3cr3t") {
+		t.Errorf("the password reached the message: %q", got)
+	}
+	if strings.Contains(got, "\x1b") {
+		t.Errorf("a control character reached the message: %q", got)
+	}
+	if len(got) > 3000 {
+		t.Errorf("message is %d bytes, want it bounded", len(got))
+	}
+	for _, want := range []string{"password <redacted>", "… (993 more lines)", "(exit status 1)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("message lacks %q: %q", want, got)
+		}
 	}
 }

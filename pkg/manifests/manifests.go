@@ -123,7 +123,7 @@ func Allocator(c *v1alpha1.ClusterVIPs) []runtime.Object {
 					Spec: corev1.PodSpec{
 						ServiceAccountName: AllocatorName,
 						PriorityClassName:  "system-cluster-critical",
-						SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(int64(65532)),
+						SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true),
 							SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 						Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 							PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100,

@@ -39,14 +39,7 @@ func TestManifestsGolden(t *testing.T) {
 // TestRBACIsNarrow: no wildcard, no write for the node group, and the
 // allocator writes only Service status, Events and its Lease.
 func TestRBACIsNarrow(t *testing.T) {
-	c, err := v1alpha1.Load(filepath.Join("..", "..", "examples", "ingress-shards.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := Objects(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := exampleObjects(t, "ingress-shards.yaml")
 	writes := map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
 	for _, o := range objs {
 		var name string

@@ -52,7 +52,22 @@ func IngressStatusFile(controller string) string {
 func scriptSafe(name string) string { return strings.ReplaceAll(name, "-", "_") }
 
 func instanceName(key v1alpha1.InstanceKey, family int) string {
-	return scriptSafe(strings.ReplaceAll(key.String(), "/", "_")) + "_v" + strconv.Itoa(family)
+	return keyIdent(key) + "_v" + strconv.Itoa(family)
+}
+
+// keyIdent turns an instance key into a keepalived identifier that no other
+// key shares. Mapping both "-" and "/" to "_" would make service/dev/a-web
+// and service/dev-a/web one instance, which keepalived refuses as a
+// duplicate: every node holding both would keep its old config for good.
+// The config's own keys have one free component (a DNS label) after a
+// fixed prefix, so the plain mapping is injective for them; a Service key
+// has two, and the namespace's length in front of it makes the split point
+// unambiguous (service_3_dev_a_web vs service_5_dev_a_web).
+func keyIdent(key v1alpha1.InstanceKey) string {
+	if ns, name, ok := key.Service(); ok {
+		return fmt.Sprintf("service_%d_%s_%s", len(ns), scriptSafe(ns), scriptSafe(name))
+	}
+	return scriptSafe(strings.ReplaceAll(key.String(), "/", "_"))
 }
 
 type keepalivedView struct {
@@ -85,10 +100,13 @@ type instanceView struct {
 	Advert                 string
 	UnicastSrc             string
 	Peers                  []string
-	VIPs                   []string
-	Excluded               []string
-	TrackScripts           []string
-	TrackFiles             []string
+	// PeerCheck follows each unicast peer: the TTL an advert must arrive
+	// with (see peerCheck).
+	PeerCheck    string
+	VIPs         []string
+	Excluded     []string
+	TrackScripts []string
+	TrackFiles   []string
 }
 
 // keepalivedView is the node's view of the plan. It refuses an instance
@@ -121,6 +139,7 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 				iv.TrackFiles = append([]string{drainRef(m.priority)}, inst.files...)
 				if s.VRRP.Mode == v1alpha1.ModeUnicast {
 					iv.UnicastSrc = m.src.String()
+					iv.PeerCheck = peerCheck(inst.family)
 				}
 				continue
 			}
@@ -165,6 +184,20 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 		}
 	}
 	return v, nil
+}
+
+// peerCheck drops IPv4 adverts that crossed a router (TTL below 255), so
+// a peer's address forged from off the segment does not count. Every node
+// sends with unicast_ttl 255. IPv6 is not checked yet: keepalived sends
+// unicast IPv6 adverts with hop limit 64 unless told otherwise (measured,
+// 2.2.7), so a node still on an older vipctl during a rolling upgrade
+// would be ignored and both would hold the VIP. Once every node sends 255,
+// IPv6 can be checked too.
+func peerCheck(family int) string {
+	if family == 4 {
+		return " min_ttl 255"
+	}
+	return ""
 }
 
 // drainRef tracks the drain file with a weight that takes this instance's

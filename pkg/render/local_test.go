@@ -54,14 +54,14 @@ func TestLocalServiceInstance(t *testing.T) {
 	})
 	for node, want := range map[string]bool{"worker-a0": true, "worker-a1": true, "edge-0": false, "master-0": false} {
 		conf := confOf(t, p, node)
-		if got := strings.Contains(conf, "vrrp_instance service_shop_web_v4"); got != want {
+		if got := strings.Contains(conf, "vrrp_instance service_4_shop_web_v4"); got != want {
 			t.Errorf("%s renders the Local Service's instance: %v, want %v", node, got, want)
 		}
 		if want && !strings.Contains(conf, `file "`+LocalServiceStatusFile("shop/web")+`"`) {
 			t.Errorf("%s: the instance does not track the Service's status file", node)
 		}
 	}
-	if got := peersOf(t, confOf(t, p, "worker-a1"), "service_shop_web_v4"); len(got) != 1 {
+	if got := peersOf(t, confOf(t, p, "worker-a1"), "service_4_shop_web_v4"); len(got) != 1 {
 		t.Errorf("worker-a1 peers = %v, want the other rack-a node as the one padding peer", got)
 	}
 
@@ -70,7 +70,7 @@ func TestLocalServiceInstance(t *testing.T) {
 		s.LocalServices = []cluster.LocalService{{Name: "shop/web", Pool: "rack-a", VIPs: []netip.Addr{vip}}}
 	})
 	for _, n := range []string{"worker-a0", "worker-a1"} {
-		if strings.Contains(confOf(t, p, n), "service_shop_web") {
+		if strings.Contains(confOf(t, p, n), "service_4_shop_web") {
 			t.Errorf("%s renders a Local Service without endpoints", n)
 		}
 	}
@@ -105,5 +105,34 @@ func TestHaproxyBackendsFollowAPIEndpoints(t *testing.T) {
 		if got := servers(eps...); !slices.Equal(got, []string{"master-0", "master-1", "master-2"}) {
 			t.Errorf("with endpoints %v: servers %v, want every control-plane node", eps, got)
 		}
+	}
+}
+
+// TestLocalServiceNamesAreUnique: dev/a-web and dev-a/web used to render
+// the same instance and track names, which keepalived refuses as a
+// duplicate; every node holding both then kept its old config for good.
+func TestLocalServiceNamesAreUnique(t *testing.T) {
+	p := groupsPlan(t, func(s *cluster.State) {
+		s.LocalServices = []cluster.LocalService{
+			{Name: "dev/a-web", Pool: "rack-a", VIPs: []netip.Addr{netip.MustParseAddr("198.51.100.140")}, Nodes: []string{"worker-a0", "worker-a1"}},
+			{Name: "dev-a/web", Pool: "rack-a", VIPs: []netip.Addr{netip.MustParseAddr("198.51.100.141")}, Nodes: []string{"worker-a0", "worker-a1"}},
+		}
+	})
+	conf := confOf(t, p, "worker-a0")
+	seen := map[string]bool{}
+	for _, line := range strings.Split(conf, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && (f[0] == "vrrp_instance" || f[0] == "vrrp_track_file") && f[2] == "{" {
+			if seen[f[0]+" "+f[1]] {
+				t.Errorf("%s %s rendered twice", f[0], f[1])
+			}
+			seen[f[0]+" "+f[1]] = true
+		}
+	}
+	if len(seen) < 4 {
+		t.Errorf("want two instances and two track files for the Services, got %v", seen)
+	}
+	if LocalServiceStatusFile("dev/a-web") == LocalServiceStatusFile("dev-a/web") {
+		t.Error("both Services share one status file")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
-	"strings"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
@@ -185,7 +184,7 @@ func (p *Plan) addLocal(ls cluster.LocalService) error {
 		return nil
 	}
 	key := v1alpha1.ServiceKey(ls.Name)
-	track := "service_" + scriptSafe(strings.NewReplacer("/", "_", ".", "_").Replace(ls.Name))
+	track := keyIdent(key)
 	p.tracks = append(p.tracks, trackFileView{Name: track, Path: p.root + LocalServiceStatusFile(ls.Name), Weight: 0,
 		Why: "0 while a ready endpoint of Service " + ls.Name + " runs on this node (written by the sidecar)"})
 	endpoint := map[string]bool{}

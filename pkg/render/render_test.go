@@ -404,7 +404,13 @@ func peersOf(t *testing.T, conf, instance string) []string {
 	if !ok || !closed {
 		t.Fatalf("instance %s has no unicast_peer block", instance)
 	}
-	return strings.Fields(peers)
+	var out []string
+	for _, line := range strings.Split(peers, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			out = append(out, f[0]) // the address; min_ttl follows it
+		}
+	}
+	return out
 }
 
 // TestPoolMaxHolders: a pool instance takes part on at most maxHolders

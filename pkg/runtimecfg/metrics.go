@@ -15,6 +15,7 @@ type Metrics struct {
 	StaticDrift   prometheus.Gauge
 	LastGood      prometheus.Gauge
 	Lonely        prometheus.Gauge
+	Unannounced   prometheus.Gauge
 	SyncSeconds   prometheus.Histogram
 }
 
@@ -39,13 +40,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 while the ConfigMap's static parts differ from this node's file (a MachineConfig rollout is pending)."}),
 		Lonely: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "instances_without_peer",
 			Help: "VRRP instances left out of this node's config because it is their only eligible node."}),
+		Unannounced: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "services_not_announced",
+			Help: "externalTrafficPolicy Local Services left out because no VRRP ID is free; their VIPs are not announced."}),
 		LastGood: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "last_good_sync_timestamp_seconds",
 			Help: "When the files last matched the cluster."}),
 		SyncSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "sync_duration_seconds",
 			Help: "Time to render, check and apply.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.VIPsHeld, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.Lonely, m.SyncSeconds)
+		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.VIPsHeld, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.Lonely, m.Unannounced, m.SyncSeconds)
 	}
 	return m
 }

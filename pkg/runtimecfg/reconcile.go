@@ -98,6 +98,9 @@ type NodeState struct {
 	Handover render.Handover
 	// Lonely tells which instances were left out for lack of a peer.
 	Lonely []string
+	// Unannounced are the Local Services no VRRP ID was left for: their
+	// VIPs are announced by no node until IDs free up.
+	Unannounced []cluster.LocalService
 }
 
 // DesiredNode renders one node's files and the rest of its state from a
@@ -108,9 +111,23 @@ func DesiredNode(c *v1alpha1.ClusterVIPs, st cluster.State, node, root string) (
 	for _, ls := range st.LocalServices {
 		extra = append(extra, v1alpha1.ServiceKey(ls.Name))
 	}
-	ids, err := vrid.ForCluster(c, extra...)
+	// The Services come oldest first (cluster.SortByAge), so a new one
+	// never takes an ID from one that has it.
+	ids, unassigned, err := vrid.ForClusterAnd(c, extra)
 	if err != nil {
 		return NodeState{}, err
+	}
+	var unannounced []cluster.LocalService
+	if len(unassigned) > 0 {
+		placed := make([]cluster.LocalService, 0, len(st.LocalServices))
+		for _, ls := range st.LocalServices {
+			if _, ok := ids[v1alpha1.ServiceKey(ls.Name)]; ok {
+				placed = append(placed, ls)
+			} else {
+				unannounced = append(unannounced, ls)
+			}
+		}
+		st.LocalServices = placed
 	}
 	plan, err := render.NewPlan(c, ids, st, render.WithRoot(root), render.WithLonelySkipped())
 	if err != nil {
@@ -121,7 +138,7 @@ func DesiredNode(c *v1alpha1.ClusterVIPs, st cluster.State, node, root string) (
 		return NodeState{}, err
 	}
 	h, err := plan.Handover(node)
-	return NodeState{Files: r.Files, Handover: h, Lonely: r.Lonely}, err
+	return NodeState{Files: r.Files, Handover: h, Lonely: r.Lonely, Unannounced: unannounced}, err
 }
 
 // syncError is a failed step of Reconcile, labelled for the metrics.

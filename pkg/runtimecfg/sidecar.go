@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,6 +75,9 @@ type Sidecar struct {
 	liveDay2 *v1alpha1.ClusterVIPs
 	// known maps every VIP of the last render to its instance key.
 	known map[netip.Addr]v1alpha1.InstanceKey
+	// unannounced are the Local Services last reported as having no VRRP
+	// ID, so each gets its Event once, not on every sync.
+	unannounced map[string]bool
 	// lastErr is why the last sync kept the last good config.
 	lastErr   error
 	applied   bool
@@ -212,6 +217,29 @@ func (s *Sidecar) Sync(ctx context.Context) error {
 	return nil
 }
 
+// reportUnannounced says which Local Services got no VRRP instance: a
+// log line and a gauge on every node, and a Warning Event on the Service
+// from each node that runs a ready endpoint of it (so its owner sees it
+// with kubectl describe, from a few nodes rather than all), once per
+// Service until it is announced again.
+func (s *Sidecar) reportUnannounced(list []cluster.LocalService) {
+	s.m.Unannounced.Set(float64(len(list)))
+	now := make(map[string]bool, len(list))
+	for _, ls := range list {
+		now[ls.Name] = true
+		if s.unannounced[ls.Name] {
+			continue
+		}
+		msg := fmt.Sprintf("no VRRP ID is free for Service %s (externalTrafficPolicy Local): its VIP is not announced until one frees up; every other VIP is unaffected", ls.Name)
+		s.log.Warn(msg)
+		if slices.Contains(ls.Nodes, s.nodeRef.Name) {
+			ns, name, _ := strings.Cut(ls.Name, "/")
+			s.rec.Event(&corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name}, corev1.EventTypeWarning, "VIPNotAnnounced", msg)
+		}
+	}
+	s.unannounced = now
+}
+
 // Ready tells whether the sidecar has synced and applied at least once and
 // its last sync succeeded.
 func (s *Sidecar) Ready() error {
@@ -283,6 +311,7 @@ func (s *Sidecar) sync(ctx context.Context) error {
 		for _, l := range out.Lonely {
 			s.log.Warn("instance left out: its VIPs are not served from this node", "why", l)
 		}
+		s.reportUnannounced(out.Unannounced)
 		s.rememberVIPs(m, st)
 	}
 	for _, d := range out.Reloaded {

@@ -146,7 +146,7 @@ func (s *Sidecar) state(m *cluster.Model) (cluster.State, map[string]bool, error
 	}
 	st, skipped, orphans := m.Observe(o)
 	for _, e := range skipped {
-		s.log.Warn("node left out", "err", e)
+		s.log.Warn("left out", "err", e)
 	}
 	if len(orphans) > 0 {
 		s.log.Warn("service addresses outside every pool are not served", "addresses", orphans)

@@ -29,6 +29,11 @@ type Request struct {
 	Overrides map[Key]uint8
 	// Avoid lists IDs never handed out (other routers on the LAN).
 	Avoid []uint8
+	// Optional keys (Local Services) get an ID after every key of Keys,
+	// in order, as long as one is free; the rest are listed in
+	// Assignment.Unassigned instead of failing the whole assignment: one
+	// Service too many must not stop every other VIP's config.
+	Optional []Key
 }
 
 // Entry is one instance's ID and where it came from.
@@ -48,6 +53,8 @@ const (
 // Assignment is the result of Assign, in Keys order.
 type Assignment struct {
 	Entries []Entry `json:"entries"`
+	// Unassigned are the optional keys no ID was left for.
+	Unassigned []Key `json:"unassigned,omitempty"`
 }
 
 // ID returns the ID of key.
@@ -77,7 +84,7 @@ func Assign(req Request) (Assignment, error) {
 		avoid[id] = true
 	}
 	seen := map[Key]bool{}
-	for _, k := range req.Keys {
+	for _, k := range append(append([]Key{}, req.Keys...), req.Optional...) {
 		if seen[k] {
 			errs = append(errs, fmt.Errorf("key %s listed twice", k))
 		}
@@ -148,9 +155,18 @@ func Assign(req Request) (Assignment, error) {
 		taken[id] = k
 		ids[k] = Entry{Key: k, ID: id, Source: SourceDerived}
 	}
-	out := Assignment{Entries: make([]Entry, 0, len(req.Keys))}
+	out := Assignment{Entries: make([]Entry, 0, len(req.Keys)+len(req.Optional))}
 	for _, k := range req.Keys {
 		out.Entries = append(out.Entries, ids[k])
+	}
+	for _, k := range req.Optional {
+		id, ok := firstFree(req.Cluster, k, func(id uint8) bool { return taken[id] == "" && !avoid[id] })
+		if !ok {
+			out.Unassigned = append(out.Unassigned, k)
+			continue
+		}
+		taken[id] = k
+		out.Entries = append(out.Entries, Entry{Key: k, ID: id, Source: SourceDerived})
 	}
 	return out, nil
 }

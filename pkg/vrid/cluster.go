@@ -17,19 +17,27 @@ func RequestFor(c *v1alpha1.ClusterVIPs) Request {
 }
 
 // ForCluster assigns every VRRP ID of a validated cluster file, keyed by
-// instance key. extra keys (instances the sidecar creates at run time,
-// such as externalTrafficPolicy Local Services) come after the file's, so
-// they never move an ID of the file's.
-func ForCluster(c *v1alpha1.ClusterVIPs, extra ...Key) (map[Key]uint8, error) {
+// instance key.
+func ForCluster(c *v1alpha1.ClusterVIPs) (map[Key]uint8, error) {
+	ids, _, err := ForClusterAnd(c, nil)
+	return ids, err
+}
+
+// ForClusterAnd is ForCluster plus optional keys: instances the sidecar
+// creates at run time (externalTrafficPolicy Local Services), in order,
+// after the file's, so they never move an ID of the file's. Those no ID is
+// left for are returned, not an error: the file's instances and the
+// other Services still render.
+func ForClusterAnd(c *v1alpha1.ClusterVIPs, optional []Key) (map[Key]uint8, []Key, error) {
 	req := RequestFor(c)
-	req.Keys = append(req.Keys, extra...)
+	req.Optional = optional
 	a, err := Assign(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ids := make(map[Key]uint8, len(a.Entries))
 	for _, e := range a.Entries {
 		ids[e.Key] = e.ID
 	}
-	return ids, nil
+	return ids, a.Unassigned, nil
 }

@@ -1,10 +1,15 @@
 package v1alpha1
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -55,6 +60,9 @@ func (e *ValidationError) Error() string {
 // Decode only decodes: unknown and duplicate fields are errors naming their
 // path, so a misspelt option never silently falls back to its default.
 func Decode(data []byte) (*ClusterVIPs, error) {
+	if err := singleDocument(data); err != nil {
+		return nil, err
+	}
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return nil, fmt.Errorf("not valid YAML: %w", err)
@@ -68,6 +76,7 @@ func Decode(data []byte) (*ClusterVIPs, error) {
 	for _, e := range strict {
 		errs = append(errs, strictError(e))
 	}
+	errs = append(errs, explicitZeros(js)...)
 	if c.APIVersion != APIVersion {
 		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), c.APIVersion, []string{APIVersion}))
 	}
@@ -78,6 +87,56 @@ func Decode(data []byte) (*ClusterVIPs, error) {
 		return nil, &ValidationError{Errors: errs}
 	}
 	return &c, nil
+}
+
+// singleDocument refuses a second YAML document: the JSON conversion reads
+// only the first, so anything after a "---" (a second ClusterVIPs, a pool
+// pasted below the marker) would be silently ignored.
+func singleDocument(data []byte) error {
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
+	var doc yamlv3.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil // empty: the field errors say what is missing
+		}
+		return fmt.Errorf("not valid YAML: %w", err)
+	}
+	var next yamlv3.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err != nil:
+		return fmt.Errorf("not valid YAML: %w", err)
+	}
+	return fmt.Errorf("line %d: a second YAML document; the file must hold exactly one ClusterVIPs", next.Line)
+}
+
+// explicitZeros refuses a 0 written where 0 means "use the default":
+// defaulting cannot tell "instances: 0" from a missing field and would
+// silently turn it into 2.
+func explicitZeros(js []byte) field.ErrorList {
+	var raw struct {
+		Spec struct {
+			ServicePools []struct {
+				Instances  *int `json:"instances"`
+				MaxHolders *int `json:"maxHolders"`
+			} `json:"servicePools"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(js, &raw); err != nil {
+		return nil // the strict decode reports it
+	}
+	var errs field.ErrorList
+	pools := field.NewPath("spec", "servicePools")
+	for i, p := range raw.Spec.ServicePools {
+		if p.Instances != nil && *p.Instances == 0 {
+			errs = append(errs, field.Invalid(pools.Index(i).Child("instances"), 0, fmt.Sprintf("must be between 1 and %d; leave it out for the default %d", maxPoolInstancesPerFamily, DefaultPoolInstances)))
+		}
+		if p.MaxHolders != nil && *p.MaxHolders == 0 {
+			errs = append(errs, field.Invalid(pools.Index(i).Child("maxHolders"), 0, fmt.Sprintf("must be at least 2; leave it out for the default %d", DefaultPoolMaxHolders)))
+		}
+	}
+	return errs
 }
 
 // strictError turns sigs.k8s.io/json's `unknown field "spec.foo"` into a

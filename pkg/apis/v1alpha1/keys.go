@@ -71,6 +71,16 @@ func (k InstanceKey) Pool() (pool string, n int, ok bool) {
 	return rest[:i], n, true
 }
 
+// Service tells which Service k names; ok is false for any other kind of
+// key.
+func (k InstanceKey) Service() (namespace, name string, ok bool) {
+	rest, found := strings.CutPrefix(string(k), servicePrefix)
+	if !found {
+		return "", "", false
+	}
+	return strings.Cut(rest, "/")
+}
+
 // Strings lists keys as plain strings, for messages.
 func Strings(keys []InstanceKey) []string {
 	out := make([]string, len(keys))

@@ -120,7 +120,19 @@ type ServicePool struct {
 	// Namespaces that may draw from this pool. Empty means all.
 	Namespaces []string `json:"namespaces,omitempty"`
 	// ServiceSelector restricts the pool to Services with these labels.
+	// The labels are set by whoever owns the Service, so this selects; it
+	// does not protect: use namespaces to keep a tenant out.
 	ServiceSelector map[string]string `json:"serviceSelector,omitempty"`
+	// MaxPerNamespace caps how many Services of one namespace may hold an
+	// address of this pool, so that one tenant cannot drain it for all.
+	// Default 0: no cap.
+	MaxPerNamespace int `json:"maxPerNamespace,omitempty"`
+	// ShareAcrossNamespaces lets Services of different namespaces share
+	// one address through the vipctl.io/allow-shared-ip annotation. Off
+	// by default: the sharing key is then scoped to one namespace, so a
+	// Service elsewhere that guesses a key cannot join another tenant's
+	// address.
+	ShareAcrossNamespaces bool `json:"shareAcrossNamespaces,omitempty"`
 	// AutoAssign lets Services without an explicit pool draw from it.
 	// Default true.
 	AutoAssign *bool `json:"autoAssign,omitempty"`

@@ -39,6 +39,16 @@ var imageRef = regexp.MustCompile(`^[a-z0-9]+([._/:@-][A-Za-z0-9_.-]+)*(:[A-Za-z
 // that would need quoting in keepalived.conf.
 var ifaceName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,15}$`)
 
+// InterfaceNameError says why name cannot be a VRRP interface, or "" when
+// it can. spec.vrrp.interface and a Node's vipctl.io/interface annotation
+// both land in keepalived.conf and are checked by this one rule.
+func InterfaceNameError(name string) string {
+	if !ifaceName.MatchString(name) || name == "." || name == ".." {
+		return fmt.Sprintf("must be a network interface name: 1-%d of A-Z a-z 0-9 _ . -", maxInterfaceNameLength)
+	}
+	return ""
+}
+
 // Validate checks a defaulted config and returns every problem found.
 func Validate(c *ClusterVIPs) field.ErrorList {
 	var errs field.ErrorList
@@ -66,6 +76,7 @@ func Validate(c *ClusterVIPs) field.ErrorList {
 	errs = append(errs, v.ingress(s.Ingress, spec.Child("ingress"), len(validation.IsDNS1123Label(c.Metadata.Name)) == 0)...)
 	errs = append(errs, v.pools(s.ServicePools, spec.Child("servicePools"))...)
 	errs = append(errs, v.vipsOutsidePools()...)
+	errs = append(errs, reservedVIPs(c, c.ReservedAddresses(nil))...)
 	errs = append(errs, validateVRRP(c, spec.Child("vrrp"))...)
 	errs = append(errs, validateImages(&s.Images, spec.Child("images"))...)
 	if _, err := openshiftrelease.Parse(s.OpenShiftRelease); err != nil {
@@ -272,6 +283,9 @@ func (v *validator) pools(list []ServicePool, path *field.Path) field.ErrorList 
 		for j, ns := range pool.Namespaces {
 			errs = append(errs, validateName(ns, p.Child("namespaces").Index(j))...)
 		}
+		if pool.MaxPerNamespace < 0 {
+			errs = append(errs, field.Invalid(p.Child("maxPerNamespace"), pool.MaxPerNamespace, "must be 0 (no cap) or more"))
+		}
 		if pool.MaxHolders < 2 {
 			errs = append(errs, field.Invalid(p.Child("maxHolders"), pool.MaxHolders, "must be at least 2: one holder and one backup"))
 		}
@@ -389,8 +403,8 @@ func validateVRRP(c *ClusterVIPs, path *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(path.Child("version"), v.Version, "the fast profile needs VRRPv3 (VRRPv2 cannot advertise more often than once a second)"))
 	}
 	errs = append(errs, validateAdvert(v, path.Child("advertInterval"))...)
-	if !ifaceName.MatchString(v.Interface) || v.Interface == "." || v.Interface == ".." {
-		errs = append(errs, field.Invalid(path.Child("interface"), v.Interface, fmt.Sprintf("must be a network interface name: 1-%d of A-Z a-z 0-9 _ . -", maxInterfaceNameLength)))
+	if msg := InterfaceNameError(v.Interface); msg != "" {
+		errs = append(errs, field.Invalid(path.Child("interface"), v.Interface, msg))
 	}
 
 	known := map[InstanceKey]bool{}

@@ -251,6 +251,35 @@ func TestParseErrors(t *testing.T) {
 			want: []string{`spec.openshiftRelease of type string`},
 		},
 		{
+			name: "a second YAML document is refused, not ignored",
+			edit: func(s string) string { return s + "---\n" + s },
+			want: []string{`line 16: a second YAML document; the file must hold exactly one ClusterVIPs`},
+		},
+		{
+			name: "explicit instances 0 is not the default",
+			edit: replace("      addresses: [198.51.100.128/26]\n", "      addresses: [198.51.100.128/26]\n      instances: 0\n      maxHolders: 0\n"),
+			want: []string{
+				`spec.servicePools[0].instances: Invalid value: 0: must be between 1 and 16; leave it out for the default 2`,
+				`spec.servicePools[0].maxHolders: Invalid value: 0: must be at least 2; leave it out for the default 8`,
+			},
+		},
+		{
+			name: "VIP on a machine network's network and broadcast address",
+			edit: func(s string) string {
+				return strings.NewReplacer("vips: [198.51.100.5]", "vips: [198.51.100.0, \"2001:db8::\"]", "vips: [198.51.100.6]", "vips: [198.51.100.255]").Replace(s)
+			},
+			want: []string{
+				`spec.api.vips[0]: Invalid value: "198.51.100.0": is the network address of machine network 198.51.100.0/24`,
+				`spec.api.vips[1]: Invalid value: "2001:db8::": is the network address of machine network 2001:db8::/64`,
+				`spec.ingress[0].vips[0]: Invalid value: "198.51.100.255": is the broadcast address of machine network 198.51.100.0/24`,
+			},
+		},
+		{
+			name: "negative maxPerNamespace",
+			edit: replace("      addresses: [198.51.100.128/26]\n", "      addresses: [198.51.100.128/26]\n      maxPerNamespace: -1\n"),
+			want: []string{`spec.servicePools[0].maxPerNamespace: Invalid value: -1: must be 0 (no cap) or more`},
+		},
+		{
 			name: "a last range that the anchors would use up",
 			edit: replace("      addresses: [198.51.100.128/26]\n", "      addresses: [198.51.100.128/26, 198.51.100.200-198.51.100.201]\n"),
 			want: []string{`spec.servicePools[0].addresses[1]: Invalid value: "198.51.100.200-198.51.100.201": too small: its last 2 address(es) anchor the pool's VRRP instances (one each) and at least one must be left for Services`},
@@ -270,6 +299,36 @@ func TestParseErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestValidateNodes: with the node list known (render --nodes), a VIP that
+// is a node's own address or a pool containing one is refused with its
+// field path; a Service given it would take that node's traffic.
+func TestValidateNodes(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte(strings.Replace(base, "[198.51.100.128/26]", "[198.51.100.128/26, 198.51.100.192/26]", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := []NodeAddresses{
+		{Name: "master-0", Addresses: []netip.Addr{netip.MustParseAddr("198.51.100.5")}},
+		{Name: "worker-0", Addresses: []netip.Addr{netip.MustParseAddr("198.51.100.130"), netip.MustParseAddr("2001:db8::130")}},
+		{Name: "worker-1", Addresses: []netip.Addr{netip.MustParseAddr("198.51.100.20")}},
+	}
+	want := []string{
+		`spec.api.vips[0]: Invalid value: "198.51.100.5": is the address of node master-0`,
+		`spec.servicePools[0].addresses[0]: Invalid value: "198.51.100.128/26": contains 198.51.100.130, the address of node worker-0, which must never be handed out`,
+		`spec.servicePools[0].addresses[1]: Invalid value: "198.51.100.192/26": contains 198.51.100.255, the broadcast address of machine network 198.51.100.0/24, which must never be handed out`,
+	}
+	got := ValidateNodes(c, nodes)
+	if len(got) != len(want) {
+		t.Fatalf("got %d errors, want %d: %v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i].Error() != want[i] {
+			t.Errorf("error %d:\n  got  %s\n  want %s", i, got[i], want[i])
+		}
 	}
 }
 

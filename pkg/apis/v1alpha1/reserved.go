@@ -1,0 +1,121 @@
+package v1alpha1
+
+import (
+	"net/netip"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Reserved is an address that must never be a VIP or be handed to a
+// Service, and why: a Service given a node's own address or its subnet's
+// broadcast address takes traffic from that node or from the whole segment.
+type Reserved struct {
+	Addr netip.Addr
+	Why  string
+}
+
+// NodeAddresses are one node's own addresses, as `--nodes` or the Node
+// objects give them.
+type NodeAddresses struct {
+	Name      string
+	Addresses []netip.Addr
+}
+
+// ReservedAddresses lists what the config and the nodes say must never be
+// given out: each machine network's network address (the IPv6
+// subnet-router anycast address too), its IPv4 broadcast address, and
+// every node's own addresses. validate, render and the allocator all ask
+// this one function.
+func (c *ClusterVIPs) ReservedAddresses(nodes []NodeAddresses) []Reserved {
+	var out []Reserved
+	for _, s := range c.Spec.MachineNetworks {
+		n, err := netip.ParsePrefix(s)
+		if err != nil || n.Masked() != n {
+			continue
+		}
+		out = append(out, networkReserved(n)...)
+	}
+	return append(out, nodesReserved(nodes)...)
+}
+
+func nodesReserved(nodes []NodeAddresses) []Reserved {
+	var out []Reserved
+	for _, n := range nodes {
+		for _, a := range n.Addresses {
+			out = append(out, Reserved{Addr: a, Why: "the address of node " + n.Name})
+		}
+	}
+	return out
+}
+
+func networkReserved(n netip.Prefix) []Reserved {
+	// A /31 or /32 (/127, /128) has no network or broadcast address to
+	// keep free (RFC 3021).
+	if n.Bits() >= n.Addr().BitLen()-1 {
+		return nil
+	}
+	out := []Reserved{{Addr: n.Addr(), Why: "the network address of machine network " + n.String()}}
+	if n.Addr().Is4() {
+		out = append(out, Reserved{Addr: lastAddr(n), Why: "the broadcast address of machine network " + n.String()})
+	}
+	return out
+}
+
+// ValidateNodes is what `vipctl validate` and `vipctl render` check on
+// top of Validate, with the nodes when known (the `--nodes` list): no VIP
+// may be a node's own address and no pool may contain a reserved address.
+//
+// Pools are checked here and not in Validate because the sidecar and the
+// allocator parse the cluster's ConfigMap with Validate: a pool that
+// worked before this check (a /25 ending on the broadcast address) must
+// not stop every VIP of a running cluster. At run time the allocator
+// skips reserved addresses instead.
+func ValidateNodes(c *ClusterVIPs, nodes []NodeAddresses) field.ErrorList {
+	errs := reservedVIPs(c, nodesReserved(nodes))
+	return append(errs, reservedInPools(c, c.ReservedAddresses(nodes))...)
+}
+
+// reservedVIPs refuses API and ingress VIPs equal to a reserved address.
+func reservedVIPs(c *ClusterVIPs, reserved []Reserved) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	vips := func(list []string, path *field.Path) {
+		for i, s := range list {
+			a, err := parseAddr(s)
+			if err != nil {
+				continue
+			}
+			for _, r := range reserved {
+				if r.Addr == a {
+					errs = append(errs, field.Invalid(path.Index(i), s, "is "+r.Why))
+				}
+			}
+		}
+	}
+	vips(c.Spec.API.VIPs, spec.Child("api", "vips"))
+	for i, in := range c.Spec.Ingress {
+		vips(in.VIPs, spec.Child("ingress").Index(i).Child("vips"))
+	}
+	return errs
+}
+
+// reservedInPools refuses pool addresses that contain a reserved address.
+func reservedInPools(c *ClusterVIPs, reserved []Reserved) field.ErrorList {
+	var errs field.ErrorList
+	pools := field.NewPath("spec", "servicePools")
+	for i, p := range c.Spec.ServicePools {
+		for j, s := range p.Addresses {
+			r, err := ParseAddressRange(s)
+			if err != nil {
+				continue
+			}
+			for _, res := range reserved {
+				if r.Contains(res.Addr) {
+					errs = append(errs, field.Invalid(pools.Index(i).Child("addresses").Index(j), s,
+						"contains "+res.Addr.String()+", "+res.Why+", which must never be handed out"))
+				}
+			}
+		}
+	}
+	return errs
+}

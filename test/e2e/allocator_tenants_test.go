@@ -1,0 +1,51 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+)
+
+// TestAllocatorTenants: against the real apiserver, with the allocator's
+// own permissions, a Service in another namespace cannot join an address
+// by reusing its allow-shared-ip key, and a namespace stops at the pool's
+// maxPerNamespace while another namespace still gets addresses.
+func TestAllocatorTenants(t *testing.T) {
+	e := startAllocEnv(t, clusterYAML("fast", "unicast", `  servicePools:
+    - name: web
+      addresses: [198.51.100.128/26]
+      maxPerNamespace: 2
+`))
+	for _, ns := range []string{"team-a", "team-b"} {
+		if _, err := e.admin.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.startAllocator(t, "a-0")
+	share := func(port int32) svcOpt {
+		return func(s *corev1.Service) {
+			s.Annotations[v1alpha1.AnnotationAllowSharedIP] = "k"
+			s.Spec.Ports = []corev1.ServicePort{{Port: port}}
+		}
+	}
+	e.service(t, "team-a", "victim", share(80))
+	victim := e.waitIPs(t, "team-a", "victim", 1)
+
+	e.service(t, "team-b", "thief", share(443), annotate(v1alpha1.AnnotationLoadBalancerIPs, victim[0]))
+	e.waitEvent(t, "team-b", "thief", "AllocationFailed", "in another namespace")
+	e.service(t, "team-b", "guess", share(443))
+	if got := e.waitIPs(t, "team-b", "guess", 1); got[0] == victim[0] {
+		t.Errorf("a Service of team-b joined team-a's shared address %s", got[0])
+	}
+
+	e.service(t, "team-a", "second")
+	e.waitIPs(t, "team-a", "second", 1)
+	e.service(t, "team-a", "third")
+	e.waitEvent(t, "team-a", "third", "AllocationFailed", "NamespaceLimit: namespace team-a already has as many Services as it may in pool(s) web (maxPerNamespace 2)")
+	e.service(t, "team-b", "more")
+	e.waitIPs(t, "team-b", "more", 1)
+}
