@@ -348,3 +348,9 @@ func mustAddr(t testing.TB, s string) netip.Addr {
 	}
 	return a
 }
+
+// AddHost adds another host to the lab's network, one that is no node of
+// the cluster (a rogue router, a second client).
+func (lc *Cluster) AddHost(name string, o netlab.HostOpts) *netlab.Host {
+	return lc.lab.AddHost(name, o)
+}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/vipctl/vipctl/internal/lab"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 )
 
@@ -25,7 +26,7 @@ func TestAllocatorTenants(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e.startAllocator(t, "a-0")
+	lab.StartAllocator(t, e.api, e.token, "a-0")
 	share := func(port int32) svcOpt {
 		return func(s *corev1.Service) {
 			s.Annotations[v1alpha1.AnnotationAllowSharedIP] = "k"

@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vipctl/vipctl/internal/lab"
 	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/manifests"
+	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/vrid"
 )
 
@@ -22,16 +25,16 @@ import (
 // up. Without that check the holder yields to the higher priority at once.
 func TestForgedAdvertsDoNotTakeTheAPIVIP(t *testing.T) {
 	nodes := masters(2)
-	lc := startCluster(t, clusterYAML("fast", "unicast", ""), nodes)
-	holder := lc.settled(apiVIP)
+	lc := lab.Start(t, clusterYAML("fast", "unicast", ""), nodes)
+	holder := lc.Settled(apiVIP)
 
-	ids, err := vrid.ForCluster(lc.cfg)
+	ids, err := vrid.ForCluster(lc.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var peers []string
-	for _, n := range lc.nodes {
-		peers = append(peers, "        "+n.addr)
+	for _, n := range lc.Nodes {
+		peers = append(peers, "        "+n.Addr)
 	}
 	const rogueAddr = "198.51.100.66"
 	conf := fmt.Sprintf(`global_defs {
@@ -52,21 +55,27 @@ vrrp_instance forged {
         %s/32 dev br-ex
     }
 }
-`, ids[v1alpha1.KeyAPI], strings.TrimSuffix(fmt.Sprint(lc.cfg.Spec.VRRP.Advert().Seconds()), ".0"), rogueAddr, strings.Join(peers, "\n"), apiVIP)
+`, ids[v1alpha1.KeyAPI], strings.TrimSuffix(fmt.Sprint(lc.Config.Spec.VRRP.Advert().Seconds()), ".0"), rogueAddr, strings.Join(peers, "\n"), apiVIP)
 	dir, err := os.MkdirTemp("", "vipctl-rogue-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	path := filepath.Join(dir, "keepalived.conf")
+	// Laid out like a node, so it starts with the static pod's own
+	// command line.
+	path := filepath.Join(dir, render.KeepalivedConfPath)
+	for _, d := range []string{filepath.Dir(path), filepath.Join(dir, render.RunDir)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rogue := lc.lab.AddHost("rogue", netlab.HostOpts{Iface: "br-ex", Addrs: []string{rogueAddr + "/24"}})
-	p := rogue.Start("keepalived", "keepalived", "-n", "-l", "-D", "-G", "-f", path,
-		"-p", filepath.Join(dir, "k.pid"), "-r", filepath.Join(dir, "v.pid"), "-c", filepath.Join(dir, "c.pid"))
+	rogue := lc.AddHost("rogue", netlab.HostOpts{Iface: "br-ex", Addrs: []string{rogueAddr + "/24"}})
+	p := rogue.Start("keepalived", manifests.KeepalivedCommand(dir)...)
 	t.Cleanup(p.Stop)
-	waitFor(t, 10*time.Second, "the rogue keepalived advertising as master", func() bool {
+	lab.WaitFor(t, 10*time.Second, "the rogue keepalived advertising as master", func() bool {
 		return strings.Contains(p.LogTail(50), "Entering MASTER STATE")
 	})
 
@@ -74,7 +83,7 @@ vrrp_instance forged {
 	// several of them.
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
-		if got := lc.holders(apiVIP); !slices.Equal(got, []string{holder}) {
+		if got := lc.Holders(apiVIP); !slices.Equal(got, []string{holder}) {
 			t.Fatalf("forged adverts moved the API VIP: node holders %v, was %s\nrogue log:\n%s", got, holder, p.LogTail(20))
 		}
 		time.Sleep(100 * time.Millisecond)
