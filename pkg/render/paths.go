@@ -34,6 +34,15 @@ const (
 	HaproxyMasterSocket = HaproxyRunDir + "/master.sock"
 	HaproxyStatsSocket  = HaproxyRunDir + "/stats.sock"
 
+	// StateDir keeps what must outlive the pods and a reboot: the
+	// sidecar's last-known-good view of the cluster.
+	StateDir = "/var/lib/vipctl"
+	// LastGoodPath is that view (effective config and cluster state),
+	// rewritten atomically after every successful sync. `runtimecfg
+	// --once` starts from it when it is newer than the bootstrap node
+	// list, so a restarted pod comes back with the Service VIPs it had.
+	LastGoodPath = StateDir + "/last-good.json"
+
 	// NodeKubeconfig is the kubelet's own credential; static pods cannot
 	// use a ServiceAccount, so the sidecar reads with the node's identity.
 	NodeKubeconfig = "/var/lib/kubelet/kubeconfig"

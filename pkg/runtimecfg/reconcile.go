@@ -38,6 +38,10 @@ type Input struct {
 	// runs on this node. nil leaves the status files as they are (--once:
 	// InitRunFiles wrote them).
 	IngressReady map[string]bool
+	// From names where Config and State came from, for --once's report;
+	// Warnings are what it ignored on the way (BootInput).
+	From     string
+	Warnings []string
 }
 
 // Outcome is what a Reconcile did and what the node's state is now.

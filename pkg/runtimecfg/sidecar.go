@@ -294,6 +294,14 @@ func (s *Sidecar) sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// What was just applied is what the next pod starts from (Once), so
+	// a restart comes back with the Service addresses it held even while
+	// the API is away. Failing to record it leaves the applied config in
+	// force; only the next restart is at stake.
+	if _, err := SaveLastGood(s.o.Target, s.o.NodeName, c, st); err != nil {
+		s.m.Failures.WithLabelValues("last-good").Inc()
+		s.log.Error("last-good view not recorded: a restart would start from the bootstrap node list", "err", err)
+	}
 	if out.HandoverErr != nil {
 		s.m.Failures.WithLabelValues("handover").Inc()
 		s.log.Error("handover table not written: planned moves of this node's VIPs may reset open connections", "err", out.HandoverErr)
