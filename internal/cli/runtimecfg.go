@@ -76,7 +76,8 @@ annotation and serves /healthz, /readyz and /metrics on --listen.`,
 					// one): keepalived holds nothing until the sidecar
 					// renders from the API.
 					_, _ = fmt.Fprintln(streams.ErrOut, "warning:", err)
-					err = nil
+					_, err = fmt.Fprintf(streams.Out, "wrote %d files: keepalived starts without VRRP instances\n", len(res.Written))
+					return err
 				}
 				if err != nil {
 					return err

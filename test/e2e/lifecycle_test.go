@@ -1,0 +1,234 @@
+package e2e
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vipctl/vipctl/internal/netlab"
+	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/render"
+)
+
+// Node lifecycle in the lab (design.md, "Node lifecycle invariants"): the
+// keepalived pod is started and stopped as the kubelet does it, with the
+// init container's real command line, so what a node does after a restart,
+// a reboot or joining late is what these tests see.
+
+// writeBootstrapNodes writes the NodeList `vipctl render --nodes` ships as
+// /etc/vipctl/nodes.yaml, listing nodes as they are now.
+func writeBootstrapNodes(t *testing.T, nodes []cluster.Node) string {
+	t.Helper()
+	list := corev1.NodeList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "NodeList"}}
+	for _, n := range nodes {
+		labels := map[string]string{}
+		for k, v := range n.Labels {
+			labels[k] = v
+		}
+		if n.ControlPlane {
+			labels["node-role.kubernetes.io/control-plane"] = ""
+		}
+		node := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels,
+			Annotations: map[string]string{cluster.InterfaceAnnotation: n.Interface}}}
+		for _, a := range n.Addresses {
+			node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a.String()})
+		}
+		list.Items = append(list.Items, node)
+	}
+	data, err := yaml.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "nodes.yaml")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// addLabNode adds a machine to a running lab, one that was not there when
+// the cluster was rendered. Nothing runs on it until startPod.
+func (kc *kubeCluster) addLabNode(t *testing.T, s nodeSpec) *labNode {
+	t.Helper()
+	// Scripts run as keepalived_script: the root must be traversable.
+	base, err := os.MkdirTemp("", "vipctl-lab-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := kc.lab.AddHost(s.name, netlab.HostOpts{Iface: "br-ex", Addrs: []string{s.addr}})
+	n := &labNode{name: s.name, addr: strings.Split(s.addr, "/")[0], host: h, routers: map[string]*standIn{}}
+	n.target.Root, n.target.Netns = filepath.Join(base, s.name), h.NS
+	for _, d := range []string{render.RunDir, render.HaproxyRunDir} {
+		if err := os.MkdirAll(filepath.Join(n.target.Root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kc.byName[s.name] = n
+	kc.state.Nodes = append(kc.state.Nodes, cluster.Node{Name: s.name, Labels: s.labels, ControlPlane: s.controlPlane,
+		Interface: "br-ex", Addresses: []netip.Addr{mustAddr(t, n.addr)}})
+	kc.keepLocal(n)
+	return n
+}
+
+// startPod starts a node's keepalived pod as the kubelet does: the init
+// container (`vipctl runtimecfg --once`, its real command line), and only
+// if that exits 0, keepalived and the sidecar. It returns the init
+// container's exit code and output; a non-zero code is what the kubelet
+// shows as Init:CrashLoopBackOff.
+func (kc *kubeCluster) startPod(t *testing.T, name, bootstrapNodes string) (int, string) {
+	t.Helper()
+	n := kc.byName[name]
+	code, out, errOut := vipctl(t, "runtimecfg", "--once", "--config", kc.cfgPath, "--bootstrap-nodes", bootstrapNodes,
+		"--node-name", name, "--root", n.target.Root, "--netns", n.target.Netns)
+	t.Logf("%s: init container exited %d: %s%s", name, code, out, errOut)
+	if code != 0 {
+		return code, out + errOut
+	}
+	n.startKeepalived()
+	if !containsNode(kc.nodes, n) {
+		kc.nodes = append(kc.nodes, n)
+	}
+	kc.startSidecar(t, name)
+	return code, out + errOut
+}
+
+func containsNode(nodes []*labNode, n *labNode) bool {
+	for _, m := range nodes {
+		if m == n {
+			return true
+		}
+	}
+	return false
+}
+
+// stopPod stops a node's keepalived pod as the kubelet does: keepalived's
+// preStop writes the drain file and waits while a peer takes the VIPs
+// over (three adverts and a second), then the containers stop.
+func (kc *kubeCluster) stopPod(t *testing.T, name string) {
+	t.Helper()
+	n := kc.byName[name]
+	if err := os.WriteFile(filepath.Join(n.target.Root, render.DrainFile), []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3*kc.cfg.Spec.VRRP.Advert() + time.Second)
+	kc.sidecars[name].Stop()
+	n.keepalived.Stop()
+}
+
+// TestNewNodeJoinsAfterRender: a node added after `vipctl render` is in
+// no bootstrap node list. Its init container still exits 0 (a keepalived
+// without instances, which takes nothing from anyone), the sidecar renders
+// it from the API once its Node exists, its peers take it in, it serves a
+// Service's VIP, and its next restart starts from the last-good view it
+// has recorded since.
+func TestNewNodeJoinsAfterRender(t *testing.T) {
+	specs := sidecarSpecs()
+	late := specs[3] // worker-1
+	kc := startKubeCluster(t, clusterYAML("fast", "unicast", sidecarPools), specs[:3])
+	bootstrap := writeBootstrapNodes(t, kc.state.Nodes)
+	kc.deploy(t)
+	for _, n := range kc.nodes {
+		kc.addNode(t, n.name)
+		kc.startSidecar(t, n.name)
+		startEcho(t, n, "0.0.0.0:8080")
+	}
+
+	n := kc.addLabNode(t, late)
+	code, out := kc.startPod(t, late.name, bootstrap)
+	if code != 0 {
+		t.Fatalf("the init container of a node added after render exited %d (Init:CrashLoopBackOff): %s", code, out)
+	}
+	if !strings.Contains(out, "not in") {
+		t.Errorf("the init container does not say why it rendered no instance: %s", out)
+	}
+	if c := kc.keepalivedConf(t, late.name); strings.Contains(c, "vrrp_instance") {
+		t.Errorf("before its Node exists, %s renders instances:\n%s", late.name, c)
+	}
+	startEcho(t, n, "0.0.0.0:8080")
+
+	kc.addNode(t, late.name)
+	kc.waitConf(t, late.name, "the web pool's instances with worker-0 as peer", func(c string) bool {
+		return strings.Contains(c, "vrrp_instance pool_web_0_v4") && strings.Contains(c, peerLine("198.51.100.21"))
+	})
+	kc.waitConf(t, "worker-0", late.name+" among the peers", func(c string) bool { return strings.Contains(c, peerLine("198.51.100.22")) })
+	if n.keepalived.Exited() {
+		t.Fatalf("%s: keepalived exited:\n%s", late.name, n.keepalived.LogTail(20))
+	}
+
+	// A Service on the pool answers, from whichever worker holds it.
+	createLBService(t, kc.admin, "web", "")
+	kc.waitConf(t, late.name, "the Service's address", func(c string) bool { return strings.Contains(c, "198.51.100.128/32") })
+	p := kc.poll("http://198.51.100.128:8080/", 20*time.Millisecond)
+	waitFor(t, 30*time.Second, "the Service VIP answers", func() bool { ok, _ := p.counts(); return ok > 5 })
+	p.Stop()
+
+	// It has a last-good view now: the next start renders from it, with
+	// the Service's address, instead of falling back to no instance.
+	lastGood := filepath.Join(n.target.Root, render.LastGoodPath)
+	waitFor(t, 15*time.Second, late.name+" records the Service's address in its last-good view", func() bool {
+		data, err := os.ReadFile(lastGood)
+		return err == nil && strings.Contains(string(data), "198.51.100.128")
+	})
+	kc.stopPod(t, late.name)
+	code, out = kc.startPod(t, late.name, bootstrap)
+	if code != 0 || !strings.Contains(out, render.LastGoodPath) {
+		t.Fatalf("restart of %s: exit %d, want 0 rendering from %s: %s", late.name, code, render.LastGoodPath, out)
+	}
+	if c := kc.keepalivedConf(t, late.name); !strings.Contains(c, "198.51.100.128/32") {
+		t.Errorf("%s restarted without the Service's address:\n%s", late.name, c)
+	}
+}
+
+// TestPodRestartKeepsServiceVIPs: the keepalived pod of the node holding a
+// Service's VIP restarts while the API is down. Its preStop hands the VIP
+// over; the new pod's init container renders from the last-good view, so
+// when the node preempts its pool instance again it takes the Service's
+// address along, and not one request to the VIP fails. (Before the
+// last-good view, the init render had only the pool's anchor: the node
+// took the instance back without the Service's address, which then
+// answered nowhere until the API came back.)
+func TestPodRestartKeepsServiceVIPs(t *testing.T) {
+	kc := startKubeCluster(t, clusterYAML("fast", "unicast", sidecarPools), sidecarSpecs())
+	bootstrap := writeBootstrapNodes(t, kc.state.Nodes)
+	kc.deploy(t)
+	for _, n := range kc.nodes {
+		kc.addNode(t, n.name)
+		kc.startSidecar(t, n.name)
+		startEcho(t, n, "0.0.0.0:8080")
+	}
+	const vip = "198.51.100.128"
+	createLBService(t, kc.admin, "web", "")
+	for _, w := range []string{"worker-0", "worker-1"} {
+		kc.waitConf(t, w, "the Service's address", func(c string) bool { return strings.Contains(c, vip+"/32") })
+	}
+	// The sync that wrote the address into keepalived.conf recorded it
+	// too, long before the VIP settles.
+	holder := kc.settled(vip)
+	p := kc.poll("http://"+vip+":8080/", 20*time.Millisecond)
+	waitFor(t, 15*time.Second, "the Service VIP answers", func() bool { ok, _ := p.counts(); return ok > 5 })
+
+	kc.api.RestartAPIServer(t, func() {
+		kc.stopPod(t, holder)
+		interim := kc.waitHolder(vip, 15*time.Second, func(n string) bool { return n != holder })
+		t.Logf("%s stopped, %s holds %s", holder, interim, vip)
+		if code, out := kc.startPod(t, holder, bootstrap); code != 0 {
+			t.Fatalf("init container: %d %s", code, out)
+		}
+		// The node is the pool instance's preferred holder: it preempts
+		// the interim holder, with the API still down.
+		kc.waitHolder(vip, 15*time.Second, func(n string) bool { return n == holder })
+		time.Sleep(time.Second)
+		p.wantNoFailures(t, "a pod restart of "+holder+" with the API down")
+	})
+}
