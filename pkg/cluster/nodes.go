@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -65,12 +66,43 @@ func NodeFromKubernetes(n *corev1.Node, defaultInterface string) (Node, error) {
 	return out, nil
 }
 
+// BootstrapNodeList is the bootstrap node list (render.BootstrapNodesPath)
+// for live Nodes, as `vipctl update` ships it when it rewrites the
+// MachineConfigs: only what rendering reads (name, labels, the interface
+// annotation, addresses), sorted by name. A Node rendering would refuse
+// (no address yet) is left out and named in skipped: one registering
+// Node must not make every node's init container fail.
+func BootstrapNodeList(items []corev1.Node) (data []byte, skipped []error, err error) {
+	list := corev1.NodeList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "NodeList"}}
+	for i := range items {
+		n := &items[i]
+		if _, err := NodeFromKubernetes(n, ""); err != nil {
+			skipped = append(skipped, err)
+			continue
+		}
+		out := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}, Status: corev1.NodeStatus{Addresses: n.Status.Addresses}}
+		if iface := n.Annotations[InterfaceAnnotation]; iface != "" {
+			out.Annotations = map[string]string{InterfaceAnnotation: iface}
+		}
+		list.Items = append(list.Items, out)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	data, err = yaml.Marshal(list)
+	return data, skipped, err
+}
+
 // LoadNodeList reads `oc get nodes -o yaml` output (a v1 List or NodeList).
 func LoadNodeList(path, defaultInterface string) ([]Node, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
+	return ParseNodeList(path, data, defaultInterface)
+}
+
+// ParseNodeList is LoadNodeList without the file; name says where data
+// came from in errors.
+func ParseNodeList(path string, data []byte, defaultInterface string) ([]Node, error) {
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: not valid YAML: %w", path, err)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -10,10 +11,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/internal/netlab"
+	"github.com/vipctl/vipctl/internal/testapiserver"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/machineconfig"
+	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
 )
 
@@ -230,5 +235,94 @@ func TestPodRestartKeepsServiceVIPs(t *testing.T) {
 		kc.waitHolder(vip, 15*time.Second, func(n string) bool { return n == holder })
 		time.Sleep(time.Second)
 		p.wantNoFailures(t, "a pod restart of "+holder+" with the API down")
+	})
+}
+
+// machineConfigFile is a file's content in a MachineConfig as the API
+// holds it, and whether the MachineConfig carries it.
+func machineConfigFile(t *testing.T, kc *kubeCluster, mc, path string) ([]byte, bool) {
+	t.Helper()
+	obj, err := dynamic.NewForConfigOrDie(kc.api.AdminConfig()).Resource(machineConfigGVR).Get(context.Background(), mc, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, ok, err := machineconfig.FileData(obj, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, ok
+}
+
+// TestUpdateThenReinstallKeepsAPIVIP: `vipctl update` rewrites the
+// MachineConfigs (a static change); a control-plane node is then
+// reinstalled from them (nothing of vipctl's left on its disk) while the
+// apiserver is down. Its init container renders the API instance from the
+// bootstrap node list the new MachineConfig carries, and when the other
+// control-plane node stops, the API VIP comes up on it and answers. On
+// main the rewritten MachineConfigs carried no node list: the node started
+// keepalived without instances and the API VIP waited for the API.
+func TestUpdateThenReinstallKeepsAPIVIP(t *testing.T) {
+	kc := startKubeCluster(t, clusterYAML("fast", "unicast", ""), masters(2))
+	kc.api.InstallCRDs(t, testapiserver.MachineConfigCRD(t))
+	objs, err := manifests.Objects(kc.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyObjects(t, kc.api.AdminConfig(), objs)
+	for _, n := range kc.nodes {
+		kc.addNode(t, n.name)
+	}
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
+	testapiserver.WriteKubeconfig(t, kc.api.AdminConfig(), kubeconfig)
+	file := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(file, []byte(clusterYAML("fast", "unicast", "  openshiftRelease: \"4.19\"\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := vipctl(t, "update", "-f", file, "--kubeconfig", kubeconfig); code != 0 || !strings.Contains(errOut, "wrote MachineConfig 50-vipctl-master") {
+		t.Fatalf("update with a static change: %d\n%s%s", code, out, errOut)
+	}
+	nodesYAML, ok := machineConfigFile(t, kc, "50-vipctl-master", render.BootstrapNodesPath)
+	if !ok {
+		t.Fatalf("the MachineConfig vipctl update wrote ships no %s", render.BootstrapNodesPath)
+	}
+	clusterFile, ok := machineConfigFile(t, kc, "50-vipctl-master", render.ClusterConfigPath)
+	if !ok {
+		t.Fatalf("the MachineConfig ships no %s", render.ClusterConfigPath)
+	}
+	p := kc.poll("https://"+apiVIP+":6443/", 20*time.Millisecond)
+	waitFor(t, 15*time.Second, "the API VIP answers", func() bool { ok, _ := p.counts(); return ok > 5 })
+	p.Stop()
+
+	n := kc.byName["master-0"]
+	kc.api.RestartAPIServer(t, func() {
+		// Reinstalled: the MachineConfig's files, nothing else of vipctl's.
+		n.keepalived.Stop()
+		for _, d := range []string{render.KeepalivedDir, render.StateDir, render.RunDir} {
+			if err := os.RemoveAll(filepath.Join(n.target.Root, d)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.MkdirAll(filepath.Join(n.target.Root, render.RunDir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for path, data := range map[string][]byte{render.BootstrapNodesPath: nodesYAML, render.ClusterConfigPath: clusterFile} {
+			if err := os.WriteFile(filepath.Join(n.target.Root, path), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		code, out, errOut := vipctl(t, "runtimecfg", "--once", "--config", filepath.Join(n.target.Root, render.ClusterConfigPath),
+			"--bootstrap-nodes", filepath.Join(n.target.Root, render.BootstrapNodesPath), "--node-name", n.name, "--root", n.target.Root, "--netns", n.target.Netns)
+		if code != 0 || strings.Contains(errOut, "without VRRP instances") {
+			t.Fatalf("init container on the reinstalled node: %d\n%s%s", code, out, errOut)
+		}
+		n.startKeepalived()
+		// The other control-plane node goes: only the reinstalled one can
+		// hold the API VIP now.
+		kc.byName["master-1"].keepalived.Stop()
+		kc.waitHolder(apiVIP, 15*time.Second, func(h string) bool { return h == n.name })
+		p := kc.poll("https://"+apiVIP+":6443/", 20*time.Millisecond)
+		waitFor(t, 15*time.Second, "the API VIP answers from the reinstalled node with the apiserver down", func() bool { ok, _ := p.counts(); return ok > 5 })
+		p.Stop()
 	})
 }
