@@ -25,11 +25,24 @@ type Node struct {
 	Interface string
 	// ControlPlane nodes run haproxy and may hold the API VIP.
 	ControlPlane bool
+	// ExcludeServices is the Kubernetes label ExcludeLBLabel: the node
+	// holds no Service VIP while a peer can (it stays in the pool
+	// instances at the lowest priority, so the VIPs leave it make before
+	// break).
+	ExcludeServices bool `json:",omitempty"`
 }
 
 // Label and annotation names read from Kubernetes Node objects.
 const (
 	InterfaceAnnotation = "vipctl.io/interface"
+	// ExcludeLBLabel is Kubernetes' own signal that a node must not serve
+	// external load balancers (set for maintenance, or on nodes that must
+	// never carry Service traffic).
+	ExcludeLBLabel = "node.kubernetes.io/exclude-from-external-load-balancers"
+	// DrainAnnotation ("true") asks the node's sidecar to give every VIP
+	// away make-before-break, as keepalived's preStop does, until it is
+	// removed (`vipctl drain NODE`, `vipctl undrain NODE`).
+	DrainAnnotation = "vipctl.io/drain"
 	roleLabelPrefix     = "node-role.kubernetes.io/"
 )
 
@@ -42,6 +55,7 @@ func NodeFromKubernetes(n *corev1.Node, defaultInterface string) (Node, error) {
 	if iface := n.Annotations[InterfaceAnnotation]; iface != "" {
 		out.Interface = iface
 	}
+	_, out.ExcludeServices = n.Labels[ExcludeLBLabel]
 	for l := range n.Labels {
 		role, ok := strings.CutPrefix(l, roleLabelPrefix)
 		if ok && (role == "master" || role == "control-plane") {
@@ -130,6 +144,9 @@ func ParseNodeList(path string, data []byte, defaultInterface string) ([]Node, e
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	return nodes, nil
 }
+
+// Drained tells whether a Node asks to be drained (DrainAnnotation).
+func Drained(n *corev1.Node) bool { return n.Annotations[DrainAnnotation] == "true" }
 
 // Matches reports whether every key=value of selector is among labels (a
 // pool's nodeSelector or serviceSelector).

@@ -31,6 +31,9 @@ const (
 	// preferredPriority marks the node a pool instance is steered to; it is
 	// above every hashed priority (2..241).
 	preferredPriority = 250
+	// excludedPriority is a drained node's priority (see DrainFile), given
+	// for good to a node excluded from Service VIPs.
+	excludedPriority = 1
 	scriptInterval    = 1
 	scriptTimeout     = 1
 )

@@ -31,6 +31,9 @@ type member struct {
 	node     *cluster.Node
 	src      netip.Addr
 	priority int
+	// excluded members of Service instances sit at excludedPriority and
+	// are never steered to.
+	excluded bool
 }
 
 // Plan is the cluster-wide part of rendering, computed once per (config,
@@ -163,6 +166,7 @@ func NewPlan(c *v1alpha1.ClusterVIPs, ids map[v1alpha1.InstanceKey]uint8, st clu
 				sort.Slice(inst.excluded, func(i, j int) bool { return inst.excluded[i].Less(inst.excluded[j]) })
 			}
 		}
+		excludeFromServices(p.instances[first:])
 		steer(p.instances[first:])
 		p.checkPoolHolders(*pool.ServicePool)
 	}
@@ -219,7 +223,24 @@ func (p *Plan) addLocal(ls cluster.LocalService) error {
 			p.byNode[pad.node.Name] = append(p.byNode[pad.node.Name], inst)
 		}
 	}
+	excludeFromServices(p.instances[first:])
 	return nil
+}
+
+// excludeFromServices puts the members whose node carries
+// cluster.ExcludeLBLabel at excludedPriority, below every other member: a
+// peer preempts them while they still answer (make-before-break, as a
+// drain), which leaving the instance at once would not be. They stay
+// members, so a node labelled for maintenance holds a Service VIP only
+// when no peer can.
+func excludeFromServices(instances []*instance) {
+	for _, inst := range instances {
+		for i := range inst.eligible {
+			if inst.eligible[i].node.ExcludeServices {
+				inst.eligible[i].priority, inst.eligible[i].excluded = excludedPriority, true
+			}
+		}
+	}
 }
 
 // steer gives each instance of one pool (per family) a different preferred
@@ -234,17 +255,26 @@ func steer(instances []*instance) {
 			if inst.family != fam || len(inst.eligible) == 0 {
 				continue
 			}
-			if len(taken) >= len(inst.eligible) {
+			candidates := 0
+			for _, m := range inst.eligible {
+				if !m.excluded {
+					candidates++
+				}
+			}
+			if len(taken) >= candidates {
 				taken = map[string]bool{}
 			}
 			best := -1
 			for i, m := range inst.eligible {
-				if taken[m.node.Name] {
+				if taken[m.node.Name] || m.excluded {
 					continue
 				}
 				if best < 0 || m.priority > inst.eligible[best].priority || (m.priority == inst.eligible[best].priority && m.node.Name < inst.eligible[best].node.Name) {
 					best = i
 				}
+			}
+			if best < 0 {
+				continue // every member excluded
 			}
 			inst.eligible[best].priority = preferredPriority
 			taken[inst.eligible[best].node.Name] = true

@@ -55,6 +55,11 @@ func writeBootstrapNodes(t *testing.T, nodes []cluster.Node) string {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Laid down at install, before any sidecar recorded a view.
+	past := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(path, past, past); err != nil {
+		t.Fatal(err)
+	}
 	return path
 }
 
@@ -204,22 +209,10 @@ func TestNewNodeJoinsAfterRender(t *testing.T) {
 // took the instance back without the Service's address, which then
 // answered nowhere until the API came back.)
 func TestPodRestartKeepsServiceVIPs(t *testing.T) {
-	kc := startKubeCluster(t, clusterYAML("fast", "unicast", sidecarPools), sidecarSpecs())
+	// The sync that wrote the Service's address into keepalived.conf
+	// recorded it in the last-good view too, long before the VIP settles.
+	kc, vip, holder := startServiceLab(t)
 	bootstrap := writeBootstrapNodes(t, kc.state.Nodes)
-	kc.deploy(t)
-	for _, n := range kc.nodes {
-		kc.addNode(t, n.name)
-		kc.startSidecar(t, n.name)
-		startEcho(t, n, "0.0.0.0:8080")
-	}
-	const vip = "198.51.100.128"
-	createLBService(t, kc.admin, "web", "")
-	for _, w := range []string{"worker-0", "worker-1"} {
-		kc.waitConf(t, w, "the Service's address", func(c string) bool { return strings.Contains(c, vip+"/32") })
-	}
-	// The sync that wrote the address into keepalived.conf recorded it
-	// too, long before the VIP settles.
-	holder := kc.settled(vip)
 	p := kc.poll("http://"+vip+":8080/", 20*time.Millisecond)
 	waitFor(t, 15*time.Second, "the Service VIP answers", func() bool { ok, _ := p.counts(); return ok > 5 })
 
@@ -325,4 +318,71 @@ func TestUpdateThenReinstallKeepsAPIVIP(t *testing.T) {
 		waitFor(t, 15*time.Second, "the API VIP answers from the reinstalled node with the apiserver down", func() bool { ok, _ := p.counts(); return ok > 5 })
 		p.Stop()
 	})
+}
+
+// setNodeLabel sets (value non-nil) or removes a label on a Node, as `oc
+// label node` does.
+func setNodeLabel(t *testing.T, kc *kubeCluster, node, key string, value *string) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := kc.admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if value == nil {
+		delete(n.Labels, key)
+	} else {
+		n.Labels[key] = *value
+	}
+	if _, err := kc.admin.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startServiceLab is a kubeCluster with every sidecar running, a
+// LoadBalancer Service whose address the pool's workers carry, and an echo
+// server behind it on every node. It returns the address and its settled
+// holder.
+func startServiceLab(t *testing.T) (*kubeCluster, string, string) {
+	t.Helper()
+	kc := startKubeCluster(t, clusterYAML("fast", "unicast", sidecarPools), sidecarSpecs())
+	kc.deploy(t)
+	for _, n := range kc.nodes {
+		kc.addNode(t, n.name)
+		kc.startSidecar(t, n.name)
+		startEcho(t, n, "0.0.0.0:8080")
+	}
+	const vip = "198.51.100.128"
+	createLBService(t, kc.admin, "web", "")
+	for _, w := range []string{"worker-0", "worker-1"} {
+		kc.waitConf(t, w, "the Service's address", func(c string) bool { return strings.Contains(c, vip+"/32") })
+	}
+	return kc, vip, kc.settled(vip)
+}
+
+// TestExcludeLabelMovesServiceVIPs: the Kubernetes label
+// node.kubernetes.io/exclude-from-external-load-balancers on the node
+// holding a Service's VIP moves the VIP to a peer without one failed
+// request (the node drops to priority 1 in its pool instances and is
+// preempted while it still answers); removed, the VIP comes back, again
+// without a failure.
+func TestExcludeLabelMovesServiceVIPs(t *testing.T) {
+	kc, vip, holder := startServiceLab(t)
+	p := kc.poll("http://"+vip+":8080/", 20*time.Millisecond)
+	waitFor(t, 15*time.Second, "the Service VIP answers", func() bool { ok, _ := p.counts(); return ok > 5 })
+	empty := ""
+	setNodeLabel(t, kc, holder, cluster.ExcludeLBLabel, &empty)
+	other := kc.waitHolder(vip, 15*time.Second, func(n string) bool { return n != holder })
+	time.Sleep(time.Second)
+	p.wantNoFailures(t, "exclude label on "+holder+": "+vip+" to "+other)
+	if c := kc.keepalivedConf(t, holder); !strings.Contains(c, "priority 1\n") {
+		t.Errorf("%s: excluded, but no instance at priority 1:\n%s", holder, c)
+	}
+
+	p = kc.poll("http://"+vip+":8080/", 20*time.Millisecond)
+	waitFor(t, 15*time.Second, "the Service VIP answers from "+other, func() bool { ok, _ := p.counts(); return ok > 5 })
+	setNodeLabel(t, kc, holder, cluster.ExcludeLBLabel, nil)
+	kc.waitHolder(vip, 15*time.Second, func(n string) bool { return n == holder })
+	time.Sleep(time.Second)
+	p.wantNoFailures(t, "exclude label removed: "+vip+" back to "+holder)
 }
