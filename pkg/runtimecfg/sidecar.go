@@ -81,6 +81,10 @@ type Sidecar struct {
 	// node is what every sync brings in line; its LocalVIPs keep the VIPs
 	// held here local for a while after they leave.
 	node *Node
+	// drainAsked is the own Node's cluster.DrainAnnotation as of the
+	// last sync; drainedByAPI says this sidecar drained the node for it
+	// (a drain keepalived's preStop started is not the API's to end).
+	drainAsked, drainedByAPI bool
 }
 
 // NewSidecar loads the static config and prepares the watches. Run starts
@@ -302,10 +306,39 @@ func (s *Sidecar) sync(ctx context.Context) error {
 		s.m.Failures.WithLabelValues("last-good").Inc()
 		s.log.Error("last-good view not recorded: a restart would start from the bootstrap node list", "err", err)
 	}
+	if err := s.followDrainAnnotation(out.Handover); err != nil {
+		s.m.Failures.WithLabelValues("drain").Inc()
+		s.log.Error("following the drain annotation", "err", err)
+	}
 	if out.HandoverErr != nil {
 		s.m.Failures.WithLabelValues("handover").Inc()
 		s.log.Error("handover table not written: planned moves of this node's VIPs may reset open connections", "err", out.HandoverErr)
 	}
+	return nil
+}
+
+// followDrainAnnotation drains the node when its Node asks
+// (cluster.DrainAnnotation, `vipctl drain`) with the same make-before-break
+// handover as keepalived's preStop, and undrains it when the annotation
+// goes. Only a drain it started itself is ended here.
+func (s *Sidecar) followDrainAnnotation(h render.Handover) error {
+	switch {
+	case s.drainAsked && !s.drainedByAPI:
+		s.log.Info("draining: the Node asks for it", "annotation", cluster.DrainAnnotation)
+		if err := Drain(s.o.Target, h); err != nil {
+			return err
+		}
+		s.drainedByAPI = true
+	case !s.drainAsked && s.drainedByAPI:
+		s.log.Info("undraining: the Node's drain annotation is gone")
+		if err := Undrain(s.o.Target); err != nil {
+			return err
+		}
+		s.drainedByAPI = false
+	default:
+		return nil
+	}
+	s.node.Local.Kick()
 	return nil
 }
 

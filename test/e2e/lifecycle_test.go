@@ -386,3 +386,41 @@ func TestExcludeLabelMovesServiceVIPs(t *testing.T) {
 	time.Sleep(time.Second)
 	p.wantNoFailures(t, "exclude label removed: "+vip+" back to "+holder)
 }
+
+// TestDrainCommandMovesVIPs: `vipctl drain NODE` on the holder of a
+// Service's VIP moves it to a peer without one failed request (the node's sidecar follows the annotation with the preStop's
+// make-before-break handover), `vipctl status` lists the node as drained,
+// and `vipctl undrain NODE` brings the Service's VIP back, again without a
+// failure.
+func TestDrainCommandMovesVIPs(t *testing.T) {
+	kc, vip, holder := startServiceLab(t)
+	kubeconfig := filepath.Join(t.TempDir(), "admin.kubeconfig")
+	testapiserver.WriteKubeconfig(t, kc.api.AdminConfig(), kubeconfig)
+	p := kc.poll("http://"+vip+":8080/", 20*time.Millisecond)
+	waitFor(t, 15*time.Second, "the Service VIP answers", func() bool { ok, _ := p.counts(); return ok > 5 })
+
+	if code, out, errOut := vipctl(t, "drain", holder, "--kubeconfig", kubeconfig); code != 0 {
+		t.Fatalf("vipctl drain: %d\n%s%s", code, out, errOut)
+	}
+	other := kc.waitHolder(vip, 15*time.Second, func(n string) bool { return n != holder })
+	time.Sleep(time.Second)
+	p.wantNoFailures(t, "vipctl drain "+holder+": "+vip+" to "+other)
+	if _, out, _ := vipctl(t, "status", "--kubeconfig", kubeconfig); !strings.Contains(out, "drained (vipctl undrain NODE ends it): "+holder) {
+		t.Errorf("vipctl status does not list %s as drained:\n%s", holder, out)
+	}
+	if code, _, errOut := vipctl(t, "drain", "no-such-node", "--kubeconfig", kubeconfig); code != 1 || !strings.Contains(errOut, "node no-such-node: no such Node") {
+		t.Errorf("drain of a missing node: %d %s", code, errOut)
+	}
+
+	p = kc.poll("http://"+vip+":8080/", 20*time.Millisecond)
+	waitFor(t, 15*time.Second, "the Service VIP answers from "+other, func() bool { ok, _ := p.counts(); return ok > 5 })
+	if code, out, errOut := vipctl(t, "undrain", holder, "--kubeconfig", kubeconfig); code != 0 {
+		t.Fatalf("vipctl undrain: %d\n%s%s", code, out, errOut)
+	}
+	kc.waitHolder(vip, 15*time.Second, func(n string) bool { return n == holder })
+	time.Sleep(time.Second)
+	p.wantNoFailures(t, "vipctl undrain "+holder+": "+vip+" back")
+	if got, _ := os.ReadFile(filepath.Join(kc.byName[holder].target.Root, render.DrainFile)); string(got) != "0\n" {
+		t.Errorf("%s: drain file %q after the undrain", holder, got)
+	}
+}
