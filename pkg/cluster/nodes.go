@@ -43,7 +43,7 @@ const (
 	// away make-before-break, as keepalived's preStop does, until it is
 	// removed (`vipctl drain NODE`, `vipctl undrain NODE`).
 	DrainAnnotation = "vipctl.io/drain"
-	roleLabelPrefix     = "node-role.kubernetes.io/"
+	roleLabelPrefix = "node-role.kubernetes.io/"
 )
 
 // NodeFromKubernetes extracts the facts from a Node object: roles from

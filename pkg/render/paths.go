@@ -26,10 +26,15 @@ const (
 	// RunDir is shared by the keepalived pod's containers (pid files, the
 	// sidecar's state); the pod shares its process namespace so the sidecar
 	// can signal keepalived by PID.
-	RunDir              = "/run/vipctl"
-	KeepalivedPIDFile   = RunDir + "/keepalived.pid"
-	VRRPPIDFile         = RunDir + "/vrrp.pid"
-	CheckersPIDFile     = RunDir + "/checkers.pid"
+	RunDir            = "/run/vipctl"
+	KeepalivedPIDFile = RunDir + "/keepalived.pid"
+	VRRPPIDFile       = RunDir + "/vrrp.pid"
+	CheckersPIDFile   = RunDir + "/checkers.pid"
+	// SyncedFile exists while this node's sidecar has applied a render
+	// from the live cluster since the keepalived pod started (a new pod's
+	// init container removes it; /run empties at boot). Until then the
+	// node renders at the lowest priority (WithHeldBack).
+	SyncedFile          = RunDir + "/synced"
 	HaproxyRunDir       = "/run/haproxy"
 	HaproxyMasterSocket = HaproxyRunDir + "/master.sock"
 	HaproxyStatsSocket  = HaproxyRunDir + "/stats.sock"

@@ -54,6 +54,8 @@ type Plan struct {
 	root string
 	// skipLonely leaves out instances without a peer instead of failing.
 	skipLonely bool
+	// heldBack is a node rendered at the lowest priority everywhere.
+	heldBack string
 }
 
 // PlanOption adjusts a Plan.
@@ -73,6 +75,16 @@ func WithRoot(root string) PlanOption {
 // lists them.
 func WithLonelySkipped() PlanOption {
 	return func(p *Plan) { p.skipLonely = true }
+}
+
+// WithHeldBack renders node at the lowest priority (1) in every instance,
+// as if drained: a node that has not synced with the cluster yet never
+// preempts a peer that has (design.md, "Node lifecycle invariants"), yet
+// holds a VIP no peer holds, as in a whole-cluster cold start. Its
+// sidecar's first sync renders it without this, and it preempts then,
+// make-before-break.
+func WithHeldBack(node string) PlanOption {
+	return func(p *Plan) { p.heldBack = node }
 }
 
 // NewPlan computes every VRRP instance and which nodes take part in it.
@@ -173,6 +185,13 @@ func NewPlan(c *v1alpha1.ClusterVIPs, ids map[v1alpha1.InstanceKey]uint8, st clu
 	for _, ls := range st.LocalServices {
 		if err := p.addLocal(ls); err != nil {
 			return nil, err
+		}
+	}
+	for _, inst := range p.byNode[p.heldBack] {
+		for i := range inst.eligible {
+			if inst.eligible[i].node.Name == p.heldBack {
+				inst.eligible[i].priority = excludedPriority
+			}
 		}
 	}
 	return p, nil

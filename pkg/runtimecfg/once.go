@@ -52,9 +52,13 @@ func Once(ctx context.Context, o OnceOptions) (OnceResult, error) {
 		return OnceResult{}, err
 	}
 	// A new keepalived pod starts undrained, whatever the last one's
-	// preStop left.
+	// preStop left, and unsynced: held back until its sidecar has seen
+	// the cluster.
 	if !o.KeepDrain {
 		if err := Undrain(o.Target); err != nil {
+			return OnceResult{}, err
+		}
+		if err := os.Remove(o.path(render.SyncedFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return OnceResult{}, err
 		}
 	}
@@ -92,6 +96,12 @@ type OnceResult struct {
 // keep keepalived from starting) and Warnings say so.
 func BootInput(o OnceOptions, static *v1alpha1.ClusterVIPs) (Input, error) {
 	in := Input{Config: static}
+	// The haproxy pod's init container and a restarted sidecar run this
+	// too: once the keepalived pod's sidecar has synced they must not
+	// lower the running node's priorities.
+	if _, err := os.Stat(o.path(render.SyncedFile)); err != nil {
+		in.HoldBack = true
+	}
 	nodes, nerr := cluster.LoadNodeList(o.BootstrapNodes, static.Spec.VRRP.Interface)
 	if nerr != nil && !errors.Is(nerr, fs.ErrNotExist) {
 		return in, fmt.Errorf("bootstrap nodes: %w", nerr)

@@ -166,3 +166,28 @@ func TestSaveLastGoodOnlyOnChange(t *testing.T) {
 		t.Fatalf("read back %+v %v", lg, err)
 	}
 }
+
+// TestBootInputHoldsBackUntilSynced: --once renders the node held back
+// (lowest priority) unless the keepalived pod's sidecar has synced since
+// the pod started; a new keepalived pod's init container forgets that
+// sync, the haproxy pod's (KeepDrain) does not.
+func TestBootInputHoldsBackUntilSynced(t *testing.T) {
+	static, err := v1alpha1.Load("../../examples/compact-ipv4.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := Target{Root: t.TempDir()}
+	o := OnceOptions{Target: target, BootstrapNodes: "../../examples/nodes/compact.yaml", NodeName: "master-0"}
+	if in, err := BootInput(o, static); err != nil || !in.HoldBack {
+		t.Fatalf("never synced: HoldBack %v, %v; want true", in.HoldBack, err)
+	}
+	if err := os.MkdirAll(target.path(render.RunDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeRunFile(target, render.SyncedFile, true); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := BootInput(o, static); err != nil || in.HoldBack {
+		t.Fatalf("synced: HoldBack %v, %v; want false", in.HoldBack, err)
+	}
+}

@@ -298,6 +298,12 @@ func (s *Sidecar) sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Synced: from now on a --once (the haproxy pod's, a restarted
+	// sidecar's) renders this node at its real priorities.
+	if err := writeRunFile(s.o.Target, render.SyncedFile, true); err != nil {
+		s.m.Failures.WithLabelValues("write").Inc()
+		s.log.Error("cannot record the first sync", "err", err)
+	}
 	// What was just applied is what the next pod starts from (Once), so
 	// a restart comes back with the Service addresses it held even while
 	// the API is away. Failing to record it leaves the applied config in
