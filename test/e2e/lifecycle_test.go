@@ -469,3 +469,39 @@ func TestDrainCommandMovesVIPs(t *testing.T) {
 		t.Errorf("%s: drain file %q after the undrain", holder, got)
 	}
 }
+
+// TestColdStartWithAPIDown: every node of the cluster goes down at once
+// and comes back while the apiserver is still down (a power cut, a
+// datacenter restart). Each node's init container renders from its
+// last-good view, every node held back alike, so the API VIP comes up
+// through haproxy and the Service's VIP answers again before any sidecar
+// can reach the API. (On main the init render had no Service address: the
+// Service's VIP stayed dark until the API was back.)
+func TestColdStartWithAPIDown(t *testing.T) {
+	kc, vip, _ := startServiceLab(t)
+	bootstrap := writeBootstrapNodes(t, kc.state.Nodes)
+	kc.settled(apiVIP)
+	kc.api.RestartAPIServer(t, func() {
+		for _, n := range kc.nodes {
+			kc.sidecars[n.name].Stop()
+			n.keepalived.Stop()
+		}
+		start := time.Now()
+		for _, n := range kc.nodes {
+			// A reboot empties /run.
+			if err := os.RemoveAll(filepath.Join(n.target.Root, render.RunDir)); err != nil {
+				t.Fatal(err)
+			}
+			if code, out := kc.startPod(t, n.name, bootstrap); code != 0 {
+				t.Fatalf("%s: init container: %d %s", n.name, code, out)
+			}
+		}
+		api := kc.poll("https://"+apiVIP+":6443/", 20*time.Millisecond)
+		svc := kc.poll("http://"+vip+":8080/", 20*time.Millisecond)
+		waitFor(t, 30*time.Second, "the API VIP answers with the apiserver down", func() bool { ok, _ := api.counts(); return ok > 5 })
+		t.Logf("cold start: the API VIP answered %s after the first node's init container started", api.firstFrom(t, func(string) bool { return true }, start, time.Second).Sub(start).Round(time.Millisecond))
+		waitFor(t, 30*time.Second, "the Service VIP answers with the apiserver down", func() bool { ok, _ := svc.counts(); return ok > 5 })
+		api.Stop()
+		svc.Stop()
+	})
+}
