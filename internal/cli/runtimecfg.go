@@ -138,6 +138,9 @@ func runSidecar(ctx context.Context, o *runtimecfgOptions, streams IOStreams) er
 		return err
 	}
 	cfg.UserAgent = "vipctl-runtimecfg/" + o.once.NodeName
+	// The kubeconfig names api-int, the API VIP: when it does not
+	// answer, the control-plane nodes the node last knew of do.
+	runtimecfg.WithAPIFallback(cfg, res.Nodes, o.once.NodeName)
 	// Every resource the sidecar reads is a built-in type: protobuf lists
 	// of thousands of Services decode with far less garbage than JSON, as
 	// for kubelet and kube-proxy, which also run on every node.

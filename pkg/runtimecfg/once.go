@@ -63,7 +63,7 @@ func Once(ctx context.Context, o OnceOptions) (OnceResult, error) {
 		}
 	}
 	in, err := BootInput(o, c)
-	res := OnceResult{From: in.From, Warnings: in.Warnings}
+	res := OnceResult{From: in.From, Warnings: in.Warnings, Nodes: in.State.Nodes}
 	if errors.Is(err, ErrNoInstances) {
 		var werr error
 		res.Result, werr = placeholder(ctx, o.Target, o.NodeName, err)
@@ -85,6 +85,9 @@ type OnceResult struct {
 	From string
 	// Warnings name what was ignored on the way.
 	Warnings []string
+	// Nodes are the nodes it knew of: the sidecar's API fallbacks
+	// (WithAPIFallback) come from them.
+	Nodes []cluster.Node
 }
 
 // BootInput chooses what --once renders from. The last-good view wins
