@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"log/slog"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
@@ -21,6 +24,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/machineconfig"
 	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/runtimecfg"
 )
 
 // Node lifecycle in the lab (design.md, "Node lifecycle invariants"): the
@@ -504,4 +508,60 @@ func TestColdStartWithAPIDown(t *testing.T) {
 		api.Stop()
 		svc.Stop()
 	})
+}
+
+// TestSidecarReachesAPIWithoutTheVIP: the kubeconfig names an address that
+// does not answer (api-int, the API VIP, with no holder: a cold start),
+// yet the sidecar reaches the real apiserver through a control-plane
+// node's address (runtimecfg.WithAPIFallback, as `vipctl runtimecfg`
+// sets it up from the nodes it rendered), syncs and records its
+// last-good view. 127.0.0.2 stands for the dead VIP and the control-plane
+// node's address is the apiserver's own, 127.0.0.1: the sidecar runs in the
+// test's process, outside the lab's namespaces. The certificate carries
+// 127.0.0.1, which the kubeconfig's server name says, as api-int's
+// certificate carries api-int.
+func TestSidecarReachesAPIWithoutTheVIP(t *testing.T) {
+	kc := startKubeCluster(t, clusterYAML("fast", "unicast", sidecarPools), sidecarSpecs())
+	kc.deploy(t)
+	for _, n := range kc.nodes {
+		kc.addNode(t, n.name)
+	}
+	cfg := kc.api.NodeConfig(t, "worker-0")
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.TLSClientConfig.ServerName = u.Hostname()
+	cfg.Host = "https://127.0.0.2:" + u.Port()
+	runtimecfg.WithAPIFallback(cfg, []cluster.Node{
+		{Name: "master-0", ControlPlane: true, Addresses: []netip.Addr{netip.MustParseAddr("127.0.0.1")}},
+		{Name: "worker-0", Addresses: []netip.Addr{netip.MustParseAddr("198.51.100.21")}},
+	}, "worker-0")
+
+	n := kc.byName["worker-0"]
+	n.stopLocal() // the sidecar keeps the VIPs local from now on
+	log := &syncBuffer{}
+	s, err := runtimecfg.NewSidecar(runtimecfg.SidecarOptions{
+		OnceOptions: runtimecfg.OnceOptions{Target: n.target, Config: kc.cfgPath, NodeName: "worker-0"},
+		Client:      kubernetes.NewForConfigOrDie(cfg),
+		Debounce:    100 * time.Millisecond,
+		Log:         slog.New(slog.NewTextHandler(log, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		if t.Failed() {
+			t.Logf("--- sidecar log:\n%s", lastLines(log.String(), 30))
+		}
+	})
+	waitFor(t, 30*time.Second, "the sidecar synced through the fallback", func() bool { return s.Ready() == nil })
+	if data, err := os.ReadFile(filepath.Join(n.target.Root, render.LastGoodPath)); err != nil || !strings.Contains(string(data), "worker-1") {
+		t.Errorf("no last-good view from the API: %v", err)
+	}
 }
