@@ -531,7 +531,7 @@ func TestSidecarReachesAPIWithoutTheVIP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.TLSClientConfig.ServerName = u.Hostname()
+	cfg.ServerName = u.Hostname()
 	cfg.Host = "https://127.0.0.2:" + u.Port()
 	runtimecfg.WithAPIFallback(cfg, []cluster.Node{
 		{Name: "master-0", ControlPlane: true, Addresses: []netip.Addr{netip.MustParseAddr("127.0.0.1")}},
