@@ -62,6 +62,8 @@ LoadBalancer Service VIPs, and keeps them in step with the cluster.`,
 		NewAllocatorCommand(streams),
 		NewUpdateCommand(streams),
 		NewStatusCommand(streams),
+		NewDrainCommand(streams),
+		NewUndrainCommand(streams),
 	)
 	return root
 }

@@ -68,15 +68,21 @@ annotation and serves /healthz, /readyz and /metrics on --listen.`,
 			defer stop()
 			if o.oneShot {
 				res, err := runtimecfg.Once(ctx, o.once)
-				if errors.Is(err, runtimecfg.ErrNoBootstrapNodes) {
-					// The pod must start anyway: the sidecar takes over.
+				for _, w := range res.Warnings {
+					_, _ = fmt.Fprintln(streams.ErrOut, "warning:", w)
+				}
+				if errors.Is(err, runtimecfg.ErrNoInstances) {
+					// The pod must start anyway (a crash loop helps no
+					// one): keepalived holds nothing until the sidecar
+					// renders from the API.
 					_, _ = fmt.Fprintln(streams.ErrOut, "warning:", err)
-					err = nil
+					_, err = fmt.Fprintf(streams.Out, "wrote %d files: keepalived starts without VRRP instances\n", len(res.Written))
+					return err
 				}
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(streams.Out, "wrote %d files, reloaded %v\n", len(res.Written), res.Reloaded)
+				_, err = fmt.Fprintf(streams.Out, "rendered from %s: wrote %d files, reloaded %v\n", orNothing(res.From), len(res.Written), res.Reloaded)
 				return err
 			}
 			return runSidecar(ctx, o, streams)
@@ -99,6 +105,14 @@ annotation and serves /healthz, /readyz and /metrics on --listen.`,
 	return cmd
 }
 
+// orNothing names an empty source.
+func orNothing(from string) string {
+	if from == "" {
+		return "nothing"
+	}
+	return from
+}
+
 func runSidecar(ctx context.Context, o *runtimecfgOptions, streams IOStreams) error {
 	log := slog.New(slog.NewTextHandler(streams.ErrOut, nil))
 	if _, set := os.LookupEnv("GOGC"); !set {
@@ -107,16 +121,26 @@ func runSidecar(ctx context.Context, o *runtimecfgOptions, streams IOStreams) er
 	// The init container normally did this already; doing it again costs
 	// nothing when the files are current and makes the sidecar enough on
 	// its own.
-	if res, err := runtimecfg.Once(ctx, o.once); err != nil {
-		log.Error("rendering from the static files failed; the files on disk stay", "err", err)
-	} else if len(res.Written) > 0 {
-		log.Info("rendered from the static files", "written", res.Written, "reloaded", res.Reloaded)
+	res, err := runtimecfg.Once(ctx, o.once)
+	for _, w := range res.Warnings {
+		log.Warn(w)
+	}
+	switch {
+	case errors.Is(err, runtimecfg.ErrNoInstances):
+		log.Warn("nothing on disk to render this node from; waiting for the API", "err", err)
+	case err != nil:
+		log.Error("rendering from the files on disk failed; the files on disk stay", "err", err)
+	case len(res.Written) > 0:
+		log.Info("rendered from the files on disk", "from", res.From, "written", res.Written, "reloaded", res.Reloaded)
 	}
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
 	}
 	cfg.UserAgent = "vipctl-runtimecfg/" + o.once.NodeName
+	// The kubeconfig names api-int, the API VIP: when it does not
+	// answer, the control-plane nodes the node last knew of do.
+	runtimecfg.WithAPIFallback(cfg, res.Nodes, o.once.NodeName)
 	// Every resource the sidecar reads is a built-in type: protobuf lists
 	// of thousands of Services decode with far less garbage than JSON, as
 	// for kubelet and kube-proxy, which also run on every node.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -62,6 +63,9 @@ allocated addresses. Exits 2 when a VIP has no holder or several (split brain).`
 				return err
 			}); err != nil {
 				return err
+			}
+			if drained := status.Drained(nodes); len(drained) > 0 && output == outputText {
+				_, _ = fmt.Fprintf(streams.Out, "\ndrained (vipctl undrain NODE ends it): %s\n", strings.Join(drained, ", "))
 			}
 			if !status.Healthy(rows) {
 				return &ExitError{Code: ExitFinding, Err: errors.New("a VIP has no holder or more than one")}

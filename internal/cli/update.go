@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/update"
 )
@@ -33,6 +36,7 @@ func connect(kubeconfig, namespace string) (update.Cluster, error) {
 func NewUpdateCommand(streams IOStreams) *cobra.Command {
 	var (
 		file, kubeconfig, namespace, output string
+		nodes                               string
 		dryRun, force                       bool
 		add, remove, set                    []string
 	)
@@ -73,12 +77,21 @@ edit concerns change, comments and layout stay). Nothing is written with
 			if err != nil {
 				return err
 			}
+			var bootstrap []byte
+			if nodes != "" {
+				if _, err := cluster.LoadNodeList(nodes, req.Config.Spec.VRRP.Interface); err != nil {
+					return fmt.Errorf("--nodes: %w", err)
+				}
+				if bootstrap, err = os.ReadFile(nodes); err != nil {
+					return fmt.Errorf("--nodes: %w", err)
+				}
+			}
 			cl, err := connect(kubeconfig, namespace)
 			if err != nil {
 				return err
 			}
 			return cl.Run(cmd.Context(), req, update.RunOptions{
-				DryRun: dryRun, Force: force, Log: streams.ErrOut,
+				DryRun: dryRun, Force: force, Log: streams.ErrOut, BootstrapNodes: bootstrap,
 				Show: func(plan *update.Plan) error {
 					return printData(streams.Out, output, plan, func(w io.Writer) error {
 						_, err := io.WriteString(w, plan.Text())
@@ -92,6 +105,7 @@ edit concerns change, comments and layout stay). Nothing is written with
 	f.StringVarP(&file, "file", "f", "", "ClusterVIPs file")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default $KUBECONFIG, ~/.kube/config, then in-cluster)")
 	f.StringVar(&namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap")
+	f.StringVar(&nodes, "nodes", "", "NodeList (oc get nodes -o yaml) rewritten MachineConfigs ship as the bootstrap node list (default: the live cluster's Nodes)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan, change nothing")
 	f.BoolVar(&force, "force", false, "release addresses the edit takes from Services")
 	f.StringArrayVar(&add, "add-pool", nil, "add a pool: NAME=CIDR|RANGE[,...]")

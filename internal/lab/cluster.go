@@ -62,6 +62,8 @@ type Cluster struct {
 	// State is what the lab's nodes are brought in line with by Apply:
 	// tests change it (AddServiceVIP, ...) where a cluster would change.
 	State cluster.State
+	// base holds every node's root directory.
+	base string
 }
 
 // NodeSpec describes one node of a lab cluster.
@@ -93,34 +95,14 @@ func Start(t testing.TB, clusterYAML string, specs []NodeSpec) *Cluster {
 	if err := os.Chmod(base, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	lc.base = base
 	for _, s := range specs {
-		addrs := []string{s.Addr}
-		if s.Addr6 != "" {
-			addrs = append(addrs, s.Addr6)
-		}
-		h := lc.lab.AddHost(s.Name, netlab.HostOpts{Iface: "br-ex", Addrs: addrs})
-		root := filepath.Join(base, s.Name)
-		n := &Node{Name: s.Name, Addr: strings.Split(s.Addr, "/")[0], Host: h, Routers: map[string]*StandIn{},
-			Target: runtimecfg.Target{Root: root, Netns: h.NS}}
-		lc.Nodes = append(lc.Nodes, n)
-		lc.ByName[s.Name] = n
-		node := cluster.Node{Name: s.Name, Labels: s.Labels, ControlPlane: s.ControlPlane, Interface: "br-ex"}
-		node.Addresses = append(node.Addresses, mustAddr(t, n.Addr))
-		if s.Addr6 != "" {
-			node.Addresses = append(node.Addresses, mustAddr(t, strings.Split(s.Addr6, "/")[0]))
-		}
-		lc.State.Nodes = append(lc.State.Nodes, node)
+		lc.Nodes = append(lc.Nodes, lc.NewNode(t, s))
 	}
 	for _, n := range lc.Nodes {
-		for _, d := range []string{render.RunDir, render.HaproxyRunDir} {
-			if err := os.MkdirAll(filepath.Join(n.Target.Root, d), 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
 		if err := runtimecfg.InitRunFiles(n.Target, cfg); err != nil {
 			t.Fatal(err)
 		}
-		lc.keepLocal(n)
 		lc.Apply(n)
 		if lc.isControlPlane(n.Name) {
 			n.APIServer = startAPIServerStandIn(t, n)
@@ -144,6 +126,40 @@ func Start(t testing.TB, clusterYAML string, specs []NodeSpec) *Cluster {
 	})
 	return lc
 }
+
+// NewNode adds a node to the lab's network and to State, with its root
+// directory and the local-VIP keeper the sidecar would run, but starts
+// nothing on it and does not list it in Nodes: Start does the rest for its
+// nodes; a test adding a node later (a node joining after render) starts
+// what it wants.
+func (lc *Cluster) NewNode(t testing.TB, s NodeSpec) *Node {
+	t.Helper()
+	addrs := []string{s.Addr}
+	if s.Addr6 != "" {
+		addrs = append(addrs, s.Addr6)
+	}
+	h := lc.lab.AddHost(s.Name, netlab.HostOpts{Iface: "br-ex", Addrs: addrs})
+	n := &Node{Name: s.Name, Addr: strings.Split(s.Addr, "/")[0], Host: h, Routers: map[string]*StandIn{},
+		Target: runtimecfg.Target{Root: filepath.Join(lc.base, s.Name), Netns: h.NS}}
+	lc.ByName[s.Name] = n
+	node := cluster.Node{Name: s.Name, Labels: s.Labels, ControlPlane: s.ControlPlane, Interface: "br-ex"}
+	node.Addresses = append(node.Addresses, mustAddr(t, n.Addr))
+	if s.Addr6 != "" {
+		node.Addresses = append(node.Addresses, mustAddr(t, strings.Split(s.Addr6, "/")[0]))
+	}
+	lc.State.Nodes = append(lc.State.Nodes, node)
+	for _, d := range []string{render.RunDir, render.HaproxyRunDir} {
+		if err := os.MkdirAll(filepath.Join(n.Target.Root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lc.keepLocal(n)
+	return n
+}
+
+// StopLocal stops the lab's keeper of the node's local VIPs, as when the
+// node's own sidecar takes over (StartSidecar does it) or its pod stops.
+func (n *Node) StopLocal() { n.stopLocal() }
 
 // StartKeepalived starts keepalived on the node with its rendered files,
 // as the keepalived container does.

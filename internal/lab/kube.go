@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/vipctl/vipctl/internal/testapiserver"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
@@ -186,13 +187,23 @@ func (kc *KubeCluster) AddNode(t testing.TB, name string) {
 	for _, a := range spec.Addresses {
 		node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a.String()})
 	}
-	created, err := kc.Admin.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{})
-	if err != nil {
+	ctx := context.Background()
+	if _, err := kc.Admin.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// Addresses live in status, which create ignores.
-	created.Status.Addresses = node.Status.Addresses
-	if _, err := kc.Admin.CoreV1().Nodes().UpdateStatus(context.Background(), created, metav1.UpdateOptions{}); err != nil {
+	// Addresses live in status, which create ignores. A running sidecar may
+	// annotate the Node in between (a kubelet registering late), so the
+	// status write retries on a conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := kc.Admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status.Addresses = node.Status.Addresses
+		_, err = kc.Admin.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }

@@ -8,10 +8,11 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 )
 
 // Node is what rendering needs to know about one node.
@@ -26,12 +27,25 @@ type Node struct {
 	Interface string
 	// ControlPlane nodes run haproxy and may hold the API VIP.
 	ControlPlane bool
+	// ExcludeServices is the Kubernetes label ExcludeLBLabel: the node
+	// holds no Service VIP while a peer can (it stays in the pool
+	// instances at the lowest priority, so the VIPs leave it make before
+	// break).
+	ExcludeServices bool `json:",omitempty"`
 }
 
 // Label and annotation names read from Kubernetes Node objects.
 const (
 	InterfaceAnnotation = "vipctl.io/interface"
-	roleLabelPrefix     = "node-role.kubernetes.io/"
+	// ExcludeLBLabel is Kubernetes' own signal that a node must not serve
+	// external load balancers (set for maintenance, or on nodes that must
+	// never carry Service traffic).
+	ExcludeLBLabel = "node.kubernetes.io/exclude-from-external-load-balancers"
+	// DrainAnnotation ("true") asks the node's sidecar to give every VIP
+	// away make-before-break, as keepalived's preStop does, until it is
+	// removed (`vipctl drain NODE`, `vipctl undrain NODE`).
+	DrainAnnotation = "vipctl.io/drain"
+	roleLabelPrefix = "node-role.kubernetes.io/"
 )
 
 // NodeFromKubernetes extracts the facts from a Node object: roles from
@@ -51,6 +65,7 @@ func NodeFromKubernetes(n *corev1.Node, defaultInterface string) (Node, error) {
 		}
 		out.Interface = iface
 	}
+	_, out.ExcludeServices = n.Labels[ExcludeLBLabel]
 	for l := range n.Labels {
 		role, ok := strings.CutPrefix(l, roleLabelPrefix)
 		if ok && (role == "master" || role == "control-plane") {
@@ -85,12 +100,43 @@ func boundValue(s string) string {
 	return s[:limit] + "…"
 }
 
+// BootstrapNodeList is the bootstrap node list (render.BootstrapNodesPath)
+// for live Nodes, as `vipctl update` ships it when it rewrites the
+// MachineConfigs: only what rendering reads (name, labels, the interface
+// annotation, addresses), sorted by name. A Node rendering would refuse
+// (no address yet) is left out and named in skipped: one registering
+// Node must not make every node's init container fail.
+func BootstrapNodeList(items []corev1.Node) (data []byte, skipped []error, err error) {
+	list := corev1.NodeList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "NodeList"}}
+	for i := range items {
+		n := &items[i]
+		if _, err := NodeFromKubernetes(n, ""); err != nil {
+			skipped = append(skipped, err)
+			continue
+		}
+		out := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}, Status: corev1.NodeStatus{Addresses: n.Status.Addresses}}
+		if iface := n.Annotations[InterfaceAnnotation]; iface != "" {
+			out.Annotations = map[string]string{InterfaceAnnotation: iface}
+		}
+		list.Items = append(list.Items, out)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	data, err = yaml.Marshal(list)
+	return data, skipped, err
+}
+
 // LoadNodeList reads `oc get nodes -o yaml` output (a v1 List or NodeList).
 func LoadNodeList(path, defaultInterface string) ([]Node, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
+	return ParseNodeList(path, data, defaultInterface)
+}
+
+// ParseNodeList is LoadNodeList without the file; name says where data
+// came from in errors.
+func ParseNodeList(path string, data []byte, defaultInterface string) ([]Node, error) {
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: not valid YAML: %w", path, err)
@@ -128,6 +174,9 @@ func Addresses(nodes []Node) []v1alpha1.NodeAddresses {
 	}
 	return out
 }
+
+// Drained tells whether a Node asks to be drained (DrainAnnotation).
+func Drained(n *corev1.Node) bool { return n.Annotations[DrainAnnotation] == "true" }
 
 // Matches reports whether every key=value of selector is among labels (a
 // pool's nodeSelector or serviceSelector).

@@ -47,6 +47,7 @@ const (
 	volHaproxyRun = "haproxy-run"
 	volKubeconfig = "kubeconfig"
 	volKubeletPKI = "kubelet-pki"
+	volState      = "state"
 )
 
 // manifestMode: the kubelet only reads static pod manifests.
@@ -165,6 +166,8 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 			mount(volHaproxyRun, render.HaproxyRunDir, true),
 			mount(volKubeconfig, render.NodeKubeconfig, true),
 			mount(volKubeletPKI, render.KubeletPKIDir, true),
+			// The last-good view it records for the next pod's --once.
+			mount(volState, render.StateDir, false),
 		},
 		// The sidecar reloads keepalived with SIGHUP to the PID in its PID
 		// file. Signalling a process of the same UID needs no capability,
@@ -197,6 +200,7 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 				hostPath(volHaproxyRun, render.HaproxyRunDir, corev1.HostPathDirectoryOrCreate),
 				hostPath(volKubeconfig, render.NodeKubeconfig, corev1.HostPathFile),
 				hostPath(volKubeletPKI, render.KubeletPKIDir, corev1.HostPathDirectory),
+				hostPath(volState, render.StateDir, corev1.HostPathDirectoryOrCreate),
 			},
 		},
 	}
@@ -260,6 +264,7 @@ func HaproxyPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 				hostPath(volHaproxy, render.HaproxyDir, corev1.HostPathDirectoryOrCreate),
 				hostPath(volRun, render.RunDir, corev1.HostPathDirectoryOrCreate),
 				hostPath(volHaproxyRun, render.HaproxyRunDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volState, render.StateDir, corev1.HostPathDirectoryOrCreate),
 			},
 		},
 	}
@@ -286,6 +291,9 @@ func renderContainer(c *v1alpha1.ClusterVIPs, keepDrain bool) corev1.Container {
 			mount(volKeepalived, render.KeepalivedDir, false),
 			mount(volHaproxy, render.HaproxyDir, false),
 			mount(volRun, render.RunDir, false),
+			// The sidecar's last-good view: a restart renders what the
+			// node last served, Service addresses included.
+			mount(volState, render.StateDir, true),
 		},
 		SecurityContext: securityContext("NET_ADMIN"), // the API redirect, before the API is up
 	}

@@ -31,8 +31,12 @@ const (
 	// preferredPriority marks the node a pool instance is steered to; it is
 	// above every hashed priority (2..241).
 	preferredPriority = 250
-	scriptInterval    = 1
-	scriptTimeout     = 1
+	// excludedPriority is a drained node's priority (see DrainFile), given
+	// for good to a node excluded from Service VIPs, and to a node held
+	// back until its first sync.
+	excludedPriority = 1
+	scriptInterval   = 1
+	scriptTimeout    = 1
 )
 
 // DrainFile is the track file the sidecar writes "1" to before a planned

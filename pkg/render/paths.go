@@ -26,13 +26,27 @@ const (
 	// RunDir is shared by the keepalived pod's containers (pid files, the
 	// sidecar's state); the pod shares its process namespace so the sidecar
 	// can signal keepalived by PID.
-	RunDir              = "/run/vipctl"
-	KeepalivedPIDFile   = RunDir + "/keepalived.pid"
-	VRRPPIDFile         = RunDir + "/vrrp.pid"
-	CheckersPIDFile     = RunDir + "/checkers.pid"
+	RunDir            = "/run/vipctl"
+	KeepalivedPIDFile = RunDir + "/keepalived.pid"
+	VRRPPIDFile       = RunDir + "/vrrp.pid"
+	CheckersPIDFile   = RunDir + "/checkers.pid"
+	// SyncedFile exists while this node's sidecar has applied a render
+	// from the live cluster since the keepalived pod started (a new pod's
+	// init container removes it; /run empties at boot). Until then the
+	// node renders at the lowest priority (WithHeldBack).
+	SyncedFile          = RunDir + "/synced"
 	HaproxyRunDir       = "/run/haproxy"
 	HaproxyMasterSocket = HaproxyRunDir + "/master.sock"
 	HaproxyStatsSocket  = HaproxyRunDir + "/stats.sock"
+
+	// StateDir keeps what must outlive the pods and a reboot: the
+	// sidecar's last-known-good view of the cluster.
+	StateDir = "/var/lib/vipctl"
+	// LastGoodPath is that view (effective config and cluster state),
+	// rewritten atomically after every successful sync. `runtimecfg
+	// --once` starts from it when it is newer than the bootstrap node
+	// list, so a restarted pod comes back with the Service VIPs it had.
+	LastGoodPath = StateDir + "/last-good.json"
 
 	// NodeKubeconfig is the kubelet's own credential; static pods cannot
 	// use a ServiceAccount, so the sidecar reads with the node's identity.

@@ -30,6 +30,9 @@ type member struct {
 	node     *cluster.Node
 	src      netip.Addr
 	priority int
+	// excluded members of Service instances sit at excludedPriority and
+	// are never steered to.
+	excluded bool
 }
 
 // Plan is the cluster-wide part of rendering, computed once per (config,
@@ -50,6 +53,8 @@ type Plan struct {
 	root string
 	// skipLonely leaves out instances without a peer instead of failing.
 	skipLonely bool
+	// heldBack is a node rendered at the lowest priority everywhere.
+	heldBack string
 }
 
 // PlanOption adjusts a Plan.
@@ -69,6 +74,16 @@ func WithRoot(root string) PlanOption {
 // lists them.
 func WithLonelySkipped() PlanOption {
 	return func(p *Plan) { p.skipLonely = true }
+}
+
+// WithHeldBack renders node at the lowest priority (1) in every instance,
+// as if drained: a node that has not synced with the cluster yet never
+// preempts a peer that has (design.md, "Node lifecycle invariants"), yet
+// holds a VIP no peer holds, as in a whole-cluster cold start. Its
+// sidecar's first sync renders it without this, and it preempts then,
+// make-before-break.
+func WithHeldBack(node string) PlanOption {
+	return func(p *Plan) { p.heldBack = node }
 }
 
 // NewPlan computes every VRRP instance and which nodes take part in it.
@@ -162,12 +177,20 @@ func NewPlan(c *v1alpha1.ClusterVIPs, ids map[v1alpha1.InstanceKey]uint8, st clu
 				sort.Slice(inst.excluded, func(i, j int) bool { return inst.excluded[i].Less(inst.excluded[j]) })
 			}
 		}
+		excludeFromServices(p.instances[first:])
 		steer(p.instances[first:])
 		p.checkPoolHolders(*pool.ServicePool)
 	}
 	for _, ls := range st.LocalServices {
 		if err := p.addLocal(ls); err != nil {
 			return nil, err
+		}
+	}
+	for _, inst := range p.byNode[p.heldBack] {
+		for i := range inst.eligible {
+			if inst.eligible[i].node.Name == p.heldBack {
+				inst.eligible[i].priority = excludedPriority
+			}
 		}
 	}
 	return p, nil
@@ -218,7 +241,24 @@ func (p *Plan) addLocal(ls cluster.LocalService) error {
 			p.byNode[pad.node.Name] = append(p.byNode[pad.node.Name], inst)
 		}
 	}
+	excludeFromServices(p.instances[first:])
 	return nil
+}
+
+// excludeFromServices puts the members whose node carries
+// cluster.ExcludeLBLabel at excludedPriority, below every other member: a
+// peer preempts them while they still answer (make-before-break, as a
+// drain), which leaving the instance at once would not be. They stay
+// members, so a node labelled for maintenance holds a Service VIP only
+// when no peer can.
+func excludeFromServices(instances []*instance) {
+	for _, inst := range instances {
+		for i := range inst.eligible {
+			if inst.eligible[i].node.ExcludeServices {
+				inst.eligible[i].priority, inst.eligible[i].excluded = excludedPriority, true
+			}
+		}
+	}
 }
 
 // steer gives each instance of one pool (per family) a different preferred
@@ -233,17 +273,26 @@ func steer(instances []*instance) {
 			if inst.family != fam || len(inst.eligible) == 0 {
 				continue
 			}
-			if len(taken) >= len(inst.eligible) {
+			candidates := 0
+			for _, m := range inst.eligible {
+				if !m.excluded {
+					candidates++
+				}
+			}
+			if len(taken) >= candidates {
 				taken = map[string]bool{}
 			}
 			best := -1
 			for i, m := range inst.eligible {
-				if taken[m.node.Name] {
+				if taken[m.node.Name] || m.excluded {
 					continue
 				}
 				if best < 0 || m.priority > inst.eligible[best].priority || (m.priority == inst.eligible[best].priority && m.node.Name < inst.eligible[best].node.Name) {
 					best = i
 				}
+			}
+			if best < 0 {
+				continue // every member excluded
 			}
 			inst.eligible[best].priority = preferredPriority
 			taken[inst.eligible[best].node.Name] = true

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
@@ -33,53 +34,138 @@ type OnceOptions struct {
 	KeepDrain bool
 }
 
-// Once renders and applies this node's files from the static inputs and
-// creates the run files keepalived tracks, then returns.
-func Once(ctx context.Context, o OnceOptions) (Result, error) {
+// Once renders and applies this node's files from what the node has on
+// disk and creates the run files keepalived tracks, then returns. It starts
+// from the newer of the bootstrap node list and the sidecar's last-good
+// view (LastGood): a restarted pod comes back with the Service addresses it
+// served, and a node that joined after render renders from the cluster as
+// a peer last saw it... once it has synced once. A node with nothing to
+// render from gets a keepalived.conf without instances and an error that
+// wraps ErrNoInstances: the pod must start anyway (never a crash loop), and
+// the sidecar renders the real config once the API answers.
+func Once(ctx context.Context, o OnceOptions) (OnceResult, error) {
 	c, err := v1alpha1.Load(o.Config)
 	if err != nil {
-		return Result{}, err
+		return OnceResult{}, err
 	}
 	if err := InitRunFiles(o.Target, c); err != nil {
-		return Result{}, err
+		return OnceResult{}, err
 	}
 	// A new keepalived pod starts undrained, whatever the last one's
-	// preStop left.
+	// preStop left, and unsynced: held back until its sidecar has seen
+	// the cluster.
 	if !o.KeepDrain {
 		if err := Undrain(o.Target); err != nil {
-			return Result{}, err
+			return OnceResult{}, err
+		}
+		if err := os.Remove(o.path(render.SyncedFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return OnceResult{}, err
 		}
 	}
-	nodes, err := cluster.LoadNodeList(o.BootstrapNodes, c.Spec.VRRP.Interface)
-	if errors.Is(err, fs.ErrNotExist) {
-		// Rendered without --nodes: nothing to render peers from until the
-		// sidecar reads the API. keepalived must still start, so it gets
-		// a config without instances (unless one is there already).
-		res, werr := placeholder(ctx, o.Target, o.NodeName)
-		if werr != nil {
-			return res, werr
-		}
-		return res, fmt.Errorf("%w: %s (render with --nodes so the API VIP comes up before the API does)", ErrNoBootstrapNodes, o.BootstrapNodes)
+	in, err := BootInput(o, c)
+	res := OnceResult{From: in.From, Warnings: in.Warnings, Nodes: in.State.Nodes}
+	if errors.Is(err, ErrNoInstances) {
+		var werr error
+		res.Result, werr = placeholder(ctx, o.Target, o.NodeName, err)
+		return res, errors.Join(werr, err)
 	}
 	if err != nil {
-		return Result{}, fmt.Errorf("bootstrap nodes: %w", err)
+		return res, err
 	}
-	out, err := NewNode(o.Target, o.NodeName, nil).Reconcile(ctx, Input{Config: c, State: cluster.State{Nodes: nodes}})
-	return out.Result, errors.Join(err, out.HandoverErr)
+	out, err := NewNode(o.Target, o.NodeName, nil).Reconcile(ctx, in)
+	res.Result = out.Result
+	return res, errors.Join(err, out.HandoverErr)
 }
 
-// ErrNoBootstrapNodes says Once found no bootstrap node list: keepalived
-// got a config without instances, and the sidecar renders the real one
-// from the API.
+// OnceResult is what Once changed and what it rendered from.
+type OnceResult struct {
+	Result
+	// From is the file the node list came from (the bootstrap list or
+	// the last-good view); empty when there was none.
+	From string
+	// Warnings name what was ignored on the way.
+	Warnings []string
+	// Nodes are the nodes it knew of: the sidecar's API fallbacks
+	// (WithAPIFallback) come from them.
+	Nodes []cluster.Node
+}
+
+// BootInput chooses what --once renders from. The last-good view wins
+// when it is at least as new as the bootstrap node list; a newer bootstrap
+// list (a MachineConfig that `vipctl update` rewrote since) gives the
+// nodes, the last-good view still the Service addresses, routers and
+// day-2 pools it alone knows. The static file stays authoritative for the
+// rest of the config. Unreadable last-good data is ignored (it must never
+// keep keepalived from starting) and Warnings say so.
+func BootInput(o OnceOptions, static *v1alpha1.ClusterVIPs) (Input, error) {
+	in := Input{Config: static}
+	// The haproxy pod's init container and a restarted sidecar run this
+	// too: once the keepalived pod's sidecar has synced they must not
+	// lower the running node's priorities.
+	if _, err := os.Stat(o.path(render.SyncedFile)); err != nil {
+		in.HoldBack = true
+	}
+	nodes, nerr := cluster.LoadNodeList(o.BootstrapNodes, static.Spec.VRRP.Interface)
+	if nerr != nil && !errors.Is(nerr, fs.ErrNotExist) {
+		return in, fmt.Errorf("bootstrap nodes: %w", nerr)
+	}
+	lg, lgConfig, saved, lerr := LoadLastGood(o.Target)
+	if lerr == nil && lg.Node != o.NodeName {
+		lerr = fmt.Errorf("%s: written by node %s, not %s", render.LastGoodPath, lg.Node, o.NodeName)
+	}
+	if lerr != nil && !errors.Is(lerr, fs.ErrNotExist) {
+		in.Warnings = append(in.Warnings, fmt.Sprintf("ignoring the last-good view: %v", lerr))
+	}
+	if lerr == nil {
+		if eff, _, err := cluster.Effective(static, lgConfig); err == nil {
+			in.Config = eff
+		} else {
+			in.Warnings = append(in.Warnings, fmt.Sprintf("ignoring the last-good view's service pools: %v", err))
+		}
+		in.State = lg.State
+		// Which apiservers served then says nothing about a cold start:
+		// haproxy balances over every control-plane node and its own
+		// health checks decide.
+		in.State.APIServers = nil
+		in.From = render.LastGoodPath
+	}
+	if nerr == nil {
+		if fi, err := os.Stat(o.BootstrapNodes); lerr != nil || (err == nil && fi.ModTime().After(saved)) {
+			in.State.Nodes = nodes
+			in.From = o.BootstrapNodes
+		}
+	}
+	if in.From == "" {
+		return in, fmt.Errorf("%w: %w: %s (render with --nodes so the API VIP comes up before the API does)", ErrNoInstances, ErrNoBootstrapNodes, o.BootstrapNodes)
+	}
+	if !slices.ContainsFunc(in.State.Nodes, func(n cluster.Node) bool { return n.Name == o.NodeName }) {
+		return in, fmt.Errorf("%w: %w: node %s is not in %s (a node added after render; its sidecar renders it from the API, and keeps a last-good view from then on)", ErrNoInstances, ErrNodeNotListed, o.NodeName, in.From)
+	}
+	return in, nil
+}
+
+// ErrNoInstances says Once had nothing this node can render from:
+// keepalived got a config without instances (so it starts and holds
+// nothing, taking no VIP from anyone), and the sidecar renders the real
+// one from the API.
+var ErrNoInstances = errors.New("started without VRRP instances")
+
+// ErrNoBootstrapNodes says Once found neither a bootstrap node list nor a
+// last-good view.
 var ErrNoBootstrapNodes = errors.New("no bootstrap node list")
+
+// ErrNodeNotListed says this node is in neither the bootstrap node list
+// nor the last-good view: it joined the cluster after both were written.
+var ErrNodeNotListed = errors.New("node not in the node list")
 
 // placeholder writes a keepalived.conf without instances when there is
 // none yet, so keepalived starts and the sidecar can reload it.
-func placeholder(ctx context.Context, t Target, node string) (Result, error) {
+func placeholder(ctx context.Context, t Target, node string, why error) (Result, error) {
 	if _, err := os.Stat(t.path(render.KeepalivedConfPath)); err == nil {
 		return Result{}, nil
 	}
-	data := fmt.Appendf(nil, "# Written by vipctl runtimecfg --once for node %s: no bootstrap node list,\n# so no VRRP instance until the sidecar renders from the API.\nglobal_defs {\n    router_id %s\n}\n", node, strings.ReplaceAll(node, "-", "_"))
+	reason := strings.ReplaceAll(why.Error(), "\n", " ")
+	data := fmt.Appendf(nil, "# Written by vipctl runtimecfg --once for node %s: %s.\n# No VRRP instance until the sidecar renders from the API.\nglobal_defs {\n    router_id %s\n}\n", node, reason, strings.ReplaceAll(node, "-", "_"))
 	return Apply(ctx, t, []render.File{{Path: render.KeepalivedConfPath, Mode: 0o644, Data: data}})
 }
 

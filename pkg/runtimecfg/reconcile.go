@@ -38,6 +38,13 @@ type Input struct {
 	// runs on this node. nil leaves the status files as they are (--once:
 	// InitRunFiles wrote them).
 	IngressReady map[string]bool
+	// From names where Config and State came from, for --once's report;
+	// Warnings are what it ignored on the way (BootInput).
+	From     string
+	Warnings []string
+	// HoldBack renders this node at the lowest priority (render.WithHeldBack):
+	// --once before the pod's sidecar has synced.
+	HoldBack bool
 }
 
 // Outcome is what a Reconcile did and what the node's state is now.
@@ -68,7 +75,11 @@ func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
 			return out, &syncError{"write", err}
 		}
 	}
-	d, err := DesiredNode(in.Config, in.State, n.Name, n.Root)
+	var extra []render.PlanOption
+	if in.HoldBack {
+		extra = append(extra, render.WithHeldBack(n.Name))
+	}
+	d, err := DesiredNode(in.Config, in.State, n.Name, n.Root, extra...)
 	if err != nil {
 		return out, &syncError{"render", err}
 	}
@@ -106,7 +117,7 @@ type NodeState struct {
 // DesiredNode renders one node's files and the rest of its state from a
 // config and a cluster state. An instance with a single eligible node is
 // left out (see NodeRender.Lonely) rather than failing the node's whole config.
-func DesiredNode(c *v1alpha1.ClusterVIPs, st cluster.State, node, root string) (NodeState, error) {
+func DesiredNode(c *v1alpha1.ClusterVIPs, st cluster.State, node, root string, opts ...render.PlanOption) (NodeState, error) {
 	extra := make([]v1alpha1.InstanceKey, 0, len(st.LocalServices))
 	for _, ls := range st.LocalServices {
 		extra = append(extra, v1alpha1.ServiceKey(ls.Name))
@@ -129,7 +140,7 @@ func DesiredNode(c *v1alpha1.ClusterVIPs, st cluster.State, node, root string) (
 		}
 		st.LocalServices = placed
 	}
-	plan, err := render.NewPlan(c, ids, st, render.WithRoot(root), render.WithLonelySkipped())
+	plan, err := render.NewPlan(c, ids, st, append([]render.PlanOption{render.WithRoot(root), render.WithLonelySkipped()}, opts...)...)
 	if err != nil {
 		return NodeState{}, err
 	}

@@ -86,6 +86,10 @@ type Sidecar struct {
 	// node is what every sync brings in line; its LocalVIPs keep the VIPs
 	// held here local for a while after they leave.
 	node *Node
+	// drainAsked is the own Node's cluster.DrainAnnotation as of the
+	// last sync; drainedByAPI says this sidecar drained the node for it
+	// (a drain keepalived's preStop started is not the API's to end).
+	drainAsked, drainedByAPI bool
 }
 
 // NewSidecar loads the static config and prepares the watches. Run starts
@@ -323,10 +327,53 @@ func (s *Sidecar) sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Synced: from now on a --once (the haproxy pod's, a restarted
+	// sidecar's) renders this node at its real priorities.
+	if err := writeRunFile(s.o.Target, render.SyncedFile, true); err != nil {
+		s.m.Failures.WithLabelValues("write").Inc()
+		s.log.Error("cannot record the first sync", "err", err)
+	}
+	// What was just applied is what the next pod starts from (Once), so
+	// a restart comes back with the Service addresses it held even while
+	// the API is away. Failing to record it leaves the applied config in
+	// force; only the next restart is at stake.
+	if _, err := SaveLastGood(s.o.Target, s.o.NodeName, c, st); err != nil {
+		s.m.Failures.WithLabelValues("last-good").Inc()
+		s.log.Error("last-good view not recorded: a restart would start from the bootstrap node list", "err", err)
+	}
+	if err := s.followDrainAnnotation(out.Handover); err != nil {
+		s.m.Failures.WithLabelValues("drain").Inc()
+		s.log.Error("following the drain annotation", "err", err)
+	}
 	if out.HandoverErr != nil {
 		s.m.Failures.WithLabelValues("handover").Inc()
 		s.log.Error("handover table not written: planned moves of this node's VIPs may reset open connections", "err", out.HandoverErr)
 	}
+	return nil
+}
+
+// followDrainAnnotation drains the node when its Node asks
+// (cluster.DrainAnnotation, `vipctl drain`) with the same make-before-break
+// handover as keepalived's preStop, and undrains it when the annotation
+// goes. Only a drain it started itself is ended here.
+func (s *Sidecar) followDrainAnnotation(h render.Handover) error {
+	switch {
+	case s.drainAsked && !s.drainedByAPI:
+		s.log.Info("draining: the Node asks for it", "annotation", cluster.DrainAnnotation)
+		if err := Drain(s.o.Target, h); err != nil {
+			return err
+		}
+		s.drainedByAPI = true
+	case !s.drainAsked && s.drainedByAPI:
+		s.log.Info("undraining: the Node's drain annotation is gone")
+		if err := Undrain(s.o.Target); err != nil {
+			return err
+		}
+		s.drainedByAPI = false
+	default:
+		return nil
+	}
+	s.node.Local.Kick()
 	return nil
 }
 

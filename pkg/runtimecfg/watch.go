@@ -26,7 +26,7 @@ func strip(obj any) (any, error) {
 		m.SetManagedFields(nil)
 		if a := m.GetAnnotations(); len(a) > 0 {
 			keep := map[string]string{}
-			for _, k := range []string{cluster.InterfaceAnnotation, v1alpha1.AnnotationNodeVIPs} {
+			for _, k := range []string{cluster.InterfaceAnnotation, v1alpha1.AnnotationNodeVIPs, cluster.DrainAnnotation} {
 				if v, ok := a[k]; ok {
 					keep[k] = v
 				}
@@ -123,8 +123,13 @@ func (s *Sidecar) state(m *cluster.Model) (cluster.State, map[string]bool, error
 	if err != nil {
 		return cluster.State{}, nil, err
 	}
+	s.drainAsked = false
 	for _, obj := range objs {
-		o.Nodes = append(o.Nodes, obj.(*corev1.Node))
+		n := obj.(*corev1.Node)
+		o.Nodes = append(o.Nodes, n)
+		if n.Name == s.o.NodeName {
+			s.drainAsked = cluster.Drained(n)
+		}
 	}
 	svcObjs, err := s.services.List(labels.Everything())
 	if err != nil {

@@ -129,6 +129,18 @@ func Compute(c *v1alpha1.ClusterVIPs, nodes []corev1.Node, services []corev1.Ser
 	return rows, errs
 }
 
+// Drained names the nodes asked to drain (`vipctl drain`), sorted.
+func Drained(nodes []corev1.Node) []string {
+	var out []string
+	for i := range nodes {
+		if cluster.Drained(&nodes[i]) {
+			out = append(out, nodes[i].Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Healthy tells whether every VIP has exactly one holder.
 func Healthy(rows []VIPStatus) bool {
 	for _, r := range rows {

@@ -107,7 +107,7 @@ func (c Cluster) Apply(ctx context.Context, p *Plan, cm *corev1.ConfigMap, force
 		_, _ = fmt.Fprintf(out, "released %s from Service %s\n", strings.Join(o.Addresses, ", "), o.Service)
 	}
 	if len(p.Static) > 0 {
-		if err := c.writeMachineConfigs(ctx, p.Desired, out); err != nil {
+		if err := c.writeMachineConfigs(ctx, p.Desired, p.BootstrapNodes, out); err != nil {
 			return err
 		}
 		_, _ = fmt.Fprintln(out, "the Machine Config Operator will now roll (reboot) the nodes of each pool")
@@ -160,12 +160,19 @@ func (c Cluster) release(ctx context.Context, o Orphan) error {
 var machineConfigGVR = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigs"}
 
 // writeMachineConfigs creates or replaces the MachineConfigs `vipctl
-// render` would write for the desired config.
-func (c Cluster) writeMachineConfigs(ctx context.Context, desired *v1alpha1.ClusterVIPs, out io.Writer) error {
+// render` would write for the desired config, with the bootstrap node list
+// nodes (nil: the live cluster's Nodes), as `render --nodes` ships it.
+func (c Cluster) writeMachineConfigs(ctx context.Context, desired *v1alpha1.ClusterVIPs, nodes []byte, out io.Writer) error {
 	if c.Dynamic == nil {
 		return errors.New("static parts changed but no dynamic client to write MachineConfigs")
 	}
-	files, err := bundle.Build(desired, bundle.Options{})
+	if nodes == nil {
+		var err error
+		if nodes, err = c.bootstrapNodes(ctx, out); err != nil {
+			return err
+		}
+	}
+	files, err := bundle.Build(desired, bundle.Options{NodesYAML: nodes})
 	if err != nil {
 		return err
 	}
@@ -192,6 +199,27 @@ func (c Cluster) writeMachineConfigs(ctx context.Context, desired *v1alpha1.Clus
 		_, _ = fmt.Fprintf(out, "wrote MachineConfig %s\n", obj.GetName())
 	}
 	return nil
+}
+
+// bootstrapNodes is the live cluster's bootstrap node list; nil, with a
+// warning, when there is no Node to list.
+func (c Cluster) bootstrapNodes(ctx context.Context, out io.Writer) ([]byte, error) {
+	items, err := c.Nodes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing Nodes for the bootstrap node list: %w", err)
+	}
+	data, skipped, err := cluster.BootstrapNodeList(items)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range skipped {
+		_, _ = fmt.Fprintf(out, "warning: bootstrap node list: left out %v\n", e)
+	}
+	if len(items) == len(skipped) {
+		_, _ = fmt.Fprintln(out, "warning: no Node to list: the MachineConfigs carry no bootstrap node list, so a node's API VIP waits for the API after a reinstall (pass --nodes)")
+		return nil, nil
+	}
+	return data, nil
 }
 
 // Nodes lists every Node (status reads their vipctl.io/vips annotation).

@@ -47,6 +47,9 @@ type RunOptions struct {
 	Show func(*Plan) error
 	// Log gets warnings and what was written.
 	Log io.Writer
+	// BootstrapNodes overrides the live Nodes as the bootstrap node list
+	// of rewritten MachineConfigs (Plan.BootstrapNodes).
+	BootstrapNodes []byte
 }
 
 // Run is one `vipctl update`: warn when the cluster is older than the
@@ -70,6 +73,7 @@ func (c Cluster) Run(ctx context.Context, r *Request, o RunOptions) error {
 	if err != nil {
 		return err
 	}
+	plan.BootstrapNodes = o.BootstrapNodes
 	if err := o.Show(plan); err != nil {
 		return err
 	}

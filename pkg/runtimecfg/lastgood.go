@@ -1,0 +1,69 @@
+package runtimecfg
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/render"
+)
+
+// LastGood is the sidecar's last successful view of the cluster, kept on
+// the node (render.LastGoodPath) so that `--once` after a pod restart, a
+// reboot or a whole-cluster cold start renders what the node last served:
+// the Service addresses, the Nodes that joined since render time, the
+// routers' placement and the day-2 pools. Without it a restarted node
+// would preempt its pool instances holding only their anchors, and the
+// Services' addresses would answer nowhere until the API does.
+type LastGood struct {
+	// Node wrote the file; a file that names another node (a disk moved
+	// to a renamed machine) is not this node's view.
+	Node string `json:"node"`
+	// Config is the effective config of that sync. Only its day-2 parts
+	// are used: the static file on disk stays authoritative for the rest.
+	Config json.RawMessage `json:"config"`
+	// State is the cluster state of that sync.
+	State cluster.State `json:"state"`
+}
+
+// SaveLastGood records a successful sync, atomically and only when it
+// differs from what is recorded (a sync that changed nothing writes
+// nothing: the node's disk is not worn by every resync).
+func SaveLastGood(t Target, node string, c *v1alpha1.ClusterVIPs, st cluster.State) (bool, error) {
+	cfg, err := json.Marshal(c)
+	if err != nil {
+		return false, err
+	}
+	data, err := json.MarshalIndent(LastGood{Node: node, Config: cfg, State: st}, "", "  ")
+	if err != nil {
+		return false, err
+	}
+	return writeIfChanged(t.path(render.LastGoodPath), render.File{Path: render.LastGoodPath, Mode: 0o600, Data: append(data, '\n')})
+}
+
+// LoadLastGood reads the recorded view, its config decoded as strictly as
+// the ConfigMap's, and when it was written. A missing file is
+// fs.ErrNotExist.
+func LoadLastGood(t Target) (*LastGood, *v1alpha1.ClusterVIPs, time.Time, error) {
+	path := t.path(render.LastGoodPath)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, time.Time{}, err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, time.Time{}, err
+	}
+	var lg LastGood
+	if err := json.Unmarshal(data, &lg); err != nil {
+		return nil, nil, time.Time{}, fmt.Errorf("%s: %w", render.LastGoodPath, err)
+	}
+	c, err := v1alpha1.Parse(lg.Config)
+	if err != nil {
+		return nil, nil, time.Time{}, fmt.Errorf("%s: config: %w", render.LastGoodPath, err)
+	}
+	return &lg, c, fi.ModTime(), nil
+}
