@@ -107,8 +107,9 @@ type NodeState struct {
 // config and a cluster state. An instance with a single eligible node is
 // left out (see NodeRender.Lonely) rather than failing the node's whole config.
 func DesiredNode(c *v1alpha1.ClusterVIPs, st cluster.State, node, root string) (NodeState, error) {
-	extra := make([]v1alpha1.InstanceKey, 0, len(st.LocalServices))
-	for _, ls := range st.LocalServices {
+	vrrpLocal := cluster.Compile(c).VRRPLocalServices(st)
+	extra := make([]v1alpha1.InstanceKey, 0, len(vrrpLocal))
+	for _, ls := range vrrpLocal {
 		extra = append(extra, v1alpha1.ServiceKey(ls.Name))
 	}
 	// The Services come oldest first (cluster.SortByAge), so a new one
@@ -121,7 +122,7 @@ func DesiredNode(c *v1alpha1.ClusterVIPs, st cluster.State, node, root string) (
 	if len(unassigned) > 0 {
 		placed := make([]cluster.LocalService, 0, len(st.LocalServices))
 		for _, ls := range st.LocalServices {
-			if _, ok := ids[v1alpha1.ServiceKey(ls.Name)]; ok {
+			if _, ok := ids[v1alpha1.ServiceKey(ls.Name)]; ok || !slices.ContainsFunc(vrrpLocal, func(v cluster.LocalService) bool { return v.Name == ls.Name }) {
 				placed = append(placed, ls)
 			} else {
 				unannounced = append(unannounced, ls)
