@@ -52,7 +52,8 @@ type Outcome struct {
 
 // Reconcile brings the node into line with in, in the one order that is
 // safe: the track files keepalived reads; the render; the real daemons'
-// judgement, atomic writes and reloads (Apply); the status files no config
+// judgement, atomic writes and reloads (Apply: keepalived, haproxy and,
+// with bgp pools, FRR's frr.conf through vtysh -C and frr-reload.py); the status files no config
 // reads any more; the API redirect; the handover tables; the local routes.
 // An error means the node kept its last good config; its reason is one of
 // the sidecar's failure labels (see reason).
@@ -101,6 +102,8 @@ type NodeState struct {
 	// Unannounced are the Local Services no VRRP ID was left for: their
 	// VIPs are announced by no node until IDs free up.
 	Unannounced []cluster.LocalService
+	// Announced are the bgp pool routes this node's frr.conf announces.
+	Announced []render.Announced
 }
 
 // DesiredNode renders one node's files and the rest of its state from a
@@ -139,7 +142,7 @@ func DesiredNode(c *v1alpha1.ClusterVIPs, st cluster.State, node, root string) (
 		return NodeState{}, err
 	}
 	h, err := plan.Handover(node)
-	return NodeState{Files: r.Files, Handover: h, Lonely: r.Lonely, Unannounced: unannounced}, err
+	return NodeState{Files: r.Files, Handover: h, Lonely: r.Lonely, Unannounced: unannounced, Announced: r.Announced}, err
 }
 
 // syncError is a failed step of Reconcile, labelled for the metrics.
