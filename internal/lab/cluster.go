@@ -71,6 +71,12 @@ type NodeSpec struct {
 	Addr6        string // optional IPv6 CIDR
 	ControlPlane bool
 	Labels       map[string]string
+	// Segment is the L2 segment the node sits on (default netlab's
+	// DefaultSegment); a new name creates it. Nodes of a BGP lab sit on
+	// two, joined only by a router (AddRouter).
+	Segment string
+	// Gateways are the node's default routes (a BGP lab's router).
+	Gateways []string
 }
 
 // Start builds the lab, renders every node's files through runtimecfg
@@ -93,12 +99,17 @@ func Start(t testing.TB, clusterYAML string, specs []NodeSpec) *Cluster {
 	if err := os.Chmod(base, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	segments := map[string]bool{netlab.DefaultSegment: true}
 	for _, s := range specs {
 		addrs := []string{s.Addr}
 		if s.Addr6 != "" {
 			addrs = append(addrs, s.Addr6)
 		}
-		h := lc.lab.AddHost(s.Name, netlab.HostOpts{Iface: "br-ex", Addrs: addrs})
+		if s.Segment != "" && !segments[s.Segment] {
+			lc.lab.AddSegment(s.Segment)
+			segments[s.Segment] = true
+		}
+		h := lc.lab.AddHost(s.Name, netlab.HostOpts{Iface: "br-ex", Addrs: addrs, Segment: s.Segment, Gateways: s.Gateways})
 		root := filepath.Join(base, s.Name)
 		n := &Node{Name: s.Name, Addr: strings.Split(s.Addr, "/")[0], Host: h, Routers: map[string]*StandIn{},
 			Target: runtimecfg.Target{Root: root, Netns: h.NS}}
@@ -353,4 +364,14 @@ func mustAddr(t testing.TB, s string) netip.Addr {
 // the cluster (a rogue router, a second client).
 func (lc *Cluster) AddHost(name string, o netlab.HostOpts) *netlab.Host {
 	return lc.lab.AddHost(name, o)
+}
+
+// AddSegment adds an L2 segment for hosts that are no node (a client
+// network behind a router).
+func (lc *Cluster) AddSegment(name string) { lc.lab.AddSegment(name) }
+
+// AddRouter adds a forwarding host on the named segments (see
+// netlab.Lab.AddRouter); the nodes' segments must exist already.
+func (lc *Cluster) AddRouter(name string, addrs map[string][]string) *netlab.Host {
+	return lc.lab.AddRouter(name, addrs)
 }
