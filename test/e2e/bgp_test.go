@@ -81,15 +81,20 @@ type bgpLab struct {
 // sidecar's own Reconcile. Every node answers on :8080 with its name for
 // any address on its lo, where the lab puts the Service addresses the
 // node announces (kube-proxy's part on a real node).
-func startBGPLab(t *testing.T) *bgpLab {
+func startBGPLab(t *testing.T, bfd bool) *bgpLab {
 	t.Helper()
+	yaml, routerConf := bgpLabYAML, upstreamFRR
+	if bfd {
+		yaml = strings.ReplaceAll(yaml, "keepaliveTime: 1s\n", "keepaliveTime: 1s\n        bfd: true\n")
+		routerConf = slices.Insert(slices.Clone(routerConf), 9, " neighbor nodes bfd")
+	}
 	lab.RequireFRR(t)
 	specs := []lab.NodeSpec{
 		{Name: "a0", Addr: "198.51.100.21/24", Labels: map[string]string{"rack": "a"}, Gateways: []string{"198.51.100.1"}},
 		{Name: "b0", Addr: "203.0.113.21/26", Labels: map[string]string{"rack": "b"}, Segment: "b", Gateways: []string{"203.0.113.1"}},
 		{Name: "b1", Addr: "203.0.113.22/26", Labels: map[string]string{"rack": "b"}, Segment: "b", Gateways: []string{"203.0.113.1"}},
 	}
-	lc := lab.Start(t, bgpLabYAML, specs)
+	lc := lab.Start(t, yaml, specs)
 	lc.AddSegment("c")
 	r := lc.AddRouter("upstream", map[string][]string{
 		netlab.DefaultSegment: {"198.51.100.1/24"},
@@ -107,7 +112,7 @@ func startBGPLab(t *testing.T) *bgpLab {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	lab.WriteFRRConf(t, dir, upstreamFRR...)
+	lab.WriteFRRConf(t, dir, routerConf...)
 	bl := &bgpLab{lc: lc, router: lab.StartFRR(t, r, dir), frr: map[string]*lab.FRR{}}
 	bl.client = lc.AddHost("outside", netlab.HostOpts{Iface: "eth0", Addrs: []string{"203.0.113.70/26"}, Segment: "c", Gateways: []string{"203.0.113.65"}})
 	for _, n := range lc.Nodes {
@@ -185,9 +190,23 @@ func (bl *bgpLab) ask(t *testing.T, vip string, n int) map[string]int {
 // next hop per node (multipath) and carries the pool's community; a
 // client behind the router reaches the address and is spread over nodes
 // of both racks; a node that vanishes is withdrawn within its hold time
-// and the client keeps being served by the others.
+// (3s here), or within BFD's detection time (3 x 300 ms) with bfd on, and
+// the client keeps being served by the others.
 func TestBGPTwoRacksECMP(t *testing.T) {
-	bl := startBGPLab(t)
+	for _, tc := range []struct {
+		name  string
+		bfd   bool
+		bound time.Duration
+	}{
+		{"hold-time", false, 5 * time.Second},
+		{"bfd", true, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testBGPTwoRacks(t, tc.bfd, tc.bound) })
+	}
+}
+
+func testBGPTwoRacks(t *testing.T, bfd bool, bound time.Duration) {
+	bl := startBGPLab(t, bfd)
 	const vip = "203.0.113.200"
 	bl.lc.AddServiceVIP("racks", netip.MustParseAddr(vip))
 	for _, n := range bl.lc.Nodes {
@@ -195,10 +214,15 @@ func TestBGPTwoRacksECMP(t *testing.T) {
 	}
 	bl.applyAll(t)
 	all := []string{"198.51.100.21", "203.0.113.21", "203.0.113.22"}
-	took := bl.waitHops(t, vip, all, 20*time.Second)
-	t.Logf("route with 3 next hops %s after the reloads", took.Round(time.Millisecond))
+	bl.waitHops(t, vip, all, 20*time.Second)
 	if out, _ := bl.router.Vtysh("show bgp ipv4 unicast " + vip + "/32"); !strings.Contains(out, "64512:100") {
 		t.Errorf("the route does not carry community 64512:100:\n%s", out)
+	}
+	if bfd {
+		lab.WaitFor(t, 10*time.Second, "3 BFD sessions up on the router", func() bool {
+			out, _ := bl.router.Vtysh("show bfd peers brief")
+			return strings.Count(out, " up ") >= 3
+		})
 	}
 	got := bl.ask(t, vip, 60)
 	t.Logf("answers: %v", got)
@@ -211,12 +235,39 @@ func TestBGPTwoRacksECMP(t *testing.T) {
 		t.Errorf("want answers from both racks through ECMP, got %v", got)
 	}
 
-	// b1 vanishes without a word (its switch port leaves the bridge).
+	// b1 vanishes without a word (its switch port leaves the bridge);
+	// a client opening a connection every 20 ms sees the outage of the
+	// flows hashed to b1 until the router withdraws it.
+	stop := make(chan struct{})
+	lastFail := make(chan time.Duration)
+	down := time.Now()
+	go func() {
+		var last time.Duration
+		for {
+			select {
+			case <-stop:
+				lastFail <- last
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			c, err := bl.client.DialContext(ctx, "tcp", vip+":8080")
+			cancel()
+			if err != nil {
+				last = time.Since(down)
+			} else {
+				_ = c.Close()
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
 	bl.lc.ByName["b1"].Host.LinkDown()
 	gone := bl.waitHops(t, vip, all[:2], 15*time.Second)
-	t.Logf("b1 withdrawn %s after its link went (hold time 3s)", gone.Round(time.Millisecond))
-	if gone > 6*time.Second {
-		t.Errorf("withdrawal took %s, want within the 3s hold time plus a keepalive", gone)
+	time.Sleep(time.Second)
+	close(stop)
+	t.Logf("bfd=%v: b1 withdrawn %s after its link went; last failed client connection at %s", bfd, gone.Round(time.Millisecond), (<-lastFail).Round(time.Millisecond))
+	if gone > bound {
+		t.Errorf("withdrawal took %s, want within %s", gone, bound)
 	}
 	got = bl.ask(t, vip, 20)
 	if got["b1"] != 0 || got["a0"]+got["b0"] != 20 {
@@ -229,7 +280,7 @@ func TestBGPTwoRacksECMP(t *testing.T) {
 // moves; the node's Reconcile says what it announces (what the sidecar
 // publishes under bgp/<pool>).
 func TestBGPLocalPolicy(t *testing.T) {
-	bl := startBGPLab(t)
+	bl := startBGPLab(t, false)
 	const vip = "203.0.113.201"
 	for _, n := range bl.lc.Nodes {
 		onLo(t, n.Host, vip)
