@@ -70,7 +70,7 @@ func TestBGPErrors(t *testing.T) {
 		},
 		{
 			name: "bgp pool without spec.bgp",
-			edit: func(s string) string { return s[:strings.Index(s, "  bgp:\n")] },
+			edit: func(s string) string { before, _, _ := strings.Cut(s, "  bgp:\n"); return before },
 			want: []string{`spec.bgp: Required value: spec.servicePools[1] has mode bgp: name the nodes' ASN and their peers`},
 		},
 		{
