@@ -81,7 +81,7 @@ type bgpLab struct {
 // sidecar's own Reconcile. Every node answers on :8080 with its name for
 // any address on its lo, where the lab puts the Service addresses the
 // node announces (kube-proxy's part on a real node).
-func startBGPLab(t *testing.T, bfd bool) *bgpLab {
+func startBGPLab(t testing.TB, bfd bool) *bgpLab {
 	t.Helper()
 	yaml, routerConf := bgpLabYAML, upstreamFRR
 	if bfd {
@@ -125,14 +125,14 @@ func startBGPLab(t *testing.T, bfd bool) *bgpLab {
 
 // applyAll brings every node in line with the lab's state through the
 // sidecar's Reconcile (frr.conf judged, written, frr-reload.py).
-func (bl *bgpLab) applyAll(t *testing.T) {
+func (bl *bgpLab) applyAll(t testing.TB) {
 	t.Helper()
 	for _, n := range bl.lc.Nodes {
 		bl.lc.Apply(n)
 	}
 }
 
-func onLo(t *testing.T, h *netlab.Host, vip string) {
+func onLo(t testing.TB, h *netlab.Host, vip string) {
 	t.Helper()
 	h.MustExec("ip", "addr", "add", vip+"/32", "dev", "lo")
 }
@@ -154,7 +154,7 @@ func (bl *bgpLab) nextHops(vip string) []string {
 	return hops
 }
 
-func (bl *bgpLab) waitHops(t *testing.T, vip string, want []string, timeout time.Duration) time.Duration {
+func (bl *bgpLab) waitHops(t testing.TB, vip string, want []string, timeout time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
 	if !lab.WaitUntil(timeout, func() bool { return slices.Equal(bl.nextHops(vip), want) }) {
@@ -166,7 +166,7 @@ func (bl *bgpLab) waitHops(t *testing.T, vip string, want []string, timeout time
 
 // ask opens n connections from the client to vip:8080 and counts which
 // node answered each.
-func (bl *bgpLab) ask(t *testing.T, vip string, n int) map[string]int {
+func (bl *bgpLab) ask(t testing.TB, vip string, n int) map[string]int {
 	t.Helper()
 	got := map[string]int{}
 	for range n {
@@ -199,7 +199,7 @@ func TestBGPTwoRacksECMP(t *testing.T) {
 		bound time.Duration
 	}{
 		{"hold-time", false, 5 * time.Second},
-		{"bfd", true, 2 * time.Second},
+		{"bfd", true, 2500 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) { testBGPTwoRacks(t, tc.bfd, tc.bound) })
 	}
@@ -235,37 +235,8 @@ func testBGPTwoRacks(t *testing.T, bfd bool, bound time.Duration) {
 		t.Errorf("want answers from both racks through ECMP, got %v", got)
 	}
 
-	// b1 vanishes without a word (its switch port leaves the bridge);
-	// a client opening a connection every 20 ms sees the outage of the
-	// flows hashed to b1 until the router withdraws it.
-	stop := make(chan struct{})
-	lastFail := make(chan time.Duration)
-	down := time.Now()
-	go func() {
-		var last time.Duration
-		for {
-			select {
-			case <-stop:
-				lastFail <- last
-				return
-			default:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-			c, err := bl.client.DialContext(ctx, "tcp", vip+":8080")
-			cancel()
-			if err != nil {
-				last = time.Since(down)
-			} else {
-				_ = c.Close()
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}()
-	bl.lc.ByName["b1"].Host.LinkDown()
-	gone := bl.waitHops(t, vip, all[:2], 15*time.Second)
-	time.Sleep(time.Second)
-	close(stop)
-	t.Logf("bfd=%v: b1 withdrawn %s after its link went; last failed client connection at %s", bfd, gone.Round(time.Millisecond), (<-lastFail).Round(time.Millisecond))
+	gone, lastFail, _ := bl.loseNode(t, vip, "b1", all[:2])
+	t.Logf("bfd=%v: b1 withdrawn %s after its link went; last failed client connection at %s", bfd, gone.Round(time.Millisecond), lastFail.Round(time.Millisecond))
 	if gone > bound {
 		t.Errorf("withdrawal took %s, want within %s", gone, bound)
 	}
@@ -273,6 +244,50 @@ func testBGPTwoRacks(t *testing.T, bfd bool, bound time.Duration) {
 	if got["b1"] != 0 || got["a0"]+got["b0"] != 20 {
 		t.Errorf("after b1 left, answers %v: want all 20 from a0 and b0", got)
 	}
+}
+
+// loseNode takes node off the network without a word (its switch port
+// leaves the bridge) while a client opens a connection to vip every
+// 10 ms (200 ms timeout), and returns when the router's route has the
+// next hops left plus a second: how long the withdrawal took, when the
+// last connection failed (the outage the flows hashed to the lost node
+// saw) and how many failed.
+func (bl *bgpLab) loseNode(t testing.TB, vip, node string, left []string) (withdrawn, lastFail time.Duration, failed int) {
+	t.Helper()
+	type result struct {
+		last   time.Duration
+		failed int
+	}
+	stop := make(chan struct{})
+	done := make(chan result)
+	down := time.Now()
+	go func() {
+		var r result
+		for {
+			select {
+			case <-stop:
+				done <- r
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			c, err := bl.client.DialContext(ctx, "tcp", vip+":8080")
+			cancel()
+			if err != nil {
+				r.last = time.Since(down)
+				r.failed++
+			} else {
+				_ = c.Close()
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	bl.lc.ByName[node].Host.LinkDown()
+	withdrawn = bl.waitHops(t, vip, left, 15*time.Second)
+	time.Sleep(time.Second)
+	close(stop)
+	r := <-done
+	return withdrawn, r.last, r.failed
 }
 
 // TestBGPLocalPolicy: a Local-policy Service address is announced only by
