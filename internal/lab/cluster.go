@@ -91,14 +91,7 @@ func Start(t testing.TB, clusterYAML string, specs []NodeSpec) *Cluster {
 	lc.Client = lc.lab.AddHost("client", netlab.HostOpts{Iface: "eth0", Addrs: []string{"198.51.100.100/24", "2001:db8:100::100/64"}})
 	// Scripts run as keepalived_script, who must be able to reach them:
 	// one world-readable base directory (t.TempDir is private).
-	base, err := os.MkdirTemp("", "vipctl-lab-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base := SharedDir(t, "vipctl-lab-")
 	segments := map[string]bool{netlab.DefaultSegment: true}
 	for _, s := range specs {
 		addrs := []string{s.Addr}
@@ -349,6 +342,22 @@ func WaitUntil(timeout time.Duration, cond func() bool) bool {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return cond()
+}
+
+// SharedDir is a temporary directory others may enter (0755; t.TempDir is
+// private): the daemons that drop privileges (keepalived's script user,
+// FRR's frr) must reach what lies under it. Removed when the test ends.
+func SharedDir(t testing.TB, prefix string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func mustAddr(t testing.TB, s string) netip.Addr {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net/netip"
 	"os"
 	"sort"
 	"testing"
@@ -32,20 +31,13 @@ func BenchmarkFailoverBGP(b *testing.B) {
 			for i := 0; i < *trials; i++ {
 				b.Run(fmt.Sprintf("trial-%d", i), func(b *testing.B) {
 					bl := startBGPLab(b, bfd)
-					const vip = "203.0.113.200"
-					bl.lc.AddServiceVIP("racks", netip.MustParseAddr(vip))
-					for _, n := range bl.lc.Nodes {
-						onLo(b, n.Host, vip)
-					}
-					bl.applyAll(b)
-					all := []string{"198.51.100.21", "203.0.113.21", "203.0.113.22"}
-					bl.waitHops(b, vip, all, 20*time.Second)
+					all := bl.announceEverywhere(b, bgpClusterVIP)
 					if bfd {
 						// Sessions up before the fault, or the first
 						// trial would measure BFD's start.
 						time.Sleep(2 * time.Second)
 					}
-					w, last, f := bl.loseNode(b, vip, "b1", all[:2])
+					w, last, f := bl.loseNode(b, bgpClusterVIP, "b1", all[:2])
 					outages = append(outages, last)
 					withdrawals = append(withdrawals, w)
 					failed += f

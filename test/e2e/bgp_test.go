@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -104,14 +103,7 @@ func startBGPLab(t testing.TB, bfd bool) *bgpLab {
 	// Hash on ports too, so that one client's connections spread over
 	// the paths and the test sees ECMP at work.
 	r.MustExec("sysctl", "-qw", "net.ipv4.fib_multipath_hash_policy=1")
-	dir, err := os.MkdirTemp("", "vipctl-bgp-router-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := lab.SharedDir(t, "vipctl-bgp-router-")
 	lab.WriteFRRConf(t, dir, routerConf...)
 	bl := &bgpLab{lc: lc, router: lab.StartFRR(t, r, dir), frr: map[string]*lab.FRR{}}
 	bl.client = lc.AddHost("outside", netlab.HostOpts{Iface: "eth0", Addrs: []string{"203.0.113.70/26"}, Segment: "c", Gateways: []string{"203.0.113.65"}})
@@ -130,6 +122,25 @@ func (bl *bgpLab) applyAll(t testing.TB) {
 	for _, n := range bl.lc.Nodes {
 		bl.lc.Apply(n)
 	}
+}
+
+// bgpClusterVIP is the Cluster-policy Service address of the ECMP test
+// and the bench.
+const bgpClusterVIP = "203.0.113.200"
+
+// announceEverywhere allocates vip to the pool (policy Cluster), puts it
+// on every node's lo, brings the nodes in line and waits for the router's
+// route with every node as a next hop, which it returns.
+func (bl *bgpLab) announceEverywhere(t testing.TB, vip string) []string {
+	t.Helper()
+	bl.lc.AddServiceVIP("racks", netip.MustParseAddr(vip))
+	for _, n := range bl.lc.Nodes {
+		onLo(t, n.Host, vip)
+	}
+	bl.applyAll(t)
+	all := []string{"198.51.100.21", "203.0.113.21", "203.0.113.22"}
+	bl.waitHops(t, vip, all, 20*time.Second)
+	return all
 }
 
 func onLo(t testing.TB, h *netlab.Host, vip string) {
@@ -207,14 +218,8 @@ func TestBGPTwoRacksECMP(t *testing.T) {
 
 func testBGPTwoRacks(t *testing.T, bfd bool, bound time.Duration) {
 	bl := startBGPLab(t, bfd)
-	const vip = "203.0.113.200"
-	bl.lc.AddServiceVIP("racks", netip.MustParseAddr(vip))
-	for _, n := range bl.lc.Nodes {
-		onLo(t, n.Host, vip)
-	}
-	bl.applyAll(t)
-	all := []string{"198.51.100.21", "203.0.113.21", "203.0.113.22"}
-	bl.waitHops(t, vip, all, 20*time.Second)
+	all := bl.announceEverywhere(t, bgpClusterVIP)
+	const vip = bgpClusterVIP
 	if out, _ := bl.router.Vtysh("show bgp ipv4 unicast " + vip + "/32"); !strings.Contains(out, "64512:100") {
 		t.Errorf("the route does not carry community 64512:100:\n%s", out)
 	}

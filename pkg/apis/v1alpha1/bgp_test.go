@@ -58,11 +58,7 @@ func TestBGPPoolDefaults(t *testing.T) {
 
 func TestBGPErrors(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name string
-		edit func(string) string
-		want []string
-	}{
+	cases := []parseErrorCase{
 		{
 			name: "unknown mode",
 			edit: replace("mode: bgp", "mode: ospf"),
@@ -107,19 +103,5 @@ func TestBGPErrors(t *testing.T) {
 			want: []string{`spec.servicePools[1].addresses[0]: Invalid value: "203.0.113.192/28": not inside one machine network`},
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			_, err := Parse([]byte(tc.edit(bgpBase)))
-			if err == nil {
-				t.Fatal("no error")
-			}
-			got := err.Error()
-			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("error does not contain\n  %s\ngot\n  %s", w, got)
-				}
-			}
-		})
-	}
+	runParseErrors(t, bgpBase, cases)
 }
