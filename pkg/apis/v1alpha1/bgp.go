@@ -66,9 +66,39 @@ func validateBGP(c *ClusterVIPs, path *field.Path) field.ErrorList {
 		}
 		errs = append(errs, validateLabels(peer.NodeSelector, p.Child("nodeSelector"))...)
 	}
+	errs = append(errs, familiesPeered(c, path.Child("peers"))...)
 	for i, cm := range b.Communities {
 		if msg := communityError(cm); msg != "" {
 			errs = append(errs, field.Invalid(path.Child("communities").Index(i), cm, msg))
+		}
+	}
+	return errs
+}
+
+// familiesPeered refuses a bgp pool address of a family no peer speaks:
+// prefixes go to peers of their own family (docs/bgp.md), so such an
+// address would be handed to a Service and announced nowhere.
+func familiesPeered(c *ClusterVIPs, peersPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	peered := map[bool]bool{}
+	for _, p := range c.Spec.BGP.Peers {
+		if a, err := parseAddr(p.Address); err == nil {
+			peered[a.Is4()] = true
+		}
+	}
+	if len(peered) == 0 {
+		return nil // no valid peer: reported on its own
+	}
+	for i, pool := range c.Spec.ServicePools {
+		if !pool.IsBGP() {
+			continue
+		}
+		for j, a := range pool.Addresses {
+			r, err := ParseAddressRange(a)
+			if err == nil && !peered[r.Is4()] {
+				errs = append(errs, field.Invalid(field.NewPath("spec", "servicePools").Index(i).Child("addresses").Index(j), a,
+					fmt.Sprintf("no %s peer in %s to announce it to", familyName(r.First), peersPath)))
+			}
 		}
 	}
 	return errs

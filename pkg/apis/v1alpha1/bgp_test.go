@@ -19,6 +19,8 @@ const bgpBase = base + `    - name: racks
       - address: 203.0.113.1
         asn: 64512
         holdTime: 30s
+      - address: "2001:db8::1"
+        asn: 64512
 `
 
 // TestBGPPoolDefaults: a bgp pool takes no VRRP instance (so no VRRP ID)
@@ -96,6 +98,11 @@ func TestBGPErrors(t *testing.T) {
 				`spec.bgp.peers[1].keepaliveTime: Invalid value: "30s": must be less than holdTime 30s`,
 				`spec.bgp.peers[2].address: Duplicate value: "203.0.113.1 (also spec.bgp.peers[1].address)"`,
 			},
+		},
+		{
+			name: "an IPv6 range with only IPv4 peers would be announced nowhere",
+			edit: replace("      - address: \"2001:db8::1\"\n        asn: 64512\n", ""),
+			want: []string{`spec.servicePools[1].addresses[1]: Invalid value: "2001:db8:f::/124": no IPv6 peer in spec.bgp.peers to announce it to`},
 		},
 		{
 			name: "a vrrp pool still must sit in a machine network",

@@ -122,7 +122,7 @@ type ServicePool struct {
 	// ("198.51.100.200-198.51.100.210"), IPv4 or IPv6. The last `instances`
 	// addresses of the last range of each family are the VRRP instances'
 	// anchors (the only addresses in their adverts) and are never given to
-	// a Service.
+	// a Service (a bgp pool has no instances and no anchors).
 	Addresses []string `json:"addresses"`
 	// NodeSelector picks the nodes that may hold this pool's VIPs. Empty
 	// means every node that runs keepalived.
@@ -148,12 +148,13 @@ type ServicePool struct {
 	AutoAssign *bool `json:"autoAssign,omitempty"`
 	// Instances is the number of VRRP instances per IP family the pool's
 	// VIPs are spread over; each gets other node priorities so the VIPs are
-	// held by different nodes at once. Default 2.
+	// held by different nodes at once. Default 2. Unused by bgp pools.
 	Instances int `json:"instances,omitempty"`
 	// MaxHolders caps how many of the selected nodes take part in each of
 	// the pool's VRRP instances (the ones with the highest hashed priority
 	// for that instance). Seven backups are plenty; every extra member
-	// costs a unicast peer on every node. Default 8.
+	// costs a unicast peer on every node. Default 8. Unused by bgp pools,
+	// where every node the nodeSelector picks announces.
 	MaxHolders int `json:"maxHolders,omitempty"`
 }
 
