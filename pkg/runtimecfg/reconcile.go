@@ -64,7 +64,10 @@ func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
 			return out, &syncError{"write", err}
 		}
 	}
-	for _, ls := range in.State.LocalServices {
+	// Only the Local Services keepalived tracks have status files; a bgp
+	// pool's are announced or not by frr.conf instead.
+	vrrpLocal := cluster.Compile(in.Config).VRRPLocalServices(in.State)
+	for _, ls := range vrrpLocal {
 		if err := writeRunFile(n.Target, render.LocalServiceStatusFile(ls.Name), !slices.Contains(ls.Nodes, n.Name)); err != nil {
 			return out, &syncError{"write", err}
 		}
@@ -78,7 +81,7 @@ func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
 	if err != nil {
 		return out, &syncError{"apply", err}
 	}
-	if err := PruneLocalStatus(n.Target, in.State.LocalServices); err != nil {
+	if err := PruneLocalStatus(n.Target, vrrpLocal); err != nil {
 		return out, &syncError{"write", err}
 	}
 	if err := applyRedirects(n.Target, in.Config, d.Files); err != nil {
