@@ -48,8 +48,12 @@ if [ ${#missing[@]} -gt 0 ] && command -v systemctl >/dev/null 2>&1; then
   systemctl disable --now keepalived haproxy frr >/dev/null 2>&1 || true
 fi
 # Without systemd the package's init script may still have started FRR in
-# the host namespace: stop it by its own pid files, never by name.
+# the host namespace: keep it from starting at boot and stop it by its own
+# pid files (watchfrr first, or it restarts the others), never by name.
 if [ "$(id -u)" = 0 ]; then
+  if [ -x /etc/init.d/frr ] && command -v update-rc.d >/dev/null 2>&1; then
+    update-rc.d frr disable >/dev/null 2>&1 || true
+  fi
   for pidfile in /run/frr/watchfrr.pid /run/frr/zebra.pid /run/frr/bgpd.pid /run/frr/staticd.pid /run/frr/mgmtd.pid; do
     [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
   done
