@@ -64,7 +64,8 @@ update:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
 
-## bench-failover: failover outages in the namespace lab (root), TRIALS per case
+## bench-failover: failover outages in the namespace lab (root), TRIALS per case;
+## VRRP (BenchmarkFailover) and bgp pools over FRR (BenchmarkFailoverBGP, mode=bgp lines)
 bench-failover: deps
 	$(GO) test -run '^$$' -bench BenchmarkFailover -benchtime 1x -timeout 3h ./test/e2e/ -args -trials=$(TRIALS) | grep '^failover '
 

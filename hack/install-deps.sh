@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real daemons and tools the tests drive: keepalived, haproxy,
-# iproute2 (ip netns, veth, bridge), nftables. Idempotent: apt runs only when something
+# iproute2 (ip netns, veth, bridge), nftables, and FRR (bgpd, zebra, vtysh)
+# for BGP pools. Idempotent: apt runs only when something
 # is missing, so a warm machine pays nothing.
 set -euo pipefail
 
@@ -11,12 +12,18 @@ declare -A pkg_for=(
   # nft: the lab dumps each node's ruleset when a test fails (vipctl itself
   # talks to nftables over netlink).
   [nft]=nftables
+  # vtysh: BGP pools render a frr.conf that FRR itself judges (vtysh -C)
+  # and the BGP lab runs bgpd + zebra as the nodes and the upstream router.
+  [vtysh]=frr
 )
 
 missing=()
 for cmd in "${!pkg_for[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${pkg_for[$cmd]}")
 done
+# frr-reload.py (the diff-and-apply reload the sidecar runs) ships apart from
+# frr itself.
+[ -x /usr/lib/frr/frr-reload.py ] || missing+=(frr-pythontools)
 # keepalived refuses track/notify scripts unless their user exists (pitfall 4
 # in the lab notes): the rendered configs run scripts as keepalived_script.
 need_user=0
@@ -38,7 +45,19 @@ fi
 # Debian starts the packaged services on install; the tests run their own
 # instances inside network namespaces and never want the host's.
 if [ ${#missing[@]} -gt 0 ] && command -v systemctl >/dev/null 2>&1; then
-  systemctl disable --now keepalived haproxy >/dev/null 2>&1 || true
+  systemctl disable --now keepalived haproxy frr >/dev/null 2>&1 || true
+fi
+# Without systemd the package's init script may still have started FRR in
+# the host namespace: keep it from starting at boot and stop it by its own
+# pid files (watchfrr first, or it restarts the others), never by name.
+if [ "$(id -u)" = 0 ]; then
+  if [ -x /etc/init.d/frr ] && command -v update-rc.d >/dev/null 2>&1; then
+    update-rc.d frr disable >/dev/null 2>&1 || true
+  fi
+  for pidfile in /run/frr/watchfrr.pid /run/frr/zebra.pid /run/frr/bgpd.pid /run/frr/staticd.pid /run/frr/mgmtd.pid; do
+    [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
+  done
 fi
 keepalived --version 2>&1 | sed -n 1p
 haproxy -v | sed -n 1p
+/usr/lib/frr/bgpd --version 2>&1 | sed -n 1p

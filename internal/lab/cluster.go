@@ -64,6 +64,8 @@ type Cluster struct {
 	State cluster.State
 	// base holds every node's root directory.
 	base string
+	// segments are the L2 segments made so far.
+	segments map[string]bool
 }
 
 // NodeSpec describes one node of a lab cluster.
@@ -73,6 +75,12 @@ type NodeSpec struct {
 	Addr6        string // optional IPv6 CIDR
 	ControlPlane bool
 	Labels       map[string]string
+	// Segment is the L2 segment the node sits on (default netlab's
+	// DefaultSegment); a new name creates it. Nodes of a BGP lab sit on
+	// two, joined only by a router (AddRouter).
+	Segment string
+	// Gateways are the node's default routes (a BGP lab's router).
+	Gateways []string
 }
 
 // Start builds the lab, renders every node's files through runtimecfg
@@ -87,15 +95,8 @@ func Start(t testing.TB, clusterYAML string, specs []NodeSpec) *Cluster {
 	lc.Client = lc.lab.AddHost("client", netlab.HostOpts{Iface: "eth0", Addrs: []string{"198.51.100.100/24", "2001:db8:100::100/64"}})
 	// Scripts run as keepalived_script, who must be able to reach them:
 	// one world-readable base directory (t.TempDir is private).
-	base, err := os.MkdirTemp("", "vipctl-lab-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	lc.base = base
+	lc.base = SharedDir(t, "vipctl-lab-")
+	lc.segments = map[string]bool{netlab.DefaultSegment: true}
 	for _, s := range specs {
 		lc.Nodes = append(lc.Nodes, lc.NewNode(t, s))
 	}
@@ -138,7 +139,11 @@ func (lc *Cluster) NewNode(t testing.TB, s NodeSpec) *Node {
 	if s.Addr6 != "" {
 		addrs = append(addrs, s.Addr6)
 	}
-	h := lc.lab.AddHost(s.Name, netlab.HostOpts{Iface: "br-ex", Addrs: addrs})
+	if s.Segment != "" && !lc.segments[s.Segment] {
+		lc.lab.AddSegment(s.Segment)
+		lc.segments[s.Segment] = true
+	}
+	h := lc.lab.AddHost(s.Name, netlab.HostOpts{Iface: "br-ex", Addrs: addrs, Segment: s.Segment, Gateways: s.Gateways})
 	n := &Node{Name: s.Name, Addr: strings.Split(s.Addr, "/")[0], Host: h, Routers: map[string]*StandIn{},
 		Target: runtimecfg.Target{Root: filepath.Join(lc.base, s.Name), Netns: h.NS}}
 	lc.ByName[s.Name] = n
@@ -356,6 +361,22 @@ func WaitUntil(timeout time.Duration, cond func() bool) bool {
 	return cond()
 }
 
+// SharedDir is a temporary directory others may enter (0755; t.TempDir is
+// private): the daemons that drop privileges (keepalived's script user,
+// FRR's frr) must reach what lies under it. Removed when the test ends.
+func SharedDir(t testing.TB, prefix string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func mustAddr(t testing.TB, s string) netip.Addr {
 	t.Helper()
 	a, err := netip.ParseAddr(s)
@@ -369,4 +390,14 @@ func mustAddr(t testing.TB, s string) netip.Addr {
 // the cluster (a rogue router, a second client).
 func (lc *Cluster) AddHost(name string, o netlab.HostOpts) *netlab.Host {
 	return lc.lab.AddHost(name, o)
+}
+
+// AddSegment adds an L2 segment for hosts that are no node (a client
+// network behind a router).
+func (lc *Cluster) AddSegment(name string) { lc.lab.AddSegment(name) }
+
+// AddRouter adds a forwarding host on the named segments (see
+// netlab.Lab.AddRouter); the nodes' segments must exist already.
+func (lc *Cluster) AddRouter(name string, addrs map[string][]string) *netlab.Host {
+	return lc.lab.AddRouter(name, addrs)
 }

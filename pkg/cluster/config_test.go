@@ -17,7 +17,7 @@ func TestEffective(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live.Spec.ServicePools = append(live.Spec.ServicePools, v1alpha1.ServicePool{Name: "extra", Addresses: []string{"198.51.100.200-198.51.100.210"}, Instances: 2, MaxHolders: 8})
+	live.Spec.ServicePools = append(live.Spec.ServicePools, v1alpha1.ServicePool{Name: "extra", Mode: v1alpha1.PoolModeVRRP, Addresses: []string{"198.51.100.200-198.51.100.210"}, Instances: 2, MaxHolders: 8})
 	eff, drift, err := Effective(static, live)
 	if err != nil {
 		t.Fatal(err)

@@ -62,6 +62,19 @@ func CompilePools(pools []v1alpha1.ServicePool) Pools {
 // inside: callers that hand out or serve addresses ask IsAnchor too.
 func (m *Model) PoolOf(a netip.Addr) *Pool { return m.Pools.Of(a) }
 
+// VRRPLocalServices are the Local Services that take a VRRP instance of
+// their own: those of vrrp pools. A bgp pool's Local Services are
+// announced by the nodes with an endpoint instead.
+func (m *Model) VRRPLocalServices(st State) []LocalService {
+	out := make([]LocalService, 0, len(st.LocalServices))
+	for _, ls := range st.LocalServices {
+		if p := m.Pool(ls.Pool); p == nil || !p.IsBGP() {
+			out = append(out, ls)
+		}
+	}
+	return out
+}
+
 // Pool returns the pool named name, or nil.
 func (m *Model) Pool(name string) *Pool { return m.Pools.Named(name) }
 
@@ -102,8 +115,12 @@ func (p *Pool) Instance(a netip.Addr) int {
 	return int(Hash(a.AsSlice()) % uint64(p.Instances))
 }
 
-// Key is the VRRP instance key that carries a Service address of this pool.
+// Key is the VRRP instance key that carries a Service address of this
+// pool; for a bgp pool, the key its announced routes are published under.
 func (p *Pool) Key(a netip.Addr) v1alpha1.InstanceKey {
+	if p.IsBGP() {
+		return v1alpha1.BGPKey(p.Name)
+	}
 	return v1alpha1.PoolKey(p.Name, p.Instance(a))
 }
 
@@ -131,8 +148,12 @@ func (m *Model) VIPKeys(st State) map[netip.Addr]v1alpha1.InstanceKey {
 		}
 	}
 	for _, ls := range st.LocalServices {
+		key := v1alpha1.ServiceKey(ls.Name)
+		if p := m.Pool(ls.Pool); p != nil && p.IsBGP() {
+			key = v1alpha1.BGPKey(p.Name) // announced, not a VRRP instance
+		}
 		for _, a := range ls.VIPs {
-			out[a] = v1alpha1.ServiceKey(ls.Name)
+			out[a] = key
 		}
 	}
 	return out

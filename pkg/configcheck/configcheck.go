@@ -28,8 +28,9 @@ type Options struct {
 	// keepalived.conf, to check a rendered node tree (out/nodes/NAME)
 	// rather than the live filesystem. Empty means the live filesystem.
 	Root string
-	// Keepalived and Haproxy are the binaries; empty means from PATH.
-	Keepalived, Haproxy string
+	// Keepalived, Haproxy and Vtysh are the binaries; empty means from
+	// PATH.
+	Keepalived, Haproxy, Vtysh string
 }
 
 // Keepalived checks a keepalived.conf.
@@ -70,20 +71,42 @@ func Keepalived(ctx context.Context, conf []byte, o Options) error {
 
 // Haproxy checks a haproxy.cfg with `haproxy -c`; its success message is not passed on.
 func Haproxy(ctx context.Context, cfg []byte, o Options) error {
+	return withFile("haproxy.cfg", cfg, func(path string) error {
+		out, err := o.run(ctx, o.bin(o.Haproxy, "haproxy"), "-c", "-f", path)
+		if err != nil {
+			return fmt.Errorf("haproxy -c: %s", diagnose(out, err))
+		}
+		return nil
+	})
+}
+
+// FRR checks a frr.conf with `vtysh -C -f` (a dry run: vtysh parses every
+// line with the grammar of the daemons it was built with and applies
+// nothing, so no daemon need be running). It needs no interface, so it
+// runs wherever vipctl runs.
+func FRR(ctx context.Context, conf []byte, o Options) error {
+	return withFile("frr.conf", conf, func(path string) error {
+		out, err := (Options{}).run(ctx, o.bin(o.Vtysh, "vtysh"), "-C", "-f", path)
+		if err != nil || len(bytes.TrimSpace(out)) > 0 {
+			return fmt.Errorf("vtysh -C: %s", diagnose(out, err))
+		}
+		return nil
+	})
+}
+
+// withFile hands check a private temporary copy of data named name, gone
+// when check returns: the daemons judge files, not stdin.
+func withFile(name string, data []byte, check func(path string) error) error {
 	dir, err := os.MkdirTemp("", "vipctl-check-")
 	if err != nil {
 		return err
 	}
 	defer removeAll(dir)
-	path := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(path, cfg, 0o600); err != nil {
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return err
 	}
-	out, err := o.run(ctx, o.bin(o.Haproxy, "haproxy"), "-c", "-f", path)
-	if err != nil {
-		return fmt.Errorf("haproxy -c: %s", diagnose(out, err))
-	}
-	return nil
+	return check(path)
 }
 
 func (o Options) bin(set, name string) string {

@@ -75,3 +75,12 @@ const (
 // rotates, so the kubeconfig names a file rather than embedding it); the
 // sidecar needs both to authenticate.
 const KubeletPKIDir = "/var/lib/kubelet/pki"
+
+// FRR, for bgp pools: the sidecar renders FRRConfPath and reloads bgpd
+// through the vty sockets in FRRRunDir (frr-reload.py), the layout of
+// Debian's and the FRR project's own packages.
+const (
+	FRRDir      = "/etc/frr"
+	FRRConfPath = FRRDir + "/frr.conf"
+	FRRRunDir   = "/run/frr"
+)

@@ -142,6 +142,9 @@ func NewPlan(c *v1alpha1.ClusterVIPs, ids map[v1alpha1.InstanceKey]uint8, st clu
 		}
 	}
 	for _, pool := range p.model.Pools {
+		if pool.IsBGP() {
+			continue // announced by FRR (bgp.go), no VRRP instance
+		}
 		byInstance := make([][]netip.Addr, pool.Instances)
 		for _, a := range st.ServiceVIPs[pool.Name] {
 			if pool.IsAnchor(a) {
@@ -181,7 +184,7 @@ func NewPlan(c *v1alpha1.ClusterVIPs, ids map[v1alpha1.InstanceKey]uint8, st clu
 		steer(p.instances[first:])
 		p.checkPoolHolders(*pool.ServicePool)
 	}
-	for _, ls := range st.LocalServices {
+	for _, ls := range p.model.VRRPLocalServices(st) {
 		if err := p.addLocal(ls); err != nil {
 			return nil, err
 		}

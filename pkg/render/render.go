@@ -21,6 +21,8 @@ type NodeRender struct {
 	// Lonely says which instances were left out for lack of a peer
 	// (WithLonelySkipped).
 	Lonely []string
+	// Announced is what the node announces by BGP, per bgp pool.
+	Announced []Announced
 }
 
 // Node renders one node's part of the plan. The plan is not changed: any
@@ -31,7 +33,7 @@ func (p *Plan) Node(node string) (NodeRender, error) {
 		return NodeRender{}, err
 	}
 	files, err := p.nodeFiles(node, kv)
-	return NodeRender{Files: files, Lonely: kv.lonely}, err
+	return NodeRender{Files: files, Lonely: kv.lonely, Announced: p.Announced(node)}, err
 }
 
 // NodeFiles renders the node's files (Node's Files).
@@ -56,6 +58,13 @@ func (p *Plan) nodeFiles(node string, kv *keepalivedView) ([]File, error) {
 			return nil, err
 		}
 		files = append(files, File{Path: HaproxyConfPath, Mode: configMode, Data: hconf})
+	}
+	if p.HasBGP() {
+		fconf, err := execute("frr.conf", p.frrView(node))
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, File{Path: FRRConfPath, Mode: configMode, Data: fconf})
 	}
 	scripts, err := ScriptFiles()
 	if err != nil {

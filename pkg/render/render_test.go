@@ -25,6 +25,7 @@ var exampleNodes = map[string]string{
 	"ingress-shards.yaml":    "compact.yaml",
 	"multicast-fast.yaml":    "compact.yaml",
 	"pools-node-groups.yaml": "groups.yaml",
+	"bgp-two-racks.yaml":     "racks.yaml",
 }
 
 // testIDs stands in for vrid.ForCluster (which lives above this package):

@@ -32,16 +32,19 @@ type Target struct {
 	Root string
 	// Netns names the node's network namespace.
 	Netns string
-	// Keepalived and Haproxy are the binaries that judge configs; empty
-	// means from PATH.
-	Keepalived, Haproxy string
+	// Keepalived, Haproxy and Vtysh are the binaries that judge configs;
+	// empty means from PATH.
+	Keepalived, Haproxy, Vtysh string
+	// FRRReload is frr-reload.py; empty means where Debian's
+	// frr-pythontools puts it.
+	FRRReload string
 }
 
 func (t Target) path(p string) string { return filepath.Join(t.Root, p) }
 
 // check runs the daemons' config tests where the node's interfaces are.
 func (t Target) check() configcheck.Options {
-	return configcheck.Options{Netns: t.Netns, Keepalived: t.Keepalived, Haproxy: t.Haproxy}
+	return configcheck.Options{Netns: t.Netns, Keepalived: t.Keepalived, Haproxy: t.Haproxy, Vtysh: t.Vtysh}
 }
 
 // Result tells what an Apply changed.
@@ -61,7 +64,7 @@ func Apply(ctx context.Context, t Target, files []render.File) (Result, error) {
 	var res Result
 	var configs []render.File
 	for _, f := range files {
-		if f.Path == render.KeepalivedConfPath || f.Path == render.HaproxyConfPath {
+		if f.Path == render.KeepalivedConfPath || f.Path == render.HaproxyConfPath || f.Path == render.FRRConfPath {
 			configs = append(configs, f)
 			continue
 		}
@@ -86,6 +89,8 @@ func Apply(ctx context.Context, t Target, files []render.File) (Result, error) {
 			err = configcheck.Keepalived(ctx, f.Data, t.check())
 		case render.HaproxyConfPath:
 			err = configcheck.Haproxy(ctx, f.Data, t.check())
+		case render.FRRConfPath:
+			err = configcheck.FRR(ctx, f.Data, t.check())
 		}
 		if err != nil {
 			return res, fmt.Errorf("keeping the last good %s: %w", f.Path, err)
@@ -113,6 +118,14 @@ func Apply(ctx context.Context, t Target, files []render.File) (Result, error) {
 			}
 			if ok {
 				res.Reloaded = append(res.Reloaded, "haproxy")
+			}
+		case render.FRRConfPath:
+			ok, err := ReloadFRR(ctx, t)
+			if err != nil {
+				return res, err
+			}
+			if ok {
+				res.Reloaded = append(res.Reloaded, "frr")
 			}
 		}
 	}

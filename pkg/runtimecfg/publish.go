@@ -13,6 +13,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/render"
 )
 
 // rememberVIPs records every VIP of the render with the key of the
@@ -21,6 +22,19 @@ func (s *Sidecar) rememberVIPs(m *cluster.Model, st cluster.State) {
 	known := m.VIPKeys(st)
 	s.mu.Lock()
 	s.known = known
+	s.mu.Unlock()
+}
+
+// rememberAnnounced records the routes bgpd was given by the last
+// successful apply: a bgp pool's addresses sit on no interface, so Held
+// cannot find them there.
+func (s *Sidecar) rememberAnnounced(pools []render.Announced) {
+	var addrs []netip.Addr
+	for _, p := range pools {
+		addrs = append(addrs, p.Addrs...)
+	}
+	s.mu.Lock()
+	s.announced = addrs
 	s.mu.Unlock()
 }
 
@@ -56,7 +70,7 @@ func (s *Sidecar) Held() (v1alpha1.HeldVIPs, error) {
 	now := time.Now().UTC().Truncate(time.Second)
 	on := map[netip.Addr]bool{}
 	var held v1alpha1.HeldVIPs
-	for _, a := range addrs {
+	for _, a := range append(addrs, s.announced...) {
 		key, ok := s.known[a.Unmap()]
 		if !ok || on[a.Unmap()] {
 			continue

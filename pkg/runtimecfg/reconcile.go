@@ -59,7 +59,8 @@ type Outcome struct {
 
 // Reconcile brings the node into line with in, in the one order that is
 // safe: the track files keepalived reads; the render; the real daemons'
-// judgement, atomic writes and reloads (Apply); the status files no config
+// judgement, atomic writes and reloads (Apply: keepalived, haproxy and,
+// with bgp pools, FRR's frr.conf through vtysh -C and frr-reload.py); the status files no config
 // reads any more; the API redirect; the handover tables; the local routes.
 // An error means the node kept its last good config; its reason is one of
 // the sidecar's failure labels (see reason).
@@ -70,7 +71,10 @@ func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
 			return out, &syncError{"write", err}
 		}
 	}
-	for _, ls := range in.State.LocalServices {
+	// Only the Local Services keepalived tracks have status files; a bgp
+	// pool's are announced or not by frr.conf instead.
+	vrrpLocal := cluster.Compile(in.Config).VRRPLocalServices(in.State)
+	for _, ls := range vrrpLocal {
 		if err := writeRunFile(n.Target, render.LocalServiceStatusFile(ls.Name), !slices.Contains(ls.Nodes, n.Name)); err != nil {
 			return out, &syncError{"write", err}
 		}
@@ -88,7 +92,7 @@ func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
 	if err != nil {
 		return out, &syncError{"apply", err}
 	}
-	if err := PruneLocalStatus(n.Target, in.State.LocalServices); err != nil {
+	if err := PruneLocalStatus(n.Target, vrrpLocal); err != nil {
 		return out, &syncError{"write", err}
 	}
 	if err := applyRedirects(n.Target, in.Config, d.Files); err != nil {
@@ -112,14 +116,17 @@ type NodeState struct {
 	// Unannounced are the Local Services no VRRP ID was left for: their
 	// VIPs are announced by no node until IDs free up.
 	Unannounced []cluster.LocalService
+	// Announced are the bgp pool routes this node's frr.conf announces.
+	Announced []render.Announced
 }
 
 // DesiredNode renders one node's files and the rest of its state from a
 // config and a cluster state. An instance with a single eligible node is
 // left out (see NodeRender.Lonely) rather than failing the node's whole config.
 func DesiredNode(c *v1alpha1.ClusterVIPs, st cluster.State, node, root string, opts ...render.PlanOption) (NodeState, error) {
-	extra := make([]v1alpha1.InstanceKey, 0, len(st.LocalServices))
-	for _, ls := range st.LocalServices {
+	vrrpLocal := cluster.Compile(c).VRRPLocalServices(st)
+	extra := make([]v1alpha1.InstanceKey, 0, len(vrrpLocal))
+	for _, ls := range vrrpLocal {
 		extra = append(extra, v1alpha1.ServiceKey(ls.Name))
 	}
 	// The Services come oldest first (cluster.SortByAge), so a new one
@@ -132,7 +139,7 @@ func DesiredNode(c *v1alpha1.ClusterVIPs, st cluster.State, node, root string, o
 	if len(unassigned) > 0 {
 		placed := make([]cluster.LocalService, 0, len(st.LocalServices))
 		for _, ls := range st.LocalServices {
-			if _, ok := ids[v1alpha1.ServiceKey(ls.Name)]; ok {
+			if _, ok := ids[v1alpha1.ServiceKey(ls.Name)]; ok || !slices.ContainsFunc(vrrpLocal, func(v cluster.LocalService) bool { return v.Name == ls.Name }) {
 				placed = append(placed, ls)
 			} else {
 				unannounced = append(unannounced, ls)
@@ -149,7 +156,7 @@ func DesiredNode(c *v1alpha1.ClusterVIPs, st cluster.State, node, root string, o
 		return NodeState{}, err
 	}
 	h, err := plan.Handover(node)
-	return NodeState{Files: r.Files, Handover: h, Lonely: r.Lonely, Unannounced: unannounced}, err
+	return NodeState{Files: r.Files, Handover: h, Lonely: r.Lonely, Unannounced: unannounced, Announced: r.Announced}, err
 }
 
 // syncError is a failed step of Reconcile, labelled for the metrics.

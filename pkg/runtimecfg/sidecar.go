@@ -75,6 +75,9 @@ type Sidecar struct {
 	liveDay2 *v1alpha1.ClusterVIPs
 	// known maps every VIP of the last render to its instance key.
 	known map[netip.Addr]v1alpha1.InstanceKey
+	// announced are the bgp pool addresses this node's bgpd was last
+	// told to announce: on no interface, so published from here.
+	announced []netip.Addr
 	// unannounced are the Local Services last reported as having no VRRP
 	// ID, so each gets its Event once, not on every sync.
 	unannounced map[string]bool
@@ -317,6 +320,9 @@ func (s *Sidecar) sync(ctx context.Context) error {
 		}
 		s.reportUnannounced(out.Unannounced)
 		s.rememberVIPs(m, st)
+	}
+	if err == nil {
+		s.rememberAnnounced(out.Announced)
 	}
 	for _, d := range out.Reloaded {
 		s.m.Reloads.WithLabelValues(d).Inc()

@@ -71,10 +71,14 @@ func Compute(c *v1alpha1.ClusterVIPs, nodes []corev1.Node, services []corev1.Ser
 			}
 		}
 		sort.Strings(r.Holders)
-		switch len(r.Holders) {
-		case 0:
+		_, bgp := v1alpha1.InstanceKey(key).BGPPool()
+		switch {
+		case len(r.Holders) == 0:
 			r.State = StateNoHolder
-		case 1:
+		case len(r.Holders) == 1 || bgp:
+			// A bgp pool's address is announced by every node that
+			// should attract it (the routers spread the traffic, ECMP):
+			// its holders are the announcing nodes.
 			r.State = StateOK
 		default:
 			r.State = StateSplitBrain

@@ -59,3 +59,27 @@ func TestStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusBGP: a bgp pool's address announced by several nodes is ok,
+// under its bgp/<pool> key, with every announcing node listed.
+func TestStatusBGP(t *testing.T) {
+	c := fixture.Example(t, "bgp-two-racks.yaml")
+	held := v1alpha1.HeldVIPs{{Address: "203.0.113.224", Instance: v1alpha1.BGPKey("racks")}}
+	node := func(name string) corev1.Node {
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{v1alpha1.AnnotationNodeVIPs: held.String()}}}
+	}
+	rows, errs := Compute(c, []corev1.Node{node("worker-a0"), node("worker-b0")}, []corev1.Service{fixture.LBService("web", "203.0.113.224")})
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	for _, r := range rows {
+		if r.Address != "203.0.113.224" {
+			continue
+		}
+		if r.Instance != "bgp/racks" || r.State != StateOK || strings.Join(r.Holders, ",") != "worker-a0,worker-b0" {
+			t.Errorf("bgp row %+v", r)
+		}
+		return
+	}
+	t.Errorf("no row for the bgp address: %+v", rows)
+}

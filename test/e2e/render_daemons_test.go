@@ -21,6 +21,9 @@ func nodeListFor(example string) string {
 	if strings.Contains(example, "node-groups") {
 		return "../../examples/nodes/groups.yaml"
 	}
+	if strings.Contains(example, "bgp-two-racks") {
+		return "../../examples/nodes/racks.yaml"
+	}
 	return "../../examples/nodes/compact.yaml"
 }
 
@@ -85,6 +88,12 @@ func TestRenderedConfigsPassRealDaemons(t *testing.T) {
 				t.Errorf("%s node %s: %v", filepath.Base(ex), n.Name, err)
 			}
 			checked++
+			if fconf, err := os.ReadFile(filepath.Join(root, render.FRRConfPath)); err == nil {
+				if err := configcheck.FRR(ctx, fconf, configcheck.Options{}); err != nil {
+					t.Errorf("%s node %s: %v", filepath.Base(ex), n.Name, err)
+				}
+				checked++
+			}
 			if !n.ControlPlane {
 				continue
 			}

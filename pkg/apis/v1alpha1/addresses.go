@@ -124,7 +124,13 @@ func (r AddressRange) String() string {
 // addresses (measured in the lab, see docs/lab.md). So the advertised set
 // is this constant anchor, and the Services' addresses travel as
 // virtual_ipaddress_excluded, which adverts leave out.
+//
+// A bgp pool has no instances and so no anchors: every address may go to
+// a Service.
 func (p *ServicePool) Anchors(v4 bool) []netip.Addr {
+	if p.IsBGP() {
+		return nil
+	}
 	var last *AddressRange
 	for _, a := range p.Addresses {
 		r, err := ParseAddressRange(a)

@@ -42,6 +42,15 @@ const (
 	maxVirtualRouterID              = 255
 	defaultIngressDomainPrefix      = "apps."
 	defaultAutoAssign               = true
+	PoolModeVRRP                    = "vrrp"
+	PoolModeBGP                     = "bgp"
+	// DefaultBGPHoldTime bounds how long a router keeps the routes of a
+	// node that died silently. FRR's datacenter profile uses the same
+	// 9s/3s; BGP's own 180s/60s would leave a dead node's routes for
+	// minutes.
+	DefaultBGPHoldTime = "9s"
+	minBGPHoldTime     = 3 * time.Second
+	maxBGPTimer        = 65535 * time.Second
 )
 
 // SetDefaults fills every optional field. It is idempotent and runs before
@@ -88,6 +97,20 @@ func SetDefaults(c *ClusterVIPs) {
 		}
 		if p.MaxHolders == 0 {
 			p.MaxHolders = DefaultPoolMaxHolders
+		}
+		if p.Mode == "" {
+			p.Mode = PoolModeVRRP
+		}
+	}
+	if s.BGP != nil {
+		for i := range s.BGP.Peers {
+			peer := &s.BGP.Peers[i]
+			if peer.HoldTime == "" {
+				peer.HoldTime = DefaultBGPHoldTime
+			}
+			if hold, err := time.ParseDuration(peer.HoldTime); peer.KeepaliveTime == "" && err == nil {
+				peer.KeepaliveTime = (hold / 3).Truncate(time.Second).String()
+			}
 		}
 	}
 	v := &s.VRRP
@@ -137,6 +160,18 @@ func (v VRRPSpec) Advert() time.Duration {
 		return 0
 	}
 	return d
+}
+
+// IsBGP tells whether the pool's addresses are announced by BGP rather
+// than held by VRRP.
+func (p ServicePool) IsBGP() bool { return p.Mode == PoolModeBGP }
+
+// Timers returns the peer's hold and keepalive times in seconds. Call it
+// only on a validated config.
+func (p BGPPeer) Timers() (hold, keepalive int) {
+	h, _ := time.ParseDuration(p.HoldTime)
+	k, _ := time.ParseDuration(p.KeepaliveTime)
+	return int(h / time.Second), int(k / time.Second)
 }
 
 // IsAutoAssign reads AutoAssign with its default.

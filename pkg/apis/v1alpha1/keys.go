@@ -17,6 +17,9 @@ import (
 //	ingress/<controller>    any other IngressController
 //	pool/<pool>/<n>         the n-th instance of a service pool
 //	service/<ns>/<name>     a Service with externalTrafficPolicy Local
+//	bgp/<pool>              the routes a node announces for a bgp pool
+//	                        (no VRRP instance, no VRRP ID: published and
+//	                        shown only)
 type InstanceKey string
 
 // The keys whose VRRP IDs OpenShift computes.
@@ -28,6 +31,7 @@ const (
 const (
 	poolPrefix    = "pool/"
 	servicePrefix = "service/"
+	bgpPrefix     = "bgp/"
 )
 
 func (k InstanceKey) String() string { return string(k) }
@@ -51,6 +55,18 @@ func PoolKey(pool string, n int) InstanceKey {
 // config, so Services coming and going never move a configured ID.
 func ServiceKey(namespacedName string) InstanceKey {
 	return InstanceKey(servicePrefix + namespacedName)
+}
+
+// BGPKey is the key under which a node publishes the routes it announces
+// for a bgp pool. It is not a VRRP instance and never gets a VRRP ID.
+func BGPKey(pool string) InstanceKey {
+	return InstanceKey(bgpPrefix + pool)
+}
+
+// BGPPool tells which bgp pool k names; ok is false for any other kind of
+// key.
+func (k InstanceKey) BGPPool() (pool string, ok bool) {
+	return strings.CutPrefix(string(k), bgpPrefix)
 }
 
 // Pool tells which pool and instance k names; ok is false for any other

@@ -50,6 +50,9 @@ type ClusterVIPsSpec struct {
 	ServicePools []ServicePool `json:"servicePools,omitempty"`
 	// VRRP tunes how keepalived talks between the nodes.
 	VRRP VRRPSpec `json:"vrrp,omitempty"`
+	// BGP is how the nodes announce the addresses of `mode: bgp` pools to
+	// the routers upstream. Required when a pool has mode bgp.
+	BGP *BGPSpec `json:"bgp,omitempty"`
 	// Images are the container images of the static pods.
 	Images Images `json:"images,omitempty"`
 	// OpenShiftRelease is the oldest OpenShift release (major.minor, such
@@ -108,11 +111,18 @@ type IngressSpec struct {
 type ServicePool struct {
 	// Name is unique within the cluster; Services pick a pool by it.
 	Name string `json:"name"`
+	// Mode is "vrrp" (default: keepalived moves each address between the
+	// nodes of one L2 segment) or "bgp" (every node that should attract a
+	// Service's traffic announces its address as a /32 or /128 route to
+	// the peers of spec.bgp; the nodes may sit on different subnets).
+	// A bgp pool takes no VRRP instance and no VRRP ID, and its addresses
+	// need not lie in a machine network.
+	Mode string `json:"mode,omitempty"`
 	// Addresses are CIDRs ("198.51.100.128/26") or inclusive ranges
 	// ("198.51.100.200-198.51.100.210"), IPv4 or IPv6. The last `instances`
 	// addresses of the last range of each family are the VRRP instances'
 	// anchors (the only addresses in their adverts) and are never given to
-	// a Service.
+	// a Service (a bgp pool has no instances and no anchors).
 	Addresses []string `json:"addresses"`
 	// NodeSelector picks the nodes that may hold this pool's VIPs. Empty
 	// means every node that runs keepalived.
@@ -138,12 +148,13 @@ type ServicePool struct {
 	AutoAssign *bool `json:"autoAssign,omitempty"`
 	// Instances is the number of VRRP instances per IP family the pool's
 	// VIPs are spread over; each gets other node priorities so the VIPs are
-	// held by different nodes at once. Default 2.
+	// held by different nodes at once. Default 2. Unused by bgp pools.
 	Instances int `json:"instances,omitempty"`
 	// MaxHolders caps how many of the selected nodes take part in each of
 	// the pool's VRRP instances (the ones with the highest hashed priority
 	// for that instance). Seven backups are plenty; every extra member
-	// costs a unicast peer on every node. Default 8.
+	// costs a unicast peer on every node. Default 8. Unused by bgp pools,
+	// where every node the nodeSelector picks announces.
 	MaxHolders int `json:"maxHolders,omitempty"`
 }
 
@@ -168,6 +179,40 @@ type VRRPSpec struct {
 	VirtualRouterIDs map[string]int `json:"virtualRouterIDs,omitempty"`
 	// AvoidVirtualRouterIDs are never handed out (other routers on the LAN).
 	AvoidVirtualRouterIDs []int `json:"avoidVirtualRouterIDs,omitempty"`
+}
+
+// BGPSpec is the nodes' side of the BGP sessions that announce the
+// addresses of bgp pools. FRR (bgpd) runs the sessions; see docs/bgp.md.
+type BGPSpec struct {
+	// ASN is the nodes' autonomous system number (the same on every node).
+	ASN uint32 `json:"asn"`
+	// Peers are the routers the nodes announce to.
+	Peers []BGPPeer `json:"peers"`
+	// Communities are attached to every announced route, "AA:NN" or one
+	// of no-export, no-advertise, local-AS.
+	Communities []string `json:"communities,omitempty"`
+}
+
+// BGPPeer is one upstream router.
+type BGPPeer struct {
+	// Address is the router's address, IPv4 or IPv6, on a subnet the
+	// selected nodes reach directly (eBGP, single hop).
+	Address string `json:"address"`
+	// ASN is the router's autonomous system number.
+	ASN uint32 `json:"asn"`
+	// HoldTime is how long the router keeps a silent node's routes, in
+	// whole seconds, at least 3s. Default 9s: a node that dies without a
+	// word is withdrawn within it (BFD withdraws in well under a second).
+	HoldTime string `json:"holdTime,omitempty"`
+	// KeepaliveTime is the interval between keepalives, less than
+	// holdTime. Default a third of holdTime.
+	KeepaliveTime string `json:"keepaliveTime,omitempty"`
+	// BFD runs a BFD session beside the BGP one, so a lost node is
+	// withdrawn in under a second rather than after holdTime.
+	BFD bool `json:"bfd,omitempty"`
+	// NodeSelector picks the nodes that peer with this router (one per
+	// rack, say). Empty means every node.
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 }
 
 // Images are the container images of the static pods.

@@ -23,6 +23,9 @@ func (c *ClusterVIPs) InstanceKeys() []InstanceKey {
 		keys = append(keys, IngressKey(in.Name))
 	}
 	for _, p := range c.Spec.ServicePools {
+		if p.IsBGP() {
+			continue // announced by BGP: no VRRP instance
+		}
 		for n := 0; n < p.Instances; n++ {
 			keys = append(keys, PoolKey(p.Name, n))
 		}
@@ -78,6 +81,7 @@ func Validate(c *ClusterVIPs) field.ErrorList {
 	errs = append(errs, v.vipsOutsidePools()...)
 	errs = append(errs, reservedVIPs(c, c.ReservedAddresses(nil))...)
 	errs = append(errs, validateVRRP(c, spec.Child("vrrp"))...)
+	errs = append(errs, validateBGP(c, spec.Child("bgp"))...)
 	errs = append(errs, validateImages(&s.Images, spec.Child("images"))...)
 	if _, err := openshiftrelease.Parse(s.OpenShiftRelease); err != nil {
 		errs = append(errs, field.Invalid(spec.Child("openshiftRelease"), s.OpenShiftRelease, err.Error()))
@@ -256,6 +260,10 @@ func (v *validator) pools(list []ServicePool, path *field.Path) field.ErrorList 
 			errs = append(errs, field.Duplicate(p.Child("name"), pool.Name+" (also "+path.Index(prev).Child("name").String()+")"))
 		}
 		names[pool.Name] = i
+		bgp := pool.IsBGP()
+		if pool.Mode != PoolModeVRRP && !bgp {
+			errs = append(errs, field.NotSupported(p.Child("mode"), pool.Mode, []string{PoolModeVRRP, PoolModeBGP}))
+		}
 		if len(pool.Addresses) == 0 {
 			errs = append(errs, field.Required(p.Child("addresses"), "CIDRs or ranges"))
 		}
@@ -273,11 +281,15 @@ func (v *validator) pools(list []ServicePool, path *field.Path) field.ErrorList 
 				}
 			}
 			v.ranges = append(v.ranges, seenRange{r: r, path: ap})
-			if len(v.networks) > 0 && !v.inMachineNetwork(r) {
+			// A bgp pool is routed to the nodes, so it may (and usually
+			// does) lie outside every node subnet.
+			if len(v.networks) > 0 && !bgp && !v.inMachineNetwork(r) {
 				errs = append(errs, field.Invalid(ap, a, "not inside one machine network ("+v.networkList()+"): keepalived announces pool addresses on the node's own L2 segment"))
 			}
 		}
-		errs = append(errs, v.onePoolNetworkPerFamily(v.ranges[firstRange:])...)
+		if !bgp {
+			errs = append(errs, v.onePoolNetworkPerFamily(v.ranges[firstRange:])...)
+		}
 		errs = append(errs, validateLabels(pool.NodeSelector, p.Child("nodeSelector"))...)
 		errs = append(errs, validateLabels(pool.ServiceSelector, p.Child("serviceSelector"))...)
 		for j, ns := range pool.Namespaces {
@@ -291,7 +303,7 @@ func (v *validator) pools(list []ServicePool, path *field.Path) field.ErrorList 
 		}
 		if pool.Instances < 1 || pool.Instances > maxPoolInstancesPerFamily {
 			errs = append(errs, field.Invalid(p.Child("instances"), pool.Instances, fmt.Sprintf("must be between 1 and %d", maxPoolInstancesPerFamily)))
-		} else {
+		} else if !bgp {
 			errs = append(errs, anchorsFit(pool, v.ranges[firstRange:])...)
 		}
 	}

@@ -54,11 +54,7 @@ func TestParseValid(t *testing.T) {
 // users grep for these, and a changed path is a changed contract.
 func TestParseErrors(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name string
-		edit func(string) string
-		want []string
-	}{
+	cases := []parseErrorCase{
 		{
 			name: "unknown field is named with its path",
 			edit: replace("  baseDomain:", "  bogus: 1\n  baseDomain:"),
@@ -285,10 +281,23 @@ func TestParseErrors(t *testing.T) {
 			want: []string{`spec.servicePools[0].addresses[1]: Invalid value: "198.51.100.200-198.51.100.201": too small: its last 2 address(es) anchor the pool's VRRP instances (one each) and at least one must be left for Services`},
 		},
 	}
+	runParseErrors(t, base, cases)
+}
+
+// parseErrorCase edits a valid document and lists messages (path
+// included) the error must contain.
+type parseErrorCase struct {
+	name string
+	edit func(string) string
+	want []string
+}
+
+func runParseErrors(t *testing.T, doc string, cases []parseErrorCase) {
+	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := Parse([]byte(tc.edit(base)))
+			_, err := Parse([]byte(tc.edit(doc)))
 			if err == nil {
 				t.Fatal("no error")
 			}

@@ -1,0 +1,114 @@
+package v1alpha1
+
+import (
+	"strings"
+	"testing"
+)
+
+const bgpBase = base + `    - name: racks
+      mode: bgp
+      addresses: [203.0.113.192/28, "2001:db8:f::/124"]
+  bgp:
+    asn: 64513
+    communities: ["64512:100", no-export]
+    peers:
+      - address: 198.51.100.1
+        asn: 64512
+        bfd: true
+        nodeSelector: {rack: r1}
+      - address: 203.0.113.1
+        asn: 64512
+        holdTime: 30s
+      - address: "2001:db8::1"
+        asn: 64512
+`
+
+// TestBGPPoolDefaults: a bgp pool takes no VRRP instance (so no VRRP ID)
+// and no anchor, may lie outside the machine networks, and its peers get
+// the 9s/3s timers unless they name their own.
+func TestBGPPoolDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte(bgpBase))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(Strings(c.InstanceKeys()), " "); got != "api ingress pool/a/0 pool/a/1" {
+		t.Errorf("InstanceKeys = %s: a bgp pool must take no VRRP instance", got)
+	}
+	racks := c.Spec.ServicePools[1]
+	if !racks.IsBGP() || c.Spec.ServicePools[0].Mode != PoolModeVRRP {
+		t.Errorf("modes = %q, %q", c.Spec.ServicePools[0].Mode, racks.Mode)
+	}
+	if a := racks.Anchors(true); len(a) != 0 {
+		t.Errorf("bgp pool anchors = %v, want none", a)
+	}
+	for i, want := range [][2]int{{9, 3}, {30, 10}} {
+		if h, k := c.Spec.BGP.Peers[i].Timers(); h != want[0] || k != want[1] {
+			t.Errorf("peer %d timers = %d/%d, want %d/%d", i, h, k, want[0], want[1])
+		}
+	}
+	if got := BGPKey("racks"); got != "bgp/racks" {
+		t.Errorf("BGPKey = %s", got)
+	}
+	if p, ok := BGPKey("racks").BGPPool(); !ok || p != "racks" {
+		t.Errorf("BGPPool = %q, %v", p, ok)
+	}
+	if _, _, ok := BGPKey("racks").Pool(); ok {
+		t.Error("a bgp key must not read as a VRRP pool instance")
+	}
+}
+
+func TestBGPErrors(t *testing.T) {
+	t.Parallel()
+	cases := []parseErrorCase{
+		{
+			name: "unknown mode",
+			edit: replace("mode: bgp", "mode: ospf"),
+			want: []string{`spec.servicePools[1].mode: Unsupported value: "ospf": supported values: "vrrp", "bgp"`},
+		},
+		{
+			name: "bgp pool without spec.bgp",
+			edit: func(s string) string { before, _, _ := strings.Cut(s, "  bgp:\n"); return before },
+			want: []string{`spec.bgp: Required value: spec.servicePools[1] has mode bgp: name the nodes' ASN and their peers`},
+		},
+		{
+			name: "every peer error at once, with its path",
+			edit: func(s string) string {
+				return strings.NewReplacer(
+					"asn: 64513", "asn: 0",
+					"address: 198.51.100.1\n", "address: 198.51.100.300\n",
+					"holdTime: 30s", "holdTime: 2s\n        keepaliveTime: 1500ms",
+					"no-export", "70000:1",
+					"rack: r1", "rack: \"a b\"",
+				).Replace(s)
+			},
+			want: []string{
+				`spec.bgp.asn: Required value: the nodes' AS number (1-4294967295; private: 64512-65534, 4200000000-4294967294)`,
+				`spec.bgp.peers[0].address: Invalid value: "198.51.100.300"`,
+				`spec.bgp.peers[0].nodeSelector[rack]: Invalid value: "a b"`,
+				`spec.bgp.peers[1].holdTime: Invalid value: "2s": must be at least 3s (RFC 4271)`,
+				`spec.bgp.peers[1].keepaliveTime: Invalid value: "1500ms": must be whole seconds, at most 65535s`,
+				`spec.bgp.communities[1]: Invalid value: "70000:1": must be AA:NN (each 0-65535) or one of no-export, no-advertise, local-AS`,
+			},
+		},
+		{
+			name: "keepalive not below hold; duplicate peer",
+			edit: replace("holdTime: 30s", "holdTime: 30s\n        keepaliveTime: 30s\n      - address: 203.0.113.1\n        asn: 64512"),
+			want: []string{
+				`spec.bgp.peers[1].keepaliveTime: Invalid value: "30s": must be less than holdTime 30s`,
+				`spec.bgp.peers[2].address: Duplicate value: "203.0.113.1 (also spec.bgp.peers[1].address)"`,
+			},
+		},
+		{
+			name: "an IPv6 range with only IPv4 peers would be announced nowhere",
+			edit: replace("      - address: \"2001:db8::1\"\n        asn: 64512\n", ""),
+			want: []string{`spec.servicePools[1].addresses[1]: Invalid value: "2001:db8:f::/124": no IPv6 peer in spec.bgp.peers to announce it to`},
+		},
+		{
+			name: "a vrrp pool still must sit in a machine network",
+			edit: replace("      mode: bgp\n", ""),
+			want: []string{`spec.servicePools[1].addresses[0]: Invalid value: "203.0.113.192/28": not inside one machine network`},
+		},
+	}
+	runParseErrors(t, bgpBase, cases)
+}

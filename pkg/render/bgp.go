@@ -1,0 +1,122 @@
+package render
+
+import (
+	"net/netip"
+	"sort"
+
+	"github.com/vipctl/vipctl/pkg/cluster"
+)
+
+// Announced is what one node announces for one bgp pool.
+type Announced struct {
+	Pool  string
+	Addrs []netip.Addr
+}
+
+// frrView feeds frr.conf.tmpl: one node's BGP sessions and the /32 and
+// /128 routes it announces.
+type frrView struct {
+	Node     string
+	ASN      uint32
+	RouterID string
+	Peers    []frrPeerView
+	// Families are ipv4 and/or ipv6, each with its peers and networks;
+	// a family without peers is left out.
+	Families    []frrFamilyView
+	Communities []string
+}
+
+type frrPeerView struct {
+	Address         string
+	ASN             uint32
+	Hold, Keepalive int
+	BFD             bool
+}
+
+type frrFamilyView struct {
+	Name     string // ipv4, ipv6
+	Peers    []string
+	Networks []string
+}
+
+// HasBGP tells whether the config announces any pool by BGP; only then do
+// the nodes get a frr.conf.
+func (p *Plan) HasBGP() bool {
+	if p.c.Spec.BGP == nil {
+		return false
+	}
+	for _, pool := range p.model.Pools {
+		if pool.IsBGP() {
+			return true
+		}
+	}
+	return false
+}
+
+// Announced lists, per bgp pool, the Service addresses node announces:
+// with policy Cluster every address of a pool whose nodeSelector the node
+// matches (so the routers spread the traffic over all of them, ECMP);
+// with policy Local only those of Services with a ready endpoint here,
+// since kube-proxy drops Local traffic on a node without one.
+func (p *Plan) Announced(node string) []Announced {
+	n := p.nodes[node]
+	if n == nil || !p.HasBGP() {
+		return nil
+	}
+	var out []Announced
+	for _, pool := range p.model.Pools {
+		if !pool.IsBGP() || !cluster.Matches(pool.NodeSelector, n.Labels) {
+			continue
+		}
+		a := Announced{Pool: pool.Name, Addrs: append([]netip.Addr{}, p.state.ServiceVIPs[pool.Name]...)}
+		for _, ls := range p.state.LocalServices {
+			if ls.Pool != pool.Name {
+				continue
+			}
+			for _, name := range ls.Nodes {
+				if name == node {
+					a.Addrs = append(a.Addrs, ls.VIPs...)
+					break
+				}
+			}
+		}
+		sort.Slice(a.Addrs, func(i, j int) bool { return a.Addrs[i].Less(a.Addrs[j]) })
+		out = append(out, a)
+	}
+	return out
+}
+
+// frrView computes node's frr.conf view. A node that peers with no router
+// still gets a valid file (bgpd with no neighbor announces nothing).
+func (p *Plan) frrView(node string) *frrView {
+	b := p.c.Spec.BGP
+	n := p.nodes[node]
+	v := &frrView{Node: node, ASN: b.ASN, Communities: b.Communities}
+	for _, a := range n.Addresses {
+		if a.Is4() {
+			v.RouterID = a.String()
+			break
+		}
+	}
+	fams := map[bool]*frrFamilyView{true: {Name: "ipv4"}, false: {Name: "ipv6"}}
+	for _, peer := range b.Peers {
+		if !cluster.Matches(peer.NodeSelector, n.Labels) {
+			continue
+		}
+		hold, keep := peer.Timers()
+		v.Peers = append(v.Peers, frrPeerView{Address: peer.Address, ASN: peer.ASN, Hold: hold, Keepalive: keep, BFD: peer.BFD})
+		a := netip.MustParseAddr(peer.Address)
+		fams[a.Is4()].Peers = append(fams[a.Is4()].Peers, peer.Address)
+	}
+	for _, an := range p.Announced(node) {
+		for _, a := range an.Addrs {
+			fams[a.Is4()].Networks = append(fams[a.Is4()].Networks, netip.PrefixFrom(a, a.BitLen()).String())
+		}
+	}
+	for _, v4 := range []bool{true, false} {
+		if f := fams[v4]; len(f.Peers) > 0 {
+			v.Families = append(v.Families, *f)
+		}
+	}
+	return v
+}

@@ -1,0 +1,67 @@
+package render
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vipctl/vipctl/pkg/cluster"
+)
+
+// TestBGPAnnounced: with policy Cluster every node the pool selects
+// announces every address (ECMP upstream); with policy Local only the
+// nodes running a ready endpoint announce the Service's address; a bgp
+// pool takes no VRRP instance, so no keepalived.conf mentions its
+// addresses.
+func TestBGPAnnounced(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "bgp-two-racks.yaml")
+	cl := netip.MustParseAddr("203.0.113.224")
+	local := netip.MustParseAddr("203.0.113.230")
+	st := cluster.State{
+		Nodes:         r.nodes,
+		ServiceVIPs:   map[string][]netip.Addr{"racks": {cl}},
+		LocalServices: []cluster.LocalService{{Name: "web/local", Pool: "racks", VIPs: []netip.Addr{local}, Nodes: []string{"worker-b1"}}},
+	}
+	p, err := NewPlan(r.config, testIDs(r.config), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]netip.Addr{
+		"master-0":  nil, // not a worker: the pool's nodeSelector leaves it out
+		"worker-a0": {cl},
+		"worker-b0": {cl},
+		"worker-b1": {cl, local},
+	}
+	for node, addrs := range want {
+		got := p.Announced(node)
+		if addrs == nil {
+			if len(got) != 0 {
+				t.Errorf("%s announces %v, want nothing", node, got)
+			}
+			continue
+		}
+		if len(got) != 1 || got[0].Pool != "racks" || !slices.Equal(got[0].Addrs, addrs) {
+			t.Errorf("%s announces %v, want racks %v", node, got, addrs)
+		}
+		files, err := p.NodeFiles(node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			switch f.Path {
+			case KeepalivedConfPath:
+				if strings.Contains(string(f.Data), "203.0.113.22") || strings.Contains(string(f.Data), "203.0.113.23") {
+					t.Errorf("%s: keepalived.conf holds a bgp pool address:\n%s", node, f.Data)
+				}
+			case FRRConfPath:
+				for _, a := range addrs {
+					if !strings.Contains(string(f.Data), "network "+a.String()+"/32\n") {
+						t.Errorf("%s: frr.conf does not announce %s:\n%s", node, a, f.Data)
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,66 @@
+package runtimecfg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/vipctl/vipctl/pkg/render"
+)
+
+// defaultFRRReload is where Debian's frr-pythontools installs it.
+const defaultFRRReload = "/usr/lib/frr/frr-reload.py"
+
+// ReloadFRR brings the running bgpd in line with the frr.conf just
+// written, through frr-reload.py: it diffs the file against `show
+// running-config` and sends only the difference over the vty sockets, so
+// a new or withdrawn /32 is one `network` line and no BGP session is
+// reset (a full reload would drop every session and every route
+// upstream). false means bgpd is not running yet: it reads the file when
+// it starts.
+func ReloadFRR(ctx context.Context, t Target) (bool, error) {
+	vty := t.path(render.FRRRunDir)
+	if _, err := os.Stat(filepath.Join(vty, "bgpd.vty")); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	scratch, err := os.MkdirTemp("", "vipctl-frr-reload-")
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = os.RemoveAll(scratch) }()
+	bin := t.FRRReload
+	if bin == "" {
+		bin = defaultFRRReload
+	}
+	vtysh, err := exec.LookPath(orDefault(t.Vtysh, "vtysh"))
+	if err != nil {
+		return false, fmt.Errorf("reloading FRR: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, bin, "--reload", "--stdout", "--log-level", "error",
+		"--vty_socket", vty, "--bindir", filepath.Dir(vtysh), "--confdir", t.path(render.FRRDir), "--rundir", scratch,
+		t.path(render.FRRConfPath))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return false, fmt.Errorf("reloading FRR (frr-reload.py): %s: %w", boundOutput(out), err)
+	}
+	return true, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// boundOutput keeps a failing reload's message short enough for a log
+// line and an Event.
+func boundOutput(out []byte) string {
+	const limit = 1000
+	if len(out) > limit {
+		return string(out[len(out)-limit:])
+	}
+	return string(out)
+}

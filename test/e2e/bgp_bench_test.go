@@ -1,0 +1,53 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"testing"
+	"time"
+)
+
+// BenchmarkFailoverBGP measures, for a bgp pool announced by three nodes
+// on two subnets (the lab of TestBGPTwoRacksECMP), what a client behind
+// the router sees when one announcing node vanishes: a new connection
+// every 10 ms (200 ms timeout) to the Service address, the outage being
+// the time from the fault to the last failed connection (only the flows
+// hashed to the lost node fail). One line per detection:
+//
+//	failover mode=bgp detection=<hold-3s|bfd-300ms> scenario=node-loss trials=N median_ms=X p95_ms=Y max_ms=Z withdraw_median_ms=W failed_requests=F
+//
+// `make bench-failover` runs it with the VRRP lines; docs/bgp.md holds
+// the numbers.
+func BenchmarkFailoverBGP(b *testing.B) {
+	for _, bfd := range []bool{false, true} {
+		detection := "hold-3s"
+		if bfd {
+			detection = "bfd-300ms"
+		}
+		b.Run(detection, func(b *testing.B) {
+			var outages, withdrawals []time.Duration
+			failed := 0
+			for i := 0; i < *trials; i++ {
+				b.Run(fmt.Sprintf("trial-%d", i), func(b *testing.B) {
+					bl := startBGPLab(b, bfd)
+					all := bl.announceEverywhere(b, bgpClusterVIP)
+					if bfd {
+						// Sessions up before the fault, or the first
+						// trial would measure BFD's start.
+						time.Sleep(2 * time.Second)
+					}
+					w, last, f := bl.loseNode(b, bgpClusterVIP, "b1", all[:2])
+					outages = append(outages, last)
+					withdrawals = append(withdrawals, w)
+					failed += f
+				})
+			}
+			sort.Slice(outages, func(i, j int) bool { return outages[i] < outages[j] })
+			sort.Slice(withdrawals, func(i, j int) bool { return withdrawals[i] < withdrawals[j] })
+			fmt.Fprintf(os.Stdout, "failover mode=bgp detection=%s scenario=node-loss trials=%d median_ms=%d p95_ms=%d max_ms=%d withdraw_median_ms=%d failed_requests=%d\n",
+				detection, len(outages), percentile(outages, 50).Milliseconds(), percentile(outages, 95).Milliseconds(), outages[len(outages)-1].Milliseconds(),
+				percentile(withdrawals, 50).Milliseconds(), failed)
+		})
+	}
+}

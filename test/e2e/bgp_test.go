@@ -1,0 +1,330 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vipctl/vipctl/internal/lab"
+	"github.com/vipctl/vipctl/internal/netlab"
+	"github.com/vipctl/vipctl/pkg/cluster"
+)
+
+// bgpLabYAML: the nodes of rack a (198.51.100.0/24) and rack b
+// (203.0.113.0/26) announce the "racks" pool to the one router both racks
+// hang off, each rack peering with the router's address on its own
+// subnet. Timers 1s/3s keep the lab quick; the default is 3s/9s.
+const bgpLabYAML = `apiVersion: vipctl.io/v1alpha1
+kind: ClusterVIPs
+metadata:
+  name: bgplab
+spec:
+  baseDomain: example.test
+  machineNetworks: [198.51.100.0/24, 203.0.113.0/26]
+  api:
+    vips: [198.51.100.5]
+  servicePools:
+    - name: racks
+      mode: bgp
+      addresses: [203.0.113.192/28]
+  bgp:
+    asn: 64513
+    communities: ["64512:100"]
+    peers:
+      - address: 198.51.100.1
+        asn: 64512
+        holdTime: 3s
+        keepaliveTime: 1s
+        nodeSelector: {rack: a}
+      - address: 203.0.113.1
+        asn: 64512
+        holdTime: 3s
+        keepaliveTime: 1s
+        nodeSelector: {rack: b}
+`
+
+// upstreamFRR is the router's side: dynamic neighbours from both racks'
+// subnets (it needs no list of nodes), ECMP over up to 8 paths.
+var upstreamFRR = []string{
+	"frr defaults traditional",
+	"hostname upstream",
+	"log stdout informational",
+	"router bgp 64512",
+	" bgp router-id 198.51.100.1",
+	" no bgp ebgp-requires-policy",
+	" neighbor nodes peer-group",
+	" neighbor nodes remote-as 64513",
+	" neighbor nodes timers 1 3",
+	" bgp listen range 198.51.100.0/24 peer-group nodes",
+	" bgp listen range 203.0.113.0/26 peer-group nodes",
+	" address-family ipv4 unicast",
+	"  maximum-paths 8",
+	" exit-address-family",
+	"exit",
+}
+
+type bgpLab struct {
+	lc     *lab.Cluster
+	router *lab.FRR
+	client *netlab.Host
+	frr    map[string]*lab.FRR
+}
+
+// startBGPLab builds two racks joined by a router running real FRR, a
+// client on a third subnet behind it, and FRR on every node fed by the
+// sidecar's own Reconcile. Every node answers on :8080 with its name for
+// any address on its lo, where the lab puts the Service addresses the
+// node announces (kube-proxy's part on a real node).
+func startBGPLab(t testing.TB, bfd bool) *bgpLab {
+	t.Helper()
+	yaml, routerConf := bgpLabYAML, upstreamFRR
+	if bfd {
+		yaml = strings.ReplaceAll(yaml, "keepaliveTime: 1s\n", "keepaliveTime: 1s\n        bfd: true\n")
+		routerConf = slices.Insert(slices.Clone(routerConf), 9, " neighbor nodes bfd")
+	}
+	lab.RequireFRR(t)
+	specs := []lab.NodeSpec{
+		{Name: "a0", Addr: "198.51.100.21/24", Labels: map[string]string{"rack": "a"}, Gateways: []string{"198.51.100.1"}},
+		{Name: "b0", Addr: "203.0.113.21/26", Labels: map[string]string{"rack": "b"}, Segment: "b", Gateways: []string{"203.0.113.1"}},
+		{Name: "b1", Addr: "203.0.113.22/26", Labels: map[string]string{"rack": "b"}, Segment: "b", Gateways: []string{"203.0.113.1"}},
+	}
+	lc := lab.Start(t, yaml, specs)
+	lc.AddSegment("c")
+	r := lc.AddRouter("upstream", map[string][]string{
+		netlab.DefaultSegment: {"198.51.100.1/24"},
+		"b":                   {"203.0.113.1/26"},
+		"c":                   {"203.0.113.65/26"},
+	})
+	// Hash on ports too, so that one client's connections spread over
+	// the paths and the test sees ECMP at work.
+	r.MustExec("sysctl", "-qw", "net.ipv4.fib_multipath_hash_policy=1")
+	dir := lab.SharedDir(t, "vipctl-bgp-router-")
+	lab.WriteFRRConf(t, dir, routerConf...)
+	bl := &bgpLab{lc: lc, router: lab.StartFRR(t, r, dir), frr: map[string]*lab.FRR{}}
+	bl.client = lc.AddHost("outside", netlab.HostOpts{Iface: "eth0", Addrs: []string{"203.0.113.70/26"}, Segment: "c", Gateways: []string{"203.0.113.65"}})
+	for _, n := range lc.Nodes {
+		bl.frr[n.Name] = lab.StartFRR(t, n.Host, n.Target.Root)
+		name := n.Name
+		n.Host.Serve(":8080", func(c net.Conn) { _, _ = io.WriteString(c, name) })
+	}
+	return bl
+}
+
+// applyAll brings every node in line with the lab's state through the
+// sidecar's Reconcile (frr.conf judged, written, frr-reload.py).
+func (bl *bgpLab) applyAll(t testing.TB) {
+	t.Helper()
+	for _, n := range bl.lc.Nodes {
+		bl.lc.Apply(n)
+	}
+}
+
+// bgpClusterVIP is the Cluster-policy Service address of the ECMP test
+// and the bench.
+const bgpClusterVIP = "203.0.113.200"
+
+// announceEverywhere allocates vip to the pool (policy Cluster), puts it
+// on every node's lo, brings the nodes in line and waits for the router's
+// route with every node as a next hop, which it returns.
+func (bl *bgpLab) announceEverywhere(t testing.TB, vip string) []string {
+	t.Helper()
+	bl.lc.AddServiceVIP("racks", netip.MustParseAddr(vip))
+	for _, n := range bl.lc.Nodes {
+		onLo(t, n.Host, vip)
+	}
+	bl.applyAll(t)
+	all := []string{"198.51.100.21", "203.0.113.21", "203.0.113.22"}
+	bl.waitHops(t, vip, all, 20*time.Second)
+	return all
+}
+
+func onLo(t testing.TB, h *netlab.Host, vip string) {
+	t.Helper()
+	h.MustExec("ip", "addr", "add", vip+"/32", "dev", "lo")
+}
+
+// nextHops reads the router's kernel route to vip: the next hops zebra
+// installed from BGP, one per announcing node.
+func (bl *bgpLab) nextHops(vip string) []string {
+	out, err := bl.router.Host.Exec("ip", "-4", "route", "show", vip+"/32")
+	if err != nil {
+		return nil
+	}
+	var hops []string
+	for _, f := range strings.Fields(string(out)) {
+		if a, err := netip.ParseAddr(f); err == nil && f != vip {
+			hops = append(hops, a.String())
+		}
+	}
+	slices.Sort(hops)
+	return hops
+}
+
+func (bl *bgpLab) waitHops(t testing.TB, vip string, want []string, timeout time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	if !lab.WaitUntil(timeout, func() bool { return slices.Equal(bl.nextHops(vip), want) }) {
+		out, _ := bl.router.Vtysh("show bgp summary")
+		t.Fatalf("route %s: next hops %v, want %v after %s\n%s", vip, bl.nextHops(vip), want, timeout, out)
+	}
+	return time.Since(start)
+}
+
+// ask opens n connections from the client to vip:8080 and counts which
+// node answered each.
+func (bl *bgpLab) ask(t testing.TB, vip string, n int) map[string]int {
+	t.Helper()
+	got := map[string]int{}
+	for range n {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c, err := bl.client.DialContext(ctx, "tcp", vip+":8080")
+		cancel()
+		if err != nil {
+			got["error: "+err.Error()]++
+			continue
+		}
+		_ = c.SetDeadline(time.Now().Add(time.Second))
+		b, _ := io.ReadAll(c)
+		_ = c.Close()
+		got[string(b)]++
+	}
+	return got
+}
+
+// TestBGPTwoRacksECMP: nodes on two subnets announce a Cluster-policy
+// Service address; the upstream router (real FRR) installs it with one
+// next hop per node (multipath) and carries the pool's community; a
+// client behind the router reaches the address and is spread over nodes
+// of both racks; a node that vanishes is withdrawn within its hold time
+// (3s here), or within BFD's detection time (3 x 300 ms) with bfd on, and
+// the client keeps being served by the others.
+func TestBGPTwoRacksECMP(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		bfd   bool
+		bound time.Duration
+	}{
+		{"hold-time", false, 5 * time.Second},
+		{"bfd", true, 2500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testBGPTwoRacks(t, tc.bfd, tc.bound) })
+	}
+}
+
+func testBGPTwoRacks(t *testing.T, bfd bool, bound time.Duration) {
+	bl := startBGPLab(t, bfd)
+	all := bl.announceEverywhere(t, bgpClusterVIP)
+	const vip = bgpClusterVIP
+	if out, _ := bl.router.Vtysh("show bgp ipv4 unicast " + vip + "/32"); !strings.Contains(out, "64512:100") {
+		t.Errorf("the route does not carry community 64512:100:\n%s", out)
+	}
+	if bfd {
+		lab.WaitFor(t, 10*time.Second, "3 BFD sessions up on the router", func() bool {
+			out, _ := bl.router.Vtysh("show bfd peers brief")
+			return strings.Count(out, " up ") >= 3
+		})
+	}
+	got := bl.ask(t, vip, 60)
+	t.Logf("answers: %v", got)
+	for k := range got {
+		if strings.HasPrefix(k, "error") {
+			t.Errorf("client failed: %v", got)
+		}
+	}
+	if got["a0"] == 0 || got["b0"]+got["b1"] == 0 {
+		t.Errorf("want answers from both racks through ECMP, got %v", got)
+	}
+
+	gone, lastFail, _ := bl.loseNode(t, vip, "b1", all[:2])
+	t.Logf("bfd=%v: b1 withdrawn %s after its link went; last failed client connection at %s", bfd, gone.Round(time.Millisecond), lastFail.Round(time.Millisecond))
+	if gone > bound {
+		t.Errorf("withdrawal took %s, want within %s", gone, bound)
+	}
+	got = bl.ask(t, vip, 20)
+	if got["b1"] != 0 || got["a0"]+got["b0"] != 20 {
+		t.Errorf("after b1 left, answers %v: want all 20 from a0 and b0", got)
+	}
+}
+
+// loseNode takes node off the network without a word (its switch port
+// leaves the bridge) while a client opens a connection to vip every
+// 10 ms (200 ms timeout), and returns when the router's route has the
+// next hops left plus a second: how long the withdrawal took, when the
+// last connection failed (the outage the flows hashed to the lost node
+// saw) and how many failed.
+func (bl *bgpLab) loseNode(t testing.TB, vip, node string, left []string) (withdrawn, lastFail time.Duration, failed int) {
+	t.Helper()
+	type result struct {
+		last   time.Duration
+		failed int
+	}
+	stop := make(chan struct{})
+	done := make(chan result)
+	down := time.Now()
+	go func() {
+		var r result
+		for {
+			select {
+			case <-stop:
+				done <- r
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			c, err := bl.client.DialContext(ctx, "tcp", vip+":8080")
+			cancel()
+			if err != nil {
+				r.last = time.Since(down)
+				r.failed++
+			} else {
+				_ = c.Close()
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	bl.lc.ByName[node].Host.LinkDown()
+	withdrawn = bl.waitHops(t, vip, left, 15*time.Second)
+	time.Sleep(time.Second)
+	close(stop)
+	r := <-done
+	return withdrawn, r.last, r.failed
+}
+
+// TestBGPLocalPolicy: a Local-policy Service address is announced only by
+// the nodes running a ready endpoint, and follows the endpoint when it
+// moves; the node's Reconcile says what it announces (what the sidecar
+// publishes under bgp/<pool>).
+func TestBGPLocalPolicy(t *testing.T) {
+	bl := startBGPLab(t, false)
+	const vip = "203.0.113.201"
+	for _, n := range bl.lc.Nodes {
+		onLo(t, n.Host, vip)
+	}
+	local := func(nodes ...string) {
+		bl.lc.State.LocalServices = []cluster.LocalService{{Name: "web/local", Pool: "racks", VIPs: []netip.Addr{netip.MustParseAddr(vip)}, Nodes: nodes}}
+		bl.applyAll(t)
+	}
+	local("b0")
+	bl.waitHops(t, vip, []string{"203.0.113.21"}, 20*time.Second)
+	if got := bl.ask(t, vip, 10); got["b0"] != 10 {
+		t.Errorf("answers %v: want all from b0, the only node with an endpoint", got)
+	}
+	local("a0", "b1")
+	took := bl.waitHops(t, vip, []string{"198.51.100.21", "203.0.113.22"}, 20*time.Second)
+	t.Logf("endpoint moved: routes followed in %s", took.Round(time.Millisecond))
+	if got := bl.ask(t, vip, 20); got["b0"] != 0 || got["a0"]+got["b1"] != 20 {
+		t.Errorf("answers %v: want all from a0 and b1", got)
+	}
+	// The sessions never reset on a reload: frr-reload.py sent only the
+	// changed network lines, so each node's session was established once
+	// and never dropped.
+	out, _ := bl.router.Vtysh("show bgp neighbors")
+	if n := strings.Count(out, "Connections established 1; dropped 0"); n != 3 {
+		t.Errorf("%d of 3 sessions established once and never dropped:\n%s", n, out)
+	}
+}
