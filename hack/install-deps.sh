@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the real daemons and tools the tests drive: keepalived, haproxy,
-# iproute2 (ip netns, veth, bridge), nftables. Idempotent: apt runs only when something
+# iproute2 (ip netns, veth, bridge), nftables, containerd and runc. Idempotent: apt runs only when something
 # is missing, so a warm machine pays nothing.
 set -euo pipefail
 
@@ -11,6 +11,10 @@ declare -A pkg_for=(
   # nft: the lab dumps each node's ruleset when a test fails (vipctl itself
   # talks to nftables over netlink).
   [nft]=nftables
+  # The kubelet lab (internal/kubeletlab) runs the static pods in a real
+  # container runtime: containerd (with ctr) and runc.
+  [containerd]=containerd
+  [runc]=runc
 )
 
 missing=()
@@ -38,7 +42,7 @@ fi
 # Debian starts the packaged services on install; the tests run their own
 # instances inside network namespaces and never want the host's.
 if [ ${#missing[@]} -gt 0 ] && command -v systemctl >/dev/null 2>&1; then
-  systemctl disable --now keepalived haproxy >/dev/null 2>&1 || true
+  systemctl disable --now keepalived haproxy containerd >/dev/null 2>&1 || true
 fi
 keepalived --version 2>&1 | sed -n 1p
 haproxy -v | sed -n 1p
