@@ -44,14 +44,16 @@ deps:
 	./hack/build-kubelet.sh
 
 ## test: every test, unit and end to end, after installing what they need
+# -timeout: test/e2e runs the process lab and the kubelet lab in one
+# binary, longer together than go test's default of 10 minutes.
 test: deps image verify
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 30m ./...
 
 test-unit:
 	$(GO) test -count=1 ./pkg/... ./internal/...
 
 test-e2e: deps image
-	$(GO) test -count=1 ./test/e2e/...
+	$(GO) test -count=1 -timeout 30m ./test/e2e/...
 
 lint:
 	./hack/lint.sh

@@ -154,8 +154,8 @@ func run(o options) error {
 	created := o.created.Format(time.RFC3339)
 	cfg := imageConfig{
 		Created: created, Architecture: "amd64", OS: "linux",
-		Config: runConfig{Env: []string{defaultPath}},
-		RootFS: rootFS{Type: "layers", DiffIDs: []string{diffID}},
+		Config:  runConfig{Env: []string{defaultPath}},
+		RootFS:  rootFS{Type: "layers", DiffIDs: []string{diffID}},
 		History: []history{{Created: created, CreatedBy: "vipctl hack/build-image.sh"}},
 	}
 	if o.entrypoint != "" {
