@@ -538,6 +538,8 @@ func (n *Node) stop() {
 	if n.holder == nil {
 		return
 	}
+	start := time.Now()
+	defer func() { n.t.Logf("kubeletlab %s: torn down in %s", n.Name, time.Since(start).Round(time.Millisecond)) }()
 	if n.kubelet != nil {
 		if p, err := n.nodePath("/etc/kubernetes/manifests"); err == nil {
 			entries, _ := os.ReadDir(p)

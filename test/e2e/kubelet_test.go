@@ -447,23 +447,34 @@ func TestKubeletPlannedHandover(t *testing.T) {
 	for _, u := range []string{apiVIPURL(), svcURL} {
 		waitFor(t, 30*time.Second, u+" answering", func() bool { _, err := kc.get(u); return err == nil })
 	}
-	holder := kc.holders(t, kubeletAPIVIP)
-	if len(holder) != 1 {
-		t.Fatalf("API VIP held by %v, want one node", holder)
-	}
 	api, svc := kc.poll(apiVIPURL()), kc.poll(svcURL)
 	time.Sleep(500 * time.Millisecond)
-	if err := kc.node(holder[0]).RemoveFile(render.StaticPodDir + "/" + render.KeepalivedPodName + ".yaml"); err != nil {
-		t.Fatal(err)
+	// Drain the API VIP's holder, then the Service VIP's if that is
+	// another node: each VIP leaves its holder through the preStop hook.
+	drained := map[string]bool{}
+	for _, vip := range []string{kubeletAPIVIP, svcVIP} {
+		holder := kc.holders(t, vip)
+		if len(holder) != 1 {
+			t.Fatalf("%s held by %v, want one node", vip, holder)
+		}
+		if drained[holder[0]] {
+			continue
+		}
+		drained[holder[0]] = true
+		n := kc.node(holder[0])
+		if err := n.RemoveFile(render.StaticPodDir + "/" + render.KeepalivedPodName + ".yaml"); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 60*time.Second, vip+" held by another node than "+n.Name, func() bool {
+			h := kc.holders(t, vip)
+			return len(h) == 1 && h[0] != n.Name
+		})
+		waitFor(t, 60*time.Second, n.Name+"'s keepalived pod gone", func() bool {
+			p, err := n.Pod(context.Background(), render.KeepalivedPodName)
+			return err == nil && p == nil
+		})
+		t.Logf("%s drained through the kubelet (preStop): %s moved", n.Name, vip)
 	}
-	waitFor(t, 60*time.Second, "API VIP held by another node", func() bool {
-		h := kc.holders(t, kubeletAPIVIP)
-		return len(h) == 1 && h[0] != holder[0]
-	})
-	waitFor(t, 60*time.Second, holder[0]+"'s keepalived pod gone", func() bool {
-		p, err := kc.node(holder[0]).Pod(context.Background(), render.KeepalivedPodName)
-		return err == nil && p == nil
-	})
 	time.Sleep(time.Second)
 	api.Stop()
 	svc.Stop()
