@@ -26,6 +26,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -145,7 +146,7 @@ func Start(t testing.TB, o Options) *Node {
 	bin := Require(t)
 	n := &Node{Name: o.Name, Host: o.Host, NodeIP: o.NodeIP, t: t, dir: filepath.Join(t.TempDir(), o.Name), bin: bin}
 	n.cgroupRoot = "/" + o.Host.NS
-	t.Cleanup(n.stop)
+	t.Cleanup(n.Stop)
 	n.http = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DialContext: o.Host.DialContext,
 		// The kubelet serves a self-signed certificate; only the lab talks
@@ -528,13 +529,26 @@ func (n *Node) ContainerLogs(lines int) string {
 	return b.String()
 }
 
-// stop tears the node down in the order that leaves nothing behind:
+// StopAll tears several nodes down at once: each takes seconds (pods
+// stopped with their preStop hooks, containerd, cgroups) and they share
+// nothing, so one after the other would only add up the waits.
+func StopAll(nodes []*Node) {
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Add(1)
+		go func() { defer wg.Done(); n.Stop() }()
+	}
+	wg.Wait()
+}
+
+// Stop tears the node down in the order that leaves nothing behind:
 // manifests removed (pods stopped, preStop hooks run), kubelet stopped,
 // leftover containers and their shims ended, containerd stopped, every
 // process still in the node's mount namespace killed by PID, the
 // namespace released, cgroups removed leaf first, mount points created on
 // the machine removed.
-func (n *Node) stop() {
+// It is idempotent, and also runs when the test ends.
+func (n *Node) Stop() {
 	if n.holder == nil {
 		return
 	}

@@ -223,6 +223,9 @@ func startKubeletCluster(t *testing.T, profile string) *kubeletCluster {
 			Files: files, Kubeconfig: kubeconfig, Images: []string{imageTar},
 		}))
 	}
+	// Runs before each node's own cleanup: logs while the nodes still
+	// run, then every node torn down at once.
+	t.Cleanup(func() { kubeletlab.StopAll(kc.nodes) })
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, n := range kc.nodes {
