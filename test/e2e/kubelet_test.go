@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/internal/kubeletlab"
+	"github.com/vipctl/vipctl/internal/lab"
 	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/internal/testapiserver"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
@@ -190,7 +191,7 @@ func startKubeletCluster(t *testing.T, profile string) *kubeletCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	applyObjects(t, api.AdminConfig(), objs)
+	lab.ApplyObjects(t, api.AdminConfig(), objs)
 	mcYAML, err := os.ReadFile(filepath.Join(out, "machineconfigs", bundle.MachineConfigName("master")+".yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +288,7 @@ func (kc *kubeletCluster) waitPodsReady(t *testing.T, timeout time.Duration) {
 	t.Helper()
 	for _, n := range kc.nodes {
 		for _, pod := range []string{render.KeepalivedPodName, render.HaproxyPodName} {
-			waitFor(t, timeout, n.Name+" "+pod+" Ready", func() bool {
+			lab.WaitFor(t, timeout, n.Name+" "+pod+" Ready", func() bool {
 				p, err := n.Pod(context.Background(), pod)
 				return err == nil && kubeletlab.PodReady(p)
 			})
@@ -399,7 +400,7 @@ func TestKubeletStaticPodsServeVIPs(t *testing.T) {
 	t.Logf("three nodes started (containerd, image import, kubelet) in %s", time.Since(start).Round(time.Millisecond))
 	kc.waitPodsReady(t, 180*time.Second)
 	t.Logf("every pod Ready %s after start", time.Since(start).Round(time.Millisecond))
-	waitFor(t, 30*time.Second, "API VIP answering through haproxy", func() bool {
+	lab.WaitFor(t, 30*time.Second, "API VIP answering through haproxy", func() bool {
 		_, err := kc.get(apiVIPURL())
 		return err == nil
 	})
@@ -407,7 +408,7 @@ func TestKubeletStaticPodsServeVIPs(t *testing.T) {
 		t.Fatalf("API VIP held by %v, want exactly one node", h)
 	}
 	var out string
-	waitFor(t, 30*time.Second, "vipctl status healthy", func() bool {
+	lab.WaitFor(t, 30*time.Second, "vipctl status healthy", func() bool {
 		var err error
 		out, err = kc.status(t)
 		return err == nil
@@ -421,7 +422,7 @@ func TestKubeletStaticPodsServeVIPs(t *testing.T) {
 func TestKubeletNodeLossMovesVIP(t *testing.T) {
 	kc := startKubeletCluster(t, v1alpha1.ProfileFast)
 	kc.waitPodsReady(t, 180*time.Second)
-	waitFor(t, 30*time.Second, "API VIP answering", func() bool { _, err := kc.get(apiVIPURL()); return err == nil })
+	lab.WaitFor(t, 30*time.Second, "API VIP answering", func() bool { _, err := kc.get(apiVIPURL()); return err == nil })
 	holder := kc.holders(t, kubeletAPIVIP)
 	if len(holder) != 1 {
 		t.Fatalf("API VIP held by %v, want one node", holder)
@@ -431,7 +432,7 @@ func TestKubeletNodeLossMovesVIP(t *testing.T) {
 	// fast profile: advert 200 ms, Master_Down below 1 s; the bound leaves
 	// room for a loaded machine.
 	const bound = 3 * time.Second
-	waitFor(t, bound, "API VIP answering again after "+holder[0]+" vanished", func() bool {
+	lab.WaitFor(t, bound, "API VIP answering again after "+holder[0]+" vanished", func() bool {
 		_, err := kc.get(apiVIPURL())
 		return err == nil
 	})
@@ -448,7 +449,7 @@ func TestKubeletPlannedHandover(t *testing.T) {
 	svcVIP := kc.serviceVIP(t, "web")
 	svcURL := "http://" + net.JoinHostPort(svcVIP, strconv.Itoa(kubeletEchoPort)) + "/"
 	for _, u := range []string{apiVIPURL(), svcURL} {
-		waitFor(t, 30*time.Second, u+" answering", func() bool { _, err := kc.get(u); return err == nil })
+		lab.WaitFor(t, 30*time.Second, u+" answering", func() bool { _, err := kc.get(u); return err == nil })
 	}
 	api, svc := kc.poll(apiVIPURL()), kc.poll(svcURL)
 	time.Sleep(500 * time.Millisecond)
@@ -468,11 +469,11 @@ func TestKubeletPlannedHandover(t *testing.T) {
 		if err := n.RemoveFile(render.StaticPodDir + "/" + render.KeepalivedPodName + ".yaml"); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 60*time.Second, vip+" held by another node than "+n.Name, func() bool {
+		lab.WaitFor(t, 60*time.Second, vip+" held by another node than "+n.Name, func() bool {
 			h := kc.holders(t, vip)
 			return len(h) == 1 && h[0] != n.Name
 		})
-		waitFor(t, 60*time.Second, n.Name+"'s keepalived pod gone", func() bool {
+		lab.WaitFor(t, 60*time.Second, n.Name+"'s keepalived pod gone", func() bool {
 			p, err := n.Pod(context.Background(), render.KeepalivedPodName)
 			return err == nil && p == nil
 		})
@@ -494,7 +495,7 @@ func TestKubeletPlannedHandover(t *testing.T) {
 func TestKubeletContainerRestarts(t *testing.T) {
 	kc := startKubeletCluster(t, v1alpha1.ProfileFast)
 	kc.waitPodsReady(t, 180*time.Second)
-	waitFor(t, 30*time.Second, "API VIP answering", func() bool { _, err := kc.get(apiVIPURL()); return err == nil })
+	lab.WaitFor(t, 30*time.Second, "API VIP answering", func() bool { _, err := kc.get(apiVIPURL()); return err == nil })
 	holder := kc.holders(t, kubeletAPIVIP)
 	if len(holder) != 1 {
 		t.Fatalf("API VIP held by %v, want one node", holder)
@@ -519,7 +520,7 @@ func TestKubeletContainerRestarts(t *testing.T) {
 		if err := victim.KillContainer(id); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 120*time.Second, victim.Name+" "+container+" restarted and Ready", func() bool {
+		lab.WaitFor(t, 120*time.Second, victim.Name+" "+container+" restarted and Ready", func() bool {
 			p, err := victim.Pod(context.Background(), render.KeepalivedPodName)
 			if err != nil || !kubeletlab.PodReady(p) {
 				return false
@@ -546,14 +547,14 @@ func TestKubeletLoadBalancerService(t *testing.T) {
 	kc.waitPodsReady(t, 180*time.Second)
 	vip := kc.serviceVIP(t, "web")
 	url := "http://" + net.JoinHostPort(vip, strconv.Itoa(kubeletEchoPort)) + "/"
-	waitFor(t, 30*time.Second, "Service VIP "+vip+" answering", func() bool { _, err := kc.get(url); return err == nil })
+	lab.WaitFor(t, 30*time.Second, "Service VIP "+vip+" answering", func() bool { _, err := kc.get(url); return err == nil })
 }
 
 // serviceVIP creates a LoadBalancer Service, lets the allocator give it an
 // address, and returns the address.
 func (kc *kubeletCluster) serviceVIP(t *testing.T, name string) string {
 	t.Helper()
-	allocatorFor(t, kc.api, kc.admin).startAllocator(t, "allocator-0")
+	lab.StartAllocator(t, kc.api, lab.AllocatorToken(t, kc.admin), "allocator-0")
 	ctx := context.Background()
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
@@ -566,7 +567,7 @@ func (kc *kubeletCluster) serviceVIP(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	var vip string
-	waitFor(t, 30*time.Second, "Service "+name+" given an address", func() bool {
+	lab.WaitFor(t, 30*time.Second, "Service "+name+" given an address", func() bool {
 		s, err := kc.admin.CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
 		if err != nil || len(s.Status.LoadBalancer.Ingress) == 0 {
 			return false
