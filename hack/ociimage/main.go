@@ -145,8 +145,10 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(layerFile.Name())
-	defer layerFile.Close()
+	// The layer is copied into the archive below; the temporary file is
+	// scratch either way.
+	defer func() { _ = os.Remove(layerFile.Name()) }()
+	defer func() { _ = layerFile.Close() }()
 	diffID, layer, err := writeLayer(layerFile, o)
 	if err != nil {
 		return err
@@ -251,7 +253,7 @@ func copyTar(tw *tar.Writer, path string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	tr := tar.NewReader(f)
 	for {
 		h, err := tr.Next()

@@ -552,8 +552,15 @@ func (n *Node) Stop() {
 	if n.holder == nil {
 		return
 	}
-	start := time.Now()
-	defer func() { n.t.Logf("kubeletlab %s: torn down in %s", n.Name, time.Since(start).Round(time.Millisecond)) }()
+	start, last := time.Now(), time.Now()
+	var phases []string
+	phase := func(name string) {
+		phases = append(phases, fmt.Sprintf("%s %s", name, time.Since(last).Round(time.Millisecond)))
+		last = time.Now()
+	}
+	defer func() {
+		n.t.Logf("kubeletlab %s: torn down in %s (%s)", n.Name, time.Since(start).Round(time.Millisecond), strings.Join(phases, ", "))
+	}()
 	if n.kubelet != nil {
 		if p, err := n.nodePath("/etc/kubernetes/manifests"); err == nil {
 			entries, _ := os.ReadDir(p)
@@ -564,8 +571,10 @@ func (n *Node) Stop() {
 				pods, err := n.Pods(context.Background())
 				return err != nil || len(pods) == 0
 			})
+			phase("pods")
 		}
 		n.StopKubelet()
+		phase("kubelet")
 	}
 	if n.containerd != nil && !n.containerd.exited() {
 		if out, err := n.Exec("ctr", "-n", "k8s.io", "tasks", "ls", "-q"); err == nil {
@@ -577,14 +586,18 @@ func (n *Node) Stop() {
 				})
 			}
 		}
+		phase("tasks")
 		n.containerd.stop()
+		phase("containerd")
 	}
 	n.killNamespace()
 	n.holder.stop()
 	n.holder = nil
+	phase("namespace")
 	if err := removeCgroups(n.cgroupRoot); err != nil {
 		n.t.Errorf("kubeletlab %s: %v", n.Name, err)
 	}
+	phase("cgroups")
 	for i := len(n.created) - 1; i >= 0; i-- {
 		if err := os.Remove(n.created[i]); err != nil && !os.IsNotExist(err) {
 			n.t.Errorf("kubeletlab %s: removing mount point %s: %v", n.Name, n.created[i], err)
