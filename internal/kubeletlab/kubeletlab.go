@@ -296,7 +296,9 @@ func (n *Node) layDown(t testing.TB, o Options) {
 	}
 }
 
-// cgroupHierarchies are the v1 hierarchies mounted under /sys/fs/cgroup.
+// cgroupHierarchies are the hierarchies mounted under /sys/fs/cgroup: the
+// v1 controllers and the hybrid layout's unified (v2) one, where runc
+// creates the node's cgroups too.
 func cgroupHierarchies() ([]string, error) {
 	entries, err := os.ReadDir("/sys/fs/cgroup")
 	if err != nil {
@@ -304,11 +306,45 @@ func cgroupHierarchies() ([]string, error) {
 	}
 	var out []string
 	for _, e := range entries {
-		if e.IsDir() && e.Name() != "unified" {
+		if e.IsDir() {
 			out = append(out, filepath.Join("/sys/fs/cgroup", e.Name()))
 		}
 	}
 	return out, nil
+}
+
+// killCgroups SIGKILLs, by PID, every process in the node's cgroups. The
+// containers have mount namespaces of their own, so the node's namespace
+// does not find them, and a sandbox the kubelet created while it was being
+// stopped can outlive containerd (seen: a /pause left behind, its cgroups
+// busy).
+func killCgroups(root string) {
+	hs, err := cgroupHierarchies()
+	if err != nil {
+		return
+	}
+	for round := 0; round < 50; round++ {
+		left := 0
+		for _, h := range hs {
+			_ = filepath.Walk(filepath.Join(h, root), func(p string, info os.FileInfo, err error) error {
+				if err != nil || info.IsDir() || info.Name() != "cgroup.procs" {
+					return nil
+				}
+				data, _ := os.ReadFile(p)
+				for _, f := range strings.Fields(string(data)) {
+					if pid, err := strconv.Atoi(f); err == nil {
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+						left++
+					}
+				}
+				return nil
+			})
+		}
+		if left == 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // setupCgroups creates the node's cgroup root in every hierarchy: the
@@ -544,8 +580,8 @@ func StopAll(nodes []*Node) {
 // Stop tears the node down in the order that leaves nothing behind:
 // manifests removed (pods stopped, preStop hooks run), kubelet stopped,
 // leftover containers and their shims ended, containerd stopped, every
-// process still in the node's mount namespace killed by PID, the
-// namespace released, cgroups removed leaf first, mount points created on
+// process still in the node's mount namespace or its cgroups killed by
+// PID, the namespace released, cgroups removed leaf first, mount points created on
 // the machine removed.
 // It is idempotent, and also runs when the test ends.
 func (n *Node) Stop() {
@@ -591,6 +627,7 @@ func (n *Node) Stop() {
 		phase("containerd")
 	}
 	n.killNamespace()
+	killCgroups(n.cgroupRoot)
 	n.holder.stop()
 	n.holder = nil
 	phase("namespace")
