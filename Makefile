@@ -16,6 +16,8 @@ EXAMPLE ?= examples/compact-ipv4.yaml
 NODES ?= examples/nodes/compact.yaml
 OUT ?= out
 TRIALS ?= 20
+# Each kubelet-lab trial boots three nodes (about 100 s).
+KUBELET_TRIALS ?= 3
 
 .PHONY: all build image demo deps test test-unit test-e2e lint verify update bench bench-failover bench-steady bench-runtimecfg clean
 
@@ -69,9 +71,10 @@ update:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
 
-## bench-failover: failover outages in the namespace lab (root), TRIALS per case
-bench-failover: deps
-	$(GO) test -run '^$$' -bench BenchmarkFailover -benchtime 1x -timeout 3h ./test/e2e/ -args -trials=$(TRIALS) | grep '^failover '
+## bench-failover: failover outages in the namespace lab (root), TRIALS per
+## case, and in the kubelet lab (lab=kubelet), KUBELET_TRIALS per case
+bench-failover: deps image
+	$(GO) test -run '^$$' -bench BenchmarkFailover -benchtime 1x -timeout 3h ./test/e2e/ -args -trials=$(TRIALS) -kubelet-trials=$(KUBELET_TRIALS) | grep '^failover '
 
 ## bench-runtimecfg: 2000 Nodes and 5000 LoadBalancer Services in the real apiserver,
 ## the allocator and one sidecar as processes; Service created -> VIP in keepalived.conf

@@ -603,24 +603,20 @@ func (n *Node) Stop() {
 			for _, e := range entries {
 				_ = os.Remove(filepath.Join(p, e.Name()))
 			}
-			_ = wait(30*time.Second, func() bool {
-				pods, err := n.Pods(context.Background())
-				return err != nil || len(pods) == 0
-			})
+			// The kubelet drops removed static pods from /pods at once;
+			// their containers stop later, after the preStop hooks. Gone
+			// means containerd runs no task any more.
+			_ = wait(30*time.Second, func() bool { return len(n.tasks()) == 0 })
 			phase("pods")
 		}
 		n.StopKubelet()
 		phase("kubelet")
 	}
 	if n.containerd != nil && !n.containerd.exited() {
-		if out, err := n.Exec("ctr", "-n", "k8s.io", "tasks", "ls", "-q"); err == nil {
-			for _, id := range strings.Fields(string(out)) {
-				_, _ = n.Exec("ctr", "-n", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", id)
-				_ = wait(5*time.Second, func() bool {
-					_, err := n.Exec("ctr", "-n", "k8s.io", "tasks", "delete", id)
-					return err == nil
-				})
-			}
+		// What the kubelet did not stop: killed and deleted in one call
+		// each (delete --force), not polled one after the other.
+		for _, id := range n.tasks() {
+			_, _ = n.Exec("ctr", "-n", "k8s.io", "tasks", "delete", "--force", id)
 		}
 		phase("tasks")
 		n.containerd.stop()
@@ -640,6 +636,16 @@ func (n *Node) Stop() {
 			n.t.Errorf("kubeletlab %s: removing mount point %s: %v", n.Name, n.created[i], err)
 		}
 	}
+}
+
+// tasks are the IDs of the tasks (running containers) in the node's
+// containerd.
+func (n *Node) tasks() []string {
+	out, err := n.Exec("ctr", "-n", "k8s.io", "tasks", "ls", "-q")
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(out))
 }
 
 // killNamespace SIGKILLs every process left in the node's mount namespace

@@ -115,7 +115,7 @@ func imageName(t testing.TB, archive string) string {
 	}
 }
 
-func startKubeletCluster(t *testing.T, profile string) *kubeletCluster {
+func startKubeletCluster(t testing.TB, profile string) *kubeletCluster {
 	t.Helper()
 	bin := kubeletlab.Require(t)
 	vipctl := filepath.Join(bin, "vipctl")
@@ -242,7 +242,7 @@ func kubeletNodeNames() []string { return []string{"master-0", "master-1", "mast
 // forwardAPI makes the test apiserver (on the machine's loopback) answer
 // on the same address inside the node's namespace, so the node's
 // kubeconfig works there unchanged.
-func (kc *kubeletCluster) forwardAPI(t *testing.T, h *netlab.Host) {
+func (kc *kubeletCluster) forwardAPI(t testing.TB, h *netlab.Host) {
 	t.Helper()
 	hostport := strings.TrimPrefix(kc.api.URL, "https://")
 	h.Serve(hostport, func(c net.Conn) {
@@ -260,7 +260,7 @@ func (kc *kubeletCluster) forwardAPI(t *testing.T, h *netlab.Host) {
 
 // serveStandInAPIServer answers https://IP:6443/readyz inside the node, as
 // the node's kube-apiserver would: haproxy's backends.
-func serveStandInAPIServer(t *testing.T, h *netlab.Host, ip string) {
+func serveStandInAPIServer(t testing.TB, h *netlab.Host, ip string) {
 	t.Helper()
 	var l net.Listener
 	if err := h.Do(func() (err error) { l, err = net.Listen("tcp", net.JoinHostPort(ip, "6443")); return err }); err != nil {
@@ -284,7 +284,7 @@ func answerHTTP(c net.Conn, name string) {
 	_, _ = fmt.Fprintf(c, "HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(name), name)
 }
 
-func (kc *kubeletCluster) waitPodsReady(t *testing.T, timeout time.Duration) {
+func (kc *kubeletCluster) waitPodsReady(t testing.TB, timeout time.Duration) {
 	t.Helper()
 	for _, n := range kc.nodes {
 		for _, pod := range []string{render.KeepalivedPodName, render.HaproxyPodName} {
@@ -324,7 +324,7 @@ func apiVIPURL() string {
 }
 
 // holders are the nodes whose interface carries addr.
-func (kc *kubeletCluster) holders(t *testing.T, addr string) []string {
+func (kc *kubeletCluster) holders(t testing.TB, addr string) []string {
 	t.Helper()
 	var out []string
 	for _, n := range kc.nodes {
@@ -349,7 +349,7 @@ func (kc *kubeletCluster) node(name string) *kubeletlab.Node {
 }
 
 // status runs `vipctl status` with the administrator's kubeconfig.
-func (kc *kubeletCluster) status(t *testing.T) (string, error) {
+func (kc *kubeletCluster) status(t testing.TB) (string, error) {
 	t.Helper()
 	b, err := exec.Command(kc.vipctl, "status", "-f", kc.cfgPath, "--kubeconfig", kc.adminKC).CombinedOutput()
 	return string(b), err
@@ -362,6 +362,41 @@ type kubeletPoller struct {
 	done   chan struct{}
 	ok     int
 	failed []string
+	// asked is every request's start and whether it was answered, for
+	// the failover benchmark.
+	asked []kubeletRequest
+}
+
+type kubeletRequest struct {
+	start time.Time
+	ok    bool
+}
+
+// firstOKAfter is the start of the first answered request after t.
+func (p *kubeletPoller) firstOKAfter(t time.Time) (time.Time, bool) {
+	for _, r := range p.asked {
+		if r.ok && r.start.After(t) {
+			return r.start, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// longestGap is the longest run of failed requests, from the first
+// failure's start to the next answered request's start.
+func (p *kubeletPoller) longestGap() time.Duration {
+	var longest time.Duration
+	var from time.Time
+	for _, r := range p.asked {
+		switch {
+		case !r.ok && from.IsZero():
+			from = r.start
+		case r.ok && !from.IsZero():
+			longest = max(longest, r.start.Sub(from))
+			from = time.Time{}
+		}
+	}
+	return longest
 }
 
 func (kc *kubeletCluster) poll(url string) *kubeletPoller {
@@ -377,11 +412,13 @@ func (kc *kubeletCluster) poll(url string) *kubeletPoller {
 			case <-tick.C:
 			}
 			start := time.Now()
-			if _, err := kc.get(url); err != nil {
+			_, err := kc.get(url)
+			if err != nil {
 				p.failed = append(p.failed, fmt.Sprintf("%s: %v", start.Format("15:04:05.000"), err))
 			} else {
 				p.ok++
 			}
+			p.asked = append(p.asked, kubeletRequest{start: start, ok: err == nil})
 		}
 	}()
 	return p
@@ -552,7 +589,7 @@ func TestKubeletLoadBalancerService(t *testing.T) {
 
 // serviceVIP creates a LoadBalancer Service, lets the allocator give it an
 // address, and returns the address.
-func (kc *kubeletCluster) serviceVIP(t *testing.T, name string) string {
+func (kc *kubeletCluster) serviceVIP(t testing.TB, name string) string {
 	t.Helper()
 	lab.StartAllocator(t, kc.api, lab.AllocatorToken(t, kc.admin), "allocator-0")
 	ctx := context.Background()

@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/vipctl/vipctl/internal/lab"
+	"github.com/vipctl/vipctl/pkg/render"
+)
+
+var kubeletTrials = flag.Int("kubelet-trials", 3, "failover benchmark in the kubelet lab: trials per profile and scenario (each boots three nodes, about 100 s)")
+
+// BenchmarkFailoverKubelet is BenchmarkFailover in the kubelet lab: the
+// static pods under a real kubelet, a client asking the API VIP through
+// haproxy every 10 ms (250 ms timeout). node-loss: from the holder's link
+// cut to the first answer; planned: the keepalived manifest removed on the
+// holder (the kubelet runs the preStop drain), the longest run of failed
+// requests. One line per profile and scenario:
+//
+//	failover lab=kubelet profile=<p> scenario=<s> trials=N median_ms=X max_ms=Z failed_requests=F
+//
+// `make bench-failover` runs it with the process lab's benchmark.
+func BenchmarkFailoverKubelet(b *testing.B) {
+	for _, profile := range []string{"default", "fast"} {
+		for _, scenario := range []string{"node-loss", "planned"} {
+			b.Run(profile+"/"+scenario, func(b *testing.B) {
+				var outages []time.Duration
+				failed := 0
+				for i := 0; i < *kubeletTrials; i++ {
+					d, f := kubeletFailoverTrial(b, profile, scenario, i)
+					outages = append(outages, d)
+					failed += f
+				}
+				sort.Slice(outages, func(i, j int) bool { return outages[i] < outages[j] })
+				fmt.Fprintf(os.Stdout, "failover lab=kubelet profile=%s scenario=%s trials=%d median_ms=%d max_ms=%d failed_requests=%d\n",
+					profile, scenario, len(outages), percentile(outages, 50).Milliseconds(), outages[len(outages)-1].Milliseconds(), failed)
+			})
+		}
+	}
+}
+
+func kubeletFailoverTrial(b *testing.B, profile, scenario string, i int) (time.Duration, int) {
+	var outage time.Duration
+	var failed int
+	b.Run(fmt.Sprintf("trial-%d", i), func(t *testing.B) {
+		kc := startKubeletCluster(t, profile)
+		kc.waitPodsReady(t, 180*time.Second)
+		lab.WaitFor(t, 30*time.Second, "API VIP answering", func() bool { _, err := kc.get(apiVIPURL()); return err == nil })
+		holder := kc.holders(t, kubeletAPIVIP)
+		if len(holder) != 1 {
+			t.Fatalf("API VIP held by %v, want one node", holder)
+		}
+		p := kc.poll(apiVIPURL())
+		time.Sleep(500 * time.Millisecond)
+		n := kc.node(holder[0])
+		fault := time.Now()
+		switch scenario {
+		case "node-loss":
+			n.Host.LinkDown()
+		case "planned":
+			if err := n.RemoveFile(render.StaticPodDir + "/" + render.KeepalivedPodName + ".yaml"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lab.WaitFor(t, 60*time.Second, "API VIP on another node", func() bool {
+			h := kc.holders(t, kubeletAPIVIP)
+			return len(h) == 1 && h[0] != n.Name
+		})
+		time.Sleep(2 * time.Second)
+		p.Stop()
+		failed = len(p.failed)
+		if scenario == "planned" {
+			outage = p.longestGap()
+			return
+		}
+		first, ok := p.firstOKAfter(fault)
+		if !ok {
+			t.Fatal("no answer after the fault")
+		}
+		outage = first.Sub(fault)
+	})
+	return outage, failed
+}
