@@ -296,6 +296,19 @@ func (kc *kubeletCluster) waitPodsReady(t testing.TB, timeout time.Duration) {
 	}
 }
 
+// serving waits until every pod is Ready and the API VIP answers, and
+// returns the one node that holds it.
+func (kc *kubeletCluster) serving(t testing.TB) string {
+	t.Helper()
+	kc.waitPodsReady(t, 180*time.Second)
+	lab.WaitFor(t, 30*time.Second, "API VIP answering", func() bool { _, err := kc.get(apiVIPURL()); return err == nil })
+	holder := kc.holders(t, kubeletAPIVIP)
+	if len(holder) != 1 {
+		t.Fatalf("API VIP held by %v, want one node", holder)
+	}
+	return holder[0]
+}
+
 // get asks url from the client namespace with a 250 ms timeout, and
 // returns the body.
 func (kc *kubeletCluster) get(url string) (string, error) {
@@ -458,23 +471,18 @@ func TestKubeletStaticPodsServeVIPs(t *testing.T) {
 // bound.
 func TestKubeletNodeLossMovesVIP(t *testing.T) {
 	kc := startKubeletCluster(t, v1alpha1.ProfileFast)
-	kc.waitPodsReady(t, 180*time.Second)
-	lab.WaitFor(t, 30*time.Second, "API VIP answering", func() bool { _, err := kc.get(apiVIPURL()); return err == nil })
-	holder := kc.holders(t, kubeletAPIVIP)
-	if len(holder) != 1 {
-		t.Fatalf("API VIP held by %v, want one node", holder)
-	}
+	holder := kc.serving(t)
 	cut := time.Now()
-	kc.node(holder[0]).Host.LinkDown()
+	kc.node(holder).Host.LinkDown()
 	// fast profile: advert 200 ms, Master_Down below 1 s; the bound leaves
 	// room for a loaded machine.
 	const bound = 3 * time.Second
-	lab.WaitFor(t, bound, "API VIP answering again after "+holder[0]+" vanished", func() bool {
+	lab.WaitFor(t, bound, "API VIP answering again after "+holder+" vanished", func() bool {
 		_, err := kc.get(apiVIPURL())
 		return err == nil
 	})
-	t.Logf("API VIP answered again %s after %s vanished", time.Since(cut).Round(time.Millisecond), holder[0])
-	kc.node(holder[0]).Host.LinkUp()
+	t.Logf("API VIP answered again %s after %s vanished", time.Since(cut).Round(time.Millisecond), holder)
+	kc.node(holder).Host.LinkUp()
 }
 
 // TestKubeletPlannedHandover: removing the holder's keepalived manifest
@@ -531,15 +539,10 @@ func TestKubeletPlannedHandover(t *testing.T) {
 // not blackhole it (it never carries the address twice).
 func TestKubeletContainerRestarts(t *testing.T) {
 	kc := startKubeletCluster(t, v1alpha1.ProfileFast)
-	kc.waitPodsReady(t, 180*time.Second)
-	lab.WaitFor(t, 30*time.Second, "API VIP answering", func() bool { _, err := kc.get(apiVIPURL()); return err == nil })
-	holder := kc.holders(t, kubeletAPIVIP)
-	if len(holder) != 1 {
-		t.Fatalf("API VIP held by %v, want one node", holder)
-	}
+	holder := kc.serving(t)
 	var victim *kubeletlab.Node
 	for _, n := range kc.nodes {
-		if n.Name != holder[0] {
+		if n.Name != holder {
 			victim = n
 			break
 		}
@@ -571,7 +574,7 @@ func TestKubeletContainerRestarts(t *testing.T) {
 	}
 	api.Stop()
 	if len(api.failed) > 0 {
-		t.Errorf("%d failed requests to the API VIP held by %s:\n%s", len(api.failed), holder[0], strings.Join(api.failed, "\n"))
+		t.Errorf("%d failed requests to the API VIP held by %s:\n%s", len(api.failed), holder, strings.Join(api.failed, "\n"))
 	}
 	t.Logf("API VIP: %d ok, 0 failed while %s's containers restarted", api.ok, victim.Name)
 }
