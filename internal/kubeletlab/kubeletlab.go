@@ -69,6 +69,36 @@ var kernelTunables = map[string]string{
 	"kernel/keys/root_maxbytes": "25000000",
 }
 
+// mountPoints are the directories of nodePaths the lab had to create on
+// the machine to bind over them. They are shared by every node, and
+// removing one detaches the bind mounts over it in every other node's
+// namespace too, so only the last node to go removes them.
+var mountPoints struct {
+	sync.Mutex
+	users   int
+	created []string
+}
+
+func releaseMountPoints() error {
+	mountPoints.Lock()
+	defer mountPoints.Unlock()
+	mountPoints.users--
+	if mountPoints.users > 0 {
+		return nil
+	}
+	var errs []string
+	for i := len(mountPoints.created) - 1; i >= 0; i-- {
+		if err := os.Remove(mountPoints.created[i]); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, err.Error())
+		}
+	}
+	mountPoints.created = nil
+	if len(errs) > 0 {
+		return fmt.Errorf("removing mount points: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
 // Require fails the test (never skips) when the lab cannot run: CI runs as
 // root with everything `make test` installs and builds.
 func Require(t testing.TB) string {
@@ -134,7 +164,8 @@ type Node struct {
 	containerd *proc
 	kubelet    *proc
 	cgroupRoot string
-	created    []string // mount points created on the machine, removed at the end
+	// mounted: this node counts in mountPoints.users.
+	mounted bool
 	http       *http.Client
 }
 
@@ -199,14 +230,22 @@ func (n *Node) setupMounts(t testing.TB) {
 	}
 	var script strings.Builder
 	script.WriteString("set -e\n")
+	mountPoints.Lock()
+	mountPoints.users++
+	n.mounted = true
 	for _, p := range nodePaths {
 		if _, err := os.Stat(p); os.IsNotExist(err) {
-			// A mount point on the machine: empty, removed at the end.
+			// A mount point on the machine: empty, removed when the last
+			// node is gone.
 			if err := os.MkdirAll(p, 0o755); err != nil {
+				mountPoints.Unlock()
 				t.Fatal(err)
 			}
-			n.created = append(n.created, p)
+			mountPoints.created = append(mountPoints.created, p)
 		}
+	}
+	mountPoints.Unlock()
+	for _, p := range nodePaths {
 		own := filepath.Join(n.dir, "root", p)
 		if err := os.MkdirAll(own, 0o755); err != nil {
 			t.Fatal(err)
@@ -631,9 +670,10 @@ func (n *Node) Stop() {
 		n.t.Errorf("kubeletlab %s: %v", n.Name, err)
 	}
 	phase("cgroups")
-	for i := len(n.created) - 1; i >= 0; i-- {
-		if err := os.Remove(n.created[i]); err != nil && !os.IsNotExist(err) {
-			n.t.Errorf("kubeletlab %s: removing mount point %s: %v", n.Name, n.created[i], err)
+	if n.mounted {
+		n.mounted = false
+		if err := releaseMountPoints(); err != nil {
+			n.t.Errorf("kubeletlab %s: %v", n.Name, err)
 		}
 	}
 }
