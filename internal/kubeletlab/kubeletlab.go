@@ -166,7 +166,7 @@ type Node struct {
 	cgroupRoot string
 	// mounted: this node counts in mountPoints.users.
 	mounted bool
-	http       *http.Client
+	http    *http.Client
 }
 
 // Start brings a node up: mount namespace, files, containerd with the
