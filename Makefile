@@ -16,7 +16,7 @@ EXAMPLE ?= examples/compact-ipv4.yaml
 NODES ?= examples/nodes/compact.yaml
 OUT ?= out
 TRIALS ?= 20
-# Each kubelet-lab trial boots three nodes (about 100 s).
+# Each kubelet-lab trial boots three nodes (about a minute).
 KUBELET_TRIALS ?= 3
 
 .PHONY: all build image demo deps test test-unit test-e2e lint verify update bench bench-failover bench-steady bench-runtimecfg clean

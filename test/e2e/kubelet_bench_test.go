@@ -3,8 +3,6 @@ package e2e
 import (
 	"flag"
 	"fmt"
-	"os"
-	"sort"
 	"testing"
 	"time"
 
@@ -12,7 +10,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/render"
 )
 
-var kubeletTrials = flag.Int("kubelet-trials", 3, "failover benchmark in the kubelet lab: trials per profile and scenario (each boots three nodes, about 100 s)")
+var kubeletTrials = flag.Int("kubelet-trials", 3, "failover benchmark in the kubelet lab: trials per profile and scenario (each boots three nodes, about a minute)")
 
 // BenchmarkFailoverKubelet is BenchmarkFailover in the kubelet lab: the
 // static pods under a real kubelet, a client asking the API VIP through
@@ -21,26 +19,11 @@ var kubeletTrials = flag.Int("kubelet-trials", 3, "failover benchmark in the kub
 // holder (the kubelet runs the preStop drain), the longest run of failed
 // requests. One line per profile and scenario:
 //
-//	failover lab=kubelet profile=<p> scenario=<s> trials=N median_ms=X max_ms=Z failed_requests=F
+//	failover lab=kubelet profile=<p> scenario=<s> trials=N median_ms=X p95_ms=Y max_ms=Z failed_requests=F
 //
 // `make bench-failover` runs it with the process lab's benchmark.
 func BenchmarkFailoverKubelet(b *testing.B) {
-	for _, profile := range []string{"default", "fast"} {
-		for _, scenario := range []string{"node-loss", "planned"} {
-			b.Run(profile+"/"+scenario, func(b *testing.B) {
-				var outages []time.Duration
-				failed := 0
-				for i := 0; i < *kubeletTrials; i++ {
-					d, f := kubeletFailoverTrial(b, profile, scenario, i)
-					outages = append(outages, d)
-					failed += f
-				}
-				sort.Slice(outages, func(i, j int) bool { return outages[i] < outages[j] })
-				fmt.Fprintf(os.Stdout, "failover lab=kubelet profile=%s scenario=%s trials=%d median_ms=%d max_ms=%d failed_requests=%d\n",
-					profile, scenario, len(outages), percentile(outages, 50).Milliseconds(), outages[len(outages)-1].Milliseconds(), failed)
-			})
-		}
-	}
+	failoverCases(b, "kubelet", []string{"node-loss", "planned"}, *kubeletTrials, kubeletFailoverTrial)
 }
 
 func kubeletFailoverTrial(b *testing.B, profile, scenario string, i int) (time.Duration, int) {
