@@ -4,7 +4,10 @@ SHELL := /usr/bin/env bash
 # its output is filtered through grep.
 .SHELLFLAGS := -o pipefail -c
 GO ?= go
+# Expanded once: bin/vipctl and the image tag must name the same version,
+# also when a commit lands between the two steps of one make run.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+VERSION := $(VERSION)
 # -s -w: no symbol table or DWARF (panics still print stack traces);
 # CGO_ENABLED=0: static, no libc mapped. The binary's own pages are more
 # than half of the sidecar's resident set on every node (docs/benchmarks.md).
@@ -13,28 +16,41 @@ EXAMPLE ?= examples/compact-ipv4.yaml
 NODES ?= examples/nodes/compact.yaml
 OUT ?= out
 TRIALS ?= 20
+# Each kubelet-lab trial boots three nodes (about a minute).
+KUBELET_TRIALS ?= 3
 
-.PHONY: all build demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-steady bench-runtimecfg clean
+.PHONY: all build image demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-steady bench-runtimecfg clean
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/vipctl ./cmd/vipctl
 
+## image: vipctl's one container image (keepalived, haproxy, vipctl from
+## Debian's packages and bin/vipctl) as an OCI archive, bin/vipctl-image.tar,
+## tagged $(VERSION); cached, rebuilt only when its inputs change
+image: build
+	./hack/install-image-tools.sh
+	./hack/build-image.sh $(VERSION)
+
 ## demo: run vipctl on the shipped example into ./out
 demo: build
 	./hack/demo.sh bin/vipctl $(EXAMPLE) $(NODES) $(OUT)
 
-## deps: install keepalived, haproxy and iproute2 when missing; build the
-## test control plane (kube-apiserver, etcd) from source into bin/, cached
+## deps: install keepalived, haproxy, iproute2, containerd and runc when
+## missing; build the test control plane (kube-apiserver, etcd) and the
+## kubelet lab's kubelet from source into bin/, cached
 deps:
 	./hack/install-deps.sh
 	./hack/build-apiserver.sh
+	./hack/build-kubelet.sh
 
 ## test: every test, unit and end to end, after installing what they need,
 ## and a few seconds of each fuzz target
-test: deps verify
-	$(GO) test -count=1 ./...
+# -timeout: test/e2e runs the process lab and the kubelet lab in one
+# binary, longer together than go test's default of 10 minutes.
+test: deps image verify
+	$(GO) test -count=1 -timeout 30m ./...
 	./hack/fuzz.sh 3s
 
 ## fuzz: each fuzz target for FUZZTIME (decode+validate+render, the
@@ -47,8 +63,8 @@ fuzz:
 test-unit:
 	$(GO) test -count=1 ./pkg/... ./internal/...
 
-test-e2e: deps
-	$(GO) test -count=1 ./test/e2e/...
+test-e2e: deps image
+	$(GO) test -count=1 -timeout 30m ./test/e2e/...
 
 lint:
 	./hack/lint.sh
@@ -65,9 +81,11 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
 
 ## bench-failover: failover outages in the namespace lab (root), TRIALS per case;
-## VRRP (BenchmarkFailover) and bgp pools over FRR (BenchmarkFailoverBGP, mode=bgp lines)
-bench-failover: deps
-	$(GO) test -run '^$$' -bench BenchmarkFailover -benchtime 1x -timeout 3h ./test/e2e/ -args -trials=$(TRIALS) | grep '^failover '
+## VRRP (BenchmarkFailover), bgp pools over FRR (BenchmarkFailoverBGP,
+## mode=bgp lines) and the kubelet lab (BenchmarkFailoverKubelet,
+## lab=kubelet lines), KUBELET_TRIALS per case
+bench-failover: deps image
+	$(GO) test -run '^$$' -bench BenchmarkFailover -benchtime 1x -timeout 3h ./test/e2e/ -args -trials=$(TRIALS) -kubelet-trials=$(KUBELET_TRIALS) | grep '^failover '
 
 ## bench-runtimecfg: 2000 Nodes and 5000 LoadBalancer Services in the real apiserver,
 ## the allocator and one sidecar as processes; Service created -> VIP in keepalived.conf

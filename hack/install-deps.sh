@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real daemons and tools the tests drive: keepalived, haproxy,
-# iproute2 (ip netns, veth, bridge), nftables, and FRR (bgpd, zebra, vtysh)
-# for BGP pools. Idempotent: apt runs only when something
+# iproute2 (ip netns, veth, bridge), nftables, FRR (bgpd, zebra, vtysh)
+# for BGP pools, containerd and runc. Idempotent: apt runs only when something
 # is missing, so a warm machine pays nothing.
 set -euo pipefail
 
@@ -15,6 +15,10 @@ declare -A pkg_for=(
   # vtysh: BGP pools render a frr.conf that FRR itself judges (vtysh -C)
   # and the BGP lab runs bgpd + zebra as the nodes and the upstream router.
   [vtysh]=frr
+  # The kubelet lab (internal/kubeletlab) runs the static pods in a real
+  # container runtime: containerd (with ctr) and runc.
+  [containerd]=containerd
+  [runc]=runc
 )
 
 missing=()
@@ -45,7 +49,7 @@ fi
 # Debian starts the packaged services on install; the tests run their own
 # instances inside network namespaces and never want the host's.
 if [ ${#missing[@]} -gt 0 ] && command -v systemctl >/dev/null 2>&1; then
-  systemctl disable --now keepalived haproxy frr >/dev/null 2>&1 || true
+  systemctl disable --now keepalived haproxy frr containerd >/dev/null 2>&1 || true
 fi
 # Without systemd the package's init script may still have started FRR in
 # the host namespace: keep it from starting at boot and stop it by its own

@@ -48,6 +48,7 @@ const (
 	volKubeconfig = "kubeconfig"
 	volKubeletPKI = "kubelet-pki"
 	volState      = "state"
+	volTmp        = "tmp"
 )
 
 // manifestMode: the kubelet only reads static pod manifests.
@@ -168,14 +169,19 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 			mount(volKubeletPKI, render.KubeletPKIDir, true),
 			// The last-good view it records for the next pod's --once.
 			mount(volState, render.StateDir, false),
+			tmpMount(),
 		},
 		// The sidecar reloads keepalived with SIGHUP to the PID in its PID
 		// file. Signalling a process of the same UID needs no capability,
 		// so running as root like keepalived spares it CAP_KILL; the files
 		// it rewrites and the kubelet's credentials are root's too.
 		// NET_ADMIN installs the nftables redirect of VIP:6443 to haproxy
-		// on control-plane nodes.
-		SecurityContext: securityContext("NET_ADMIN"),
+		// on control-plane nodes. SETUID and SETGID: the sidecar judges
+		// every new keepalived.conf with `keepalived --config-test`, which
+		// checks the track scripts as ScriptUser and, unable to switch to
+		// it, rejects the config ("Disabling track script ... due to
+		// insecure"); seen under the real kubelet (TestKubelet...).
+		SecurityContext: securityContext(judgeCaps("NET_ADMIN")...),
 	}
 	return &corev1.Pod{
 		TypeMeta:   podTypeMeta(),
@@ -201,6 +207,7 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 				hostPath(volKubeconfig, render.NodeKubeconfig, corev1.HostPathFile),
 				hostPath(volKubeletPKI, render.KubeletPKIDir, corev1.HostPathDirectory),
 				hostPath(volState, render.StateDir, corev1.HostPathDirectoryOrCreate),
+				tmpVolume(),
 			},
 		},
 	}
@@ -265,6 +272,7 @@ func HaproxyPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 				hostPath(volRun, render.RunDir, corev1.HostPathDirectoryOrCreate),
 				hostPath(volHaproxyRun, render.HaproxyRunDir, corev1.HostPathDirectoryOrCreate),
 				hostPath(volState, render.StateDir, corev1.HostPathDirectoryOrCreate),
+				tmpVolume(),
 			},
 		},
 	}
@@ -294,8 +302,11 @@ func renderContainer(c *v1alpha1.ClusterVIPs, keepDrain bool) corev1.Container {
 			// The sidecar's last-good view: a restart renders what the
 			// node last served, Service addresses included.
 			mount(volState, render.StateDir, true),
+			tmpMount(),
 		},
-		SecurityContext: securityContext("NET_ADMIN"), // the API redirect, before the API is up
+		// NET_ADMIN: the API redirect, before the API is up; and what
+		// judging keepalived.conf takes, as in the sidecar.
+		SecurityContext: securityContext(judgeCaps("NET_ADMIN")...),
 	}
 }
 
@@ -396,6 +407,22 @@ func podMeta(name string) metav1.ObjectMeta {
 func mount(volume, path string, readOnly bool) corev1.VolumeMount {
 	return corev1.VolumeMount{Name: volume, MountPath: path, ReadOnly: readOnly}
 }
+
+// judgeCaps adds to caps what `keepalived --config-test` needs to check
+// the track scripts as ScriptUser: SETUID and SETGID.
+func judgeCaps(caps ...corev1.Capability) []corev1.Capability {
+	return append(caps, "SETGID", "SETUID")
+}
+
+// tmpVolume is the /tmp of the containers that judge configs: the root
+// filesystem is read-only, and keepalived --config-test and haproxy -c read
+// their candidate files from a temporary directory (pkg/configcheck).
+// In memory, since the files are small and gone with the pod.
+func tmpVolume() corev1.Volume {
+	return corev1.Volume{Name: volTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}
+}
+
+func tmpMount() corev1.VolumeMount { return mount(volTmp, "/tmp", false) }
 
 func hostPath(name, path string, t corev1.HostPathType) corev1.Volume {
 	return corev1.Volume{

@@ -159,9 +159,12 @@ func TestStaticPodInvariants(t *testing.T) {
 			if sidecar.Image != c.Spec.Images.Vipctl {
 				t.Errorf("sidecar image %q, want %q", sidecar.Image, c.Spec.Images.Vipctl)
 			}
-			// NET_ADMIN only: the nftables redirect of VIP:6443 to haproxy.
-			if got := sidecar.SecurityContext.Capabilities.Add; !slices.Equal(got, []corev1.Capability{"NET_ADMIN"}) {
-				t.Errorf("sidecar adds capabilities %v, want only NET_ADMIN", got)
+			// NET_ADMIN for the nftables redirect of VIP:6443 to haproxy;
+			// SETGID and SETUID for keepalived --config-test, which checks
+			// the track scripts as the script user. Nothing else.
+			sidecarCaps := []corev1.Capability{"NET_ADMIN", "SETGID", "SETUID"}
+			if got := sidecar.SecurityContext.Capabilities.Add; !slices.Equal(got, sidecarCaps) {
+				t.Errorf("sidecar adds capabilities %v, want only %v", got, sidecarCaps)
 			}
 			if u := sidecar.SecurityContext.RunAsUser; u == nil || *u != 0 {
 				t.Error("sidecar must run as root, keepalived's UID, to signal it without CAP_KILL")

@@ -25,19 +25,30 @@ var trials = flag.Int("trials", 20, "failover benchmark: trials per profile and 
 // Run with `make bench-failover [TRIALS=N]`. The targets live in
 // docs/benchmarks.md, not here: this prints, it does not judge.
 func BenchmarkFailover(b *testing.B) {
+	failoverCases(b, "", []string{"node-loss", "keepalived-kill", "planned"}, *trials, failoverTrial)
+}
+
+// failoverCases runs trial n times for every profile and scenario and
+// prints one line per case; lab ("" for the process lab) names the lab in
+// the line, as lab=NAME after "failover".
+func failoverCases(b *testing.B, lab string, scenarios []string, n int, trial func(*testing.B, string, string, int) (time.Duration, int)) {
+	prefix := "failover"
+	if lab != "" {
+		prefix += " lab=" + lab
+	}
 	for _, profile := range []string{"default", "fast"} {
-		for _, scenario := range []string{"node-loss", "keepalived-kill", "planned"} {
+		for _, scenario := range scenarios {
 			b.Run(profile+"/"+scenario, func(b *testing.B) {
 				var outages []time.Duration
 				failed := 0
-				for i := 0; i < *trials; i++ {
-					d, f := failoverTrial(b, profile, scenario, i)
+				for i := 0; i < n; i++ {
+					d, f := trial(b, profile, scenario, i)
 					outages = append(outages, d)
 					failed += f
 				}
 				sort.Slice(outages, func(i, j int) bool { return outages[i] < outages[j] })
-				fmt.Fprintf(os.Stdout, "failover profile=%s scenario=%s trials=%d median_ms=%d p95_ms=%d max_ms=%d failed_requests=%d\n",
-					profile, scenario, len(outages), percentile(outages, 50).Milliseconds(), percentile(outages, 95).Milliseconds(), outages[len(outages)-1].Milliseconds(), failed)
+				fmt.Fprintf(os.Stdout, "%s profile=%s scenario=%s trials=%d median_ms=%d p95_ms=%d max_ms=%d failed_requests=%d\n",
+					prefix, profile, scenario, len(outages), percentile(outages, 50).Milliseconds(), percentile(outages, 95).Milliseconds(), outages[len(outages)-1].Milliseconds(), failed)
 			})
 		}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/vipctl/vipctl/internal/version"
 	"github.com/vipctl/vipctl/pkg/openshiftrelease"
 )
 
@@ -26,9 +27,6 @@ const (
 	ModeMulticast                   = "multicast"
 	ProfileDefault                  = "default"
 	ProfileFast                     = "fast"
-	DefaultKeepalivedImage          = "quay.io/openshift/origin-keepalived-ipfailover:latest"
-	DefaultHaproxyImage             = "quay.io/openshift/origin-haproxy-router:latest"
-	DefaultVipctlImage              = "quay.io/vipctl/vipctl:latest"
 	defaultProfileAdvert            = "1s"
 	fastProfileAdvert               = "200ms"
 	defaultProfileVRRPVersion       = 2
@@ -135,14 +133,18 @@ func SetDefaults(c *ClusterVIPs) {
 	if v.Interface == "" {
 		v.Interface = DefaultInterface
 	}
+	// One image (make image, docs/image.md) carries keepalived, haproxy and
+	// vipctl, tagged with this binary's version: the pods run the sidecar
+	// this render was made for, never whatever :latest is that day.
+	image := version.Image()
 	if s.Images.Keepalived == "" {
-		s.Images.Keepalived = DefaultKeepalivedImage
+		s.Images.Keepalived = image
 	}
 	if s.Images.Haproxy == "" {
-		s.Images.Haproxy = DefaultHaproxyImage
+		s.Images.Haproxy = image
 	}
 	if s.Images.Vipctl == "" {
-		s.Images.Vipctl = DefaultVipctlImage
+		s.Images.Vipctl = image
 	}
 	// Unlike the other defaults this one may move with the oldest release
 	// still supported: a file that names none asks for output that every

@@ -215,12 +215,18 @@ type BGPPeer struct {
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 }
 
-// Images are the container images of the static pods.
+// Images are the container images of the static pods. Each defaults to
+// vipctl's own image, quay.io/vipctl/vipctl tagged with the version of the
+// vipctl that renders (docs/image.md), which carries keepalived, haproxy and
+// vipctl alike; set them to a mirror for a disconnected cluster.
 type Images struct {
-	// Keepalived runs VRRP on every node that may hold a VIP.
+	// Keepalived runs VRRP on every node that may hold a VIP. Default:
+	// vipctl's image.
 	Keepalived string `json:"keepalived,omitempty"`
-	// Haproxy balances the API on control-plane nodes.
+	// Haproxy balances the API on control-plane nodes. Default: vipctl's
+	// image.
 	Haproxy string `json:"haproxy,omitempty"`
-	// Vipctl runs the runtimecfg sidecar and its init container.
+	// Vipctl runs the runtimecfg sidecar and its init container. Default:
+	// vipctl's image.
 	Vipctl string `json:"vipctl,omitempty"`
 }

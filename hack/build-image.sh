@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Builds vipctl's one container image (keepalived, haproxy and the sidecar)
+# as an OCI archive: bin/vipctl-image.tar, named quay.io/vipctl/vipctl:VERSION.
+#
+#   1. the root filesystem from Debian bookworm's packages (mmdebstrap,
+#      essential variant plus the daemons), through the machine's configured
+#      apt sources; no base image is pulled from any registry;
+#   2. the release-built static bin/vipctl (make build) at /usr/bin/vipctl;
+#   3. hack/ociimage writes the OCI layout (one layer) into a tar.
+#
+# Cached: the root filesystem is rebuilt only when its package list or this
+# script change, the archive only when the rootfs, bin/vipctl or the tag
+# change. SOURCE_DATE_EPOCH pins every timestamp, so equal inputs give an
+# equal archive.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin="$root/bin"
+version=${1:?usage: build-image.sh VERSION}
+# A tag may not hold '+' (Go's +dirty, +incompatible): the same mapping as
+# version.ImageTag.
+tag=${version//+/-}
+image="quay.io/vipctl/vipctl:$tag"
+mkdir -p "$bin"
+
+# Packages the containers run: keepalived and haproxy, nftables and
+# iproute2 for looking at a node by hand (vipctl speaks netlink itself).
+packages=keepalived,haproxy,nftables,iproute2
+# Pinned so the same script gives the same files; the mirror snapshot date
+# in the machine's sources decides the package versions.
+export SOURCE_DATE_EPOCH=1767225600 # 2026-01-01T00:00:00Z
+sources=/etc/apt/sources.list.d/debian.sources
+[ -f "$sources" ] || sources=/etc/apt/sources.list
+
+rootfs="$bin/image-rootfs.tar"
+rootfs_want=$( (cat "$0"; cat "$sources") | sha256sum | cut -d' ' -f1)
+if [ ! -s "$rootfs" ] || [ "$(cat "$bin/.image-rootfs-stamp" 2>/dev/null)" != "$rootfs_want" ]; then
+  echo "build-image: root filesystem from Debian packages ($packages)"
+  # The output's name must end in .tar: mmdebstrap picks the format from it.
+  # path-exclude: no docs, man pages, locales or info in the image (the
+  # copyright files stay, they are the licences). keepalived_script runs
+  # the check scripts (enable_script_security, script_user in
+  # keepalived.conf); the essential variant has no useradd, so the entries
+  # are written directly.
+  mmdebstrap --quiet --variant=essential --include="$packages" \
+    --dpkgopt='path-exclude=/usr/share/man/*' \
+    --dpkgopt='path-exclude=/usr/share/locale/*' \
+    --dpkgopt='path-exclude=/usr/share/info/*' \
+    --dpkgopt='path-exclude=/usr/share/doc/*' \
+    --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+    --customize-hook='echo "keepalived_script:x:999:999:keepalived check scripts:/nonexistent:/usr/sbin/nologin" >> "$1/etc/passwd"' \
+    --customize-hook='echo "keepalived_script:x:999:" >> "$1/etc/group"' \
+    --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/* "$1"/var/log/*' \
+    --customize-hook='chroot "$1" dpkg-query -W -f "\${Package} \${Version}\n" keepalived haproxy nftables iproute2 > "$1/etc/vipctl-image-packages"' \
+    bookworm "$bin/image-rootfs.tmp.tar" "$sources"
+  mv "$bin/image-rootfs.tmp.tar" "$rootfs"
+  echo "$rootfs_want" > "$bin/.image-rootfs-stamp"
+fi
+
+out="$bin/vipctl-image.tar"
+want=$( (echo "$image"; echo "$rootfs_want"; sha256sum "$bin/vipctl"; cat "$root"/hack/ociimage/*.go) | sha256sum | cut -d' ' -f1)
+if [ -s "$out" ] && [ "$(cat "$bin/.image-stamp" 2>/dev/null)" = "$want" ]; then
+  exit 0
+fi
+(cd "$root" && go run ./hack/ociimage -rootfs "$rootfs" -add "$bin/vipctl:/usr/bin/vipctl" -name "$image" -o "$out.tmp")
+mv "$out.tmp" "$out"
+echo "$want" > "$bin/.image-stamp"
+echo "build-image: $image -> bin/vipctl-image.tar ($(du -h "$out" | cut -f1))"

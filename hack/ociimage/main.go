@@ -1,0 +1,321 @@
+// Command ociimage writes a one-layer OCI image layout into a tar (an "OCI
+// archive", which `ctr images import` and `skopeo copy oci-archive:` read)
+// from a root filesystem tar plus added files.
+//
+// It exists so that `make image` needs no umoci, skopeo or registry: the
+// layout is three JSON documents and a gzipped tar, and writing them here
+// keeps the output a pure function of the inputs (fixed timestamps, sorted
+// JSON, a gzip header without name or time), so equal inputs give an equal
+// archive and an equal image digest.
+package main
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	mediaManifest = "application/vnd.oci.image.manifest.v1+json"
+	mediaConfig   = "application/vnd.oci.image.config.v1+json"
+	mediaLayer    = "application/vnd.oci.image.layer.v1.tar+gzip"
+	// refNameAnnotation is the tag skopeo and the OCI layout spec read;
+	// containerNameAnnotation the full name `ctr images import` gives the
+	// image.
+	refNameAnnotation       = "org.opencontainers.image.ref.name"
+	containerNameAnnotation = "io.containerd.image.name"
+	defaultPath             = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+)
+
+type descriptor struct {
+	MediaType   string            `json:"mediaType"`
+	Digest      string            `json:"digest"`
+	Size        int64             `json:"size"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// Platform on the index entry: `ctr images import` keeps only the
+	// entries that match the machine's platform.
+	Platform *platform `json:"platform,omitempty"`
+}
+
+type platform struct {
+	Architecture string `json:"architecture"`
+	OS           string `json:"os"`
+}
+
+type manifest struct {
+	SchemaVersion int          `json:"schemaVersion"`
+	MediaType     string       `json:"mediaType"`
+	Config        descriptor   `json:"config"`
+	Layers        []descriptor `json:"layers"`
+}
+
+type index struct {
+	SchemaVersion int          `json:"schemaVersion"`
+	MediaType     string       `json:"mediaType"`
+	Manifests     []descriptor `json:"manifests"`
+}
+
+type imageConfig struct {
+	Created      string    `json:"created"`
+	Architecture string    `json:"architecture"`
+	OS           string    `json:"os"`
+	Config       runConfig `json:"config"`
+	RootFS       rootFS    `json:"rootfs"`
+	History      []history `json:"history"`
+}
+
+type runConfig struct {
+	Env        []string          `json:"Env"`
+	Entrypoint []string          `json:"Entrypoint,omitempty"`
+	Labels     map[string]string `json:"Labels,omitempty"`
+}
+
+type rootFS struct {
+	Type    string   `json:"type"`
+	DiffIDs []string `json:"diff_ids"`
+}
+
+type history struct {
+	Created   string `json:"created"`
+	CreatedBy string `json:"created_by"`
+}
+
+// addFlag collects -add SRC:DST pairs.
+type addFlag []string
+
+func (a *addFlag) String() string     { return strings.Join(*a, ",") }
+func (a *addFlag) Set(v string) error { *a = append(*a, v); return nil }
+
+type options struct {
+	rootfs     string
+	adds       addFlag
+	name       string
+	out        string
+	entrypoint string
+	created    time.Time
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.rootfs, "rootfs", "", "root filesystem tar (mmdebstrap's output); empty for an image of only the added files")
+	flag.Var(&o.adds, "add", "SRC:DST, a file added to the layer as root-owned, mode of SRC (repeatable)")
+	flag.StringVar(&o.name, "name", "", "image name with tag, e.g. quay.io/vipctl/vipctl:v0.1.0")
+	flag.StringVar(&o.out, "o", "", "output OCI archive")
+	flag.StringVar(&o.entrypoint, "entrypoint", "", "the image's entrypoint (one path), if any")
+	flag.Parse()
+	o.created = sourceDate()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "ociimage:", err)
+		os.Exit(1)
+	}
+}
+
+// sourceDate is SOURCE_DATE_EPOCH (the reproducible-builds convention), or
+// the epoch: never the wall clock.
+func sourceDate() time.Time {
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return time.Unix(n, 0).UTC()
+		}
+	}
+	return time.Unix(0, 0).UTC()
+}
+
+func run(o options) error {
+	if o.name == "" || o.out == "" {
+		return errors.New("-name and -o are required")
+	}
+	tag := o.name[strings.LastIndex(o.name, ":")+1:]
+	if !strings.Contains(o.name, ":") || strings.Contains(tag, "/") {
+		return fmt.Errorf("-name %q has no tag", o.name)
+	}
+	layerFile, err := os.CreateTemp(filepath.Dir(o.out), ".layer-*")
+	if err != nil {
+		return err
+	}
+	// The layer is copied into the archive below; the temporary file is
+	// scratch either way.
+	defer func() { _ = os.Remove(layerFile.Name()) }()
+	defer func() { _ = layerFile.Close() }()
+	diffID, layer, err := writeLayer(layerFile, o)
+	if err != nil {
+		return err
+	}
+	created := o.created.Format(time.RFC3339)
+	cfg := imageConfig{
+		Created: created, Architecture: "amd64", OS: "linux",
+		Config:  runConfig{Env: []string{defaultPath}},
+		RootFS:  rootFS{Type: "layers", DiffIDs: []string{diffID}},
+		History: []history{{Created: created, CreatedBy: "vipctl hack/build-image.sh"}},
+	}
+	if o.entrypoint != "" {
+		cfg.Config.Entrypoint = []string{o.entrypoint}
+	}
+	cfgJSON, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	cfgDesc := blobDescriptor(mediaConfig, cfgJSON)
+	man, err := json.Marshal(manifest{SchemaVersion: 2, MediaType: mediaManifest, Config: cfgDesc, Layers: []descriptor{layer}})
+	if err != nil {
+		return err
+	}
+	manDesc := blobDescriptor(mediaManifest, man)
+	manDesc.Annotations = map[string]string{refNameAnnotation: tag, containerNameAnnotation: o.name}
+	manDesc.Platform = &platform{Architecture: "amd64", OS: "linux"}
+	idx, err := json.Marshal(index{SchemaVersion: 2, MediaType: "application/vnd.oci.image.index.v1+json", Manifests: []descriptor{manDesc}})
+	if err != nil {
+		return err
+	}
+
+	out, err := os.Create(o.out)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(out)
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{
+		{"oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)},
+		{"index.json", idx},
+		{blobPath(manDesc.Digest), man},
+		{blobPath(cfgDesc.Digest), cfgJSON},
+	} {
+		if err := writeBytes(tw, f.name, f.data, o.created); err != nil {
+			return fmt.Errorf("%s: %w", o.out, err)
+		}
+	}
+	if _, err := layerFile.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: blobPath(layer.Digest), Mode: 0o444, Size: layer.Size, ModTime: o.created, Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+		return err
+	}
+	if _, err := io.Copy(tw, layerFile); err != nil {
+		return fmt.Errorf("%s: layer: %w", o.out, err)
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return out.Close()
+}
+
+// writeLayer copies the root filesystem tar and the added files into one
+// gzipped tar on w; it returns the uncompressed digest (the diff ID) and
+// the layer's descriptor.
+func writeLayer(w io.Writer, o options) (string, descriptor, error) {
+	compressed := sha256.New()
+	counter := &countingWriter{w: io.MultiWriter(w, compressed)}
+	gz, err := gzip.NewWriterLevel(counter, gzip.BestCompression)
+	if err != nil {
+		return "", descriptor{}, err
+	}
+	uncompressed := sha256.New()
+	tw := tar.NewWriter(io.MultiWriter(gz, uncompressed))
+	if o.rootfs != "" {
+		if err := copyTar(tw, o.rootfs); err != nil {
+			return "", descriptor{}, err
+		}
+	}
+	for _, a := range o.adds {
+		src, dst, ok := strings.Cut(a, ":")
+		if !ok {
+			return "", descriptor{}, fmt.Errorf("-add %q: want SRC:DST", a)
+		}
+		if err := addFile(tw, src, dst, o.created); err != nil {
+			return "", descriptor{}, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return "", descriptor{}, err
+	}
+	if err := gz.Close(); err != nil {
+		return "", descriptor{}, err
+	}
+	return digest(uncompressed), descriptor{MediaType: mediaLayer, Digest: digest(compressed), Size: counter.n}, nil
+}
+
+func copyTar(tw *tar.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }() // read only
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return fmt.Errorf("%s: %s: %w", path, h.Name, err)
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return fmt.Errorf("%s: %s: %w", path, h.Name, err)
+		}
+	}
+}
+
+func addFile(tw *tar.Writer, src, dst string, mtime time.Time) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	st, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	h := &tar.Header{
+		Name: "./" + strings.TrimPrefix(dst, "/"), Mode: int64(st.Mode().Perm()), Size: int64(len(data)),
+		ModTime: mtime, Typeflag: tar.TypeReg, Format: tar.FormatPAX,
+	}
+	if err := tw.WriteHeader(h); err != nil {
+		return fmt.Errorf("%s: %w", dst, err)
+	}
+	_, err = tw.Write(data)
+	return err
+}
+
+func writeBytes(tw *tar.Writer, name string, data []byte, mtime time.Time) error {
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o444, Size: int64(len(data)), ModTime: mtime, Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+		return err
+	}
+	_, err := tw.Write(data)
+	return err
+}
+
+func blobDescriptor(mediaType string, data []byte) descriptor {
+	sum := sha256.Sum256(data)
+	return descriptor{MediaType: mediaType, Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: int64(len(data))}
+}
+
+func blobPath(d string) string { return "blobs/sha256/" + strings.TrimPrefix(d, "sha256:") }
+
+func digest(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil)) }
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
