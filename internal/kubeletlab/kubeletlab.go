@@ -23,7 +23,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +32,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/vipctl/vipctl/internal/fixture"
 	"github.com/vipctl/vipctl/internal/netlab"
 )
 
@@ -124,11 +124,7 @@ func Require(t testing.TB) string {
 // BinDir is the repository's bin/.
 func BinDir(t testing.TB) string {
 	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("kubeletlab: cannot locate the repository")
-	}
-	return filepath.Join(filepath.Dir(file), "..", "..", "bin")
+	return fixture.Repo("bin")
 }
 
 // Options describe one node.

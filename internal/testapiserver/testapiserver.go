@@ -15,7 +15,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -23,7 +22,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +32,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/vipctl/vipctl/internal/fixture"
 )
 
 // Server is a running etcd + kube-apiserver pair.
@@ -54,23 +54,14 @@ type Server struct {
 
 // Binaries are looked up in the repository's bin/, where
 // hack/build-apiserver.sh puts them.
-func binDir() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("cannot locate the repository")
-	}
-	return filepath.Join(filepath.Dir(file), "..", "..", "bin"), nil
-}
+func binDir() string { return fixture.Repo("bin") }
 
 // Start launches etcd and kube-apiserver and waits until the apiserver is
 // ready. It fails the test (never skips) when the binaries are missing:
 // `make test` builds them first.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := binDir()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := binDir()
 	for _, b := range []string{"etcd", "kube-apiserver"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
 			t.Fatalf("%s not built: run hack/build-apiserver.sh (make test does): %v", b, err)
@@ -239,7 +230,7 @@ func (s *Server) RestartAPIServer(t testing.TB, down func()) {
 	if down != nil {
 		down()
 	}
-	bin, _ := binDir()
+	bin := binDir()
 	cmd := s.launch(t, "kube-apiserver", filepath.Join(bin, "kube-apiserver"), s.apiArgs...)
 	s.mu.Lock()
 	s.apiserver = cmd
