@@ -1,6 +1,8 @@
 package render
 
 import (
+	"encoding/binary"
+	"hash/fnv"
 	"net/netip"
 	"sort"
 
@@ -92,12 +94,7 @@ func (p *Plan) frrView(node string) *frrView {
 	b := p.c.Spec.BGP
 	n := p.nodes[node]
 	v := &frrView{Node: node, ASN: b.ASN, Communities: b.Communities}
-	for _, a := range n.Addresses {
-		if a.Is4() {
-			v.RouterID = a.String()
-			break
-		}
-	}
+	v.RouterID = routerID(node, n.Addresses)
 	fams := map[bool]*frrFamilyView{true: {Name: "ipv4"}, false: {Name: "ipv6"}}
 	for _, peer := range b.Peers {
 		if !cluster.Matches(peer.NodeSelector, n.Labels) {
@@ -119,4 +116,29 @@ func (p *Plan) frrView(node string) *frrView {
 		}
 	}
 	return v
+}
+
+// routerID is a node's BGP router-id: its first IPv4 address, or on a
+// node without one (IPv6-only) the low 32 bits of its first IPv6
+// address, since bgpd finds no router-id of its own there and its
+// sessions never come up. Nodes of one subnet differ in those bits; an
+// address whose low bits are all zero falls back to a hash of the node's
+// name.
+func routerID(node string, addrs []netip.Addr) string {
+	for _, a := range addrs {
+		if a.Is4() {
+			return a.String()
+		}
+	}
+	if len(addrs) == 0 {
+		return ""
+	}
+	b := addrs[0].As16()
+	id := [4]byte(b[12:16])
+	if id == [4]byte{} {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(node))
+		binary.BigEndian.PutUint32(id[:], h.Sum32()|1)
+	}
+	return netip.AddrFrom4(id).String()
 }

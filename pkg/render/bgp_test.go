@@ -65,3 +65,35 @@ func TestBGPAnnounced(t *testing.T) {
 		}
 	}
 }
+
+// TestRouterID: a node's first IPv4 address; on an IPv6-only node the low
+// 32 bits of its address (bgpd would find no router-id there and never
+// bring a session up), or a hash of its name when those bits are zero.
+func TestRouterID(t *testing.T) {
+	t.Parallel()
+	addrs := func(s ...string) []netip.Addr {
+		var out []netip.Addr
+		for _, a := range s {
+			out = append(out, netip.MustParseAddr(a))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		addrs []netip.Addr
+		want  string
+	}{
+		{"dual-stack", addrs("2001:db8:1::21", "198.51.100.21"), "198.51.100.21"},
+		{"ipv6-only", addrs("2001:db8:1::21"), "0.0.0.33"},
+		{"ipv6-only, high bits", addrs("2001:db8:1::c633:6415"), "198.51.100.21"},
+		{"no address", nil, ""},
+	} {
+		if got := routerID("n", tc.addrs); got != tc.want {
+			t.Errorf("%s: routerID(%v) = %q, want %q", tc.name, tc.addrs, got, tc.want)
+		}
+	}
+	a, b := routerID("worker-0", addrs("2001:db8:1::")), routerID("worker-1", addrs("2001:db8:2::"))
+	if a == "" || a == "0.0.0.0" || a == b || a != routerID("worker-0", addrs("2001:db8:1::")) {
+		t.Errorf("zero low bits: worker-0 %q, worker-1 %q: want distinct, stable, non-zero ids", a, b)
+	}
+}
