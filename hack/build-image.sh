@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds vipctl's one container image (keepalived, haproxy and the sidecar)
+# Builds vipctl's one container image (keepalived, haproxy, FRR and the sidecar)
 # as an OCI archive: bin/vipctl-image.tar, named quay.io/vipctl/vipctl:VERSION.
 #
 #   1. the root filesystem from Debian bookworm's packages (mmdebstrap,
@@ -22,9 +22,11 @@ tag=${version//+/-}
 image="quay.io/vipctl/vipctl:$tag"
 mkdir -p "$bin"
 
-# Packages the containers run: keepalived and haproxy, nftables and
+# Packages the containers run: keepalived and haproxy; FRR for bgp pools
+# (zebra, bfdd, bgpd and vtysh; frr-pythontools is frr-reload.py, which
+# applies a new frr.conf without resetting sessions); nftables and
 # iproute2 for looking at a node by hand (vipctl speaks netlink itself).
-packages=keepalived,haproxy,nftables,iproute2
+packages=keepalived,haproxy,frr,frr-pythontools,nftables,iproute2
 # Pinned so the same script gives the same files; the mirror snapshot date
 # in the machine's sources decides the package versions.
 export SOURCE_DATE_EPOCH=1767225600 # 2026-01-01T00:00:00Z
@@ -49,8 +51,10 @@ if [ ! -s "$rootfs" ] || [ "$(cat "$bin/.image-rootfs-stamp" 2>/dev/null)" != "$
     --dpkgopt='path-include=/usr/share/doc/*/copyright' \
     --customize-hook='echo "keepalived_script:x:999:999:keepalived check scripts:/nonexistent:/usr/sbin/nologin" >> "$1/etc/passwd"' \
     --customize-hook='echo "keepalived_script:x:999:" >> "$1/etc/group"' \
+    --customize-hook='sed -i -e "s/^frrvty:\(.*\):\([^:]*\)\$/frrvty:\1:\2,root/" -e "s/^frrvty:\(.*\):,root\$/frrvty:\1:root/" "$1/etc/group"' \
+    --customize-hook='grep -q "^frrvty:.*[:,]root\$" "$1/etc/group"' \
     --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/* "$1"/var/log/*' \
-    --customize-hook='chroot "$1" dpkg-query -W -f "\${Package} \${Version}\n" keepalived haproxy nftables iproute2 > "$1/etc/vipctl-image-packages"' \
+    --customize-hook='chroot "$1" dpkg-query -W -f "\${Package} \${Version}\n" keepalived haproxy frr frr-pythontools nftables iproute2 > "$1/etc/vipctl-image-packages"' \
     bookworm "$bin/image-rootfs.tmp.tar" "$sources"
   mv "$bin/image-rootfs.tmp.tar" "$rootfs"
   echo "$rootfs_want" > "$bin/.image-rootfs-stamp"

@@ -64,6 +64,7 @@ LoadBalancer Service VIPs, and keeps them in step with the cluster.`,
 		NewStatusCommand(streams),
 		NewDrainCommand(streams),
 		NewUndrainCommand(streams),
+		NewFRRCommand(streams),
 	)
 	return root
 }

@@ -52,7 +52,7 @@ const kubeletPort = 10250
 var nodePaths = []string{
 	"/etc/kubernetes", "/etc/keepalived", "/etc/haproxy", "/etc/vipctl",
 	"/run/vipctl", "/run/haproxy",
-	"/var/lib/kubelet", "/var/lib/containerd", "/run/containerd", "/opt/containerd",
+	"/var/lib/vipctl", "/var/lib/kubelet", "/var/lib/containerd", "/run/containerd", "/opt/containerd",
 	"/var/log/pods", "/var/log/containers",
 }
 

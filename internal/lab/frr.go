@@ -3,15 +3,14 @@ package lab
 import (
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/runtimecfg"
 )
 
 // FRR is one FRR instance of the lab (zebra + bgpd), started by PID in a
@@ -27,40 +26,32 @@ type FRR struct {
 	Bfdd  *netlab.Proc
 }
 
-// StartFRR runs zebra, bgpd and bfdd in h with dir's etc/frr/frr.conf
-// (which must exist: bgpd reads it at start) and waits until bgpd answers
-// on its vty socket.
+// StartFRR runs zebra, bfdd and bgpd in h, as the frr container does
+// (runtimecfg.FRRDaemons), with dir as the node's root: bgpd reads dir's
+// etc/frr/frr.conf, or starts empty while there is none (a node that
+// announces nothing yet). It waits until bgpd answers on its vty socket.
 func StartFRR(t testing.TB, h *netlab.Host, dir string) *FRR {
 	t.Helper()
 	RequireFRR(t)
-	run := filepath.Join(dir, render.FRRRunDir)
-	if err := os.MkdirAll(run, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// The daemons drop to user frr, which must create its sockets here
-	// and read the config on the way (dir's parents are 0755).
-	u, err := user.Lookup("frr")
+	conf, err := runtimecfg.PrepareFRRRun(dir)
 	if err != nil {
-		t.Fatalf("FRR's user: %v (run hack/install-deps.sh)", err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	if err := os.Chown(run, uid, gid); err != nil {
-		t.Fatal(err)
-	}
-	zserv := filepath.Join(run, "zserv.api")
-	conf := filepath.Join(dir, render.FRRConfPath)
-	empty := filepath.Join(run, "empty.conf")
-	if err := os.WriteFile(empty, nil, 0o644); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (run hack/install-deps.sh)", err)
 	}
 	f := &FRR{Dir: dir, Host: h}
-	f.Zebra = h.Start("zebra", "/usr/lib/frr/zebra", "-i", filepath.Join(run, "zebra.pid"), "-z", zserv, "--vty_socket", run, "-f", empty)
-	WaitFor(t, 10*time.Second, h.Name+" zebra up", func() bool { return exists(zserv) })
-	f.Bfdd = h.Start("bfdd", "/usr/lib/frr/bfdd", "-i", filepath.Join(run, "bfdd.pid"), "-z", zserv, "--vty_socket", run, "-f", empty,
-		"--bfdctl", filepath.Join(run, "bfdd.sock"))
-	f.Bgpd = h.Start("bgpd", "/usr/lib/frr/bgpd", "-i", filepath.Join(run, "bgpd.pid"), "-z", zserv, "--vty_socket", run, "-f", conf)
-	WaitFor(t, 10*time.Second, h.Name+" bgpd up", func() bool { return exists(filepath.Join(run, "bgpd.vty")) })
+	for _, d := range runtimecfg.FRRDaemons(dir, conf) {
+		p := h.Start(d.Name, d.Argv...)
+		switch d.Name {
+		case "zebra":
+			f.Zebra = p
+		case "bfdd":
+			f.Bfdd = p
+		case "bgpd":
+			f.Bgpd = p
+		}
+		if d.Ready != "" {
+			WaitFor(t, 10*time.Second, h.Name+" "+d.Name+" up", func() bool { return exists(d.Ready) })
+		}
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("--- %s bgpd log:\n%s", h.Name, f.Bgpd.LogTail(20))

@@ -83,10 +83,16 @@ func Haproxy(ctx context.Context, cfg []byte, o Options) error {
 // FRR checks a frr.conf with `vtysh -C -f` (a dry run: vtysh parses every
 // line with the grammar of the daemons it was built with and applies
 // nothing, so no daemon need be running). It needs no interface, so it
-// runs wherever vipctl runs.
+// runs wherever vipctl runs. vtysh reads its own vtysh.conf first and
+// complains when there is none (a node's /etc/frr is vipctl's, holding
+// frr.conf only), so it is pointed at an empty one beside the candidate.
 func FRR(ctx context.Context, conf []byte, o Options) error {
 	return withFile("frr.conf", conf, func(path string) error {
-		out, err := (Options{}).run(ctx, o.bin(o.Vtysh, "vtysh"), "-C", "-f", path)
+		dir := filepath.Dir(path)
+		if err := os.WriteFile(filepath.Join(dir, "vtysh.conf"), nil, 0o600); err != nil {
+			return err
+		}
+		out, err := (Options{}).run(ctx, o.bin(o.Vtysh, "vtysh"), "--config_dir", dir, "-C", "-f", path)
 		if err != nil || len(bytes.TrimSpace(out)) > 0 {
 			return fmt.Errorf("vtysh -C: %s", diagnose(out, err))
 		}

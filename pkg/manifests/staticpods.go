@@ -39,6 +39,7 @@ const (
 	containerKeepalived = "keepalived"
 	containerRuntimecfg = "runtimecfg"
 	containerHaproxy    = "haproxy"
+	containerFRR        = "frr"
 
 	volConfig     = "config"
 	volKeepalived = "keepalived"
@@ -49,6 +50,8 @@ const (
 	volKubeletPKI = "kubelet-pki"
 	volState      = "state"
 	volTmp        = "tmp"
+	volFRR        = "frr"
+	volFRRRun     = "frr-run"
 )
 
 // manifestMode: the kubelet only reads static pod manifests.
@@ -183,7 +186,7 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 		// insecure"); seen under the real kubelet (TestKubelet...).
 		SecurityContext: securityContext(judgeCaps("NET_ADMIN")...),
 	}
-	return &corev1.Pod{
+	return withFRR(c, &corev1.Pod{
 		TypeMeta:   podTypeMeta(),
 		ObjectMeta: podMeta(render.KeepalivedPodName),
 		Spec: corev1.PodSpec{
@@ -210,7 +213,7 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 				tmpVolume(),
 			},
 		},
-	}
+	})
 }
 
 // HaproxyPod is the static pod on control-plane nodes.
@@ -249,7 +252,7 @@ func HaproxyPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 		// is root's and the sidecar, also root, must reach the sockets.
 		SecurityContext: securityContext(),
 	}
-	return &corev1.Pod{
+	return withFRR(c, &corev1.Pod{
 		TypeMeta:   podTypeMeta(),
 		ObjectMeta: podMeta(render.HaproxyPodName),
 		Spec: corev1.PodSpec{
@@ -275,7 +278,76 @@ func HaproxyPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 				tmpVolume(),
 			},
 		},
+	})
+}
+
+// withFRR gives a pod what bgp pools need when spec.bgp is set (a
+// cluster without it gets exactly the pods it had). Every container that
+// renders (the init containers and the sidecar) writes frr.conf: the
+// init container of either pod may run first after a boot, and its
+// root filesystem is read-only. The keepalived pod runs FRR itself: the
+// frr container (`vipctl frr`: zebra, bfdd, bgpd), whose vty sockets in
+// FRRRunDir the sidecar reaches to apply a new frr.conf (frr-reload.py)
+// without resetting a session. Host paths, as for keepalived, but
+// vipctl's own (render.HostFRRDir, HostFRRRunDir): `vtysh --vty_socket
+// /run/vipctl/frr` on the node reaches the same daemons.
+func withFRR(c *v1alpha1.ClusterVIPs, p *corev1.Pod) *corev1.Pod {
+	if c.Spec.BGP == nil {
+		return p
 	}
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range cs {
+			switch cs[i].Name {
+			case containerRender:
+				cs[i].VolumeMounts = append(cs[i].VolumeMounts, mount(volFRR, render.FRRDir, false))
+			case containerRuntimecfg:
+				// Connecting to a socket needs no write access to its
+				// directory; the sockets are group frrvty's, which root
+				// is in (the image's /etc/group), since the sidecar has
+				// no CAP_DAC_OVERRIDE.
+				cs[i].VolumeMounts = append(cs[i].VolumeMounts,
+					mount(volFRR, render.FRRDir, false), mount(volFRRRun, render.FRRRunDir, true))
+			}
+		}
+	}
+	p.Spec.Volumes = append(p.Spec.Volumes, hostPath(volFRR, render.HostFRRDir, corev1.HostPathDirectoryOrCreate))
+	if p.Name != render.KeepalivedPodName {
+		return p
+	}
+	p.Spec.Volumes = append(p.Spec.Volumes, hostPath(volFRRRun, render.HostFRRRunDir, corev1.HostPathDirectoryOrCreate))
+	p.Spec.Containers = append(p.Spec.Containers, corev1.Container{
+		Name:      containerFRR,
+		Image:     c.Spec.Images.Vipctl,
+		Command:   []string{"vipctl"},
+		Args:      []string{"frr"},
+		Resources: requests("10m", "50Mi"),
+		// Alive while bgpd answers on its vty socket; vipctl frr also
+		// exits when any daemon does.
+		LivenessProbe: &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+				Command: []string{"vtysh", "--vty_socket", render.FRRRunDir, "-d", "bgpd", "-c", "show version"},
+			}},
+			InitialDelaySeconds: 10,
+			PeriodSeconds:       10,
+			TimeoutSeconds:      5,
+			FailureThreshold:    3,
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			mount(volFRR, render.FRRDir, true),
+			mount(volFRRRun, render.FRRRunDir, false), // sockets, pid files
+			// zebra's crash log and per-thread log buffers.
+			mount(volTmp, "/var/tmp", false),
+		},
+		// The daemons start as root and drop to user frr (SETUID,
+		// SETGID), keeping only the capabilities each asks for, which
+		// must be in the container's set or the daemon refuses to start:
+		// zebra NET_ADMIN, NET_RAW and SYS_ADMIN (network namespaces for
+		// VRFs, asked for whether used or not), bgpd NET_BIND_SERVICE
+		// (port 179) and NET_RAW, bfdd NET_RAW. CHOWN: vipctl frr hands
+		// FRRRunDir to user frr.
+		SecurityContext: securityContext("NET_ADMIN", "NET_RAW", "NET_BIND_SERVICE", "SYS_ADMIN", "SETUID", "SETGID", "CHOWN"),
+	})
+	return p
 }
 
 // renderContainer writes this node's configs from the files the

@@ -77,10 +77,16 @@ const (
 const KubeletPKIDir = "/var/lib/kubelet/pki"
 
 // FRR, for bgp pools: the sidecar renders FRRConfPath and reloads bgpd
-// through the vty sockets in FRRRunDir (frr-reload.py), the layout of
-// Debian's and the FRR project's own packages.
+// through the vty sockets in FRRRunDir (frr-reload.py). These are the
+// paths inside the containers, FRR's own defaults (so `vtysh` in a
+// container needs no flags); on the node they are vipctl's directories
+// HostFRRDir and HostFRRRunDir, so that an FRR the host may run itself
+// keeps /etc/frr and /run/frr (Debian's are frr's, mode 0750, which the
+// containers' root, holding no CAP_DAC_OVERRIDE, could not even read).
 const (
-	FRRDir      = "/etc/frr"
-	FRRConfPath = FRRDir + "/frr.conf"
-	FRRRunDir   = "/run/frr"
+	FRRDir        = "/etc/frr"
+	FRRConfPath   = FRRDir + "/frr.conf"
+	FRRRunDir     = "/run/frr"
+	HostFRRDir    = StateDir + "/frr"
+	HostFRRRunDir = RunDir + "/frr"
 )

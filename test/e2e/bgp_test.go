@@ -150,8 +150,12 @@ func onLo(t testing.TB, h *netlab.Host, vip string) {
 
 // nextHops reads the router's kernel route to vip: the next hops zebra
 // installed from BGP, one per announcing node.
-func (bl *bgpLab) nextHops(vip string) []string {
-	out, err := bl.router.Host.Exec("ip", "-4", "route", "show", vip+"/32")
+func (bl *bgpLab) nextHops(vip string) []string { return routeHops(bl.router.Host, vip) }
+
+// routeHops reads h's kernel route to vip/32 and returns its next hops,
+// sorted.
+func routeHops(h *netlab.Host, vip string) []string {
+	out, err := h.Exec("ip", "-4", "route", "show", vip+"/32")
 	if err != nil {
 		return nil
 	}

@@ -117,6 +117,13 @@ func imageName(t testing.TB, archive string) string {
 
 func startKubeletCluster(t testing.TB, profile string) *kubeletCluster {
 	t.Helper()
+	return startKubeletClusterFrom(t, func(image string) string { return kubeletClusterYAML(image, profile) })
+}
+
+// startKubeletClusterFrom is startKubeletCluster with the cluster file
+// clusterYAML writes for the image under test.
+func startKubeletClusterFrom(t testing.TB, clusterYAML func(image string) string) *kubeletCluster {
+	t.Helper()
 	bin := kubeletlab.Require(t)
 	vipctl := filepath.Join(bin, "vipctl")
 	if _, err := os.Stat(vipctl); err != nil {
@@ -129,7 +136,7 @@ func startKubeletCluster(t testing.TB, profile string) *kubeletCluster {
 	kc := &kubeletCluster{api: api, admin: kubernetes.NewForConfigOrDie(api.AdminConfig()), vipctl: vipctl}
 	dir := t.TempDir()
 	kc.cfgPath = filepath.Join(dir, "cluster.yaml")
-	if err := os.WriteFile(kc.cfgPath, []byte(kubeletClusterYAML(image, profile)), 0o644); err != nil {
+	if err := os.WriteFile(kc.cfgPath, []byte(clusterYAML(image)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	kc.adminKC = filepath.Join(dir, "admin.kubeconfig")
@@ -594,10 +601,21 @@ func TestKubeletLoadBalancerService(t *testing.T) {
 // address, and returns the address.
 func (kc *kubeletCluster) serviceVIP(t testing.TB, name string) string {
 	t.Helper()
+	return kc.serviceVIPFrom(t, name, "")
+}
+
+// serviceVIPFrom is serviceVIP asking for a pool by name ("": any pool
+// that assigns automatically).
+func (kc *kubeletCluster) serviceVIPFrom(t testing.TB, name, pool string) string {
+	t.Helper()
 	lab.StartAllocator(t, kc.api, lab.AllocatorToken(t, kc.admin), "allocator-0")
 	ctx := context.Background()
+	var annotations map[string]string
+	if pool != "" {
+		annotations = map[string]string{v1alpha1.AnnotationPool: pool}
+	}
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: annotations},
 		Spec: corev1.ServiceSpec{
 			Type:  corev1.ServiceTypeLoadBalancer,
 			Ports: []corev1.ServicePort{{Port: kubeletEchoPort, Protocol: corev1.ProtocolTCP}},
