@@ -17,7 +17,6 @@ import (
 
 	"github.com/vipctl/vipctl/internal/lab"
 	"github.com/vipctl/vipctl/internal/netlab"
-	"github.com/vipctl/vipctl/internal/testapiserver"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/render"
 )
@@ -375,7 +374,7 @@ spec:
 `
 
 // TestBGPUpdateKeepsAddresses: a pool moved from vrrp to bgp with
-// `vipctl update` keeps its Services' addresses. Before the move the
+// `vipctl update --set-pool-mode` keeps its Services' addresses. Before the move the
 // addresses are VRRP VIPs on the workers, reached by a client behind the
 // router over the shared segment; the plan names the mode change and the
 // VRRP IDs it frees; afterwards every Service holds the address it had,
@@ -426,16 +425,13 @@ func TestBGPUpdateKeepsAddresses(t *testing.T) {
 		}
 	}
 
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
-	testapiserver.WriteKubeconfig(t, kc.API.AdminConfig(), kubeconfig)
-	file := filepath.Join(dir, "cluster.yaml")
-	if err := os.WriteFile(file, []byte(strings.Replace(bgpUpdateYAML, "mode: vrrp", "mode: bgp", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	code, out, errOut := vipctl(t, "update", "-f", file, "--kubeconfig", kubeconfig)
+	kubeconfig, file := updateFiles(t, kc.API, bgpUpdateYAML)
+	code, out, errOut := vipctl(t, "update", "-f", file, "--kubeconfig", kubeconfig, "--set-pool-mode", "web=bgp")
 	if code != 0 {
 		t.Fatalf("update: exit %d\n%s%s", code, out, errOut)
+	}
+	if got, want := readFile(t, file), strings.Replace(bgpUpdateYAML, "mode: vrrp", "mode: bgp", 1); got != want {
+		t.Errorf("the file after --set-pool-mode:\n%s\nwant only the mode line changed:\n%s", got, want)
 	}
 	t.Logf("plan:\n%s", out)
 	for _, want := range []string{"~ pool web (frees VRRP IDs pool/web/0=", "    mode: vrrp -> bgp\n", "no MachineConfig change"} {
