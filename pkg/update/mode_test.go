@@ -96,6 +96,29 @@ func TestModeVRRPToBGP(t *testing.T) {
 	}
 }
 
+// TestModeBGPWithSpecBGP: a pool moved to bgp in the same update that
+// adds spec.bgp is planned, with a warning: the nodes would refuse the
+// pools until their new file arrives.
+func TestModeBGPWithSpecBGP(t *testing.T) {
+	t.Parallel()
+	live := liveIn(t, "vrrp")
+	live.Spec.BGP = nil
+	p, err := Compute(live, racksIn(t, "bgp"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(p.Static, ",") != "spec.bgp" || len(p.Warnings) != 1 || !strings.HasPrefix(p.Warnings[0], "pool racks becomes bgp while spec.bgp changes") {
+		t.Errorf("static %v, warnings %q", p.Static, p.Warnings)
+	}
+	if text := p.Text(); !strings.Contains(text, "! pool racks becomes bgp while spec.bgp changes: ") || !strings.Contains(text, "roll spec.bgp out first, then move the pool") {
+		t.Errorf("plan text:\n%s", text)
+	}
+	// With spec.bgp on the nodes already, no warning.
+	if p, err := Compute(liveIn(t, "vrrp"), racksIn(t, "bgp"), nil); err != nil || len(p.Warnings) != 0 {
+		t.Errorf("spec.bgp unchanged: %v, warnings %q", err, p.Warnings)
+	}
+}
+
 // TestModeBGPToVRRP: moving a pool back to vrrp takes VRRP IDs (named in
 // the plan) and makes the pool's last addresses its instances' anchors: a
 // Service holding one is an orphan, and the update is refused without

@@ -71,6 +71,8 @@ type Plan struct {
 	// Static lists changes outside the day-2 parts: they need new
 	// MachineConfigs, and the Machine Config Operator reboots the nodes.
 	Static []string `json:"static,omitempty"`
+	// Warnings are things the plan does that are allowed but unwise.
+	Warnings []string `json:"warnings,omitempty"`
 	// Desired is the config that would be written, with every pool
 	// instance's VRRP ID pinned so later edits never renumber it.
 	Desired *v1alpha1.ClusterVIPs `json:"-"`
@@ -140,8 +142,30 @@ func Compute(live, desired *v1alpha1.ClusterVIPs, services []corev1.Service) (*P
 	p.Orphans = orphans(out, services)
 	if live != nil {
 		p.Static = staticDiff(live, out)
+		p.Warnings = bgpBeforeRollout(live, out, p.Static)
 	}
 	return p, nil
+}
+
+// bgpBeforeRollout warns about pools that become bgp in the same update
+// that changes spec.bgp: the sidecars take the pools from the ConfigMap
+// at once but spec.bgp only from their node's file, which the Machine
+// Config Operator rewrites node by node.
+func bgpBeforeRollout(live, desired *v1alpha1.ClusterVIPs, static []string) []string {
+	if !slices.Contains(static, "spec.bgp") {
+		return nil
+	}
+	wasBGP := map[string]bool{}
+	for _, lp := range live.Spec.ServicePools {
+		wasBGP[lp.Name] = lp.IsBGP()
+	}
+	var out []string
+	for _, dp := range desired.Spec.ServicePools {
+		if dp.IsBGP() && !wasBGP[dp.Name] {
+			out = append(out, fmt.Sprintf("pool %s becomes bgp while spec.bgp changes: a node takes the pool at once but spec.bgp only when the Machine Config Operator has rolled it, and until then refuses the new pools and keeps its last valid ones (vipctl_runtimecfg_config_invalid 1); roll spec.bgp out first, then move the pool (docs/bgp.md)", dp.Name))
+		}
+	}
+	return out
 }
 
 // poolIDs are the VRRP IDs of pool's instances in c (nil: none), from
@@ -351,6 +375,9 @@ func (p *Plan) Text() string {
 	}
 	for _, o := range p.Orphans {
 		fmt.Fprintf(&b, "! Service %s would lose %s (%s)\n", o.Service, strings.Join(o.Addresses, ", "), o.Reason)
+	}
+	for _, w := range p.Warnings {
+		fmt.Fprintf(&b, "! %s\n", w)
 	}
 	if len(p.Static) > 0 {
 		fmt.Fprintf(&b, "! static parts change (%s): new MachineConfigs; the Machine Config Operator will roll (reboot) the nodes\n", strings.Join(p.Static, ", "))
