@@ -426,6 +426,7 @@ func TestBGPUpdateKeepsAddresses(t *testing.T) {
 	}
 
 	kubeconfig, file := updateFiles(t, kc.API, bgpUpdateYAML)
+	moved := time.Now()
 	code, out, errOut := vipctl(t, "update", "-f", file, "--kubeconfig", kubeconfig, "--set-pool-mode", "web=bgp")
 	if code != 0 {
 		t.Fatalf("update: exit %d\n%s%s", code, out, errOut)
@@ -448,6 +449,7 @@ func TestBGPUpdateKeepsAddresses(t *testing.T) {
 	for _, n := range kc.Nodes {
 		kc.WaitConf(t, n.Name, "no instance of the web pool", func(c string) bool { return !strings.Contains(c, "pool_web_") })
 	}
+	released := time.Since(moved)
 	for _, w := range []string{"worker-0", "worker-1"} {
 		for _, vip := range vips {
 			onLo(t, kc.ByName[w].Host, vip)
@@ -473,8 +475,10 @@ func TestBGPUpdateKeepsAddresses(t *testing.T) {
 		t.Errorf("master-0, outside the pool, announces:\n%s", data)
 	}
 	for _, vip := range vips {
-		took := bl.waitHops(t, vip, workers, 30*time.Second)
-		t.Logf("%s: routed to both workers %s after the frr.conf files showed it", vip, took.Round(time.Millisecond))
+		bl.waitHops(t, vip, workers, 30*time.Second)
+		// Mostly the nodes' first BGP sessions coming up: before its
+		// first bgp pool a node renders no frr.conf, so it has none.
+		t.Logf("%s: out of keepalived.conf %s, routed to both workers %s after vipctl update started", vip, released.Round(time.Millisecond), time.Since(moved).Round(time.Millisecond))
 		got := bl.ask(t, vip, 20)
 		if got["worker-0"]+got["worker-1"] != 20 {
 			t.Errorf("through the routes, %s: answers %v, want all 20 from the workers", vip, got)
