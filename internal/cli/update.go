@@ -38,15 +38,16 @@ func NewUpdateCommand(streams IOStreams) *cobra.Command {
 		file, kubeconfig, namespace, output string
 		nodes                               string
 		dryRun, force                       bool
-		add, remove, set                    []string
+		add, remove, set, setMode           []string
 	)
 	cmd := &cobra.Command{
-		Use:   "update -f cluster.yaml [--add-pool NAME=CIDR|RANGE[,...]] [--remove-pool NAME] [--set-pool NAME=...] [--dry-run] [--force]",
+		Use:   "update -f cluster.yaml [--add-pool NAME=CIDR|RANGE[,...]] [--remove-pool NAME] [--set-pool NAME=...] [--set-pool-mode NAME=vrrp|bgp] [--dry-run] [--force]",
 		Short: "Apply day-2 service-pool edits to a live cluster, without node reboots",
 		Long: `Compares the file (after any quick edits) with the live vipctl-config
-ConfigMap and prints the plan: pools added, removed and changed, the VRRP IDs
-new pools get, Services whose addresses no pool would contain any more, and
-whether static parts changed (then new MachineConfigs are written and the
+ConfigMap and prints the plan: pools added, removed and changed (a move
+between vrrp and bgp with the VRRP IDs it frees or takes), the VRRP IDs new
+pools get, Services whose addresses no pool would contain any more (or that
+become a pool's anchor), and whether static parts changed (then new MachineConfigs are written and the
 Machine Config Operator reboots the nodes). An edit that would orphan
 addresses is refused unless --force, which releases them. The ConfigMap is
 written with optimistic concurrency: a concurrent edit fails, it is not
@@ -55,6 +56,7 @@ edit concerns change, comments and layout stay). Nothing is written with
 --dry-run or on any error.`,
 		Example: `  vipctl update -f cluster.yaml --add-pool web=198.51.100.128/26 --dry-run
   vipctl update -f cluster.yaml --set-pool web=198.51.100.128/26,198.51.100.200-198.51.100.220
+  vipctl update -f cluster.yaml --set-pool-mode web=bgp --dry-run
   vipctl update -f cluster.yaml --remove-pool old --force`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -67,6 +69,9 @@ edit concerns change, comments and layout stay). Nothing is written with
 			}
 			for _, s := range set {
 				edits = append(edits, update.Edit{Op: "set", Spec: s})
+			}
+			for _, s := range setMode {
+				edits = append(edits, update.Edit{Op: "mode", Spec: s})
 			}
 			for _, s := range remove {
 				edits = append(edits, update.Edit{Op: "remove", Spec: s})
@@ -111,6 +116,7 @@ edit concerns change, comments and layout stay). Nothing is written with
 	f.StringArrayVar(&add, "add-pool", nil, "add a pool: NAME=CIDR|RANGE[,...]")
 	f.StringArrayVar(&remove, "remove-pool", nil, "remove a pool: NAME")
 	f.StringArrayVar(&set, "set-pool", nil, "replace a pool's addresses: NAME=CIDR|RANGE[,...]")
+	f.StringArrayVar(&setMode, "set-pool-mode", nil, "move a pool between VRRP and BGP: NAME=vrrp|bgp (spec.bgp must be on the nodes already, docs/bgp.md)")
 	addOutputFlag(cmd, &output)
 	_ = cmd.MarkFlagRequired("file")
 	return cmd

@@ -79,6 +79,8 @@ func TestUpdateRefusedEditsWriteNothing(t *testing.T) {
 			"error: 1 invalid field(s):\n  spec.servicePools[2].addresses[0]: Invalid value: \"198.51.100.160/28\": overlaps spec.servicePools[0].addresses[0]\n"},
 		{"pkg/update/testdata/edits/commented.yaml", []string{"--set-pool", "nope=198.51.100.64/27"},
 			"error: --set-pool \"nope=198.51.100.64/27\": no pool nope\n"},
+		{"pkg/update/testdata/edits/commented.yaml", []string{"--set-pool-mode", "rack-a=bgp"},
+			"error: 1 invalid field(s):\n  spec.bgp: Required value: spec.servicePools[0] has mode bgp: name the nodes' ASN and their peers\n"},
 		{"pkg/update/testdata/edits/two-documents.yaml", []string{"--add-pool", "extra=198.51.100.64/27"},
 			"error: the file holds more than one YAML document; quick edits need the ClusterVIPs alone\n"},
 	}

@@ -147,7 +147,7 @@ func (c Cluster) release(ctx context.Context, o Orphan) error {
 		ObjectMeta:     metav1.ObjectMeta{GenerateName: name + ".", Namespace: ns},
 		InvolvedObject: corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name, UID: s.UID},
 		Reason:         "IPReleased", Type: corev1.EventTypeWarning,
-		Message:        fmt.Sprintf("vipctl update --force released %s: no pool contains it any more", strings.Join(o.Addresses, ", ")),
+		Message:        fmt.Sprintf("vipctl update --force released %s: %s", strings.Join(o.Addresses, ", "), o.Reason),
 		Source:         corev1.EventSource{Component: "vipctl-update"},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	}

@@ -18,10 +18,19 @@ import (
 
 // Edit is one quick edit from the command line.
 type Edit struct {
-	// Op is add, remove or set.
+	// Op is add, remove, set (addresses) or mode.
 	Op string
-	// Spec is NAME=CIDR|RANGE[,…] for add and set, NAME for remove.
+	// Spec is NAME=CIDR|RANGE[,…] for add and set, NAME for remove,
+	// NAME=vrrp|bgp for mode.
 	Spec string
+}
+
+// flag is the command-line flag that makes the edit.
+func (e Edit) flag() string {
+	if e.Op == "mode" {
+		return "--set-pool-mode"
+	}
+	return "--" + e.Op + "-pool"
 }
 
 // ApplyEdits applies the quick edits to the text of a cluster file and
@@ -45,7 +54,7 @@ func ApplyEdits(original []byte, edits []Edit) ([]byte, *v1alpha1.ClusterVIPs, e
 }
 
 func applyEdit(data []byte, e Edit) ([]byte, error) {
-	flag := "--" + e.Op + "-pool"
+	flag := e.flag()
 	name, list, hasList := strings.Cut(e.Spec, "=")
 	name = strings.TrimSpace(name)
 	if name == "" {
@@ -81,6 +90,14 @@ func applyEdit(data []byte, e Edit) ([]byte, error) {
 			return nil, fmt.Errorf("%s %q: want NAME=CIDR|RANGE[,...]", flag, e.Spec)
 		}
 		return f.setAddresses(pool, addrs)
+	case "mode":
+		if pool == nil {
+			return nil, fmt.Errorf("%s %q: no pool %s", flag, e.Spec, name)
+		}
+		if len(addrs) != 1 {
+			return nil, fmt.Errorf("%s %q: want NAME=%s|%s", flag, e.Spec, v1alpha1.PoolModeVRRP, v1alpha1.PoolModeBGP)
+		}
+		return f.setMode(pool, addrs[0]), nil
 	case "remove":
 		if pool == nil || hasList {
 			return nil, fmt.Errorf("%s %q: no pool %s", flag, e.Spec, name)
@@ -233,6 +250,50 @@ func (f *clusterFile) setAddresses(pool *yaml.Node, addrs []string) ([]byte, err
 		}
 		return f.splice(edit{f.lines[list.Line-1], f.lineEnd(f.lastLine(list)), b.String()}), nil
 	}
+}
+
+// setMode replaces the value of the pool's mode key, in its quoting;
+// without one it adds the key right after the pool's name, on a line of
+// its own in block style, as ", mode: X" in flow style.
+func (f *clusterFile) setMode(pool *yaml.Node, mode string) []byte {
+	if _, v := mapValue(pool, "mode"); v != nil && v.Kind == yaml.ScalarNode && !isNull(v) {
+		start := f.offset(v)
+		return f.splice(edit{start, f.scalarEnd(v), scalar(mode, v.Style&quoteStyles, isFlow(pool))})
+	}
+	k, name := mapValue(pool, "name")
+	if isFlow(pool) {
+		at := f.scalarEnd(name)
+		return f.splice(edit{at, at, ", mode: " + scalar(mode, 0, true)})
+	}
+	at := f.lineEnd(name.Line - 1)
+	return f.splice(edit{at, at, f.lineBreakBefore(at) + spaces(k.Column-1) + "mode: " + scalar(mode, 0, false) + f.nl})
+}
+
+// scalarEnd is the offset just past scalar n, which sits on one line.
+func (f *clusterFile) scalarEnd(n *yaml.Node) int {
+	start := f.offset(n)
+	switch n.Style & quoteStyles {
+	case yaml.DoubleQuotedStyle:
+		for i := start + 1; i < len(f.data); i++ {
+			switch f.data[i] {
+			case '\\':
+				i++
+			case '"':
+				return i + 1
+			}
+		}
+	case yaml.SingleQuotedStyle:
+		for i := start + 1; i < len(f.data); i++ {
+			if f.data[i] == '\'' {
+				if i+1 < len(f.data) && f.data[i+1] == '\'' {
+					i++
+					continue
+				}
+				return i + 1
+			}
+		}
+	}
+	return start + len(n.Value)
 }
 
 // removePool deletes the pool's node, and in block style its head comment.

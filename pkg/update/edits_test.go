@@ -53,6 +53,13 @@ func TestEditsGolden(t *testing.T) {
 		{"odd-indent", "remove-flow-item", []Edit{{Op: "remove", Spec: "edge"}}},
 		{"no-pools", "add", []Edit{add}},
 		{"flow-spec", "add", []Edit{add}},
+		{"bgp", "mode-replace", []Edit{{Op: "mode", Spec: "web=bgp"}}},
+		{"bgp", "mode-insert", []Edit{{Op: "mode", Spec: "spare=bgp"}}},
+		{"bgp", "mode-replace-flow-item", []Edit{{Op: "mode", Spec: "edge=bgp"}}},
+		{"bgp", "mode-insert-flow-item", []Edit{{Op: "mode", Spec: "lab=bgp"}}},
+		{"bgp", "mode-back-and-forth", []Edit{{Op: "mode", Spec: "web=bgp"}, {Op: "mode", Spec: "web=vrrp"}}},
+		{"flow", "mode-insert", []Edit{{Op: "mode", Spec: "edge=vrrp"}}},
+		{"odd-indent", "mode-insert", []Edit{{Op: "mode", Spec: "rack-a=vrrp"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file+"-"+tc.name, func(t *testing.T) {
@@ -122,6 +129,8 @@ func editStruct(t *testing.T, original []byte, edits []Edit) *v1alpha1.ClusterVI
 			c.Spec.ServicePools[i].Addresses = addrs
 		case "remove":
 			c.Spec.ServicePools = slices.Delete(c.Spec.ServicePools, i, i+1)
+		case "mode":
+			c.Spec.ServicePools[i].Mode = list
 		}
 	}
 	v1alpha1.SetDefaults(c)
@@ -160,6 +169,14 @@ func TestEditsRefused(t *testing.T) {
   spec.api.vips[0]: Invalid value: "198.51.100.5": inside service pool spec.servicePools[1].addresses[0]
   spec.ingress[0].vips[0]: Invalid value: "198.51.100.6": inside service pool spec.servicePools[1].addresses[0]`},
 		{"commented", Edit{Op: "remove", Spec: "rack-b"}, `--remove-pool "rack-b": no pool rack-b`},
+		{"commented", Edit{Op: "mode", Spec: "rack-b=bgp"}, `--set-pool-mode "rack-b=bgp": no pool rack-b`},
+		{"commented", Edit{Op: "mode", Spec: "rack-a"}, `--set-pool-mode "rack-a": want NAME=vrrp|bgp`},
+		{"commented", Edit{Op: "mode", Spec: "rack-a=bgp"},
+			`1 invalid field(s):
+  spec.bgp: Required value: spec.servicePools[0] has mode bgp: name the nodes' ASN and their peers`},
+		{"bgp", Edit{Op: "mode", Spec: "web=ospf"},
+			`1 invalid field(s):
+  spec.servicePools[0].mode: Unsupported value: "ospf": supported values: "vrrp", "bgp"`},
 	}
 	for _, tc := range cases {
 		got, c, err := ApplyEdits(readEditsFixture(t, tc.file), []Edit{tc.edit})

@@ -29,8 +29,15 @@ type PoolChange struct {
 	Change string `json:"change"`
 	// Fields lists what changed (addresses, nodeSelector, …) and how.
 	Fields []string `json:"fields,omitempty"`
-	// IDs are the VRRP IDs of the pool's instances in the desired config.
+	// IDs are the VRRP IDs of the pool's instances in the desired config
+	// (none for a bgp pool).
 	IDs map[v1alpha1.InstanceKey]uint8 `json:"ids,omitempty"`
+	// Taken are the IDs of instances the pool gains (a new pool, a move
+	// from bgp to vrrp, more instances); Freed the live IDs of instances
+	// it loses (a removed pool, a move from vrrp to bgp, fewer
+	// instances), which other clusters on the LAN may then use.
+	Taken map[v1alpha1.InstanceKey]uint8 `json:"takenIDs,omitempty"`
+	Freed map[v1alpha1.InstanceKey]uint8 `json:"freedIDs,omitempty"`
 }
 
 // Orphan is a Service holding addresses that no desired pool contains (or
@@ -38,6 +45,20 @@ type PoolChange struct {
 type Orphan struct {
 	Service   string   `json:"service"`
 	Addresses []string `json:"addresses"`
+	// Reason says why the addresses go (ReasonNoPool, or the anchor's
+	// pool).
+	Reason string `json:"reason"`
+}
+
+// ReasonNoPool is an Orphan's reason when no desired pool holds its
+// addresses.
+const ReasonNoPool = "no pool contains it"
+
+// anchorReason is an Orphan's reason when its addresses became anchors
+// of a vrrp pool (a pool moved from bgp to vrrp, or reshaped so that its
+// last addresses moved).
+func anchorReason(pool string) string {
+	return "it becomes a VRRP anchor of pool " + pool + ", which no Service may hold"
 }
 
 // Plan is what `vipctl update` would do.
@@ -50,6 +71,8 @@ type Plan struct {
 	// Static lists changes outside the day-2 parts: they need new
 	// MachineConfigs, and the Machine Config Operator reboots the nodes.
 	Static []string `json:"static,omitempty"`
+	// Warnings are things the plan does that are allowed but unwise.
+	Warnings []string `json:"warnings,omitempty"`
 	// Desired is the config that would be written, with every pool
 	// instance's VRRP ID pinned so later edits never renumber it.
 	Desired *v1alpha1.ClusterVIPs `json:"-"`
@@ -82,8 +105,12 @@ func Compute(live, desired *v1alpha1.ClusterVIPs, services []corev1.Service) (*P
 	if err != nil {
 		return nil, fmt.Errorf("VRRP IDs: %w", err)
 	}
+	var liveIDs map[v1alpha1.InstanceKey]uint8
 	livePools := map[string]v1alpha1.ServicePool{}
 	if live != nil {
+		if liveIDs, err = vrid.ForCluster(live); err != nil {
+			return nil, fmt.Errorf("the live config's VRRP IDs: %w", err)
+		}
 		for _, lp := range live.Spec.ServicePools {
 			livePools[lp.Name] = lp
 		}
@@ -91,18 +118,15 @@ func Compute(live, desired *v1alpha1.ClusterVIPs, services []corev1.Service) (*P
 	for _, dp := range out.Spec.ServicePools {
 		lp, existed := livePools[dp.Name]
 		delete(livePools, dp.Name)
-		pc := PoolChange{Name: dp.Name, IDs: map[v1alpha1.InstanceKey]uint8{}}
-		for k := 0; k < dp.Instances; k++ {
-			key := v1alpha1.PoolKey(dp.Name, k)
-			pc.IDs[key] = ids[key]
-		}
+		pc := PoolChange{Name: dp.Name, IDs: poolIDs(out, ids, dp.Name)}
+		pc.Taken, pc.Freed = idDiff(poolIDs(live, liveIDs, dp.Name), pc.IDs)
 		if !existed {
 			pc.Change = "added"
 			p.Pools = append(p.Pools, pc)
 			continue
 		}
 		pc.Fields = poolDiff(lp, dp)
-		if len(pc.Fields) > 0 {
+		if len(pc.Fields) > 0 || len(pc.Taken) > 0 || len(pc.Freed) > 0 {
 			pc.Change = "changed"
 			p.Pools = append(p.Pools, pc)
 		}
@@ -113,13 +137,68 @@ func Compute(live, desired *v1alpha1.ClusterVIPs, services []corev1.Service) (*P
 	}
 	sort.Strings(removed)
 	for _, name := range removed {
-		p.Pools = append(p.Pools, PoolChange{Name: name, Change: "removed"})
+		p.Pools = append(p.Pools, PoolChange{Name: name, Change: "removed", Freed: poolIDs(live, liveIDs, name)})
 	}
 	p.Orphans = orphans(out, services)
 	if live != nil {
 		p.Static = staticDiff(live, out)
+		p.Warnings = bgpBeforeRollout(live, out, p.Static)
 	}
 	return p, nil
+}
+
+// bgpBeforeRollout warns about pools that become bgp in the same update
+// that changes spec.bgp: the sidecars take the pools from the ConfigMap
+// at once but spec.bgp only from their node's file, which the Machine
+// Config Operator rewrites node by node.
+func bgpBeforeRollout(live, desired *v1alpha1.ClusterVIPs, static []string) []string {
+	if !slices.Contains(static, "spec.bgp") {
+		return nil
+	}
+	wasBGP := map[string]bool{}
+	for _, lp := range live.Spec.ServicePools {
+		wasBGP[lp.Name] = lp.IsBGP()
+	}
+	var out []string
+	for _, dp := range desired.Spec.ServicePools {
+		if dp.IsBGP() && !wasBGP[dp.Name] {
+			out = append(out, fmt.Sprintf("pool %s becomes bgp while spec.bgp changes: a node takes the pool at once but spec.bgp only when the Machine Config Operator has rolled it, and until then refuses the new pools and keeps its last valid ones (vipctl_runtimecfg_config_invalid 1); roll spec.bgp out first, then move the pool (docs/bgp.md)", dp.Name))
+		}
+	}
+	return out
+}
+
+// poolIDs are the VRRP IDs of pool's instances in c (nil: none), from
+// ids, c's IDs. A bgp pool has none: c.InstanceKeys skips it.
+func poolIDs(c *v1alpha1.ClusterVIPs, ids map[v1alpha1.InstanceKey]uint8, pool string) map[v1alpha1.InstanceKey]uint8 {
+	out := map[v1alpha1.InstanceKey]uint8{}
+	if c == nil {
+		return out
+	}
+	for _, k := range c.InstanceKeys() {
+		if name, _, ok := k.Pool(); ok && name == pool {
+			out[k] = ids[k]
+		}
+	}
+	return out
+}
+
+// idDiff splits a pool's IDs into those only desired has (taken) and
+// those only live has (freed); nil when there are none.
+func idDiff(live, desired map[v1alpha1.InstanceKey]uint8) (taken, freed map[v1alpha1.InstanceKey]uint8) {
+	only := func(a, b map[v1alpha1.InstanceKey]uint8) map[v1alpha1.InstanceKey]uint8 {
+		var out map[v1alpha1.InstanceKey]uint8
+		for k, id := range a {
+			if _, ok := b[k]; !ok {
+				if out == nil {
+					out = map[v1alpha1.InstanceKey]uint8{}
+				}
+				out[k] = id
+			}
+		}
+		return out
+	}
+	return only(desired, live), only(live, desired)
 }
 
 // pinIDs copies desired and pins every pool instance's VRRP ID: the live
@@ -130,13 +209,15 @@ func pinIDs(live, desired *v1alpha1.ClusterVIPs) (*v1alpha1.ClusterVIPs, error) 
 	for k, v := range desired.Spec.VRRP.VirtualRouterIDs {
 		out.Spec.VRRP.VirtualRouterIDs[k] = v
 	}
+	// The desired VRRP instances of the pools: a bgp pool has none.
 	poolKeys := map[v1alpha1.InstanceKey]bool{}
-	for _, dp := range desired.Spec.ServicePools {
-		for k := 0; k < dp.Instances; k++ {
-			poolKeys[v1alpha1.PoolKey(dp.Name, k)] = true
+	for _, k := range desired.InstanceKeys() {
+		if _, _, isPool := k.Pool(); isPool {
+			poolKeys[k] = true
 		}
 	}
-	// Pins of pools that are gone go with them.
+	// Pins of instances that are gone go with them: a removed pool's, a
+	// pool's moved to bgp, instances beyond a lowered count.
 	for k := range out.Spec.VRRP.VirtualRouterIDs {
 		if _, _, isPool := v1alpha1.InstanceKey(k).Pool(); isPool && !poolKeys[v1alpha1.InstanceKey(k)] {
 			delete(out.Spec.VRRP.VirtualRouterIDs, k)
@@ -175,6 +256,7 @@ func poolDiff(a, b v1alpha1.ServicePool) []string {
 			out = append(out, fmt.Sprintf("%s: %s -> %s", name, compact(x), compact(y)))
 		}
 	}
+	field("mode", a.Mode, b.Mode)
 	field("addresses", a.Addresses, b.Addresses)
 	field("nodeSelector", a.NodeSelector, b.NodeSelector)
 	field("namespaces", a.Namespaces, b.Namespaces)
@@ -231,21 +313,33 @@ func orphans(c *v1alpha1.ClusterVIPs, services []corev1.Service) []Orphan {
 		if !cluster.Served(s) {
 			continue
 		}
-		var lost []string
+		lost := map[string][]string{} // by reason
+		var reasons []string
 		for _, in := range s.Status.LoadBalancer.Ingress {
 			a, err := netip.ParseAddr(in.IP)
 			if err != nil {
 				continue
 			}
-			if p := m.PoolOf(a); p == nil || p.IsAnchor(a.Unmap()) {
-				lost = append(lost, a.Unmap().String())
+			a = a.Unmap()
+			reason := ""
+			switch p := m.PoolOf(a); {
+			case p == nil:
+				reason = ReasonNoPool
+			case p.IsAnchor(a):
+				reason = anchorReason(p.Name)
+			default:
+				continue
 			}
+			if _, seen := lost[reason]; !seen {
+				reasons = append(reasons, reason)
+			}
+			lost[reason] = append(lost[reason], a.String())
 		}
-		if len(lost) > 0 {
-			out = append(out, Orphan{Service: s.Namespace + "/" + s.Name, Addresses: lost})
+		for _, r := range reasons {
+			out = append(out, Orphan{Service: s.Namespace + "/" + s.Name, Addresses: lost[r], Reason: r})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Service < out[j].Service })
 	return out
 }
 
@@ -264,17 +358,15 @@ func (p *Plan) Text() string {
 		default:
 			fmt.Fprintf(&b, "~ pool %s", pc.Name)
 		}
-		if len(pc.IDs) > 0 && pc.Change == "added" {
-			keys := make([]v1alpha1.InstanceKey, 0, len(pc.IDs))
-			for k := range pc.IDs {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			parts := make([]string, 0, len(keys))
-			for _, k := range keys {
-				parts = append(parts, fmt.Sprintf("%s=%d", k, pc.IDs[k]))
-			}
-			fmt.Fprintf(&b, " (VRRP IDs %s)", strings.Join(parts, ", "))
+		switch {
+		case pc.Change == "added" && len(pc.IDs) > 0:
+			fmt.Fprintf(&b, " (VRRP IDs %s)", idList(pc.IDs))
+		case len(pc.Taken) > 0 && len(pc.Freed) > 0:
+			fmt.Fprintf(&b, " (takes VRRP IDs %s; frees %s)", idList(pc.Taken), idList(pc.Freed))
+		case len(pc.Taken) > 0:
+			fmt.Fprintf(&b, " (takes VRRP IDs %s)", idList(pc.Taken))
+		case len(pc.Freed) > 0:
+			fmt.Fprintf(&b, " (frees VRRP IDs %s)", idList(pc.Freed))
 		}
 		b.WriteString("\n")
 		for _, f := range pc.Fields {
@@ -282,7 +374,10 @@ func (p *Plan) Text() string {
 		}
 	}
 	for _, o := range p.Orphans {
-		fmt.Fprintf(&b, "! Service %s would lose %s (no pool contains it)\n", o.Service, strings.Join(o.Addresses, ", "))
+		fmt.Fprintf(&b, "! Service %s would lose %s (%s)\n", o.Service, strings.Join(o.Addresses, ", "), o.Reason)
+	}
+	for _, w := range p.Warnings {
+		fmt.Fprintf(&b, "! %s\n", w)
 	}
 	if len(p.Static) > 0 {
 		fmt.Fprintf(&b, "! static parts change (%s): new MachineConfigs; the Machine Config Operator will roll (reboot) the nodes\n", strings.Join(p.Static, ", "))
@@ -293,4 +388,18 @@ func (p *Plan) Text() string {
 		b.WriteString("no change\n")
 	}
 	return b.String()
+}
+
+// idList writes IDs as key=id, in key order.
+func idList(ids map[v1alpha1.InstanceKey]uint8) string {
+	keys := make([]v1alpha1.InstanceKey, 0, len(ids))
+	for k := range ids {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, ids[k]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -90,9 +90,16 @@ func (e *allocEnv) service(t testing.TB, ns, name string, opts ...svcOpt) *corev
 // waitIPs waits until the Service's status holds n addresses.
 func (e *allocEnv) waitIPs(t testing.TB, ns, name string, n int) []string {
 	t.Helper()
+	return waitServiceIPs(t, e.admin, ns, name, n)
+}
+
+// waitServiceIPs waits until the Service's status holds n addresses and
+// returns them.
+func waitServiceIPs(t testing.TB, c kubernetes.Interface, ns, name string, n int) []string {
+	t.Helper()
 	var ips []string
 	lab.WaitFor(t, 30*time.Second, fmt.Sprintf("%s/%s gets %d address(es)", ns, name, n), func() bool {
-		s, err := e.admin.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
+		s, err := c.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false
 		}

@@ -3,16 +3,22 @@ package e2e
 import (
 	"context"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/vipctl/vipctl/internal/lab"
 	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/render"
 )
 
 // bgpLabYAML: the nodes of rack a (198.51.100.0/24) and rack b
@@ -94,12 +100,24 @@ func startBGPLab(t testing.TB, bfd bool) *bgpLab {
 		{Name: "b1", Addr: "203.0.113.22/26", Labels: map[string]string{"rack": "b"}, Segment: "b", Gateways: []string{"203.0.113.1"}},
 	}
 	lc := lab.Start(t, yaml, specs)
-	lc.AddSegment("c")
-	r := lc.AddRouter("upstream", map[string][]string{
+	return newBGPLab(t, lc, map[string][]string{
 		netlab.DefaultSegment: {"198.51.100.1/24"},
 		"b":                   {"203.0.113.1/26"},
-		"c":                   {"203.0.113.65/26"},
-	})
+	}, routerConf)
+}
+
+// newBGPLab adds to lc the upstream router (real FRR with routerConf) on
+// the nodes' segments at routerAddrs and on a third subnet,
+// 203.0.113.64/26, with a client behind it; and FRR on every node, its
+// frr.conf coming from the node's own Reconcile (none yet is fine: bgpd
+// then starts empty), with a server on :8080 answering with the node's
+// name for any of its addresses.
+func newBGPLab(t testing.TB, lc *lab.Cluster, routerAddrs map[string][]string, routerConf []string) *bgpLab {
+	t.Helper()
+	lc.AddSegment("c")
+	addrs := maps.Clone(routerAddrs)
+	addrs["c"] = []string{"203.0.113.65/26"}
+	r := lc.AddRouter("upstream", addrs)
 	// Hash on ports too, so that one client's connections spread over
 	// the paths and the test sees ECMP at work.
 	r.MustExec("sysctl", "-qw", "net.ipv4.fib_multipath_hash_policy=1")
@@ -330,5 +348,157 @@ func TestBGPLocalPolicy(t *testing.T) {
 	out, _ := bl.router.Vtysh("show bgp neighbors")
 	if n := strings.Count(out, "Connections established 1; dropped 0"); n != 3 {
 		t.Errorf("%d of 3 sessions established once and never dropped:\n%s", n, out)
+	}
+}
+
+// bgpUpdateYAML: one segment, 198.51.100.0/24, with the web pool on the
+// workers in mode vrrp, and spec.bgp already in the nodes' static file
+// (adding it is a MachineConfig rollout, done before any pool moves).
+// Timers 1s/3s keep the lab quick.
+const bgpUpdateYAML = `apiVersion: vipctl.io/v1alpha1
+kind: ClusterVIPs
+metadata: {name: lab}
+spec:
+  baseDomain: example.test
+  machineNetworks: [198.51.100.0/24]
+  api: {vips: [198.51.100.5]}
+  servicePools:
+    - name: web
+      mode: vrrp
+      addresses: [198.51.100.128/27]
+      nodeSelector: {pool: web}
+  bgp:
+    asn: 64513
+    peers:
+      - address: 198.51.100.1
+        asn: 64512
+        holdTime: 3s
+        keepaliveTime: 1s
+  vrrp: {profile: fast, mode: unicast}
+`
+
+// TestBGPUpdateKeepsAddresses: a pool moved from vrrp to bgp with
+// `vipctl update --set-pool-mode` keeps its Services' addresses. Before the move the
+// addresses are VRRP VIPs on the workers, reached by a client behind the
+// router over the shared segment; the plan names the mode change and the
+// VRRP IDs it frees; afterwards every Service holds the address it had,
+// the pool's VRRP instances are gone from every node's keepalived.conf,
+// the workers' sidecars render frr.conf announcing the addresses (bgpd
+// ran empty until then), the router installs each address with the
+// workers as next hops, and the client reaches the addresses through the
+// routes.
+func TestBGPUpdateKeepsAddresses(t *testing.T) {
+	lab.RequireFRR(t)
+	workers := []string{"198.51.100.21", "198.51.100.22"}
+	gw := []string{"198.51.100.1"}
+	kc := lab.StartKube(t, bgpUpdateYAML, []lab.NodeSpec{
+		{Name: "master-0", Addr: "198.51.100.11/24", ControlPlane: true, Gateways: gw},
+		{Name: "worker-0", Addr: workers[0] + "/24", Labels: map[string]string{"pool": "web"}, Gateways: gw},
+		{Name: "worker-1", Addr: workers[1] + "/24", Labels: map[string]string{"pool": "web"}, Gateways: gw},
+	})
+	bl := newBGPLab(t, kc.Cluster, map[string][]string{netlab.DefaultSegment: {"198.51.100.1/24"}}, upstreamFRR)
+	kc.Deploy(t)
+	for _, n := range kc.Nodes {
+		kc.AddNode(t, n.Name)
+		kc.StartSidecar(t, n.Name)
+	}
+
+	// Two Services get addresses from the vrrp pool; keepalived carries
+	// them and the client reaches them through the router's connected
+	// route to the segment.
+	names := []string{"shop", "blog"}
+	before := map[string][]string{}
+	var vips []string
+	for _, name := range names {
+		kc.CreateLBService(t, name, "")
+		before[name] = waitServiceIPs(t, kc.Admin, "default", name, 1)
+		vips = append(vips, before[name]...)
+	}
+	for _, vip := range vips {
+		for _, w := range []string{"worker-0", "worker-1"} {
+			kc.WaitConf(t, w, vip, func(c string) bool { return strings.Contains(c, vip+"/32") })
+		}
+		holder := kc.Settled(vip)
+		if got := bl.ask(t, vip, 5); got[holder] != 5 {
+			t.Fatalf("over VRRP, %s: answers %v, want all 5 from its holder %s", vip, got, holder)
+		}
+	}
+	for _, vip := range vips {
+		if hops := bl.nextHops(vip); len(hops) > 0 {
+			t.Fatalf("the router routes %s to %v before any pool is bgp", vip, hops)
+		}
+	}
+
+	kubeconfig, file := updateFiles(t, kc.API, bgpUpdateYAML)
+	moved := time.Now()
+	code, out, errOut := vipctl(t, "update", "-f", file, "--kubeconfig", kubeconfig, "--set-pool-mode", "web=bgp")
+	if code != 0 {
+		t.Fatalf("update: exit %d\n%s%s", code, out, errOut)
+	}
+	if got, want := readFile(t, file), strings.Replace(bgpUpdateYAML, "mode: vrrp", "mode: bgp", 1); got != want {
+		t.Errorf("the file after --set-pool-mode:\n%s\nwant only the mode line changed:\n%s", got, want)
+	}
+	t.Logf("plan:\n%s", out)
+	for _, want := range []string{"~ pool web (frees VRRP IDs pool/web/0=", "    mode: vrrp -> bgp\n", "no MachineConfig change"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "would lose") {
+		t.Errorf("the plan takes addresses from Services:\n%s", out)
+	}
+
+	// The pool's instances leave every node; then the lab puts the
+	// addresses on the workers' lo (kube-proxy's part on a real node).
+	for _, n := range kc.Nodes {
+		kc.WaitConf(t, n.Name, "no instance of the web pool", func(c string) bool { return !strings.Contains(c, "pool_web_") })
+	}
+	released := time.Since(moved)
+	for _, w := range []string{"worker-0", "worker-1"} {
+		for _, vip := range vips {
+			onLo(t, kc.ByName[w].Host, vip)
+		}
+		conf := filepath.Join(kc.ByName[w].Target.Root, render.FRRConfPath)
+		var last string
+		ok := lab.WaitUntil(30*time.Second, func() bool {
+			data, _ := os.ReadFile(conf)
+			last = string(data)
+			return !slices.ContainsFunc(vips, func(vip string) bool { return !strings.Contains(last, " network "+vip+"/32\n") })
+		})
+		if !ok {
+			t.Fatalf("%s: frr.conf never announced %v; last:\n%s", w, vips, last)
+		}
+		// bgpd started empty and was never restarted: the file reached it
+		// through the sidecar's frr-reload.py.
+		lab.WaitFor(t, 10*time.Second, w+"'s running bgpd announces every address", func() bool {
+			run, _ := bl.frr[w].Vtysh("show running-config")
+			return !slices.ContainsFunc(vips, func(vip string) bool { return !strings.Contains(run, " network "+vip+"/32\n") })
+		})
+	}
+	if data, err := os.ReadFile(filepath.Join(kc.ByName["master-0"].Target.Root, render.FRRConfPath)); err == nil && strings.Contains(string(data), "  network ") {
+		t.Errorf("master-0, outside the pool, announces:\n%s", data)
+	}
+	for _, vip := range vips {
+		bl.waitHops(t, vip, workers, 30*time.Second)
+		// Mostly the nodes' first BGP sessions coming up: before its
+		// first bgp pool a node renders no frr.conf, so it has none.
+		t.Logf("%s: out of keepalived.conf %s, routed to both workers %s after vipctl update started", vip, released.Round(time.Millisecond), time.Since(moved).Round(time.Millisecond))
+		got := bl.ask(t, vip, 20)
+		if got["worker-0"]+got["worker-1"] != 20 {
+			t.Errorf("through the routes, %s: answers %v, want all 20 from the workers", vip, got)
+		}
+	}
+	for _, name := range names {
+		s, err := kc.Admin.CoreV1().Services("default").Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var now []string
+		for _, in := range s.Status.LoadBalancer.Ingress {
+			now = append(now, in.IP)
+		}
+		if !slices.Equal(now, before[name]) {
+			t.Errorf("Service %s: addresses %v after the move, had %v", name, now, before[name])
+		}
 	}
 }

@@ -45,13 +45,7 @@ func TestUpdateAndStatus(t *testing.T) {
 	e.api.InstallCRDs(t, testapiserver.MachineConfigCRD(t))
 	lab.StartAllocator(t, e.api, e.token, "a-0")
 	ctx := context.Background()
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
-	testapiserver.WriteKubeconfig(t, e.api.AdminConfig(), kubeconfig)
-	file := filepath.Join(dir, "cluster.yaml")
-	if err := os.WriteFile(file, []byte(base), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig, file := updateFiles(t, e.api, base)
 	run := func(args ...string) (int, string, string) {
 		return vipctl(t, append(args, "--kubeconfig", kubeconfig)...)
 	}
@@ -192,6 +186,20 @@ func TestUpdateAndStatus(t *testing.T) {
 	}
 }
 
+// updateFiles writes what `vipctl update` is run with: an admin
+// kubeconfig for api and the cluster file holding clusterYAML.
+func updateFiles(t *testing.T, api *testapiserver.Server, clusterYAML string) (kubeconfig, file string) {
+	t.Helper()
+	dir := t.TempDir()
+	kubeconfig = filepath.Join(dir, "admin.kubeconfig")
+	testapiserver.WriteKubeconfig(t, api.AdminConfig(), kubeconfig)
+	file = filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(file, []byte(clusterYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig, file
+}
+
 func readFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -223,13 +231,7 @@ func TestUpdateInTheLab(t *testing.T) {
 	p := kc.Poll("http://198.51.100.128:8080/", 10*time.Millisecond)
 	lab.WaitFor(t, 30*time.Second, "the untouched VIP answers", func() bool { ok, _ := p.Counts(); return ok > 20 })
 
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
-	testapiserver.WriteKubeconfig(t, kc.API.AdminConfig(), kubeconfig)
-	file := filepath.Join(dir, "cluster.yaml")
-	if err := os.WriteFile(file, []byte(clusterYAML("fast", "unicast", sidecarPools)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig, file := updateFiles(t, kc.API, clusterYAML("fast", "unicast", sidecarPools))
 	if code, out, errOut := vipctl(t, "update", "-f", file, "--kubeconfig", kubeconfig, "--add-pool", "extra=198.51.100.64/27"); code != 0 {
 		t.Fatalf("update: %d\n%s%s", code, out, errOut)
 	}
