@@ -19,7 +19,7 @@ func NewStatusCommand(streams IOStreams) *cobra.Command {
 	var file, kubeconfig, namespace, output string
 	cmd := &cobra.Command{
 		Use:   "status [-f cluster.yaml] [-o text|json|yaml]",
-		Short: "Show every VIP, its holder, state and the Services using it",
+		Short: "Show every VIP, its holder, state and the Services using it, and the nodes' BGP sessions",
 		Long: `Reads the live config (the vipctl-config ConfigMap, or -f), the VIPs each
 node's sidecar publishes in its vipctl.io/vips annotation, and the Services'
 allocated addresses, and the BGP sessions the nodes publish in their
