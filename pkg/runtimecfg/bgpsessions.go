@@ -1,12 +1,13 @@
 package runtimecfg
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os/exec"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
@@ -80,15 +81,15 @@ func ReadBGPSessions(ctx context.Context, t Target) (peers []PeerState, ok bool,
 	if !running {
 		return nil, false, nil
 	}
-	out, err := exec.CommandContext(ctx, t.vtysh(), "--vty_socket", vty, "-c", "show bgp neighbors json").Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return nil, true, fmt.Errorf("vtysh show bgp neighbors json: %s: %w", boundOutput(ee.Stderr), err)
-		}
-		return nil, true, fmt.Errorf("vtysh show bgp neighbors json: %w", err)
+	var out, diag bytes.Buffer
+	cmd := exec.CommandContext(ctx, t.vtysh(), "--vty_socket", vty, "-c", "show bgp neighbors json")
+	cmd.Stdout, cmd.Stderr = &out, &diag
+	if err := cmd.Run(); err != nil {
+		// vtysh says "bgpd is not running" on stdout.
+		msg := strings.TrimSpace(out.String() + diag.String())
+		return nil, true, fmt.Errorf("vtysh show bgp neighbors json: %s: %w", boundOutput([]byte(msg)), err)
 	}
-	peers, err = ParseBGPNeighbors(out)
+	peers, err = ParseBGPNeighbors(out.Bytes())
 	return peers, true, err
 }
 

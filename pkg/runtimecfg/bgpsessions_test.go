@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,6 +170,19 @@ func TestPublishSessions(t *testing.T) {
 	}
 	if up, drops := testutil.ToFloat64(m.BGP.Up.WithLabelValues("198.51.100.1")), testutil.ToFloat64(m.BGP.Drops.WithLabelValues("198.51.100.1")); up != 0 || drops != 1 {
 		t.Errorf("session_up %v, session_drops_total %v; want 0, 1", up, drops)
+	}
+
+	// bgpd crashed: vtysh says so (exactly FRR 8.4's words) and fails.
+	// The session was Active already; now nobody can say: Unknown.
+	if err := os.WriteFile(vtysh, []byte("#!/bin/sh\necho 'bgpd is not running'\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.publishSessions(ctx); err == nil || !strings.Contains(err.Error(), "bgpd is not running") {
+		t.Errorf("bgpd down: err %v, want vtysh's message", err)
+	}
+	v, _ = annotation()
+	if got, _ := v1alpha1.ParseBGPSessions(v); len(got) != 1 || got[0].State != v1alpha1.BGPStateUnknown || got[0].Peer != "198.51.100.1" {
+		t.Errorf("bgpd down: %q, want 198.51.100.1 Unknown", v)
 	}
 
 	s.bgp = false

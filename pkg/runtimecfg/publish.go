@@ -3,6 +3,7 @@ package runtimecfg
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"reflect"
@@ -189,15 +190,16 @@ func (s *Sidecar) publishSessions(ctx context.Context) error {
 	}
 	var want *string
 	var now v1alpha1.BGPSessions
+	var readErr error
 	if bgp {
 		peers, running, err := ReadBGPSessions(ctx, s.o.Target)
-		if err != nil {
-			return err
+		if err != nil || !running {
+			// bgpd crashed, hangs or is not started (yet): what it said
+			// last no longer holds, and its sessions must not keep
+			// showing Established.
+			peers, readErr = unknownPeers(prev), err
 		}
-		// bgpd not running (yet): no session is up, none is listed.
-		if running {
-			now = BGPSessions(prev, peers, time.Now())
-		}
+		now = BGPSessions(prev, peers, time.Now())
 		want = ptr(now.String())
 	}
 	s.m.observeSessions(prev, now)
@@ -205,14 +207,24 @@ func (s *Sidecar) publishSessions(ctx context.Context) error {
 	s.sessions = now
 	s.mu.Unlock()
 	if (want == nil) == (s.onNode == nil) && (want == nil || *want == *s.onNode) {
-		return nil
+		return readErr
 	}
 	if err := s.annotate(ctx, v1alpha1.AnnotationNodeBGPSessions, want); err != nil {
-		return err
+		return errors.Join(readErr, err)
 	}
 	s.onNode = want
 	s.log.Info("published BGP sessions", "sessions", now.String())
-	return nil
+	return readErr
+}
+
+// unknownPeers are the sessions last known, in state Unknown: bgpd could
+// not be asked.
+func unknownPeers(prev v1alpha1.BGPSessions) []PeerState {
+	out := make([]PeerState, 0, len(prev))
+	for _, p := range prev {
+		out = append(out, PeerState{Peer: p.Peer, ASN: p.ASN, State: v1alpha1.BGPStateUnknown, Dropped: p.Dropped})
+	}
+	return out
 }
 
 func sortHeld(h v1alpha1.HeldVIPs) {

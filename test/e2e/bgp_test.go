@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -430,6 +431,17 @@ func TestBGPSessions(t *testing.T) {
 	var report status.Report
 	if err := json.Unmarshal([]byte(out), &report); err != nil || code != 2 || len(report.BGPSessions) != 3 {
 		t.Errorf("status -o json: exit %d, %v, %d sessions (want 3):\n%s", code, err, len(report.BGPSessions), out)
+	}
+	// b0's bgpd crashes: its session must not go on showing Established.
+	_ = bl.frr["b0"].Bgpd.Signal(syscall.SIGKILL)
+	lab.WaitFor(t, 20*time.Second, "b0 publishes its session Unknown", func() bool {
+		s := sessions("b0")
+		return len(s) == 1 && s[0].State == v1alpha1.BGPStateUnknown
+	})
+	code, out, errOut = vipctl(t, "status", "-f", kc.ConfigPath, "--kubeconfig", kubeconfig)
+	t.Logf("vipctl status (b0's bgpd killed), exit %d:\n%s%s", code, out, errOut)
+	if code != 2 || !strings.Contains(errOut, "b0→203.0.113.1 Unknown") {
+		t.Errorf("b0's bgpd killed: exit %d, stderr %q; want 2 naming b0's session", code, errOut)
 	}
 	// a0 saw nothing change: its annotation was not rewritten (the same
 	// Since, though its uptime kept counting).

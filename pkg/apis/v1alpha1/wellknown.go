@@ -65,9 +65,6 @@ func ParseHeldVIPs(s string) (HeldVIPs, error) {
 // String encodes the annotation value.
 func (h HeldVIPs) String() string { return nodeAnnotation(h) }
 
-// BGP session states as bgpd names them; only Established carries routes.
-const BGPStateEstablished = "Established"
-
 // BGPSession is one of a node's BGP sessions, as published in
 // AnnotationNodeBGPSessions.
 type BGPSession struct {
@@ -76,7 +73,8 @@ type BGPSession struct {
 	// ASN is the router's AS.
 	ASN uint32 `json:"asn"`
 	// State is bgpd's: Established, or Idle, Connect, Active, OpenSent,
-	// OpenConfirm while the session is down.
+	// OpenConfirm while the session is down; Unknown when bgpd cannot be
+	// asked.
 	State string `json:"state"`
 	// Since is when the session entered State (as bgpd counts it; when
 	// the node first saw it in State if bgpd does not say).
@@ -90,6 +88,15 @@ type BGPSession struct {
 	// BFD is the BFD session's status (Up, Down, Unknown); empty without BFD.
 	BFD string `json:"bfd,omitempty"`
 }
+
+// BGPStateEstablished is bgpd's state of a session that carries routes;
+// Idle, Connect, Active, OpenSent and OpenConfirm are its states of one
+// that does not.
+const BGPStateEstablished = "Established"
+
+// BGPStateUnknown is vipctl's state of a session whose bgpd cannot be
+// asked (crashed, hung or not started).
+const BGPStateUnknown = "Unknown"
 
 // Established tells whether the session carries routes.
 func (s BGPSession) Established() bool { return s.State == BGPStateEstablished }
