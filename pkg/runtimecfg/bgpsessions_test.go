@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -192,5 +193,35 @@ func TestPublishSessions(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(m.BGP.Up); n != 0 {
 		t.Errorf("%d session_up series left without bgp", n)
+	}
+}
+
+// TestBGPMetricsDocumented: every per-session series the sidecar exposes
+// on /metrics is in docs/runtimecfg.md's list under the name it has.
+func TestBGPMetricsDocumented(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	m.observeSessions(nil, v1alpha1.BGPSessions{{Peer: "198.51.100.1", ASN: 64512, State: "Established", Dropped: 1, PrefixesSent: 2, BFD: "Up"}})
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "runtimecfg.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range families {
+		if !strings.HasPrefix(f.GetName(), "vipctl_bgp_") {
+			continue
+		}
+		n++
+		if !strings.Contains(string(doc), "`"+f.GetName()+"{peer}`") {
+			t.Errorf("%s is not in docs/runtimecfg.md", f.GetName())
+		}
+	}
+	if n != 5 {
+		t.Errorf("%d vipctl_bgp_ metrics exposed, want 5", n)
 	}
 }
