@@ -96,7 +96,7 @@ type Sidecar struct {
 	// sessions are bgpd's sessions as last read.
 	sessions v1alpha1.BGPSessions
 	// onNode is the Node's vipctl.io/bgp-sessions as last written (nil:
-	// absent), read from the cache once (onNodeKnown); only the
+	// absent), asked from the API once at start (onNodeKnown); only the
 	// sessions loop touches them.
 	onNode      *string
 	onNodeKnown bool
