@@ -19,10 +19,12 @@ func NewStatusCommand(streams IOStreams) *cobra.Command {
 	var file, kubeconfig, namespace, output string
 	cmd := &cobra.Command{
 		Use:   "status [-f cluster.yaml] [-o text|json|yaml]",
-		Short: "Show every VIP, its holder, state and the Services using it",
+		Short: "Show every VIP, its holder, state and the Services using it, and the nodes' BGP sessions",
 		Long: `Reads the live config (the vipctl-config ConfigMap, or -f), the VIPs each
 node's sidecar publishes in its vipctl.io/vips annotation, and the Services'
-allocated addresses. Exits 2 when a VIP has no holder or several (split brain).`,
+allocated addresses, and the BGP sessions the nodes publish in their
+vipctl.io/bgp-sessions annotation (bgp pools). Exits 2 when a VIP has no
+holder or several (split brain), or a BGP session is not Established.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
@@ -54,12 +56,12 @@ allocated addresses. Exits 2 when a VIP has no holder or several (split brain).`
 			if err != nil {
 				return err
 			}
-			rows, errs := status.Compute(c, nodes, svcs)
+			report, errs := status.NewReport(c, nodes, svcs)
 			for _, e := range errs {
 				_, _ = fmt.Fprintln(streams.ErrOut, "warning:", e)
 			}
-			if err := printData(streams.Out, output, rows, func(w io.Writer) error {
-				_, err := io.WriteString(w, status.Text(rows, time.Now()))
+			if err := printData(streams.Out, output, report, func(w io.Writer) error {
+				_, err := io.WriteString(w, report.Text(time.Now()))
 				return err
 			}); err != nil {
 				return err
@@ -67,8 +69,8 @@ allocated addresses. Exits 2 when a VIP has no holder or several (split brain).`
 			if drained := status.Drained(nodes); len(drained) > 0 && output == outputText {
 				_, _ = fmt.Fprintf(streams.Out, "\ndrained (vipctl undrain NODE ends it): %s\n", strings.Join(drained, ", "))
 			}
-			if !status.Healthy(rows) {
-				return &ExitError{Code: ExitFinding, Err: errors.New("a VIP has no holder or more than one")}
+			if problems := report.Problems(); len(problems) > 0 {
+				return &ExitError{Code: ExitFinding, Err: errors.New(strings.Join(problems, "; "))}
 			}
 			return nil
 		},

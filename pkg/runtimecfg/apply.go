@@ -125,7 +125,7 @@ func Apply(ctx context.Context, t Target, files []render.File) (Result, error) {
 				return res, err
 			}
 			if ok {
-				res.Reloaded = append(res.Reloaded, "frr")
+				res.Reloaded = append(res.Reloaded, daemonFRR)
 			}
 		}
 	}

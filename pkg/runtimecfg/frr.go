@@ -11,6 +11,9 @@ import (
 	"github.com/vipctl/vipctl/pkg/render"
 )
 
+// daemonFRR names FRR among the daemons an Apply reloads.
+const daemonFRR = "frr"
+
 // defaultFRRReload is where Debian's frr-pythontools installs it.
 const defaultFRRReload = "/usr/lib/frr/frr-reload.py"
 
@@ -22,8 +25,8 @@ const defaultFRRReload = "/usr/lib/frr/frr-reload.py"
 // upstream). false means bgpd is not running yet: it reads the file when
 // it starts.
 func ReloadFRR(ctx context.Context, t Target) (bool, error) {
-	vty := t.path(render.FRRRunDir)
-	if _, err := os.Stat(filepath.Join(vty, "bgpd.vty")); errors.Is(err, os.ErrNotExist) {
+	vty, running := t.bgpdRunning()
+	if !running {
 		return false, nil
 	}
 	scratch, err := os.MkdirTemp("", "vipctl-frr-reload-")
@@ -35,7 +38,7 @@ func ReloadFRR(ctx context.Context, t Target) (bool, error) {
 	if bin == "" {
 		bin = defaultFRRReload
 	}
-	vtysh, err := exec.LookPath(orDefault(t.Vtysh, "vtysh"))
+	vtysh, err := exec.LookPath(t.vtysh())
 	if err != nil {
 		return false, fmt.Errorf("reloading FRR: %w", err)
 	}
@@ -47,6 +50,17 @@ func ReloadFRR(ctx context.Context, t Target) (bool, error) {
 	}
 	return true, nil
 }
+
+// bgpdRunning tells where the node's FRR vty sockets are and whether
+// bgpd listens there yet.
+func (t Target) bgpdRunning() (vtyDir string, running bool) {
+	vty := t.path(render.FRRRunDir)
+	_, err := os.Stat(filepath.Join(vty, "bgpd.vty"))
+	return vty, !errors.Is(err, os.ErrNotExist)
+}
+
+// vtysh is the vtysh every FRR command of the node goes through.
+func (t Target) vtysh() string { return orDefault(t.Vtysh, "vtysh") }
 
 func orDefault(s, def string) string {
 	if s == "" {

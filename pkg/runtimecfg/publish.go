@@ -2,9 +2,12 @@ package runtimecfg
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"reflect"
+	"slices"
 	"sort"
 	"time"
 
@@ -41,17 +44,25 @@ func (s *Sidecar) rememberAnnounced(pools []render.Announced) {
 // publishLoop reads which VIPs sit on this node's interfaces and records
 // them in its Node's annotation whenever that changes.
 func (s *Sidecar) publishLoop(ctx context.Context) {
-	t := time.NewTicker(s.o.HeldInterval)
+	s.repeat(ctx, s.o.HeldInterval, nil, s.publish, "publish", "cannot publish the VIPs this node holds")
+}
+
+// repeat runs step now and then every interval and whenever kick fires
+// (nil: never), until ctx ends; a failure is counted under reason and
+// logged.
+func (s *Sidecar) repeat(ctx context.Context, interval time.Duration, kick <-chan struct{}, step func(context.Context) error, reason, msg string) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if err := s.publish(ctx); err != nil {
-			s.m.Failures.WithLabelValues("publish").Inc()
-			s.log.Error("cannot publish the VIPs this node holds", "err", cluster.DescribeAPIError(err))
+		if err := step(ctx); err != nil {
+			s.m.Failures.WithLabelValues(reason).Inc()
+			s.log.Error(msg, "err", cluster.DescribeAPIError(err))
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-kick:
 		}
 	}
 }
@@ -103,8 +114,7 @@ func (s *Sidecar) publish(ctx context.Context) error {
 	if same {
 		return nil
 	}
-	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationNodeVIPs, held.String())
-	if _, err := s.o.Client.CoreV1().Nodes().Patch(ctx, s.o.NodeName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if err := s.annotate(ctx, v1alpha1.AnnotationNodeVIPs, ptr(held.String())); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -115,6 +125,106 @@ func (s *Sidecar) publish(ctx context.Context) error {
 	s.mu.Unlock()
 	s.log.Info("published held VIPs", "vips", held.String())
 	return nil
+}
+
+// annotate sets one annotation of this node's Node, or removes it when
+// value is nil: the one way the sidecar writes what it publishes.
+func (s *Sidecar) annotate(ctx context.Context, key string, value *string) error {
+	v, err := json.Marshal(value)
+	if err != nil {
+		return err
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%s}}}`, key, v)
+	_, err = s.o.Client.CoreV1().Nodes().Patch(ctx, s.o.NodeName, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// rememberBGP notes whether the last render gave this node a frr.conf:
+// only then does it have sessions to read and publish.
+func (s *Sidecar) rememberBGP(files []render.File) {
+	bgp := slices.ContainsFunc(files, func(f render.File) bool { return f.Path == render.FRRConfPath })
+	s.mu.Lock()
+	s.bgp, s.rendered = bgp, true
+	s.mu.Unlock()
+}
+
+// readSessionsSoon has the sessions read now rather than at the next tick.
+func (s *Sidecar) readSessionsSoon() {
+	select {
+	case s.sessionKick <- struct{}{}:
+	default:
+	}
+}
+
+// sessionsLoop reads bgpd's sessions every SessionInterval and after
+// every FRR reload, keeps the per-session metrics, and publishes them in
+// the Node's vipctl.io/bgp-sessions annotation when one changes.
+func (s *Sidecar) sessionsLoop(ctx context.Context) {
+	s.repeat(ctx, s.o.SessionInterval, s.sessionKick, s.publishSessions, "bgp-sessions", "cannot read or publish the BGP sessions")
+}
+
+func (s *Sidecar) publishSessions(ctx context.Context) error {
+	s.mu.Lock()
+	rendered, bgp, prev := s.rendered, s.bgp, s.sessions
+	s.mu.Unlock()
+	if !rendered {
+		// Whether the node has bgp pools is not known before the first
+		// render: leave the Node as it is until then.
+		return nil
+	}
+	if !s.onNodeKnown {
+		// A restarted sidecar carries on from what its Node says, so a
+		// session up for days keeps its Since and nothing is rewritten.
+		// Asked once: the informers strip this annotation.
+		n, err := s.o.Client.CoreV1().Nodes().Get(ctx, s.o.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.onNode, s.onNodeKnown = nil, true
+		if v, ok := n.Annotations[v1alpha1.AnnotationNodeBGPSessions]; ok {
+			s.onNode = &v
+			prev, _ = v1alpha1.ParseBGPSessions(v)
+		}
+	}
+	var want *string
+	var now v1alpha1.BGPSessions
+	var readErr error
+	if bgp {
+		peers, running, err := ReadBGPSessions(ctx, s.o.Target)
+		if err != nil || !running {
+			// bgpd crashed, hangs or is not started (yet): what it said
+			// last no longer holds, and its sessions must not keep
+			// showing Established.
+			peers, readErr = unknownPeers(prev), err
+		}
+		now = BGPSessions(prev, peers, time.Now())
+		want = ptr(now.String())
+	}
+	s.m.observeSessions(prev, now)
+	s.mu.Lock()
+	s.sessions = now
+	s.mu.Unlock()
+	if (want == nil) == (s.onNode == nil) && (want == nil || *want == *s.onNode) {
+		return readErr
+	}
+	if err := s.annotate(ctx, v1alpha1.AnnotationNodeBGPSessions, want); err != nil {
+		return errors.Join(readErr, err)
+	}
+	s.onNode = want
+	s.log.Info("published BGP sessions", "sessions", now.String())
+	return readErr
+}
+
+// unknownPeers are the sessions last known, in state Unknown: bgpd could
+// not be asked.
+func unknownPeers(prev v1alpha1.BGPSessions) []PeerState {
+	out := make([]PeerState, 0, len(prev))
+	for _, p := range prev {
+		out = append(out, PeerState{Peer: p.Peer, ASN: p.ASN, State: v1alpha1.BGPStateUnknown, Dropped: p.Dropped})
+	}
+	return out
 }
 
 func sortHeld(h v1alpha1.HeldVIPs) {

@@ -37,6 +37,9 @@ type SidecarOptions struct {
 	// HeldInterval is how often the addresses on this node's interfaces
 	// are read to publish which VIPs it holds.
 	HeldInterval time.Duration
+	// SessionInterval is how often bgpd's sessions are read (and after
+	// every FRR reload) when the node has bgp pools.
+	SessionInterval time.Duration
 	// Addresses lists the addresses on this node's interfaces; nil reads
 	// them with netlink in the current network namespace.
 	Addresses func() ([]netip.Addr, error)
@@ -69,6 +72,8 @@ type Sidecar struct {
 	routers   map[string]cache.GenericLister
 
 	kick chan struct{}
+	// sessionKick asks for a read of bgpd's sessions (after a reload).
+	sessionKick chan struct{}
 
 	mu sync.Mutex
 	// liveDay2 is the last valid ConfigMap config; nil until one is seen.
@@ -85,7 +90,17 @@ type Sidecar struct {
 	lastErr   error
 	applied   bool
 	published v1alpha1.HeldVIPs
-	since     map[netip.Addr]time.Time
+	// bgp says the last render gave this node a frr.conf; rendered that
+	// there was a render at all.
+	bgp, rendered bool
+	// sessions are bgpd's sessions as last read.
+	sessions v1alpha1.BGPSessions
+	// onNode is the Node's vipctl.io/bgp-sessions as last written (nil:
+	// absent), asked from the API once at start (onNodeKnown); only the
+	// sessions loop touches them.
+	onNode      *string
+	onNodeKnown bool
+	since       map[netip.Addr]time.Time
 	// node is what every sync brings in line; its LocalVIPs keep the VIPs
 	// held here local for a while after they leave.
 	node *Node
@@ -103,6 +118,9 @@ func NewSidecar(o SidecarOptions) (*Sidecar, error) {
 	}
 	if o.HeldInterval <= 0 {
 		o.HeldInterval = time.Second
+	}
+	if o.SessionInterval <= 0 {
+		o.SessionInterval = 5 * time.Second
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
@@ -125,7 +143,7 @@ func NewSidecar(o SidecarOptions) (*Sidecar, error) {
 	}
 	s := &Sidecar{
 		o: o, static: static, log: o.Log.With("node", o.NodeName), m: o.Metrics,
-		kick: make(chan struct{}, 1), routers: map[string]cache.GenericLister{},
+		kick: make(chan struct{}, 1), sessionKick: make(chan struct{}, 1), routers: map[string]cache.GenericLister{},
 		since:   map[netip.Addr]time.Time{},
 		node:    NewNode(o.Target, o.NodeName, NewLocalVIPs(o.Target, HandoverGrace)),
 		nodeRef: &corev1.ObjectReference{Kind: "Node", Name: o.NodeName, UID: "", APIVersion: "v1"},
@@ -157,6 +175,8 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); s.publishLoop(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); s.sessionsLoop(ctx) }()
 	wg.Add(1)
 	go func() { defer wg.Done(); s.drainLoop(ctx) }()
 	wg.Add(1)
@@ -320,12 +340,16 @@ func (s *Sidecar) sync(ctx context.Context) error {
 		}
 		s.reportUnannounced(out.Unannounced)
 		s.rememberVIPs(m, st)
+		s.rememberBGP(out.Files)
 	}
 	if err == nil {
 		s.rememberAnnounced(out.Announced)
 	}
 	for _, d := range out.Reloaded {
 		s.m.Reloads.WithLabelValues(d).Inc()
+		if d == daemonFRR {
+			s.readSessionsSoon()
+		}
 	}
 	if len(out.Written) > 0 {
 		s.log.Info("applied", "written", out.Written, "reloaded", out.Reloaded)

@@ -24,6 +24,44 @@ const (
 	StateSplitBrain = "split-brain"
 )
 
+// Report is everything `vipctl status` shows; -o json|yaml prints it.
+type Report struct {
+	VIPs []VIPStatus `json:"vips"`
+	// BGPSessions lists every node's BGP sessions (bgp pools only).
+	BGPSessions []SessionStatus `json:"bgpSessions,omitempty"`
+}
+
+// SessionStatus is one BGP session of one node, as its sidecar publishes
+// it in the vipctl.io/bgp-sessions annotation.
+type SessionStatus struct {
+	Node string `json:"node"`
+	v1alpha1.BGPSession
+}
+
+// NewReport builds the whole report: Compute's VIP rows and every node's
+// published BGP sessions. Unparsable annotations are reported as errors
+// for their node and otherwise ignored.
+func NewReport(c *v1alpha1.ClusterVIPs, nodes []corev1.Node, services []corev1.Service) (Report, []error) {
+	rows, errs := Compute(c, nodes, services)
+	sessions, serrs := Sessions(nodes)
+	return Report{VIPs: rows, BGPSessions: sessions}, append(errs, serrs...)
+}
+
+// Sessions lists the BGP sessions the nodes publish, by node and peer.
+func Sessions(nodes []corev1.Node) ([]SessionStatus, []error) {
+	var out []SessionStatus
+	errs := published(nodes, v1alpha1.AnnotationNodeBGPSessions, v1alpha1.ParseBGPSessions, func(node string, s v1alpha1.BGPSession) {
+		out = append(out, SessionStatus{Node: node, BGPSession: s})
+	})
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Node != out[j].Node {
+			return out[i].Node < out[j].Node
+		}
+		return out[i].Peer < out[j].Peer
+	})
+	return out, errs
+}
+
 // VIPStatus is one row of `vipctl status`.
 type VIPStatus struct {
 	// Instance is the key of the VRRP instance that carries the address,
@@ -47,19 +85,11 @@ func Compute(c *v1alpha1.ClusterVIPs, nodes []corev1.Node, services []corev1.Ser
 		since time.Time
 	}
 	holders := map[netip.Addr][]held{}
-	var errs []error
-	for _, n := range nodes {
-		hv, err := v1alpha1.ParseHeldVIPs(n.Annotations[v1alpha1.AnnotationNodeVIPs])
-		if err != nil {
-			errs = append(errs, fmt.Errorf("node %s: %w", n.Name, err))
-			continue
+	errs := published(nodes, v1alpha1.AnnotationNodeVIPs, v1alpha1.ParseHeldVIPs, func(node string, h v1alpha1.HeldVIP) {
+		if a, err := netip.ParseAddr(h.Address); err == nil {
+			holders[a.Unmap()] = append(holders[a.Unmap()], held{node, h.Since})
 		}
-		for _, h := range hv {
-			if a, err := netip.ParseAddr(h.Address); err == nil {
-				holders[a.Unmap()] = append(holders[a.Unmap()], held{n.Name, h.Since})
-			}
-		}
-	}
+	})
 	var rows []VIPStatus
 	add := func(key string, a netip.Addr, svcs []string) {
 		r := VIPStatus{Instance: key, Address: a.String(), Services: svcs, Holders: []string{}}
@@ -133,6 +163,23 @@ func Compute(c *v1alpha1.ClusterVIPs, nodes []corev1.Node, services []corev1.Ser
 	return rows, errs
 }
 
+// published decodes one list annotation of every node and hands each
+// entry to each; a value that does not parse is an error for its node.
+func published[L ~[]T, T any](nodes []corev1.Node, key string, parse func(string) (L, error), each func(node string, v T)) []error {
+	var errs []error
+	for _, n := range nodes {
+		list, err := parse(n.Annotations[key])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", n.Name, err))
+			continue
+		}
+		for _, v := range list {
+			each(n.Name, v)
+		}
+	}
+	return errs
+}
+
 // Drained names the nodes asked to drain (`vipctl drain`), sorted.
 func Drained(nodes []corev1.Node) []string {
 	var out []string
@@ -145,36 +192,70 @@ func Drained(nodes []corev1.Node) []string {
 	return out
 }
 
-// Healthy tells whether every VIP has exactly one holder.
-func Healthy(rows []VIPStatus) bool {
-	for _, r := range rows {
-		if r.State != StateOK {
-			return false
+// Problems says what is unhealthy: a VIP with no holder or several, a
+// BGP session not Established. None means healthy.
+func (r Report) Problems() []string {
+	var out []string
+	bad := 0
+	for _, v := range r.VIPs {
+		if v.State != StateOK {
+			bad++
 		}
 	}
-	return true
+	if bad > 0 {
+		out = append(out, fmt.Sprintf("%d VIP(s) with no holder or more than one", bad))
+	}
+	var down []string
+	for _, s := range r.BGPSessions {
+		if !s.Established() {
+			down = append(down, s.Node+"→"+s.Peer+" "+s.State)
+		}
+	}
+	if len(down) > 0 {
+		out = append(out, fmt.Sprintf("BGP session(s) not established: %s", strings.Join(down, ", ")))
+	}
+	return out
 }
 
-// Text renders the table.
-func Text(rows []VIPStatus, now time.Time) string {
+// Text renders the VIP table and, when a node reports BGP sessions, the
+// sessions table after it.
+func (r Report) Text(now time.Time) string {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	_, _ = fmt.Fprintln(w, "INSTANCE\tADDRESS\tHOLDER\tSTATE\tSINCE\tSERVICES")
-	for _, r := range rows {
-		holder := strings.Join(r.Holders, ",")
+	for _, v := range r.VIPs {
+		holder := strings.Join(v.Holders, ",")
 		if holder == "" {
 			holder = "-"
 		}
 		since := "-"
-		if r.Since != nil {
-			since = fmt.Sprintf("%s (%s ago)", r.Since.UTC().Format(time.RFC3339), now.Sub(*r.Since).Round(time.Second))
+		if v.Since != nil {
+			since = ago(*v.Since, now)
 		}
-		svcs := strings.Join(r.Services, ",")
+		svcs := strings.Join(v.Services, ",")
 		if svcs == "" {
 			svcs = "-"
 		}
-		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Instance, r.Address, holder, r.State, since, svcs)
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Instance, v.Address, holder, v.State, since, svcs)
+	}
+	_ = w.Flush()
+	if len(r.BGPSessions) == 0 {
+		return b.String()
+	}
+	b.WriteString("\n")
+	w = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	_, _ = fmt.Fprintln(w, "NODE\tPEER\tASN\tSTATE\tSINCE\tPREFIXES\tBFD")
+	for _, s := range r.BGPSessions {
+		bfd := s.BFD
+		if bfd == "" {
+			bfd = "-"
+		}
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%d\t%s\n", s.Node, s.Peer, s.ASN, s.State, ago(s.Since, now), s.PrefixesSent, bfd)
 	}
 	_ = w.Flush()
 	return b.String()
+}
+
+func ago(t, now time.Time) string {
+	return fmt.Sprintf("%s (%s ago)", t.UTC().Format(time.RFC3339), now.Sub(t).Round(time.Second))
 }

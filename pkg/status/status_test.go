@@ -1,6 +1,8 @@
 package status
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,10 +46,10 @@ func TestStatus(t *testing.T) {
 	if r := byAddr["198.51.100.130"]; r.Instance != "pool/rack-a/0" || strings.Join(r.Services, ",") != "default/a,default/b" || r.State != StateOK {
 		t.Errorf("pool row %+v", r)
 	}
-	if Healthy(rows) {
-		t.Errorf("split brain reported healthy")
+	if p := (Report{VIPs: rows}).Problems(); len(p) != 1 || p[0] != "1 VIP(s) with no holder or more than one" {
+		t.Errorf("split brain: problems %q", p)
 	}
-	text := Text(rows, since.Add(time.Hour))
+	text := Report{VIPs: rows}.Text(since.Add(time.Hour))
 	if !strings.Contains(text, "INSTANCE") || !strings.Contains(text, "split-brain") || !strings.Contains(text, "(1h0m0s ago)") {
 		t.Errorf("table:\n%s", text)
 	}
@@ -82,4 +84,54 @@ func TestStatusBGP(t *testing.T) {
 		return
 	}
 	t.Errorf("no row for the bgp address: %+v", rows)
+}
+
+// TestStatusBGPSessions: the nodes' published sessions become a second
+// table, in JSON beside the VIPs, and a session not Established is a
+// problem (vipctl status exits 2) while the VIP rows stay ok.
+func TestStatusBGPSessions(t *testing.T) {
+	c := fixture.Example(t, "bgp-two-racks.yaml")
+	since := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	held := v1alpha1.HeldVIPs{{Address: "203.0.113.224", Instance: v1alpha1.BGPKey("racks"), Since: since}}
+	node := func(name string, sessions v1alpha1.BGPSessions) corev1.Node {
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+			v1alpha1.AnnotationNodeVIPs: held.String(), v1alpha1.AnnotationNodeBGPSessions: sessions.String()}}}
+	}
+	up := func(peer string) v1alpha1.BGPSession {
+		return v1alpha1.BGPSession{Peer: peer, ASN: 64512, State: "Established", Since: since, PrefixesSent: 1, BFD: "Up"}
+	}
+	down := up("203.0.113.1")
+	down.State, down.PrefixesSent, down.BFD, down.Dropped = "Active", 0, "Down", 1
+	nodes := []corev1.Node{node("worker-b0", v1alpha1.BGPSessions{down}), node("worker-a0", v1alpha1.BGPSessions{up("198.51.100.1")}),
+		{ObjectMeta: metav1.ObjectMeta{Name: "worker-x", Annotations: map[string]string{v1alpha1.AnnotationNodeBGPSessions: "{"}}}}
+	r, errs := NewReport(c, nodes, []corev1.Service{fixture.LBService("web", "203.0.113.224")})
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "node worker-x: annotation vipctl.io/bgp-sessions") {
+		t.Errorf("errors %v: want worker-x's unparsable annotation", errs)
+	}
+	// Only the announced address: the API and ingress VIPs, held by
+	// nobody here, are TestStatus's business.
+	r.VIPs = slices.DeleteFunc(r.VIPs, func(v VIPStatus) bool { return v.Instance != "bgp/racks" })
+	want := "INSTANCE   ADDRESS        HOLDER               STATE  SINCE                             SERVICES\n" +
+		"bgp/racks  203.0.113.224  worker-a0,worker-b0  ok     2026-11-23T10:00:00Z (1m30s ago)  default/web\n" +
+		"\n" +
+		"NODE       PEER          ASN    STATE        SINCE                             PREFIXES  BFD\n" +
+		"worker-a0  198.51.100.1  64512  Established  2026-11-23T10:00:00Z (1m30s ago)  1         Up\n" +
+		"worker-b0  203.0.113.1   64512  Active       2026-11-23T10:00:00Z (1m30s ago)  0         Down\n"
+	if got := r.Text(since.Add(90 * time.Second)); got != want {
+		t.Errorf("text:\n%s\nwant:\n%s", got, want)
+	}
+	if p := r.Problems(); len(p) != 1 || p[0] != "BGP session(s) not established: worker-b0→203.0.113.1 Active" {
+		t.Errorf("problems %q", p)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(b); !strings.Contains(s, `"bgpSessions":[{"node":"worker-a0","peer":"198.51.100.1","asn":64512,"state":"Established","since":"2026-11-23T10:00:00Z","prefixesSent":1,"prefixesReceived":0,"dropped":0,"bfd":"Up"}`) {
+		t.Errorf("json: %s", s)
+	}
+	r.BGPSessions[1].State = "Established"
+	if p := r.Problems(); len(p) != 0 {
+		t.Errorf("every session up, every VIP held once: problems %q", p)
+	}
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"maps"
 	"net"
@@ -10,15 +11,21 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vipctl/vipctl/internal/lab"
 	"github.com/vipctl/vipctl/internal/netlab"
+	"github.com/vipctl/vipctl/internal/testapiserver"
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/runtimecfg"
+	"github.com/vipctl/vipctl/pkg/status"
 )
 
 // bgpLabYAML: the nodes of rack a (198.51.100.0/24) and rack b
@@ -88,6 +95,13 @@ type bgpLab struct {
 // node announces (kube-proxy's part on a real node).
 func startBGPLab(t testing.TB, bfd bool) *bgpLab {
 	t.Helper()
+	return buildBGPLab(t, bfd, func(yaml string, specs []lab.NodeSpec) *lab.Cluster { return lab.Start(t, yaml, specs) })
+}
+
+// buildBGPLab is startBGPLab with the lab cluster made by start (lab.Start,
+// or lab.StartKube's for a lab with a real apiserver and sidecars).
+func buildBGPLab(t testing.TB, bfd bool, start func(yaml string, specs []lab.NodeSpec) *lab.Cluster) *bgpLab {
+	t.Helper()
 	yaml, routerConf := bgpLabYAML, upstreamFRR
 	if bfd {
 		yaml = strings.ReplaceAll(yaml, "keepaliveTime: 1s\n", "keepaliveTime: 1s\n        bfd: true\n")
@@ -99,7 +113,7 @@ func startBGPLab(t testing.TB, bfd bool) *bgpLab {
 		{Name: "b0", Addr: "203.0.113.21/26", Labels: map[string]string{"rack": "b"}, Segment: "b", Gateways: []string{"203.0.113.1"}},
 		{Name: "b1", Addr: "203.0.113.22/26", Labels: map[string]string{"rack": "b"}, Segment: "b", Gateways: []string{"203.0.113.1"}},
 	}
-	lc := lab.Start(t, yaml, specs)
+	lc := start(yaml, specs)
 	return newBGPLab(t, lc, map[string][]string{
 		netlab.DefaultSegment: {"198.51.100.1/24"},
 		"b":                   {"203.0.113.1/26"},
@@ -500,5 +514,109 @@ func TestBGPUpdateKeepsAddresses(t *testing.T) {
 		if !slices.Equal(now, before[name]) {
 			t.Errorf("Service %s: addresses %v after the move, had %v", name, now, before[name])
 		}
+	}
+}
+
+// TestBGPSessions: every node's real sidecar (the node's own credentials
+// against a real kube-apiserver) reads its bgpd's sessions and publishes
+// them; `vipctl status` shows each node's session Established with the
+// route it announces and exits 0. A node cut off from its router shows
+// its session not Established in its annotation, its metrics and `vipctl
+// status`, which then exits 2.
+func TestBGPSessions(t *testing.T) {
+	var kc *lab.KubeCluster
+	bl := buildBGPLab(t, true, func(yaml string, specs []lab.NodeSpec) *lab.Cluster {
+		kc = lab.StartKube(t, yaml, specs)
+		return kc.Cluster
+	})
+	// First the session reader alone, against the live bgpd of a0.
+	lab.WaitFor(t, 20*time.Second, "a0's session Established", func() bool {
+		peers, ok, err := runtimecfg.ReadBGPSessions(context.Background(), bl.lc.ByName["a0"].Target)
+		return err == nil && ok && len(peers) == 1 && peers[0].State == v1alpha1.BGPStateEstablished && peers[0].Peer == "198.51.100.1"
+	})
+	for _, n := range bl.lc.Nodes {
+		kc.AddNode(t, n.Name)
+	}
+	kc.GrantNodeReaders(t)
+	kc.CreateLBService(t, "web", "")
+	kc.SetLBStatus(t, "web", bgpClusterVIP)
+	for _, n := range bl.lc.Nodes {
+		onLo(t, n.Host, bgpClusterVIP)
+		kc.StartSidecar(t, n.Name)
+	}
+	bl.waitHops(t, bgpClusterVIP, []string{"198.51.100.21", "203.0.113.21", "203.0.113.22"}, 30*time.Second)
+
+	sessions := func(node string) v1alpha1.BGPSessions {
+		n, err := kc.Admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := v1alpha1.ParseBGPSessions(n.Annotations[v1alpha1.AnnotationNodeBGPSessions])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	peerOf := map[string]string{"a0": "198.51.100.1", "b0": "203.0.113.1", "b1": "203.0.113.1"}
+	for node, peer := range peerOf {
+		lab.WaitFor(t, 20*time.Second, node+" publishes its session Established, 1 route, BFD up", func() bool {
+			s := sessions(node)
+			return len(s) == 1 && s[0].Peer == peer && s[0].Established() && s[0].PrefixesSent == 1 && s[0].BFD == "Up" && s[0].ASN == 64512
+		})
+		m := kc.Sidecars[node].Metrics.BGP
+		if up, pfx := testutil.ToFloat64(m.Up.WithLabelValues(peer)), testutil.ToFloat64(m.Announced.WithLabelValues(peer)); up != 1 || pfx != 1 {
+			t.Errorf("%s: vipctl_bgp_session_up %v, vipctl_bgp_announced_prefixes %v; want 1, 1", node, up, pfx)
+		}
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "admin.kubeconfig")
+	testapiserver.WriteKubeconfig(t, kc.API.AdminConfig(), kubeconfig)
+	code, out, errOut := vipctl(t, "status", "-f", kc.ConfigPath, "--kubeconfig", kubeconfig)
+	t.Logf("vipctl status (sessions up), exit %d:\n%s%s", code, out, errOut)
+	for _, want := range []string{"NODE  PEER", "a0    198.51.100.1  64512  Established", "b0    203.0.113.1   64512  Established", "b1    203.0.113.1   64512  Established"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("vipctl status lacks %q", want)
+		}
+	}
+	// The API VIP is keepalived's: its holder may still be settling.
+	if strings.Contains(errOut, "BGP session") {
+		t.Errorf("sessions up, yet status reports a session problem: %s", errOut)
+	}
+	published := sessions("a0")
+	writes := func() int { return strings.Count(kc.Sidecars["a0"].Log.String(), "published BGP sessions") }
+	writesBefore := writes()
+
+	bl.lc.ByName["b1"].Host.LinkDown()
+	lab.WaitFor(t, 20*time.Second, "b1 publishes its session not Established", func() bool {
+		s := sessions("b1")
+		return len(s) == 1 && !s[0].Established()
+	})
+	if up := testutil.ToFloat64(kc.Sidecars["b1"].Metrics.BGP.Up.WithLabelValues("203.0.113.1")); up != 0 {
+		t.Errorf("b1: vipctl_bgp_session_up %v after its link went, want 0", up)
+	}
+	code, out, errOut = vipctl(t, "status", "-f", kc.ConfigPath, "--kubeconfig", kubeconfig)
+	t.Logf("vipctl status (b1 cut off), exit %d:\n%s%s", code, out, errOut)
+	if code != 2 || !strings.Contains(errOut, "BGP session(s) not established: b1→203.0.113.1") {
+		t.Errorf("b1 cut off: exit %d, stderr %q; want 2 naming b1's session", code, errOut)
+	}
+	code, out, _ = vipctl(t, "status", "-f", kc.ConfigPath, "--kubeconfig", kubeconfig, "-o", "json")
+	var report status.Report
+	if err := json.Unmarshal([]byte(out), &report); err != nil || code != 2 || len(report.BGPSessions) != 3 {
+		t.Errorf("status -o json: exit %d, %v, %d sessions (want 3):\n%s", code, err, len(report.BGPSessions), out)
+	}
+	// b0's bgpd crashes: its session must not go on showing Established.
+	_ = bl.frr["b0"].Bgpd.Signal(syscall.SIGKILL)
+	lab.WaitFor(t, 20*time.Second, "b0 publishes its session Unknown", func() bool {
+		s := sessions("b0")
+		return len(s) == 1 && s[0].State == v1alpha1.BGPStateUnknown
+	})
+	code, out, errOut = vipctl(t, "status", "-f", kc.ConfigPath, "--kubeconfig", kubeconfig)
+	t.Logf("vipctl status (b0's bgpd killed), exit %d:\n%s%s", code, out, errOut)
+	if code != 2 || !strings.Contains(errOut, "b0→203.0.113.1 Unknown") {
+		t.Errorf("b0's bgpd killed: exit %d, stderr %q; want 2 naming b0's session", code, errOut)
+	}
+	// a0 saw nothing change: its annotation was not rewritten (the same
+	// Since, though its uptime kept counting).
+	if again := sessions("a0"); again.String() != published.String() || writes() != writesBefore {
+		t.Errorf("a0's sessions rewritten without a change (%d writes, then %d):\n%s\n%s", writesBefore, writes(), published, again)
 	}
 }

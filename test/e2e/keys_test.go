@@ -60,8 +60,8 @@ func wantKeysAgree(t *testing.T, kc *lab.KubeCluster, want map[string]v1alpha1.I
 	kubeconfig := filepath.Join(t.TempDir(), "admin.kubeconfig")
 	testapiserver.WriteKubeconfig(t, kc.API.AdminConfig(), kubeconfig)
 	_, out, errOut := vipctl(t, "status", "-f", kc.ConfigPath, "-o", "json", "--kubeconfig", kubeconfig)
-	var rows []status.VIPStatus
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+	var report status.Report
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
 		t.Fatalf("vipctl status -o json: %v\n%s%s", err, out, errOut)
 	}
 	code, ids, errOut := vipctl(t, "vr-ids", "-f", kc.ConfigPath, "-o", "json")
@@ -69,7 +69,7 @@ func wantKeysAgree(t *testing.T, kc *lab.KubeCluster, want map[string]v1alpha1.I
 		t.Fatalf("vipctl vr-ids: %d\n%s%s", code, ids, errOut)
 	}
 	seen := 0
-	for _, r := range rows {
+	for _, r := range report.VIPs {
 		if !documentedKey.MatchString(r.Instance) {
 			t.Errorf("status names %s's instance %q, a form the docs do not name", r.Address, r.Instance)
 		}

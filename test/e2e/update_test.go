@@ -3,8 +3,10 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/vipctl/vipctl/internal/testapiserver"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/status"
 	"github.com/vipctl/vipctl/pkg/update"
 )
 
@@ -176,8 +179,15 @@ func TestUpdateAndStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, _ = run("status", "-o", "json")
-	if !strings.Contains(out, `"holders": [`+"\n"+`      "master-0"`) || !strings.Contains(out, `"state": "ok"`) {
-		t.Errorf("status json:\n%s", out)
+	var report status.Report
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatalf("status json: %v\n%s", err, out)
+	}
+	apiHeld := slices.ContainsFunc(report.VIPs, func(r status.VIPStatus) bool {
+		return r.Address == apiVIP && r.State == status.StateOK && slices.Equal(r.Holders, []string{"master-0"})
+	})
+	if !apiHeld || report.BGPSessions != nil {
+		t.Errorf("status json: want the API VIP held by master-0, no BGP sessions:\n%s", out)
 	}
 	// in-extra lost its address and nothing else is allocated: every VIP
 	// has its holder now, so the exit is 0.

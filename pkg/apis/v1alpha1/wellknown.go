@@ -33,6 +33,10 @@ const (
 	// AnnotationNodeVIPs is written by each node's sidecar on its own Node:
 	// the VIPs this node holds right now (JSON, see HeldVIPs).
 	AnnotationNodeVIPs = "vipctl.io/vips"
+	// AnnotationNodeBGPSessions is written by each node's sidecar on its
+	// own Node when it has bgp pools: its bgpd's sessions (JSON, see
+	// BGPSessions), rewritten only when one changes state.
+	AnnotationNodeBGPSessions = "vipctl.io/bgp-sessions"
 	// AllocatorLeaseName is the Lease the allocator replicas elect a
 	// leader with, in the vipctl namespace.
 	AllocatorLeaseName = "vipctl-allocator"
@@ -55,21 +59,75 @@ type HeldVIPs []HeldVIP
 
 // ParseHeldVIPs decodes an AnnotationNodeVIPs value; empty means none.
 func ParseHeldVIPs(s string) (HeldVIPs, error) {
+	return parseNodeAnnotation[HeldVIPs](AnnotationNodeVIPs, s)
+}
+
+// String encodes the annotation value.
+func (h HeldVIPs) String() string { return nodeAnnotation(h) }
+
+// BGPSession is one of a node's BGP sessions, as published in
+// AnnotationNodeBGPSessions.
+type BGPSession struct {
+	// Peer is the router's address.
+	Peer string `json:"peer"`
+	// ASN is the router's AS.
+	ASN uint32 `json:"asn"`
+	// State is bgpd's: Established, or Idle, Connect, Active, OpenSent,
+	// OpenConfirm while the session is down; Unknown when bgpd cannot be
+	// asked.
+	State string `json:"state"`
+	// Since is when the session entered State (as bgpd counts it; when
+	// the node first saw it in State if bgpd does not say).
+	Since time.Time `json:"since"`
+	// PrefixesSent are the routes announced to the peer, PrefixesReceived
+	// the routes accepted from it.
+	PrefixesSent     int `json:"prefixesSent"`
+	PrefixesReceived int `json:"prefixesReceived"`
+	// Dropped counts how often bgpd saw the session go down.
+	Dropped int `json:"dropped"`
+	// BFD is the BFD session's status (Up, Down, Unknown); empty without BFD.
+	BFD string `json:"bfd,omitempty"`
+}
+
+// BGPStateEstablished is bgpd's state of a session that carries routes;
+// Idle, Connect, Active, OpenSent and OpenConfirm are its states of one
+// that does not.
+const BGPStateEstablished = "Established"
+
+// BGPStateUnknown is vipctl's state of a session whose bgpd cannot be
+// asked (crashed, hung or not started).
+const BGPStateUnknown = "Unknown"
+
+// Established tells whether the session carries routes.
+func (s BGPSession) Established() bool { return s.State == BGPStateEstablished }
+
+// BGPSessions is the value of AnnotationNodeBGPSessions, sorted by peer.
+type BGPSessions []BGPSession
+
+// ParseBGPSessions decodes an AnnotationNodeBGPSessions value; empty
+// means none.
+func ParseBGPSessions(s string) (BGPSessions, error) {
+	return parseNodeAnnotation[BGPSessions](AnnotationNodeBGPSessions, s)
+}
+
+// String encodes the annotation value.
+func (b BGPSessions) String() string { return nodeAnnotation(b) }
+
+func parseNodeAnnotation[T any](name, s string) (T, error) {
+	var out T
 	if s == "" {
-		return nil, nil
+		return out, nil
 	}
-	var out HeldVIPs
 	if err := json.Unmarshal([]byte(s), &out); err != nil {
-		return nil, fmt.Errorf("annotation %s: %w", AnnotationNodeVIPs, err)
+		return out, fmt.Errorf("annotation %s: %w", name, err)
 	}
 	return out, nil
 }
 
-// String encodes the annotation value.
-func (h HeldVIPs) String() string {
-	if len(h) == 0 {
+func nodeAnnotation[T any](list []T) string {
+	if len(list) == 0 {
 		return "[]"
 	}
-	b, _ := json.Marshal(h)
+	b, _ := json.Marshal(list)
 	return string(b)
 }
