@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,8 +47,10 @@ func kubeletBGPYAML(image string) string {
 // container: `vipctl frr`). A Service of the bgp pool gets an address; every
 // node's sidecar renders frr.conf, FRR judges it and frr-reload.py applies
 // it through the vty sockets the pod's containers share; the router (real
-// FRR) installs the route with all three nodes as next hops, and a client
-// routed through it reaches the address. The frr container killed, the
+// FRR) installs the route with all three nodes as next hops, `vipctl
+// status` shows every node's session Established (read by the sidecars
+// through the same sockets), and a client routed through the router
+// reaches the address. The frr container killed, the
 // kubelet restarts it and the node announces again from the frr.conf on
 // disk. The Service deleted, every node withdraws the route.
 func TestBGPKubeletStaticPods(t *testing.T) {
@@ -78,6 +81,21 @@ func TestBGPKubeletStaticPods(t *testing.T) {
 		lab.WaitFor(t, 60*time.Second, what, func() bool { return slices.Equal(routeHops(tor, vip), want) })
 	}
 	waitTorRoute("the router's route to "+vip+" through every node", all)
+	// The sidecars read their bgpd's sessions through the sockets the
+	// frr container shares (group frrvty, no CAP_DAC_OVERRIDE), and
+	// `vipctl status` shows every node's session Established.
+	lab.WaitFor(t, 60*time.Second, "vipctl status: every node's session Established", func() bool {
+		out, err := kc.status(t)
+		if err != nil {
+			return false
+		}
+		for _, n := range kc.nodes {
+			if !regexp.MustCompile(`(?m)^` + n.Name + ` +` + regexp.QuoteMeta(kubeletTorIP) + ` +64512 +Established `).MatchString(out) {
+				return false
+			}
+		}
+		return true
+	})
 	kc.client.MustExec("ip", "route", "add", vip+"/32", "via", kubeletTorIP)
 	url := "http://" + net.JoinHostPort(vip, strconv.Itoa(kubeletEchoPort)) + "/"
 	lab.WaitFor(t, 30*time.Second, vip+" answering through the router", func() bool { _, err := kc.get(url); return err == nil })
