@@ -41,19 +41,11 @@ type frrFamilyView struct {
 	Networks []string
 }
 
-// HasBGP tells whether the config announces any pool by BGP; only then do
-// the nodes get a frr.conf.
-func (p *Plan) HasBGP() bool {
-	if p.c.Spec.BGP == nil {
-		return false
-	}
-	for _, pool := range p.model.Pools {
-		if pool.IsBGP() {
-			return true
-		}
-	}
-	return false
-}
+// HasBGP tells whether the nodes run BGP: with spec.bgp set every node
+// gets a frr.conf, its sessions up even before any pool is bgp, so that a
+// pool moved to bgp is announced at once (a reload adds its networks)
+// rather than after the sessions come up.
+func (p *Plan) HasBGP() bool { return p.c.Spec.BGP != nil }
 
 // Announced lists, per bgp pool, the Service addresses node announces:
 // with policy Cluster every address of a pool whose nodeSelector the node

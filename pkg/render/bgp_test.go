@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 )
 
@@ -95,5 +96,36 @@ func TestRouterID(t *testing.T) {
 	a, b := routerID("worker-0", addrs("2001:db8:1::")), routerID("worker-1", addrs("2001:db8:2::"))
 	if a == "" || a == "0.0.0.0" || a == b || a != routerID("worker-0", addrs("2001:db8:1::")) {
 		t.Errorf("zero low bits: worker-0 %q, worker-1 %q: want distinct, stable, non-zero ids", a, b)
+	}
+}
+
+// TestBGPSessionsBeforeAnyBGPPool: with spec.bgp but every pool vrrp, the
+// nodes still get a frr.conf with their peers and nothing to announce,
+// so the sessions are up before a pool moves to bgp and the move is one
+// reload that adds networks.
+func TestBGPSessionsBeforeAnyBGPPool(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "bgp-two-racks.yaml")
+	c := *r.config
+	c.Spec.ServicePools = slices.Clone(c.Spec.ServicePools)
+	for i := range c.Spec.ServicePools {
+		c.Spec.ServicePools[i].Mode = v1alpha1.PoolModeVRRP
+	}
+	p, err := NewPlan(&c, testIDs(&c), cluster.State{Nodes: r.nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := p.NodeFiles("worker-b0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frr string
+	for _, f := range files {
+		if f.Path == FRRConfPath {
+			frr = string(f.Data)
+		}
+	}
+	if !strings.Contains(frr, "neighbor 203.0.113.1 remote-as 64512\n") || strings.Contains(frr, "\n  network ") {
+		t.Errorf("worker-b0's frr.conf with spec.bgp and no bgp pool: want its peer and no network\n%s", frr)
 	}
 }

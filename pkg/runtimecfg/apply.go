@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -97,6 +98,17 @@ func Apply(ctx context.Context, t Target, files []render.File) (Result, error) {
 		}
 		changed = append(changed, f)
 	}
+	// FRR first: when a pool moves from vrrp to bgp, the routers learn its
+	// /32s while keepalived still holds the addresses, and only then does
+	// keepalived let them go (make before break). The other way round
+	// VRRP needs its master-down interval anyway, which no order saves.
+	rank := func(f render.File) int {
+		if f.Path == render.FRRConfPath {
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(changed, func(a, b render.File) int { return rank(a) - rank(b) })
 	for _, f := range changed {
 		if _, err := writeIfChanged(t.path(f.Path), f); err != nil {
 			return res, err
