@@ -83,9 +83,11 @@ bench:
 ## bench-failover: failover outages in the namespace lab (root), TRIALS per case;
 ## VRRP (BenchmarkFailover), bgp pools over FRR (BenchmarkFailoverBGP,
 ## mode=bgp lines) and the kubelet lab (BenchmarkFailoverKubelet,
-## lab=kubelet lines), KUBELET_TRIALS per case
+## lab=kubelet lines), KUBELET_TRIALS per case. BENCH_ARGS narrows or varies
+## it: -profiles=fast -scenarios=node-loss -advert=100ms
+BENCH_ARGS ?=
 bench-failover: deps image
-	$(GO) test -run '^$$' -bench BenchmarkFailover -benchtime 1x -timeout 3h ./test/e2e/ -args -trials=$(TRIALS) -kubelet-trials=$(KUBELET_TRIALS) | grep '^failover '
+	$(GO) test -run '^$$' -bench BenchmarkFailover -benchtime 1x -timeout 3h ./test/e2e/ -args -trials=$(TRIALS) -kubelet-trials=$(KUBELET_TRIALS) $(BENCH_ARGS) | grep '^failover '
 
 ## bench-runtimecfg: 2000 Nodes and 5000 LoadBalancer Services in the real apiserver,
 ## the allocator and one sidecar as processes; Service created -> VIP in keepalived.conf
@@ -95,7 +97,7 @@ bench-runtimecfg: deps build
 ## bench-steady: fast profile for STEADY (10m) with both CPUs busy; counts false failovers
 STEADY ?= 10m
 bench-steady: deps
-	$(GO) test -run '^$$' -bench BenchmarkSteadyState -benchtime 1x -timeout 1h ./test/e2e/ -args -steady=$(STEADY) | grep '^steady '
+	$(GO) test -run '^$$' -bench BenchmarkSteadyState -benchtime 1x -timeout 1h ./test/e2e/ -args -steady=$(STEADY) $(BENCH_ARGS) | grep '^steady '
 
 clean:
 	rm -rf bin $(OUT)

@@ -6,13 +6,44 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/vipctl/vipctl/internal/lab"
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 )
 
-var trials = flag.Int("trials", 20, "failover benchmark: trials per profile and scenario")
+var (
+	trials          = flag.Int("trials", 20, "failover benchmark: trials per profile and scenario")
+	benchProfiles   = flag.String("profiles", "default,fast", "failover benchmark: the profiles to run, comma-separated")
+	benchScenarios  = flag.String("scenarios", "", "failover benchmark: only these scenarios, comma-separated (empty: all)")
+	benchAdvertFlag = flag.String("advert", "", "failover and steady-state benchmarks: advertInterval overriding the profile's (the curve of outage and false failovers against the advert)")
+)
+
+// benchClusterYAML is the benchmarks' three-master cluster with -advert,
+// when set, overriding the profile's advert interval.
+func benchClusterYAML(profile string) string {
+	y := clusterYAML(profile, "unicast", "")
+	if *benchAdvertFlag == "" {
+		return y
+	}
+	return strings.Replace(y, "mode: unicast}", "mode: unicast, advertInterval: "+*benchAdvertFlag+"}", 1)
+}
+
+// advertLabel is the advert interval a benchmark line ran with: the
+// profile's own, or -advert, as the config defaults it.
+func advertLabel(profile string) string {
+	c, err := v1alpha1.Parse([]byte(benchClusterYAML(profile)))
+	if err != nil {
+		return "invalid: " + err.Error()
+	}
+	return c.Spec.VRRP.Advert().String()
+}
+
+func selected(list, name string) bool {
+	return list == "" || slices.Contains(strings.Split(list, ","), name)
+}
 
 // BenchmarkFailover measures, from a client in its own namespace opening a
 // new connection every 10 ms (250 ms timeout, without waiting for earlier
@@ -37,7 +68,13 @@ func failoverCases(b *testing.B, lab string, scenarios []string, n int, trial fu
 		prefix += " lab=" + lab
 	}
 	for _, profile := range []string{"default", "fast"} {
+		if !selected(*benchProfiles, profile) {
+			continue
+		}
 		for _, scenario := range scenarios {
+			if !selected(*benchScenarios, scenario) {
+				continue
+			}
 			b.Run(profile+"/"+scenario, func(b *testing.B) {
 				var outages []time.Duration
 				failed := 0
@@ -47,8 +84,8 @@ func failoverCases(b *testing.B, lab string, scenarios []string, n int, trial fu
 					failed += f
 				}
 				sort.Slice(outages, func(i, j int) bool { return outages[i] < outages[j] })
-				fmt.Fprintf(os.Stdout, "%s profile=%s scenario=%s trials=%d median_ms=%d p95_ms=%d max_ms=%d failed_requests=%d\n",
-					prefix, profile, scenario, len(outages), percentile(outages, 50).Milliseconds(), percentile(outages, 95).Milliseconds(), outages[len(outages)-1].Milliseconds(), failed)
+				fmt.Fprintf(os.Stdout, "%s profile=%s advert=%s scenario=%s trials=%d median_ms=%d p95_ms=%d max_ms=%d failed_requests=%d\n",
+					prefix, profile, advertLabel(profile), scenario, len(outages), percentile(outages, 50).Milliseconds(), percentile(outages, 95).Milliseconds(), outages[len(outages)-1].Milliseconds(), failed)
 			})
 		}
 	}
@@ -70,7 +107,7 @@ func failoverTrial(b *testing.B, profile, scenario string, i int) (time.Duration
 	var outage time.Duration
 	var failed int
 	b.Run(fmt.Sprintf("trial-%d", i), func(t *testing.B) {
-		lc := lab.Start(t, clusterYAML(profile, "unicast", ""), masters(3))
+		lc := lab.Start(t, benchClusterYAML(profile), masters(3))
 		for _, n := range lc.Nodes {
 			n.StartEcho(t, "0.0.0.0:8080")
 		}
@@ -113,7 +150,7 @@ var steadyFor = flag.Duration("steady", 10*time.Minute, "steady-state benchmark:
 //	steady profile=fast minutes=M busy_cpus=2 false_failovers=F failed_requests=R
 func BenchmarkSteadyState(b *testing.B) {
 	b.Run("fast", func(b *testing.B) {
-		lc := lab.Start(b, clusterYAML("fast", "unicast", ""), masters(3))
+		lc := lab.Start(b, benchClusterYAML("fast"), masters(3))
 		for _, n := range lc.Nodes {
 			n.StartEcho(b, "0.0.0.0:8080")
 		}
@@ -131,6 +168,6 @@ func BenchmarkSteadyState(b *testing.B) {
 		if got := lc.Holders(apiVIP); !slices.Equal(got, []string{holder}) {
 			falseFailovers++ // the VIP moved even if the logs missed it
 		}
-		fmt.Fprintf(os.Stdout, "steady profile=fast minutes=%.0f busy_cpus=2 false_failovers=%d failed_requests=%d\n", steadyFor.Minutes(), falseFailovers, failed)
+		fmt.Fprintf(os.Stdout, "steady profile=fast advert=%s minutes=%.0f busy_cpus=2 false_failovers=%d failed_requests=%d\n", advertLabel("fast"), steadyFor.Minutes(), falseFailovers, failed)
 	})
 }
