@@ -10,6 +10,7 @@ type Metrics struct {
 	Reloads       *prometheus.CounterVec
 	Failures      *prometheus.CounterVec
 	WatchErrors   *prometheus.CounterVec
+	WatchEvents   *prometheus.CounterVec
 	VIPsHeld      prometheus.Gauge
 	ConfigInvalid prometheus.Gauge
 	StaticDrift   prometheus.Gauge
@@ -32,6 +33,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Syncs that kept the last good config, by reason (config, render, apply, write, publish)."}, []string{"reason"}),
 		WatchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "watch_errors_total",
 			Help: "Failed lists or watches, by resource (a missing permission shows here)."}, []string{"resource"}),
+		WatchEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "watch_events_total",
+			Help: "Events from the cluster watches, by resource and whether they asked for a sync (sync) or changed nothing rendering reads (ignored)."}, []string{"resource", "action"}),
 		VIPsHeld: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "vips_held",
 			Help: "VIPs on this node's interfaces."}),
 		ConfigInvalid: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "config_invalid",
@@ -48,7 +51,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Time to render, check and apply.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.VIPsHeld, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.Lonely, m.Unannounced, m.SyncSeconds)
+		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.WatchEvents, m.VIPsHeld, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.Lonely, m.Unannounced, m.SyncSeconds)
 	}
 	return m
 }

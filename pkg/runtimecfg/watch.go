@@ -66,10 +66,12 @@ func (s *Sidecar) factory(opts ...informers.SharedInformerOption) informers.Shar
 }
 
 func (s *Sidecar) inform(what string, inf cache.SharedIndexInformer) cache.GenericLister {
+	sync := s.m.WatchEvents.WithLabelValues(what, "sync")
+	event := func() { sync.Inc(); s.trigger() }
 	h := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { s.trigger() },
-		UpdateFunc: func(_, _ any) { s.trigger() },
-		DeleteFunc: func(any) { s.trigger() },
+		AddFunc:    func(any) { event() },
+		UpdateFunc: func(_, _ any) { event() },
+		DeleteFunc: func(any) { event() },
 	}
 	if _, err := inf.AddEventHandler(h); err != nil {
 		s.log.Error("adding event handler", "informer", what, "err", err)
