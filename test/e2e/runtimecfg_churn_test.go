@@ -203,6 +203,8 @@ func runChurn(b *testing.B, e churnEnv) {
 		}
 		b.Logf("churn: %s: the sidecar got %.0f events; the apiserver sent %.0f to all its watchers", r, got, sent)
 	}
+	b.Logf("churn: the sidecar ran %.0f garbage collections; heap in use at the end %.0f MiB",
+		delta(side0, side1, "go_gc_duration_seconds_count"), side1.sum("go_memstats_heap_inuse_bytes")/(1<<20))
 	var watches float64
 	for r, n := range e.watches {
 		b.Logf("sidecar watches on %s: %.0f", r, n)
