@@ -177,7 +177,8 @@ func runChurn(b *testing.B, e churnEnv) {
 	t0 := time.Now()
 	churnCtx, cancel := context.WithTimeout(ctx, *benchChurn)
 	defer cancel()
-	var nodeUpdates, sliceUpdates, failed atomic.Int64
+	var nodeUpdates, sliceUpdates atomic.Int64
+	var failed churnFailures
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); churnNodes(churnCtx, e.admin, &nodeUpdates, &failed) }()
@@ -210,15 +211,30 @@ func runChurn(b *testing.B, e churnEnv) {
 		b.Logf("sidecar watches on %s: %.0f", r, n)
 		watches += n
 	}
-	if n := failed.Load(); n > 0 {
-		b.Errorf("churn: %d updates failed", n)
+	// A write the loaded apiserver refused or timed out lowers the
+	// achieved rate, which the line reports; it does not void the run.
+	if n := failed.n.Load(); n > 0 {
+		b.Logf("churn: %d updates failed, the first: %v", n, failed.first.Load())
 	}
 	s := elapsed.Seconds()
-	fmt.Printf("runtimecfg phase=churn nodes=%d services=%d minutes=%.1f node_updates_per_s=%.1f slice_updates_per_s=%.1f idle_cpu_pct_of_core=%.2f cpu_pct_of_core=%.2f renders=%.0f reloads=%.0f watches=%.0f watch_events=%.0f watch_events_ignored=%.0f watch_kib_per_s=%.1f\n",
+	fmt.Printf("runtimecfg phase=churn nodes=%d services=%d minutes=%.1f node_updates_per_s=%.1f slice_updates_per_s=%.1f idle_cpu_pct_of_core=%.2f cpu_pct_of_core=%.2f renders=%.0f reloads=%.0f watches=%.0f watch_events=%.0f watch_events_ignored=%.0f watch_kib_per_s=%.1f failed_updates=%d\n",
 		*benchNodes, *benchServices, elapsed.Minutes(), float64(nodeUpdates.Load())/s, float64(sliceUpdates.Load())/s,
 		idlePct, 100*cpu/s,
 		delta(side0, side1, "vipctl_runtimecfg_renders_total"), delta(side0, side1, "vipctl_runtimecfg_reloads_total"),
-		watches, events, ignored, bytes/1024/s)
+		watches, events, ignored, bytes/1024/s, failed.n.Load())
+}
+
+// churnFailures counts the churn's failed writes and keeps the first
+// error. The writes run to their end after the churn's (their context
+// is not cancelled), so none is cut short.
+type churnFailures struct {
+	n     atomic.Int64
+	first atomic.Value
+}
+
+func (f *churnFailures) add(err error) {
+	f.n.Add(1)
+	f.first.CompareAndSwap(nil, err.Error())
 }
 
 // benchSlice is Service load-i's EndpointSlice: two ready endpoints on
@@ -247,7 +263,8 @@ func canonical(addr string) string { return netip.MustParseAddr(addr).String() }
 
 // churnNodes posts every Node's status once per -bench-node-status-period
 // as the kubelet does: its conditions with a new heartbeat time.
-func churnNodes(ctx context.Context, c kubernetes.Interface, done, failed *atomic.Int64) {
+func churnNodes(ctx context.Context, c kubernetes.Interface, done *atomic.Int64, failed *churnFailures) {
+	req := context.WithoutCancel(ctx)
 	next := make(chan int, 64)
 	var wg sync.WaitGroup
 	for w := 0; w < 8; w++ {
@@ -255,11 +272,12 @@ func churnNodes(ctx context.Context, c kubernetes.Interface, done, failed *atomi
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				if _, err := c.CoreV1().Nodes().Patch(ctx, fmt.Sprintf("node-%04d", i), types.StrategicMergePatchType,
+				if ctx.Err() != nil {
+					continue // the churn is over: drain what was queued
+				}
+				if _, err := c.CoreV1().Nodes().Patch(req, fmt.Sprintf("node-%04d", i), types.StrategicMergePatchType,
 					nodeStatusPatch(time.Now()), metav1.PatchOptions{}, "status"); err != nil {
-					if ctx.Err() == nil {
-						failed.Add(1)
-					}
+					failed.add(err)
 					continue
 				}
 				done.Add(1)
@@ -301,7 +319,8 @@ func nodeStatusPatch(now time.Time) []byte {
 // churnSlices updates -bench-slice-updates EndpointSlices a second, each
 // time one endpoint of a random Service: turning unready or ready again,
 // or its pod replaced on another node.
-func churnSlices(ctx context.Context, c kubernetes.Interface, slices []*discoveryv1.EndpointSlice, done, failed *atomic.Int64) {
+func churnSlices(ctx context.Context, c kubernetes.Interface, slices []*discoveryv1.EndpointSlice, done *atomic.Int64, failed *churnFailures) {
+	req := context.WithoutCancel(ctx)
 	tick := time.NewTicker(time.Duration(float64(time.Second) / *benchSliceRate))
 	defer tick.Stop()
 	for n := 0; ; n++ {
@@ -319,11 +338,9 @@ func churnSlices(ctx context.Context, c kubernetes.Interface, slices []*discover
 		} else {
 			ep.Conditions.Ready = ptr.To(!*ep.Conditions.Ready)
 		}
-		got, err := c.DiscoveryV1().EndpointSlices("default").Update(ctx, s, metav1.UpdateOptions{})
+		got, err := c.DiscoveryV1().EndpointSlices("default").Update(req, s, metav1.UpdateOptions{})
 		if err != nil {
-			if ctx.Err() == nil {
-				failed.Add(1)
-			}
+			failed.add(err)
 			continue
 		}
 		slices[i] = got
