@@ -90,9 +90,11 @@ bench-failover: deps image
 	$(GO) test -run '^$$' -bench BenchmarkFailover -benchtime 1x -timeout 3h ./test/e2e/ -args -trials=$(TRIALS) -kubelet-trials=$(KUBELET_TRIALS) $(BENCH_ARGS) | grep '^failover '
 
 ## bench-runtimecfg: 2000 Nodes and 5000 LoadBalancer Services in the real apiserver,
-## the allocator and one sidecar as processes; Service created -> VIP in keepalived.conf
+## the allocator and one sidecar as processes; Service created -> VIP in keepalived.conf,
+## then the sidecar's CPU while Node statuses and EndpointSlices churn for CHURN
+CHURN ?= 3m
 bench-runtimecfg: deps build
-	$(GO) test -run '^$$' -bench BenchmarkRuntimecfg -benchtime 1x -timeout 1h ./test/e2e/ -args -vipctl=$(CURDIR)/bin/vipctl | grep '^runtimecfg '
+	$(GO) test -run '^$$' -bench BenchmarkRuntimecfg -benchtime 1x -timeout 1h ./test/e2e/ -args -vipctl=$(CURDIR)/bin/vipctl -bench-churn=$(CHURN) | grep '^runtimecfg '
 
 ## bench-steady: fast profile for STEADY (10m) with both CPUs busy; counts false failovers
 STEADY ?= 10m

@@ -117,10 +117,30 @@ func Endpoints(local []LocalService, slices map[string][]*discoveryv1.EndpointSl
 func SlicesByService(objs []*discoveryv1.EndpointSlice) map[string][]*discoveryv1.EndpointSlice {
 	out := map[string][]*discoveryv1.EndpointSlice{}
 	for _, es := range objs {
-		name := es.Namespace + "/" + es.Labels[discoveryv1.LabelServiceName]
+		name := SliceService(es)
 		out[name] = append(out[name], es)
 	}
 	return out
+}
+
+// SliceService is the namespace/name of the Service an EndpointSlice
+// belongs to.
+func SliceService(es *discoveryv1.EndpointSlice) string {
+	return es.Namespace + "/" + es.Labels[discoveryv1.LabelServiceName]
+}
+
+// apiServerService is the Service whose EndpointSlices list the
+// apiservers.
+const apiServerService = "default/kubernetes"
+
+// SlicesRead tells whether Observe reads the EndpointSlices of the
+// Service name (namespace/name; svc is that Service, nil when unknown):
+// the apiservers' and those of served Local Services. Changes to any
+// other Service's slices (every Cluster-policy Service's) cannot change
+// the render, and the sidecar does not render for them; a Service that
+// turns Local is itself a change that renders.
+func SlicesRead(name string, svc *corev1.Service) bool {
+	return name == apiServerService || (svc != nil && Served(svc) && isLocal(svc))
 }
 
 // RouterPlacement tells, for one IngressController, on which nodes its
@@ -250,7 +270,7 @@ func (m *Model) Observe(o Observed) (st State, skipped []error, orphans []netip.
 		}
 	}
 	bySvc := SlicesByService(o.Slices)
-	st.APIServers = APIServers(bySvc["default/kubernetes"])
+	st.APIServers = APIServers(bySvc[apiServerService])
 	Endpoints(st.LocalServices, bySvc)
 	return st, skipped, orphans
 }

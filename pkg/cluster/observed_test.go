@@ -157,3 +157,53 @@ func TestReservedAddressesNotAnnounced(t *testing.T) {
 		}
 	}
 }
+
+// TestSlicesRead holds SlicesRead to Observe: a change to a Service's
+// EndpointSlice changes the observed state exactly when SlicesRead says
+// Observe reads that Service's slices (the sidecar renders on no other).
+func TestSlicesRead(t *testing.T) {
+	t.Parallel()
+	c := fixture.Example(t, "compact-ipv4.yaml")
+	local := corev1.ServiceExternalTrafficPolicyLocal
+	clusterIP := svc("clusterip", 4, nil, local)
+	clusterIP.Spec.Type = corev1.ServiceTypeClusterIP
+	services := []*corev1.Service{
+		svc("cluster", 1, nil, corev1.ServiceExternalTrafficPolicyCluster, "198.51.100.130"),
+		svc("local", 2, nil, local, "198.51.100.140"),
+		svc("other-class", 3, ptrTo("example.com/other"), local, "198.51.100.141"),
+		clusterIP,
+	}
+	slice := func(ns, service, node, addr string) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: service + "-abcde", Labels: map[string]string{discoveryv1.LabelServiceName: service}},
+			Endpoints:  []discoveryv1.Endpoint{{Addresses: []string{addr}, NodeName: &node}},
+		}
+	}
+	base := func() []*discoveryv1.EndpointSlice {
+		out := []*discoveryv1.EndpointSlice{slice("default", "kubernetes", "master-0", "198.51.100.11")}
+		for _, s := range services {
+			out = append(out, slice(s.Namespace, s.Name, "worker-0", "10.128.0.1"))
+		}
+		return out
+	}
+	m := Compile(c)
+	before, _, _ := m.Observe(Observed{Services: services, Slices: base()})
+	byName := map[string]*corev1.Service{}
+	for _, s := range services {
+		byName[NamespacedName(s)] = s
+	}
+	for i := range base() {
+		slices := base()
+		es := slices[i]
+		es.Endpoints[0].NodeName, es.Endpoints[0].Addresses = ptrTo("worker-1"), []string{"198.51.100.12"}
+		name := SliceService(es)
+		t.Run(name, func(t *testing.T) {
+			after, _, _ := m.Observe(Observed{Services: services, Slices: slices})
+			if got, want := fmt.Sprint(after) != fmt.Sprint(before), SlicesRead(name, byName[name]); got != want {
+				t.Errorf("a change to %s's slice changes the observed state: %v; SlicesRead says %v", name, got, want)
+			}
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -14,6 +14,7 @@ type Metrics struct {
 	Reloads       *prometheus.CounterVec
 	Failures      *prometheus.CounterVec
 	WatchErrors   *prometheus.CounterVec
+	WatchEvents   *prometheus.CounterVec
 	VIPsHeld      prometheus.Gauge
 	ConfigInvalid prometheus.Gauge
 	StaticDrift   prometheus.Gauge
@@ -46,6 +47,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Syncs that kept the last good config, by reason (config, render, apply, write, publish)."}, []string{"reason"}),
 		WatchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "watch_errors_total",
 			Help: "Failed lists or watches, by resource (a missing permission shows here)."}, []string{"resource"}),
+		WatchEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "watch_events_total",
+			Help: "Events from the cluster watches, by resource and whether they asked for a sync (sync) or changed nothing rendering reads (ignored)."}, []string{"resource", "action"}),
 		VIPsHeld: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "vips_held",
 			Help: "VIPs on this node's interfaces."}),
 		ConfigInvalid: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "config_invalid",
@@ -74,7 +77,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		},
 	}
 	if reg != nil {
-		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.VIPsHeld, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.Lonely, m.Unannounced, m.SyncSeconds,
+		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.WatchEvents, m.VIPsHeld, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.Lonely, m.Unannounced, m.SyncSeconds,
 			m.BGP.Up, m.BGP.Since, m.BGP.Drops, m.BGP.Announced, m.BGP.BFDUp)
 	}
 	return m

@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
@@ -114,7 +115,7 @@ func (s *Sidecar) publish(ctx context.Context) error {
 	if same {
 		return nil
 	}
-	if err := s.annotate(ctx, v1alpha1.AnnotationNodeVIPs, ptr(held.String())); err != nil {
+	if err := s.annotate(ctx, v1alpha1.AnnotationNodeVIPs, ptr.To(held.String())); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -138,8 +139,6 @@ func (s *Sidecar) annotate(ctx context.Context, key string, value *string) error
 	_, err = s.o.Client.CoreV1().Nodes().Patch(ctx, s.o.NodeName, types.MergePatchType, patch, metav1.PatchOptions{})
 	return err
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // rememberBGP notes whether the last render gave this node a frr.conf:
 // only then does it have sessions to read and publish.
@@ -200,7 +199,7 @@ func (s *Sidecar) publishSessions(ctx context.Context) error {
 			peers, readErr = unknownPeers(prev), err
 		}
 		now = BGPSessions(prev, peers, time.Now())
-		want = ptr(now.String())
+		want = ptr.To(now.String())
 	}
 	s.m.observeSessions(prev, now)
 	s.mu.Lock()

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -65,11 +66,27 @@ func (s *Sidecar) factory(opts ...informers.SharedInformerOption) informers.Shar
 	return f
 }
 
-func (s *Sidecar) inform(what string, inf cache.SharedIndexInformer) cache.GenericLister {
+// inform asks for a sync on every event of inf that can change the
+// render: not on an update that changed nothing strip kept (a Node's
+// status post that only moved its heartbeats), nor, when read is given,
+// on an object rendering does not read (read(obj) false before and after).
+func (s *Sidecar) inform(what string, inf cache.SharedIndexInformer, read func(obj any) bool) cache.GenericLister {
+	sync, ignored := s.m.WatchEvents.WithLabelValues(what, "sync"), s.m.WatchEvents.WithLabelValues(what, "ignored")
+	if read == nil {
+		read = func(any) bool { return true }
+	}
+	event := func(matters bool) {
+		if !matters {
+			ignored.Inc()
+			return
+		}
+		sync.Inc()
+		s.trigger()
+	}
 	h := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { s.trigger() },
-		UpdateFunc: func(_, _ any) { s.trigger() },
-		DeleteFunc: func(any) { s.trigger() },
+		AddFunc:    func(obj any) { event(read(obj)) },
+		UpdateFunc: func(old, obj any) { event(changed(old, obj) && (read(old) || read(obj))) },
+		DeleteFunc: func(obj any) { event(read(obj)) },
 	}
 	if _, err := inf.AddEventHandler(h); err != nil {
 		s.log.Error("adding event handler", "informer", what, "err", err)
@@ -86,26 +103,80 @@ func (s *Sidecar) inform(what string, inf cache.SharedIndexInformer) cache.Gener
 // selector to what rendering reads.
 func (s *Sidecar) watch() {
 	all := s.factory()
-	s.nodes = s.inform("nodes", all.Core().V1().Nodes().Informer())
-	s.services = s.inform("services", all.Core().V1().Services().Informer())
+	s.nodes = s.inform("nodes", all.Core().V1().Nodes().Informer(), nil)
+	s.services = s.inform("services", all.Core().V1().Services().Informer(), servedService)
 	cm := s.factory(informers.WithNamespace(s.o.Namespace), informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", v1alpha1.ConfigMapName).String()
 	}))
-	s.configMap = s.inform("configmaps", cm.Core().V1().ConfigMaps().Informer())
+	s.configMap = s.inform("configmaps", cm.Core().V1().ConfigMaps().Informer(), nil)
 	// EndpointSlices tell which nodes run ready endpoints of Local
 	// Services, and which apiservers serve (default/kubernetes). Only
 	// slices that belong to a Service are watched.
 	eps := s.factory(informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 		lo.LabelSelector = discoveryv1.LabelServiceName
 	}))
-	s.slices = s.inform("endpointslices", eps.Discovery().V1().EndpointSlices().Informer())
+	s.slices = s.inform("endpointslices", eps.Discovery().V1().EndpointSlices().Informer(), s.sliceRead)
 	for _, in := range s.static.Spec.Ingress {
 		sel := labels.SelectorFromSet(in.RouterSelector).String()
 		f := s.factory(informers.WithNamespace(in.RouterNamespace), informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.LabelSelector = sel
 		}))
-		s.routers[in.Name] = s.inform("pods", f.Core().V1().Pods().Informer())
+		s.routers[in.Name] = s.inform("pods", f.Core().V1().Pods().Informer(), nil)
 	}
+}
+
+// changed tells whether an update changed what strip kept of an object.
+// A Node's status post that only moved its conditions' heartbeats (which
+// strip drops) changes its resourceVersion alone; at 2000 nodes those
+// posts would otherwise render all the time.
+func changed(old, obj any) bool {
+	o, ok := old.(runtime.Object)
+	om, okm := old.(metav1.Object)
+	nm, okn := obj.(metav1.Object)
+	if !ok || !okm || !okn {
+		return true
+	}
+	if rv := nm.GetResourceVersion(); rv != "" && rv == om.GetResourceVersion() {
+		return false // a relist: the same object
+	}
+	c := o.DeepCopyObject()
+	cm, ok := c.(metav1.Object)
+	if !ok {
+		return true
+	}
+	cm.SetResourceVersion(nm.GetResourceVersion())
+	return !equality.Semantic.DeepEqual(c, obj)
+}
+
+// tombstoned unwraps the last known state of an object deleted while the
+// watch was down.
+func tombstoned(obj any) any {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}
+
+// servedService tells whether rendering reads a Service (cluster.Served):
+// ClusterIP and other classes' Services come and go without a render.
+func servedService(obj any) bool {
+	svc, ok := tombstoned(obj).(*corev1.Service)
+	return !ok || cluster.Served(svc)
+}
+
+// sliceRead tells whether rendering reads an EndpointSlice
+// (cluster.SlicesRead), from the Service it belongs to as the cache holds
+// it now.
+func (s *Sidecar) sliceRead(obj any) bool {
+	es, ok := tombstoned(obj).(*discoveryv1.EndpointSlice)
+	if !ok {
+		return true
+	}
+	var svc *corev1.Service
+	if o, err := s.services.ByNamespace(es.Namespace).Get(es.Labels[discoveryv1.LabelServiceName]); err == nil {
+		svc, _ = o.(*corev1.Service)
+	}
+	return cluster.SlicesRead(cluster.SliceService(es), svc)
 }
 
 func (s *Sidecar) trigger() {

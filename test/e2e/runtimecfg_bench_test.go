@@ -143,8 +143,10 @@ func runRuntimecfgBench(b *testing.B) {
 	if err := os.WriteFile(bootstrap, []byte(benchBootstrapNodes(benchNode)), 0o644); err != nil {
 		b.Fatal(err)
 	}
+	watches := apiWatches(scrapeAPIServer(b, admin))
+	listen := fmt.Sprintf("127.0.0.1:%d", freeLocalPort(b))
 	sidecar := startProcess(b, bin, "runtimecfg", "--config", cfgPath, "--bootstrap-nodes", bootstrap, "--node-name", benchNode,
-		"--kubeconfig", nodeKubeconfig, "--listen", "", "--root", root, "--netns", judge.NS)
+		"--kubeconfig", nodeKubeconfig, "--listen", listen, "--root", root, "--netns", judge.NS)
 	conf := filepath.Join(root, render.KeepalivedConfPath)
 	start = time.Now()
 	waitUntilOrFatal(b, 10*time.Minute, "the sidecar renders every loaded Service", sidecar, func() bool {
@@ -152,6 +154,9 @@ func runRuntimecfgBench(b *testing.B) {
 		return strings.Count(string(data), "/128 dev br-ex") >= *benchServices
 	})
 	b.Logf("sidecar rendered %d service VIPs %s after start", *benchServices, time.Since(start).Round(time.Millisecond))
+	for r, n := range apiWatches(scrapeAPIServer(b, admin)) {
+		watches[r] = n - watches[r]
+	}
 
 	var lat []time.Duration
 	for i := 0; i < *benchProbes; i++ {
@@ -195,6 +200,7 @@ func runRuntimecfgBench(b *testing.B) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	fmt.Printf("runtimecfg nodes=%d services=%d rss_mib=%d p50_ms=%d p95_ms=%d duplicates=%d\n",
 		*benchNodes, *benchServices, rss, percentile(lat, 50).Milliseconds(), percentile(lat, 95).Milliseconds(), dups)
+	runChurn(b, churnEnv{admin: admin, sidecar: sidecar, metricsURL: "http://" + listen + "/metrics", watches: watches})
 }
 
 func benchService(name string) *corev1.Service {
