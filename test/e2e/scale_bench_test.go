@@ -49,10 +49,10 @@ const scalePort = 8080
 // from the client namespace:
 //
 //	scale case=add vips=N adds=A p50_ms= p95_ms= max_ms= alloc_p50_ms= on_if_p50_ms=
-//	scale case=untouched vips=N polled=U requests=R failed_requests=F
+//	scale case=untouched vips=N polled=U requests=R failed_requests=F no_handshake=H vrrp_state_changes=C
 //	scale case=reload vips=N p50_ms= p95_ms= max_ms= keepalived_rss_mib= vrrp_rss_mib=
 //	scale case=node-loss vips=1 lost=1 trials=T p50_ms= p95_ms= max_ms=
-//	scale case=node-loss vips=N lost=L sampled=S p50_ms= p95_ms= max_ms= on_if_max_ms= single_vip_ms=
+//	scale case=node-loss vips=N lost=L sampled=S p50_ms= p95_ms= max_ms= on_if_max_ms= on_if_seen= single_vip_ms=
 //
 // add: Service created → its address answering TCP (allocated, rendered,
 // keepalived reloaded, neighbour discovery, handshake); untouched: HTTP
@@ -81,9 +81,9 @@ func BenchmarkScale(b *testing.B) {
 			s := startScale(b, *scaleServices)
 			s.addAndPoll(b)
 			outages, onIf := s.nodeLoss(b)
-			fmt.Printf("scale case=node-loss vips=%d lost=%d sampled=%d p50_ms=%d p95_ms=%d max_ms=%d on_if_max_ms=%d single_vip_ms=%d\n",
+			fmt.Printf("scale case=node-loss vips=%d lost=%d sampled=%d p50_ms=%d p95_ms=%d max_ms=%d on_if_max_ms=%d on_if_seen=%d single_vip_ms=%d\n",
 				len(s.vips), s.lost, min(*scaleSample, s.lost), ms(outages, 50), ms(outages, 95), ms(outages, 100),
-				ms(onIf, 100), ms(single, 50))
+				ms(onIf, 100), len(onIf), ms(single, 50))
 		})
 	}
 }
@@ -159,6 +159,7 @@ func (s *scaleLab) addAndPoll(b *testing.B) {
 		}
 		return true
 	})
+	before := s.kc.Mark()
 	var answer, alloc, onIf, reload []time.Duration
 	for i := 0; i < *scaleAdds; i++ {
 		name := fmt.Sprintf("add-%03d", i)
@@ -187,7 +188,9 @@ func (s *scaleLab) addAndPoll(b *testing.B) {
 		answer = append(answer, first[0].Sub(t0))
 		holder, at := s.added.first(vip, t0)
 		if holder == "" {
-			b.Fatalf("%s answered but no node gained %s", name, vip)
+			b.Logf("%s answered but no node's address notifications named %s", name, vip)
+			s.vips = append(s.vips, vip)
+			continue
 		}
 		onIf = append(onIf, at.Sub(t0))
 		if st, err := os.Stat(filepath.Join(s.kc.ByName[holder].Target.Root, render.KeepalivedConfPath)); err == nil && st.ModTime().After(t0) {
@@ -195,21 +198,31 @@ func (s *scaleLab) addAndPoll(b *testing.B) {
 		}
 		s.vips = append(s.vips, vip)
 	}
-	requests, failed := 0, 0
+	// A failure without a handshake means the address was not reachable;
+	// one after it, that the answer took longer than the poller waits.
+	requests, failed, noHandshake := 0, 0, 0
 	for _, p := range polled {
 		ok, fail := p.Stop()
 		requests += ok + fail
 		failed += fail
 		for _, e := range p.Errors() {
+			if strings.Contains(e, "connecting") || strings.Contains(e, "not dialed") {
+				noHandshake++
+			}
 			b.Logf("untouched VIP: %s", e)
 		}
+	}
+	transitions := s.kc.Transitions(before)
+	for _, t := range transitions {
+		b.Logf("during the additions: %s", t)
 	}
 	sortDurations(answer)
 	sortDurations(alloc)
 	sortDurations(onIf)
 	fmt.Printf("scale case=add vips=%d adds=%d p50_ms=%d p95_ms=%d max_ms=%d alloc_p50_ms=%d on_if_p50_ms=%d\n",
 		len(s.vips), len(answer), ms(answer, 50), ms(answer, 95), ms(answer, 100), ms(alloc, 50), ms(onIf, 50))
-	fmt.Printf("scale case=untouched vips=%d polled=%d requests=%d failed_requests=%d\n", len(s.vips), len(polled), requests, failed)
+	fmt.Printf("scale case=untouched vips=%d polled=%d requests=%d failed_requests=%d no_handshake=%d vrrp_state_changes=%d\n",
+		len(s.vips), len(polled), requests, failed, noHandshake, len(transitions))
 	total, vrrp := s.keepalivedRSS(b)
 	sortDurations(reload)
 	fmt.Printf("scale case=reload vips=%d reloads=%d p50_ms=%d p95_ms=%d max_ms=%d keepalived_rss_mib=%d vrrp_rss_mib=%d\n",
@@ -253,14 +266,15 @@ func (s *scaleLab) nodeLoss(b *testing.B) (outages, onIf []time.Duration) {
 	for _, v := range vips {
 		node, at := s.added.first(v, fault)
 		if node == "" {
-			b.Fatalf("%s is on no other node's interface after %s left", v, holder)
+			b.Logf("%s: no address notification after %s left", v, holder)
+			continue
 		}
 		onIf = append(onIf, at.Sub(fault))
 	}
 	sortDurations(outages)
 	sortDurations(onIf)
-	b.Logf("%s lost %d VIPs: %d sampled answered within %s, all on another interface within %s",
-		holder, len(vips), len(sample), outages[len(outages)-1].Round(time.Millisecond), onIf[len(onIf)-1].Round(time.Millisecond))
+	b.Logf("%s lost %d VIPs: %d sampled answered within %s, %d seen on another interface within %d ms",
+		holder, len(vips), len(sample), outages[len(outages)-1].Round(time.Millisecond), len(onIf), ms(onIf, 100))
 	return outages, onIf
 }
 
@@ -425,29 +439,46 @@ type addrEvent struct {
 
 func watchAddrs(b *testing.B, kc *lab.KubeCluster) *addrLog {
 	l := &addrLog{added: map[netip.Addr][]addrEvent{}}
+	done := make(chan struct{})
+	b.Cleanup(func() { close(done) })
 	for _, n := range kc.Nodes {
 		h, err := netns.GetFromName(n.Host.NS)
 		if err != nil {
 			b.Fatal(err)
 		}
-		updates := make(chan netlink.AddrUpdate, 65536)
-		done := make(chan struct{})
-		if err := netlink.AddrSubscribeWithOptions(updates, done, netlink.AddrSubscribeOptions{Namespace: &h, ReceiveBufferSize: 8 << 20}); err != nil {
-			b.Fatal(err)
+		b.Cleanup(func() { _ = h.Close() })
+		subscribe := func() chan netlink.AddrUpdate {
+			updates := make(chan netlink.AddrUpdate, 65536)
+			// Thousands of addresses come at once: a buffer the kernel
+			// would otherwise overflow (ENOBUFS ends the subscription).
+			opts := netlink.AddrSubscribeOptions{Namespace: &h, ReceiveBufferSize: 32 << 20, ReceiveBufferForceSize: true,
+				ErrorCallback: func(err error) { b.Logf("%s: following addresses: %v", n.Name, err) }}
+			if err := netlink.AddrSubscribeWithOptions(updates, done, opts); err != nil {
+				b.Fatal(err)
+			}
+			return updates
 		}
-		b.Cleanup(func() { close(done); _ = h.Close() })
+		updates := subscribe()
 		go func() {
-			for u := range updates {
-				if !u.NewAddr {
-					continue
+			for {
+				for u := range updates {
+					if !u.NewAddr {
+						continue
+					}
+					a, ok := netip.AddrFromSlice(u.LinkAddress.IP)
+					if !ok {
+						continue
+					}
+					l.mu.Lock()
+					l.added[a.Unmap()] = append(l.added[a.Unmap()], addrEvent{node: n.Name, at: time.Now()})
+					l.mu.Unlock()
 				}
-				a, ok := netip.AddrFromSlice(u.LinkAddress.IP)
-				if !ok {
-					continue
+				select {
+				case <-done:
+					return
+				default: // the subscription failed: follow again
+					updates = subscribe()
 				}
-				l.mu.Lock()
-				l.added[a.Unmap()] = append(l.added[a.Unmap()], addrEvent{node: n.Name, at: time.Now()})
-				l.mu.Unlock()
 			}
 		}()
 	}
