@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vipctl/vipctl/internal/lab"
-	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/render"
 )
 
@@ -32,6 +31,7 @@ var (
 	scaleUntouched  = flag.Int("scale-untouched", 20, "BenchmarkScale: loaded VIPs polled while Services are added")
 	scaleLossTrials = flag.Int("scale-loss-trials", 5, "BenchmarkScale: node losses of a single-VIP lab, the baseline (a fresh lab each)")
 	scaleProfile    = flag.String("scale-profile", "fast", "BenchmarkScale: the VRRP profile")
+	scaleInstances  = flag.Int("scale-instances", 0, "BenchmarkScale: the pool's VRRP instances (0: its default)")
 )
 
 // One pool, its default instances, on every node; IPv6 because 5000
@@ -58,8 +58,9 @@ const scalePort = 8080
 // keepalived reloaded, neighbour discovery, handshake); untouched: HTTP
 // requests to loaded VIPs that failed meanwhile; reload: keepalived.conf
 // written → the new address on the holder's interface, and keepalived's
-// resident set; node-loss: the holder of the pool instance with the most
-// VIPs leaves the network → each of a sample of its VIPs answers again
+// resident set; node-loss: the node holding the most VIPs (of every
+// instance it is master of) leaves the network → each of a sample of its
+// VIPs answers again
 // (on_if: every one of them on the new holder's interface), with the
 // same measured on a lab holding a single Service (single_vip_ms, the
 // median). `make bench-scale` prints the lines.
@@ -103,7 +104,11 @@ func startScale(b *testing.B, services int) *scaleLab {
 	for i := range specs {
 		specs[i].Addr6 = fmt.Sprintf("2001:db8:100::%d/64", 11+i)
 	}
-	kc := lab.StartKube(b, clusterYAML(*scaleProfile, "unicast", scalePools), specs)
+	pools := scalePools
+	if *scaleInstances > 0 {
+		pools += fmt.Sprintf("      instances: %d\n", *scaleInstances)
+	}
+	kc := lab.StartKube(b, clusterYAML(*scaleProfile, "unicast", pools), specs)
 	cfg := kc.API.AdminConfig()
 	cfg.QPS, cfg.Burst = 500, 1000 // Services are created in bulk
 	s := &scaleLab{kc: kc, admin: kubernetes.NewForConfigOrDie(cfg), added: watchAddrs(b, kc)}
@@ -229,8 +234,7 @@ func (s *scaleLab) addAndPoll(b *testing.B) {
 		len(s.vips), len(reload), ms(reload, 50), ms(reload, 95), ms(reload, 100), total, vrrp)
 }
 
-// nodeLoss takes the holder of the pool instance carrying the most VIPs
-// off the network and times each of (a sample of) its VIPs until it
+// nodeLoss takes the node holding the most VIPs off the network and times each of (a sample of) its VIPs until it
 // answers from the client again, and each until it is on another node's
 // interface. Once per lab: after the node comes back, the client's
 // neighbour entries still name the interim holder (the returning master
@@ -278,9 +282,8 @@ func (s *scaleLab) nodeLoss(b *testing.B) (outages, onIf []time.Duration) {
 	return outages, onIf
 }
 
-// biggestHolder finds the pool instance carrying the most VIPs and the
-// node holding it (the node holding the most VIPs: an instance's VIPs are
-// held together).
+// biggestHolder is the node holding the most VIPs, and its VIPs (those of
+// every instance it is master of).
 func (s *scaleLab) biggestHolder(b *testing.B) (string, []netip.Addr) {
 	held := s.held(b)
 	by := map[string][]netip.Addr{}
@@ -298,20 +301,7 @@ func (s *scaleLab) biggestHolder(b *testing.B) (string, []netip.Addr) {
 	if best == "" {
 		b.Fatal("no VIP is held")
 	}
-	// Only the VIPs of one instance: the holder may carry both.
-	pool := cluster.Compile(s.kc.Config).Pool(s.kc.Config.Spec.ServicePools[0].Name)
-	model := map[string][]netip.Addr{}
-	for _, v := range by[best] {
-		k := pool.Key(v).String()
-		model[k] = append(model[k], v)
-	}
-	var key string
-	for k, vs := range model {
-		if key == "" || len(vs) > len(model[key]) {
-			key = k
-		}
-	}
-	return best, model[key]
+	return best, by[best]
 }
 
 // held lists, for every address on a node's br-ex, the nodes that have it.
