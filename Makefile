@@ -19,7 +19,7 @@ TRIALS ?= 20
 # Each kubelet-lab trial boots three nodes (about a minute).
 KUBELET_TRIALS ?= 3
 
-.PHONY: all build image demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-steady bench-runtimecfg clean
+.PHONY: all build image demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-steady bench-runtimecfg bench-scale clean
 
 all: build
 
@@ -95,6 +95,11 @@ bench-failover: deps image
 CHURN ?= 3m
 bench-runtimecfg: deps build
 	$(GO) test -run '^$$' -bench BenchmarkRuntimecfg -benchtime 1x -timeout 1h ./test/e2e/ -args -vipctl=$(CURDIR)/bin/vipctl -bench-churn=$(CHURN) | grep '^runtimecfg '
+
+## bench-scale: 5000 LoadBalancer Services on three lab nodes with the real apiserver,
+## allocator, sidecars and keepalived: adding one, reloads, node loss (issue 17)
+bench-scale: deps
+	$(GO) test -run '^$$' -bench BenchmarkScale -benchtime 1x -timeout 2h ./test/e2e/ | grep '^scale '
 
 ## bench-steady: fast profile for STEADY (10m) with both CPUs busy; counts false failovers
 STEADY ?= 10m

@@ -169,8 +169,29 @@ func (l *LocalVIPs) Run(ctx context.Context, tick time.Duration, report func(err
 			if !ok {
 				updates = nil
 			}
+			updates = drainAddrUpdates(updates)
 		}
 	}
+}
+
+// drainAddrUpdates takes every address change already queued, so that one
+// sync answers them all: keepalived adds and removes a pool instance's
+// addresses one at a time, and a sync lists every address and local route,
+// so one sync per change made a failover of 2500 addresses quadratic
+// (BenchmarkScale: keepalived's VRRP process then starved for a minute).
+// It returns nil once the subscription has ended.
+func drainAddrUpdates(updates chan netlink.AddrUpdate) chan netlink.AddrUpdate {
+	for updates != nil {
+		select {
+		case _, ok := <-updates:
+			if !ok {
+				return nil
+			}
+		default:
+			return updates
+		}
+	}
+	return nil
 }
 
 // Sync adds a route for every VIP held now, drops those whose VIP left

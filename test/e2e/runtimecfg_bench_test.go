@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -341,19 +340,9 @@ func duplicateAddresses(b *testing.B, c kubernetes.Interface) int {
 // peakRSSMiB reads the process's high-water resident set.
 func peakRSSMiB(b *testing.B, pid int) int {
 	b.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatal(err)
+	kb := procStatusKB(pid, "VmHWM:")
+	if kb == 0 {
+		b.Fatalf("no VmHWM for pid %d", pid)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-			if err != nil {
-				b.Fatal(err)
-			}
-			return (kb + 1023) / 1024
-		}
-	}
-	b.Fatalf("no VmHWM for pid %d", pid)
-	return 0
+	return (kb + 1023) / 1024
 }

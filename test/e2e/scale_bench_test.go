@@ -1,0 +1,498 @@
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/vipctl/vipctl/internal/lab"
+	"github.com/vipctl/vipctl/pkg/render"
+)
+
+var (
+	scaleServices = flag.Int("scale-services", 5000, "BenchmarkScale: LoadBalancer Services loaded before the measurements")
+	scaleAdds     = flag.Int("scale-adds", 100, "BenchmarkScale: Services added one at a time and timed to their first TCP answer")
+	scaleSample   = flag.Int("scale-sample", 500, "BenchmarkScale: the lost holder's VIPs probed from the client after node loss "+
+		"(the kernel's IPv6 neighbour table, shared by every namespace of the machine, holds 1024 entries)")
+	scaleUntouched  = flag.Int("scale-untouched", 20, "BenchmarkScale: loaded VIPs polled while Services are added")
+	scaleLossTrials = flag.Int("scale-loss-trials", 5, "BenchmarkScale: node losses of a single-VIP lab, the baseline (a fresh lab each)")
+	scaleProfile    = flag.String("scale-profile", "fast", "BenchmarkScale: the VRRP profile")
+	scaleInstances  = flag.Int("scale-instances", 0, "BenchmarkScale: the pool's VRRP instances (0: its default)")
+)
+
+// One pool, its default instances, on every node; IPv6 because 5000
+// addresses do not fit the IPv4 documentation ranges. The client is on
+// 2001:db8:100::/64, so the addresses are on its link.
+const scalePools = `  servicePools:
+    - name: scale
+      addresses: ["2001:db8:100::1:0/112"]
+`
+
+const scalePort = 8080
+
+// BenchmarkScale loads LoadBalancer Services into a three-node lab with
+// the real apiserver, allocator, sidecars and keepalived, and measures
+// from the client namespace:
+//
+//	scale case=add vips=N adds=A p50_ms= p95_ms= max_ms= alloc_p50_ms= on_if_p50_ms=
+//	scale case=untouched vips=N polled=U requests=R failed_requests=F no_handshake=H vrrp_state_changes=C
+//	scale case=reload vips=N p50_ms= p95_ms= max_ms= keepalived_rss_mib= vrrp_rss_mib=
+//	scale case=node-loss vips=1 lost=1 trials=T p50_ms= p95_ms= max_ms=
+//	scale case=node-loss vips=N lost=L sampled=S p50_ms= p95_ms= max_ms= on_if_max_ms= on_if_seen= single_vip_ms=
+//
+// add: Service created → its address answering TCP (allocated, rendered,
+// keepalived reloaded, neighbour discovery, handshake); untouched: HTTP
+// requests to loaded VIPs that failed meanwhile; reload: keepalived.conf
+// written → the new address on the holder's interface, and keepalived's
+// resident set; node-loss: the node holding the most VIPs (of every
+// instance it is master of) leaves the network → each of a sample of its
+// VIPs answers again
+// (on_if: every one of them on the new holder's interface), with the
+// same measured on a lab holding a single Service (single_vip_ms, the
+// median). `make bench-scale` prints the lines.
+func BenchmarkScale(b *testing.B) {
+	for b.Loop() {
+		// A lab per single-VIP trial: each node loss needs a fresh one
+		// (nodeLoss).
+		var single []time.Duration
+		for trial := 0; trial < *scaleLossTrials; trial++ {
+			b.Run(fmt.Sprintf("single-%d", trial), func(b *testing.B) {
+				outage, _ := startScale(b, 1).nodeLoss(b)
+				single = append(single, outage...)
+			})
+		}
+		sortDurations(single)
+		fmt.Printf("scale case=node-loss vips=1 lost=1 trials=%d p50_ms=%d p95_ms=%d max_ms=%d\n",
+			len(single), ms(single, 50), ms(single, 95), ms(single, 100))
+		b.Run("loaded", func(b *testing.B) {
+			s := startScale(b, *scaleServices)
+			s.addAndPoll(b)
+			outages, onIf := s.nodeLoss(b)
+			fmt.Printf("scale case=node-loss vips=%d lost=%d sampled=%d p50_ms=%d p95_ms=%d max_ms=%d on_if_max_ms=%d on_if_seen=%d single_vip_ms=%d\n",
+				len(s.vips), s.lost, min(*scaleSample, s.lost), ms(outages, 50), ms(outages, 95), ms(outages, 100),
+				ms(onIf, 100), len(onIf), ms(single, 50))
+		})
+	}
+}
+
+// scaleLab is a loaded lab: its cluster, the loaded Services' addresses,
+// and every address each node gained, when.
+type scaleLab struct {
+	kc    *lab.KubeCluster
+	admin kubernetes.Interface
+	vips  []netip.Addr
+	added *addrLog
+	lost  int // VIPs of the last node lost
+}
+
+func startScale(b *testing.B, services int) *scaleLab {
+	specs := masters(3)
+	for i := range specs {
+		specs[i].Addr6 = fmt.Sprintf("2001:db8:100::%d/64", 11+i)
+	}
+	pools := scalePools
+	if *scaleInstances > 0 {
+		pools += fmt.Sprintf("      instances: %d\n", *scaleInstances)
+	}
+	kc := lab.StartKube(b, clusterYAML(*scaleProfile, "unicast", pools), specs)
+	cfg := kc.API.AdminConfig()
+	cfg.QPS, cfg.Burst = 500, 1000 // Services are created in bulk
+	s := &scaleLab{kc: kc, admin: kubernetes.NewForConfigOrDie(cfg), added: watchAddrs(b, kc)}
+	kc.Deploy(b)
+	for _, n := range kc.Nodes {
+		kc.AddNode(b, n.Name)
+		n.StartEcho(b, fmt.Sprintf("[::]:%d", scalePort))
+	}
+	ctx := context.Background()
+	start := time.Now()
+	parallel(b, services, 16, func(i int) error {
+		_, err := s.admin.CoreV1().Services("default").Create(ctx, benchService(fmt.Sprintf("load-%05d", i)), metav1.CreateOptions{})
+		return err
+	})
+	lab.WaitFor(b, 15*time.Minute, fmt.Sprintf("%d Services allocated", services), func() bool {
+		time.Sleep(time.Second)
+		return countAllocated(b, s.admin) >= services
+	})
+	b.Logf("%d Services created and allocated in %s", services, time.Since(start).Round(time.Millisecond))
+	list, err := s.admin.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, svc := range list.Items {
+		for _, in := range svc.Status.LoadBalancer.Ingress {
+			s.vips = append(s.vips, netip.MustParseAddr(in.IP))
+		}
+	}
+	start = time.Now()
+	for _, n := range kc.Nodes {
+		kc.StartSidecar(b, n.Name)
+	}
+	s.waitHeldOnce(b, s.vips, 10*time.Minute)
+	b.Logf("all %d VIPs on a node's interface %s after the sidecars started", len(s.vips), time.Since(start).Round(time.Millisecond))
+	return s
+}
+
+// addAndPoll adds Services one at a time, each timed from its create call
+// to its address answering, while the client polls a sample of the
+// loaded VIPs; then reports keepalived's reloads and resident set.
+func (s *scaleLab) addAndPoll(b *testing.B) {
+	ctx := context.Background()
+	var polled []*lab.Poller
+	for i := 0; i < *scaleUntouched; i++ {
+		vip := s.vips[i*len(s.vips) / *scaleUntouched]
+		polled = append(polled, s.kc.Probe(fmt.Sprintf("http://[%s]:%d/", vip, scalePort), 50*time.Millisecond))
+	}
+	lab.WaitFor(b, 30*time.Second, "every polled VIP answers", func() bool {
+		for _, p := range polled {
+			if ok, _ := p.Counts(); ok < 5 {
+				return false
+			}
+		}
+		return true
+	})
+	before := s.kc.Mark()
+	var answer, alloc, onIf, reload []time.Duration
+	for i := 0; i < *scaleAdds; i++ {
+		name := fmt.Sprintf("add-%03d", i)
+		t0 := time.Now()
+		if _, err := s.admin.CoreV1().Services("default").Create(ctx, benchService(name), metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		var vip netip.Addr
+		lab.WaitFor(b, time.Minute, name+" allocated", func() bool {
+			svc, err := s.admin.CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
+			if err == nil && len(svc.Status.LoadBalancer.Ingress) > 0 {
+				vip = netip.MustParseAddr(svc.Status.LoadBalancer.Ingress[0].IP)
+				return true
+			}
+			time.Sleep(5 * time.Millisecond)
+			return false
+		})
+		alloc = append(alloc, time.Since(t0))
+		first, err := s.kc.FirstAnswers([]netip.AddrPort{netip.AddrPortFrom(vip, scalePort)}, 50*time.Millisecond, time.Minute)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if first[0].IsZero() {
+			b.Fatalf("%s (%s) never answered", name, vip)
+		}
+		answer = append(answer, first[0].Sub(t0))
+		holder, at := s.added.first(vip, t0)
+		if holder == "" {
+			b.Logf("%s answered but no node's address notifications named %s", name, vip)
+			s.vips = append(s.vips, vip)
+			continue
+		}
+		onIf = append(onIf, at.Sub(t0))
+		if st, err := os.Stat(filepath.Join(s.kc.ByName[holder].Target.Root, render.KeepalivedConfPath)); err == nil && st.ModTime().After(t0) {
+			reload = append(reload, at.Sub(st.ModTime()))
+		}
+		s.vips = append(s.vips, vip)
+	}
+	// A failure without a handshake means the address was not reachable;
+	// one after it, that the answer took longer than the poller waits.
+	requests, failed, noHandshake := 0, 0, 0
+	for _, p := range polled {
+		ok, fail := p.Stop()
+		requests += ok + fail
+		failed += fail
+		for _, e := range p.Errors() {
+			if strings.Contains(e, "connecting") || strings.Contains(e, "not dialed") {
+				noHandshake++
+			}
+			b.Logf("untouched VIP: %s", e)
+		}
+	}
+	transitions := s.kc.Transitions(before)
+	for _, t := range transitions {
+		b.Logf("during the additions: %s", t)
+	}
+	sortDurations(answer)
+	sortDurations(alloc)
+	sortDurations(onIf)
+	fmt.Printf("scale case=add vips=%d adds=%d p50_ms=%d p95_ms=%d max_ms=%d alloc_p50_ms=%d on_if_p50_ms=%d\n",
+		len(s.vips), len(answer), ms(answer, 50), ms(answer, 95), ms(answer, 100), ms(alloc, 50), ms(onIf, 50))
+	fmt.Printf("scale case=untouched vips=%d polled=%d requests=%d failed_requests=%d no_handshake=%d vrrp_state_changes=%d\n",
+		len(s.vips), len(polled), requests, failed, noHandshake, len(transitions))
+	total, vrrp := s.keepalivedRSS(b)
+	sortDurations(reload)
+	fmt.Printf("scale case=reload vips=%d reloads=%d p50_ms=%d p95_ms=%d max_ms=%d keepalived_rss_mib=%d vrrp_rss_mib=%d\n",
+		len(s.vips), len(reload), ms(reload, 50), ms(reload, 95), ms(reload, 100), total, vrrp)
+}
+
+// nodeLoss takes the node holding the most VIPs off the network and times each of (a sample of) its VIPs until it
+// answers from the client again, and each until it is on another node's
+// interface. Once per lab: after the node comes back, the client's
+// neighbour entries still name the interim holder (the returning master
+// never left MASTER, so it announces nothing), which keeps answering
+// through its local routes for a while; a second loss would time that,
+// not a failover.
+func (s *scaleLab) nodeLoss(b *testing.B) (outages, onIf []time.Duration) {
+	holder, vips := s.biggestHolder(b)
+	s.lost = len(vips)
+	sample := vips
+	if len(sample) > *scaleSample {
+		sample = nil
+		for i := 0; i < *scaleSample; i++ {
+			sample = append(sample, vips[i*len(vips) / *scaleSample])
+		}
+	}
+	targets := make([]netip.AddrPort, len(sample))
+	for i, v := range sample {
+		targets[i] = netip.AddrPortFrom(v, scalePort)
+	}
+	fault := time.Now()
+	s.kc.ByName[holder].Host.LinkDown()
+	first, err := s.kc.FirstAnswers(targets, 100*time.Millisecond, time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i, at := range first {
+		if at.IsZero() {
+			b.Fatalf("%s never answered after %s left", sample[i], holder)
+		}
+		outages = append(outages, at.Sub(fault))
+	}
+	for _, v := range vips {
+		node, at := s.added.first(v, fault)
+		if node == "" {
+			b.Logf("%s: no address notification after %s left", v, holder)
+			continue
+		}
+		onIf = append(onIf, at.Sub(fault))
+	}
+	sortDurations(outages)
+	sortDurations(onIf)
+	b.Logf("%s lost %d VIPs: %d sampled answered within %s, %d seen on another interface within %d ms",
+		holder, len(vips), len(sample), outages[len(outages)-1].Round(time.Millisecond), len(onIf), ms(onIf, 100))
+	return outages, onIf
+}
+
+// biggestHolder is the node holding the most VIPs, and its VIPs (those of
+// every instance it is master of).
+func (s *scaleLab) biggestHolder(b *testing.B) (string, []netip.Addr) {
+	held := s.held(b)
+	by := map[string][]netip.Addr{}
+	for _, v := range s.vips {
+		if h := held[v]; len(h) == 1 {
+			by[h[0]] = append(by[h[0]], v)
+		}
+	}
+	var best string
+	for n, vs := range by {
+		if best == "" || len(vs) > len(by[best]) {
+			best = n
+		}
+	}
+	if best == "" {
+		b.Fatal("no VIP is held")
+	}
+	return best, by[best]
+}
+
+// held lists, for every address on a node's br-ex, the nodes that have it.
+func (s *scaleLab) held(b *testing.B) map[netip.Addr][]string {
+	out := map[netip.Addr][]string{}
+	for _, n := range s.kc.Nodes {
+		got, err := n.Host.Exec("ip", "-o", "-6", "addr", "show", "dev", "br-ex")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range strings.Split(string(got), "\n") {
+			f := strings.Fields(l)
+			if len(f) < 4 {
+				continue
+			}
+			if p, err := netip.ParsePrefix(f[3]); err == nil {
+				out[p.Addr()] = append(out[p.Addr()], n.Name)
+			}
+		}
+	}
+	return out
+}
+
+// waitHeldOnce waits until every one of vips is on exactly one node's
+// interface, and stays so for 3 s.
+func (s *scaleLab) waitHeldOnce(b *testing.B, vips []netip.Addr, timeout time.Duration) {
+	var since time.Time
+	var last string
+	lab.WaitFor(b, timeout, "every VIP held by one node", func() bool {
+		held := s.held(b)
+		bad := 0
+		for _, v := range vips {
+			if len(held[v]) != 1 {
+				bad++
+			}
+		}
+		if now := fmt.Sprintf("%d", bad); now != last {
+			b.Logf("%d of %d VIPs not held by exactly one node", bad, len(vips))
+			last = now
+		}
+		if bad > 0 {
+			since = time.Time{}
+			time.Sleep(500 * time.Millisecond)
+			return false
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		time.Sleep(500 * time.Millisecond)
+		return time.Since(since) > 3*time.Second
+	})
+}
+
+// keepalivedRSS is the resident set of the keepalived processes (parent
+// and children) of the node holding the most VIPs, and of its VRRP child
+// alone, in MiB.
+func (s *scaleLab) keepalivedRSS(b *testing.B) (total, vrrp int) {
+	holder, _ := s.biggestHolder(b)
+	parent := s.kc.ByName[holder].Keepalived.PID()
+	pids := append([]int{parent}, childPIDs(parent)...)
+	for _, pid := range pids {
+		kb := procStatusKB(pid, "VmRSS:")
+		total += kb
+		if pid != parent && strings.Contains(readCmdline(pid), "keepalived") && vrrp < kb {
+			vrrp = kb // the largest child: the VRRP process holds the addresses
+		}
+	}
+	return (total + 1023) / 1024, (vrrp + 1023) / 1024
+}
+
+func childPIDs(parent int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after ')'.
+		f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(parent) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func readCmdline(pid int) string {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return string(data)
+}
+
+// procStatusKB is a field of /proc/PID/status in kB, 0 if it cannot be read.
+func procStatusKB(pid int, field string) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, field); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			return kb
+		}
+	}
+	return 0
+}
+
+// addrLog remembers when each node gained each address, from netlink
+// notifications in the nodes' namespaces: the lab's view of keepalived
+// adding a VIP, to the millisecond, without listing thousands of
+// addresses over and over.
+type addrLog struct {
+	mu    sync.Mutex
+	added map[netip.Addr][]addrEvent
+}
+
+type addrEvent struct {
+	node string
+	at   time.Time
+}
+
+func watchAddrs(b *testing.B, kc *lab.KubeCluster) *addrLog {
+	l := &addrLog{added: map[netip.Addr][]addrEvent{}}
+	done := make(chan struct{})
+	b.Cleanup(func() { close(done) })
+	for _, n := range kc.Nodes {
+		h, err := netns.GetFromName(n.Host.NS)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = h.Close() })
+		subscribe := func() chan netlink.AddrUpdate {
+			updates := make(chan netlink.AddrUpdate, 65536)
+			// Thousands of addresses come at once: a buffer the kernel
+			// would otherwise overflow (ENOBUFS ends the subscription).
+			opts := netlink.AddrSubscribeOptions{Namespace: &h, ReceiveBufferSize: 32 << 20, ReceiveBufferForceSize: true,
+				ErrorCallback: func(err error) { b.Logf("%s: following addresses: %v", n.Name, err) }}
+			if err := netlink.AddrSubscribeWithOptions(updates, done, opts); err != nil {
+				b.Fatal(err)
+			}
+			return updates
+		}
+		updates := subscribe()
+		go func() {
+			for {
+				for u := range updates {
+					if !u.NewAddr {
+						continue
+					}
+					a, ok := netip.AddrFromSlice(u.LinkAddress.IP)
+					if !ok {
+						continue
+					}
+					l.mu.Lock()
+					l.added[a.Unmap()] = append(l.added[a.Unmap()], addrEvent{node: n.Name, at: time.Now()})
+					l.mu.Unlock()
+				}
+				select {
+				case <-done:
+					return
+				default: // the subscription failed: follow again
+					updates = subscribe()
+				}
+			}
+		}()
+	}
+	return l
+}
+
+// first is the first node that gained a after since, and when.
+func (l *addrLog) first(a netip.Addr, since time.Time) (string, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.added[a] {
+		if e.at.After(since) {
+			return e.node, e.at
+		}
+	}
+	return "", time.Time{}
+}
+
+func sortDurations(d []time.Duration) { sort.Slice(d, func(i, j int) bool { return d[i] < d[j] }) }
+
+// ms is the p-th percentile of sorted durations, in milliseconds.
+func ms(d []time.Duration, p int) int64 {
+	if len(d) == 0 {
+		return -1
+	}
+	return percentile(d, p).Milliseconds()
+}
