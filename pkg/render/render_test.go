@@ -234,7 +234,7 @@ func TestMulticastHasNoUnicastPeers(t *testing.T) {
 	if strings.Contains(conf, "unicast_peer") || strings.Contains(conf, "unicast_src_ip") {
 		t.Errorf("multicast config has unicast settings:\n%s", conf)
 	}
-	if !strings.Contains(conf, "advert_int 0.2") || !strings.Contains(conf, "version 3") {
+	if !strings.Contains(conf, "advert_int 0.1") || !strings.Contains(conf, "version 3") {
 		t.Errorf("fast profile not applied:\n%s", conf)
 	}
 }

@@ -28,7 +28,7 @@ const (
 	ProfileDefault                  = "default"
 	ProfileFast                     = "fast"
 	defaultProfileAdvert            = "1s"
-	fastProfileAdvert               = "200ms"
+	fastProfileAdvert               = "100ms"
 	defaultProfileVRRPVersion       = 2
 	fastProfileVRRPVersion          = 3
 	minVRRPv3Advert                 = 10 * time.Millisecond

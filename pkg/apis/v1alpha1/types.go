@@ -163,8 +163,8 @@ type VRRPSpec struct {
 	// Mode is "unicast" (default: works where multicast is blocked) or
 	// "multicast".
 	Mode string `json:"mode,omitempty"`
-	// Profile is "default" (1 s adverts) or "fast" (VRRPv3, sub-second
-	// adverts, failover in well under a second).
+	// Profile is "default" (1 s adverts) or "fast" (VRRPv3, 100 ms
+	// adverts: a lost node's VIPs move in about a third of a second).
 	Profile string `json:"profile,omitempty"`
 	// AdvertInterval overrides the profile's interval, e.g. "1s", "200ms".
 	AdvertInterval string `json:"advertInterval,omitempty"`

@@ -176,7 +176,7 @@ func TestParseErrors(t *testing.T) {
 			edit: withVRRP("    profile: fast\n    version: 2\n"),
 			want: []string{
 				`spec.vrrp.version: Invalid value: 2: the fast profile needs VRRPv3 (VRRPv2 cannot advertise more often than once a second)`,
-				`spec.vrrp.advertInterval: Invalid value: "200ms": VRRPv2 needs whole seconds from 1s to 255s; use version 3 for sub-second adverts`,
+				`spec.vrrp.advertInterval: Invalid value: "100ms": VRRPv2 needs whole seconds from 1s to 255s; use version 3 for sub-second adverts`,
 			},
 		},
 		{
