@@ -51,7 +51,7 @@ func selected(list, name string) bool {
 // unreachable when its holder fails, from the fault to the first good
 // answer from the new holder. One line per profile and scenario:
 //
-//	failover profile=<p> scenario=<s> trials=N median_ms=X p95_ms=Y max_ms=Z failed_requests=F
+//	failover profile=<p> advert=<a> scenario=<s> trials=N median_ms=X p95_ms=Y max_ms=Z failed_requests=F
 //
 // Run with `make bench-failover [TRIALS=N]`. The targets live in
 // docs/benchmarks.md, not here: this prints, it does not judge.
@@ -143,11 +143,11 @@ func failoverTrial(b *testing.B, profile, scenario string, i int) (time.Duration
 
 var steadyFor = flag.Duration("steady", 10*time.Minute, "steady-state benchmark: how long to watch")
 
-// BenchmarkSteadyState runs the fast profile (200 ms adverts) for -steady
+// BenchmarkSteadyState runs the fast profile (100 ms adverts, or -advert) for -steady
 // with both CPUs kept busy by burner processes and counts false failovers:
 // VRRP state changes and client failures while nothing is wrong. Prints:
 //
-//	steady profile=fast minutes=M busy_cpus=2 false_failovers=F failed_requests=R
+//	steady profile=fast advert=A minutes=M busy_cpus=2 false_failovers=F failed_requests=R
 func BenchmarkSteadyState(b *testing.B) {
 	b.Run("fast", func(b *testing.B) {
 		lc := lab.Start(b, benchClusterYAML("fast"), masters(3))
