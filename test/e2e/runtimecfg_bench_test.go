@@ -59,12 +59,27 @@ var buildVipctl = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	builtDir = dir
 	bin := filepath.Join(dir, "vipctl")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/vipctl/vipctl/cmd/vipctl").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
 	return bin, nil
 })
+
+// builtDir holds the binary buildVipctl built, removed by TestMain when
+// the test binary is done.
+var builtDir string
+
+// TestMain removes what buildVipctl built: every test binary run would
+// otherwise leave a 75 MB vipctl in the temporary directory.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtDir != "" {
+		_ = os.RemoveAll(builtDir)
+	}
+	os.Exit(code)
+}
 
 // BenchmarkRuntimecfg loads Nodes and LoadBalancer Services into a real
 // kube-apiserver, runs the allocator and one node's sidecar as separate
