@@ -15,7 +15,7 @@ import (
 const daemonFRR = "frr"
 
 // defaultFRRReload is where Debian's frr-pythontools installs it.
-const defaultFRRReload = "/usr/lib/frr/frr-reload.py"
+const defaultFRRReload = frrLibDir + "/frr-reload.py"
 
 // ReloadFRR brings the running bgpd in line with the frr.conf just
 // written, through frr-reload.py: it diffs the file against `show
@@ -55,9 +55,13 @@ func ReloadFRR(ctx context.Context, t Target) (bool, error) {
 // bgpd listens there yet.
 func (t Target) bgpdRunning() (vtyDir string, running bool) {
 	vty := t.path(render.FRRRunDir)
-	_, err := os.Stat(filepath.Join(vty, "bgpd.vty"))
+	_, err := os.Stat(bgpdVty(vty))
 	return vty, !errors.Is(err, os.ErrNotExist)
 }
+
+// bgpdVty is bgpd's vty socket in the run directory run: it exists once
+// bgpd serves (FRRDaemons waits for it, bgpdRunning looks for it).
+func bgpdVty(run string) string { return filepath.Join(run, "bgpd.vty") }
 
 // vtysh is the vtysh every FRR command of the node goes through.
 func (t Target) vtysh() string { return orDefault(t.Vtysh, "vtysh") }

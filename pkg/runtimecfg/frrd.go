@@ -63,7 +63,7 @@ func FRRDaemons(root, conf string) []FRRDaemon {
 	return []FRRDaemon{
 		{Name: "zebra", Argv: daemon("zebra", os.DevNull), Ready: zserv},
 		{Name: "bfdd", Argv: daemon("bfdd", os.DevNull, "--bfdctl", filepath.Join(run, "bfdd.sock"))},
-		{Name: "bgpd", Argv: daemon("bgpd", conf), Ready: filepath.Join(run, "bgpd.vty")},
+		{Name: "bgpd", Argv: daemon("bgpd", conf), Ready: bgpdVty(run)},
 	}
 }
 
