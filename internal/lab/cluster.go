@@ -100,6 +100,7 @@ func Start(t testing.TB, clusterYAML string, specs []NodeSpec) *Cluster {
 	for _, s := range specs {
 		lc.Nodes = append(lc.Nodes, lc.NewNode(t, s))
 	}
+	lc.capture(t)
 	for _, n := range lc.Nodes {
 		if err := runtimecfg.InitRunFiles(n.Target, cfg); err != nil {
 			t.Fatal(err)
