@@ -51,9 +51,10 @@ type Input struct {
 type Outcome struct {
 	Result
 	NodeState
-	// HandoverErr says the handover tables could not be written. The
-	// config is in place; only hitless planned moves are at stake, so it
-	// is reported apart from the error that means "last good config kept".
+	// HandoverErr says the handover tables or the IPv6 takeover routes
+	// could not be written. The config is in place; only hitless moves are
+	// at stake, so it is reported apart from the error that means "last
+	// good config kept".
 	HandoverErr error
 }
 
@@ -61,7 +62,8 @@ type Outcome struct {
 // safe: the track files keepalived reads; the render; the real daemons'
 // judgement, atomic writes and reloads (Apply: keepalived, haproxy and,
 // with bgp pools, FRR's frr.conf through vtysh -C and frr-reload.py); the status files no config
-// reads any more; the API redirect; the handover tables; the local routes.
+// reads any more; the API redirect; the handover tables and the IPv6
+// takeover routes; the local routes.
 // An error means the node kept its last good config; its reason is one of
 // the sidecar's failure labels (see reason).
 func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
@@ -98,7 +100,7 @@ func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
 	if err := applyRedirects(n.Target, in.Config, d.Files); err != nil {
 		return out, &syncError{"redirect", err}
 	}
-	out.HandoverErr = n.handover.Apply(d.Handover)
+	out.HandoverErr = errors.Join(n.handover.Apply(d.Handover), applyTakeoverRoutes(n.Target, d.Handover))
 	if n.Local != nil {
 		n.Local.SetHandover(d.Handover)
 		n.Local.Kick()

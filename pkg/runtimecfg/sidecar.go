@@ -377,7 +377,7 @@ func (s *Sidecar) sync(ctx context.Context) error {
 	}
 	if out.HandoverErr != nil {
 		s.m.Failures.WithLabelValues("handover").Inc()
-		s.log.Error("handover table not written: planned moves of this node's VIPs may reset open connections", "err", out.HandoverErr)
+		s.log.Error("handover table or takeover routes not written: moves of this node's VIPs may reset open connections or drop a first SYN", "err", out.HandoverErr)
 	}
 	return nil
 }
