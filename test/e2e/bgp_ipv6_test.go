@@ -1,0 +1,166 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vipctl/vipctl/internal/lab"
+	"github.com/vipctl/vipctl/internal/netlab"
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/runtimecfg"
+)
+
+// bgpIPv6YAML: three dual-stack nodes on one segment announce an IPv6
+// pool to the router's IPv6 address (an IPv6 prefix needs an IPv6
+// session), and peer over IPv4 too, as a dual-stack cluster would.
+const bgpIPv6YAML = `apiVersion: vipctl.io/v1alpha1
+kind: ClusterVIPs
+metadata:
+  name: bgplab6
+spec:
+  baseDomain: example.test
+  machineNetworks: [198.51.100.0/24, "2001:db8:a::/64"]
+  api:
+    vips: [198.51.100.5]
+  servicePools:
+    - name: six
+      mode: bgp
+      addresses: ["2001:db8:200::/124"]
+  bgp:
+    asn: 64513
+    peers:
+      - address: 198.51.100.1
+        asn: 64512
+        holdTime: 3s
+        keepaliveTime: 1s
+      - address: "2001:db8:a::1"
+        asn: 64512
+        holdTime: 3s
+        keepaliveTime: 1s
+`
+
+// upstreamFRR6 is the router's side for it: dynamic neighbours from both
+// families' node subnets, IPv6 unicast activated for the IPv6 ones.
+var upstreamFRR6 = []string{
+	"frr defaults traditional",
+	"hostname upstream",
+	"log stdout informational",
+	"router bgp 64512",
+	" bgp router-id 198.51.100.1",
+	" no bgp ebgp-requires-policy",
+	" neighbor nodes peer-group",
+	" neighbor nodes remote-as 64513",
+	" neighbor nodes timers 1 3",
+	" neighbor nodes6 peer-group",
+	" neighbor nodes6 remote-as 64513",
+	" neighbor nodes6 timers 1 3",
+	" bgp listen range 198.51.100.0/24 peer-group nodes",
+	" bgp listen range 2001:db8:a::/64 peer-group nodes6",
+	" address-family ipv4 unicast",
+	"  maximum-paths 8",
+	" exit-address-family",
+	" address-family ipv6 unicast",
+	"  neighbor nodes6 activate",
+	"  maximum-paths 8",
+	" exit-address-family",
+	"exit",
+}
+
+// TestBGPIPv6Sessions: IPv6 end to end. Every node's bgpd brings up its
+// IPv6 session (read by the sidecar's session reader: peer, state, the
+// one prefix sent), the router installs the pool's /128 with one next
+// hop per node, a client behind the router on another IPv6 subnet is
+// answered through it, and removing the address from the pool withdraws
+// the route.
+func TestBGPIPv6Sessions(t *testing.T) {
+	lab.RequireFRR(t)
+	var specs []lab.NodeSpec
+	for i, name := range []string{"n0", "n1", "n2"} {
+		specs = append(specs, lab.NodeSpec{Name: name, Addr: fmt.Sprintf("198.51.100.%d/24", 21+i),
+			Addr6: fmt.Sprintf("2001:db8:a::%d/64", 21+i), Gateways: []string{"198.51.100.1", "2001:db8:a::1"}})
+	}
+	lc := lab.Start(t, bgpIPv6YAML, specs)
+	lc.AddSegment("c")
+	r := lc.AddRouter("upstream", map[string][]string{netlab.DefaultSegment: {"198.51.100.1/24", "2001:db8:a::1/64"}, "c": {"2001:db8:c::1/64"}})
+	r.MustExec("sysctl", "-qw", "net.ipv6.fib_multipath_hash_policy=1")
+	dir := lab.SharedDir(t, "vipctl-bgp6-router-")
+	lab.WriteFRRConf(t, dir, upstreamFRR6...)
+	router := lab.StartFRR(t, r, dir)
+	client := lc.AddHost("outside", netlab.HostOpts{Iface: "eth0", Addrs: []string{"2001:db8:c::70/64"}, Segment: "c", Gateways: []string{"2001:db8:c::1"}})
+	const vip = "2001:db8:200::a"
+	lc.AddServiceVIP("six", netip.MustParseAddr(vip))
+	for _, n := range lc.Nodes {
+		lab.StartFRR(t, n.Host, n.Target.Root)
+		name := n.Name
+		n.Host.Serve(":8080", func(c net.Conn) { _, _ = io.WriteString(c, name) })
+		n.Host.MustExec("ip", "-6", "addr", "add", vip+"/128", "dev", "lo")
+		lc.Apply(n)
+	}
+
+	for _, n := range lc.Nodes {
+		lab.WaitFor(t, 30*time.Second, n.Name+"'s IPv6 session Established with its prefix sent", func() bool {
+			peers, ok, err := runtimecfg.ReadBGPSessions(context.Background(), n.Target)
+			if err != nil || !ok {
+				return false
+			}
+			for _, p := range peers {
+				if p.Peer == "2001:db8:a::1" && p.State == v1alpha1.BGPStateEstablished && p.PrefixesSent == 1 {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	hops := func() []string {
+		out, err := r.Exec("ip", "-6", "route", "show", vip+"/128")
+		if err != nil {
+			return nil
+		}
+		var via []string
+		for _, f := range strings.Fields(string(out)) {
+			if a, err := netip.ParseAddr(f); err == nil && f != vip {
+				via = append(via, a.String())
+			}
+		}
+		slices.Sort(via)
+		return slices.Compact(via)
+	}
+	if !lab.WaitUntil(30*time.Second, func() bool { return len(hops()) == 3 }) {
+		out, _ := router.Vtysh("show bgp ipv6 unicast")
+		t.Fatalf("the router's route to %s has next hops %v, want one per node:\n%s", vip, hops(), out)
+	}
+	t.Logf("the router's next hops to %s: %v", vip, hops())
+	got := map[string]int{}
+	for range 30 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c, err := client.DialContext(ctx, "tcp", net.JoinHostPort(vip, "8080"))
+		cancel()
+		if err != nil {
+			got["error: "+err.Error()]++
+			continue
+		}
+		_ = c.SetDeadline(time.Now().Add(time.Second))
+		b, _ := io.ReadAll(c)
+		_ = c.Close()
+		got[string(b)]++
+	}
+	t.Logf("answers over IPv6: %v", got)
+	if got["n0"]+got["n1"]+got["n2"] != 30 || len(got) < 2 {
+		t.Errorf("want all 30 answered by the nodes, spread by ECMP; got %v", got)
+	}
+
+	lc.RemoveServiceVIPs("six", netip.MustParseAddr(vip))
+	for _, n := range lc.Nodes {
+		lc.Apply(n)
+	}
+	if !lab.WaitUntil(20*time.Second, func() bool { return len(hops()) == 0 }) {
+		t.Errorf("the route to %s is still there after the address left the pool: %v", vip, hops())
+	}
+}
