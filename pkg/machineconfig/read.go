@@ -1,13 +1,30 @@
 package machineconfig
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"net/url"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 )
+
+// GVR is the MachineConfig resource of the machine-config operator's API.
+var GVR = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigs"}
+
+// Fetch reads the MachineConfig name from the cluster and returns what it
+// lays down at path (FileData).
+func Fetch(ctx context.Context, c dynamic.Interface, name, path string) ([]byte, bool, error) {
+	obj, err := c.Resource(GVR).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, false, err
+	}
+	return FileData(obj, path)
+}
 
 // FileData is what a MachineConfig, as the API returns it, lays down at
 // path, and whether it lays anything there: the way to check what nodes

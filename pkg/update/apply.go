@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
@@ -20,6 +19,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/bundle"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/machineconfig"
 )
 
 // Cluster is where an update reads and writes.
@@ -157,8 +157,6 @@ func (c Cluster) release(ctx context.Context, o Orphan) error {
 	return nil
 }
 
-var machineConfigGVR = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigs"}
-
 // writeMachineConfigs creates or replaces the MachineConfigs `vipctl
 // render` would write for the desired config, with the bootstrap node list
 // nodes (nil: the live cluster's Nodes), as `render --nodes` ships it.
@@ -176,7 +174,7 @@ func (c Cluster) writeMachineConfigs(ctx context.Context, desired *v1alpha1.Clus
 	if err != nil {
 		return err
 	}
-	ri := c.Dynamic.Resource(machineConfigGVR)
+	ri := c.Dynamic.Resource(machineconfig.GVR)
 	for _, f := range files {
 		if !strings.HasPrefix(f.Path, "machineconfigs/") {
 			continue

@@ -22,11 +22,7 @@ import (
 // whether the MachineConfig carries it.
 func shippedFile(t *testing.T, dyn *dynamicfake.FakeDynamicClient, mc, path string) ([]byte, bool) {
 	t.Helper()
-	obj, err := dyn.Resource(machineConfigGVR).Get(context.Background(), mc, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, ok, err := machineconfig.FileData(obj, path)
+	data, ok, err := machineconfig.Fetch(context.Background(), dyn, mc, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +65,7 @@ func TestApplyShipsTheBootstrapNodeList(t *testing.T) {
 				liveNode("worker-9", "", nil),
 			)
 			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-				map[schema.GroupVersionResource]string{machineConfigGVR: "MachineConfigList"})
+				map[schema.GroupVersionResource]string{machineconfig.GVR: "MachineConfigList"})
 			plan := *p
 			plan.BootstrapNodes = tc.override
 			var log bytes.Buffer

@@ -14,6 +14,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/machineconfig"
 )
 
 // clusterVersion is the ClusterVersion "version" with status.history as
@@ -122,14 +123,14 @@ func TestApplyWritesForTheTarget(t *testing.T) {
 		t.Fatalf("static changes %v, want spec.openshiftRelease: a new target means new MachineConfigs", p.Static)
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{machineConfigGVR: "MachineConfigList"})
+		map[schema.GroupVersionResource]string{machineconfig.GVR: "MachineConfigList"})
 	cl := Cluster{Kube: kubefake.NewClientset(), Dynamic: dyn, Namespace: "vipctl-system"}
 	ctx := context.Background()
 	if err := cl.Apply(ctx, p, nil, false, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"50-vipctl-master", "50-vipctl-worker"} {
-		mc, err := dyn.Resource(machineConfigGVR).Get(ctx, name, metav1.GetOptions{})
+		mc, err := dyn.Resource(machineconfig.GVR).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -210,11 +210,7 @@ func TestPodRestartKeepsServiceVIPs(t *testing.T) {
 // holds it, and whether the MachineConfig carries it.
 func machineConfigFile(t *testing.T, kc *lab.KubeCluster, mc, path string) ([]byte, bool) {
 	t.Helper()
-	obj, err := dynamic.NewForConfigOrDie(kc.API.AdminConfig()).Resource(machineConfigGVR).Get(context.Background(), mc, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, ok, err := machineconfig.FileData(obj, path)
+	data, ok, err := machineconfig.Fetch(context.Background(), dynamic.NewForConfigOrDie(kc.API.AdminConfig()), mc, path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
@@ -16,9 +15,8 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/bundle"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/machineconfig"
 )
-
-var machineConfigGVR = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigs"}
 
 // TestMachineConfigsAcceptedByAPIServer renders every example and hands
 // each MachineConfig to a real kube-apiserver that has the MachineConfig
@@ -64,11 +62,11 @@ func TestMachineConfigsAcceptedByAPIServer(t *testing.T) {
 			}
 			// One cluster's objects at a time: names repeat across examples.
 			obj.SetName(obj.GetName() + "-" + strings.TrimSuffix(filepath.Base(ex), ".yaml"))
-			if _, err := client.Resource(machineConfigGVR).Create(ctx, &obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"}); err != nil {
+			if _, err := client.Resource(machineconfig.GVR).Create(ctx, &obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"}); err != nil {
 				t.Errorf("%s %s: dry-run create refused: %v", ex, f.Path, err)
 				continue
 			}
-			created, err := client.Resource(machineConfigGVR).Create(ctx, &obj, metav1.CreateOptions{FieldValidation: "Strict"})
+			created, err := client.Resource(machineconfig.GVR).Create(ctx, &obj, metav1.CreateOptions{FieldValidation: "Strict"})
 			if err != nil {
 				t.Errorf("%s %s: create refused: %v", ex, f.Path, err)
 				continue
