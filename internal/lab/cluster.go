@@ -194,7 +194,7 @@ func (lc *Cluster) keepLocal(n *Node) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		local.Run(ctx, time.Second, func(err error) { lc.t.Errorf("%s: keeping VIPs local: %v", n.Name, err) })
+		local.Run(ctx, runtimecfg.LocalResync, func(err error) { lc.t.Errorf("%s: keeping VIPs local: %v", n.Name, err) })
 	}()
 	var once sync.Once
 	n.stopLocal = func() { once.Do(func() { cancel(); <-done }) }

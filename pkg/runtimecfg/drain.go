@@ -96,12 +96,27 @@ func Undrain(t Target) error {
 	})
 }
 
+// LocalResync is how often a running LocalVIPs syncs with nothing to
+// prompt it. Everything that changes what Sync does prompts one at once
+// (an address change, Kick after a new handover or a drain file change,
+// the end of a kept route's grace), so this only repairs what nothing
+// announces, such as a route someone else removed. A sync lists every
+// address and local route: at once a second it was the largest part of
+// an idle sidecar's CPU (docs/benchmarks.md).
+const LocalResync = time.Minute
+
+// addrPoll is how often Run syncs while it cannot follow address changes,
+// and how soon it retries a failed sync.
+const addrPoll = time.Second
+
 // LocalVIPs keeps the VIPs this node holds or held lately local (see
 // above). The sidecar runs one; Sync is safe to call from any goroutine.
 type LocalVIPs struct {
 	t     Target
 	grace time.Duration
 	kick  chan struct{}
+	// addrsChanged, when set, is told of every address change Run sees.
+	addrsChanged func()
 
 	mu sync.Mutex
 	h  render.Handover
@@ -113,6 +128,12 @@ type LocalVIPs struct {
 func NewLocalVIPs(t Target, grace time.Duration) *LocalVIPs {
 	return &LocalVIPs{t: t, grace: grace, kick: make(chan struct{}, 1), lost: map[netip.Addr]time.Time{}}
 }
+
+// OnAddressChange has Run call f after every address change in the
+// target's namespace (and on every poll while it cannot follow them), so
+// that the sidecar publishes the VIPs it holds from the same events. Call
+// it before Run.
+func (l *LocalVIPs) OnAddressChange(f func()) { l.addrsChanged = f }
 
 // SetHandover sets the VIPs and the interface to watch.
 func (l *LocalVIPs) SetHandover(h render.Handover) {
@@ -130,9 +151,11 @@ func (l *LocalVIPs) Kick() {
 }
 
 // Run syncs whenever an address changes in the target's namespace (so a
-// VIP keepalived adds gets its route at once), on Kick, and every tick
-// (to let routes lapse), until ctx ends. report gets every failed sync.
-func (l *LocalVIPs) Run(ctx context.Context, tick time.Duration, report func(error)) {
+// VIP keepalived adds gets its route at once), on Kick, when the grace of
+// a kept route ends, and every resync, until ctx ends. While it cannot
+// follow address changes, and after a failed sync, it syncs every second
+// instead. report gets every failed sync.
+func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(error)) {
 	updates := make(chan netlink.AddrUpdate, 64)
 	done := make(chan struct{})
 	defer close(done)
@@ -151,27 +174,64 @@ func (l *LocalVIPs) Run(ctx context.Context, tick time.Duration, report func(err
 		opts.Namespace = &ns
 	}
 	if err := netlink.AddrSubscribeWithOptions(updates, done, opts); err != nil {
-		report(fmt.Errorf("following address changes (VIPs get their local routes on the next tick instead): %w", err))
+		report(fmt.Errorf("following address changes (VIPs get their local routes within a second instead): %w", err))
 		updates = nil
 	}
-	t := time.NewTicker(tick)
+	addrsChanged := func() {
+		if l.addrsChanged != nil {
+			l.addrsChanged()
+		}
+	}
+	t := time.NewTimer(resync)
 	defer t.Stop()
 	for {
-		if err := l.Sync(time.Now()); err != nil {
+		err := l.Sync(time.Now())
+		if err != nil {
 			report(err)
 		}
+		wait := resync
+		if updates == nil {
+			wait = min(wait, addrPoll)
+		}
+		if lapse, ok := l.nextLapse(time.Now()); ok {
+			wait = min(wait, lapse)
+		}
+		if err != nil {
+			wait = addrPoll // not at once: a lapse that failed would spin
+		}
+		t.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			if updates == nil {
+				addrsChanged()
+			}
 		case <-l.kick:
 		case _, ok := <-updates:
 			if !ok {
 				updates = nil
 			}
 			updates = drainAddrUpdates(updates)
+			addrsChanged()
 		}
 	}
+}
+
+// nextLapse tells how long until the grace of the first kept route ends,
+// if one is running.
+func (l *LocalVIPs) nextLapse(now time.Time) (time.Duration, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var next time.Duration
+	found := false
+	for _, since := range l.lost {
+		d := max(since.Add(l.grace).Sub(now), 0)
+		if !found || d < next {
+			next, found = d, true
+		}
+	}
+	return next, found
 }
 
 // drainAddrUpdates takes every address change already queued, so that one
@@ -249,6 +309,11 @@ func (l *LocalVIPs) Sync(now time.Time) error {
 				continue
 			}
 			keep4 = keep4 || vip.Is4()
+		}
+		for vip := range l.lost {
+			if _, ok := routes[vip]; !ok {
+				delete(l.lost, vip) // removed by someone else (Undrain): nothing lapses
+			}
 		}
 		if keep4 && ifindex > 0 {
 			return setARP(l.t, ifindex, l.h.Interface)

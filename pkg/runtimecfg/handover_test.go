@@ -214,26 +214,7 @@ func TestOnceEndsADrainUnlessKept(t *testing.T) {
 // it left (a peer that preempts this node gives no warning), then loses
 // it, and the ARP settings come back with the last IPv4 route.
 func TestLocalVIPsKeepHeldVIPsForAGrace(t *testing.T) {
-	lab := netlab.New(t)
-	n := lab.AddHost("n", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"198.51.100.11/24"}})
-	tn := labTarget(t, n)
-	if err := writeRunFile(tn, render.DrainFile, false); err != nil {
-		t.Fatal(err)
-	}
-	l := NewLocalVIPs(tn, 10*time.Second)
-	l.SetHandover(render.Handover{Interface: "br-ex", Instances: []render.HandoverInstance{
-		{Family: 4, VRID: 1, Priority: 50, VIPs: fixture.Addrs("198.51.100.5"), Peers: fixture.Addrs("198.51.100.12")},
-	}})
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		l.Run(ctx, time.Hour, func(err error) { t.Errorf("LocalVIPs: %v", err) })
-	}()
-	defer func() { cancel(); <-done }()
-	routes := func() string {
-		return strings.TrimSpace(string(n.MustExec("ip", "route", "show", "table", "local", "proto", "118")))
-	}
+	n, l, routes := runLocalVIPs(t, 10*time.Second, nil)
 	n.MustExec("ip", "addr", "add", "198.51.100.5/32", "dev", "br-ex")
 	deadline := time.Now().Add(2 * time.Second)
 	for routes() == "" && time.Now().Before(deadline) {
@@ -260,6 +241,81 @@ func TestLocalVIPsKeepHeldVIPsForAGrace(t *testing.T) {
 	}
 	if got := arpSettings(n); got != "0 0" {
 		t.Errorf("arp_ignore arp_announce = %s with no route left, want the saved 0 0", got)
+	}
+}
+
+// TestLocalVIPsLapseWithoutATick: Run syncs on events, not on a clock
+// (its resync is an hour here). A route kept after its VIP left goes when
+// the grace ends, not before, because Run wakes for it; the address
+// changes it follows are passed on (the sidecar publishes from them).
+func TestLocalVIPsLapseWithoutATick(t *testing.T) {
+	const grace = 2 * time.Second
+	changes := make(chan struct{}, 1)
+	n, _, routes := runLocalVIPs(t, grace, func() {
+		select {
+		case changes <- struct{}{}:
+		default:
+		}
+	})
+	waitRoutes := func(want bool, within time.Duration) {
+		deadline := time.Now().Add(within)
+		for (routes() != "") != want && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	n.MustExec("ip", "addr", "add", "198.51.100.5/32", "dev", "br-ex")
+	waitRoutes(true, 5*time.Second)
+	if routes() == "" {
+		t.Fatal("VIP added: no local route for it")
+	}
+	select {
+	case <-changes:
+	case <-time.After(5 * time.Second):
+		t.Error("the address change was not passed on")
+	}
+	left := time.Now()
+	n.MustExec("ip", "addr", "del", "198.51.100.5/32", "dev", "br-ex")
+	waitRoutes(false, grace+30*time.Second)
+	gone := time.Since(left)
+	if got := routes(); got != "" {
+		t.Fatalf("local route %q still there %s after the VIP left (grace %s): Run did not wake for its lapse", got, gone.Round(time.Second), grace)
+	}
+	if gone < grace {
+		t.Errorf("local route gone %s after the VIP left, before the grace of %s", gone, grace)
+	}
+	if got := arpSettings(n); got != "0 0" {
+		t.Errorf("arp_ignore arp_announce = %s with no route left, want the saved 0 0", got)
+	}
+}
+
+// runLocalVIPs runs a LocalVIPs for VIP 198.51.100.5 on br-ex of a host
+// of its own, undrained, following address changes, with a resync of an
+// hour (so nothing happens on a clock), until the test ends; routes
+// lists its local routes.
+func runLocalVIPs(t *testing.T, grace time.Duration, addrsChanged func()) (n *netlab.Host, l *LocalVIPs, routes func() string) {
+	t.Helper()
+	lab := netlab.New(t)
+	n = lab.AddHost("n", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"198.51.100.11/24"}})
+	tn := labTarget(t, n)
+	if err := writeRunFile(tn, render.DrainFile, false); err != nil {
+		t.Fatal(err)
+	}
+	l = NewLocalVIPs(tn, grace)
+	if addrsChanged != nil {
+		l.OnAddressChange(addrsChanged)
+	}
+	l.SetHandover(render.Handover{Interface: "br-ex", Instances: []render.HandoverInstance{
+		{Family: 4, VRID: 1, Priority: 50, VIPs: fixture.Addrs("198.51.100.5"), Peers: fixture.Addrs("198.51.100.12")},
+	}})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.Run(ctx, time.Hour, func(err error) { t.Errorf("LocalVIPs: %v", err) })
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return n, l, func() string {
+		return strings.TrimSpace(string(n.MustExec("ip", "route", "show", "table", "local", "proto", "118")))
 	}
 }
 

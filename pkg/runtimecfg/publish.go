@@ -27,6 +27,7 @@ func (s *Sidecar) rememberVIPs(m *cluster.Model, st cluster.State) {
 	s.mu.Lock()
 	s.known = known
 	s.mu.Unlock()
+	s.publishSoon()
 }
 
 // rememberAnnounced records the routes bgpd was given by the last
@@ -40,25 +41,39 @@ func (s *Sidecar) rememberAnnounced(pools []render.Announced) {
 	s.mu.Lock()
 	s.announced = addrs
 	s.mu.Unlock()
+	s.publishSoon()
+}
+
+// publishSoon has the held VIPs read and published now.
+func (s *Sidecar) publishSoon() {
+	select {
+	case s.publishKick <- struct{}{}:
+	default:
+	}
 }
 
 // publishLoop reads which VIPs sit on this node's interfaces and records
-// them in its Node's annotation whenever that changes.
+// them in its Node's annotation whenever that changes. It reads them when
+// LocalVIPs sees an address change and after every sync (publishSoon),
+// not on a clock: a node that holds the same VIPs all day reads nothing.
 func (s *Sidecar) publishLoop(ctx context.Context) {
-	s.repeat(ctx, s.o.HeldInterval, nil, s.publish, "publish", "cannot publish the VIPs this node holds")
+	s.repeat(ctx, LocalResync, s.o.HeldInterval, s.publishKick, s.publish, "publish", "cannot publish the VIPs this node holds")
 }
 
-// repeat runs step now and then every interval and whenever kick fires
-// (nil: never), until ctx ends; a failure is counted under reason and
-// logged.
-func (s *Sidecar) repeat(ctx context.Context, interval time.Duration, kick <-chan struct{}, step func(context.Context) error, reason, msg string) {
-	t := time.NewTicker(interval)
+// repeat runs step now, then every interval, whenever kick fires (nil:
+// never) and retry after a failure, until ctx ends; a failure is counted
+// under reason and logged.
+func (s *Sidecar) repeat(ctx context.Context, interval, retry time.Duration, kick <-chan struct{}, step func(context.Context) error, reason, msg string) {
+	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
+		wait := interval
 		if err := step(ctx); err != nil {
 			s.m.Failures.WithLabelValues(reason).Inc()
 			s.log.Error(msg, "err", cluster.DescribeAPIError(err))
+			wait = retry
 		}
+		t.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
@@ -161,7 +176,7 @@ func (s *Sidecar) readSessionsSoon() {
 // every FRR reload, keeps the per-session metrics, and publishes them in
 // the Node's vipctl.io/bgp-sessions annotation when one changes.
 func (s *Sidecar) sessionsLoop(ctx context.Context) {
-	s.repeat(ctx, s.o.SessionInterval, s.sessionKick, s.publishSessions, "bgp-sessions", "cannot read or publish the BGP sessions")
+	s.repeat(ctx, s.o.SessionInterval, s.o.SessionInterval, s.sessionKick, s.publishSessions, "bgp-sessions", "cannot read or publish the BGP sessions")
 }
 
 func (s *Sidecar) publishSessions(ctx context.Context) error {

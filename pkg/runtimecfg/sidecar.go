@@ -34,8 +34,9 @@ type SidecarOptions struct {
 	Namespace string
 	// Debounce coalesces bursts of cluster events into one render.
 	Debounce time.Duration
-	// HeldInterval is how often the addresses on this node's interfaces
-	// are read to publish which VIPs it holds.
+	// HeldInterval is how soon a failed publish of the VIPs this node
+	// holds is retried. They are read when an address changes, after
+	// every sync and every LocalResync.
 	HeldInterval time.Duration
 	// SessionInterval is how often bgpd's sessions are read (and after
 	// every FRR reload) when the node has bgp pools.
@@ -72,6 +73,9 @@ type Sidecar struct {
 	routers   map[string]cache.GenericLister
 
 	kick chan struct{}
+	// publishKick asks for the held VIPs to be read and published (an
+	// address changed, or a sync changed which addresses are VIPs).
+	publishKick chan struct{}
 	// sessionKick asks for a read of bgpd's sessions (after a reload).
 	sessionKick chan struct{}
 
@@ -143,11 +147,12 @@ func NewSidecar(o SidecarOptions) (*Sidecar, error) {
 	}
 	s := &Sidecar{
 		o: o, static: static, log: o.Log.With("node", o.NodeName), m: o.Metrics,
-		kick: make(chan struct{}, 1), sessionKick: make(chan struct{}, 1), routers: map[string]cache.GenericLister{},
+		kick: make(chan struct{}, 1), publishKick: make(chan struct{}, 1), sessionKick: make(chan struct{}, 1), routers: map[string]cache.GenericLister{},
 		since:   map[netip.Addr]time.Time{},
 		node:    NewNode(o.Target, o.NodeName, NewLocalVIPs(o.Target, HandoverGrace)),
 		nodeRef: &corev1.ObjectReference{Kind: "Node", Name: o.NodeName, UID: "", APIVersion: "v1"},
 	}
+	s.node.Local.OnAddressChange(s.publishSoon)
 	s.watch()
 	return s, nil
 }
@@ -182,7 +187,7 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		s.node.Local.Run(ctx, s.o.HeldInterval, func(err error) {
+		s.node.Local.Run(ctx, LocalResync, func(err error) {
 			s.m.Failures.WithLabelValues("local-vips").Inc()
 			s.log.Error("keeping the VIPs local for handovers", "err", err)
 		})

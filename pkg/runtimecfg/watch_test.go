@@ -113,6 +113,12 @@ func TestWatchRendersOnlyOnRelevantEvents(t *testing.T) {
 			_, err := core.Services("shop").Update(ctx, c, metav1.UpdateOptions{})
 			return err
 		}},
+		{"a LoadBalancer Service's label (strip keeps none)", "services", "ignored", func(kubernetes.Interface) error {
+			c := lb("local", corev1.ServiceExternalTrafficPolicyLocal, "198.51.100.140")
+			c.Labels = map[string]string{"app": "shop"}
+			_, err := core.Services("shop").Update(ctx, c, metav1.UpdateOptions{})
+			return err
+		}},
 		{"a LoadBalancer Service's address", "services", "sync", func(kubernetes.Interface) error {
 			_, err := core.Services("shop").UpdateStatus(ctx, lb("cluster", corev1.ServiceExternalTrafficPolicyCluster, "198.51.100.131"), metav1.UpdateOptions{})
 			return err
