@@ -164,6 +164,7 @@ func (l *Lab) AddHost(name string, o HostOpts) *Host {
 		l.ip(args...)
 	}
 	l.ip("-n", h.NS, "link", "set", o.Iface, "up")
+	l.waitIPv6(h.NS, o.Addrs)
 	for _, gw := range o.Gateways {
 		fam := "-4"
 		if strings.Contains(gw, ":") {
@@ -209,8 +210,36 @@ func (l *Lab) AddRouter(name string, addrs map[string][]string) *Host {
 			l.ip(args...)
 		}
 		l.ip("-n", h.NS, "link", "set", iface, "up")
+		l.waitIPv6(h.NS, cidrs)
 	}
 	return h
+}
+
+// waitIPv6 waits until the IPv6 ones of addrs (CIDR notation) are local in
+// namespace ns. The kernel makes an IPv6 address deliverable only once its
+// DAD work has run on a kernel worker, even with nodad, and only after the
+// link is up: on a busy machine a host that was just added could drop the
+// first SYN sent to it, which a test's first connection then waited a
+// second for.
+func (l *Lab) waitIPv6(ns string, addrs []string) {
+	l.t.Helper()
+	for _, a := range addrs {
+		ip, _, ok := strings.Cut(a, "/")
+		if !ok || !strings.Contains(ip, ":") {
+			continue
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			out, err := exec.Command("ip", "-n", ns, "-6", "route", "show", "table", "local", ip).Output()
+			if err == nil && strings.HasPrefix(string(out), "local ") {
+				break
+			}
+			if time.Now().After(deadline) {
+				l.t.Fatalf("netlab: %s: %s not local after 5s: %s %v", ns, ip, out, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 }
 
 // Host returns a host by name.
