@@ -107,6 +107,10 @@ type LocalVIPs struct {
 	h  render.Handover
 	// lost is when each kept VIP was first seen gone from the interface.
 	lost map[netip.Addr]time.Time
+	// announced is when each address the follower added was announced
+	// (follow.go); wake kicks a sync when the next announcement is due.
+	announced map[netip.Addr]announcement
+	wake      *time.Timer
 }
 
 // NewLocalVIPs keeps routes grace long after their VIP left.
@@ -129,34 +133,40 @@ func (l *LocalVIPs) Kick() {
 	}
 }
 
+// wakeAt kicks a sync at t (the earliest asked for wins).
+func (l *LocalVIPs) wakeAt(t time.Time) {
+	if l.wake != nil {
+		l.wake.Stop()
+	}
+	l.wake = time.AfterFunc(time.Until(t), l.Kick)
+}
+
 // Run syncs whenever an address changes in the target's namespace (so a
-// VIP keepalived adds gets its route at once), on Kick, and every tick
-// (to let routes lapse), until ctx ends. report gets every failed sync.
+// VIP keepalived adds gets its route at once, and the follower sees an
+// anchor come and go), on Kick, and every tick (to let routes lapse),
+// until ctx ends. report gets every failed sync.
 func (l *LocalVIPs) Run(ctx context.Context, tick time.Duration, report func(error)) {
-	updates := make(chan netlink.AddrUpdate, 64)
-	done := make(chan struct{})
-	defer close(done)
-	opts := netlink.AddrSubscribeOptions{ErrorCallback: func(err error) {
-		if ctx.Err() == nil { // closing the subscription is no failure
-			report(fmt.Errorf("following address changes: %w", err))
-		}
-	}}
-	if l.t.Netns != "" {
-		ns, err := netns.GetFromName(l.t.Netns)
-		if err != nil {
-			report(fmt.Errorf("network namespace %s: %w", l.t.Netns, err))
-			return
-		}
-		defer func() { _ = ns.Close() }()
-		opts.Namespace = &ns
-	}
-	if err := netlink.AddrSubscribeWithOptions(updates, done, opts); err != nil {
-		report(fmt.Errorf("following address changes (VIPs get their local routes on the next tick instead): %w", err))
-		updates = nil
-	}
 	t := time.NewTicker(tick)
 	defer t.Stop()
+	var updates chan netlink.AddrUpdate
+	var done chan struct{}
+	resubscribe := true
+	defer func() {
+		if done != nil {
+			close(done)
+		}
+	}()
 	for {
+		if resubscribe {
+			resubscribe = false
+			// (Re)subscribe before the sync, so that nothing between the
+			// two is missed: a burst of thousands of address changes can
+			// overflow the subscription, which then ends.
+			if done != nil {
+				close(done)
+			}
+			updates, done = l.subscribe(ctx, report)
+		}
 		if err := l.Sync(time.Now()); err != nil {
 			report(err)
 		}
@@ -167,11 +177,45 @@ func (l *LocalVIPs) Run(ctx context.Context, tick time.Duration, report func(err
 		case <-l.kick:
 		case _, ok := <-updates:
 			if !ok {
-				updates = nil
+				resubscribe = true
+				continue
 			}
-			updates = drainAddrUpdates(updates)
+			if updates = drainAddrUpdates(updates); updates == nil {
+				resubscribe = true
+			}
 		}
 	}
+}
+
+// addrUpdateBuffer is the address subscription's receive buffer: a
+// pool instance's thousands of addresses arrive at once (keepalived's,
+// or the follower's own burst), each notification a few hundred bytes.
+const addrUpdateBuffer = 8 << 20
+
+// subscribe follows the namespace's address changes; nil (the ticker
+// alone) when it cannot.
+func (l *LocalVIPs) subscribe(ctx context.Context, report func(error)) (chan netlink.AddrUpdate, chan struct{}) {
+	updates := make(chan netlink.AddrUpdate, 64)
+	done := make(chan struct{})
+	opts := netlink.AddrSubscribeOptions{ReceiveBufferSize: addrUpdateBuffer, ReceiveBufferForceSize: true, ErrorCallback: func(err error) {
+		if ctx.Err() == nil && !errors.Is(err, unix.ENOBUFS) && !strings.Contains(err.Error(), "no buffer space") { // resubscribed at once
+			report(fmt.Errorf("following address changes: %w", err))
+		}
+	}}
+	if l.t.Netns != "" {
+		ns, err := netns.GetFromName(l.t.Netns)
+		if err != nil {
+			report(fmt.Errorf("network namespace %s: %w", l.t.Netns, err))
+			return nil, done
+		}
+		defer func() { _ = ns.Close() }()
+		opts.Namespace = &ns
+	}
+	if err := netlink.AddrSubscribeWithOptions(updates, done, opts); err != nil {
+		report(fmt.Errorf("following address changes (VIPs get their local routes on the next tick instead): %w", err))
+		return nil, done
+	}
+	return updates, done
 }
 
 // drainAddrUpdates takes every address change already queued, so that one
@@ -209,78 +253,110 @@ func (l *LocalVIPs) Sync(now time.Time) error {
 		}
 	}
 	return inns.Run(l.t.Netns, func() error {
-		held, ifindex, err := heldVIPs(l.h.Interface, vips)
+		link, onIf, err := hostAddrs(l.h.Interface, len(vips) > 0)
 		if err != nil {
 			return err
 		}
-		routes, err := localRoutes()
-		if err != nil {
-			return err
-		}
-		lo, err := netlink.LinkByName("lo")
-		if err != nil {
-			return err
-		}
-		keep4 := false
-		for vip := range held {
-			delete(l.lost, vip)
-			keep4 = keep4 || vip.Is4()
-			if _, ok := routes[vip]; !ok {
-				if err := netlink.RouteAdd(localRoute(lo.Attrs().Index, vip)); err != nil && !errors.Is(err, unix.EEXIST) {
-					return fmt.Errorf("local route for %s: %w", vip, err)
-				}
+		var followErr error
+		if link != nil {
+			f, err := l.follow(link, onIf, now)
+			followErr = err
+			for _, a := range f.added {
+				onIf[a] = true
+			}
+			for _, a := range f.removed {
+				delete(onIf, a)
 			}
 		}
-		for vip, r := range routes {
-			if held[vip] {
-				continue
+		held, ifindex := map[netip.Addr]bool{}, 0
+		if link != nil {
+			ifindex = link.Attrs().Index
+		}
+		for a := range onIf {
+			if vips[a] {
+				held[a] = true
 			}
-			since, seen := l.lost[vip]
-			switch {
-			case isDrained:
-				delete(l.lost, vip) // the grace starts at the undrain
-			case !seen:
-				l.lost[vip] = now
-			case now.Sub(since) >= l.grace:
-				if err := delLocalRoute(r); err != nil {
-					return err
-				}
-				delete(l.lost, vip)
-				continue
-			}
-			keep4 = keep4 || vip.Is4()
 		}
-		if keep4 && ifindex > 0 {
-			return setARP(l.t, ifindex, l.h.Interface)
+		if err := l.syncRoutes(held, ifindex, isDrained, now); err != nil {
+			return errors.Join(followErr, err)
 		}
-		if !keep4 {
-			return restoreARP(l.t)
-		}
-		return nil
+		return followErr
 	})
 }
 
-// heldVIPs lists which of vips are on the interface, and its index (0 if
-// there is no such interface).
-func heldVIPs(iface string, vips map[netip.Addr]bool) (map[netip.Addr]bool, int, error) {
-	held := map[netip.Addr]bool{}
-	if iface == "" || len(vips) == 0 {
-		return held, 0, nil
+// syncRoutes is Sync's part inside the namespace once the held VIPs are
+// known.
+func (l *LocalVIPs) syncRoutes(held map[netip.Addr]bool, ifindex int, isDrained bool, now time.Time) error {
+	routes, err := localRoutes()
+	if err != nil {
+		return err
+	}
+	lo, err := netlink.LinkByName("lo")
+	if err != nil {
+		return err
+	}
+	keep4 := false
+	for vip := range held {
+		delete(l.lost, vip)
+		keep4 = keep4 || vip.Is4()
+		if _, ok := routes[vip]; !ok {
+			if err := netlink.RouteAdd(localRoute(lo.Attrs().Index, vip)); err != nil && !errors.Is(err, unix.EEXIST) {
+				return fmt.Errorf("local route for %s: %w", vip, err)
+			}
+		}
+	}
+	for vip, r := range routes {
+		if held[vip] {
+			continue
+		}
+		since, seen := l.lost[vip]
+		switch {
+		case isDrained:
+			delete(l.lost, vip) // the grace starts at the undrain
+		case !seen:
+			l.lost[vip] = now
+		case now.Sub(since) >= l.grace:
+			if err := delLocalRoute(r); err != nil {
+				return err
+			}
+			delete(l.lost, vip)
+			continue
+		}
+		keep4 = keep4 || vip.Is4()
+	}
+	if keep4 && ifindex > 0 {
+		return setARP(l.t, ifindex, l.h.Interface)
+	}
+	if !keep4 {
+		return restoreARP(l.t)
+	}
+	return nil
+}
+
+// hostAddrs lists the host addresses (/32, /128: VIPs, never a node's own
+// subnet address) on the interface. want false, or no interface named:
+// no link and nothing listed.
+func hostAddrs(iface string, want bool) (netlink.Link, map[netip.Addr]bool, error) {
+	out := map[netip.Addr]bool{}
+	if iface == "" || !want {
+		return nil, out, nil
 	}
 	link, err := netlink.LinkByName(iface)
 	if err != nil {
-		return nil, 0, fmt.Errorf("VRRP interface %s: %w", iface, err)
+		return nil, nil, fmt.Errorf("VRRP interface %s: %w", iface, err)
 	}
 	addrs, err := netlink.AddrList(link, netlink.FAMILY_ALL)
 	if err != nil {
-		return nil, 0, fmt.Errorf("listing addresses of %s: %w", iface, err)
+		return nil, nil, fmt.Errorf("listing addresses of %s: %w", iface, err)
 	}
 	for _, a := range addrs {
-		if ip, ok := netip.AddrFromSlice(a.IP); ok && vips[ip.Unmap()] {
-			held[ip.Unmap()] = true
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if ones, bits := a.Mask.Size(); !ok || ones != bits {
+			continue
 		}
+		out[ip.Unmap()] = true
 	}
-	return held, link.Attrs().Index, nil
+	return link, out, nil
 }
 
 func localRoute(lo int, vip netip.Addr) *netlink.Route {
