@@ -32,6 +32,7 @@ var (
 	scaleLossTrials = flag.Int("scale-loss-trials", 5, "BenchmarkScale: node losses of a single-VIP lab, the baseline (a fresh lab each)")
 	scaleProfile    = flag.String("scale-profile", "fast", "BenchmarkScale: the VRRP profile")
 	scaleInstances  = flag.Int("scale-instances", 0, "BenchmarkScale: the pool's VRRP instances (0: its default)")
+	scaleAnnounce   = flag.String("scale-announce", "", "BenchmarkScale: the pool's announce (keepalived or sidecar; empty: its default, keepalived)")
 )
 
 // One pool, its default instances, on every node; IPv6 because 5000
@@ -107,6 +108,9 @@ func startScale(b *testing.B, services int) *scaleLab {
 	pools := scalePools
 	if *scaleInstances > 0 {
 		pools += fmt.Sprintf("      instances: %d\n", *scaleInstances)
+	}
+	if *scaleAnnounce != "" {
+		pools += fmt.Sprintf("      announce: %s\n", *scaleAnnounce)
 	}
 	kc := lab.StartKube(b, clusterYAML(*scaleProfile, "unicast", pools), specs)
 	cfg := kc.API.AdminConfig()
