@@ -148,24 +148,19 @@ func (l *LocalVIPs) wakeAt(t time.Time) {
 func (l *LocalVIPs) Run(ctx context.Context, tick time.Duration, report func(error)) {
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	var updates chan netlink.AddrUpdate
-	var done chan struct{}
-	resubscribe := true
-	defer func() {
-		if done != nil {
-			close(done)
-		}
-	}()
+	var sub *addrSubscription
+	defer func() { sub.close() }()
+	resubscribe, atTick := true, false
 	for {
 		if resubscribe {
-			resubscribe = false
 			// (Re)subscribe before the sync, so that nothing between the
-			// two is missed: a burst of thousands of address changes can
-			// overflow the subscription, which then ends.
-			if done != nil {
-				close(done)
-			}
-			updates, done = l.subscribe(ctx, report)
+			// two is missed: a subscription ends when a burst of
+			// thousands of address changes overflows it, or on any
+			// receive error. One that ended within a second is renewed
+			// only on the next tick, and reported: no busy loop.
+			resubscribe = false
+			sub.close()
+			sub = l.subscribe(ctx, report)
 		}
 		if err := l.Sync(time.Now()); err != nil {
 			report(err)
@@ -174,14 +169,22 @@ func (l *LocalVIPs) Run(ctx context.Context, tick time.Duration, report func(err
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			resubscribe, atTick = atTick, false
 		case <-l.kick:
-		case _, ok := <-updates:
-			if !ok {
-				resubscribe = true
-				continue
+		case _, ok := <-sub.updates:
+			if ok {
+				sub.updates = drainAddrUpdates(sub.updates)
 			}
-			if updates = drainAddrUpdates(updates); updates == nil {
-				resubscribe = true
+			if sub.updates == nil || !ok {
+				sub.updates = nil
+				if time.Since(sub.since) >= time.Second {
+					resubscribe = true
+				} else {
+					atTick = true
+					if err := sub.err(); err != nil && ctx.Err() == nil {
+						report(fmt.Errorf("following address changes (retried every %s): %w", tick, err))
+					}
+				}
 			}
 		}
 	}
@@ -192,30 +195,51 @@ func (l *LocalVIPs) Run(ctx context.Context, tick time.Duration, report func(err
 // or the follower's own burst), each notification a few hundred bytes.
 const addrUpdateBuffer = 8 << 20
 
-// subscribe follows the namespace's address changes; nil (the ticker
-// alone) when it cannot.
-func (l *LocalVIPs) subscribe(ctx context.Context, report func(error)) (chan netlink.AddrUpdate, chan struct{}) {
-	updates := make(chan netlink.AddrUpdate, 64)
-	done := make(chan struct{})
+// addrSubscription is one subscription to the namespace's address
+// changes: updates is nil when it could not be made.
+type addrSubscription struct {
+	updates chan netlink.AddrUpdate
+	done    chan struct{}
+	since   time.Time
+	mu      sync.Mutex
+	last    error
+}
+
+func (s *addrSubscription) close() {
+	if s != nil {
+		close(s.done)
+	}
+}
+
+func (s *addrSubscription) err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+// subscribe follows the namespace's address changes.
+func (l *LocalVIPs) subscribe(ctx context.Context, report func(error)) *addrSubscription {
+	s := &addrSubscription{updates: make(chan netlink.AddrUpdate, 64), done: make(chan struct{}), since: time.Now()}
 	opts := netlink.AddrSubscribeOptions{ReceiveBufferSize: addrUpdateBuffer, ReceiveBufferForceSize: true, ErrorCallback: func(err error) {
-		if ctx.Err() == nil && !errors.Is(err, unix.ENOBUFS) && !strings.Contains(err.Error(), "no buffer space") { // resubscribed at once
-			report(fmt.Errorf("following address changes: %w", err))
-		}
+		s.mu.Lock()
+		s.last = err
+		s.mu.Unlock()
 	}}
 	if l.t.Netns != "" {
 		ns, err := netns.GetFromName(l.t.Netns)
 		if err != nil {
 			report(fmt.Errorf("network namespace %s: %w", l.t.Netns, err))
-			return nil, done
+			s.updates = nil
+			return s
 		}
 		defer func() { _ = ns.Close() }()
 		opts.Namespace = &ns
 	}
-	if err := netlink.AddrSubscribeWithOptions(updates, done, opts); err != nil {
+	if err := netlink.AddrSubscribeWithOptions(s.updates, s.done, opts); err != nil && ctx.Err() == nil {
 		report(fmt.Errorf("following address changes (VIPs get their local routes on the next tick instead): %w", err))
-		return nil, done
+		s.updates = nil
 	}
-	return updates, done
+	return s
 }
 
 // drainAddrUpdates takes every address change already queued, so that one

@@ -79,11 +79,6 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 	if err := addrBurst(ifindex, f.removed, false); err != nil {
 		return f, err
 	}
-	if err := addrBurst(ifindex, f.added, true); err != nil {
-		return f, err
-	}
-	// What to announce now: the new addresses at once, again after
-	// GARPDelay, and every held one each GARPRefresh.
 	if l.announced == nil {
 		l.announced = map[netip.Addr]announcement{}
 	}
@@ -92,11 +87,28 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 			delete(l.announced, a)
 		}
 	}
-	for _, a := range f.added {
-		l.announced[a] = announcement{}
-	}
-	var due []netip.Addr
+	// Each window is announced as soon as it is on the interface: the
+	// kernel's cost of an IPv6 address grows with the addresses already
+	// on the interface (its solicited-node multicast group, ~1 ms each
+	// at 2500 here, docs/benchmarks.md), so the first addresses answer
+	// long before the last are added.
+	var errs []error
 	next := time.Time{}
+	for start := 0; start < len(f.added); start += addrBurstWindow {
+		window := f.added[start:min(start+addrBurstWindow, len(f.added))]
+		if err := addrBurst(ifindex, window, true); err != nil {
+			return f, errors.Join(append(errs, err)...)
+		}
+		errs = append(errs, announce(link, window))
+		at := time.Now()
+		for _, a := range window {
+			l.announced[a] = announcement{rounds: 1, last: at}
+		}
+		next = at.Add(render.GARPDelay)
+	}
+	// What else to announce now: again GARPDelay after the first round,
+	// and every held address each GARPRefresh.
+	var due []netip.Addr
 	for a := range wanted {
 		an := l.announced[a]
 		switch {
@@ -124,11 +136,11 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 	if !next.IsZero() {
 		l.wakeAt(next)
 	}
-	if len(due) == 0 {
-		return f, nil
+	if len(due) > 0 {
+		slices.SortFunc(due, netip.Addr.Compare)
+		errs = append(errs, announce(link, due))
 	}
-	slices.SortFunc(due, netip.Addr.Compare)
-	return f, announce(link, due)
+	return f, errors.Join(errs...)
 }
 
 // announcement is how often an address was announced, and when last.
