@@ -99,3 +99,54 @@ func TestSidecarAnnouncedPoolSurvivesNodeLoss(t *testing.T) {
 		t.Logf("%d failed requests during the move", fail)
 	}
 }
+
+// TestSidecarAnnouncedPoolAfterKeepalivedCrash: keepalived SIGKILLed on
+// the holder leaves its anchor behind, as it leaves every address, and
+// the sidecar keeps the Service addresses with it; the peer takes the
+// instance, its sidecar adds and announces them, and the client follows
+// the peer's neighbour advertisements. The crashed node's next
+// keepalived removes the stale anchor at start, and its sidecar the
+// addresses with it: in the end each address is on exactly one node.
+func TestSidecarAnnouncedPoolAfterKeepalivedCrash(t *testing.T) {
+	nodes := webPoolNodes()
+	for i := range nodes {
+		nodes[i].Addr6 = "2001:db8:100::" + nodes[i].Addr[len("198.51.100."):len(nodes[i].Addr)-len("/24")] + "/64"
+	}
+	lc := lab.Start(t, clusterYAML("fast", "unicast", sidecarPool), nodes)
+	vip := netip.MustParseAddr("2001:db8:100::1:7")
+	lc.AddServiceVIP("web", vip)
+	for _, n := range lc.Nodes {
+		lc.Apply(n)
+	}
+	holder := lc.Settled(vip.String())
+	for _, n := range []string{"worker-0", "worker-1"} {
+		lc.ByName[n].StartEcho(t, "[::]:8080")
+	}
+	p := lc.Poll("http://[2001:db8:100::1:7]:8080/", 10*time.Millisecond)
+	lab.WaitFor(t, 10*time.Second, "answers from the pool's address", func() bool { ok, _ := p.Counts(); return ok > 20 })
+
+	crashed := lc.ByName[holder]
+	crashed.CrashKeepalived(t)
+	next := lc.WaitNewHolder(vip.String(), holder, 10*time.Second)
+	if got := lc.Holders(vip.String()); !slices.Contains(got, holder) {
+		t.Errorf("after keepalived's crash the address is on %v: the crashed node's sidecar removed it although keepalived left the anchor", got)
+	}
+	ok0, _ := p.Counts()
+	lab.WaitFor(t, 10*time.Second, "answers from "+next, func() bool { ok, _ := p.Counts(); return ok > ok0+20 })
+
+	// The node's next keepalived, as a new container would start it: the
+	// dead one's PID files gone (a killed VRRP child's file otherwise
+	// makes keepalived say "daemon is already running" and exit).
+	crashed.Keepalived.Stop()
+	for _, f := range []string{render.KeepalivedPIDFile, render.VRRPPIDFile, render.CheckersPIDFile} {
+		if err := os.Remove(filepath.Join(crashed.Target.Root, f)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	crashed.StartKeepalived()
+	lc.WaitHolder(vip.String(), 30*time.Second, func(string) bool { return true })
+	ok1, _ := p.Counts()
+	lab.WaitFor(t, 10*time.Second, "answers once one node holds it", func() bool { ok, _ := p.Counts(); return ok > ok1+20 })
+	_, fail := p.Stop()
+	t.Logf("%s crashed, %s took over; %d failed requests", holder, next, fail)
+}
