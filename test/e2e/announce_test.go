@@ -22,6 +22,28 @@ const sidecarPool = `  servicePools:
       announce: sidecar
 `
 
+// startSidecarPool starts webPoolNodes (with IPv6 addresses too) with
+// sidecarPool, allocates vips from it, brings every node in line and
+// serves HTTP on port 8080 on the pool's nodes.
+func startSidecarPool(t *testing.T, vips ...netip.Addr) *lab.Cluster {
+	t.Helper()
+	nodes := webPoolNodes()
+	for i := range nodes {
+		nodes[i].Addr6 = "2001:db8:100::" + nodes[i].Addr[len("198.51.100."):len(nodes[i].Addr)-len("/24")] + "/64"
+	}
+	lc := lab.Start(t, clusterYAML("fast", "unicast", sidecarPool), nodes)
+	for _, v := range vips {
+		lc.AddServiceVIP("web", v)
+	}
+	for _, n := range lc.Nodes {
+		lc.Apply(n)
+	}
+	for _, n := range []string{"worker-0", "worker-1"} {
+		lc.ByName[n].StartEcho(t, "[::]:8080")
+	}
+	return lc
+}
+
 // TestSidecarAnnouncedPoolSurvivesNodeLoss: a pool with announce: sidecar
 // on real keepalived. keepalived.conf names only the anchors; each node's
 // sidecar code (LocalVIPs, as the sidecar runs it) adds the Service
@@ -32,17 +54,8 @@ const sidecarPool = `  servicePools:
 // sidecar adds the addresses and announces them, and the client is
 // answered by the new holder.
 func TestSidecarAnnouncedPoolSurvivesNodeLoss(t *testing.T) {
-	nodes := webPoolNodes()
-	for i := range nodes {
-		nodes[i].Addr6 = "2001:db8:100::" + nodes[i].Addr[len("198.51.100."):len(nodes[i].Addr)-len("/24")] + "/64"
-	}
-	lc := lab.Start(t, clusterYAML("fast", "unicast", sidecarPool), nodes)
 	v4, v6 := netip.MustParseAddr("198.51.100.130"), netip.MustParseAddr("2001:db8:100::1:7")
-	lc.AddServiceVIP("web", v4)
-	lc.AddServiceVIP("web", v6)
-	for _, n := range lc.Nodes {
-		lc.Apply(n)
-	}
+	lc := startSidecarPool(t, v4, v6)
 	for _, n := range lc.Nodes {
 		conf, err := os.ReadFile(filepath.Join(n.Target.Root, render.KeepalivedConfPath))
 		if err != nil {
@@ -56,9 +69,6 @@ func TestSidecarAnnouncedPoolSurvivesNodeLoss(t *testing.T) {
 	}
 	// Both families of one instance follow the same preferred node.
 	settled := lc.SettledAll(v4.String(), v6.String())
-	for _, n := range []string{"worker-0", "worker-1"} {
-		lc.ByName[n].StartEcho(t, "[::]:8080")
-	}
 	p4 := lc.Poll("http://198.51.100.130:8080/", 10*time.Millisecond)
 	p6 := lc.Poll("http://[2001:db8:100::1:7]:8080/", 10*time.Millisecond)
 	for _, p := range []*lab.Poller{p4, p6} {
@@ -108,20 +118,9 @@ func TestSidecarAnnouncedPoolSurvivesNodeLoss(t *testing.T) {
 // keepalived removes the stale anchor at start, and its sidecar the
 // addresses with it: in the end each address is on exactly one node.
 func TestSidecarAnnouncedPoolAfterKeepalivedCrash(t *testing.T) {
-	nodes := webPoolNodes()
-	for i := range nodes {
-		nodes[i].Addr6 = "2001:db8:100::" + nodes[i].Addr[len("198.51.100."):len(nodes[i].Addr)-len("/24")] + "/64"
-	}
-	lc := lab.Start(t, clusterYAML("fast", "unicast", sidecarPool), nodes)
 	vip := netip.MustParseAddr("2001:db8:100::1:7")
-	lc.AddServiceVIP("web", vip)
-	for _, n := range lc.Nodes {
-		lc.Apply(n)
-	}
+	lc := startSidecarPool(t, vip)
 	holder := lc.Settled(vip.String())
-	for _, n := range []string{"worker-0", "worker-1"} {
-		lc.ByName[n].StartEcho(t, "[::]:8080")
-	}
 	p := lc.Poll("http://[2001:db8:100::1:7]:8080/", 10*time.Millisecond)
 	lab.WaitFor(t, 10*time.Second, "answers from the pool's address", func() bool { ok, _ := p.Counts(); return ok > 20 })
 
