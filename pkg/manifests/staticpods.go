@@ -184,7 +184,10 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 		// checks the track scripts as ScriptUser and, unable to switch to
 		// it, rejects the config ("Disabling track script ... due to
 		// insecure"); seen under the real kubelet (TestKubelet...).
-		SecurityContext: securityContext(judgeCaps("NET_ADMIN")...),
+		// NET_ADMIN also adds and removes the Service addresses of pools
+		// with announce: sidecar, NET_RAW sends their gratuitous ARP and
+		// neighbour advertisements (pkg/runtimecfg/follow.go).
+		SecurityContext: securityContext(judgeCaps("NET_ADMIN", "NET_RAW")...),
 	}
 	return withFRR(c, &corev1.Pod{
 		TypeMeta:   podTypeMeta(),

@@ -161,8 +161,10 @@ func TestStaticPodInvariants(t *testing.T) {
 			}
 			// NET_ADMIN for the nftables redirect of VIP:6443 to haproxy;
 			// SETGID and SETUID for keepalived --config-test, which checks
-			// the track scripts as the script user. Nothing else.
-			sidecarCaps := []corev1.Capability{"NET_ADMIN", "SETGID", "SETUID"}
+			// the track scripts as the script user; NET_RAW for the
+			// announcements of the Service addresses it adds (announce:
+			// sidecar). Nothing else.
+			sidecarCaps := []corev1.Capability{"NET_ADMIN", "NET_RAW", "SETGID", "SETUID"}
 			if got := sidecar.SecurityContext.Capabilities.Add; !slices.Equal(got, sidecarCaps) {
 				t.Errorf("sidecar adds capabilities %v, want only %v", got, sidecarCaps)
 			}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 )
 
 // Handover is what one node needs to make a planned handover hitless
@@ -24,6 +26,12 @@ type Handover struct {
 	Interface string
 	// Instances lists this node's instances that have at least one peer.
 	Instances []HandoverInstance
+	// SidecarRanges are the ranges of the pools whose Service addresses
+	// the sidecar adds (announce: sidecar): a host address in them on the
+	// interface that no held anchor calls for is the sidecar's to remove
+	// (its Service went while the sidecar was not running), unless it is
+	// an anchor.
+	SidecarRanges []v1alpha1.AddressRange
 }
 
 // HandoverInstance is one VRRP instance as seen by a node.
@@ -39,6 +47,13 @@ type HandoverInstance struct {
 	VIPs []netip.Addr
 	// Peers are the other members' addresses, sorted.
 	Peers []netip.Addr
+	// Anchors and Sidecar are set for a pool with announce: sidecar:
+	// while an anchor (the address keepalived moves, the only one in the
+	// instance's adverts) is on the interface, the sidecar puts the
+	// Service addresses in Sidecar there too, and takes them off when it
+	// leaves. Both are also in VIPs. Sidecar may be empty (no Service yet).
+	Anchors []netip.Addr
+	Sidecar []netip.Addr
 }
 
 // Handover returns node's handover data. It never fails for a node that
@@ -67,6 +82,15 @@ func (p *Plan) Handover(node string) (Handover, error) {
 		slices.SortFunc(hi.Peers, netip.Addr.Compare)
 		hi.VIPs = append(append(hi.VIPs, inst.vips...), inst.excluded...)
 		slices.SortFunc(hi.VIPs, netip.Addr.Compare)
+		if inst.sidecar {
+			hi.Anchors = append(hi.Anchors, inst.vips...)
+			hi.Sidecar = append(hi.Sidecar, inst.excluded...)
+			for _, r := range inst.ranges {
+				if !slices.Contains(h.SidecarRanges, r) {
+					h.SidecarRanges = append(h.SidecarRanges, r)
+				}
+			}
+		}
 		h.Instances = append(h.Instances, hi)
 	}
 	return h, nil

@@ -13,7 +13,8 @@ import (
 
 // TestHandoverMatchesKeepalivedConf: for every example and node, the
 // handover data names exactly the instances of the node's keepalived.conf,
-// with their VRIDs, every address they hold (advertised and excluded) and,
+// with their VRIDs, every address they hold (advertised, excluded and
+// added by the sidecar) and,
 // in unicast mode, the same peers.
 func TestHandoverMatchesKeepalivedConf(t *testing.T) {
 	for _, ex := range fixture.Examples(t) {
@@ -47,6 +48,9 @@ func TestHandoverMatchesKeepalivedConf(t *testing.T) {
 				for _, v := range append(slices.Clone(iv.VIPs), iv.Excluded...) {
 					want = append(want, netip.MustParseAddr(strings.SplitN(v, "/", 2)[0]))
 				}
+				// A sidecar-announced pool's Service addresses are the
+				// sidecar's, not in keepalived.conf (TestSidecarAnnouncedPool).
+				want = append(want, hi.Sidecar...)
 				slices.SortFunc(want, netip.Addr.Compare)
 				if hi.Priority != iv.Priority || hi.Priority < minPriority {
 					t.Errorf("%s %s: instance %s: priority %d, keepalived.conf %d", ex, n.Name, iv.Name, hi.Priority, iv.Priority)

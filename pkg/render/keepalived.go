@@ -39,6 +39,17 @@ const (
 	scriptTimeout    = 1
 )
 
+// Gratuitous ARP and unsolicited neighbour advertisements of a new
+// master, as keepalived.conf sets them (vrrp_garp_master_*) and as the
+// sidecar repeats them for the Service addresses it adds (announce:
+// sidecar): GARPRepeat at once, as many again GARPDelay later, and every
+// address again each GARPRefresh while held.
+const (
+	GARPRepeat  = 3
+	GARPDelay   = time.Second
+	GARPRefresh = 60 * time.Second
+)
+
 // DrainFile is the track file the sidecar writes "1" to before a planned
 // stop: every instance's priority drops to 1, below every peer's (2 at
 // least), a peer takes over while this node still answers, and only then
@@ -78,9 +89,11 @@ type keepalivedView struct {
 	Node, Cluster, RouterID string
 	ScriptUser              string
 	Version                 int
-	Scripts                 []scriptView
-	TrackFiles              []trackFileView
-	Instances               []instanceView
+	// GARPDelay, GARPRepeat and GARPRefresh: see the constants.
+	GARPDelay, GARPRepeat, GARPRefresh int
+	Scripts                            []scriptView
+	TrackFiles                         []trackFileView
+	Instances                          []instanceView
 	// lonely are the instances left out for lack of a peer.
 	lonely []string
 }
@@ -106,9 +119,13 @@ type instanceView struct {
 	Peers                  []string
 	// PeerCheck follows each unicast peer: the TTL an advert must arrive
 	// with (see peerCheck).
-	PeerCheck    string
-	VIPs         []string
-	Excluded     []string
+	PeerCheck string
+	VIPs      []string
+	Excluded  []string
+	// Sidecar says the vipctl sidecar adds the instance's Service
+	// addresses while this node holds it (announce: sidecar). keepalived.conf
+	// neither names nor counts them, so a new Service reloads nothing.
+	Sidecar      bool
 	TrackScripts []string
 	TrackFiles   []string
 }
@@ -122,7 +139,8 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 		return nil, fmt.Errorf("node %s is not in the node list", node)
 	}
 	s := &p.c.Spec
-	v := &keepalivedView{Node: node, Cluster: p.c.Metadata.Name, RouterID: scriptSafe(node), ScriptUser: ScriptUser, Version: s.VRRP.Version}
+	v := &keepalivedView{Node: node, Cluster: p.c.Metadata.Name, RouterID: scriptSafe(node), ScriptUser: ScriptUser, Version: s.VRRP.Version,
+		GARPDelay: int(GARPDelay / time.Second), GARPRepeat: GARPRepeat, GARPRefresh: int(GARPRefresh / time.Second)}
 	usedScripts, usedTracks := map[string]bool{}, map[string]bool{drainTrackName: true}
 	iface := n.Interface
 	if iface == "" {
@@ -166,7 +184,11 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 		for _, a := range inst.vips {
 			iv.VIPs = append(iv.VIPs, fmt.Sprintf("%s/%d dev %s", a, bits, iface))
 		}
+		iv.Sidecar = inst.sidecar
 		for _, a := range inst.excluded {
+			if inst.sidecar {
+				break
+			}
 			iv.Excluded = append(iv.Excluded, fmt.Sprintf("%s/%d dev %s", a, bits, iface))
 		}
 		for _, sc := range inst.scripts {

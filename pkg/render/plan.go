@@ -19,6 +19,11 @@ type instance struct {
 	// excluded are addresses held with the instance but left out of its
 	// adverts (a pool's Service addresses).
 	excluded []netip.Addr
+	// sidecar says the excluded addresses are the sidecar's to add while
+	// this node holds vips (the anchor), not keepalived's (announce: sidecar).
+	sidecar bool
+	// ranges are the sidecar-announced pool's ranges of this family.
+	ranges   []v1alpha1.AddressRange
 	network  netip.Prefix
 	eligible []member
 	scripts  []string
@@ -172,6 +177,12 @@ func NewPlan(c *v1alpha1.ClusterVIPs, ids map[v1alpha1.InstanceKey]uint8, st clu
 				return nil, err
 			}
 			for _, inst := range p.instances[from:] {
+				inst.sidecar = pool.SidecarAnnounced()
+				for _, r := range pool.Ranges {
+					if inst.sidecar && r.Is4() == (inst.family == 4) {
+						inst.ranges = append(inst.ranges, r)
+					}
+				}
 				for _, a := range vips {
 					if a.Is4() == (inst.family == 4) {
 						inst.excluded = append(inst.excluded, a)

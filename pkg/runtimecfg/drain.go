@@ -122,6 +122,10 @@ type LocalVIPs struct {
 	h  render.Handover
 	// lost is when each kept VIP was first seen gone from the interface.
 	lost map[netip.Addr]time.Time
+	// announced is when each address the follower added was announced
+	// (follow.go); wake kicks a sync when the next announcement is due.
+	announced map[netip.Addr]announcement
+	wake      *time.Timer
 }
 
 // NewLocalVIPs keeps routes grace long after their VIP left.
@@ -150,33 +154,21 @@ func (l *LocalVIPs) Kick() {
 	}
 }
 
+// wakeAt kicks a sync at t (the earliest asked for wins).
+func (l *LocalVIPs) wakeAt(t time.Time) {
+	if l.wake != nil {
+		l.wake.Stop()
+	}
+	l.wake = time.AfterFunc(time.Until(t), l.Kick)
+}
+
 // Run syncs whenever an address changes in the target's namespace (so a
-// VIP keepalived adds gets its route at once), on Kick, when the grace of
-// a kept route ends, and every resync, until ctx ends. While it cannot
-// follow address changes, and after a failed sync, it syncs every second
-// instead. report gets every failed sync.
+// VIP keepalived adds gets its route at once, and the follower sees an
+// anchor come and go), on Kick, when the grace of a kept route ends, and
+// every resync, until ctx ends. While it cannot follow address changes,
+// and after a failed sync, it syncs every second instead. report gets
+// every failed sync.
 func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(error)) {
-	updates := make(chan netlink.AddrUpdate, 64)
-	done := make(chan struct{})
-	defer close(done)
-	opts := netlink.AddrSubscribeOptions{ErrorCallback: func(err error) {
-		if ctx.Err() == nil { // closing the subscription is no failure
-			report(fmt.Errorf("following address changes: %w", err))
-		}
-	}}
-	if l.t.Netns != "" {
-		ns, err := netns.GetFromName(l.t.Netns)
-		if err != nil {
-			report(fmt.Errorf("network namespace %s: %w", l.t.Netns, err))
-			return
-		}
-		defer func() { _ = ns.Close() }()
-		opts.Namespace = &ns
-	}
-	if err := netlink.AddrSubscribeWithOptions(updates, done, opts); err != nil {
-		report(fmt.Errorf("following address changes (VIPs get their local routes within a second instead): %w", err))
-		updates = nil
-	}
 	addrsChanged := func() {
 		if l.addrsChanged != nil {
 			l.addrsChanged()
@@ -184,13 +176,26 @@ func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(e
 	}
 	t := time.NewTimer(resync)
 	defer t.Stop()
+	var sub *addrSubscription
+	defer func() { sub.close() }()
+	resubscribe, atTick := true, false
 	for {
+		if resubscribe {
+			// (Re)subscribe before the sync, so that nothing between the
+			// two is missed: a subscription ends when a burst of
+			// thousands of address changes overflows it, or on any
+			// receive error. One that ended within a second is renewed
+			// only after the next poll, and reported: no busy loop.
+			resubscribe = false
+			sub.close()
+			sub = l.subscribe(ctx, report)
+		}
 		err := l.Sync(time.Now())
 		if err != nil {
 			report(err)
 		}
 		wait := resync
-		if updates == nil {
+		if sub.updates == nil {
 			wait = min(wait, addrPoll)
 		}
 		if lapse, ok := l.nextLapse(time.Now()); ok {
@@ -204,15 +209,26 @@ func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(e
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if updates == nil {
+			resubscribe, atTick = atTick, false
+			if sub.updates == nil {
 				addrsChanged()
 			}
 		case <-l.kick:
-		case _, ok := <-updates:
-			if !ok {
-				updates = nil
+		case _, ok := <-sub.updates:
+			if ok {
+				sub.updates = drainAddrUpdates(sub.updates)
 			}
-			updates = drainAddrUpdates(updates)
+			if sub.updates == nil || !ok {
+				sub.updates = nil
+				if time.Since(sub.since) >= time.Second {
+					resubscribe = true
+				} else {
+					atTick = true
+					if err := sub.err(); err != nil && ctx.Err() == nil {
+						report(fmt.Errorf("following address changes (retried every %s): %w", addrPoll, err))
+					}
+				}
+			}
 			addrsChanged()
 		}
 	}
@@ -232,6 +248,58 @@ func (l *LocalVIPs) nextLapse(now time.Time) (time.Duration, bool) {
 		}
 	}
 	return next, found
+}
+
+// addrUpdateBuffer is the address subscription's receive buffer: a
+// pool instance's thousands of addresses arrive at once (keepalived's,
+// or the follower's own burst), each notification a few hundred bytes.
+const addrUpdateBuffer = 8 << 20
+
+// addrSubscription is one subscription to the namespace's address
+// changes: updates is nil when it could not be made.
+type addrSubscription struct {
+	updates chan netlink.AddrUpdate
+	done    chan struct{}
+	since   time.Time
+	mu      sync.Mutex
+	last    error
+}
+
+func (s *addrSubscription) close() {
+	if s != nil {
+		close(s.done)
+	}
+}
+
+func (s *addrSubscription) err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+// subscribe follows the namespace's address changes.
+func (l *LocalVIPs) subscribe(ctx context.Context, report func(error)) *addrSubscription {
+	s := &addrSubscription{updates: make(chan netlink.AddrUpdate, 64), done: make(chan struct{}), since: time.Now()}
+	opts := netlink.AddrSubscribeOptions{ReceiveBufferSize: addrUpdateBuffer, ReceiveBufferForceSize: true, ErrorCallback: func(err error) {
+		s.mu.Lock()
+		s.last = err
+		s.mu.Unlock()
+	}}
+	if l.t.Netns != "" {
+		ns, err := netns.GetFromName(l.t.Netns)
+		if err != nil {
+			report(fmt.Errorf("network namespace %s: %w", l.t.Netns, err))
+			s.updates = nil
+			return s
+		}
+		defer func() { _ = ns.Close() }()
+		opts.Namespace = &ns
+	}
+	if err := netlink.AddrSubscribeWithOptions(s.updates, s.done, opts); err != nil && ctx.Err() == nil {
+		report(fmt.Errorf("following address changes (VIPs get their local routes on the next tick instead): %w", err))
+		s.updates = nil
+	}
+	return s
 }
 
 // drainAddrUpdates takes every address change already queued, so that one
@@ -269,83 +337,115 @@ func (l *LocalVIPs) Sync(now time.Time) error {
 		}
 	}
 	return inns.Run(l.t.Netns, func() error {
-		held, ifindex, err := heldVIPs(l.h.Interface, vips)
+		link, onIf, err := hostAddrs(l.h.Interface, len(vips) > 0)
 		if err != nil {
 			return err
 		}
-		routes, err := localRoutes()
-		if err != nil {
-			return err
-		}
-		lo, err := netlink.LinkByName("lo")
-		if err != nil {
-			return err
-		}
-		keep4 := false
-		for vip := range held {
-			delete(l.lost, vip)
-			keep4 = keep4 || vip.Is4()
-			if _, ok := routes[vip]; !ok {
-				if err := netlink.RouteAdd(localRoute(lo.Attrs().Index, vip)); err != nil && !errors.Is(err, unix.EEXIST) {
-					return fmt.Errorf("local route for %s: %w", vip, err)
-				}
+		var followErr error
+		if link != nil {
+			f, err := l.follow(link, onIf, now)
+			followErr = err
+			for _, a := range f.added {
+				onIf[a] = true
+			}
+			for _, a := range f.removed {
+				delete(onIf, a)
 			}
 		}
-		for vip, r := range routes {
-			if held[vip] {
-				continue
-			}
-			since, seen := l.lost[vip]
-			switch {
-			case isDrained:
-				delete(l.lost, vip) // the grace starts at the undrain
-			case !seen:
-				l.lost[vip] = now
-			case now.Sub(since) >= l.grace:
-				if err := delLocalRoute(r); err != nil {
-					return err
-				}
-				delete(l.lost, vip)
-				continue
-			}
-			keep4 = keep4 || vip.Is4()
+		held, ifindex := map[netip.Addr]bool{}, 0
+		if link != nil {
+			ifindex = link.Attrs().Index
 		}
-		for vip := range l.lost {
-			if _, ok := routes[vip]; !ok {
-				delete(l.lost, vip) // removed by someone else (Undrain): nothing lapses
+		for a := range onIf {
+			if vips[a] {
+				held[a] = true
 			}
 		}
-		if keep4 && ifindex > 0 {
-			return setARP(l.t, ifindex, l.h.Interface)
+		if err := l.syncRoutes(held, ifindex, isDrained, now); err != nil {
+			return errors.Join(followErr, err)
 		}
-		if !keep4 {
-			return restoreARP(l.t)
-		}
-		return nil
+		return followErr
 	})
 }
 
-// heldVIPs lists which of vips are on the interface, and its index (0 if
-// there is no such interface).
-func heldVIPs(iface string, vips map[netip.Addr]bool) (map[netip.Addr]bool, int, error) {
-	held := map[netip.Addr]bool{}
-	if iface == "" || len(vips) == 0 {
-		return held, 0, nil
+// syncRoutes is Sync's part inside the namespace once the held VIPs are
+// known.
+func (l *LocalVIPs) syncRoutes(held map[netip.Addr]bool, ifindex int, isDrained bool, now time.Time) error {
+	routes, err := localRoutes()
+	if err != nil {
+		return err
+	}
+	lo, err := netlink.LinkByName("lo")
+	if err != nil {
+		return err
+	}
+	keep4 := false
+	for vip := range held {
+		delete(l.lost, vip)
+		keep4 = keep4 || vip.Is4()
+		if _, ok := routes[vip]; !ok {
+			if err := netlink.RouteAdd(localRoute(lo.Attrs().Index, vip)); err != nil && !errors.Is(err, unix.EEXIST) {
+				return fmt.Errorf("local route for %s: %w", vip, err)
+			}
+		}
+	}
+	for vip, r := range routes {
+		if held[vip] {
+			continue
+		}
+		since, seen := l.lost[vip]
+		switch {
+		case isDrained:
+			delete(l.lost, vip) // the grace starts at the undrain
+		case !seen:
+			l.lost[vip] = now
+		case now.Sub(since) >= l.grace:
+			if err := delLocalRoute(r); err != nil {
+				return err
+			}
+			delete(l.lost, vip)
+			continue
+		}
+		keep4 = keep4 || vip.Is4()
+	}
+	for vip := range l.lost {
+		if _, ok := routes[vip]; !ok {
+			delete(l.lost, vip) // removed by someone else (Undrain): nothing lapses
+		}
+	}
+	if keep4 && ifindex > 0 {
+		return setARP(l.t, ifindex, l.h.Interface)
+	}
+	if !keep4 {
+		return restoreARP(l.t)
+	}
+	return nil
+}
+
+// hostAddrs lists the host addresses (/32, /128: VIPs, never a node's own
+// subnet address) on the interface. want false, or no interface named:
+// no link and nothing listed.
+func hostAddrs(iface string, want bool) (netlink.Link, map[netip.Addr]bool, error) {
+	out := map[netip.Addr]bool{}
+	if iface == "" || !want {
+		return nil, out, nil
 	}
 	link, err := netlink.LinkByName(iface)
 	if err != nil {
-		return nil, 0, fmt.Errorf("VRRP interface %s: %w", iface, err)
+		return nil, nil, fmt.Errorf("VRRP interface %s: %w", iface, err)
 	}
 	addrs, err := netlink.AddrList(link, netlink.FAMILY_ALL)
 	if err != nil {
-		return nil, 0, fmt.Errorf("listing addresses of %s: %w", iface, err)
+		return nil, nil, fmt.Errorf("listing addresses of %s: %w", iface, err)
 	}
 	for _, a := range addrs {
-		if ip, ok := netip.AddrFromSlice(a.IP); ok && vips[ip.Unmap()] {
-			held[ip.Unmap()] = true
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if ones, bits := a.Mask.Size(); !ok || ones != bits {
+			continue
 		}
+		out[ip.Unmap()] = true
 	}
-	return held, link.Attrs().Index, nil
+	return link, out, nil
 }
 
 func localRoute(lo int, vip netip.Addr) *netlink.Route {

@@ -257,6 +257,7 @@ func poolDiff(a, b v1alpha1.ServicePool) []string {
 		}
 	}
 	field("mode", a.Mode, b.Mode)
+	field("announce", a.Announce, b.Announce)
 	field("addresses", a.Addresses, b.Addresses)
 	field("nodeSelector", a.NodeSelector, b.NodeSelector)
 	field("namespaces", a.Namespaces, b.Namespaces)

@@ -67,6 +67,11 @@ func TestBGPErrors(t *testing.T) {
 			want: []string{`spec.servicePools[1].mode: Unsupported value: "ospf": supported values: "vrrp", "bgp"`},
 		},
 		{
+			name: "announce on a bgp pool",
+			edit: replace("      mode: bgp\n", "      mode: bgp\n      announce: sidecar\n"),
+			want: []string{`spec.servicePools[1].announce: Invalid value: "sidecar": only for mode vrrp: a bgp pool's routes are announced by FRR`},
+		},
+		{
 			name: "bgp pool without spec.bgp",
 			edit: func(s string) string { before, _, _ := strings.Cut(s, "  bgp:\n"); return before },
 			want: []string{`spec.bgp: Required value: spec.servicePools[1] has mode bgp: name the nodes' ASN and their peers`},

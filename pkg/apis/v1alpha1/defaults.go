@@ -42,6 +42,10 @@ const (
 	defaultAutoAssign               = true
 	PoolModeVRRP                    = "vrrp"
 	PoolModeBGP                     = "bgp"
+	// AnnounceKeepalived and AnnounceSidecar are a vrrp pool's announce
+	// values: who adds its Service addresses.
+	AnnounceKeepalived = "keepalived"
+	AnnounceSidecar    = "sidecar"
 	// DefaultBGPHoldTime bounds how long a router keeps the routes of a
 	// node that died silently. FRR's datacenter profile uses the same
 	// 9s/3s; BGP's own 180s/60s would leave a dead node's routes for
@@ -99,6 +103,9 @@ func SetDefaults(c *ClusterVIPs) {
 		if p.Mode == "" {
 			p.Mode = PoolModeVRRP
 		}
+		// Announce stays empty (keepalived): a default written into the
+		// vipctl-config ConfigMap would be an unknown field to sidecars of
+		// an older vipctl during a rolling update.
 	}
 	if s.BGP != nil {
 		for i := range s.BGP.Peers {
@@ -167,6 +174,10 @@ func (v VRRPSpec) Advert() time.Duration {
 // IsBGP tells whether the pool's addresses are announced by BGP rather
 // than held by VRRP.
 func (p ServicePool) IsBGP() bool { return p.Mode == PoolModeBGP }
+
+// SidecarAnnounced tells whether the vipctl sidecar, not keepalived, adds
+// the pool's Service addresses while its instances' anchors are held.
+func (p ServicePool) SidecarAnnounced() bool { return !p.IsBGP() && p.Announce == AnnounceSidecar }
 
 // Timers returns the peer's hold and keepalive times in seconds. Call it
 // only on a validated config.

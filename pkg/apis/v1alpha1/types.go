@@ -118,6 +118,18 @@ type ServicePool struct {
 	// A bgp pool takes no VRRP instance and no VRRP ID, and its addresses
 	// need not lie in a machine network.
 	Mode string `json:"mode,omitempty"`
+	// Announce says who puts a vrrp pool's Service addresses on the
+	// holder's interface: "keepalived" (the default, also when empty:
+	// every address is in the
+	// instance's keepalived.conf, which every Service changes) or
+	// "sidecar" (keepalived.conf carries only the instance's anchor; the
+	// vipctl sidecar adds the Service addresses in one netlink burst as
+	// soon as the anchor is on the interface, announces them with
+	// gratuitous ARP or unsolicited neighbour advertisements, and removes
+	// them when the anchor leaves). "sidecar" is for pools of thousands of
+	// addresses: keepalived adds an instance's addresses one at a time,
+	// sending no advert meanwhile. Unused by bgp pools.
+	Announce string `json:"announce,omitempty"`
 	// Addresses are CIDRs ("198.51.100.128/26") or inclusive ranges
 	// ("198.51.100.200-198.51.100.210"), IPv4 or IPv6. The last `instances`
 	// addresses of the last range of each family are the VRRP instances'

@@ -264,6 +264,12 @@ func (v *validator) pools(list []ServicePool, path *field.Path) field.ErrorList 
 		if pool.Mode != PoolModeVRRP && !bgp {
 			errs = append(errs, field.NotSupported(p.Child("mode"), pool.Mode, []string{PoolModeVRRP, PoolModeBGP}))
 		}
+		switch {
+		case bgp && pool.Announce != "":
+			errs = append(errs, field.Invalid(p.Child("announce"), pool.Announce, "only for mode vrrp: a bgp pool's routes are announced by FRR"))
+		case !bgp && pool.Announce != "" && pool.Announce != AnnounceKeepalived && pool.Announce != AnnounceSidecar:
+			errs = append(errs, field.NotSupported(p.Child("announce"), pool.Announce, []string{AnnounceKeepalived, AnnounceSidecar}))
+		}
 		if len(pool.Addresses) == 0 {
 			errs = append(errs, field.Required(p.Child("addresses"), "CIDRs or ranges"))
 		}

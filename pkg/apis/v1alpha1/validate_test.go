@@ -36,7 +36,7 @@ func TestParseValid(t *testing.T) {
 	if got := c.Spec.VRRP; got.Mode != ModeUnicast || got.Version != 2 || got.AdvertInterval != "1s" || got.Interface != "br-ex" {
 		t.Errorf("vrrp defaults = %+v", got)
 	}
-	if got := c.Spec.ServicePools[0]; got.Instances != 2 || !got.IsAutoAssign() {
+	if got := c.Spec.ServicePools[0]; got.Instances != 2 || !got.IsAutoAssign() || got.SidecarAnnounced() {
 		t.Errorf("pool defaults = %+v", got)
 	}
 	// The oldest supported release, so that the default output is accepted
@@ -183,6 +183,11 @@ func TestParseErrors(t *testing.T) {
 			name: "unknown mode",
 			edit: withVRRP("    mode: broadcast\n"),
 			want: []string{`spec.vrrp.mode: Unsupported value: "broadcast": supported values: "unicast", "multicast"`},
+		},
+		{
+			name: "unknown announce",
+			edit: replace("      addresses: [198.51.100.128/26]\n", "      addresses: [198.51.100.128/26]\n      announce: frr\n"),
+			want: []string{`spec.servicePools[0].announce: Unsupported value: "frr": supported values: "keepalived", "sidecar"`},
 		},
 		{
 			name: "names that would inject into configs",

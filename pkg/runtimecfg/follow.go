@@ -1,0 +1,343 @@
+package runtimecfg
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/render"
+)
+
+// The Service addresses of a pool with announce: sidecar. keepalived moves
+// only each instance's anchor (the one address in its adverts); the sidecar
+// follows the anchor: while it is on the interface, the instance's Service
+// addresses are put there too, all in one netlink burst, and announced
+// (gratuitous ARP, unsolicited neighbour advertisements with the Override
+// flag) as keepalived announces a new master's addresses; once it is gone
+// they are removed. keepalived adds an instance's addresses one netlink
+// request at a time and sends no advert meanwhile, so an instance of
+// thousands of addresses blocked its VRRP process for longer than the
+// master-down interval (docs/benchmarks.md, issue 17).
+//
+// The follower keeps no state it could lose: every sync compares the
+// interface with the anchors, so a sidecar that restarts puts right what
+// changed while it was away. A keepalived that is SIGKILLed leaves its
+// anchor on the interface, as it leaves every address; the Service
+// addresses stay with it, until keepalived starts again and removes the
+// anchor, which removes them.
+
+// followed is what one sync of the follower changed.
+type followed struct {
+	added, removed []netip.Addr
+}
+
+// follow brings the sidecar's addresses on link in line with the anchors
+// found on it (onIf: every host address on the interface) and announces
+// what it added and what is due again. Call it inside the namespace.
+func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time.Time) (followed, error) {
+	var f followed
+	if len(l.h.SidecarRanges) == 0 {
+		l.announced = nil
+		return f, nil
+	}
+	wanted := map[netip.Addr]bool{}
+	anchors := map[netip.Addr]bool{}
+	for _, in := range l.h.Instances {
+		held := false
+		for _, a := range in.Anchors {
+			anchors[a] = true
+			held = held || onIf[a]
+		}
+		if !held {
+			continue
+		}
+		for _, a := range in.Sidecar {
+			wanted[a] = true
+			if !onIf[a] {
+				f.added = append(f.added, a)
+			}
+		}
+	}
+	for a := range onIf {
+		if !wanted[a] && !anchors[a] && slices.ContainsFunc(l.h.SidecarRanges, func(r v1alpha1.AddressRange) bool { return r.Contains(a) }) {
+			f.removed = append(f.removed, a)
+		}
+	}
+	slices.SortFunc(f.added, netip.Addr.Compare)
+	slices.SortFunc(f.removed, netip.Addr.Compare)
+	ifindex := link.Attrs().Index
+	if err := addrBurst(ifindex, f.removed, false); err != nil {
+		return f, err
+	}
+	if l.announced == nil {
+		l.announced = map[netip.Addr]announcement{}
+	}
+	for a := range l.announced {
+		if !wanted[a] {
+			delete(l.announced, a)
+		}
+	}
+	// Each window is announced as soon as it is on the interface: the
+	// kernel's cost of an IPv6 address grows with the addresses already
+	// on the interface (its solicited-node multicast group, ~1 ms each
+	// at 2500 here, docs/benchmarks.md), so the first addresses answer
+	// long before the last are added.
+	var errs []error
+	next := time.Time{}
+	for start := 0; start < len(f.added); start += addrBurstWindow {
+		window := f.added[start:min(start+addrBurstWindow, len(f.added))]
+		if err := addrBurst(ifindex, window, true); err != nil {
+			return f, errors.Join(append(errs, err)...)
+		}
+		errs = append(errs, announce(link, window))
+		at := time.Now()
+		for _, a := range window {
+			l.announced[a] = announcement{rounds: 1, last: at}
+		}
+		next = at.Add(render.GARPDelay)
+	}
+	// What else to announce now: again GARPDelay after the first round,
+	// and every held address each GARPRefresh.
+	var due []netip.Addr
+	for a := range wanted {
+		an := l.announced[a]
+		switch {
+		case an.rounds == 0:
+		case an.rounds == 1 && now.Sub(an.last) >= render.GARPDelay:
+		case now.Sub(an.last) >= render.GARPRefresh:
+		default:
+			wait := an.last.Add(render.GARPRefresh)
+			if an.rounds == 1 {
+				wait = an.last.Add(render.GARPDelay)
+			}
+			if next.IsZero() || wait.Before(next) {
+				next = wait
+			}
+			continue
+		}
+		due = append(due, a)
+		l.announced[a] = announcement{rounds: an.rounds + 1, last: now}
+		if an.rounds == 0 {
+			if wait := now.Add(render.GARPDelay); next.IsZero() || wait.Before(next) {
+				next = wait
+			}
+		}
+	}
+	if !next.IsZero() {
+		l.wakeAt(next)
+	}
+	if len(due) > 0 {
+		slices.SortFunc(due, netip.Addr.Compare)
+		errs = append(errs, announce(link, due))
+	}
+	return f, errors.Join(errs...)
+}
+
+// announcement is how often an address was announced, and when last.
+type announcement struct {
+	rounds int
+	last   time.Time
+}
+
+// addrBurstWindow is how many requests go out before their
+// acknowledgements are read: enough to keep the kernel busy, few enough
+// that the acknowledgements fit the socket's receive buffer.
+const addrBurstWindow = 64
+
+// addrBurst adds (or removes) host addresses on an interface over one
+// netlink socket, addrBurstWindow requests at a time: IPv6 ones without
+// duplicate address detection (IFA_F_NODAD, as keepalived adds its VIPs),
+// so they are usable at once. An address already there is replaced,
+// one already gone is no error. Call it inside the namespace.
+func addrBurst(ifindex int, addrs []netip.Addr, add bool) error {
+	if len(addrs) == 0 {
+		return nil
+	}
+	s, err := nl.Subscribe(unix.NETLINK_ROUTE)
+	if err != nil {
+		return fmt.Errorf("netlink socket: %w", err)
+	}
+	defer s.Close()
+	var errs []error
+	for start := 0; start < len(addrs); start += addrBurstWindow {
+		window := addrs[start:min(start+addrBurstWindow, len(addrs))]
+		pending := map[uint32]netip.Addr{}
+		for _, a := range window {
+			req := addrRequest(ifindex, a, add)
+			if err := s.Send(req); err != nil {
+				return fmt.Errorf("netlink send: %w", err)
+			}
+			pending[req.Seq] = a
+		}
+		for len(pending) > 0 {
+			msgs, _, err := s.Receive()
+			if err != nil {
+				return fmt.Errorf("netlink receive: %w", err)
+			}
+			for _, m := range msgs {
+				if m.Header.Type != unix.NLMSG_ERROR {
+					continue
+				}
+				a, ok := pending[m.Header.Seq]
+				if !ok {
+					continue
+				}
+				delete(pending, m.Header.Seq)
+				if len(m.Data) < 4 {
+					continue
+				}
+				errno := -int32(binary.NativeEndian.Uint32(m.Data[:4]))
+				switch {
+				case errno == 0:
+				case !add && (errno == int32(unix.EADDRNOTAVAIL) || errno == int32(unix.ENOENT)):
+				default:
+					verb := "adding"
+					if !add {
+						verb = "removing"
+					}
+					errs = append(errs, fmt.Errorf("%s %s: %w", verb, a, syscall.Errno(errno)))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func addrRequest(ifindex int, a netip.Addr, add bool) *nl.NetlinkRequest {
+	proto, flags := unix.RTM_DELADDR, unix.NLM_F_ACK
+	if add {
+		proto, flags = unix.RTM_NEWADDR, unix.NLM_F_ACK|unix.NLM_F_CREATE|unix.NLM_F_REPLACE
+	}
+	req := nl.NewNetlinkRequest(proto, flags)
+	family := unix.AF_INET
+	if a.Is6() {
+		family = unix.AF_INET6
+	}
+	msg := nl.NewIfAddrmsg(family)
+	msg.Index = uint32(ifindex)
+	msg.Prefixlen = uint8(a.BitLen())
+	msg.Scope = unix.RT_SCOPE_UNIVERSE
+	req.AddData(msg)
+	req.AddData(nl.NewRtAttr(unix.IFA_LOCAL, a.AsSlice()))
+	req.AddData(nl.NewRtAttr(unix.IFA_ADDRESS, a.AsSlice()))
+	if a.Is6() && add {
+		msg.Flags = unix.IFA_F_NODAD
+		req.AddData(nl.NewRtAttr(unix.IFA_FLAGS, nl.Uint32Attr(unix.IFA_F_NODAD)))
+	}
+	return req
+}
+
+// announce tells the segment that addrs are now at link's hardware
+// address: GARPRepeat gratuitous ARP requests for each IPv4 address,
+// GARPRepeat unsolicited neighbour advertisements (Override set, to all
+// nodes) for each IPv6 one, as keepalived sends for a new master's VIPs.
+// Call it inside the namespace.
+func announce(link netlink.Link, addrs []netip.Addr) error {
+	mac := link.Attrs().HardwareAddr
+	if len(mac) != 6 {
+		return nil // no Ethernet address to announce (lo, a tunnel)
+	}
+	ifindex := link.Attrs().Index
+	var v4, v6 []netip.Addr
+	for _, a := range addrs {
+		if a.Is4() {
+			v4 = append(v4, a)
+		} else {
+			v6 = append(v6, a)
+		}
+	}
+	return errors.Join(sendGARPs(ifindex, mac, v4), sendNAs(ifindex, mac, v6))
+}
+
+func sendGARPs(ifindex int, mac net.HardwareAddr, addrs []netip.Addr) error {
+	if len(addrs) == 0 {
+		return nil
+	}
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ARP)))
+	if err != nil {
+		return fmt.Errorf("gratuitous ARP socket: %w", err)
+	}
+	defer func() { _ = unix.Close(fd) }()
+	to := &unix.SockaddrLinklayer{Ifindex: ifindex, Protocol: htons(unix.ETH_P_ARP), Halen: 6, Addr: [8]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
+	for round := 0; round < render.GARPRepeat; round++ {
+		for _, a := range addrs {
+			if err := unix.Sendto(fd, garpFrame(mac, a), 0, to); err != nil {
+				return fmt.Errorf("gratuitous ARP for %s: %w", a, err)
+			}
+		}
+	}
+	return nil
+}
+
+// garpFrame is an Ethernet broadcast ARP request from a for a, as
+// keepalived sends it.
+func garpFrame(mac net.HardwareAddr, a netip.Addr) []byte {
+	b := make([]byte, 0, 42)
+	b = append(b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+	b = append(b, mac...)
+	b = binary.BigEndian.AppendUint16(b, unix.ETH_P_ARP)
+	b = binary.BigEndian.AppendUint16(b, 1) // Ethernet
+	b = binary.BigEndian.AppendUint16(b, unix.ETH_P_IP)
+	b = append(b, 6, 4)
+	b = binary.BigEndian.AppendUint16(b, 1) // request
+	ip := a.As4()
+	b = append(b, mac...)
+	b = append(b, ip[:]...)
+	b = append(b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+	return append(b, ip[:]...)
+}
+
+func sendNAs(ifindex int, mac net.HardwareAddr, addrs []netip.Addr) error {
+	if len(addrs) == 0 {
+		return nil
+	}
+	fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMPV6)
+	if err != nil {
+		return fmt.Errorf("neighbour advertisement socket: %w", err)
+	}
+	defer func() { _ = unix.Close(fd) }()
+	// Hop limit 255, or receivers drop it (RFC 4861 7.1.2); the kernel
+	// fills in the ICMPv6 checksum.
+	if err := errors.Join(unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_HOPS, 255),
+		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_IF, ifindex),
+		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_LOOP, 0)); err != nil {
+		return fmt.Errorf("neighbour advertisement socket: %w", err)
+	}
+	to := &unix.SockaddrInet6{Addr: netip.MustParseAddr("ff02::1").As16(), ZoneId: uint32(ifindex)}
+	for round := 0; round < render.GARPRepeat; round++ {
+		for _, a := range addrs {
+			// The address itself is the source: it is on the interface
+			// (without DAD), while a link-local one may still be tentative.
+			pi := unix.Inet6Pktinfo{Addr: a.As16(), Ifindex: uint32(ifindex)}
+			oob := unix.PktInfo6(&pi)
+			if err := unix.Sendmsg(fd, naPacket(mac, a), oob, to, 0); err != nil {
+				return fmt.Errorf("neighbour advertisement for %s: %w", a, err)
+			}
+		}
+	}
+	return nil
+}
+
+// naPacket is an unsolicited neighbour advertisement of a at mac with the
+// Override flag and the target link-layer address option.
+func naPacket(mac net.HardwareAddr, a netip.Addr) []byte {
+	b := make([]byte, 0, 32)
+	b = append(b, 136, 0, 0, 0)  // type, code, checksum (the kernel's)
+	b = append(b, 0x20, 0, 0, 0) // Override
+	t := a.As16()
+	b = append(b, t[:]...)
+	b = append(b, 2, 1) // target link-layer address, 8 bytes
+	return append(b, mac...)
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
