@@ -89,8 +89,8 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 	}
 	// Each window is announced as soon as it is on the interface: the
 	// kernel's cost of an IPv6 address grows with the addresses already
-	// on the interface (its solicited-node multicast group, ~1 ms each
-	// at 2500 here, docs/benchmarks.md), so the first addresses answer
+	// on the interface (~1 ms each at 2500 here, docs/benchmarks.md),
+	// so the first addresses answer
 	// long before the last are added.
 	var errs []error
 	next := time.Time{}
