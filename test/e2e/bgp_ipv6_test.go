@@ -6,8 +6,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -118,39 +116,14 @@ func TestBGPIPv6Sessions(t *testing.T) {
 			return false
 		})
 	}
-	hops := func() []string {
-		out, err := r.Exec("ip", "-6", "route", "show", vip+"/128")
-		if err != nil {
-			return nil
-		}
-		var via []string
-		for _, f := range strings.Fields(string(out)) {
-			if a, err := netip.ParseAddr(f); err == nil && f != vip {
-				via = append(via, a.String())
-			}
-		}
-		slices.Sort(via)
-		return slices.Compact(via)
-	}
+	bl := &bgpLab{lc: lc, router: router, client: client}
+	hops := func() []string { return bl.nextHops(vip) }
 	if !lab.WaitUntil(30*time.Second, func() bool { return len(hops()) == 3 }) {
 		out, _ := router.Vtysh("show bgp ipv6 unicast")
 		t.Fatalf("the router's route to %s has next hops %v, want one per node:\n%s", vip, hops(), out)
 	}
 	t.Logf("the router's next hops to %s: %v", vip, hops())
-	got := map[string]int{}
-	for range 30 {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c, err := client.DialContext(ctx, "tcp", net.JoinHostPort(vip, "8080"))
-		cancel()
-		if err != nil {
-			got["error: "+err.Error()]++
-			continue
-		}
-		_ = c.SetDeadline(time.Now().Add(time.Second))
-		b, _ := io.ReadAll(c)
-		_ = c.Close()
-		got[string(b)]++
-	}
+	got := bl.ask(t, vip, 30)
 	t.Logf("answers over IPv6: %v", got)
 	if got["n0"]+got["n1"]+got["n2"] != 30 || len(got) < 2 {
 		t.Errorf("want all 30 answered by the nodes, spread by ECMP; got %v", got)

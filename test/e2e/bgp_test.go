@@ -184,10 +184,14 @@ func onLo(t testing.TB, h *netlab.Host, vip string) {
 // installed from BGP, one per announcing node.
 func (bl *bgpLab) nextHops(vip string) []string { return routeHops(bl.router.Host, vip) }
 
-// routeHops reads h's kernel route to vip/32 and returns its next hops,
-// sorted.
+// routeHops reads h's kernel route to vip/32 (vip/128) and returns its
+// next hops, sorted (IPv6 ones are the nodes' link-local addresses).
 func routeHops(h *netlab.Host, vip string) []string {
-	out, err := h.Exec("ip", "-4", "route", "show", vip+"/32")
+	family, host := "-4", vip+"/32"
+	if strings.Contains(vip, ":") {
+		family, host = "-6", vip+"/128"
+	}
+	out, err := h.Exec("ip", family, "route", "show", host)
 	if err != nil {
 		return nil
 	}
@@ -198,7 +202,7 @@ func routeHops(h *netlab.Host, vip string) []string {
 		}
 	}
 	slices.Sort(hops)
-	return hops
+	return slices.Compact(hops)
 }
 
 func (bl *bgpLab) waitHops(t testing.TB, vip string, want []string, timeout time.Duration) time.Duration {
@@ -218,7 +222,7 @@ func (bl *bgpLab) ask(t testing.TB, vip string, n int) map[string]int {
 	got := map[string]int{}
 	for range n {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c, err := bl.client.DialContext(ctx, "tcp", vip+":8080")
+		c, err := bl.client.DialContext(ctx, "tcp", net.JoinHostPort(vip, "8080"))
 		cancel()
 		if err != nil {
 			got["error: "+err.Error()]++
