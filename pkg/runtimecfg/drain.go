@@ -83,7 +83,7 @@ func Undrain(t Target) error {
 		return err
 	}
 	return inns.Run(t.Netns, func() error {
-		routes, err := localRoutes()
+		routes, err := localRoutes(unix.RT_TABLE_LOCAL)
 		if err != nil {
 			return err
 		}
@@ -371,7 +371,7 @@ func (l *LocalVIPs) Sync(now time.Time) error {
 // syncRoutes is Sync's part inside the namespace once the held VIPs are
 // known.
 func (l *LocalVIPs) syncRoutes(held map[netip.Addr]bool, ifindex int, isDrained bool, now time.Time) error {
-	routes, err := localRoutes()
+	routes, err := localRoutes(unix.RT_TABLE_LOCAL)
 	if err != nil {
 		return err
 	}
@@ -456,11 +456,12 @@ func localRoute(lo int, vip netip.Addr) *netlink.Route {
 	}
 }
 
-// localRoutes lists vipctl's local routes by address.
-func localRoutes() (map[netip.Addr]netlink.Route, error) {
+// localRoutes lists vipctl's local routes in table by address (table
+// local: the held VIPs'; takeoverTable: the IPv6 takeover routes).
+func localRoutes(table int) (map[netip.Addr]netlink.Route, error) {
 	out := map[netip.Addr]netlink.Route{}
 	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
-		routes, err := netlink.RouteListFiltered(family, &netlink.Route{Table: unix.RT_TABLE_LOCAL, Protocol: localRouteProtocol},
+		routes, err := netlink.RouteListFiltered(family, &netlink.Route{Table: table, Protocol: localRouteProtocol},
 			netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
 		if err != nil {
 			return nil, fmt.Errorf("listing vipctl's local routes: %w", err)

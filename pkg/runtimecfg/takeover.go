@@ -3,7 +3,6 @@ package runtimecfg
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
@@ -61,18 +60,17 @@ func applyTakeoverRoutes(t Target, h render.Handover) error {
 		if err := ensureTakeoverRule(iface); err != nil {
 			return err
 		}
-		have, err := netlink.RouteListFiltered(netlink.FAMILY_V6, &netlink.Route{Table: takeoverTable}, netlink.RT_FILTER_TABLE)
+		have, err := localRoutes(takeoverTable)
 		if err != nil {
-			return fmt.Errorf("listing table %d: %w", takeoverTable, err)
+			return err
 		}
-		for _, r := range have {
-			ip, ok := netip.AddrFromSlice(routeDst(r))
-			if ok && want[ip] {
+		for ip, r := range have {
+			if want[ip] {
 				delete(want, ip)
 				continue
 			}
-			if err := netlink.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
-				return fmt.Errorf("removing takeover route %s: %w", r.Dst, err)
+			if err := delLocalRoute(r); err != nil {
+				return err
 			}
 		}
 		if len(want) == 0 {
@@ -91,13 +89,6 @@ func applyTakeoverRoutes(t Target, h render.Handover) error {
 		}
 		return nil
 	})
-}
-
-func routeDst(r netlink.Route) net.IP {
-	if r.Dst == nil {
-		return nil
-	}
-	return r.Dst.IP
 }
 
 // ensureTakeoverRule leaves exactly one IPv6 rule to takeoverTable, for
