@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"net/netip"
 	"slices"
 	"testing"
@@ -17,20 +16,6 @@ import (
 func TestSidecarAnnouncedPool(t *testing.T) {
 	t.Parallel()
 	r := renderExample(t, "dual-stack.yaml")
-	keepalived := func(p *Plan, node string) []byte {
-		t.Helper()
-		files, err := p.NodeFiles(node)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range files {
-			if f.Path == KeepalivedConfPath {
-				return f.Data
-			}
-		}
-		t.Fatalf("node %s: no keepalived.conf", node)
-		return nil
-	}
 	vips := samplePoolVIPs(t, r.config)
 	more := func(pool string, a netip.Addr) *Plan {
 		t.Helper()
@@ -49,10 +34,10 @@ func TestSidecarAnnouncedPool(t *testing.T) {
 	v6, v4 := more("dual-v6", added), more("dual-v4", netip.MustParseAddr("198.51.100.140"))
 	follows := false
 	for _, n := range r.nodes {
-		if !bytes.Equal(keepalived(r.plan, n.Name), keepalived(v6, n.Name)) {
+		if confOf(t, r.plan, n.Name) != confOf(t, v6, n.Name) {
 			t.Errorf("node %s: a Service address of the sidecar-announced pool changed keepalived.conf", n.Name)
 		}
-		if bytes.Equal(keepalived(r.plan, n.Name), keepalived(v4, n.Name)) {
+		if confOf(t, r.plan, n.Name) == confOf(t, v4, n.Name) {
 			t.Errorf("node %s: a Service address of the keepalived-announced pool did not change keepalived.conf", n.Name)
 		}
 		h, err := v6.Handover(n.Name)
