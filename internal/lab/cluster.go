@@ -145,6 +145,12 @@ func (lc *Cluster) NewNode(t testing.TB, s NodeSpec) *Node {
 		lc.segments[s.Segment] = true
 	}
 	h := lc.lab.AddHost(s.Name, netlab.HostOpts{Iface: "br-ex", Addrs: addrs, Segment: s.Segment, Gateways: s.Gateways})
+	// What the MachineConfig's settings file does on a real node.
+	for _, f := range render.SysctlFiles(lc.Config) {
+		if err := h.ApplySysctl(f.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
 	n := &Node{Name: s.Name, Addr: strings.Split(s.Addr, "/")[0], Host: h, Routers: map[string]*StandIn{},
 		Target: runtimecfg.Target{Root: filepath.Join(lc.base, s.Name), Netns: h.NS}}
 	lc.ByName[s.Name] = n
@@ -251,12 +257,22 @@ func (lc *Cluster) Drain(n *Node) {
 	n.node.Local.Kick()
 }
 
-// Holders lists the nodes that have vip on their interface right now.
+// Holders lists the nodes that answer for vip right now: it is on their
+// interface, or (an IPv6 Service address of a pool the sidecar announces)
+// they have a proxy neighbour entry for it.
 func (lc *Cluster) Holders(vip string) []string {
 	var out []string
 	for _, n := range lc.Nodes {
 		got, err := n.Host.Exec("ip", "-o", "addr", "show", "dev", "br-ex")
 		if err == nil && strings.Contains(string(got), " "+vip+"/") {
+			out = append(out, n.Name)
+			continue
+		}
+		if !strings.Contains(vip, ":") {
+			continue
+		}
+		got, err = n.Host.Exec("ip", "-6", "neigh", "show", "proxy", "dev", "br-ex")
+		if err == nil && slices.Contains(strings.Fields(string(got)), vip) {
 			out = append(out, n.Name)
 		}
 	}

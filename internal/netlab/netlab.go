@@ -377,6 +377,33 @@ func (h *Host) LinkUp() {
 // the thread switches back.
 func (h *Host) Do(fn func() error) error { return inns.Run(h.NS, fn) }
 
+// ApplySysctl applies a sysctl.d file inside the host, as systemd-sysctl
+// reads it: "key = value" lines, # and ; comments, a key's separators
+// dots, or slashes (then dots stay, as in an interface name) when the
+// first one is a slash.
+func (h *Host) ApplySysctl(data []byte) error {
+	return h.Do(func() error {
+		for _, line := range strings.Split(string(data), "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || line[0] == '#' || line[0] == ';' {
+				continue
+			}
+			key, value, ok := strings.Cut(line, "=")
+			if !ok {
+				return fmt.Errorf("sysctl line %q: no =", line)
+			}
+			key = strings.TrimSpace(key)
+			if i := strings.IndexAny(key, "./"); i >= 0 && key[i] == '.' {
+				key = strings.ReplaceAll(key, ".", "/")
+			}
+			if err := os.WriteFile("/proc/sys/"+key, []byte(strings.TrimSpace(value)), 0o644); err != nil {
+				return fmt.Errorf("sysctl %s: %w", key, err)
+			}
+		}
+		return nil
+	})
+}
+
 // DialContext opens a connection from inside the host, for use as an
 // http.Transport's DialContext. It is needed because net/http dials on
 // goroutines of its own, which do not run in the namespace Do entered.

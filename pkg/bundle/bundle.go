@@ -81,6 +81,7 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 			return nil, err
 		}
 		files = append(files, scripts...)
+		files = append(files, render.SysctlFiles(c)...)
 		pods, err := manifests.StaticPodFiles(c, role)
 		if err != nil {
 			return nil, err

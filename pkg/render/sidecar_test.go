@@ -3,8 +3,10 @@ package render
 import (
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 )
 
@@ -59,5 +61,35 @@ func TestSidecarAnnouncedPool(t *testing.T) {
 	}
 	if !follows {
 		t.Errorf("no node's handover data has %s for the sidecar to add", added)
+	}
+}
+
+// TestSysctlFiles: the node settings file comes with a sidecar-announced
+// pool that has IPv6 addresses (examples/dual-stack.yaml) and names the
+// VRRP interface; a keepalived-announced pool, or a sidecar-announced one
+// of IPv4 only, needs none.
+func TestSysctlFiles(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "dual-stack.yaml")
+	files := SysctlFiles(r.config)
+	if len(files) != 1 || files[0].Path != SysctlPath {
+		t.Fatalf("dual-stack: %d files, want %s", len(files), SysctlPath)
+	}
+	for _, line := range []string{"net.ipv6.conf.all.proxy_ndp = 1\n", "net/ipv6/conf/br-ex/forwarding = 1\n", "net/ipv6/neigh/br-ex/proxy_delay = 0\n"} {
+		if !strings.Contains(string(files[0].Data), line) {
+			t.Errorf("dual-stack's %s lacks %q:\n%s", SysctlPath, line, files[0].Data)
+		}
+	}
+	c := *r.config
+	c.Spec.ServicePools = slices.Clone(c.Spec.ServicePools)
+	for i := range c.Spec.ServicePools {
+		c.Spec.ServicePools[i].Announce = ""
+	}
+	if got := SysctlFiles(&c); len(got) != 0 {
+		t.Errorf("no sidecar pool: %d files, want none", len(got))
+	}
+	c.Spec.ServicePools = []v1alpha1.ServicePool{{Name: "v4", Announce: v1alpha1.AnnounceSidecar, Addresses: []string{"198.51.100.128/26"}}}
+	if got := SysctlFiles(&c); len(got) != 0 {
+		t.Errorf("IPv4-only sidecar pool: %d files, want none", len(got))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -126,6 +127,11 @@ type LocalVIPs struct {
 	// (follow.go); wake kicks a sync when the next announcement is due.
 	announced map[netip.Addr]announcement
 	wake      *time.Timer
+	// proxying is whether IPv6 Service addresses were last answered by
+	// proxy entries (proxyndp.go), nil before the first look; log hears
+	// when that changes.
+	proxying *bool
+	log      *slog.Logger
 }
 
 // NewLocalVIPs keeps routes grace long after their VIP left.
@@ -138,6 +144,10 @@ func NewLocalVIPs(t Target, grace time.Duration) *LocalVIPs {
 // that the sidecar publishes the VIPs it holds from the same events. Call
 // it before Run.
 func (l *LocalVIPs) OnAddressChange(f func()) { l.addrsChanged = f }
+
+// SetLog has LocalVIPs log what it decides on its own (how IPv6 Service
+// addresses are answered). Call it before Run.
+func (l *LocalVIPs) SetLog(log *slog.Logger) { l.log = log }
 
 // SetHandover sets the VIPs and the interface to watch.
 func (l *LocalVIPs) SetHandover(h render.Handover) {
@@ -345,11 +355,10 @@ func (l *LocalVIPs) Sync(now time.Time) error {
 		if link != nil {
 			f, err := l.follow(link, onIf, now)
 			followErr = err
-			for _, a := range f.added {
-				onIf[a] = true
-			}
-			for _, a := range f.removed {
-				delete(onIf, a)
+			onIf = f.here
+			if len(f.added)+len(f.removed) > 0 && l.addrsChanged != nil {
+				// Proxy entries send no address notifications.
+				l.addrsChanged()
 			}
 		}
 		held, ifindex := map[netip.Addr]bool{}, 0

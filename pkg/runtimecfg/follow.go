@@ -4,10 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -36,19 +36,37 @@ import (
 // addresses stay with it, until keepalived starts again and removes the
 // anchor, which removes them.
 
-// followed is what one sync of the follower changed.
+// followed is what one sync of the follower changed, and what the node
+// answers for afterwards.
 type followed struct {
 	added, removed []netip.Addr
+	// here is every host address the node answers neighbour discovery
+	// for once the sync is done: those on the interface and the IPv6
+	// ones it proxies.
+	here map[netip.Addr]bool
 }
 
 // follow brings the sidecar's addresses on link in line with the anchors
 // found on it (onIf: every host address on the interface) and announces
-// what it added and what is due again. Call it inside the namespace.
+// what it added and what is due again. An IPv6 Service address goes on
+// the interface, or, where the node's settings let the kernel answer for
+// proxy entries (proxyMode), it gets a local route and a proxy neighbour
+// entry instead (proxyndp.go). Call it inside the namespace.
 func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time.Time) (followed, error) {
-	var f followed
+	f := followed{here: onIf}
 	if len(l.h.SidecarRanges) == 0 {
 		l.announced = nil
 		return f, nil
+	}
+	ifindex := link.Attrs().Index
+	proxied, err := proxyEntries(ifindex)
+	if err != nil {
+		return f, err
+	}
+	proxy := l.proxyMode(link)
+	byProxy := func(a netip.Addr) bool { return proxy && a.Is6() }
+	inRanges := func(a netip.Addr) bool {
+		return slices.ContainsFunc(l.h.SidecarRanges, func(r v1alpha1.AddressRange) bool { return r.Contains(a) })
 	}
 	wanted := map[netip.Addr]bool{}
 	anchors := map[netip.Addr]bool{}
@@ -63,21 +81,43 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 		}
 		for _, a := range in.Sidecar {
 			wanted[a] = true
-			if !onIf[a] {
+			if (byProxy(a) && !proxied[a]) || (!byProxy(a) && !onIf[a]) {
 				f.added = append(f.added, a)
 			}
 		}
 	}
+	// What goes: addresses and proxy entries no held anchor calls for,
+	// and those of an address now answered the other way (after the
+	// other way is in place, so that it never stops answering).
+	var delAddr, delProxy, moved []netip.Addr
 	for a := range onIf {
-		if !wanted[a] && !anchors[a] && slices.ContainsFunc(l.h.SidecarRanges, func(r v1alpha1.AddressRange) bool { return r.Contains(a) }) {
-			f.removed = append(f.removed, a)
+		switch {
+		case anchors[a] || !inRanges(a):
+		case !wanted[a]:
+			delAddr = append(delAddr, a)
+		case byProxy(a):
+			moved = append(moved, a)
 		}
 	}
-	slices.SortFunc(f.added, netip.Addr.Compare)
-	slices.SortFunc(f.removed, netip.Addr.Compare)
-	ifindex := link.Attrs().Index
-	if err := addrBurst(ifindex, f.removed, false); err != nil {
+	for a := range proxied {
+		switch {
+		case !wanted[a]:
+			delProxy = append(delProxy, a)
+		case !byProxy(a):
+			moved = append(moved, a)
+		}
+	}
+	f.removed = append(slices.Clone(delAddr), delProxy...)
+	for _, list := range [][]netip.Addr{f.added, f.removed, delAddr, delProxy, moved} {
+		slices.SortFunc(list, netip.Addr.Compare)
+	}
+	if err := errors.Join(proxyBurst(ifindex, delProxy, false), addrBurst(ifindex, delAddr, false)); err != nil {
 		return f, err
+	}
+	f.here = maps.Clone(onIf)
+	maps.Copy(f.here, proxied)
+	for _, a := range f.removed {
+		delete(f.here, a)
 	}
 	if l.announced == nil {
 		l.announced = map[netip.Addr]announcement{}
@@ -87,24 +127,30 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 			delete(l.announced, a)
 		}
 	}
-	// Each window is announced as soon as it is on the interface: the
-	// kernel's cost of an IPv6 address grows with the addresses already
-	// on the interface (~1 ms each at 2500 here, docs/benchmarks.md),
-	// so the first addresses answer
-	// long before the last are added.
+	// Each window is announced as soon as it answers: the kernel's cost
+	// of an IPv6 address grows with the addresses already on the
+	// interface (~1 ms each at 2500 here, docs/benchmarks.md), so the
+	// first addresses answer long before the last are added.
 	var errs []error
 	next := time.Time{}
 	for start := 0; start < len(f.added); start += addrBurstWindow {
 		window := f.added[start:min(start+addrBurstWindow, len(f.added))]
-		if err := addrBurst(ifindex, window, true); err != nil {
+		asProxy, asAddr := partition(window, byProxy)
+		if err := errors.Join(addrBurst(ifindex, asAddr, true), proxyBurst(ifindex, asProxy, true)); err != nil {
 			return f, errors.Join(append(errs, err)...)
 		}
 		errs = append(errs, announce(link, window))
 		at := time.Now()
 		for _, a := range window {
+			f.here[a] = true
 			l.announced[a] = announcement{rounds: 1, last: at}
 		}
 		next = at.Add(render.GARPDelay)
+	}
+	// Now proxied: off the interface; now on it: no more proxy entry.
+	movedAddr, movedProxy := partition(moved, byProxy)
+	if err := errors.Join(addrBurst(ifindex, movedAddr, false), proxyBurst(ifindex, movedProxy, false)); err != nil {
+		errs = append(errs, err)
 	}
 	// What else to announce now: again GARPDelay after the first round,
 	// and every held address each GARPRefresh.
@@ -143,6 +189,18 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 	return f, errors.Join(errs...)
 }
 
+// partition splits addrs into those that satisfy f and the rest.
+func partition(addrs []netip.Addr, f func(netip.Addr) bool) (yes, no []netip.Addr) {
+	for _, a := range addrs {
+		if f(a) {
+			yes = append(yes, a)
+		} else {
+			no = append(no, a)
+		}
+	}
+	return yes, no
+}
+
 // announcement is how often an address was announced, and when last.
 type announcement struct {
 	rounds int
@@ -155,62 +213,12 @@ type announcement struct {
 const addrBurstWindow = 64
 
 // addrBurst adds (or removes) host addresses on an interface over one
-// netlink socket, addrBurstWindow requests at a time: IPv6 ones without
-// duplicate address detection (IFA_F_NODAD, as keepalived adds its VIPs),
-// so they are usable at once. An address already there is replaced,
-// one already gone is no error. Call it inside the namespace.
+// netlink socket (nlBurst): IPv6 ones without duplicate address detection
+// (IFA_F_NODAD, as keepalived adds its VIPs), so they are usable at once.
+// An address already there is replaced, one already gone is no error.
+// Call it inside the namespace.
 func addrBurst(ifindex int, addrs []netip.Addr, add bool) error {
-	if len(addrs) == 0 {
-		return nil
-	}
-	s, err := nl.Subscribe(unix.NETLINK_ROUTE)
-	if err != nil {
-		return fmt.Errorf("netlink socket: %w", err)
-	}
-	defer s.Close()
-	var errs []error
-	for start := 0; start < len(addrs); start += addrBurstWindow {
-		window := addrs[start:min(start+addrBurstWindow, len(addrs))]
-		pending := map[uint32]netip.Addr{}
-		for _, a := range window {
-			req := addrRequest(ifindex, a, add)
-			if err := s.Send(req); err != nil {
-				return fmt.Errorf("netlink send: %w", err)
-			}
-			pending[req.Seq] = a
-		}
-		for len(pending) > 0 {
-			msgs, _, err := s.Receive()
-			if err != nil {
-				return fmt.Errorf("netlink receive: %w", err)
-			}
-			for _, m := range msgs {
-				if m.Header.Type != unix.NLMSG_ERROR {
-					continue
-				}
-				a, ok := pending[m.Header.Seq]
-				if !ok {
-					continue
-				}
-				delete(pending, m.Header.Seq)
-				if len(m.Data) < 4 {
-					continue
-				}
-				errno := -int32(binary.NativeEndian.Uint32(m.Data[:4]))
-				switch {
-				case errno == 0:
-				case !add && (errno == int32(unix.EADDRNOTAVAIL) || errno == int32(unix.ENOENT)):
-				default:
-					verb := "adding"
-					if !add {
-						verb = "removing"
-					}
-					errs = append(errs, fmt.Errorf("%s %s: %w", verb, a, syscall.Errno(errno)))
-				}
-			}
-		}
-	}
-	return errors.Join(errs...)
+	return nlBurst(addrs, func(a netip.Addr) *nl.NetlinkRequest { return addrRequest(ifindex, a, add) }, add, "address")
 }
 
 func addrRequest(ifindex int, a netip.Addr, add bool) *nl.NetlinkRequest {
@@ -307,8 +315,11 @@ func sendNAs(ifindex int, mac net.HardwareAddr, addrs []netip.Addr) error {
 	}
 	defer func() { _ = unix.Close(fd) }()
 	// Hop limit 255, or receivers drop it (RFC 4861 7.1.2); the kernel
-	// fills in the ICMPv6 checksum.
+	// fills in the ICMPv6 checksum. Freebind: an address answered by a
+	// proxy entry (proxyndp.go) is not on the interface, and is the
+	// source all the same.
 	if err := errors.Join(unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_HOPS, 255),
+		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_FREEBIND, 1),
 		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_IF, ifindex),
 		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_LOOP, 0)); err != nil {
 		return fmt.Errorf("neighbour advertisement socket: %w", err)
@@ -317,7 +328,8 @@ func sendNAs(ifindex int, mac net.HardwareAddr, addrs []netip.Addr) error {
 	for round := 0; round < render.GARPRepeat; round++ {
 		for _, a := range addrs {
 			// The address itself is the source: it is on the interface
-			// (without DAD), while a link-local one may still be tentative.
+			// (without DAD) or proxied, while a link-local one may still
+			// be tentative.
 			pi := unix.Inet6Pktinfo{Addr: a.As16(), Ifindex: uint32(ifindex)}
 			oob := unix.PktInfo6(&pi)
 			if err := unix.Sendmsg(fd, naPacket(mac, a), oob, to, 0); err != nil {

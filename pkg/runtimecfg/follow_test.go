@@ -30,24 +30,11 @@ import (
 // what it finds without an anchor (also an address of a Service deleted
 // meanwhile) and adds what a present anchor calls for.
 func TestFollowerAddsServiceAddressesWithTheAnchor(t *testing.T) {
-	lab := netlab.New(t)
-	n := lab.AddHost("n", netlab.HostOpts{Addrs: []string{"198.51.100.11/24", "2001:db8:100::11/64"}})
-	c := lab.AddHost("c", netlab.HostOpts{Addrs: []string{"198.51.100.99/24", "2001:db8:100::99/64"}})
+	n, c, tn := followLab(t)
 	cap := capture(t, c)
-	tn := labTarget(t, n)
-	if err := writeRunFile(tn, render.DrainFile, false); err != nil {
-		t.Fatal(err)
-	}
 	anchor4, anchor6 := "198.51.100.191", "2001:db8:100::1:ffff"
 	svc4, svc6 := fixture.Addrs("198.51.100.130", "198.51.100.131"), fixture.Addrs("2001:db8:100::1:5")
-	r4, _ := v1alpha1.ParseAddressRange("198.51.100.128/26")
-	r6, _ := v1alpha1.ParseAddressRange("2001:db8:100::1:0/112")
-	h := render.Handover{Interface: "br-ex", SidecarRanges: []v1alpha1.AddressRange{r4, r6}, Instances: []render.HandoverInstance{
-		{Family: 4, VRID: 1, Priority: 50, VIPs: append(fixture.Addrs(anchor4), svc4...), Peers: fixture.Addrs("198.51.100.12"),
-			Anchors: fixture.Addrs(anchor4), Sidecar: svc4},
-		{Family: 6, VRID: 1, Priority: 50, VIPs: append(fixture.Addrs(anchor6), svc6...), Peers: fixture.Addrs("2001:db8:100::12"),
-			Anchors: fixture.Addrs(anchor6), Sidecar: svc6},
-	}}
+	h := followHandover(anchor4, anchor6, svc4, svc6)
 	onIf := func() []string {
 		var out []string
 		for _, l := range strings.Split(string(n.MustExec("ip", "-o", "addr", "show", "dev", "br-ex")), "\n") {
@@ -69,17 +56,7 @@ func TestFollowerAddsServiceAddressesWithTheAnchor(t *testing.T) {
 			t.Fatalf("%s: host addresses on br-ex %v, want %v", what, got, want)
 		}
 	}
-	run := func() func() {
-		l := NewLocalVIPs(tn, 10*time.Second)
-		l.SetHandover(h)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			l.Run(ctx, time.Hour, func(err error) { t.Errorf("LocalVIPs: %v", err) })
-		}()
-		return func() { cancel(); <-done }
-	}
+	run := func() func() { _, stop := runLocal(t, tn, h); return stop }
 
 	// Left from before: a Service address without its anchor, and one of
 	// a Service no longer in the handover data. Neither is the sidecar's
@@ -119,6 +96,47 @@ func TestFollowerAddsServiceAddressesWithTheAnchor(t *testing.T) {
 	stop = run()
 	defer stop()
 	waitFor("restarted", anchor4, "198.51.100.130", "198.51.100.131")
+}
+
+// followLab is a node n and a client c on one segment, and n's target
+// (drain file written) for a LocalVIPs.
+func followLab(t *testing.T) (n, c *netlab.Host, tn Target) {
+	t.Helper()
+	lab := netlab.New(t)
+	n = lab.AddHost("n", netlab.HostOpts{Addrs: []string{"198.51.100.11/24", "2001:db8:100::11/64"}})
+	c = lab.AddHost("c", netlab.HostOpts{Addrs: []string{"198.51.100.99/24", "2001:db8:100::99/64"}})
+	tn = labTarget(t, n)
+	if err := writeRunFile(tn, render.DrainFile, false); err != nil {
+		t.Fatal(err)
+	}
+	return n, c, tn
+}
+
+// followHandover is n's handover data for one sidecar pool of both
+// families: an instance per family with its anchor and Service addresses.
+func followHandover(anchor4, anchor6 string, svc4, svc6 []netip.Addr) render.Handover {
+	r4, _ := v1alpha1.ParseAddressRange("198.51.100.128/26")
+	r6, _ := v1alpha1.ParseAddressRange("2001:db8:100::1:0/112")
+	return render.Handover{Interface: "br-ex", SidecarRanges: []v1alpha1.AddressRange{r4, r6}, Instances: []render.HandoverInstance{
+		{Family: 4, VRID: 1, Priority: 50, VIPs: append(fixture.Addrs(anchor4), svc4...), Peers: fixture.Addrs("198.51.100.12"),
+			Anchors: fixture.Addrs(anchor4), Sidecar: svc4},
+		{Family: 6, VRID: 1, Priority: 50, VIPs: append(fixture.Addrs(anchor6), svc6...), Peers: fixture.Addrs("2001:db8:100::12"),
+			Anchors: fixture.Addrs(anchor6), Sidecar: svc6},
+	}}
+}
+
+// runLocal runs a LocalVIPs for tn with h (10 s grace) until the returned
+// stop is called; a failed sync fails the test.
+func runLocal(t *testing.T, tn Target, h render.Handover) (*LocalVIPs, func()) {
+	l := NewLocalVIPs(tn, 10*time.Second)
+	l.SetHandover(h)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.Run(ctx, time.Hour, func(err error) { t.Errorf("LocalVIPs: %v", err) })
+	}()
+	return l, func() { cancel(); <-done }
 }
 
 // capture records the gratuitous ARP and unsolicited neighbour

@@ -7,28 +7,35 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// LinkAddresses lists every address on the current network namespace's
-// interfaces.
+// LinkAddresses lists every address the current network namespace
+// answers for: those on its interfaces and its IPv6 proxy neighbour
+// entries (a pool's Service addresses, proxyndp.go).
 func LinkAddresses() ([]netip.Addr, error) {
 	return HandleAddresses(nil)
 }
 
-// HandleAddresses lists the addresses netlink handle h sees (nil: the
-// current network namespace).
+// HandleAddresses is LinkAddresses in the namespace of netlink handle h
+// (nil: the current one).
 func HandleAddresses(h *netlink.Handle) ([]netip.Addr, error) {
-	var list []netlink.Addr
-	var err error
 	if h == nil {
-		list, err = netlink.AddrList(nil, netlink.FAMILY_ALL)
-	} else {
-		list, err = h.AddrList(nil, netlink.FAMILY_ALL)
+		h = &netlink.Handle{}
 	}
+	list, err := h.AddrList(nil, netlink.FAMILY_ALL)
 	if err != nil {
 		return nil, fmt.Errorf("listing addresses: %w", err)
 	}
-	out := make([]netip.Addr, 0, len(list))
+	proxies, err := h.NeighProxyList(0, netlink.FAMILY_V6)
+	if err != nil {
+		return nil, fmt.Errorf("listing proxy neighbour entries: %w", err)
+	}
+	out := make([]netip.Addr, 0, len(list)+len(proxies))
 	for _, a := range list {
 		if ip, ok := netip.AddrFromSlice(a.IP); ok {
+			out = append(out, ip.Unmap())
+		}
+	}
+	for _, n := range proxies {
+		if ip, ok := netip.AddrFromSlice(n.IP); ok && n.Flags&netlink.NTF_PROXY != 0 {
 			out = append(out, ip.Unmap())
 		}
 	}

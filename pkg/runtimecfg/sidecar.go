@@ -153,6 +153,7 @@ func NewSidecar(o SidecarOptions) (*Sidecar, error) {
 		nodeRef: &corev1.ObjectReference{Kind: "Node", Name: o.NodeName, UID: "", APIVersion: "v1"},
 	}
 	s.node.Local.OnAddressChange(s.publishSoon)
+	s.node.Local.SetLog(s.log)
 	s.watch()
 	return s, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,7 +53,9 @@ func startSidecarPool(t *testing.T, vips ...netip.Addr) *lab.Cluster {
 // A Service added later reloads no keepalived and answers. Then the
 // holder leaves the network: the peer's keepalived takes the anchors, its
 // sidecar adds the addresses and announces them, and the client is
-// answered by the new holder.
+// answered by the new holder. The IPv6 address is answered by a proxy
+// neighbour entry throughout (the nodes carry the MachineConfig's
+// settings), so this is also that design's failover.
 func TestSidecarAnnouncedPoolSurvivesNodeLoss(t *testing.T) {
 	v4, v6 := netip.MustParseAddr("198.51.100.130"), netip.MustParseAddr("2001:db8:100::1:7")
 	lc := startSidecarPool(t, v4, v6)
@@ -69,6 +72,15 @@ func TestSidecarAnnouncedPoolSurvivesNodeLoss(t *testing.T) {
 	}
 	// Both families of one instance follow the same preferred node.
 	settled := lc.SettledAll(v4.String(), v6.String())
+	// The lab's nodes carry the MachineConfig's settings: the IPv6 Service
+	// address is answered by a proxy entry, not put on the interface.
+	holder6 := lc.ByName[settled[v6.String()]].Host
+	if got := string(holder6.MustExec("ip", "-6", "neigh", "show", "proxy", "dev", "br-ex")); !strings.Contains(got, v6.String()) {
+		t.Errorf("%s: no proxy entry for %s: %q", holder6.Name, v6, got)
+	}
+	if got := string(holder6.MustExec("ip", "-6", "addr", "show", "dev", "br-ex")); strings.Contains(got, " "+v6.String()+"/") {
+		t.Errorf("%s: %s is on the interface, want it answered by a proxy entry:\n%s", holder6.Name, v6, got)
+	}
 	p4 := lc.Poll("http://198.51.100.130:8080/", 10*time.Millisecond)
 	p6 := lc.Poll("http://[2001:db8:100::1:7]:8080/", 10*time.Millisecond)
 	for _, p := range []*lab.Poller{p4, p6} {

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -116,6 +118,7 @@ func startScale(b *testing.B, services int) *scaleLab {
 	cfg := kc.API.AdminConfig()
 	cfg.QPS, cfg.Burst = 500, 1000 // Services are created in bulk
 	s := &scaleLab{kc: kc, admin: kubernetes.NewForConfigOrDie(cfg), added: watchAddrs(b, kc)}
+	watchLocalRoutes(b, kc, s.added)
 	kc.Deploy(b)
 	for _, n := range kc.Nodes {
 		kc.AddNode(b, n.Name)
@@ -146,7 +149,16 @@ func startScale(b *testing.B, services int) *scaleLab {
 		kc.StartSidecar(b, n.Name)
 	}
 	s.waitHeldOnce(b, s.vips, 10*time.Minute)
-	b.Logf("all %d VIPs on a node's interface %s after the sidecars started", len(s.vips), time.Since(start).Round(time.Millisecond))
+	settled := time.Since(start).Round(time.Millisecond)
+	proxied := 0
+	for _, n := range kc.Nodes {
+		got, err := n.Host.Exec("ip", "-6", "neigh", "show", "proxy", "dev", "br-ex")
+		if err != nil {
+			b.Fatal(err)
+		}
+		proxied += strings.Count(string(got), " proxy")
+	}
+	b.Logf("all %d VIPs held by one node each %s after the sidecars started, %d of them by proxy neighbour entries", len(s.vips), settled, proxied)
 	return s
 }
 
@@ -311,7 +323,9 @@ func (s *scaleLab) biggestHolder(b *testing.B) (string, []netip.Addr) {
 	return best, by[best]
 }
 
-// held lists, for every address on a node's br-ex, the nodes that have it.
+// held lists, for every address a node answers for on br-ex (an address
+// on it, or a proxy neighbour entry: announce: sidecar with the
+// MachineConfig's settings), the nodes that do.
 func (s *scaleLab) held(b *testing.B) map[netip.Addr][]string {
 	out := map[netip.Addr][]string{}
 	for _, n := range s.kc.Nodes {
@@ -326,6 +340,17 @@ func (s *scaleLab) held(b *testing.B) map[netip.Addr][]string {
 			}
 			if p, err := netip.ParsePrefix(f[3]); err == nil {
 				out[p.Addr()] = append(out[p.Addr()], n.Name)
+			}
+		}
+		got, err = n.Host.Exec("ip", "-6", "neigh", "show", "proxy", "dev", "br-ex")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range strings.Split(string(got), "\n") {
+			if f := strings.Fields(l); len(f) > 0 {
+				if a, err := netip.ParseAddr(f[0]); err == nil && !slices.Contains(out[a], n.Name) {
+					out[a] = append(out[a], n.Name)
+				}
 			}
 		}
 	}
@@ -502,4 +527,52 @@ func ms(d []time.Duration, p int) int64 {
 		return -1
 	}
 	return percentile(d, p).Milliseconds()
+}
+
+// watchLocalRoutes adds to l every local route vipctl writes on a node
+// (table local, protocol 118): the kernel sends no notification for a
+// proxy neighbour entry, and the sidecar writes an address's local route
+// just before its proxy entry, in the same window.
+func watchLocalRoutes(b *testing.B, kc *lab.KubeCluster, l *addrLog) {
+	done := make(chan struct{})
+	b.Cleanup(func() { close(done) })
+	for _, n := range kc.Nodes {
+		h, err := netns.GetFromName(n.Host.NS)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = h.Close() })
+		subscribe := func() chan netlink.RouteUpdate {
+			updates := make(chan netlink.RouteUpdate, 65536)
+			opts := netlink.RouteSubscribeOptions{Namespace: &h, ReceiveBufferSize: 32 << 20, ReceiveBufferForceSize: true,
+				ErrorCallback: func(err error) { b.Logf("%s: following routes: %v", n.Name, err) }}
+			if err := netlink.RouteSubscribeWithOptions(updates, done, opts); err != nil {
+				b.Fatal(err)
+			}
+			return updates
+		}
+		updates := subscribe()
+		go func() {
+			for {
+				for u := range updates {
+					if u.Type != unix.RTM_NEWROUTE || u.Table != unix.RT_TABLE_LOCAL || u.Protocol != 118 || u.Dst == nil {
+						continue
+					}
+					a, ok := netip.AddrFromSlice(u.Dst.IP)
+					if !ok {
+						continue
+					}
+					l.mu.Lock()
+					l.added[a.Unmap()] = append(l.added[a.Unmap()], addrEvent{node: n.Name, at: time.Now()})
+					l.mu.Unlock()
+				}
+				select {
+				case <-done:
+					return
+				default:
+					updates = subscribe()
+				}
+			}
+		}()
+	}
 }

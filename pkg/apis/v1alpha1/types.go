@@ -128,7 +128,10 @@ type ServicePool struct {
 	// gratuitous ARP or unsolicited neighbour advertisements, and removes
 	// them when the anchor leaves). "sidecar" is for pools of thousands of
 	// addresses: keepalived adds an instance's addresses one at a time,
-	// sending no advert meanwhile. Unused by bgp pools.
+	// sending no advert meanwhile. With "sidecar", IPv6 addresses are
+	// answered by a local route and a proxy neighbour entry each instead
+	// of an address (far cheaper for the kernel), where the node has the
+	// settings the MachineConfig ships for it. Unused by bgp pools.
 	Announce string `json:"announce,omitempty"`
 	// Addresses are CIDRs ("198.51.100.128/26") or inclusive ranges
 	// ("198.51.100.200-198.51.100.210"), IPv4 or IPv6. The last `instances`
