@@ -76,9 +76,10 @@ func Drain(t Target, h render.Handover) error {
 }
 
 // Undrain ends a drain, or cleans up after one that a stopped pod left:
-// the drain file goes back to 0, every local route goes (a running
-// LocalVIPs puts back those of the VIPs still held), the ARP settings are
-// restored.
+// the drain file goes back to 0, every local route goes but those of
+// proxied addresses (a proxy entry draws traffic that only its route
+// accepts; a running LocalVIPs puts back those of the VIPs still held),
+// the ARP settings are restored.
 func Undrain(t Target) error {
 	if err := writeRunFile(t, render.DrainFile, false); err != nil {
 		return err
@@ -88,7 +89,14 @@ func Undrain(t Target) error {
 		if err != nil {
 			return err
 		}
-		for _, r := range routes {
+		proxied, err := proxyEntries(0)
+		if err != nil {
+			return err
+		}
+		for vip, r := range routes {
+			if proxied[vip] {
+				continue
+			}
 			if err := delLocalRoute(r); err != nil {
 				return err
 			}

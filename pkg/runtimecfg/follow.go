@@ -54,16 +54,16 @@ type followed struct {
 // entry instead (proxyndp.go). Call it inside the namespace.
 func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time.Time) (followed, error) {
 	f := followed{here: onIf}
-	if len(l.h.SidecarRanges) == 0 {
-		l.announced = nil
-		return f, nil
-	}
 	ifindex := link.Attrs().Index
 	proxied, err := proxyEntries(ifindex)
 	if err != nil {
 		return f, err
 	}
-	proxy := l.proxyMode(link)
+	if len(l.h.SidecarRanges) == 0 && len(proxied) == 0 {
+		l.announced = nil
+		return f, nil
+	}
+	proxy := slices.ContainsFunc(l.h.SidecarRanges, func(r v1alpha1.AddressRange) bool { return !r.Is4() }) && l.proxyMode(link)
 	byProxy := func(a netip.Addr) bool { return proxy && a.Is6() }
 	inRanges := func(a netip.Addr) bool {
 		return slices.ContainsFunc(l.h.SidecarRanges, func(r v1alpha1.AddressRange) bool { return r.Contains(a) })

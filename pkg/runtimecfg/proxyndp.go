@@ -33,18 +33,41 @@ import (
 // multicast solicitation for a proxy entry waits a random time up to
 // it, 0.8 s by default), the sidecar sets to 0 itself over rtnetlink.
 
-// proxyEntries lists the IPv6 proxy neighbour entries on an interface.
+// proxyEntries lists vipctl's IPv6 proxy neighbour entries (protocol
+// localRouteProtocol, as its local routes) on an interface (0: on every
+// interface). Others' entries are not vipctl's to change.
 func proxyEntries(ifindex int) (map[netip.Addr]bool, error) {
-	list, err := netlink.NeighProxyList(ifindex, netlink.FAMILY_V6)
+	req := nl.NewNetlinkRequest(unix.RTM_GETNEIGH, unix.NLM_F_DUMP)
+	req.AddData(&netlink.Ndmsg{Family: unix.AF_INET6, Flags: netlink.NTF_PROXY})
+	msgs, err := req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWNEIGH)
 	if err != nil {
 		return nil, fmt.Errorf("listing proxy neighbour entries: %w", err)
 	}
 	out := map[netip.Addr]bool{}
-	for _, n := range list {
-		if n.Flags&netlink.NTF_PROXY == 0 || n.LinkIndex != ifindex {
+	for _, m := range msgs {
+		var hdr netlink.Ndmsg
+		if len(m) < hdr.Len() {
 			continue
 		}
-		if a, ok := netip.AddrFromSlice(n.IP); ok && a.Is6() {
+		family, index, flags := m[0], binary.NativeEndian.Uint32(m[4:8]), m[10]
+		if family != unix.AF_INET6 || flags&netlink.NTF_PROXY == 0 || (ifindex != 0 && index != uint32(ifindex)) {
+			continue
+		}
+		attrs, err := nl.ParseRouteAttr(m[hdr.Len():])
+		if err != nil {
+			return nil, fmt.Errorf("listing proxy neighbour entries: %w", err)
+		}
+		var a netip.Addr
+		ours := false
+		for _, at := range attrs {
+			switch at.Attr.Type {
+			case unix.NDA_DST:
+				a, _ = netip.AddrFromSlice(at.Value)
+			case netlink.NDA_PROTOCOL:
+				ours = len(at.Value) == 1 && at.Value[0] == byte(localRouteProtocol)
+			}
+		}
+		if ours && a.Is6() {
 			out[a] = true
 		}
 	}
@@ -182,6 +205,9 @@ func proxyRequest(ifindex int, a netip.Addr, add bool) *nl.NetlinkRequest {
 	req := nl.NewNetlinkRequest(proto, flags)
 	req.AddData(&netlink.Ndmsg{Family: unix.AF_INET6, Index: uint32(ifindex), State: netlink.NUD_PERMANENT, Flags: netlink.NTF_PROXY})
 	req.AddData(nl.NewRtAttr(unix.NDA_DST, a.AsSlice()))
+	if add {
+		req.AddData(nl.NewRtAttr(netlink.NDA_PROTOCOL, []byte{byte(localRouteProtocol)}))
+	}
 	return req
 }
 

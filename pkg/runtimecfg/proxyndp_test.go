@@ -25,7 +25,9 @@ import (
 // Service addresses still go on the interface. An address left on the
 // interface from before moves to a proxy entry; when the anchor leaves,
 // the entry goes and the route stays for the grace; with the settings
-// off, the addresses go back on the interface.
+// off, the addresses go back on the interface. Someone else's proxy
+// entry is left alone; vipctl's go when the pool is no longer the
+// sidecar's; Undrain keeps the routes of proxied addresses.
 func TestFollowerProxiesIPv6ServiceAddresses(t *testing.T) {
 	n, c, tn := followLab(t)
 	cfg := &v1alpha1.ClusterVIPs{Spec: v1alpha1.ClusterVIPsSpec{VRRP: v1alpha1.VRRPSpec{Interface: "br-ex"}, ServicePools: []v1alpha1.ServicePool{
@@ -85,11 +87,14 @@ func TestFollowerProxiesIPv6ServiceAddresses(t *testing.T) {
 	l, stop := runLocal(t, tn, h)
 	defer stop()
 
-	// Left on the interface from before (the settings were off then).
+	// Left on the interface from before (the settings were off then);
+	// and someone else's proxy entry in the pool's range, not vipctl's.
 	n.MustExec("ip", "addr", "add", "2001:db8:100::1:6/128", "dev", "br-ex", "nodad")
+	n.MustExec("ip", "-6", "neigh", "add", "proxy", "2001:db8:100::1:99", "dev", "br-ex")
+	const other = "2001:db8:100::1:99"
 	n.MustExec("ip", "addr", "add", anchor4+"/32", "dev", "br-ex")
 	n.MustExec("ip", "addr", "add", anchor6+"/128", "dev", "br-ex", "nodad")
-	waitFor("anchors added", []string{anchor4, anchor6, "198.51.100.130"}, []string{"2001:db8:100::1:5", "2001:db8:100::1:6"})
+	waitFor("anchors added", []string{anchor4, anchor6, "198.51.100.130"}, []string{"2001:db8:100::1:5", "2001:db8:100::1:6", other})
 	if _, _, routes := state(); !slices.Equal(routes, []string{"2001:db8:100::1:5", "2001:db8:100::1:6", anchor6}) {
 		t.Errorf("vipctl's IPv6 local routes %v, want one per proxied address and the anchor's", routes)
 	}
@@ -144,7 +149,7 @@ func TestFollowerProxiesIPv6ServiceAddresses(t *testing.T) {
 
 	// The anchor leaves: the entries go, the routes stay for the grace.
 	n.MustExec("ip", "addr", "del", anchor6+"/128", "dev", "br-ex")
-	waitFor("IPv6 anchor gone", []string{anchor4, "198.51.100.130"}, nil)
+	waitFor("IPv6 anchor gone", []string{anchor4, "198.51.100.130"}, []string{other})
 	if _, _, routes := state(); len(routes) != 3 {
 		t.Errorf("vipctl's IPv6 local routes %v right after the anchor left, want all three kept for the grace", routes)
 	}
@@ -152,8 +157,27 @@ func TestFollowerProxiesIPv6ServiceAddresses(t *testing.T) {
 	// The settings off: the addresses go on the interface again.
 	n.MustExec("sysctl", "-qw", "net.ipv6.conf.br-ex.forwarding=0")
 	n.MustExec("ip", "addr", "add", anchor6+"/128", "dev", "br-ex", "nodad")
-	waitFor("settings off", []string{anchor4, anchor6, "198.51.100.130", "2001:db8:100::1:5", "2001:db8:100::1:6"}, nil)
+	waitFor("settings off", []string{anchor4, anchor6, "198.51.100.130", "2001:db8:100::1:5", "2001:db8:100::1:6"}, []string{other})
 	n.MustExec("sysctl", "-qw", "net.ipv6.conf.br-ex.forwarding=1")
 	l.Kick()
-	waitFor("settings on again", []string{anchor4, anchor6, "198.51.100.130"}, []string{"2001:db8:100::1:5", "2001:db8:100::1:6"})
+	waitFor("settings on again", []string{anchor4, anchor6, "198.51.100.130"}, []string{"2001:db8:100::1:5", "2001:db8:100::1:6", other})
+
+	// Undrain (a pod's start) removes vipctl's local routes but those of
+	// proxied addresses, which nothing else would accept.
+	if err := Undrain(tn); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, routes := state(); !slices.Equal(routes, []string{"2001:db8:100::1:5", "2001:db8:100::1:6"}) {
+		t.Errorf("vipctl's IPv6 local routes after Undrain %v, want the proxied addresses'", routes)
+	}
+
+	// The pool no longer announced by the sidecar (or gone): vipctl's
+	// entries go with the next sync, the other one stays.
+	h.SidecarRanges = nil
+	for i := range h.Instances {
+		h.Instances[i].Anchors, h.Instances[i].Sidecar = nil, nil
+	}
+	l.SetHandover(h)
+	l.Kick()
+	waitFor("pool no longer the sidecar's", []string{anchor4, anchor6, "198.51.100.130"}, []string{other})
 }
