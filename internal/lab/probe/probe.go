@@ -38,6 +38,14 @@ const (
 	KindStall = "stall"
 )
 
+// A process checks it is running every StallEvery and records a stall
+// when a check comes StallThreshold late or later: well below the lab
+// pollers' 250 ms timeout, well above a scheduler's ordinary delays.
+const (
+	StallEvery     = 10 * time.Millisecond
+	StallThreshold = 100 * time.Millisecond
+)
+
 // Record is one line of a labprobe's output.
 type Record struct {
 	Kind  string    `json:"kind"`

@@ -39,8 +39,8 @@ func run(args []string) error {
 	mode := args[0]
 	fs := flag.NewFlagSet("labprobe "+mode, flag.ContinueOnError)
 	out := fs.String("out", "", "file the records are written to (JSON lines)")
-	stallEvery := fs.Duration("stall-every", 10*time.Millisecond, "how often the process checks it is running")
-	stallThreshold := fs.Duration("stall-threshold", 100*time.Millisecond, "how late a check must be to record a stall")
+	stallEvery := fs.Duration("stall-every", probe.StallEvery, "how often the process checks it is running")
+	stallThreshold := fs.Duration("stall-threshold", probe.StallThreshold, "how late a check must be to record a stall")
 	listen := fs.String("listen", "", "echo: the address to listen on")
 	body := fs.String("body", "", "echo: what every answer says")
 	interval := fs.Duration("interval", 0, "poll: time between two requests to one URL")
