@@ -51,13 +51,17 @@ const scalePort = 8080
 //
 //	scale case=add vips=N adds=A p50_ms= p95_ms= max_ms= alloc_p50_ms= on_if_p50_ms=
 //	scale case=untouched vips=N polled=U requests=R failed_requests=F no_handshake=H vrrp_state_changes=C
+//	  failure_bursts=B addr_removals=A answer_moves=M poller_stalls=P echo_stalls=E bench_stalls=S (one line)
 //	scale case=reload vips=N p50_ms= p95_ms= max_ms= keepalived_rss_mib= vrrp_rss_mib=
 //	scale case=node-loss vips=1 lost=1 trials=T p50_ms= p95_ms= max_ms=
 //	scale case=node-loss vips=N lost=L sampled=S p50_ms= p95_ms= max_ms= on_if_max_ms= on_if_seen= single_vip_ms=
 //
 // add: Service created → its address answering TCP (allocated, rendered,
 // keepalived reloaded, neighbour discovery, handshake); untouched: HTTP
-// requests to loaded VIPs that failed meanwhile; reload: keepalived.conf
+// requests to loaded VIPs that failed meanwhile, the echo servers and the
+// poller being labprobe processes of their own, so that a stall of the
+// benchmark process cannot fail one (pollUntouched logs the bursts,
+// what happened around each, every process's stalls); reload: keepalived.conf
 // written → the new address on the holder's interface, and keepalived's
 // resident set; node-loss: the node holding the most VIPs (of every
 // instance it is master of) leaves the network → each of a sample of its
@@ -98,6 +102,11 @@ type scaleLab struct {
 	vips  []netip.Addr
 	added *addrLog
 	lost  int // VIPs of the last node lost
+	// probeBin is labprobe, echoes the nodes' echo servers it runs:
+	// outside the benchmark process, whose stalls they would otherwise
+	// share (pollUntouched).
+	probeBin string
+	echoes   []*lab.ProbeProc
 }
 
 func startScale(b *testing.B, services int) *scaleLab {
@@ -115,11 +124,11 @@ func startScale(b *testing.B, services int) *scaleLab {
 	kc := lab.StartKube(b, clusterYAML(*scaleProfile, "unicast", pools), specs)
 	cfg := kc.API.AdminConfig()
 	cfg.QPS, cfg.Burst = 500, 1000 // Services are created in bulk
-	s := &scaleLab{kc: kc, admin: kubernetes.NewForConfigOrDie(cfg), added: watchAddrs(b, kc)}
+	s := &scaleLab{kc: kc, admin: kubernetes.NewForConfigOrDie(cfg), added: watchAddrs(b, kc), probeBin: lab.BuildProbe(b)}
 	kc.Deploy(b)
 	for _, n := range kc.Nodes {
 		kc.AddNode(b, n.Name)
-		n.StartEcho(b, fmt.Sprintf("[::]:%d", scalePort))
+		s.echoes = append(s.echoes, lab.StartEchoProcess(b, s.probeBin, n.Host, fmt.Sprintf("[::]:%d", scalePort), n.Name))
 	}
 	ctx := context.Background()
 	start := time.Now()
@@ -152,22 +161,11 @@ func startScale(b *testing.B, services int) *scaleLab {
 
 // addAndPoll adds Services one at a time, each timed from its create call
 // to its address answering, while the client polls a sample of the
-// loaded VIPs; then reports keepalived's reloads and resident set.
+// loaded VIPs (pollUntouched); then reports keepalived's reloads and
+// resident set.
 func (s *scaleLab) addAndPoll(b *testing.B) {
 	ctx := context.Background()
-	var polled []*lab.Poller
-	for i := 0; i < *scaleUntouched; i++ {
-		vip := s.vips[i*len(s.vips) / *scaleUntouched]
-		polled = append(polled, s.kc.Probe(fmt.Sprintf("http://[%s]:%d/", vip, scalePort), 50*time.Millisecond))
-	}
-	lab.WaitFor(b, 30*time.Second, "every polled VIP answers", func() bool {
-		for _, p := range polled {
-			if ok, _ := p.Counts(); ok < 5 {
-				return false
-			}
-		}
-		return true
-	})
+	polled := s.pollUntouched(b)
 	before := s.kc.Mark()
 	var answer, alloc, onIf, reload []time.Duration
 	for i := 0; i < *scaleAdds; i++ {
@@ -207,20 +205,7 @@ func (s *scaleLab) addAndPoll(b *testing.B) {
 		}
 		s.vips = append(s.vips, vip)
 	}
-	// A failure without a handshake means the address was not reachable;
-	// one after it, that the answer took longer than the poller waits.
-	requests, failed, noHandshake := 0, 0, 0
-	for _, p := range polled {
-		ok, fail := p.Stop()
-		requests += ok + fail
-		failed += fail
-		for _, e := range p.Errors() {
-			if strings.Contains(e, "connecting") || strings.Contains(e, "not dialed") {
-				noHandshake++
-			}
-			b.Logf("untouched VIP: %s", e)
-		}
-	}
+	u := polled.stop(b, s)
 	transitions := s.kc.Transitions(before)
 	for _, t := range transitions {
 		b.Logf("during the additions: %s", t)
@@ -230,8 +215,10 @@ func (s *scaleLab) addAndPoll(b *testing.B) {
 	sortDurations(onIf)
 	fmt.Printf("scale case=add vips=%d adds=%d p50_ms=%d p95_ms=%d max_ms=%d alloc_p50_ms=%d on_if_p50_ms=%d\n",
 		len(s.vips), len(answer), ms(answer, 50), ms(answer, 95), ms(answer, 100), ms(alloc, 50), ms(onIf, 50))
-	fmt.Printf("scale case=untouched vips=%d polled=%d requests=%d failed_requests=%d no_handshake=%d vrrp_state_changes=%d\n",
-		len(s.vips), len(polled), requests, failed, noHandshake, len(transitions))
+	fmt.Printf("scale case=untouched vips=%d polled=%d requests=%d failed_requests=%d no_handshake=%d vrrp_state_changes=%d "+
+		"failure_bursts=%d addr_removals=%d answer_moves=%d poller_stalls=%d echo_stalls=%d bench_stalls=%d\n",
+		len(s.vips), len(polled.urls), u.requests, u.failed, u.noHandshake, len(transitions),
+		u.bursts, u.removals, u.moves, u.pollerStalls, u.echoStalls, u.benchStalls)
 	total, vrrp := s.keepalivedRSS(b)
 	sortDurations(reload)
 	fmt.Printf("scale case=reload vips=%d reloads=%d p50_ms=%d p95_ms=%d max_ms=%d keepalived_rss_mib=%d vrrp_rss_mib=%d\n",
@@ -427,6 +414,9 @@ func procStatusKB(pid int, field string) int {
 type addrLog struct {
 	mu    sync.Mutex
 	added map[netip.Addr][]addrEvent
+	// removed: what an untouched VIP's failures are checked against
+	// (pollUntouched).
+	removed map[netip.Addr][]addrEvent
 }
 
 type addrEvent struct {
@@ -435,7 +425,7 @@ type addrEvent struct {
 }
 
 func watchAddrs(b *testing.B, kc *lab.KubeCluster) *addrLog {
-	l := &addrLog{added: map[netip.Addr][]addrEvent{}}
+	l := &addrLog{added: map[netip.Addr][]addrEvent{}, removed: map[netip.Addr][]addrEvent{}}
 	done := make(chan struct{})
 	b.Cleanup(func() { close(done) })
 	for _, n := range kc.Nodes {
@@ -459,15 +449,16 @@ func watchAddrs(b *testing.B, kc *lab.KubeCluster) *addrLog {
 		go func() {
 			for {
 				for u := range updates {
-					if !u.NewAddr {
-						continue
-					}
 					a, ok := netip.AddrFromSlice(u.LinkAddress.IP)
 					if !ok {
 						continue
 					}
+					events := l.added
+					if !u.NewAddr {
+						events = l.removed
+					}
 					l.mu.Lock()
-					l.added[a.Unmap()] = append(l.added[a.Unmap()], addrEvent{node: n.Name, at: time.Now()})
+					events[a.Unmap()] = append(events[a.Unmap()], addrEvent{node: n.Name, at: time.Now()})
 					l.mu.Unlock()
 				}
 				select {
