@@ -18,8 +18,12 @@ import (
 	"github.com/vipctl/vipctl/internal/netlab"
 )
 
+// PollTimeout is how long a poller's request may take before it counts as
+// failed, in process (Poller) and out of it (StartPollProcess).
+const PollTimeout = 250 * time.Millisecond
+
 // Poller is a client of a VIP: from the client namespace it opens a new
-// connection to url every interval (250 ms timeout; Poll waits for each
+// connection to url every interval (PollTimeout; Poll waits for each
 // answer, Probe does not) and remembers what failed, who answered when,
 // and the longest run of failures.
 type Poller struct {
@@ -71,7 +75,7 @@ func (lc *Cluster) startPolling(url string, interval time.Duration, concurrent b
 			return conn, err
 		},
 	}
-	c := &http.Client{Transport: tr, Timeout: 250 * time.Millisecond}
+	c := &http.Client{Transport: tr, Timeout: PollTimeout}
 	request := func() {
 		started := time.Now()
 		var tr requestTrace

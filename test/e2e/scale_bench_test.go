@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -53,13 +54,17 @@ const scalePort = 8080
 //
 //	scale case=add vips=N adds=A p50_ms= p95_ms= max_ms= alloc_p50_ms= on_if_p50_ms=
 //	scale case=untouched vips=N polled=U requests=R failed_requests=F no_handshake=H vrrp_state_changes=C
+//	  failure_bursts=B addr_removals=A answer_moves=M poller_stalls=P echo_stalls=E bench_stalls=S (one line)
 //	scale case=reload vips=N p50_ms= p95_ms= max_ms= keepalived_rss_mib= vrrp_rss_mib=
 //	scale case=node-loss vips=1 lost=1 trials=T p50_ms= p95_ms= max_ms=
 //	scale case=node-loss vips=N lost=L sampled=S p50_ms= p95_ms= max_ms= on_if_max_ms= on_if_seen= single_vip_ms=
 //
 // add: Service created → its address answering TCP (allocated, rendered,
 // keepalived reloaded, neighbour discovery, handshake); untouched: HTTP
-// requests to loaded VIPs that failed meanwhile; reload: keepalived.conf
+// requests to loaded VIPs that failed meanwhile, the echo servers and the
+// poller being labprobe processes of their own, so that a stall of the
+// benchmark process cannot fail one (pollUntouched logs the bursts,
+// what happened around each, every process's stalls); reload: keepalived.conf
 // written → the new address on the holder's interface, and keepalived's
 // resident set; node-loss: the node holding the most VIPs (of every
 // instance it is master of) leaves the network → each of a sample of its
@@ -100,6 +105,11 @@ type scaleLab struct {
 	vips  []netip.Addr
 	added *addrLog
 	lost  int // VIPs of the last node lost
+	// probeBin is labprobe, echoes the nodes' echo servers it runs:
+	// outside the benchmark process, whose stalls they would otherwise
+	// share (pollUntouched).
+	probeBin string
+	echoes   []*lab.ProbeProc
 }
 
 func startScale(b *testing.B, services int) *scaleLab {
@@ -117,12 +127,11 @@ func startScale(b *testing.B, services int) *scaleLab {
 	kc := lab.StartKube(b, clusterYAML(*scaleProfile, "unicast", pools), specs)
 	cfg := kc.API.AdminConfig()
 	cfg.QPS, cfg.Burst = 500, 1000 // Services are created in bulk
-	s := &scaleLab{kc: kc, admin: kubernetes.NewForConfigOrDie(cfg), added: watchAddrs(b, kc)}
-	watchLocalRoutes(b, kc, s.added)
+	s := &scaleLab{kc: kc, admin: kubernetes.NewForConfigOrDie(cfg), added: watchAddrs(b, kc), probeBin: lab.BuildProbe(b)}
 	kc.Deploy(b)
 	for _, n := range kc.Nodes {
 		kc.AddNode(b, n.Name)
-		n.StartEcho(b, fmt.Sprintf("[::]:%d", scalePort))
+		s.echoes = append(s.echoes, lab.StartEchoProcess(b, s.probeBin, n.Host, fmt.Sprintf("[::]:%d", scalePort), n.Name))
 	}
 	ctx := context.Background()
 	start := time.Now()
@@ -164,22 +173,11 @@ func startScale(b *testing.B, services int) *scaleLab {
 
 // addAndPoll adds Services one at a time, each timed from its create call
 // to its address answering, while the client polls a sample of the
-// loaded VIPs; then reports keepalived's reloads and resident set.
+// loaded VIPs (pollUntouched); then reports keepalived's reloads and
+// resident set.
 func (s *scaleLab) addAndPoll(b *testing.B) {
 	ctx := context.Background()
-	var polled []*lab.Poller
-	for i := 0; i < *scaleUntouched; i++ {
-		vip := s.vips[i*len(s.vips) / *scaleUntouched]
-		polled = append(polled, s.kc.Probe(fmt.Sprintf("http://[%s]:%d/", vip, scalePort), 50*time.Millisecond))
-	}
-	lab.WaitFor(b, 30*time.Second, "every polled VIP answers", func() bool {
-		for _, p := range polled {
-			if ok, _ := p.Counts(); ok < 5 {
-				return false
-			}
-		}
-		return true
-	})
+	polled := s.pollUntouched(b)
 	before := s.kc.Mark()
 	var answer, alloc, onIf, reload []time.Duration
 	for i := 0; i < *scaleAdds; i++ {
@@ -219,20 +217,7 @@ func (s *scaleLab) addAndPoll(b *testing.B) {
 		}
 		s.vips = append(s.vips, vip)
 	}
-	// A failure without a handshake means the address was not reachable;
-	// one after it, that the answer took longer than the poller waits.
-	requests, failed, noHandshake := 0, 0, 0
-	for _, p := range polled {
-		ok, fail := p.Stop()
-		requests += ok + fail
-		failed += fail
-		for _, e := range p.Errors() {
-			if strings.Contains(e, "connecting") || strings.Contains(e, "not dialed") {
-				noHandshake++
-			}
-			b.Logf("untouched VIP: %s", e)
-		}
-	}
+	u := polled.stop(b, s)
 	transitions := s.kc.Transitions(before)
 	for _, t := range transitions {
 		b.Logf("during the additions: %s", t)
@@ -242,8 +227,10 @@ func (s *scaleLab) addAndPoll(b *testing.B) {
 	sortDurations(onIf)
 	fmt.Printf("scale case=add vips=%d adds=%d p50_ms=%d p95_ms=%d max_ms=%d alloc_p50_ms=%d on_if_p50_ms=%d\n",
 		len(s.vips), len(answer), ms(answer, 50), ms(answer, 95), ms(answer, 100), ms(alloc, 50), ms(onIf, 50))
-	fmt.Printf("scale case=untouched vips=%d polled=%d requests=%d failed_requests=%d no_handshake=%d vrrp_state_changes=%d\n",
-		len(s.vips), len(polled), requests, failed, noHandshake, len(transitions))
+	fmt.Printf("scale case=untouched vips=%d polled=%d requests=%d failed_requests=%d no_handshake=%d vrrp_state_changes=%d "+
+		"failure_bursts=%d addr_removals=%d answer_moves=%d poller_stalls=%d echo_stalls=%d bench_stalls=%d\n",
+		len(s.vips), len(polled.urls), u.requests, u.failed, u.noHandshake, len(transitions),
+		u.bursts, u.removals, u.moves, u.pollerStalls, u.echoStalls, u.benchStalls)
 	total, vrrp := s.keepalivedRSS(b)
 	sortDurations(reload)
 	fmt.Printf("scale case=reload vips=%d reloads=%d p50_ms=%d p95_ms=%d max_ms=%d keepalived_rss_mib=%d vrrp_rss_mib=%d\n",
@@ -452,6 +439,9 @@ func procStatusKB(pid int, field string) int {
 type addrLog struct {
 	mu    sync.Mutex
 	added map[netip.Addr][]addrEvent
+	// removed: what an untouched VIP's failures are checked against
+	// (pollUntouched).
+	removed map[netip.Addr][]addrEvent
 }
 
 type addrEvent struct {
@@ -459,64 +449,96 @@ type addrEvent struct {
 	at   time.Time
 }
 
+// watchAddrs records every address a node gains or loses, and every local
+// route vipctl writes on it (table local, protocol 118) as a gain: the
+// kernel sends no notification for a proxy neighbour entry, and the
+// sidecar writes a proxied address's local route just before its entry,
+// in the same window.
 func watchAddrs(b *testing.B, kc *lab.KubeCluster) *addrLog {
-	l := &addrLog{added: map[netip.Addr][]addrEvent{}}
+	l := &addrLog{added: map[netip.Addr][]addrEvent{}, removed: map[netip.Addr][]addrEvent{}}
 	done := make(chan struct{})
 	b.Cleanup(func() { close(done) })
+	record := func(events map[netip.Addr][]addrEvent, ip net.IP, node string) {
+		a, ok := netip.AddrFromSlice(ip)
+		if !ok {
+			return
+		}
+		l.mu.Lock()
+		events[a.Unmap()] = append(events[a.Unmap()], addrEvent{node: node, at: time.Now()})
+		l.mu.Unlock()
+	}
 	for _, n := range kc.Nodes {
 		h, err := netns.GetFromName(n.Host.NS)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { _ = h.Close() })
-		subscribe := func() chan netlink.AddrUpdate {
+		// Thousands of addresses come at once: a buffer the kernel would
+		// otherwise overflow (ENOBUFS ends the subscription).
+		keepFollowing(done, func() chan netlink.AddrUpdate {
 			updates := make(chan netlink.AddrUpdate, 65536)
-			// Thousands of addresses come at once: a buffer the kernel
-			// would otherwise overflow (ENOBUFS ends the subscription).
 			opts := netlink.AddrSubscribeOptions{Namespace: &h, ReceiveBufferSize: 32 << 20, ReceiveBufferForceSize: true,
 				ErrorCallback: func(err error) { b.Logf("%s: following addresses: %v", n.Name, err) }}
 			if err := netlink.AddrSubscribeWithOptions(updates, done, opts); err != nil {
 				b.Fatal(err)
 			}
 			return updates
-		}
-		updates := subscribe()
-		go func() {
-			for {
-				for u := range updates {
-					if !u.NewAddr {
-						continue
-					}
-					a, ok := netip.AddrFromSlice(u.LinkAddress.IP)
-					if !ok {
-						continue
-					}
-					l.mu.Lock()
-					l.added[a.Unmap()] = append(l.added[a.Unmap()], addrEvent{node: n.Name, at: time.Now()})
-					l.mu.Unlock()
-				}
-				select {
-				case <-done:
-					return
-				default: // the subscription failed: follow again
-					updates = subscribe()
-				}
+		}, func(u netlink.AddrUpdate) {
+			if u.NewAddr {
+				record(l.added, u.LinkAddress.IP, n.Name)
+			} else {
+				record(l.removed, u.LinkAddress.IP, n.Name)
 			}
-		}()
+		})
+		keepFollowing(done, func() chan netlink.RouteUpdate {
+			updates := make(chan netlink.RouteUpdate, 65536)
+			opts := netlink.RouteSubscribeOptions{Namespace: &h, ReceiveBufferSize: 32 << 20, ReceiveBufferForceSize: true,
+				ErrorCallback: func(err error) { b.Logf("%s: following routes: %v", n.Name, err) }}
+			if err := netlink.RouteSubscribeWithOptions(updates, done, opts); err != nil {
+				b.Fatal(err)
+			}
+			return updates
+		}, func(u netlink.RouteUpdate) {
+			if u.Type == unix.RTM_NEWROUTE && u.Table == unix.RT_TABLE_LOCAL && u.Protocol == 118 && u.Dst != nil {
+				record(l.added, u.Dst.IP, n.Name)
+			}
+		})
 	}
 	return l
 }
 
-// first is the first node that gained a after since, and when.
+// keepFollowing hands everything subscribe's channel delivers to handle
+// until done, subscribing again whenever a subscription ends (one that
+// overflowed ends).
+func keepFollowing[T any](done chan struct{}, subscribe func() chan T, handle func(T)) {
+	updates := subscribe()
+	go func() {
+		for {
+			for u := range updates {
+				handle(u)
+			}
+			select {
+			case <-done:
+				return
+			default:
+				updates = subscribe()
+			}
+		}
+	}()
+}
+
+// first is the first node that gained a after since, and when (the
+// earliest: address and route events come from goroutines of their own).
 func (l *addrLog) first(a netip.Addr, since time.Time) (string, time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var best addrEvent
 	for _, e := range l.added[a] {
-		if e.at.After(since) {
-			return e.node, e.at
+		if e.at.After(since) && (best.at.IsZero() || e.at.Before(best.at)) {
+			best = e
 		}
 	}
-	return "", time.Time{}
+	return best.node, best.at
 }
 
 func sortDurations(d []time.Duration) { sort.Slice(d, func(i, j int) bool { return d[i] < d[j] }) }
@@ -527,52 +549,4 @@ func ms(d []time.Duration, p int) int64 {
 		return -1
 	}
 	return percentile(d, p).Milliseconds()
-}
-
-// watchLocalRoutes adds to l every local route vipctl writes on a node
-// (table local, protocol 118): the kernel sends no notification for a
-// proxy neighbour entry, and the sidecar writes an address's local route
-// just before its proxy entry, in the same window.
-func watchLocalRoutes(b *testing.B, kc *lab.KubeCluster, l *addrLog) {
-	done := make(chan struct{})
-	b.Cleanup(func() { close(done) })
-	for _, n := range kc.Nodes {
-		h, err := netns.GetFromName(n.Host.NS)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = h.Close() })
-		subscribe := func() chan netlink.RouteUpdate {
-			updates := make(chan netlink.RouteUpdate, 65536)
-			opts := netlink.RouteSubscribeOptions{Namespace: &h, ReceiveBufferSize: 32 << 20, ReceiveBufferForceSize: true,
-				ErrorCallback: func(err error) { b.Logf("%s: following routes: %v", n.Name, err) }}
-			if err := netlink.RouteSubscribeWithOptions(updates, done, opts); err != nil {
-				b.Fatal(err)
-			}
-			return updates
-		}
-		updates := subscribe()
-		go func() {
-			for {
-				for u := range updates {
-					if u.Type != unix.RTM_NEWROUTE || u.Table != unix.RT_TABLE_LOCAL || u.Protocol != 118 || u.Dst == nil {
-						continue
-					}
-					a, ok := netip.AddrFromSlice(u.Dst.IP)
-					if !ok {
-						continue
-					}
-					l.mu.Lock()
-					l.added[a.Unmap()] = append(l.added[a.Unmap()], addrEvent{node: n.Name, at: time.Now()})
-					l.mu.Unlock()
-				}
-				select {
-				case <-done:
-					return
-				default:
-					updates = subscribe()
-				}
-			}
-		}()
-	}
 }
