@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vipctl/vipctl/internal/lab/probe"
 	"github.com/vipctl/vipctl/internal/netlab"
 )
 
@@ -79,7 +80,7 @@ func (lc *Cluster) startPolling(url string, interval time.Duration, concurrent b
 	request := func() {
 		started := time.Now()
 		var tr requestTrace
-		body, err := get(tr.context(context.Background()), c, url)
+		body, err := probe.Get(tr.context(context.Background()), c, url)
 		if err != nil {
 			err = fmt.Errorf("started %s, %s: %w", started.Format("15:04:05.000"), tr.String(), err)
 		}
@@ -210,23 +211,6 @@ func (r *requestTrace) String() string {
 		return stage
 	}
 	return stage + " from " + r.local
-}
-
-func get(ctx context.Context, c *http.Client, url string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("status %d", resp.StatusCode)
-	}
-	return strings.TrimSpace(string(body)), err
 }
 
 func (p *Poller) record(started, now time.Time, body string, err error) {

@@ -200,7 +200,7 @@ func request(ctx context.Context, c *http.Client, url string) Record {
 		WroteRequest:         func(httptrace.WroteRequestInfo) { tr.set("request written", false, "") },
 		GotFirstResponseByte: func() { tr.set("answer started", false, "") },
 	})
-	body, err := get(ctx, c, url)
+	body, err := Get(ctx, c, url)
 	r.Took = time.Since(r.Start)
 	r.Handshake = tr.handshakeDone()
 	if err != nil {
@@ -211,7 +211,9 @@ func request(ctx context.Context, c *http.Client, url string) Record {
 	return r
 }
 
-func get(ctx context.Context, c *http.Client, url string) (string, error) {
+// Get fetches url with c and returns the body, trimmed; a status other
+// than 200 is an error.
+func Get(ctx context.Context, c *http.Client, url string) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return "", err
