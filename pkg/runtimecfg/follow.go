@@ -127,6 +127,20 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 			delete(l.announced, a)
 		}
 	}
+	// A proxied address needs a local route too, or the node would not
+	// accept what its entry draws. The takeover routes (takeover.go)
+	// already accept what arrives on the interface for every IPv6 VIP of
+	// the node's instances, so for those the route in table local (for
+	// the node's own connections and the handover grace) follows once
+	// every window answers; an address without one (a Service newer than
+	// the last apply's takeover routes) gets its route first.
+	accepted := map[netip.Addr]netlink.Route{}
+	if slices.ContainsFunc(f.added, byProxy) {
+		if accepted, err = localRoutes(takeoverTable); err != nil {
+			return f, err
+		}
+	}
+	var routeLater []netip.Addr
 	// Each window is announced as soon as it answers: the kernel's cost
 	// of an IPv6 address grows with the addresses already on the
 	// interface (~1 ms each at 2500 here, docs/benchmarks.md), so the
@@ -136,10 +150,12 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 	for start := 0; start < len(f.added); start += addrBurstWindow {
 		window := f.added[start:min(start+addrBurstWindow, len(f.added))]
 		asProxy, asAddr := partition(window, byProxy)
-		if err := errors.Join(addrBurst(ifindex, asAddr, true), proxyBurst(ifindex, asProxy, true)); err != nil {
+		later, now := partition(asProxy, func(a netip.Addr) bool { _, ok := accepted[a]; return ok })
+		routeLater = append(routeLater, later...)
+		if err := errors.Join(addrBurst(ifindex, asAddr, true), localRouteBurst(now), proxyBurst(ifindex, asProxy, true)); err != nil {
 			return f, errors.Join(append(errs, err)...)
 		}
-		errs = append(errs, announce(link, window))
+		errs = append(errs, announce(link, window, 1))
 		at := time.Now()
 		for _, a := range window {
 			f.here[a] = true
@@ -147,6 +163,13 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 		}
 		next = at.Add(render.GARPDelay)
 	}
+	// The first round's other repeats once every window answers: one
+	// advertisement each is what moves the clients, so the last window
+	// does not wait for the repeats of all before it.
+	if len(f.added) > 0 && render.GARPRepeat > 1 {
+		errs = append(errs, announce(link, f.added, render.GARPRepeat-1))
+	}
+	errs = append(errs, localRouteBurst(routeLater))
 	// Now proxied: off the interface; now on it: no more proxy entry.
 	movedAddr, movedProxy := partition(moved, byProxy)
 	if err := errors.Join(addrBurst(ifindex, movedAddr, false), proxyBurst(ifindex, movedProxy, false)); err != nil {
@@ -184,7 +207,7 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 	}
 	if len(due) > 0 {
 		slices.SortFunc(due, netip.Addr.Compare)
-		errs = append(errs, announce(link, due))
+		errs = append(errs, announce(link, due, render.GARPRepeat))
 	}
 	return f, errors.Join(errs...)
 }
@@ -246,11 +269,11 @@ func addrRequest(ifindex int, a netip.Addr, add bool) *nl.NetlinkRequest {
 }
 
 // announce tells the segment that addrs are now at link's hardware
-// address: GARPRepeat gratuitous ARP requests for each IPv4 address,
-// GARPRepeat unsolicited neighbour advertisements (Override set, to all
-// nodes) for each IPv6 one, as keepalived sends for a new master's VIPs.
+// address: rounds gratuitous ARP requests for each IPv4 address, rounds
+// unsolicited neighbour advertisements (Override set, to all nodes) for
+// each IPv6 one; keepalived sends GARPRepeat for a new master's VIPs.
 // Call it inside the namespace.
-func announce(link netlink.Link, addrs []netip.Addr) error {
+func announce(link netlink.Link, addrs []netip.Addr, rounds int) error {
 	mac := link.Attrs().HardwareAddr
 	if len(mac) != 6 {
 		return nil // no Ethernet address to announce (lo, a tunnel)
@@ -264,10 +287,10 @@ func announce(link netlink.Link, addrs []netip.Addr) error {
 			v6 = append(v6, a)
 		}
 	}
-	return errors.Join(sendGARPs(ifindex, mac, v4), sendNAs(ifindex, mac, v6))
+	return errors.Join(sendGARPs(ifindex, mac, v4, rounds), sendNAs(ifindex, mac, v6, rounds))
 }
 
-func sendGARPs(ifindex int, mac net.HardwareAddr, addrs []netip.Addr) error {
+func sendGARPs(ifindex int, mac net.HardwareAddr, addrs []netip.Addr, rounds int) error {
 	if len(addrs) == 0 {
 		return nil
 	}
@@ -277,7 +300,7 @@ func sendGARPs(ifindex int, mac net.HardwareAddr, addrs []netip.Addr) error {
 	}
 	defer func() { _ = unix.Close(fd) }()
 	to := &unix.SockaddrLinklayer{Ifindex: ifindex, Protocol: htons(unix.ETH_P_ARP), Halen: 6, Addr: [8]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
-	for round := 0; round < render.GARPRepeat; round++ {
+	for round := 0; round < rounds; round++ {
 		for _, a := range addrs {
 			if err := unix.Sendto(fd, garpFrame(mac, a), 0, to); err != nil {
 				return fmt.Errorf("gratuitous ARP for %s: %w", a, err)
@@ -305,7 +328,7 @@ func garpFrame(mac net.HardwareAddr, a netip.Addr) []byte {
 	return append(b, ip[:]...)
 }
 
-func sendNAs(ifindex int, mac net.HardwareAddr, addrs []netip.Addr) error {
+func sendNAs(ifindex int, mac net.HardwareAddr, addrs []netip.Addr, rounds int) error {
 	if len(addrs) == 0 {
 		return nil
 	}
@@ -325,7 +348,7 @@ func sendNAs(ifindex int, mac net.HardwareAddr, addrs []netip.Addr) error {
 		return fmt.Errorf("neighbour advertisement socket: %w", err)
 	}
 	to := &unix.SockaddrInet6{Addr: netip.MustParseAddr("ff02::1").As16(), ZoneId: uint32(ifindex)}
-	for round := 0; round < render.GARPRepeat; round++ {
+	for round := 0; round < rounds; round++ {
 		for _, a := range addrs {
 			// The address itself is the source: it is on the interface
 			// (without DAD) or proxied, while a link-local one may still

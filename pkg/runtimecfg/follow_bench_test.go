@@ -13,24 +13,53 @@ import (
 
 // BenchmarkFollowerBurst: one sync of a node whose anchor just appeared,
 // with 2500 Service addresses to add, announce and give local routes, as
-// after a failover; then one whose anchor just left.
+// after a failover, while the node already holds another instance of
+// 2500 (the survivor of BenchmarkScale's node loss); then one whose anchor
+// just left. IPv6 addresses on the interface (mode=addresses) or answered
+// by proxy entries (mode=proxy, the MachineConfig's settings applied and
+// the takeover routes in place, as Reconcile leaves them).
 //
 //	go test -run '^$' -bench BenchmarkFollowerBurst -benchtime 5x ./pkg/runtimecfg/
 func BenchmarkFollowerBurst(b *testing.B) {
+	for _, mode := range []string{"addresses", "proxy"} {
+		b.Run(mode, func(b *testing.B) { benchFollowerBurst(b, mode) })
+	}
+}
+
+func benchFollowerBurst(b *testing.B, mode string) {
 	lab := netlab.New(b)
 	n := lab.AddHost("n", netlab.HostOpts{Addrs: []string{"2001:db8:100::11/64"}})
+	if mode == "proxy" {
+		cfg := &v1alpha1.ClusterVIPs{Spec: v1alpha1.ClusterVIPsSpec{ServicePools: []v1alpha1.ServicePool{
+			{Name: "v6", Announce: v1alpha1.AnnounceSidecar, Addresses: []string{"2001:db8:100::1:0/112"}},
+		}}}
+		if err := n.ApplySysctl(render.SysctlFiles(cfg)[0].Data); err != nil {
+			b.Fatal(err)
+		}
+	}
 	tn := Target{Root: b.TempDir(), Netns: n.NS}
 	r6, _ := v1alpha1.ParseAddressRange("2001:db8:100::1:0/112")
-	anchor := netip.MustParseAddr("2001:db8:100::1:ffff")
-	var svc []netip.Addr
-	for a, i := netip.MustParseAddr("2001:db8:100::1:0"), 0; i < 2500; a, i = a.Next(), i+1 {
-		svc = append(svc, a)
+	instance := func(vrid uint8, first string, anchor netip.Addr) render.HandoverInstance {
+		var svc []netip.Addr
+		for a, i := netip.MustParseAddr(first), 0; i < 2500; a, i = a.Next(), i+1 {
+			svc = append(svc, a)
+		}
+		return render.HandoverInstance{Family: 6, VRID: vrid, Priority: 50, VIPs: append([]netip.Addr{anchor}, svc...),
+			Peers: []netip.Addr{netip.MustParseAddr("2001:db8:100::12")}, Anchors: []netip.Addr{anchor}, Sidecar: svc}
+	}
+	held, anchor := netip.MustParseAddr("2001:db8:100::1:fffe"), netip.MustParseAddr("2001:db8:100::1:ffff")
+	h := render.Handover{Interface: "br-ex", SidecarRanges: []v1alpha1.AddressRange{r6}, Instances: []render.HandoverInstance{
+		instance(1, "2001:db8:100::1:0", anchor), instance(2, "2001:db8:100::1:8000", held),
+	}}
+	if err := applyTakeoverRoutes(tn, h); err != nil {
+		b.Fatal(err)
 	}
 	l := NewLocalVIPs(tn, time.Millisecond)
-	l.SetHandover(render.Handover{Interface: "br-ex", SidecarRanges: []v1alpha1.AddressRange{r6}, Instances: []render.HandoverInstance{
-		{Family: 6, VRID: 1, Priority: 50, VIPs: append([]netip.Addr{anchor}, svc...), Peers: []netip.Addr{netip.MustParseAddr("2001:db8:100::12")},
-			Anchors: []netip.Addr{anchor}, Sidecar: svc},
-	}})
+	l.SetHandover(h)
+	n.MustExec("ip", "addr", "add", held.String()+"/128", "dev", "br-ex", "nodad")
+	if err := l.Sync(time.Now()); err != nil {
+		b.Fatal(err)
+	}
 	var up, down time.Duration
 	for b.Loop() {
 		n.MustExec("ip", "addr", "add", anchor.String()+"/128", "dev", "br-ex", "nodad")
@@ -46,5 +75,5 @@ func BenchmarkFollowerBurst(b *testing.B) {
 		}
 		down += time.Since(t0)
 	}
-	fmt.Printf("follower case=burst addresses=%d up_ms=%d down_ms=%d\n", len(svc), up.Milliseconds()/int64(b.N), down.Milliseconds()/int64(b.N))
+	fmt.Printf("follower case=burst mode=%s addresses=2500 held=2500 up_ms=%d down_ms=%d\n", mode, up.Milliseconds()/int64(b.N), down.Milliseconds()/int64(b.N))
 }

@@ -155,25 +155,23 @@ type ndtmsg struct{ family uint8 }
 func (m ndtmsg) Len() int          { return 4 }
 func (m ndtmsg) Serialize() []byte { return []byte{m.family, 0, 0, 0} }
 
-// proxyBurst adds (or removes) IPv6 proxy entries on an interface: on
-// the way in, each address's local route first (lo, table local, as
-// localRoute), so that the node accepts what the entry draws; on the way
-// out only the entry, and the route lapses as a held VIP's does once it
-// left (drain.go). Call it inside the namespace.
+// proxyBurst adds (or removes) vipctl's IPv6 proxy entries on an
+// interface. Call it inside the namespace.
 func proxyBurst(ifindex int, addrs []netip.Addr, add bool) error {
+	return nlBurst(addrs, func(a netip.Addr) *nl.NetlinkRequest { return proxyRequest(ifindex, a, add) }, add, "proxy entry for")
+}
+
+// localRouteBurst adds localRoute for each address (what syncRoutes
+// keeps for a held VIP), in one burst. Call it inside the namespace.
+func localRouteBurst(addrs []netip.Addr) error {
 	if len(addrs) == 0 {
 		return nil
 	}
-	if add {
-		lo, err := netlink.LinkByName("lo")
-		if err != nil {
-			return err
-		}
-		if err := nlBurst(addrs, func(a netip.Addr) *nl.NetlinkRequest { return localRouteRequest(lo.Attrs().Index, a) }, add, "local route for"); err != nil {
-			return err
-		}
+	lo, err := netlink.LinkByName("lo")
+	if err != nil {
+		return err
 	}
-	return nlBurst(addrs, func(a netip.Addr) *nl.NetlinkRequest { return proxyRequest(ifindex, a, add) }, add, "proxy entry for")
+	return nlBurst(addrs, func(a netip.Addr) *nl.NetlinkRequest { return localRouteRequest(lo.Attrs().Index, a) }, true, "local route for")
 }
 
 // localRouteRequest adds localRoute(lo, a), replacing one that is there.

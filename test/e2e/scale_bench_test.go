@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -31,11 +32,12 @@ var (
 	scaleAdds     = flag.Int("scale-adds", 100, "BenchmarkScale: Services added one at a time and timed to their first TCP answer")
 	scaleSample   = flag.Int("scale-sample", 500, "BenchmarkScale: the lost holder's VIPs probed from the client after node loss "+
 		"(the kernel's IPv6 neighbour table, shared by every namespace of the machine, holds 1024 entries)")
-	scaleUntouched  = flag.Int("scale-untouched", 20, "BenchmarkScale: loaded VIPs polled while Services are added")
-	scaleLossTrials = flag.Int("scale-loss-trials", 5, "BenchmarkScale: node losses of a single-VIP lab, the baseline (a fresh lab each)")
-	scaleProfile    = flag.String("scale-profile", "fast", "BenchmarkScale: the VRRP profile")
-	scaleInstances  = flag.Int("scale-instances", 0, "BenchmarkScale: the pool's VRRP instances (0: its default)")
-	scaleAnnounce   = flag.String("scale-announce", "", "BenchmarkScale: the pool's announce (keepalived or sidecar; empty: its default, keepalived)")
+	scaleUntouched   = flag.Int("scale-untouched", 20, "BenchmarkScale: loaded VIPs polled while Services are added")
+	scaleLossProfile = flag.String("scale-loss-profile", "", "BenchmarkScale: write a CPU profile of the benchmark process (sidecars, client) from the node loss until every sampled VIP answered")
+	scaleLossTrials  = flag.Int("scale-loss-trials", 5, "BenchmarkScale: node losses of a single-VIP lab, the baseline (a fresh lab each)")
+	scaleProfile     = flag.String("scale-profile", "fast", "BenchmarkScale: the VRRP profile")
+	scaleInstances   = flag.Int("scale-instances", 0, "BenchmarkScale: the pool's VRRP instances (0: its default)")
+	scaleAnnounce    = flag.String("scale-announce", "sidecar", "BenchmarkScale: the pool's announce (sidecar, the one for thousands of Services; keepalived, the pool's default, does not settle at 5000)")
 )
 
 // One pool, its default instances, on every node; IPv6 because 5000
@@ -257,6 +259,16 @@ func (s *scaleLab) nodeLoss(b *testing.B) (outages, onIf []time.Duration) {
 	targets := make([]netip.AddrPort, len(sample))
 	for i, v := range sample {
 		targets[i] = netip.AddrPortFrom(v, scalePort)
+	}
+	if *scaleLossProfile != "" {
+		f, err := os.Create(*scaleLossProfile)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
 	}
 	fault := time.Now()
 	s.kc.ByName[holder].Host.LinkDown()
