@@ -150,9 +150,9 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 	for start := 0; start < len(f.added); start += addrBurstWindow {
 		window := f.added[start:min(start+addrBurstWindow, len(f.added))]
 		asProxy, asAddr := partition(window, byProxy)
-		later, now := partition(asProxy, func(a netip.Addr) bool { _, ok := accepted[a]; return ok })
+		later, first := partition(asProxy, func(a netip.Addr) bool { _, ok := accepted[a]; return ok })
 		routeLater = append(routeLater, later...)
-		if err := errors.Join(addrBurst(ifindex, asAddr, true), localRouteBurst(now), proxyBurst(ifindex, asProxy, true)); err != nil {
+		if err := errors.Join(addrBurst(ifindex, asAddr, true), localRouteBurst(first), proxyBurst(ifindex, asProxy, true)); err != nil {
 			return f, errors.Join(append(errs, err)...)
 		}
 		errs = append(errs, announce(link, window, 1))

@@ -285,6 +285,17 @@ func (s *scaleLab) nodeLoss(b *testing.B) (outages, onIf []time.Duration) {
 		}
 		outages = append(outages, at.Sub(fault))
 	}
+	// A proxied address's local route is written once every window has
+	// answered and been announced, so it can trail the answers.
+	lab.WaitUntil(10*time.Second, func() bool {
+		for _, v := range vips {
+			if node, _ := s.added.first(v, fault); node == "" {
+				time.Sleep(50 * time.Millisecond)
+				return false
+			}
+		}
+		return true
+	})
 	for _, v := range vips {
 		node, at := s.added.first(v, fault)
 		if node == "" {
