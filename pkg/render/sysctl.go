@@ -47,7 +47,8 @@ func SysctlFiles(c *v1alpha1.ClusterVIPs) []File {
 # instead of addresses on the interface (thousands of IPv6 addresses take
 # the kernel seconds to add on a failover; entries and routes take
 # milliseconds). The kernel answers neighbour solicitations for proxy
-# entries only with these two settings. forwarding also marks this
+# entries only with these two settings. An interface's forwarding is its
+# host/router behaviour (all.forwarding, untouched, forwards); it marks this
 # node's neighbour advertisements on the interface as a router's and,
 # where the kernel handles router advertisements itself (accept_ra 1),
 # stops that on the interface: set accept_ra to 2 there if it does.

@@ -162,6 +162,25 @@ func TestFollowerProxiesIPv6ServiceAddresses(t *testing.T) {
 	l.Kick()
 	waitFor("settings on again", []string{anchor4, anchor6, "198.51.100.130"}, []string{"2001:db8:100::1:5", "2001:db8:100::1:6", other})
 
+	// With the takeover routes Reconcile writes (they accept what arrives
+	// on the interface), a failover writes the local routes after the
+	// entries: they are there all the same once the sync is done.
+	if err := applyTakeoverRoutes(tn, h); err != nil {
+		t.Fatal(err)
+	}
+	n.MustExec("ip", "addr", "del", anchor6+"/128", "dev", "br-ex")
+	waitFor("IPv6 anchor gone again", []string{anchor4, "198.51.100.130"}, []string{other})
+	n.MustExec("ip", "-6", "route", "flush", "table", "local", "proto", "118")
+	n.MustExec("ip", "addr", "add", anchor6+"/128", "dev", "br-ex", "nodad")
+	waitFor("IPv6 anchor back", []string{anchor4, anchor6, "198.51.100.130"}, []string{"2001:db8:100::1:5", "2001:db8:100::1:6", other})
+	deadline := time.Now().Add(5 * time.Second)
+	for _, _, routes := state(); len(routes) != 3 && time.Now().Before(deadline); _, _, routes = state() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, _, routes := state(); !slices.Equal(routes, []string{"2001:db8:100::1:5", "2001:db8:100::1:6", anchor6}) {
+		t.Errorf("vipctl's IPv6 local routes after a takeover with the takeover routes in place: %v, want the proxied addresses' and the anchor's", routes)
+	}
+
 	// Undrain (a pod's start) removes vipctl's local routes but those of
 	// proxied addresses, which nothing else would accept.
 	if err := Undrain(tn); err != nil {
