@@ -140,28 +140,55 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 			return f, err
 		}
 	}
-	var routeLater []netip.Addr
-	// Each window is announced as soon as it answers: the kernel's cost
-	// of an IPv6 address grows with the addresses already on the
-	// interface (~1 ms each at 2500 here, docs/benchmarks.md), so the
-	// first addresses answer long before the last are added.
+	isAccepted := func(a netip.Addr) bool { _, ok := accepted[a]; return ok }
 	var errs []error
 	next := time.Time{}
+	// A proxied address the takeover routes accept is announced before
+	// its proxy entry is made: the advertisement moves every client that
+	// already has a neighbour entry for it (the router in front, every
+	// client of a failover), and what those send is accepted at once.
+	// The entry only answers solicitations, from new clients and from
+	// the unicast probes of moved ones, which come no sooner than
+	// delay_first_probe_time (5 s) after their next packet; it lands
+	// within the sync. At 2500 addresses the entries take the kernel
+	// ~0.2 s alone and ~0.5 s on a loaded node (docs/benchmarks.md,
+	// issue 17), the advertisements a few milliseconds.
+	early := slices.DeleteFunc(slices.Clone(f.added), func(a netip.Addr) bool { return !byProxy(a) || !isAccepted(a) })
+	if len(early) > 0 {
+		errs = append(errs, announce(link, early, 1))
+		at := time.Now()
+		for _, a := range early {
+			l.announced[a] = announcement{rounds: 1, last: at}
+		}
+		next = at.Add(render.GARPDelay)
+	}
+	var routeLater []netip.Addr
+	// The rest is announced window by window as each answers: the
+	// kernel's cost of an IPv6 address grows with the addresses already
+	// on the interface (~1 ms each at 2500 here, docs/benchmarks.md), so
+	// the first addresses answer long before the last are added.
 	for start := 0; start < len(f.added); start += addrBurstWindow {
 		window := f.added[start:min(start+addrBurstWindow, len(f.added))]
 		asProxy, asAddr := partition(window, byProxy)
-		later, first := partition(asProxy, func(a netip.Addr) bool { _, ok := accepted[a]; return ok })
+		later, first := partition(asProxy, isAccepted)
 		routeLater = append(routeLater, later...)
 		if err := errors.Join(addrBurst(ifindex, asAddr, true), localRouteBurst(first), proxyBurst(ifindex, asProxy, true)); err != nil {
 			return f, errors.Join(append(errs, err)...)
 		}
-		errs = append(errs, announce(link, window, 1))
+		_, unannounced := partition(window, func(a netip.Addr) bool { return byProxy(a) && isAccepted(a) })
+		if len(unannounced) > 0 {
+			errs = append(errs, announce(link, unannounced, 1))
+		}
 		at := time.Now()
 		for _, a := range window {
 			f.here[a] = true
+		}
+		for _, a := range unannounced {
 			l.announced[a] = announcement{rounds: 1, last: at}
 		}
-		next = at.Add(render.GARPDelay)
+		if len(unannounced) > 0 {
+			next = at.Add(render.GARPDelay)
+		}
 	}
 	// The first round's other repeats once every window answers: one
 	// advertisement each is what moves the clients, so the last window

@@ -145,9 +145,11 @@ func runLocal(t *testing.T, tn Target, h render.Handover) (*LocalVIPs, func()) {
 type captured struct {
 	mu   sync.Mutex
 	seen map[netip.Addr][]string
+	// first is when each address was first announced.
+	first map[netip.Addr]time.Time
 }
 
-func capture(t *testing.T, h *netlab.Host) *captured {
+func capture(t testing.TB, h *netlab.Host) *captured {
 	t.Helper()
 	var fd int
 	if err := h.Do(func() error {
@@ -164,11 +166,15 @@ func capture(t *testing.T, h *netlab.Host) *captured {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// Room for thousands of announcements at once (BenchmarkFollowerBurst).
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 32<<20); err != nil {
+		t.Fatal(err)
+	}
 	tv := unix.NsecToTimeval(int64(100 * time.Millisecond))
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		t.Fatal(err)
 	}
-	c := &captured{seen: map[netip.Addr][]string{}}
+	c := &captured{seen: map[netip.Addr][]string{}, first: map[netip.Addr]time.Time{}}
 	done := make(chan struct{})
 	stop := make(chan struct{})
 	go func() {
@@ -186,6 +192,9 @@ func capture(t *testing.T, h *netlab.Host) *captured {
 			}
 			if a, mac, ok := parseAnnouncement(buf[:k]); ok {
 				c.mu.Lock()
+				if len(c.seen[a]) == 0 {
+					c.first[a] = time.Now()
+				}
 				c.seen[a] = append(c.seen[a], mac)
 				c.mu.Unlock()
 			}
@@ -245,6 +254,32 @@ func (c *captured) wait(a netip.Addr, mac net.HardwareAddr, want int, d time.Dur
 		time.Sleep(20 * time.Millisecond)
 	}
 	return c.count(a, mac)
+}
+
+// lastFirst is when the last of addrs was first announced after t0 (zero
+// if one was not).
+func (c *captured) lastFirst(addrs []netip.Addr, t0 time.Time) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var last time.Time
+	for _, a := range addrs {
+		at, ok := c.first[a]
+		if !ok || at.Before(t0) {
+			return time.Time{}
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	return last
+}
+
+// forget drops what was seen so far.
+func (c *captured) forget() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.seen)
+	clear(c.first)
 }
 
 func linkMAC(t *testing.T, h *netlab.Host) net.HardwareAddr {
