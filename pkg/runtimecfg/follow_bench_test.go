@@ -61,10 +61,10 @@ func benchFollowerBurst(b *testing.B, mode string) {
 	if err := l.Sync(time.Now()); err != nil {
 		b.Fatal(err)
 	}
-	heard := capture(b, c)
+	heard := c.CaptureAnnouncements(b)
 	var up, down, told time.Duration
 	for b.Loop() {
-		heard.forget()
+		heard.Forget()
 		n.MustExec("ip", "addr", "add", anchor.String()+"/128", "dev", "br-ex", "nodad")
 		t0 := time.Now()
 		if err := l.Sync(t0); err != nil {
@@ -74,10 +74,10 @@ func benchFollowerBurst(b *testing.B, mode string) {
 		// told: until the client on the segment had heard every added
 		// address announced once (what moves a client that knows it).
 		deadline := time.Now().Add(5 * time.Second)
-		for heard.lastFirst(h.Instances[0].Sidecar, t0).IsZero() && time.Now().Before(deadline) {
+		for heard.LastFirst(h.Instances[0].Sidecar).IsZero() && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
-		last := heard.lastFirst(h.Instances[0].Sidecar, t0)
+		last := heard.LastFirst(h.Instances[0].Sidecar)
 		if last.IsZero() {
 			b.Fatal("the client did not hear every added address announced within 5 s")
 		}

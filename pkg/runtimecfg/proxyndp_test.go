@@ -41,7 +41,7 @@ func TestFollowerProxiesIPv6ServiceAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.MustExec("sysctl", "-qw", "net.ipv6.ip_nonlocal_bind=0")
-	cap := capture(t, c)
+	cap := c.CaptureAnnouncements(t)
 	anchor4, anchor6 := "198.51.100.191", "2001:db8:100::1:ffff"
 	svc4, svc6 := fixture.Addrs("198.51.100.130"), fixture.Addrs("2001:db8:100::1:5", "2001:db8:100::1:6")
 	h := followHandover(anchor4, anchor6, svc4, svc6)
@@ -103,7 +103,7 @@ func TestFollowerProxiesIPv6ServiceAddresses(t *testing.T) {
 	}
 	mac := linkMAC(t, n)
 	for _, a := range svc6 {
-		if got := cap.wait(a, mac, render.GARPRepeat, 5*time.Second); got < render.GARPRepeat {
+		if got := cap.Wait(a, mac, render.GARPRepeat, 5*time.Second); got < render.GARPRepeat {
 			t.Errorf("%s: %d unsolicited advertisements naming %s seen from the segment, want %d", a, got, mac, render.GARPRepeat)
 		}
 	}
