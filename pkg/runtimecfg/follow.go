@@ -53,6 +53,7 @@ type followed struct {
 // proxy entries (proxyMode), it gets a local route and a proxy neighbour
 // entry instead (proxyndp.go). Call it inside the namespace.
 func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time.Time) (followed, error) {
+	began := time.Now()
 	f := followed{here: onIf}
 	ifindex := link.Attrs().Index
 	proxied, err := proxyEntries(ifindex)
@@ -154,9 +155,11 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 	// ~0.2 s alone and ~0.5 s on a loaded node (docs/benchmarks.md,
 	// issue 17), the advertisements a few milliseconds.
 	early := slices.DeleteFunc(slices.Clone(f.added), func(a netip.Addr) bool { return !byProxy(a) || !isAccepted(a) })
+	var told time.Time
 	if len(early) > 0 {
 		errs = append(errs, announce(link, early, 1))
 		at := time.Now()
+		told = at
 		for _, a := range early {
 			l.announced[a] = announcement{rounds: 1, last: at}
 		}
@@ -187,7 +190,7 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 			l.announced[a] = announcement{rounds: 1, last: at}
 		}
 		if len(unannounced) > 0 {
-			next = at.Add(render.GARPDelay)
+			told, next = at, at.Add(render.GARPDelay)
 		}
 	}
 	// The first round's other repeats once every window answers: one
@@ -197,6 +200,13 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 		errs = append(errs, announce(link, f.added, render.GARPRepeat-1))
 	}
 	errs = append(errs, localRouteBurst(routeLater))
+	if len(f.added) > 0 && l.log != nil {
+		// What a failover's debugging starts from: how long after the
+		// sync began every address was announced, and was in place.
+		l.log.Info("Service addresses added", "interface", link.Attrs().Name, "added", len(f.added),
+			"announced_first", len(early), "announced_ms", told.Sub(began).Milliseconds(),
+			"done_ms", time.Since(began).Milliseconds())
+	}
 	// Now proxied: off the interface; now on it: no more proxy entry.
 	movedAddr, movedProxy := partition(moved, byProxy)
 	if err := errors.Join(addrBurst(ifindex, movedAddr, false), proxyBurst(ifindex, movedProxy, false)); err != nil {

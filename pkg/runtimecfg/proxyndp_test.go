@@ -21,7 +21,8 @@ import (
 // address on the interface: a client on the segment resolves it and is
 // answered over TCP, the status's address list names it, and the
 // unsolicited advertisements go out although the node may not send from
-// an address it lacks (ip_nonlocal_bind 0: the socket's freebind). IPv4
+// an address it lacks (ip_nonlocal_bind 0: the socket's freebind) and
+// move a client that knew the address elsewhere. IPv4
 // Service addresses still go on the interface. An address left on the
 // interface from before moves to a proxy entry; when the anchor leaves,
 // the entry goes and the route stays for the grace; with the settings
@@ -84,6 +85,14 @@ func TestFollowerProxiesIPv6ServiceAddresses(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	// The takeover routes accept 2001:db8:100::1:5 already, as every
+	// node's do for its instances' addresses: it is announced before its
+	// proxy entry is made. The client knows it at some other MAC, as a
+	// client of a failover does; the advertisement alone moves it.
+	if err := applyTakeoverRoutes(tn, h); err != nil {
+		t.Fatal(err)
+	}
+	c.MustExec("ip", "-6", "neigh", "replace", "2001:db8:100::1:5", "lladdr", "02:00:5e:00:00:99", "dev", c.Iface, "nud", "stale")
 	l, stop := runLocal(t, tn, h)
 	defer stop()
 
@@ -106,6 +115,9 @@ func TestFollowerProxiesIPv6ServiceAddresses(t *testing.T) {
 		if got := cap.Wait(a, mac, render.GARPRepeat, 5*time.Second); got < render.GARPRepeat {
 			t.Errorf("%s: %d unsolicited advertisements naming %s seen from the segment, want %d", a, got, mac, render.GARPRepeat)
 		}
+	}
+	if got := string(c.MustExec("ip", "-6", "neigh", "show", "2001:db8:100::1:5", "dev", c.Iface)); !strings.Contains(got, "lladdr "+mac.String()) {
+		t.Errorf("the client's neighbour entry for 2001:db8:100::1:5 after the advertisements: %q, want it at %s", got, mac)
 	}
 	var held []netip.Addr
 	if err := n.Do(func() (err error) { held, err = LinkAddresses(); return err }); err != nil {
