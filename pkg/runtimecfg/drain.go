@@ -149,8 +149,12 @@ func NewLocalVIPs(t Target, grace time.Duration) *LocalVIPs {
 
 // OnAddressChange has Run call f after every address change in the
 // target's namespace (and on every poll while it cannot follow them), so
-// that the sidecar publishes the VIPs it holds from the same events. Call
-// it before Run.
+// that the sidecar publishes the VIPs it holds from the same events. It
+// is called once the sync the change started is done: a takeover's
+// anchor starts a sync that adds and announces thousands of Service
+// addresses, and a publish meanwhile (listing them, writing the Node,
+// every watcher decoding it) would compete with it for the node's CPU
+// and name half of them. Call it before Run.
 func (l *LocalVIPs) OnAddressChange(f func()) { l.addrsChanged = f }
 
 // SetLog has LocalVIPs log what it decides on its own (how IPv6 Service
@@ -196,7 +200,7 @@ func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(e
 	defer t.Stop()
 	var sub *addrSubscription
 	defer func() { sub.close() }()
-	resubscribe, atTick := true, false
+	resubscribe, atTick, changed := true, false, false
 	for {
 		if resubscribe {
 			// (Re)subscribe before the sync, so that nothing between the
@@ -211,6 +215,10 @@ func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(e
 		err := l.Sync(time.Now())
 		if err != nil {
 			report(err)
+		}
+		if changed {
+			changed = false
+			addrsChanged()
 		}
 		wait := resync
 		if sub.updates == nil {
@@ -228,9 +236,7 @@ func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(e
 			return
 		case <-t.C:
 			resubscribe, atTick = atTick, false
-			if sub.updates == nil {
-				addrsChanged()
-			}
+			changed = sub.updates == nil
 		case <-l.kick:
 		case _, ok := <-sub.updates:
 			if ok {
@@ -247,7 +253,7 @@ func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(e
 					}
 				}
 			}
-			addrsChanged()
+			changed = true
 		}
 	}
 }
