@@ -154,7 +154,8 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 	// within the sync. At 2500 addresses the entries take the kernel
 	// ~0.2 s alone and ~0.5 s on a loaded node (docs/benchmarks.md,
 	// issue 17), the advertisements a few milliseconds.
-	early := slices.DeleteFunc(slices.Clone(f.added), func(a netip.Addr) bool { return !byProxy(a) || !isAccepted(a) })
+	announcedFirst := func(a netip.Addr) bool { return byProxy(a) && isAccepted(a) }
+	early, _ := partition(f.added, announcedFirst)
 	var told time.Time
 	if len(early) > 0 {
 		errs = append(errs, announce(link, early, 1))
@@ -178,7 +179,7 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 		if err := errors.Join(addrBurst(ifindex, asAddr, true), localRouteBurst(first), proxyBurst(ifindex, asProxy, true)); err != nil {
 			return f, errors.Join(append(errs, err)...)
 		}
-		_, unannounced := partition(window, func(a netip.Addr) bool { return byProxy(a) && isAccepted(a) })
+		_, unannounced := partition(window, announcedFirst)
 		if len(unannounced) > 0 {
 			errs = append(errs, announce(link, unannounced, 1))
 		}

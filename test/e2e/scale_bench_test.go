@@ -43,15 +43,12 @@ var (
 // One pool, its default instances, on every node; IPv6 because 5000
 // addresses do not fit the IPv4 documentation ranges. The client is on
 // 2001:db8:100::/64, so the addresses are on its link.
-const scalePools = `  servicePools:
-    - name: scale
-      addresses: ["2001:db8:100::1:0/112"]
-`
+var (
+	scalePool  = netip.MustParsePrefix("2001:db8:100::1:0/112")
+	scalePools = fmt.Sprintf("  servicePools:\n    - name: scale\n      addresses: [%q]\n", scalePool)
+)
 
 const scalePort = 8080
-
-// scalePool is scalePools' range.
-var scalePool = netip.MustParsePrefix("2001:db8:100::1:0/112")
 
 // BenchmarkScale loads LoadBalancer Services into a three-node lab with
 // the real apiserver, allocator, sidecars and keepalived, and measures
@@ -344,7 +341,7 @@ func (s *scaleLab) nodeLoss(b *testing.B) (outages, onIf, told []time.Duration, 
 	// was announced and in place.
 	for name, sc := range s.kc.Sidecars {
 		for _, line := range strings.Split(sc.Log.String(), "\n") {
-			if strings.Contains(line, "Service addresses added") && strings.Contains(line, "announced_first=") {
+			if strings.Contains(line, "Service addresses added") {
 				if f := strings.Fields(line); len(f) > 0 {
 					if at, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(f[0], "time=")); err == nil && at.After(fault) {
 						b.Logf("%s (%s after the fault): %s", name, at.Sub(fault).Round(time.Millisecond), line)
@@ -607,13 +604,19 @@ func keepFollowing[T any](done chan struct{}, subscribe func() chan T, handle fu
 func (l *addrLog) first(a netip.Addr, since time.Time) (string, time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	best := earliest(l.added[a], since)
+	return best.node, best.at
+}
+
+// earliest is the first of events after since (zero if none).
+func earliest(events []addrEvent, since time.Time) addrEvent {
 	var best addrEvent
-	for _, e := range l.added[a] {
+	for _, e := range events {
 		if e.at.After(since) && (best.at.IsZero() || e.at.Before(best.at)) {
 			best = e
 		}
 	}
-	return best.node, best.at
+	return best
 }
 
 // firstOther is the first address gained since then in prefix that is not
@@ -628,10 +631,8 @@ func (l *addrLog) firstOther(prefix netip.Prefix, skip map[netip.Addr]bool, sinc
 		if skip[a] || !prefix.Contains(a) {
 			continue
 		}
-		for _, e := range events {
-			if e.at.After(since) && (at.IsZero() || e.at.Before(at)) {
-				best, at = a, e.at
-			}
+		if e := earliest(events, since); !e.at.IsZero() && (at.IsZero() || e.at.Before(at)) {
+			best, at = a, e.at
 		}
 	}
 	return best, at
