@@ -11,7 +11,7 @@ VERSION := $(VERSION)
 # -s -w: no symbol table or DWARF (panics still print stack traces);
 # CGO_ENABLED=0: static, no libc mapped. The binary's own pages are more
 # than half of the sidecar's resident set on every node (docs/benchmarks.md).
-LDFLAGS := -s -w -X github.com/vipctl/vipctl/internal/version.Version=$(VERSION)
+LDFLAGS := -s -w -X github.com/vipctl/vipctl/pkg/version.Version=$(VERSION)
 EXAMPLE ?= examples/compact-ipv4.yaml
 NODES ?= examples/nodes/compact.yaml
 OUT ?= out
@@ -61,7 +61,7 @@ fuzz:
 	VIPCTL_FUZZ_DAEMONS=1 ./hack/fuzz.sh $(FUZZTIME)
 
 test-unit:
-	$(GO) test -count=1 ./pkg/... ./internal/...
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 
 test-e2e: deps image
 	$(GO) test -count=1 -timeout 30m ./test/e2e/...

@@ -15,7 +15,7 @@ declare -A pkg_for=(
   # vtysh: BGP pools render a frr.conf that FRR itself judges (vtysh -C)
   # and the BGP lab runs bgpd + zebra as the nodes and the upstream router.
   [vtysh]=frr
-  # The kubelet lab (internal/kubeletlab) runs the static pods in a real
+  # The kubelet lab (test/kubeletlab) runs the static pods in a real
   # container runtime: containerd (with ctr) and runc.
   [containerd]=containerd
   [runc]=runc

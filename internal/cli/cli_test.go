@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vipctl/vipctl/internal/golden"
+	"github.com/vipctl/vipctl/test/golden"
 )
 
 type result struct {

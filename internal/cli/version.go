@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vipctl/vipctl/internal/version"
+	"github.com/vipctl/vipctl/pkg/version"
 )
 
 type versionInfo struct {

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/vipctl/vipctl/internal/fixture"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/test/fixture"
 )
 
 func pools() []v1alpha1.ServicePool {

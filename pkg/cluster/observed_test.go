@@ -11,8 +11,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/vipctl/vipctl/internal/fixture"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/test/fixture"
 )
 
 func svc(name string, created int, class *string, policy corev1.ServiceExternalTrafficPolicy, ips ...string) *corev1.Service {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vipctl/vipctl/internal/netlab"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 const goodConf = `global_defs {

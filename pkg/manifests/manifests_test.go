@@ -8,8 +8,8 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/vipctl/vipctl/internal/golden"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/test/golden"
 )
 
 // TestManifestsGolden pins what `vipctl render` writes to

@@ -7,11 +7,11 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/configcheck"
 	"github.com/vipctl/vipctl/pkg/vrid"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 // FuzzParseRender: decode, default, validate, assign IDs and render every

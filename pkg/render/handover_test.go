@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vipctl/vipctl/internal/fixture"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/test/fixture"
 )
 
 // TestHandoverMatchesKeepalivedConf: for every example and node, the

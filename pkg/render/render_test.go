@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vipctl/vipctl/internal/fixture"
-	"github.com/vipctl/vipctl/internal/golden"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/test/fixture"
+	"github.com/vipctl/vipctl/test/golden"
 )
 
 // exampleNodes names the node list each example is rendered with. Every

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 func loadExample(t *testing.T) (*v1alpha1.ClusterVIPs, cluster.State) {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 // BenchmarkFollowerBurst: one sync of a node whose anchor just appeared,

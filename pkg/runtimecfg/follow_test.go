@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/fixture"
-	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/fixture"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 // TestFollowerAddsServiceAddressesWithTheAnchor: a pool with announce:

@@ -18,9 +18,9 @@ import (
 	"github.com/google/nftables"
 	"golang.org/x/sys/unix"
 
-	"github.com/vipctl/vipctl/internal/fixture"
-	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/fixture"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 // TestHandoverSendsStraysToTheDrainer builds the moment after a planned

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/fixture"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/fixture"
 )
 
 // TestFollowerProxiesIPv6ServiceAddresses: with the settings the

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/fixture"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/fixture"
 )
 
 // TestHeldIncludesAnnouncedRoutes: a bgp pool's addresses sit on no

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 // TestTakeoverRoutesAcceptTheFirstSYN builds the worst case of the IPv6

@@ -10,8 +10,8 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 
-	"github.com/vipctl/vipctl/internal/golden"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/test/golden"
 )
 
 func readEditsFixture(t *testing.T, name string) []byte {

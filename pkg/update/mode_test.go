@@ -12,9 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/vipctl/vipctl/internal/fixture"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/vrid"
+	"github.com/vipctl/vipctl/test/fixture"
 )
 
 // racksIn is examples/bgp-two-racks.yaml (spec.bgp already there: a

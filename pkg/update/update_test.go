@@ -7,9 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/vipctl/vipctl/internal/fixture"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/vrid"
+	"github.com/vipctl/vipctl/test/fixture"
 )
 
 func loadText(t *testing.T) []byte {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/netlab"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 // advertiserConf is a real keepalived advertising three known VRIDs from

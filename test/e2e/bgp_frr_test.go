@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/lab"
-	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/lab"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 // TestBGPFRRSupervisor: `vipctl frr`, the frr container's main process,

@@ -1,4 +1,4 @@
 // Package e2e holds the end-to-end tests: a real kube-apiserver with etcd
-// (internal/testapiserver) and real keepalived/haproxy in network
-// namespaces (internal/netlab). They need root; CI runs them as root.
+// (test/testapiserver) and real keepalived/haproxy in network
+// namespaces (test/netlab). They need root; CI runs them as root.
 package e2e

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/lab"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/test/lab"
 )
 
 var (

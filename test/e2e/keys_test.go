@@ -12,10 +12,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/vipctl/vipctl/internal/lab"
-	"github.com/vipctl/vipctl/internal/testapiserver"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/status"
+	"github.com/vipctl/vipctl/test/lab"
+	"github.com/vipctl/vipctl/test/testapiserver"
 )
 
 // documentedKey matches the instance key forms the docs name

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/lab"
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/lab"
 )
 
 var kubeletTrials = flag.Int("kubelet-trials", 3, "failover benchmark in the kubelet lab: trials per profile and scenario (each boots three nodes, about a minute)")

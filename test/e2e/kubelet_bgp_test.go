@@ -12,11 +12,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/vipctl/vipctl/internal/kubeletlab"
-	"github.com/vipctl/vipctl/internal/lab"
-	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/kubeletlab"
+	"github.com/vipctl/vipctl/test/lab"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 // kubeletTorIP is the top-of-rack router every kubelet-lab node peers

@@ -25,14 +25,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/vipctl/vipctl/internal/kubeletlab"
-	"github.com/vipctl/vipctl/internal/lab"
-	"github.com/vipctl/vipctl/internal/netlab"
-	"github.com/vipctl/vipctl/internal/testapiserver"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/bundle"
 	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/kubeletlab"
+	"github.com/vipctl/vipctl/test/lab"
+	"github.com/vipctl/vipctl/test/netlab"
+	"github.com/vipctl/vipctl/test/testapiserver"
 )
 
 // kubeletCluster is three control-plane nodes, each with its own

@@ -11,11 +11,11 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
-	"github.com/vipctl/vipctl/internal/testapiserver"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/bundle"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/machineconfig"
+	"github.com/vipctl/vipctl/test/testapiserver"
 )
 
 // TestMachineConfigsAcceptedByAPIServer renders every example and hands

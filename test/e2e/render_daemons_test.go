@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/bundle"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/configcheck"
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 // nodeListFor names the node list each example renders with.

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/lab"
-	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/vrid"
+	"github.com/vipctl/vipctl/test/lab"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 // TestForgedAdvertsDoNotTakeTheAPIVIP: a host on the LAN that is no node

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/lab"
-	"github.com/vipctl/vipctl/internal/lab/probe"
+	"github.com/vipctl/vipctl/test/lab"
+	"github.com/vipctl/vipctl/test/lab/probe"
 )
 
 // untouchedPoll is BenchmarkScale's client of the untouched VIPs while

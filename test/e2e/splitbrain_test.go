@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/lab"
+	"github.com/vipctl/vipctl/test/lab"
 )
 
 // TestPoolConfigsDisagreeWithoutSplitBrain: two pool nodes whose sidecars

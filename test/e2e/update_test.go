@@ -15,12 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vipctl/vipctl/internal/cli"
-	"github.com/vipctl/vipctl/internal/lab"
-	"github.com/vipctl/vipctl/internal/testapiserver"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/status"
 	"github.com/vipctl/vipctl/pkg/update"
+	"github.com/vipctl/vipctl/test/lab"
+	"github.com/vipctl/vipctl/test/testapiserver"
 )
 
 // vipctl runs the CLI in process and returns its exit code and output.

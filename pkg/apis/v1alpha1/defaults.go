@@ -5,8 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/vipctl/vipctl/internal/version"
 	"github.com/vipctl/vipctl/pkg/openshiftrelease"
+	"github.com/vipctl/vipctl/pkg/version"
 )
 
 // Defaults. They are part of the contract: changing one changes what every

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/lab/probe"
-	"github.com/vipctl/vipctl/internal/netlab"
+	"github.com/vipctl/vipctl/test/lab/probe"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 // TestProbeProcesses runs labprobe's echo server in one namespace and its

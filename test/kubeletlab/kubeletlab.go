@@ -1,5 +1,5 @@
 // Package kubeletlab runs vipctl's static pods the way a node does: each
-// node is a network namespace (internal/netlab) plus a mount namespace
+// node is a network namespace (test/netlab) plus a mount namespace
 // whose /etc/kubernetes, /etc/keepalived, /etc/haproxy, /etc/vipctl,
 // /run/vipctl, kubelet and containerd state are its own, with its own
 // containerd (Debian's) and a kubelet built from the same Kubernetes release
@@ -32,8 +32,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/vipctl/vipctl/internal/fixture"
-	"github.com/vipctl/vipctl/internal/netlab"
+	"github.com/vipctl/vipctl/test/fixture"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 // PauseImage is the sandbox image hack/build-kubelet.sh builds.

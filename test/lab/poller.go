@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/lab/probe"
-	"github.com/vipctl/vipctl/internal/netlab"
+	"github.com/vipctl/vipctl/test/lab/probe"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 // PollTimeout is how long a poller's request may take before it counts as

@@ -4,7 +4,7 @@ package version
 
 import "runtime/debug"
 
-// Version is overridden with -ldflags "-X .../internal/version.Version=v1.2.3".
+// Version is overridden with -ldflags "-X .../pkg/version.Version=v1.2.3".
 var Version = ""
 
 // Get returns the version string of this binary.

@@ -33,7 +33,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/vipctl/vipctl/internal/fixture"
+	"github.com/vipctl/vipctl/test/fixture"
 )
 
 // Server is a running etcd + kube-apiserver pair.

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 // FRR is one FRR instance of the lab (zebra + bgpd), started by PID in a

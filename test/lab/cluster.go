@@ -1,5 +1,5 @@
 // Package lab runs small OpenShift-like clusters in network namespaces
-// (internal/netlab) for the end-to-end tests, benchmarks and anything else
+// (test/netlab) for the end-to-end tests, benchmarks and anything else
 // that needs real keepalived and haproxy moving real VIPs: nodes brought in
 // line by the sidecar's own runtimecfg.Node.Reconcile and running the
 // daemons with the static pods' command lines, stand-ins for what a
@@ -22,12 +22,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/netlab"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 // Node is one "node": a namespace running the real keepalived (and

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/lab/probe"
-	"github.com/vipctl/vipctl/internal/netlab"
+	"github.com/vipctl/vipctl/test/lab/probe"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
-// BuildProbe builds labprobe (internal/lab/probe) into a directory of
+// BuildProbe builds labprobe (test/lab/probe) into a directory of
 // t's, removed when t ends, for StartEchoProcess and StartPollProcess.
 // A binary of its own rather than the test binary run again: it starts
 // in milliseconds with a few MiB, where the test binary would
@@ -21,7 +21,7 @@ import (
 func BuildProbe(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "labprobe")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/vipctl/vipctl/internal/lab/probe/labprobe").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/vipctl/vipctl/test/lab/probe/labprobe").CombinedOutput(); err != nil {
 		t.Fatalf("building labprobe: %v\n%s", err, out)
 	}
 	return bin

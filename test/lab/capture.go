@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/netlab"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 // CaptureEnv names a directory: when it is set, every lab captures the

@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/lab/probe"
+	"github.com/vipctl/vipctl/test/lab/probe"
 )
 
 func main() {
