@@ -12,6 +12,16 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 
+# What ships never imports what tests it, and the public packages never
+# import internal/ (docs/architecture.md): test files may.
+backwards=$(go list -f '{{$p := .ImportPath}}{{range .Imports}}{{$p}} -> {{.}}{{"\n"}}{{end}}' ./cmd/... ./internal/... ./pkg/... |
+  grep -E ' -> github.com/vipctl/vipctl/test/|^github.com/vipctl/vipctl/pkg/[^ ]* -> github.com/vipctl/vipctl/internal/' || true)
+if [ -n "$backwards" ]; then
+  echo "verify: imports that run back up:" >&2
+  echo "$backwards" >&2
+  exit 1
+fi
+
 cp go.mod /tmp/vipctl-go.mod.$$; cp go.sum /tmp/vipctl-go.sum.$$
 go mod tidy
 if ! cmp -s go.mod /tmp/vipctl-go.mod.$$ || ! cmp -s go.sum /tmp/vipctl-go.sum.$$; then

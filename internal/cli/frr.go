@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vipctl/vipctl/pkg/runtimecfg"
+	"github.com/vipctl/vipctl/pkg/frr"
 )
 
 // NewFRRCommand runs FRR's daemons in the keepalived pod's frr container.
@@ -28,7 +28,7 @@ its peers, which withdraw the node's routes at once).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runtimecfg.RunFRR(ctx, root, streams.Out)
+			return frr.Run(ctx, root, streams.Out)
 		},
 	}
 	cmd.Flags().StringVar(&root, "root", "", "prefix of every node path (tests and labs only)")

@@ -22,6 +22,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
+	"github.com/vipctl/vipctl/pkg/sidecar"
 )
 
 type runtimecfgOptions struct {
@@ -140,7 +141,7 @@ func runSidecar(ctx context.Context, o *runtimecfgOptions, streams IOStreams) er
 	cfg.UserAgent = "vipctl-runtimecfg/" + o.once.NodeName
 	// The kubeconfig names api-int, the API VIP: when it does not
 	// answer, the control-plane nodes the node last knew of do.
-	runtimecfg.WithAPIFallback(cfg, res.Nodes, o.once.NodeName)
+	sidecar.WithAPIFallback(cfg, res.Nodes, o.once.NodeName)
 	// Every resource the sidecar reads is a built-in type: protobuf lists
 	// of thousands of Services decode with far less garbage than JSON, as
 	// for kubelet and kube-proxy, which also run on every node.
@@ -152,9 +153,9 @@ func runSidecar(ctx context.Context, o *runtimecfgOptions, streams IOStreams) er
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	s, err := runtimecfg.NewSidecar(runtimecfg.SidecarOptions{
+	s, err := sidecar.New(sidecar.Options{
 		OnceOptions: o.once, Client: client, Namespace: o.namespace, Debounce: o.debounce,
-		Log: log, Metrics: runtimecfg.NewMetrics(reg),
+		Log: log, Metrics: sidecar.NewMetrics(reg),
 	})
 	if err != nil {
 		return err

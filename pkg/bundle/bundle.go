@@ -114,7 +114,7 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 	}
 	st := o.State
 	st.Nodes = o.Nodes
-	plan, err := render.NewPlan(c, ids, st)
+	plan, err := render.NewPlan(cluster.Compile(c), ids, st)
 	if err != nil {
 		return nil, err
 	}

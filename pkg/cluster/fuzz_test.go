@@ -67,7 +67,7 @@ func FuzzObserve(f *testing.F) {
 				return
 			}
 		}
-		st, _, _ := m.Observe(cluster.Observed{Nodes: o.Nodes, Services: o.Services, Slices: o.Slices})
+		st := m.Observe(cluster.Observed{Nodes: o.Nodes, Services: o.Services, Slices: o.Slices}).State
 		for _, n := range st.Nodes {
 			if len(n.Addresses) == 0 {
 				t.Fatalf("node %s kept without an address", n.Name)
@@ -89,7 +89,7 @@ func FuzzObserve(f *testing.F) {
 				return // left out, as the sidecar does (runtimecfg.DesiredNode)
 			}
 		}
-		p, err := render.NewPlan(c, ids, st, render.WithLonelySkipped())
+		p, err := render.NewPlan(cluster.Compile(c), ids, st, render.WithLonelySkipped())
 		if err != nil {
 			t.Fatalf("plan: %v", err)
 		}

@@ -222,6 +222,24 @@ type Observed struct {
 	Slices   []*discoveryv1.EndpointSlice
 	// Routers holds, per IngressController, its router pods.
 	Routers map[string][]*corev1.Pod
+	// Self is the node that observes (the sidecar's own), whose routers'
+	// readiness Observation.ReadyHere tells; empty for a cluster-wide view.
+	Self string
+}
+
+// Observation is the render State made of what was observed, with what
+// was left out and why.
+type Observation struct {
+	State State
+	// Skipped are the objects left out: nodes without addresses,
+	// addresses a Service must not have.
+	Skipped []error
+	// Orphans are Service addresses in no pool.
+	Orphans []netip.Addr
+	// ReadyHere says, per IngressController, whether a ready router pod
+	// runs on Observed.Self: the same look at the pods that placed the
+	// routers in State.RouterNodes.
+	ReadyHere map[string]bool
 }
 
 // dropReserved keeps a node's own address and its network's network and
@@ -254,23 +272,27 @@ func (m *Model) dropReserved(st *State) []error {
 	return errs
 }
 
-// Observe turns the observed objects into the render State, with what was
-// left out and why: nodes without addresses, Service addresses in no pool.
+// Observe turns the observed objects into the render State.
 // A controller whose routers are nowhere yet (or on one node) keeps every
 // node as a candidate: an instance needs two members, and the track file
 // still decides who may hold it.
-func (m *Model) Observe(o Observed) (st State, skipped []error, orphans []netip.Addr) {
-	st.Nodes, skipped = Nodes(o.Nodes, m.Config.Spec.VRRP.Interface)
+func (m *Model) Observe(o Observed) Observation {
+	var out Observation
+	st := &out.State
+	st.Nodes, out.Skipped = Nodes(o.Nodes, m.Config.Spec.VRRP.Interface)
 	st.RouterNodes = map[string][]string{}
-	st.ServiceVIPs, st.LocalServices, orphans = m.ServiceAddresses(o.Services)
-	skipped = append(skipped, m.dropReserved(&st)...)
+	st.ServiceVIPs, st.LocalServices, out.Orphans = m.ServiceAddresses(o.Services)
+	out.Skipped = append(out.Skipped, m.dropReserved(st)...)
+	out.ReadyHere = map[string]bool{}
 	for name, pods := range o.Routers {
-		if placed, _ := RouterPlacement(pods, ""); len(placed) >= 2 {
+		placed, readyHere := RouterPlacement(pods, o.Self)
+		if len(placed) >= 2 {
 			st.RouterNodes[name] = placed
 		}
+		out.ReadyHere[name] = readyHere
 	}
 	bySvc := SlicesByService(o.Slices)
 	st.APIServers = APIServers(bySvc[apiServerService])
 	Endpoints(st.LocalServices, bySvc)
-	return st, skipped, orphans
+	return out
 }

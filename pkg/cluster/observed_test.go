@@ -134,10 +134,11 @@ func TestReservedAddressesNotAnnounced(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "master-0"},
 		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "198.51.100.11"}}}}
 	local := svc("local", 1, nil, corev1.ServiceExternalTrafficPolicyLocal, "198.51.100.255")
-	st, skipped, _ := Compile(c).Observe(Observed{
+	obs := Compile(c).Observe(Observed{
 		Nodes:    []*corev1.Node{node},
 		Services: []*corev1.Service{svc("hijack", 1, nil, "", "198.51.100.11"), svc("fine", 2, nil, "", "198.51.100.130"), local},
 	})
+	st, skipped := obs.State, obs.Skipped
 	if got, want := st.ServiceVIPs["general"], fixture.Addrs("198.51.100.130"); !slices.Equal(got, want) {
 		t.Errorf("announced %v, want %v", got, want)
 	}
@@ -187,7 +188,7 @@ func TestSlicesRead(t *testing.T) {
 		return out
 	}
 	m := Compile(c)
-	before, _, _ := m.Observe(Observed{Services: services, Slices: base()})
+	before := m.Observe(Observed{Services: services, Slices: base()}).State
 	byName := map[string]*corev1.Service{}
 	for _, s := range services {
 		byName[NamespacedName(s)] = s
@@ -198,7 +199,7 @@ func TestSlicesRead(t *testing.T) {
 		es.Endpoints[0].NodeName, es.Endpoints[0].Addresses = ptrTo("worker-1"), []string{"198.51.100.12"}
 		name := SliceService(es)
 		t.Run(name, func(t *testing.T) {
-			after, _, _ := m.Observe(Observed{Services: services, Slices: slices})
+			after := m.Observe(Observed{Services: services, Slices: slices}).State
 			if got, want := fmt.Sprint(after) != fmt.Sprint(before), SlicesRead(name, byName[name]); got != want {
 				t.Errorf("a change to %s's slice changes the observed state: %v; SlicesRead says %v", name, got, want)
 			}

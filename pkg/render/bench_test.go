@@ -70,7 +70,7 @@ func BenchmarkRenderNode(b *testing.B) {
 	b.ReportAllocs()
 	var size int
 	for b.Loop() {
-		p, err := NewPlan(c, ids, st)
+		p, err := NewPlan(cluster.Compile(c), ids, st)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func BenchmarkRenderAllNodes(b *testing.B) {
 	b.ReportAllocs()
 	var size int
 	for b.Loop() {
-		p, err := NewPlan(c, ids, st)
+		p, err := NewPlan(cluster.Compile(c), ids, st)
 		if err != nil {
 			b.Fatal(err)
 		}

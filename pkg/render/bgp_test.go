@@ -25,7 +25,7 @@ func TestBGPAnnounced(t *testing.T) {
 		ServiceVIPs:   map[string][]netip.Addr{"racks": {cl}},
 		LocalServices: []cluster.LocalService{{Name: "web/local", Pool: "racks", VIPs: []netip.Addr{local}, Nodes: []string{"worker-b1"}}},
 	}
-	p, err := NewPlan(r.config, testIDs(r.config), st)
+	p, err := NewPlan(cluster.Compile(r.config), testIDs(r.config), st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestBGPSessionsBeforeAnyBGPPool(t *testing.T) {
 	for i := range c.Spec.ServicePools {
 		c.Spec.ServicePools[i].Mode = v1alpha1.PoolModeVRRP
 	}
-	p, err := NewPlan(&c, testIDs(&c), cluster.State{Nodes: r.nodes})
+	p, err := NewPlan(cluster.Compile(&c), testIDs(&c), cluster.State{Nodes: r.nodes})
 	if err != nil {
 		t.Fatal(err)
 	}

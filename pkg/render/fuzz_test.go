@@ -48,7 +48,7 @@ func FuzzParseRender(f *testing.F) {
 		if err != nil {
 			return
 		}
-		p, err := NewPlan(c, ids, cluster.State{Nodes: nodes}, WithLonelySkipped())
+		p, err := NewPlan(cluster.Compile(c), ids, cluster.State{Nodes: nodes}, WithLonelySkipped())
 		if err != nil {
 			t.Fatalf("accepted config has no plan: %v", err)
 		}

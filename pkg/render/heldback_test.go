@@ -12,7 +12,7 @@ import (
 // priorities are untouched.
 func TestHeldBackNodeNeverPreempts(t *testing.T) {
 	normal := groupsPlan(t, func(*cluster.State) {})
-	held, err := NewPlan(normal.c, normal.ids, normal.state, WithHeldBack("worker-a0"))
+	held, err := NewPlan(normal.model, normal.ids, normal.state, WithHeldBack("worker-a0"))
 	if err != nil {
 		t.Fatal(err)
 	}

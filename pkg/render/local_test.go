@@ -27,7 +27,7 @@ func groupsPlan(t *testing.T, st func(*cluster.State)) *Plan {
 	for _, ls := range s.LocalServices {
 		ids[v1alpha1.ServiceKey(ls.Name)] = uint8(200 + len(ids))
 	}
-	p, err := NewPlan(c, ids, s)
+	p, err := NewPlan(cluster.Compile(c), ids, s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,10 +91,11 @@ func WithHeldBack(node string) PlanOption {
 	return func(p *Plan) { p.heldBack = node }
 }
 
-// NewPlan computes every VRRP instance and which nodes take part in it.
-// ids maps instance keys to VRRP IDs (vrid.Assign's result).
-func NewPlan(c *v1alpha1.ClusterVIPs, ids map[v1alpha1.InstanceKey]uint8, st cluster.State, opts ...PlanOption) (*Plan, error) {
-	p := &Plan{c: c, model: cluster.Compile(c), ids: ids, state: st, byNode: map[string][]*instance{}, nodes: map[string]*cluster.Node{}}
+// NewPlan computes every VRRP instance of a compiled config and which
+// nodes take part in it. ids maps instance keys to VRRP IDs (vrid.Assign's result).
+func NewPlan(m *cluster.Model, ids map[v1alpha1.InstanceKey]uint8, st cluster.State, opts ...PlanOption) (*Plan, error) {
+	c := m.Config
+	p := &Plan{c: c, model: m, ids: ids, state: st, byNode: map[string][]*instance{}, nodes: map[string]*cluster.Node{}}
 	for _, o := range opts {
 		o(p)
 	}

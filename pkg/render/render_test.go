@@ -74,7 +74,7 @@ func renderExample(t *testing.T, example string) *renderedExample {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(c, testIDs(c), cluster.State{Nodes: nodes, ServiceVIPs: samplePoolVIPs(t, c)})
+	p, err := NewPlan(cluster.Compile(c), testIDs(c), cluster.State{Nodes: nodes, ServiceVIPs: samplePoolVIPs(t, c)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestRefusesInstanceWithoutPeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(c, testIDs(c), cluster.State{Nodes: nodes[:1]})
+	p, err := NewPlan(cluster.Compile(c), testIDs(c), cluster.State{Nodes: nodes[:1]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestRefusesInstanceWithoutPeers(t *testing.T) {
 
 	// The sidecar's plan leaves the lonely instances out instead, and
 	// says so; the node's other files still render.
-	p, err = NewPlan(c, testIDs(c), cluster.State{Nodes: nodes[:1]}, WithLonelySkipped())
+	p, err = NewPlan(cluster.Compile(c), testIDs(c), cluster.State{Nodes: nodes[:1]}, WithLonelySkipped())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestPrioritiesStableWhenNodesChange(t *testing.T) {
 		}
 	}
 	extra := cluster.Node{Name: "master-3", ControlPlane: true, Addresses: []netip.Addr{netip.MustParseAddr("198.51.100.14")}}
-	p, err := NewPlan(r.config, testIDs(r.config), cluster.State{Nodes: append(append([]cluster.Node{}, r.nodes...), extra), ServiceVIPs: r.plan.state.ServiceVIPs})
+	p, err := NewPlan(cluster.Compile(r.config), testIDs(r.config), cluster.State{Nodes: append(append([]cluster.Node{}, r.nodes...), extra), ServiceVIPs: r.plan.state.ServiceVIPs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +366,7 @@ func TestIngressFollowsRouterPlacement(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := cluster.State{Nodes: nodes, RouterNodes: map[string][]string{"internal": {"master-1", "master-2"}}}
-	p, err := NewPlan(c, testIDs(c), st)
+	p, err := NewPlan(cluster.Compile(c), testIDs(c), st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +440,7 @@ spec:
 	}
 	vips := map[string][]netip.Addr{"big": {netip.MustParseAddr("198.51.100.130")}}
 	members := func(nodes []cluster.Node) []string {
-		p, err := NewPlan(c, testIDs(c), cluster.State{Nodes: nodes, ServiceVIPs: vips})
+		p, err := NewPlan(cluster.Compile(c), testIDs(c), cluster.State{Nodes: nodes, ServiceVIPs: vips})
 		if err != nil {
 			t.Fatal(err)
 		}

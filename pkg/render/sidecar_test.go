@@ -26,7 +26,7 @@ func TestSidecarAnnouncedPool(t *testing.T) {
 			v[k] = slices.Clone(l)
 		}
 		v[pool] = append(v[pool], a)
-		p, err := NewPlan(r.config, testIDs(r.config), cluster.State{Nodes: r.nodes, ServiceVIPs: v})
+		p, err := NewPlan(cluster.Compile(r.config), testIDs(r.config), cluster.State{Nodes: r.nodes, ServiceVIPs: v})
 		if err != nil {
 			t.Fatal(err)
 		}

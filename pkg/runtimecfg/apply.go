@@ -1,7 +1,12 @@
-// Package runtimecfg is the sidecar that keeps keepalived and haproxy in
-// step with the cluster: desired files come from the pure renderer, the real
-// daemons judge them, they are written atomically and the daemons reloaded.
-// On any failure the files on disk stay as they were (the last good config).
+// Package runtimecfg brings one node in line with a config and a cluster
+// state: Node.Reconcile is the one sequence (track files, render, the real
+// daemons' judgement, atomic writes, reloads, then the data plane's API
+// redirect, handover tables and takeover routes) that the init container
+// (Once), the sidecar (pkg/sidecar) and the lab all call. Its rule: a
+// config the daemons reject is never written, and on any failure the files
+// on disk stay as they were (the last good config). It watches nothing: its
+// input comes from files (Once: the static config, the bootstrap node list,
+// the last-good view) or from its caller.
 package runtimecfg
 
 import (
@@ -11,7 +16,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,32 +23,13 @@ import (
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/configcheck"
+	"github.com/vipctl/vipctl/pkg/frr"
+	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/render"
 )
 
-// Target is the one handle on a node: where its files live and which
-// network namespace is its own. On a real node both are empty (the host's
-// filesystem and network); the network-namespace lab runs several nodes on
-// one machine, each with a directory and a namespace of its own. Every step
-// that touches the node (config tests, nftables, routes, ARP settings)
-// takes both from here.
-type Target struct {
-	// Root prefixes every node path.
-	Root string
-	// Netns names the node's network namespace.
-	Netns string
-	// Keepalived, Haproxy and Vtysh are the binaries that judge configs;
-	// empty means from PATH.
-	Keepalived, Haproxy, Vtysh string
-	// FRRReload is frr-reload.py; empty means where Debian's
-	// frr-pythontools puts it.
-	FRRReload string
-}
-
-func (t Target) path(p string) string { return filepath.Join(t.Root, p) }
-
 // check runs the daemons' config tests where the node's interfaces are.
-func (t Target) check() configcheck.Options {
+func check(t host.Target) configcheck.Options {
 	return configcheck.Options{Netns: t.Netns, Keepalived: t.Keepalived, Haproxy: t.Haproxy, Vtysh: t.Vtysh}
 }
 
@@ -61,7 +46,7 @@ type Result struct {
 // (the configs name them), then keepalived.conf and haproxy.cfg are judged
 // by the real daemons before either replaces the running one; a config
 // the daemon rejects is never written.
-func Apply(ctx context.Context, t Target, files []render.File) (Result, error) {
+func Apply(ctx context.Context, t host.Target, files []render.File) (Result, error) {
 	var res Result
 	var configs []render.File
 	for _, f := range files {
@@ -69,7 +54,7 @@ func Apply(ctx context.Context, t Target, files []render.File) (Result, error) {
 			configs = append(configs, f)
 			continue
 		}
-		changed, err := writeIfChanged(t.path(f.Path), f)
+		changed, err := t.WriteFile(f.Path, f.Data, f.Mode)
 		if err != nil {
 			return res, err
 		}
@@ -79,7 +64,7 @@ func Apply(ctx context.Context, t Target, files []render.File) (Result, error) {
 	}
 	var changed []render.File
 	for _, f := range configs {
-		cur, err := os.ReadFile(t.path(f.Path))
+		cur, err := os.ReadFile(t.Path(f.Path))
 		if err == nil && bytes.Equal(cur, f.Data) {
 			continue
 		}
@@ -87,11 +72,11 @@ func Apply(ctx context.Context, t Target, files []render.File) (Result, error) {
 		// the scripts they name are checked where they stand.
 		switch f.Path {
 		case render.KeepalivedConfPath:
-			err = configcheck.Keepalived(ctx, f.Data, t.check())
+			err = configcheck.Keepalived(ctx, f.Data, check(t))
 		case render.HaproxyConfPath:
-			err = configcheck.Haproxy(ctx, f.Data, t.check())
+			err = configcheck.Haproxy(ctx, f.Data, check(t))
 		case render.FRRConfPath:
-			err = configcheck.FRR(ctx, f.Data, t.check())
+			err = configcheck.FRR(ctx, f.Data, check(t))
 		}
 		if err != nil {
 			return res, fmt.Errorf("keeping the last good %s: %w", f.Path, err)
@@ -110,7 +95,7 @@ func Apply(ctx context.Context, t Target, files []render.File) (Result, error) {
 	}
 	slices.SortStableFunc(changed, func(a, b render.File) int { return rank(a) - rank(b) })
 	for _, f := range changed {
-		if _, err := writeIfChanged(t.path(f.Path), f); err != nil {
+		if _, err := t.WriteFile(f.Path, f.Data, f.Mode); err != nil {
 			return res, err
 		}
 		res.Written = append(res.Written, f.Path)
@@ -132,59 +117,24 @@ func Apply(ctx context.Context, t Target, files []render.File) (Result, error) {
 				res.Reloaded = append(res.Reloaded, "haproxy")
 			}
 		case render.FRRConfPath:
-			ok, err := ReloadFRR(ctx, t)
+			ok, err := frr.Reload(ctx, t)
 			if err != nil {
 				return res, err
 			}
 			if ok {
-				res.Reloaded = append(res.Reloaded, daemonFRR)
+				res.Reloaded = append(res.Reloaded, frr.Name)
 			}
 		}
 	}
 	return res, nil
 }
 
-// writeIfChanged writes f at path through a temporary file and a rename,
-// so a reader (keepalived reloading, kubelet) never sees half a file.
-func writeIfChanged(path string, f render.File) (bool, error) {
-	cur, err := os.ReadFile(path)
-	if err == nil && bytes.Equal(cur, f.Data) {
-		if st, err := os.Stat(path); err == nil && st.Mode().Perm() == f.Mode.Perm() {
-			return false, nil
-		}
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return false, err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return false, err
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }() // gone after a successful rename
-	if _, err := tmp.Write(f.Data); err != nil {
-		_ = tmp.Close()
-		return false, err
-	}
-	if err := tmp.Chmod(f.Mode.Perm()); err != nil {
-		_ = tmp.Close()
-		return false, err
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return false, err
-	}
-	if err := tmp.Close(); err != nil {
-		return false, err
-	}
-	return true, os.Rename(tmp.Name(), path)
-}
-
 // ReloadKeepalived sends SIGHUP to keepalived's parent, found through its
 // PID file: keepalived re-reads the config and keeps VRRP state for
 // instances whose settings did not change. false means keepalived is not
 // running yet (it will read the file when it starts).
-func ReloadKeepalived(t Target) (bool, error) {
-	data, err := os.ReadFile(t.path(render.KeepalivedPIDFile))
+func ReloadKeepalived(t host.Target) (bool, error) {
+	data, err := os.ReadFile(t.Path(render.KeepalivedPIDFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
@@ -207,8 +157,8 @@ func ReloadKeepalived(t Target) (bool, error) {
 // ReloadHaproxy asks haproxy's master process to reload through its
 // master socket: new workers take over the listening sockets, old ones
 // finish their connections. false means haproxy is not running yet.
-func ReloadHaproxy(ctx context.Context, t Target) (bool, error) {
-	sock := t.path(render.HaproxyMasterSocket)
+func ReloadHaproxy(ctx context.Context, t host.Target) (bool, error) {
+	sock := t.Path(render.HaproxyMasterSocket)
 	if _, err := os.Stat(sock); errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/test/netlab"
 )
@@ -51,10 +52,10 @@ func TestApplyKeepsLastGood(t *testing.T) {
 	lab := netlab.New(t)
 	h := lab.AddHost("master-0", netlab.HostOpts{Addrs: []string{"198.51.100.11/24"}})
 	c, st := loadExample(t)
-	target := Target{Root: nodeRoot(t), Netns: h.NS}
+	target := host.Target{Root: nodeRoot(t), Netns: h.NS}
 	ctx := context.Background()
 
-	d, err := DesiredNode(c, st, "master-0", target.Root)
+	d, err := DesiredNode(cluster.Compile(c), st, "master-0", target.Root)
 	files := d.Files
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +106,7 @@ func TestApplyKeepsLastGood(t *testing.T) {
 // keepalived through SIGHUP on its PID file.
 func TestApplyReloadsKeepalived(t *testing.T) {
 	c, st := loadExample(t)
-	target := Target{Root: nodeRoot(t)}
+	target := host.Target{Root: nodeRoot(t)}
 	// A stand-in process that records SIGHUP: what matters here is that
 	// Apply finds the PID and signals it; the lab test shows keepalived
 	// itself reloading.
@@ -118,7 +119,7 @@ func TestApplyReloadsKeepalived(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(target.Root, render.KeepalivedPIDFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d, err := DesiredNode(c, st, "master-0", target.Root)
+	d, err := DesiredNode(cluster.Compile(c), st, "master-0", target.Root)
 	files := d.Files
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +144,7 @@ func TestInitRunFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := Target{Root: nodeRoot(t)}
+	target := host.Target{Root: nodeRoot(t)}
 	if err := InitRunFiles(target, c); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestInitRunFiles(t *testing.T) {
 	if err := SetIngressReady(target, "internal", true); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeRunFile(target, render.DrainFile, true); err != nil {
+	if err := target.WriteFlag(render.DrainFile, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := InitRunFiles(target, c); err != nil {
@@ -173,7 +174,7 @@ func TestInitRunFiles(t *testing.T) {
 // TestPruneLocalStatus: the status file of a Local Service that is gone
 // goes; those of current ones and every other run file stay.
 func TestPruneLocalStatus(t *testing.T) {
-	target := Target{Root: nodeRoot(t)}
+	target := host.Target{Root: nodeRoot(t)}
 	c, err := v1alpha1.Load("../../examples/ingress-shards.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +183,7 @@ func TestPruneLocalStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"shop/web", "shop/old", "db/primary"} {
-		if err := writeRunFile(target, render.LocalServiceStatusFile(name), false); err != nil {
+		if err := target.WriteFlag(render.LocalServiceStatusFile(name), false); err != nil {
 			t.Fatal(err)
 		}
 	}

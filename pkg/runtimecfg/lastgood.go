@@ -8,6 +8,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/render"
 )
 
@@ -32,7 +33,7 @@ type LastGood struct {
 // SaveLastGood records a successful sync, atomically and only when it
 // differs from what is recorded (a sync that changed nothing writes
 // nothing: the node's disk is not worn by every resync).
-func SaveLastGood(t Target, node string, c *v1alpha1.ClusterVIPs, st cluster.State) (bool, error) {
+func SaveLastGood(t host.Target, node string, c *v1alpha1.ClusterVIPs, st cluster.State) (bool, error) {
 	cfg, err := json.Marshal(c)
 	if err != nil {
 		return false, err
@@ -41,14 +42,14 @@ func SaveLastGood(t Target, node string, c *v1alpha1.ClusterVIPs, st cluster.Sta
 	if err != nil {
 		return false, err
 	}
-	return writeIfChanged(t.path(render.LastGoodPath), render.File{Path: render.LastGoodPath, Mode: 0o600, Data: append(data, '\n')})
+	return t.WriteFile(render.LastGoodPath, append(data, '\n'), 0o600)
 }
 
 // LoadLastGood reads the recorded view, its config decoded as strictly as
 // the ConfigMap's, and when it was written. A missing file is
 // fs.ErrNotExist.
-func LoadLastGood(t Target) (*LastGood, *v1alpha1.ClusterVIPs, time.Time, error) {
-	path := t.path(render.LastGoodPath)
+func LoadLastGood(t host.Target) (*LastGood, *v1alpha1.ClusterVIPs, time.Time, error) {
+	path := t.Path(render.LastGoodPath)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, time.Time{}, err

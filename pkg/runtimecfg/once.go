@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/dataplane"
+	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/render"
 )
 
@@ -19,7 +20,7 @@ import (
 // files the MachineConfig laid down, so it works before any API server
 // answers and the API VIP can come up first.
 type OnceOptions struct {
-	Target
+	host.Target
 	// Config is the ClusterVIPs file (render.ClusterConfigPath).
 	Config string
 	// BootstrapNodes is the NodeList shipped at render time
@@ -55,10 +56,10 @@ func Once(ctx context.Context, o OnceOptions) (OnceResult, error) {
 	// preStop left, and unsynced: held back until its sidecar has seen
 	// the cluster.
 	if !o.KeepDrain {
-		if err := Undrain(o.Target); err != nil {
+		if err := dataplane.Undrain(o.Target); err != nil {
 			return OnceResult{}, err
 		}
-		if err := os.Remove(o.path(render.SyncedFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(o.Path(render.SyncedFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return OnceResult{}, err
 		}
 	}
@@ -98,11 +99,12 @@ type OnceResult struct {
 // rest of the config. Unreadable last-good data is ignored (it must never
 // keep keepalived from starting) and Warnings say so.
 func BootInput(o OnceOptions, static *v1alpha1.ClusterVIPs) (Input, error) {
-	in := Input{Config: static}
+	var in Input
+	cfg := static
 	// The haproxy pod's init container and a restarted sidecar run this
 	// too: once the keepalived pod's sidecar has synced they must not
 	// lower the running node's priorities.
-	if _, err := os.Stat(o.path(render.SyncedFile)); err != nil {
+	if _, err := os.Stat(o.Path(render.SyncedFile)); err != nil {
 		in.HoldBack = true
 	}
 	nodes, nerr := cluster.LoadNodeList(o.BootstrapNodes, static.Spec.VRRP.Interface)
@@ -118,7 +120,7 @@ func BootInput(o OnceOptions, static *v1alpha1.ClusterVIPs) (Input, error) {
 	}
 	if lerr == nil {
 		if eff, _, err := cluster.Effective(static, lgConfig); err == nil {
-			in.Config = eff
+			cfg = eff
 		} else {
 			in.Warnings = append(in.Warnings, fmt.Sprintf("ignoring the last-good view's service pools: %v", err))
 		}
@@ -129,6 +131,7 @@ func BootInput(o OnceOptions, static *v1alpha1.ClusterVIPs) (Input, error) {
 		in.State.APIServers = nil
 		in.From = render.LastGoodPath
 	}
+	in.Model = cluster.Compile(cfg)
 	if nerr == nil {
 		if fi, err := os.Stat(o.BootstrapNodes); lerr != nil || (err == nil && fi.ModTime().After(saved)) {
 			in.State.Nodes = nodes
@@ -160,82 +163,11 @@ var ErrNodeNotListed = errors.New("node not in the node list")
 
 // placeholder writes a keepalived.conf without instances when there is
 // none yet, so keepalived starts and the sidecar can reload it.
-func placeholder(ctx context.Context, t Target, node string, why error) (Result, error) {
-	if _, err := os.Stat(t.path(render.KeepalivedConfPath)); err == nil {
+func placeholder(ctx context.Context, t host.Target, node string, why error) (Result, error) {
+	if _, err := os.Stat(t.Path(render.KeepalivedConfPath)); err == nil {
 		return Result{}, nil
 	}
 	reason := strings.ReplaceAll(why.Error(), "\n", " ")
 	data := fmt.Appendf(nil, "# Written by vipctl runtimecfg --once for node %s: %s.\n# No VRRP instance until the sidecar renders from the API.\nglobal_defs {\n    router_id %s\n}\n", node, reason, strings.ReplaceAll(node, "-", "_"))
 	return Apply(ctx, t, []render.File{{Path: render.KeepalivedConfPath, Mode: 0o644, Data: data}})
-}
-
-// InitRunFiles creates the track files keepalived reads, without
-// overwriting what a running sidecar already wrote: no drain, and the
-// default IngressController counted ready (its VIP must work before the API
-// does; its router health check still guards it) while other controllers
-// wait for the sidecar to see their routers.
-func InitRunFiles(t Target, c *v1alpha1.ClusterVIPs) error {
-	if err := os.MkdirAll(t.path(render.RunDir), 0o755); err != nil {
-		return err
-	}
-	init := map[string]string{render.DrainFile: "0"}
-	for _, in := range c.Spec.Ingress {
-		v := "1"
-		if in.Name == v1alpha1.DefaultIngressController {
-			v = "0"
-		}
-		init[render.IngressStatusFile(in.Name)] = v
-	}
-	for p, v := range init {
-		f, err := os.OpenFile(t.path(p), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		_, werr := f.WriteString(v + "\n")
-		if err := errors.Join(werr, f.Close()); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// SetIngressReady records whether a ready router pod of the controller
-// runs on this node.
-func SetIngressReady(t Target, controller string, ready bool) error {
-	// The file holds 0 for ready: keepalived treats non-zero as a fault.
-	return writeRunFile(t, render.IngressStatusFile(controller), !ready)
-}
-
-// PruneLocalStatus removes the status files of Local Services that are no
-// longer in keep. Call it only once the keepalived.conf that tracked them
-// has been replaced: until then keepalived still reads them.
-func PruneLocalStatus(t Target, keep []cluster.LocalService) error {
-	want := make(map[string]bool, len(keep))
-	for _, ls := range keep {
-		want[t.path(render.LocalServiceStatusFile(ls.Name))] = true
-	}
-	found, err := filepath.Glob(t.path(render.LocalServiceStatusFile("*")))
-	if err != nil {
-		return err
-	}
-	for _, f := range found {
-		if !want[f] {
-			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func writeRunFile(t Target, path string, one bool) error {
-	v := "0\n"
-	if one {
-		v = "1\n"
-	}
-	_, err := writeIfChanged(t.path(path), render.File{Path: path, Mode: 0o644, Data: []byte(v)})
-	return err
 }

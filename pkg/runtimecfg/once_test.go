@@ -1,6 +1,7 @@
 package runtimecfg
 
 import (
+	"context"
 	"errors"
 	"net/netip"
 	"os"
@@ -11,24 +12,28 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/dataplane"
+	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/fixture"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 // TestOnceWithoutBootstrapNodes: rendered without --nodes, the init
 // container still lets keepalived start (a config without instances, which
 // the real keepalived accepts) and says why.
 func TestOnceWithoutBootstrapNodes(t *testing.T) {
-	target := Target{Root: nodeRoot(t)}
+	target := host.Target{Root: nodeRoot(t)}
 	_, err := Once(t.Context(), OnceOptions{Target: target, Config: "../../examples/compact-ipv4.yaml",
 		BootstrapNodes: filepath.Join(t.TempDir(), "missing.yaml"), NodeName: "master-0"})
 	if !errors.Is(err, ErrNoBootstrapNodes) {
 		t.Fatalf("err = %v, want ErrNoBootstrapNodes", err)
 	}
-	data, err := os.ReadFile(target.path(render.KeepalivedConfPath))
+	data, err := os.ReadFile(target.Path(render.KeepalivedConfPath))
 	if err != nil || !strings.Contains(string(data), "router_id master_0") || strings.Contains(string(data), "vrrp_instance") {
 		t.Fatalf("placeholder keepalived.conf: %v\n%s", err, data)
 	}
-	if drain, _ := os.ReadFile(target.path(render.DrainFile)); string(drain) != "0\n" {
+	if drain, _ := os.ReadFile(target.Path(render.DrainFile)); string(drain) != "0\n" {
 		t.Errorf("drain file %q", drain)
 	}
 }
@@ -38,13 +43,13 @@ func TestOnceWithoutBootstrapNodes(t *testing.T) {
 // (the pod would crash-loop for ever): keepalived starts without instances,
 // taking no VIP from anyone, and the error says why.
 func TestOnceNodeNotListed(t *testing.T) {
-	target := Target{Root: nodeRoot(t)}
+	target := host.Target{Root: nodeRoot(t)}
 	_, err := Once(t.Context(), OnceOptions{Target: target, Config: "../../examples/compact-ipv4.yaml",
 		BootstrapNodes: "../../examples/nodes/compact.yaml", NodeName: "worker-7"})
 	if !errors.Is(err, ErrNoInstances) || !errors.Is(err, ErrNodeNotListed) {
 		t.Fatalf("err = %v, want ErrNoInstances and ErrNodeNotListed", err)
 	}
-	data, err := os.ReadFile(target.path(render.KeepalivedConfPath))
+	data, err := os.ReadFile(target.Path(render.KeepalivedConfPath))
 	if err != nil || !strings.Contains(string(data), "router_id worker_7") || strings.Contains(string(data), "vrrp_instance") {
 		t.Fatalf("placeholder keepalived.conf: %v\n%s", err, data)
 	}
@@ -103,7 +108,7 @@ func TestBootInputSources(t *testing.T) {
 		{name: "added node, no view yet", node: "worker-3", wantFrom: bootstrap, wantNodes: 3, wantErr: ErrNodeNotListed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			target := Target{Root: t.TempDir()}
+			target := host.Target{Root: t.TempDir()}
 			viewTime := time.Now().Add(-time.Hour)
 			listTime := viewTime.Add(-time.Minute)
 			if tc.bootstrapNewer {
@@ -113,7 +118,7 @@ func TestBootInputSources(t *testing.T) {
 				if _, err := SaveLastGood(target, tc.writtenBy, &live, seen); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.Chtimes(target.path(render.LastGoodPath), viewTime, viewTime); err != nil {
+				if err := os.Chtimes(target.Path(render.LastGoodPath), viewTime, viewTime); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -127,7 +132,7 @@ func TestBootInputSources(t *testing.T) {
 			if in.From != tc.wantFrom || len(in.State.Nodes) != tc.wantNodes {
 				t.Errorf("from %s with %d nodes, want %s with %d", in.From, len(in.State.Nodes), tc.wantFrom, tc.wantNodes)
 			}
-			if got := len(in.State.ServiceVIPs["general"]) == 1 && len(in.Config.Spec.ServicePools) == 2 && len(in.State.RouterNodes["default"]) == 2; got != tc.wantVIPs {
+			if got := len(in.State.ServiceVIPs["general"]) == 1 && len(in.Model.Config.Spec.ServicePools) == 2 && len(in.State.RouterNodes["default"]) == 2; got != tc.wantVIPs {
 				t.Errorf("Service addresses, day-2 pools and routers from the view: %v, want %v (%+v)", got, tc.wantVIPs, in.State)
 			}
 			if in.State.APIServers != nil {
@@ -136,7 +141,7 @@ func TestBootInputSources(t *testing.T) {
 			if warned := strings.Join(in.Warnings, "\n"); !strings.Contains(warned, tc.wantWarning) || (tc.wantWarning == "" && warned != "") {
 				t.Errorf("warnings %q, want %q", warned, tc.wantWarning)
 			}
-			if in.Config.Spec.API.VIPs[0] != static.Spec.API.VIPs[0] {
+			if in.Model.Config.Spec.API.VIPs[0] != static.Spec.API.VIPs[0] {
 				t.Errorf("static parts must come from the file")
 			}
 		})
@@ -150,7 +155,7 @@ func TestSaveLastGoodOnlyOnChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := Target{Root: t.TempDir()}
+	target := host.Target{Root: t.TempDir()}
 	st := cluster.State{Nodes: []cluster.Node{{Name: "a", Addresses: []netip.Addr{netip.MustParseAddr("198.51.100.11")}}}}
 	for i, want := range []bool{true, false} {
 		if changed, err := SaveLastGood(target, "a", c, st); err != nil || changed != want {
@@ -176,18 +181,71 @@ func TestBootInputHoldsBackUntilSynced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := Target{Root: t.TempDir()}
+	target := host.Target{Root: t.TempDir()}
 	o := OnceOptions{Target: target, BootstrapNodes: "../../examples/nodes/compact.yaml", NodeName: "master-0"}
 	if in, err := BootInput(o, static); err != nil || !in.HoldBack {
 		t.Fatalf("never synced: HoldBack %v, %v; want true", in.HoldBack, err)
 	}
-	if err := os.MkdirAll(target.path(render.RunDir), 0o755); err != nil {
+	if err := os.MkdirAll(target.Path(render.RunDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeRunFile(target, render.SyncedFile, true); err != nil {
+	if err := target.WriteFlag(render.SyncedFile, true); err != nil {
 		t.Fatal(err)
 	}
 	if in, err := BootInput(o, static); err != nil || in.HoldBack {
 		t.Fatalf("synced: HoldBack %v, %v; want false", in.HoldBack, err)
 	}
+}
+
+// TestOnceEndsADrainUnlessKept: the keepalived pod's --once ends a drain
+// its predecessor's preStop began (routes gone, drain file 0); the haproxy
+// pod's (--keep-drain) leaves it running. Without a bootstrap node list
+// Once writes a placeholder keepalived.conf, judged by the real keepalived.
+func TestOnceEndsADrainUnlessKept(t *testing.T) {
+	lab := netlab.New(t)
+	n := lab.AddHost("n", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"198.51.100.11/24"}})
+	tn := host.Target{Root: nodeRoot(t), Netns: n.NS}
+	if err := os.MkdirAll(tn.Path(render.RunDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n.MustExec("ip", "addr", "add", "198.51.100.5/32", "dev", "br-ex")
+	h := render.Handover{Interface: "br-ex", Instances: []render.HandoverInstance{
+		{Family: 4, VRID: 1, VIPs: fixture.Addrs("198.51.100.5"), Peers: fixture.Addrs("198.51.100.12")},
+	}}
+	if err := dataplane.Drain(tn, h); err != nil {
+		t.Fatal(err)
+	}
+	routes := func() string {
+		return strings.TrimSpace(string(n.MustExec("ip", "route", "show", "table", "local", "proto", "118")))
+	}
+	o := OnceOptions{Target: tn, Config: "../../examples/compact-ipv4.yaml", BootstrapNodes: filepath.Join(t.TempDir(), "none.yaml"), NodeName: "master-0", KeepDrain: true}
+	if _, err := Once(context.Background(), o); !errors.Is(err, ErrNoBootstrapNodes) {
+		t.Fatalf("Once without a node list: %v, want %v", err, ErrNoBootstrapNodes)
+	}
+	if got := runFile(t, tn, render.DrainFile); got != "1" {
+		t.Errorf("drain file %q after Once with KeepDrain, want 1", got)
+	}
+	if got := routes(); got == "" {
+		t.Error("Once with KeepDrain removed the drained node's local routes")
+	}
+	o.KeepDrain = false
+	if _, err := Once(context.Background(), o); !errors.Is(err, ErrNoBootstrapNodes) {
+		t.Fatalf("Once without a node list: %v, want %v", err, ErrNoBootstrapNodes)
+	}
+	if got := runFile(t, tn, render.DrainFile); got != "0" {
+		t.Errorf("drain file %q after Once, want 0", got)
+	}
+	if got := routes(); got != "" {
+		t.Errorf("local routes %q after Once, want none", got)
+	}
+}
+
+// runFile is a run file's content, trimmed.
+func runFile(t *testing.T, tg host.Target, p string) string {
+	t.Helper()
+	data, err := os.ReadFile(tg.Path(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data))
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/dataplane"
+	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/vrid"
 )
@@ -16,24 +18,25 @@ import (
 // tables' writer and the local routes of the VIPs it holds. The init
 // container (--once), the sidecar and the lab all go through Reconcile.
 type Node struct {
-	Target
+	host.Target
 	Name string
 	// Local keeps the VIPs held here local across handovers; nil where
 	// nothing runs it (--once exits; the sidecar that follows runs it).
-	Local *LocalVIPs
+	Local *dataplane.LocalVIPs
 	// handover rewrites the tables with only the difference.
-	handover *HandoverWriter
+	handover *dataplane.HandoverWriter
 }
 
 // NewNode prepares a node for Reconcile.
-func NewNode(t Target, name string, local *LocalVIPs) *Node {
-	return &Node{Target: t, Name: name, Local: local, handover: NewHandoverWriter(t, HandoverGrace)}
+func NewNode(t host.Target, name string, local *dataplane.LocalVIPs) *Node {
+	return &Node{Target: t, Name: name, Local: local, handover: dataplane.NewHandoverWriter(t, dataplane.HandoverGrace)}
 }
 
 // Input is what a node is brought in line with.
 type Input struct {
-	Config *v1alpha1.ClusterVIPs
-	State  cluster.State
+	// Model is the effective config, compiled once for the whole pass.
+	Model *cluster.Model
+	State cluster.State
 	// IngressReady says, per IngressController, whether a ready router pod
 	// runs on this node. nil leaves the status files as they are (--once:
 	// InitRunFiles wrote them).
@@ -64,43 +67,43 @@ type Outcome struct {
 // with bgp pools, FRR's frr.conf through vtysh -C and frr-reload.py); the status files no config
 // reads any more; the API redirect; the handover tables and the IPv6
 // takeover routes; the local routes.
-// An error means the node kept its last good config; its reason is one of
-// the sidecar's failure labels (see reason).
+// An error means the node kept its last good config; its Reason is one of
+// the sidecar's failure labels.
 func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
 	var out Outcome
 	for name, ready := range in.IngressReady {
 		if err := SetIngressReady(n.Target, name, ready); err != nil {
-			return out, &syncError{"write", err}
+			return out, &StepError{"write", err}
 		}
 	}
 	// Only the Local Services keepalived tracks have status files; a bgp
 	// pool's are announced or not by frr.conf instead.
-	vrrpLocal := cluster.Compile(in.Config).VRRPLocalServices(in.State)
+	vrrpLocal := in.Model.VRRPLocalServices(in.State)
 	for _, ls := range vrrpLocal {
-		if err := writeRunFile(n.Target, render.LocalServiceStatusFile(ls.Name), !slices.Contains(ls.Nodes, n.Name)); err != nil {
-			return out, &syncError{"write", err}
+		if err := n.WriteFlag(render.LocalServiceStatusFile(ls.Name), !slices.Contains(ls.Nodes, n.Name)); err != nil {
+			return out, &StepError{"write", err}
 		}
 	}
 	var extra []render.PlanOption
 	if in.HoldBack {
 		extra = append(extra, render.WithHeldBack(n.Name))
 	}
-	d, err := DesiredNode(in.Config, in.State, n.Name, n.Root, extra...)
+	d, err := DesiredNode(in.Model, in.State, n.Name, n.Root, extra...)
 	if err != nil {
-		return out, &syncError{"render", err}
+		return out, &StepError{"render", err}
 	}
 	out.NodeState = d
 	out.Result, err = Apply(ctx, n.Target, d.Files)
 	if err != nil {
-		return out, &syncError{"apply", err}
+		return out, &StepError{"apply", err}
 	}
 	if err := PruneLocalStatus(n.Target, vrrpLocal); err != nil {
-		return out, &syncError{"write", err}
+		return out, &StepError{"write", err}
 	}
-	if err := applyRedirects(n.Target, in.Config, d.Files); err != nil {
-		return out, &syncError{"redirect", err}
+	if err := dataplane.ApplyRedirects(n.Target, in.Model.Config, d.Files); err != nil {
+		return out, &StepError{"redirect", err}
 	}
-	out.HandoverErr = errors.Join(n.handover.Apply(d.Handover), applyTakeoverRoutes(n.Target, d.Handover))
+	out.HandoverErr = errors.Join(n.handover.Apply(d.Handover), dataplane.ApplyTakeoverRoutes(n.Target, d.Handover))
 	if n.Local != nil {
 		n.Local.SetHandover(d.Handover)
 		n.Local.Kick()
@@ -125,15 +128,15 @@ type NodeState struct {
 // DesiredNode renders one node's files and the rest of its state from a
 // config and a cluster state. An instance with a single eligible node is
 // left out (see NodeRender.Lonely) rather than failing the node's whole config.
-func DesiredNode(c *v1alpha1.ClusterVIPs, st cluster.State, node, root string, opts ...render.PlanOption) (NodeState, error) {
-	vrrpLocal := cluster.Compile(c).VRRPLocalServices(st)
+func DesiredNode(m *cluster.Model, st cluster.State, node, root string, opts ...render.PlanOption) (NodeState, error) {
+	vrrpLocal := m.VRRPLocalServices(st)
 	extra := make([]v1alpha1.InstanceKey, 0, len(vrrpLocal))
 	for _, ls := range vrrpLocal {
 		extra = append(extra, v1alpha1.ServiceKey(ls.Name))
 	}
 	// The Services come oldest first (cluster.SortByAge), so a new one
 	// never takes an ID from one that has it.
-	ids, unassigned, err := vrid.ForClusterAnd(c, extra)
+	ids, unassigned, err := vrid.ForClusterAnd(m.Config, extra)
 	if err != nil {
 		return NodeState{}, err
 	}
@@ -149,7 +152,7 @@ func DesiredNode(c *v1alpha1.ClusterVIPs, st cluster.State, node, root string, o
 		}
 		st.LocalServices = placed
 	}
-	plan, err := render.NewPlan(c, ids, st, append([]render.PlanOption{render.WithRoot(root), render.WithLonelySkipped()}, opts...)...)
+	plan, err := render.NewPlan(m, ids, st, append([]render.PlanOption{render.WithRoot(root), render.WithLonelySkipped()}, opts...)...)
 	if err != nil {
 		return NodeState{}, err
 	}
@@ -161,19 +164,22 @@ func DesiredNode(c *v1alpha1.ClusterVIPs, st cluster.State, node, root string, o
 	return NodeState{Files: r.Files, Handover: h, Lonely: r.Lonely, Unannounced: unannounced, Announced: r.Announced}, err
 }
 
-// syncError is a failed step of Reconcile, labelled for the metrics.
-type syncError struct {
-	reason string
-	err    error
+// StepError is a failed step of a sync, labelled for the sidecar's
+// failure metric: Reconcile's steps (write, render, apply, redirect) and
+// the sidecar's own (config).
+type StepError struct {
+	Step string
+	Err  error
 }
 
-func (e *syncError) Error() string { return e.err.Error() }
-func (e *syncError) Unwrap() error { return e.err }
+func (e *StepError) Error() string { return e.Err.Error() }
+func (e *StepError) Unwrap() error { return e.Err }
 
-func reason(err error) string {
-	var se *syncError
+// Reason is the failure label of err: its StepError's step, or "other".
+func Reason(err error) string {
+	var se *StepError
 	if errors.As(err, &se) {
-		return se.reason
+		return se.Step
 	}
 	return "other"
 }

@@ -50,7 +50,7 @@ func TestServiceWithoutVRIDDegradesAlone(t *testing.T) {
 		return ""
 	}
 
-	d, err := DesiredNode(c, st, "master-0", "")
+	d, err := DesiredNode(cluster.Compile(c), st, "master-0", "")
 	if err != nil {
 		t.Fatalf("one Service too many failed the whole render: %v", err)
 	}
@@ -71,7 +71,7 @@ func TestServiceWithoutVRIDDegradesAlone(t *testing.T) {
 	// address reach the config while shop/new is still left out.
 	c.Spec.API.VIPs = []string{"198.51.100.7"}
 	st.ServiceVIPs = map[string][]netip.Addr{"general": {netip.MustParseAddr("198.51.100.140")}}
-	d, err = DesiredNode(c, st, "master-0", "")
+	d, err = DesiredNode(cluster.Compile(c), st, "master-0", "")
 	if err != nil {
 		t.Fatal(err)
 	}

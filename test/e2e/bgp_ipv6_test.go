@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/runtimecfg"
+	"github.com/vipctl/vipctl/pkg/frr"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
 )
@@ -104,7 +104,7 @@ func TestBGPIPv6Sessions(t *testing.T) {
 
 	for _, n := range lc.Nodes {
 		lab.WaitFor(t, 30*time.Second, n.Name+"'s IPv6 session Established with its prefix sent", func() bool {
-			peers, ok, err := runtimecfg.ReadBGPSessions(context.Background(), n.Target)
+			peers, ok, err := frr.ReadSessions(context.Background(), n.Target)
 			if err != nil || !ok {
 				return false
 			}

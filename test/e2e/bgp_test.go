@@ -20,8 +20,8 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/frr"
 	"github.com/vipctl/vipctl/pkg/render"
-	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/pkg/status"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
@@ -535,7 +535,7 @@ func TestBGPSessions(t *testing.T) {
 	})
 	// First the session reader alone, against the live bgpd of a0.
 	lab.WaitFor(t, 20*time.Second, "a0's session Established", func() bool {
-		peers, ok, err := runtimecfg.ReadBGPSessions(context.Background(), bl.lc.ByName["a0"].Target)
+		peers, ok, err := frr.ReadSessions(context.Background(), bl.lc.ByName["a0"].Target)
 		return err == nil && ok && len(peers) == 1 && peers[0].State == v1alpha1.BGPStateEstablished && peers[0].Peer == "198.51.100.1"
 	})
 	for _, n := range bl.lc.Nodes {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/test/lab"
@@ -390,7 +391,7 @@ func instanceFor(t testing.TB, lc *lab.Cluster, node, pool string, vip netip.Add
 		st.ServiceVIPs = map[string][]netip.Addr{}
 	}
 	st.ServiceVIPs[pool] = append(slices.Clone(st.ServiceVIPs[pool]), vip)
-	d, err := runtimecfg.DesiredNode(lc.Config, st, node, lc.ByName[node].Target.Root)
+	d, err := runtimecfg.DesiredNode(cluster.Compile(lc.Config), st, node, lc.ByName[node].Target.Root)
 	files := d.Files
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
+	"github.com/vipctl/vipctl/pkg/sidecar"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/testapiserver"
 )
@@ -435,7 +436,7 @@ func TestColdStartWithAPIDown(t *testing.T) {
 // TestSidecarReachesAPIWithoutTheVIP: the kubeconfig names an address that
 // does not answer (api-int, the API VIP, with no holder: a cold start),
 // yet the sidecar reaches the real apiserver through a control-plane
-// node's address (runtimecfg.WithAPIFallback, as `vipctl runtimecfg`
+// node's address (sidecar.WithAPIFallback, as `vipctl runtimecfg`
 // sets it up from the nodes it rendered), syncs and records its
 // last-good view. 127.0.0.2 stands for the dead VIP and the control-plane
 // node's address is the apiserver's own, 127.0.0.1: the sidecar runs in the
@@ -455,7 +456,7 @@ func TestSidecarReachesAPIWithoutTheVIP(t *testing.T) {
 	}
 	cfg.ServerName = u.Hostname()
 	cfg.Host = "https://127.0.0.2:" + u.Port()
-	runtimecfg.WithAPIFallback(cfg, []cluster.Node{
+	sidecar.WithAPIFallback(cfg, []cluster.Node{
 		{Name: "master-0", ControlPlane: true, Addresses: []netip.Addr{netip.MustParseAddr("127.0.0.1")}},
 		{Name: "worker-0", Addresses: []netip.Addr{netip.MustParseAddr("198.51.100.21")}},
 	}, "worker-0")
@@ -463,7 +464,7 @@ func TestSidecarReachesAPIWithoutTheVIP(t *testing.T) {
 	n := kc.ByName["worker-0"]
 	n.StopLocal() // the sidecar keeps the VIPs local from now on
 	log := &lab.LogBuffer{}
-	s, err := runtimecfg.NewSidecar(runtimecfg.SidecarOptions{
+	s, err := sidecar.New(sidecar.Options{
 		OnceOptions: runtimecfg.OnceOptions{Target: n.Target, Config: kc.ConfigPath, NodeName: "worker-0"},
 		Client:      kubernetes.NewForConfigOrDie(cfg),
 		Debounce:    100 * time.Millisecond,

@@ -24,6 +24,8 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/dataplane"
+	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
@@ -37,7 +39,7 @@ type Node struct {
 	// Addr is the node's (first) address on the machine network.
 	Addr       string
 	Host       *netlab.Host
-	Target     runtimecfg.Target
+	Target     host.Target
 	Keepalived *netlab.Proc
 	Haproxy    *netlab.Proc        // nil on workers
 	APIServer  *StandIn            // nil on workers
@@ -152,7 +154,7 @@ func (lc *Cluster) NewNode(t testing.TB, s NodeSpec) *Node {
 		}
 	}
 	n := &Node{Name: s.Name, Addr: strings.Split(s.Addr, "/")[0], Host: h, Routers: map[string]*StandIn{},
-		Target: runtimecfg.Target{Root: filepath.Join(lc.base, s.Name), Netns: h.NS}}
+		Target: host.Target{Root: filepath.Join(lc.base, s.Name), Netns: h.NS}}
 	lc.ByName[s.Name] = n
 	node := cluster.Node{Name: s.Name, Labels: s.Labels, ControlPlane: s.ControlPlane, Interface: "br-ex"}
 	node.Addresses = append(node.Addresses, mustAddr(t, n.Addr))
@@ -184,7 +186,7 @@ func (n *Node) StartKeepalived() {
 // let go.
 func (n *Node) Undrain(t testing.TB) {
 	t.Helper()
-	if err := runtimecfg.Undrain(n.Target); err != nil {
+	if err := dataplane.Undrain(n.Target); err != nil {
 		t.Fatal(err)
 	}
 	n.node.Local.Kick()
@@ -194,13 +196,13 @@ func (n *Node) Undrain(t testing.TB) {
 // held lately) local, so that connections open when a VIP leaves are still
 // answered.
 func (lc *Cluster) keepLocal(n *Node) {
-	local := runtimecfg.NewLocalVIPs(n.Target, runtimecfg.HandoverGrace)
+	local := dataplane.NewLocalVIPs(n.Target, dataplane.HandoverGrace)
 	n.node = runtimecfg.NewNode(n.Target, n.Name, local)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		local.Run(ctx, runtimecfg.LocalResync, func(err error) { lc.t.Errorf("%s: keeping VIPs local: %v", n.Name, err) })
+		local.Run(ctx, dataplane.LocalResync, func(err error) { lc.t.Errorf("%s: keeping VIPs local: %v", n.Name, err) })
 	}()
 	var once sync.Once
 	n.stopLocal = func() { once.Do(func() { cancel(); <-done }) }
@@ -221,7 +223,7 @@ func (lc *Cluster) isControlPlane(name string) bool {
 // redirect, handover table, local VIPs).
 func (lc *Cluster) Apply(n *Node) runtimecfg.Result {
 	lc.t.Helper()
-	out, err := n.node.Reconcile(context.Background(), runtimecfg.Input{Config: lc.Config, State: lc.State})
+	out, err := n.node.Reconcile(context.Background(), runtimecfg.Input{Model: cluster.Compile(lc.Config), State: lc.State})
 	if err != nil {
 		lc.t.Fatal(err)
 	}
@@ -251,7 +253,7 @@ func (lc *Cluster) RemoveServiceVIPs(pool string, vips ...netip.Addr) {
 func (lc *Cluster) Drain(n *Node) {
 	lc.t.Helper()
 	lc.t.Logf("draining %s at %s", n.Name, time.Now().Format("15:04:05.000"))
-	if err := runtimecfg.Drain(n.Target, n.handover); err != nil {
+	if err := dataplane.Drain(n.Target, n.handover); err != nil {
 		lc.t.Fatal(err)
 	}
 	n.node.Local.Kick()

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vipctl/vipctl/pkg/frr"
 	"github.com/vipctl/vipctl/pkg/render"
-	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/test/netlab"
 )
 
@@ -27,18 +27,18 @@ type FRR struct {
 }
 
 // StartFRR runs zebra, bfdd and bgpd in h, as the frr container does
-// (runtimecfg.FRRDaemons), with dir as the node's root: bgpd reads dir's
+// (frr.Daemons), with dir as the node's root: bgpd reads dir's
 // etc/frr/frr.conf, or starts empty while there is none (a node that
 // announces nothing yet). It waits until bgpd answers on its vty socket.
 func StartFRR(t testing.TB, h *netlab.Host, dir string) *FRR {
 	t.Helper()
 	RequireFRR(t)
-	conf, err := runtimecfg.PrepareFRRRun(dir)
+	conf, err := frr.PrepareRun(dir)
 	if err != nil {
 		t.Fatalf("%v (run hack/install-deps.sh)", err)
 	}
 	f := &FRR{Dir: dir, Host: h}
-	for _, d := range runtimecfg.FRRDaemons(dir, conf) {
+	for _, d := range frr.Daemons(dir, conf) {
 		p := h.Start(d.Name, d.Argv...)
 		switch d.Name {
 		case "zebra":

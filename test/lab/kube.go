@@ -31,9 +31,11 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
+	"github.com/vipctl/vipctl/pkg/sidecar"
 	"github.com/vipctl/vipctl/test/testapiserver"
 )
 
@@ -68,8 +70,8 @@ func (s *LogBuffer) Tail(n int) string {
 // Sidecar is one node's running runtimecfg sidecar, in process but with
 // the node's own credentials, its namespace's addresses and its daemons.
 type Sidecar struct {
-	*runtimecfg.Sidecar
-	Metrics *runtimecfg.Metrics
+	*sidecar.Sidecar
+	Metrics *sidecar.Metrics
 	Log     *LogBuffer
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -225,13 +227,13 @@ func (kc *KubeCluster) StartSidecar(t testing.TB, name string) *Sidecar {
 	}
 	t.Cleanup(func() { nl.Close(); _ = h.Close() })
 	buf := &LogBuffer{}
-	m := runtimecfg.NewMetrics(nil)
-	s, err := runtimecfg.NewSidecar(runtimecfg.SidecarOptions{
+	m := sidecar.NewMetrics(nil)
+	s, err := sidecar.New(sidecar.Options{
 		OnceOptions: runtimecfg.OnceOptions{Target: n.Target, Config: kc.ConfigPath, NodeName: name},
 		Client:      kubernetes.NewForConfigOrDie(kc.API.NodeConfig(t, name)),
 		Debounce:    100 * time.Millisecond,
-		Addresses:   func() ([]netip.Addr, error) { return runtimecfg.HandleAddresses(nl) },
-		Interface:   func(n netip.Prefix) (string, error) { return runtimecfg.LocalInterface(nl, n) },
+		Addresses:   func() ([]netip.Addr, error) { return dataplane.HandleAddresses(nl) },
+		Interface:   func(n netip.Prefix) (string, error) { return dataplane.LocalInterface(nl, n) },
 		Log:         slog.New(slog.NewTextHandler(buf, nil)),
 		Metrics:     m,
 	})

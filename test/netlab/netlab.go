@@ -25,7 +25,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/internal/inns"
+	"github.com/vipctl/vipctl/pkg/host"
 )
 
 // Require fails the test (never skips it) when the lab cannot run: CI runs
@@ -375,7 +375,7 @@ func (h *Host) LinkUp() {
 // Do runs fn on an OS thread switched into the host's namespace, for Go
 // code that must open sockets there. Sockets keep their namespace after
 // the thread switches back.
-func (h *Host) Do(fn func() error) error { return inns.Run(h.NS, fn) }
+func (h *Host) Do(fn func() error) error { return host.Target{Netns: h.NS}.InNetns(fn) }
 
 // ApplySysctl applies a sysctl.d file inside the host, as systemd-sysctl
 // reads it: "key = value" lines, # and ; comments, a key's separators

@@ -1,0 +1,416 @@
+package dataplane
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/render"
+)
+
+// The Service addresses of a pool with announce: sidecar. keepalived moves
+// only each instance's anchor (the one address in its adverts); the sidecar
+// follows the anchor: while it is on the interface, the instance's Service
+// addresses are put there too, all in one netlink burst, and announced
+// (gratuitous ARP, unsolicited neighbour advertisements with the Override
+// flag) as keepalived announces a new master's addresses; once it is gone
+// they are removed. keepalived adds an instance's addresses one netlink
+// request at a time and sends no advert meanwhile, so an instance of
+// thousands of addresses blocked its VRRP process for longer than the
+// master-down interval (docs/benchmarks.md, issue 17).
+//
+// The follower keeps no state it could lose: every sync compares the
+// interface with the anchors, so a sidecar that restarts puts right what
+// changed while it was away. A keepalived that is SIGKILLed leaves its
+// anchor on the interface, as it leaves every address; the Service
+// addresses stay with it, until keepalived starts again and removes the
+// anchor, which removes them.
+
+// followed is what one sync of the follower changed, and what the node
+// answers for afterwards.
+type followed struct {
+	added, removed []netip.Addr
+	// here is every host address the node answers neighbour discovery
+	// for once the sync is done: those on the interface and the IPv6
+	// ones it proxies.
+	here map[netip.Addr]bool
+}
+
+// follow brings the sidecar's addresses on link in line with the anchors
+// found on it (onIf: every host address on the interface) and announces
+// what it added and what is due again. An IPv6 Service address goes on
+// the interface, or, where the node's settings let the kernel answer for
+// proxy entries (proxyMode), it gets a local route and a proxy neighbour
+// entry instead (proxyndp.go). Call it inside the namespace.
+func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time.Time) (followed, error) {
+	began := time.Now()
+	f := followed{here: onIf}
+	ifindex := link.Attrs().Index
+	proxied, err := proxyEntries(ifindex)
+	if err != nil {
+		return f, err
+	}
+	if len(l.h.SidecarRanges) == 0 && len(proxied) == 0 {
+		l.announced = nil
+		return f, nil
+	}
+	proxy := slices.ContainsFunc(l.h.SidecarRanges, func(r v1alpha1.AddressRange) bool { return !r.Is4() }) && l.proxyMode(link)
+	byProxy := func(a netip.Addr) bool { return proxy && a.Is6() }
+	inRanges := func(a netip.Addr) bool {
+		return slices.ContainsFunc(l.h.SidecarRanges, func(r v1alpha1.AddressRange) bool { return r.Contains(a) })
+	}
+	wanted := map[netip.Addr]bool{}
+	anchors := map[netip.Addr]bool{}
+	for _, in := range l.h.Instances {
+		held := false
+		for _, a := range in.Anchors {
+			anchors[a] = true
+			held = held || onIf[a]
+		}
+		if !held {
+			continue
+		}
+		for _, a := range in.Sidecar {
+			wanted[a] = true
+			if (byProxy(a) && !proxied[a]) || (!byProxy(a) && !onIf[a]) {
+				f.added = append(f.added, a)
+			}
+		}
+	}
+	// What goes: addresses and proxy entries no held anchor calls for,
+	// and those of an address now answered the other way (after the
+	// other way is in place, so that it never stops answering).
+	var delAddr, delProxy, moved []netip.Addr
+	for a := range onIf {
+		switch {
+		case anchors[a] || !inRanges(a):
+		case !wanted[a]:
+			delAddr = append(delAddr, a)
+		case byProxy(a):
+			moved = append(moved, a)
+		}
+	}
+	for a := range proxied {
+		switch {
+		case !wanted[a]:
+			delProxy = append(delProxy, a)
+		case !byProxy(a):
+			moved = append(moved, a)
+		}
+	}
+	f.removed = append(slices.Clone(delAddr), delProxy...)
+	for _, list := range [][]netip.Addr{f.added, f.removed, delAddr, delProxy, moved} {
+		slices.SortFunc(list, netip.Addr.Compare)
+	}
+	if err := errors.Join(proxyBurst(ifindex, delProxy, false), addrBurst(ifindex, delAddr, false)); err != nil {
+		return f, err
+	}
+	f.here = maps.Clone(onIf)
+	maps.Copy(f.here, proxied)
+	for _, a := range f.removed {
+		delete(f.here, a)
+	}
+	if l.announced == nil {
+		l.announced = map[netip.Addr]announcement{}
+	}
+	for a := range l.announced {
+		if !wanted[a] {
+			delete(l.announced, a)
+		}
+	}
+	// A proxied address needs a local route too, or the node would not
+	// accept what its entry draws. The takeover routes (takeover.go)
+	// already accept what arrives on the interface for every IPv6 VIP of
+	// the node's instances, so for those the route in table local (for
+	// the node's own connections and the handover grace) follows once
+	// every window answers; an address without one (a Service newer than
+	// the last apply's takeover routes) gets its route first.
+	accepted := map[netip.Addr]netlink.Route{}
+	if slices.ContainsFunc(f.added, byProxy) {
+		if accepted, err = localRoutes(takeoverTable); err != nil {
+			return f, err
+		}
+	}
+	isAccepted := func(a netip.Addr) bool { _, ok := accepted[a]; return ok }
+	var errs []error
+	next := time.Time{}
+	// A proxied address the takeover routes accept is announced before
+	// its proxy entry is made: the advertisement moves every client that
+	// already has a neighbour entry for it (the router in front, every
+	// client of a failover), and what those send is accepted at once.
+	// The entry only answers solicitations, from new clients and from
+	// the unicast probes of moved ones, which come no sooner than
+	// delay_first_probe_time (5 s) after their next packet; it lands
+	// within the sync. At 2500 addresses the entries take the kernel
+	// ~0.2 s alone and ~0.5 s on a loaded node (docs/benchmarks.md,
+	// issue 17), the advertisements a few milliseconds.
+	announcedFirst := func(a netip.Addr) bool { return byProxy(a) && isAccepted(a) }
+	early, _ := partition(f.added, announcedFirst)
+	var told time.Time
+	if len(early) > 0 {
+		errs = append(errs, announce(link, early, 1))
+		at := time.Now()
+		told = at
+		for _, a := range early {
+			l.announced[a] = announcement{rounds: 1, last: at}
+		}
+		next = at.Add(render.GARPDelay)
+	}
+	var routeLater []netip.Addr
+	// The rest is announced window by window as each answers: the
+	// kernel's cost of an IPv6 address grows with the addresses already
+	// on the interface (~1 ms each at 2500 here, docs/benchmarks.md), so
+	// the first addresses answer long before the last are added.
+	for start := 0; start < len(f.added); start += addrBurstWindow {
+		window := f.added[start:min(start+addrBurstWindow, len(f.added))]
+		asProxy, asAddr := partition(window, byProxy)
+		later, first := partition(asProxy, isAccepted)
+		routeLater = append(routeLater, later...)
+		if err := errors.Join(addrBurst(ifindex, asAddr, true), localRouteBurst(first), proxyBurst(ifindex, asProxy, true)); err != nil {
+			return f, errors.Join(append(errs, err)...)
+		}
+		_, unannounced := partition(window, announcedFirst)
+		if len(unannounced) > 0 {
+			errs = append(errs, announce(link, unannounced, 1))
+		}
+		at := time.Now()
+		for _, a := range window {
+			f.here[a] = true
+		}
+		for _, a := range unannounced {
+			l.announced[a] = announcement{rounds: 1, last: at}
+		}
+		if len(unannounced) > 0 {
+			told, next = at, at.Add(render.GARPDelay)
+		}
+	}
+	// The first round's other repeats once every window answers: one
+	// advertisement each is what moves the clients, so the last window
+	// does not wait for the repeats of all before it.
+	if len(f.added) > 0 && render.GARPRepeat > 1 {
+		errs = append(errs, announce(link, f.added, render.GARPRepeat-1))
+	}
+	errs = append(errs, localRouteBurst(routeLater))
+	if len(f.added) > 0 && l.log != nil {
+		// What a failover's debugging starts from: how long after the
+		// sync began every address was announced, and was in place.
+		l.log.Info("Service addresses added", "interface", link.Attrs().Name, "added", len(f.added),
+			"announced_first", len(early), "announced_ms", told.Sub(began).Milliseconds(),
+			"done_ms", time.Since(began).Milliseconds())
+	}
+	// Now proxied: off the interface; now on it: no more proxy entry.
+	movedAddr, movedProxy := partition(moved, byProxy)
+	if err := errors.Join(addrBurst(ifindex, movedAddr, false), proxyBurst(ifindex, movedProxy, false)); err != nil {
+		errs = append(errs, err)
+	}
+	// What else to announce now: again GARPDelay after the first round,
+	// and every held address each GARPRefresh.
+	var due []netip.Addr
+	for a := range wanted {
+		an := l.announced[a]
+		switch {
+		case an.rounds == 0:
+		case an.rounds == 1 && now.Sub(an.last) >= render.GARPDelay:
+		case now.Sub(an.last) >= render.GARPRefresh:
+		default:
+			wait := an.last.Add(render.GARPRefresh)
+			if an.rounds == 1 {
+				wait = an.last.Add(render.GARPDelay)
+			}
+			if next.IsZero() || wait.Before(next) {
+				next = wait
+			}
+			continue
+		}
+		due = append(due, a)
+		l.announced[a] = announcement{rounds: an.rounds + 1, last: now}
+		if an.rounds == 0 {
+			if wait := now.Add(render.GARPDelay); next.IsZero() || wait.Before(next) {
+				next = wait
+			}
+		}
+	}
+	if !next.IsZero() {
+		l.wakeAt(next)
+	}
+	if len(due) > 0 {
+		slices.SortFunc(due, netip.Addr.Compare)
+		errs = append(errs, announce(link, due, render.GARPRepeat))
+	}
+	return f, errors.Join(errs...)
+}
+
+// partition splits addrs into those that satisfy f and the rest.
+func partition(addrs []netip.Addr, f func(netip.Addr) bool) (yes, no []netip.Addr) {
+	for _, a := range addrs {
+		if f(a) {
+			yes = append(yes, a)
+		} else {
+			no = append(no, a)
+		}
+	}
+	return yes, no
+}
+
+// announcement is how often an address was announced, and when last.
+type announcement struct {
+	rounds int
+	last   time.Time
+}
+
+// addrBurstWindow is how many requests go out before their
+// acknowledgements are read: enough to keep the kernel busy, few enough
+// that the acknowledgements fit the socket's receive buffer.
+const addrBurstWindow = 64
+
+// addrBurst adds (or removes) host addresses on an interface over one
+// netlink socket (nlBurst): IPv6 ones without duplicate address detection
+// (IFA_F_NODAD, as keepalived adds its VIPs), so they are usable at once.
+// An address already there is replaced, one already gone is no error.
+// Call it inside the namespace.
+func addrBurst(ifindex int, addrs []netip.Addr, add bool) error {
+	return nlBurst(addrs, func(a netip.Addr) *nl.NetlinkRequest { return addrRequest(ifindex, a, add) }, add, "address")
+}
+
+func addrRequest(ifindex int, a netip.Addr, add bool) *nl.NetlinkRequest {
+	proto, flags := unix.RTM_DELADDR, unix.NLM_F_ACK
+	if add {
+		proto, flags = unix.RTM_NEWADDR, unix.NLM_F_ACK|unix.NLM_F_CREATE|unix.NLM_F_REPLACE
+	}
+	req := nl.NewNetlinkRequest(proto, flags)
+	family := unix.AF_INET
+	if a.Is6() {
+		family = unix.AF_INET6
+	}
+	msg := nl.NewIfAddrmsg(family)
+	msg.Index = uint32(ifindex)
+	msg.Prefixlen = uint8(a.BitLen())
+	msg.Scope = unix.RT_SCOPE_UNIVERSE
+	req.AddData(msg)
+	req.AddData(nl.NewRtAttr(unix.IFA_LOCAL, a.AsSlice()))
+	req.AddData(nl.NewRtAttr(unix.IFA_ADDRESS, a.AsSlice()))
+	if a.Is6() && add {
+		msg.Flags = unix.IFA_F_NODAD
+		req.AddData(nl.NewRtAttr(unix.IFA_FLAGS, nl.Uint32Attr(unix.IFA_F_NODAD)))
+	}
+	return req
+}
+
+// announce tells the segment that addrs are now at link's hardware
+// address: rounds gratuitous ARP requests for each IPv4 address, rounds
+// unsolicited neighbour advertisements (Override set, to all nodes) for
+// each IPv6 one; keepalived sends GARPRepeat for a new master's VIPs.
+// Call it inside the namespace.
+func announce(link netlink.Link, addrs []netip.Addr, rounds int) error {
+	mac := link.Attrs().HardwareAddr
+	if len(mac) != 6 {
+		return nil // no Ethernet address to announce (lo, a tunnel)
+	}
+	ifindex := link.Attrs().Index
+	var v4, v6 []netip.Addr
+	for _, a := range addrs {
+		if a.Is4() {
+			v4 = append(v4, a)
+		} else {
+			v6 = append(v6, a)
+		}
+	}
+	return errors.Join(sendGARPs(ifindex, mac, v4, rounds), sendNAs(ifindex, mac, v6, rounds))
+}
+
+func sendGARPs(ifindex int, mac net.HardwareAddr, addrs []netip.Addr, rounds int) error {
+	if len(addrs) == 0 {
+		return nil
+	}
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ARP)))
+	if err != nil {
+		return fmt.Errorf("gratuitous ARP socket: %w", err)
+	}
+	defer func() { _ = unix.Close(fd) }()
+	to := &unix.SockaddrLinklayer{Ifindex: ifindex, Protocol: htons(unix.ETH_P_ARP), Halen: 6, Addr: [8]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
+	for round := 0; round < rounds; round++ {
+		for _, a := range addrs {
+			if err := unix.Sendto(fd, garpFrame(mac, a), 0, to); err != nil {
+				return fmt.Errorf("gratuitous ARP for %s: %w", a, err)
+			}
+		}
+	}
+	return nil
+}
+
+// garpFrame is an Ethernet broadcast ARP request from a for a, as
+// keepalived sends it.
+func garpFrame(mac net.HardwareAddr, a netip.Addr) []byte {
+	b := make([]byte, 0, 42)
+	b = append(b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+	b = append(b, mac...)
+	b = binary.BigEndian.AppendUint16(b, unix.ETH_P_ARP)
+	b = binary.BigEndian.AppendUint16(b, 1) // Ethernet
+	b = binary.BigEndian.AppendUint16(b, unix.ETH_P_IP)
+	b = append(b, 6, 4)
+	b = binary.BigEndian.AppendUint16(b, 1) // request
+	ip := a.As4()
+	b = append(b, mac...)
+	b = append(b, ip[:]...)
+	b = append(b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+	return append(b, ip[:]...)
+}
+
+func sendNAs(ifindex int, mac net.HardwareAddr, addrs []netip.Addr, rounds int) error {
+	if len(addrs) == 0 {
+		return nil
+	}
+	fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMPV6)
+	if err != nil {
+		return fmt.Errorf("neighbour advertisement socket: %w", err)
+	}
+	defer func() { _ = unix.Close(fd) }()
+	// Hop limit 255, or receivers drop it (RFC 4861 7.1.2); the kernel
+	// fills in the ICMPv6 checksum. Freebind: an address answered by a
+	// proxy entry (proxyndp.go) is not on the interface, and is the
+	// source all the same.
+	if err := errors.Join(unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_HOPS, 255),
+		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_FREEBIND, 1),
+		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_IF, ifindex),
+		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_LOOP, 0)); err != nil {
+		return fmt.Errorf("neighbour advertisement socket: %w", err)
+	}
+	to := &unix.SockaddrInet6{Addr: netip.MustParseAddr("ff02::1").As16(), ZoneId: uint32(ifindex)}
+	for round := 0; round < rounds; round++ {
+		for _, a := range addrs {
+			// The address itself is the source: it is on the interface
+			// (without DAD) or proxied, while a link-local one may still
+			// be tentative.
+			pi := unix.Inet6Pktinfo{Addr: a.As16(), Ifindex: uint32(ifindex)}
+			oob := unix.PktInfo6(&pi)
+			if err := unix.Sendmsg(fd, naPacket(mac, a), oob, to, 0); err != nil {
+				return fmt.Errorf("neighbour advertisement for %s: %w", a, err)
+			}
+		}
+	}
+	return nil
+}
+
+// naPacket is an unsolicited neighbour advertisement of a at mac with the
+// Override flag and the target link-layer address option.
+func naPacket(mac net.HardwareAddr, a netip.Addr) []byte {
+	b := make([]byte, 0, 32)
+	b = append(b, 136, 0, 0, 0)  // type, code, checksum (the kernel's)
+	b = append(b, 0x20, 0, 0, 0) // Override
+	t := a.As16()
+	b = append(b, t[:]...)
+	b = append(b, 2, 1) // target link-layer address, 8 bytes
+	return append(b, mac...)
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }

@@ -1,0 +1,150 @@
+package dataplane
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/host"
+	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/fixture"
+	"github.com/vipctl/vipctl/test/netlab"
+)
+
+// TestFollowerAddsServiceAddressesWithTheAnchor: a pool with announce:
+// sidecar, in namespaces, without keepalived (the test moves the anchors
+// as keepalived would). The sidecar's LocalVIPs puts an instance's Service
+// addresses on the interface when its anchor appears, announces each one
+// (gratuitous ARP, unsolicited neighbour advertisement with Override, as
+// captured on another host of the segment) at once and again GARPDelay
+// later, gives them local routes, and removes them when the anchor leaves.
+// A follower started afresh reconciles from the anchors alone: it removes
+// what it finds without an anchor (also an address of a Service deleted
+// meanwhile) and adds what a present anchor calls for.
+func TestFollowerAddsServiceAddressesWithTheAnchor(t *testing.T) {
+	n, c, tn := followLab(t)
+	cap := c.CaptureAnnouncements(t)
+	anchor4, anchor6 := "198.51.100.191", "2001:db8:100::1:ffff"
+	svc4, svc6 := fixture.Addrs("198.51.100.130", "198.51.100.131"), fixture.Addrs("2001:db8:100::1:5")
+	h := followHandover(anchor4, anchor6, svc4, svc6)
+	onIf := func() []string {
+		var out []string
+		for _, l := range strings.Split(string(n.MustExec("ip", "-o", "addr", "show", "dev", "br-ex")), "\n") {
+			if f := strings.Fields(l); len(f) > 3 && (strings.HasSuffix(f[3], "/32") || strings.HasSuffix(f[3], "/128")) {
+				out = append(out, strings.SplitN(f[3], "/", 2)[0])
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	waitFor := func(what string, want ...string) {
+		t.Helper()
+		slices.Sort(want)
+		deadline := time.Now().Add(5 * time.Second)
+		for !slices.Equal(onIf(), want) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if got := onIf(); !slices.Equal(got, want) {
+			t.Fatalf("%s: host addresses on br-ex %v, want %v", what, got, want)
+		}
+	}
+	run := func() func() { _, stop := runLocal(t, tn, h); return stop }
+
+	// Left from before: a Service address without its anchor, and one of
+	// a Service no longer in the handover data. Neither is the sidecar's
+	// to keep; the node's own addresses are not its business.
+	n.MustExec("ip", "addr", "add", "198.51.100.131/32", "dev", "br-ex")
+	n.MustExec("ip", "addr", "add", "198.51.100.140/32", "dev", "br-ex")
+	stop := run()
+	waitFor("started without anchors")
+
+	n.MustExec("ip", "addr", "add", anchor4+"/32", "dev", "br-ex")
+	n.MustExec("ip", "addr", "add", anchor6+"/128", "dev", "br-ex", "nodad")
+	waitFor("anchors added", anchor4, anchor6, "198.51.100.130", "198.51.100.131", "2001:db8:100::1:5")
+	mac := linkMAC(t, n)
+	for _, a := range append(slices.Clone(svc4), svc6...) {
+		// The second round follows GARPDelay after the first.
+		if got := cap.Wait(a, mac, 2*render.GARPRepeat, 5*time.Second); got < 2*render.GARPRepeat {
+			t.Errorf("%s: %d announcements naming %s seen from the segment, want %d (%d at once, as many %s later)", a, got, mac, 2*render.GARPRepeat, render.GARPRepeat, render.GARPDelay)
+		}
+	}
+	if got := cap.Count(netip.MustParseAddr(anchor4), nil); got != 0 {
+		t.Errorf("the anchor was announced %d times by the sidecar: it is keepalived's", got)
+	}
+	routes := string(n.MustExec("ip", "-4", "route", "show", "table", "local", "proto", "118"))
+	for _, a := range svc4 {
+		if !strings.Contains(routes, "local "+a.String()+" dev lo") {
+			t.Errorf("no local route for %s: %q", a, routes)
+		}
+	}
+
+	n.MustExec("ip", "addr", "del", anchor4+"/32", "dev", "br-ex")
+	waitFor("IPv4 anchor gone", anchor6, "2001:db8:100::1:5")
+	stop()
+
+	// Away: the IPv4 anchor comes back, the IPv6 one goes.
+	n.MustExec("ip", "addr", "add", anchor4+"/32", "dev", "br-ex")
+	n.MustExec("ip", "addr", "del", anchor6+"/128", "dev", "br-ex")
+	stop = run()
+	defer stop()
+	waitFor("restarted", anchor4, "198.51.100.130", "198.51.100.131")
+}
+
+// followLab is a node n and a client c on one segment, and n's target
+// (drain file written) for a LocalVIPs.
+func followLab(t *testing.T) (n, c *netlab.Host, tn host.Target) {
+	t.Helper()
+	lab := netlab.New(t)
+	n = lab.AddHost("n", netlab.HostOpts{Addrs: []string{"198.51.100.11/24", "2001:db8:100::11/64"}})
+	c = lab.AddHost("c", netlab.HostOpts{Addrs: []string{"198.51.100.99/24", "2001:db8:100::99/64"}})
+	tn = labTarget(t, n)
+	if err := tn.WriteFlag(render.DrainFile, false); err != nil {
+		t.Fatal(err)
+	}
+	return n, c, tn
+}
+
+// followHandover is n's handover data for one sidecar pool of both
+// families: an instance per family with its anchor and Service addresses.
+func followHandover(anchor4, anchor6 string, svc4, svc6 []netip.Addr) render.Handover {
+	r4, _ := v1alpha1.ParseAddressRange("198.51.100.128/26")
+	r6, _ := v1alpha1.ParseAddressRange("2001:db8:100::1:0/112")
+	return render.Handover{Interface: "br-ex", SidecarRanges: []v1alpha1.AddressRange{r4, r6}, Instances: []render.HandoverInstance{
+		{Family: 4, VRID: 1, Priority: 50, VIPs: append(fixture.Addrs(anchor4), svc4...), Peers: fixture.Addrs("198.51.100.12"),
+			Anchors: fixture.Addrs(anchor4), Sidecar: svc4},
+		{Family: 6, VRID: 1, Priority: 50, VIPs: append(fixture.Addrs(anchor6), svc6...), Peers: fixture.Addrs("2001:db8:100::12"),
+			Anchors: fixture.Addrs(anchor6), Sidecar: svc6},
+	}}
+}
+
+// runLocal runs a LocalVIPs for tn with h (10 s grace) until the returned
+// stop is called; a failed sync fails the test.
+func runLocal(t *testing.T, tn host.Target, h render.Handover) (*LocalVIPs, func()) {
+	l := NewLocalVIPs(tn, 10*time.Second)
+	l.SetHandover(h)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.Run(ctx, time.Hour, func(err error) { t.Errorf("LocalVIPs: %v", err) })
+	}()
+	return l, func() { cancel(); <-done }
+}
+
+func linkMAC(t *testing.T, h *netlab.Host) net.HardwareAddr {
+	t.Helper()
+	var mac net.HardwareAddr
+	if err := h.Do(func() error {
+		link, err := net.InterfaceByName(h.Iface)
+		mac = link.HardwareAddr
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return mac
+}

@@ -1,0 +1,76 @@
+package dataplane
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+)
+
+// LinkAddresses lists every address the current network namespace
+// answers for: those on its interfaces and its IPv6 proxy neighbour
+// entries (a pool's Service addresses, proxyndp.go).
+func LinkAddresses() ([]netip.Addr, error) {
+	return HandleAddresses(nil)
+}
+
+// HandleAddresses is LinkAddresses in the namespace of netlink handle h
+// (nil: the current one).
+func HandleAddresses(h *netlink.Handle) ([]netip.Addr, error) {
+	if h == nil {
+		h = &netlink.Handle{}
+	}
+	list, err := h.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, fmt.Errorf("listing addresses: %w", err)
+	}
+	proxies, err := h.NeighProxyList(0, netlink.FAMILY_V6)
+	if err != nil {
+		return nil, fmt.Errorf("listing proxy neighbour entries: %w", err)
+	}
+	out := make([]netip.Addr, 0, len(list)+len(proxies))
+	for _, a := range list {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok {
+			out = append(out, ip.Unmap())
+		}
+	}
+	for _, n := range proxies {
+		if ip, ok := netip.AddrFromSlice(n.IP); ok && n.Flags&netlink.NTF_PROXY != 0 {
+			out = append(out, ip.Unmap())
+		}
+	}
+	return out, nil
+}
+
+// LocalInterface names the interface that holds an address inside
+// network, as netlink handle h sees it (nil: the current namespace): the
+// interface VRRP must speak on, whatever the node's NIC is called.
+func LocalInterface(h *netlink.Handle, network netip.Prefix) (string, error) {
+	var links []netlink.Link
+	var err error
+	if h == nil {
+		links, err = netlink.LinkList()
+	} else {
+		links, err = h.LinkList()
+	}
+	if err != nil {
+		return "", fmt.Errorf("listing links: %w", err)
+	}
+	for _, l := range links {
+		var addrs []netlink.Addr
+		if h == nil {
+			addrs, err = netlink.AddrList(l, netlink.FAMILY_ALL)
+		} else {
+			addrs, err = h.AddrList(l, netlink.FAMILY_ALL)
+		}
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if ip, ok := netip.AddrFromSlice(a.IP); ok && network.Contains(ip.Unmap()) {
+				return l.Attrs().Name, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no interface has an address in %s", network)
+}

@@ -1,0 +1,386 @@
+package dataplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/vipctl/vipctl/pkg/host"
+	"github.com/vipctl/vipctl/pkg/render"
+)
+
+// LocalResync is how often a running LocalVIPs syncs with nothing to
+// prompt it. Everything that changes what Sync does prompts one at once
+// (an address change, Kick after a new handover or a drain file change,
+// the end of a kept route's grace), so this only repairs what nothing
+// announces, such as a route someone else removed. A sync lists every
+// address and local route: at once a second it was the largest part of
+// an idle sidecar's CPU (docs/benchmarks.md).
+const LocalResync = time.Minute
+
+// addrPoll is how often Run syncs while it cannot follow address changes,
+// and how soon it retries a failed sync.
+const addrPoll = time.Second
+
+// LocalVIPs keeps the VIPs this node holds or held lately local (see
+// above). The sidecar runs one; Sync is safe to call from any goroutine.
+type LocalVIPs struct {
+	t     host.Target
+	grace time.Duration
+	kick  chan struct{}
+	// addrsChanged, when set, is told of every address change Run sees.
+	addrsChanged func()
+
+	mu sync.Mutex
+	h  render.Handover
+	// lost is when each kept VIP was first seen gone from the interface.
+	lost map[netip.Addr]time.Time
+	// announced is when each address the follower added was announced
+	// (follow.go); wake kicks a sync when the next announcement is due.
+	announced map[netip.Addr]announcement
+	wake      *time.Timer
+	// proxying is whether IPv6 Service addresses were last answered by
+	// proxy entries (proxyndp.go), nil before the first look; log hears
+	// when that changes.
+	proxying *bool
+	log      *slog.Logger
+}
+
+// NewLocalVIPs keeps routes grace long after their VIP left.
+func NewLocalVIPs(t host.Target, grace time.Duration) *LocalVIPs {
+	return &LocalVIPs{t: t, grace: grace, kick: make(chan struct{}, 1), lost: map[netip.Addr]time.Time{}}
+}
+
+// OnAddressChange has Run call f after every address change in the
+// target's namespace (and on every poll while it cannot follow them), so
+// that the sidecar publishes the VIPs it holds from the same events. It
+// is called once the sync the change started is done: a takeover's
+// anchor starts a sync that adds and announces thousands of Service
+// addresses, and a publish meanwhile (listing them, writing the Node,
+// every watcher decoding it) would compete with it for the node's CPU
+// and name half of them. Call it before Run.
+func (l *LocalVIPs) OnAddressChange(f func()) { l.addrsChanged = f }
+
+// SetLog has LocalVIPs log what it decides on its own (how IPv6 Service
+// addresses are answered). Call it before Run.
+func (l *LocalVIPs) SetLog(log *slog.Logger) { l.log = log }
+
+// SetHandover sets the VIPs and the interface to watch.
+func (l *LocalVIPs) SetHandover(h render.Handover) {
+	l.mu.Lock()
+	l.h = h
+	l.mu.Unlock()
+}
+
+// Kick asks a running LocalVIPs to sync now (the drain file changed).
+func (l *LocalVIPs) Kick() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// wakeAt kicks a sync at t (the earliest asked for wins).
+func (l *LocalVIPs) wakeAt(t time.Time) {
+	if l.wake != nil {
+		l.wake.Stop()
+	}
+	l.wake = time.AfterFunc(time.Until(t), l.Kick)
+}
+
+// Run syncs whenever an address changes in the target's namespace (so a
+// VIP keepalived adds gets its route at once, and the follower sees an
+// anchor come and go), on Kick, when the grace of a kept route ends, and
+// every resync, until ctx ends. While it cannot follow address changes,
+// and after a failed sync, it syncs every second instead. report gets
+// every failed sync.
+func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(error)) {
+	addrsChanged := func() {
+		if l.addrsChanged != nil {
+			l.addrsChanged()
+		}
+	}
+	t := time.NewTimer(resync)
+	defer t.Stop()
+	var sub *addrSubscription
+	defer func() { sub.close() }()
+	resubscribe, atTick, changed := true, false, false
+	for {
+		if resubscribe {
+			// (Re)subscribe before the sync, so that nothing between the
+			// two is missed: a subscription ends when a burst of
+			// thousands of address changes overflows it, or on any
+			// receive error. One that ended within a second is renewed
+			// only after the next poll, and reported: no busy loop.
+			resubscribe = false
+			sub.close()
+			sub = l.subscribe(ctx, report)
+		}
+		err := l.Sync(time.Now())
+		if err != nil {
+			report(err)
+		}
+		if changed {
+			changed = false
+			addrsChanged()
+		}
+		wait := resync
+		if sub.updates == nil {
+			wait = min(wait, addrPoll)
+		}
+		if lapse, ok := l.nextLapse(time.Now()); ok {
+			wait = min(wait, lapse)
+		}
+		if err != nil {
+			wait = addrPoll // not at once: a lapse that failed would spin
+		}
+		t.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			resubscribe, atTick = atTick, false
+			changed = sub.updates == nil
+		case <-l.kick:
+		case _, ok := <-sub.updates:
+			if ok {
+				sub.updates = drainAddrUpdates(sub.updates)
+			}
+			if sub.updates == nil || !ok {
+				sub.updates = nil
+				if time.Since(sub.since) >= time.Second {
+					resubscribe = true
+				} else {
+					atTick = true
+					if err := sub.err(); err != nil && ctx.Err() == nil {
+						report(fmt.Errorf("following address changes (retried every %s): %w", addrPoll, err))
+					}
+				}
+			}
+			changed = true
+		}
+	}
+}
+
+// nextLapse tells how long until the grace of the first kept route ends,
+// if one is running.
+func (l *LocalVIPs) nextLapse(now time.Time) (time.Duration, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var next time.Duration
+	found := false
+	for _, since := range l.lost {
+		d := max(since.Add(l.grace).Sub(now), 0)
+		if !found || d < next {
+			next, found = d, true
+		}
+	}
+	return next, found
+}
+
+// addrUpdateBuffer is the address subscription's receive buffer: a
+// pool instance's thousands of addresses arrive at once (keepalived's,
+// or the follower's own burst), each notification a few hundred bytes.
+const addrUpdateBuffer = 8 << 20
+
+// addrSubscription is one subscription to the namespace's address
+// changes: updates is nil when it could not be made.
+type addrSubscription struct {
+	updates chan netlink.AddrUpdate
+	done    chan struct{}
+	since   time.Time
+	mu      sync.Mutex
+	last    error
+}
+
+func (s *addrSubscription) close() {
+	if s != nil {
+		close(s.done)
+	}
+}
+
+func (s *addrSubscription) err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+// subscribe follows the namespace's address changes.
+func (l *LocalVIPs) subscribe(ctx context.Context, report func(error)) *addrSubscription {
+	s := &addrSubscription{updates: make(chan netlink.AddrUpdate, 64), done: make(chan struct{}), since: time.Now()}
+	opts := netlink.AddrSubscribeOptions{ReceiveBufferSize: addrUpdateBuffer, ReceiveBufferForceSize: true, ErrorCallback: func(err error) {
+		s.mu.Lock()
+		s.last = err
+		s.mu.Unlock()
+	}}
+	if l.t.Netns != "" {
+		ns, err := netns.GetFromName(l.t.Netns)
+		if err != nil {
+			report(fmt.Errorf("network namespace %s: %w", l.t.Netns, err))
+			s.updates = nil
+			return s
+		}
+		defer func() { _ = ns.Close() }()
+		opts.Namespace = &ns
+	}
+	if err := netlink.AddrSubscribeWithOptions(s.updates, s.done, opts); err != nil && ctx.Err() == nil {
+		report(fmt.Errorf("following address changes (VIPs get their local routes on the next tick instead): %w", err))
+		s.updates = nil
+	}
+	return s
+}
+
+// drainAddrUpdates takes every address change already queued, so that one
+// sync answers them all: keepalived adds and removes a pool instance's
+// addresses one at a time, and a sync lists every address and local route,
+// so one sync per change made a failover of 2500 addresses quadratic
+// (BenchmarkScale: keepalived's VRRP process then starved for a minute).
+// It returns nil once the subscription has ended.
+func drainAddrUpdates(updates chan netlink.AddrUpdate) chan netlink.AddrUpdate {
+	for updates != nil {
+		select {
+		case _, ok := <-updates:
+			if !ok {
+				return nil
+			}
+		default:
+			return updates
+		}
+	}
+	return nil
+}
+
+// Sync adds a route for every VIP held now, drops those whose VIP left
+// more than grace ago (none while drained), and sets or restores the ARP
+// settings to match.
+func (l *LocalVIPs) Sync(now time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	drained, _ := os.ReadFile(l.t.Path(render.DrainFile))
+	isDrained := strings.TrimSpace(string(drained)) == "1"
+	vips := map[netip.Addr]bool{}
+	for _, in := range l.h.Instances {
+		for _, v := range in.VIPs {
+			vips[v] = true
+		}
+	}
+	return l.t.InNetns(func() error {
+		link, onIf, err := hostAddrs(l.h.Interface, len(vips) > 0)
+		if err != nil {
+			return err
+		}
+		var followErr error
+		if link != nil {
+			f, err := l.follow(link, onIf, now)
+			followErr = err
+			onIf = f.here
+			if len(f.added)+len(f.removed) > 0 && l.addrsChanged != nil {
+				// Proxy entries send no address notifications.
+				l.addrsChanged()
+			}
+		}
+		held, ifindex := map[netip.Addr]bool{}, 0
+		if link != nil {
+			ifindex = link.Attrs().Index
+		}
+		for a := range onIf {
+			if vips[a] {
+				held[a] = true
+			}
+		}
+		if err := l.syncRoutes(held, ifindex, isDrained, now); err != nil {
+			return errors.Join(followErr, err)
+		}
+		return followErr
+	})
+}
+
+// syncRoutes is Sync's part inside the namespace once the held VIPs are
+// known.
+func (l *LocalVIPs) syncRoutes(held map[netip.Addr]bool, ifindex int, isDrained bool, now time.Time) error {
+	routes, err := localRoutes(unix.RT_TABLE_LOCAL)
+	if err != nil {
+		return err
+	}
+	lo, err := netlink.LinkByName("lo")
+	if err != nil {
+		return err
+	}
+	keep4 := false
+	for vip := range held {
+		delete(l.lost, vip)
+		keep4 = keep4 || vip.Is4()
+		if _, ok := routes[vip]; !ok {
+			if err := netlink.RouteAdd(localRoute(lo.Attrs().Index, vip)); err != nil && !errors.Is(err, unix.EEXIST) {
+				return fmt.Errorf("local route for %s: %w", vip, err)
+			}
+		}
+	}
+	for vip, r := range routes {
+		if held[vip] {
+			continue
+		}
+		since, seen := l.lost[vip]
+		switch {
+		case isDrained:
+			delete(l.lost, vip) // the grace starts at the undrain
+		case !seen:
+			l.lost[vip] = now
+		case now.Sub(since) >= l.grace:
+			if err := delLocalRoute(r); err != nil {
+				return err
+			}
+			delete(l.lost, vip)
+			continue
+		}
+		keep4 = keep4 || vip.Is4()
+	}
+	for vip := range l.lost {
+		if _, ok := routes[vip]; !ok {
+			delete(l.lost, vip) // removed by someone else (Undrain): nothing lapses
+		}
+	}
+	if keep4 && ifindex > 0 {
+		return setARP(l.t, ifindex, l.h.Interface)
+	}
+	if !keep4 {
+		return restoreARP(l.t)
+	}
+	return nil
+}
+
+// hostAddrs lists the host addresses (/32, /128: VIPs, never a node's own
+// subnet address) on the interface. want false, or no interface named:
+// no link and nothing listed.
+func hostAddrs(iface string, want bool) (netlink.Link, map[netip.Addr]bool, error) {
+	out := map[netip.Addr]bool{}
+	if iface == "" || !want {
+		return nil, out, nil
+	}
+	link, err := netlink.LinkByName(iface)
+	if err != nil {
+		return nil, nil, fmt.Errorf("VRRP interface %s: %w", iface, err)
+	}
+	addrs, err := netlink.AddrList(link, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing addresses of %s: %w", iface, err)
+	}
+	for _, a := range addrs {
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if ones, bits := a.Mask.Size(); !ok || ones != bits {
+			continue
+		}
+		out[ip.Unmap()] = true
+	}
+	return link, out, nil
+}

@@ -1,0 +1,92 @@
+// Package frr is vipctl's side of FRR for bgp pools: the daemons and their
+// command lines (Daemons, Run: the keepalived pod's frr container), the
+// reload of a new frr.conf through frr-reload.py (Reload), and reading
+// bgpd's sessions back (ReadSessions, Sessions). Its rule: FRR is reached
+// only through vtysh and frr-reload.py on the node's vty sockets, never by
+// writing its state directly; frr.conf itself is rendered by pkg/render and
+// judged by pkg/configcheck.
+package frr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/vipctl/vipctl/pkg/host"
+	"github.com/vipctl/vipctl/pkg/render"
+)
+
+// Name names FRR among the daemons an Apply reloads.
+const Name = "frr"
+
+// defaultFRRReload is where Debian's frr-pythontools installs it.
+const defaultFRRReload = frrLibDir + "/frr-reload.py"
+
+// Reload brings the running bgpd in line with the frr.conf just
+// written, through frr-reload.py: it diffs the file against `show
+// running-config` and sends only the difference over the vty sockets, so
+// a new or withdrawn /32 is one `network` line and no BGP session is
+// reset (a full reload would drop every session and every route
+// upstream). false means bgpd is not running yet: it reads the file when
+// it starts.
+func Reload(ctx context.Context, t host.Target) (bool, error) {
+	vty, running := bgpdRunning(t)
+	if !running {
+		return false, nil
+	}
+	scratch, err := os.MkdirTemp("", "vipctl-frr-reload-")
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = os.RemoveAll(scratch) }()
+	bin := t.FRRReload
+	if bin == "" {
+		bin = defaultFRRReload
+	}
+	vtysh, err := exec.LookPath(vtysh(t))
+	if err != nil {
+		return false, fmt.Errorf("reloading FRR: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, bin, "--reload", "--stdout", "--log-level", "error",
+		"--vty_socket", vty, "--bindir", filepath.Dir(vtysh), "--confdir", t.Path(render.FRRDir), "--rundir", scratch,
+		t.Path(render.FRRConfPath))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return false, fmt.Errorf("reloading FRR (frr-reload.py): %s: %w", boundOutput(out), err)
+	}
+	return true, nil
+}
+
+// bgpdRunning tells where the node's FRR vty sockets are and whether
+// bgpd listens there yet.
+func bgpdRunning(t host.Target) (vtyDir string, running bool) {
+	vty := t.Path(render.FRRRunDir)
+	_, err := os.Stat(bgpdVty(vty))
+	return vty, !errors.Is(err, os.ErrNotExist)
+}
+
+// bgpdVty is bgpd's vty socket in the run directory run: it exists once
+// bgpd serves (Daemons waits for it, bgpdRunning looks for it).
+func bgpdVty(run string) string { return filepath.Join(run, "bgpd.vty") }
+
+// vtysh is the vtysh every FRR command of the node goes through.
+func vtysh(t host.Target) string { return orDefault(t.Vtysh, "vtysh") }
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// boundOutput keeps a failing reload's message short enough for a log
+// line and an Event.
+func boundOutput(out []byte) string {
+	const limit = 1000
+	if len(out) > limit {
+		return string(out[len(out)-limit:])
+	}
+	return string(out)
+}

@@ -1,0 +1,184 @@
+package frr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/vipctl/vipctl/pkg/render"
+)
+
+const (
+	// frrLibDir is where Debian's frr package installs the daemons.
+	frrLibDir = "/usr/lib/frr"
+	// frrUser is the user FRR's daemons drop to (their compiled-in
+	// default); its sockets and pid files live in FRRRunDir.
+	frrUser = "frr"
+	// frrStopGrace is how long the daemons get to leave after SIGTERM
+	// (bgpd sends its peers a NOTIFICATION, so they withdraw the node's
+	// routes at once rather than after the hold time).
+	frrStopGrace = 5 * time.Second
+)
+
+// Daemon is one FRR daemon a node runs for bgp pools.
+type Daemon struct {
+	Name string
+	Argv []string
+	// Ready, when set, is the file that exists once the daemon serves:
+	// zebra's zserv socket, which bfdd and bgpd connect to.
+	Ready string
+}
+
+// Daemons are zebra, bfdd and bgpd, in start order, with every path
+// under root ("" on a node): the frr container (`vipctl frr`, Run) and
+// the lab start them alike. bgpd reads conf (frr.conf, or nothing while
+// the node announces nothing); zebra and bfdd read nothing, since
+// frr.conf configures bgpd only and bfdd's sessions come from bgpd. No vty TCP
+// port (-P 0): vtysh and frr-reload.py use the unix sockets in FRRRunDir,
+// and a host-network pod would otherwise listen on 2601 and 2605 on every
+// address. Logs go to stdout, the container's log.
+func Daemons(root, conf string) []Daemon {
+	run := filepath.Join(root, render.FRRRunDir)
+	zserv := filepath.Join(run, "zserv.api")
+	daemon := func(name, conf string, extra ...string) []string {
+		argv := []string{
+			filepath.Join(frrLibDir, name),
+			"-i", filepath.Join(run, name+".pid"),
+			"-z", zserv,
+			"--vty_socket", run,
+			"-P", "0",
+			"--log", "stdout",
+			"-f", conf,
+		}
+		return append(argv, extra...)
+	}
+	return []Daemon{
+		{Name: "zebra", Argv: daemon("zebra", os.DevNull), Ready: zserv},
+		{Name: "bfdd", Argv: daemon("bfdd", os.DevNull, "--bfdctl", filepath.Join(run, "bfdd.sock"))},
+		{Name: "bgpd", Argv: daemon("bgpd", conf), Ready: bgpdVty(run)},
+	}
+}
+
+// PrepareRun makes root's FRRRunDir a directory the daemons, which
+// drop to user frr, can create their sockets in, and returns the config
+// bgpd starts from: frr.conf when the sidecar has written one, else
+// nothing (os.DevNull).
+func PrepareRun(root string) (conf string, err error) {
+	run := filepath.Join(root, render.FRRRunDir)
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		return "", err
+	}
+	u, err := user.Lookup(frrUser)
+	if err != nil {
+		return "", fmt.Errorf("FRR's user: %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.Chown(run, uid, gid); err != nil {
+		return "", err
+	}
+	conf = filepath.Join(root, render.FRRConfPath)
+	if _, err := os.Stat(conf); errors.Is(err, os.ErrNotExist) {
+		// The node announces nothing yet (spec.bgp but no bgp pool, or
+		// the init container found no bootstrap state): bgpd starts
+		// empty and the sidecar's reload gives it frr.conf once there is
+		// one.
+		conf = os.DevNull
+	} else if err != nil {
+		return "", err
+	}
+	return conf, nil
+}
+
+// Run runs zebra, bfdd and bgpd in the foreground until ctx ends or one
+// of them exits: the frr container's main process. A daemon that dies
+// takes the others down and Run returns its error, so the kubelet
+// restarts the container and bgpd comes back with frr.conf; peers see the
+// session drop and withdraw the node's routes meanwhile, which is the
+// truth.
+func Run(ctx context.Context, root string, out io.Writer) error {
+	conf, err := PrepareRun(root)
+	if err != nil {
+		return err
+	}
+	type proc struct {
+		name string
+		cmd  *exec.Cmd
+		done chan struct{}
+		err  error
+	}
+	var procs []*proc
+	exited := make(chan *proc, 3)
+	stop := func() {
+		for _, p := range procs {
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		}
+		deadline := time.After(frrStopGrace)
+		for _, p := range procs {
+			select {
+			case <-p.done:
+			case <-deadline:
+				_ = p.cmd.Process.Kill()
+				<-p.done
+			}
+		}
+	}
+	for _, d := range Daemons(root, conf) {
+		cmd := exec.Command(d.Argv[0], d.Argv[1:]...)
+		cmd.Stdout, cmd.Stderr = out, out
+		// Should vipctl frr itself be killed, its daemons go with it: a
+		// restarted container must not find an old bgpd on port 179.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			stop()
+			return fmt.Errorf("starting %s: %w", d.Name, err)
+		}
+		p := &proc{name: d.Name, cmd: cmd, done: make(chan struct{})}
+		procs = append(procs, p)
+		go func() { p.err = cmd.Wait(); close(p.done); exited <- p }()
+		if d.Ready == "" {
+			continue
+		}
+		if err := waitReady(ctx, d.Ready, p.done); err != nil {
+			stop()
+			return fmt.Errorf("%s: %w", d.Name, err)
+		}
+	}
+	select {
+	case <-ctx.Done():
+		stop()
+		return nil
+	case p := <-exited:
+		stop()
+		return fmt.Errorf("%s exited (%v): stopping FRR", p.name, p.err)
+	}
+}
+
+// waitReady waits for path to appear while the daemon runs.
+func waitReady(ctx context.Context, path string, done <-chan struct{}) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(30 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("exited before %s appeared", path)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timeout:
+			return fmt.Errorf("no %s after 30s", path)
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,125 @@
+package sidecar
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+)
+
+// Metrics are the sidecar's Prometheus metrics.
+type Metrics struct {
+	Renders       prometheus.Counter
+	Reloads       *prometheus.CounterVec
+	Failures      *prometheus.CounterVec
+	WatchErrors   *prometheus.CounterVec
+	WatchEvents   *prometheus.CounterVec
+	VIPsHeld      prometheus.Gauge
+	ConfigInvalid prometheus.Gauge
+	StaticDrift   prometheus.Gauge
+	LastGood      prometheus.Gauge
+	Lonely        prometheus.Gauge
+	Unannounced   prometheus.Gauge
+	SyncSeconds   prometheus.Histogram
+	BGP           BGPMetrics
+}
+
+// BGPMetrics describe the node's BGP sessions, one series per peer.
+type BGPMetrics struct {
+	Up        *prometheus.GaugeVec
+	Since     *prometheus.GaugeVec
+	Drops     *prometheus.CounterVec
+	Announced *prometheus.GaugeVec
+	BFDUp     *prometheus.GaugeVec
+}
+
+// NewMetrics creates the metrics and registers them with reg (nil: not
+// registered, as in tests running several sidecars in one process).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	const ns, sub = "vipctl", "runtimecfg"
+	m := &Metrics{
+		Renders: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "renders_total",
+			Help: "Desired states rendered from the cluster."}),
+		Reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "reloads_total",
+			Help: "Reloads sent to a daemon after its config changed."}, []string{"daemon"}),
+		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "failures_total",
+			Help: "Syncs that kept the last good config, by reason (config, render, apply, write, publish)."}, []string{"reason"}),
+		WatchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "watch_errors_total",
+			Help: "Failed lists or watches, by resource (a missing permission shows here)."}, []string{"resource"}),
+		WatchEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "watch_events_total",
+			Help: "Events from the cluster watches, by resource and whether they asked for a sync (sync) or changed nothing rendering reads (ignored)."}, []string{"resource", "action"}),
+		VIPsHeld: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "vips_held",
+			Help: "VIPs on this node's interfaces."}),
+		ConfigInvalid: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "config_invalid",
+			Help: "1 while the vipctl ConfigMap does not hold a valid config (its last valid pools stay in force)."}),
+		StaticDrift: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "static_config_drift",
+			Help: "1 while the ConfigMap's static parts differ from this node's file (a MachineConfig rollout is pending)."}),
+		Lonely: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "instances_without_peer",
+			Help: "VRRP instances left out of this node's config because it is their only eligible node."}),
+		Unannounced: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "services_not_announced",
+			Help: "externalTrafficPolicy Local Services left out because no VRRP ID is free; their VIPs are not announced."}),
+		LastGood: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "last_good_sync_timestamp_seconds",
+			Help: "When the files last matched the cluster."}),
+		SyncSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "sync_duration_seconds",
+			Help: "Time to render, check and apply.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}),
+		BGP: BGPMetrics{
+			Up: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: "bgp", Name: "session_up",
+				Help: "1 while the BGP session to the peer is Established."}, []string{"peer"}),
+			Since: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: "bgp", Name: "session_state_since_timestamp_seconds",
+				Help: "When the BGP session entered its current state."}, []string{"peer"}),
+			Drops: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: "bgp", Name: "session_drops_total",
+				Help: "Times the BGP session went down (bgpd's count)."}, []string{"peer"}),
+			Announced: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: "bgp", Name: "announced_prefixes",
+				Help: "Routes announced to the peer."}, []string{"peer"}),
+			BFDUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: "bgp", Name: "bfd_up",
+				Help: "1 while the peer's BFD session is up; only peers with BFD."}, []string{"peer"}),
+		},
+	}
+	if reg != nil {
+		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.WatchEvents, m.VIPsHeld, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.Lonely, m.Unannounced, m.SyncSeconds,
+			m.BGP.Up, m.BGP.Since, m.BGP.Drops, m.BGP.Announced, m.BGP.BFDUp)
+	}
+	return m
+}
+
+// observeSessions sets the per-peer series from the sessions just read
+// and drops those of peers gone; prev is the previous read, whose drop
+// counts the counter continues from.
+func (m *Metrics) observeSessions(prev, now v1alpha1.BGPSessions) {
+	before := make(map[string]v1alpha1.BGPSession, len(prev))
+	for _, s := range prev {
+		before[s.Peer] = s
+	}
+	seen := map[string]bool{}
+	for _, s := range now {
+		seen[s.Peer] = true
+		m.BGP.Up.WithLabelValues(s.Peer).Set(b2f(s.Established()))
+		m.BGP.Since.WithLabelValues(s.Peer).Set(float64(s.Since.Unix()))
+		m.BGP.Announced.WithLabelValues(s.Peer).Set(float64(s.PrefixesSent))
+		if s.BFD != "" {
+			m.BGP.BFDUp.WithLabelValues(s.Peer).Set(b2f(strings.EqualFold(s.BFD, "up")))
+		} else {
+			m.BGP.BFDUp.DeleteLabelValues(s.Peer)
+		}
+		drops := m.BGP.Drops.WithLabelValues(s.Peer)
+		if d := s.Dropped - before[s.Peer].Dropped; d > 0 {
+			// A bgpd restart starts its count again: nothing to add then.
+			drops.Add(float64(d))
+		}
+	}
+	for _, s := range prev {
+		if !seen[s.Peer] {
+			for _, v := range []interface{ DeleteLabelValues(...string) bool }{m.BGP.Up, m.BGP.Since, m.BGP.Announced, m.BGP.BFDUp, m.BGP.Drops} {
+				v.DeleteLabelValues(s.Peer)
+			}
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

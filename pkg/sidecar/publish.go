@@ -1,0 +1,250 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"slices"
+	"sort"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/dataplane"
+	"github.com/vipctl/vipctl/pkg/frr"
+	"github.com/vipctl/vipctl/pkg/render"
+)
+
+// rememberVIPs records every VIP of the render with the key of the
+// instance that carries it, for publishing which ones this node holds.
+func (s *Sidecar) rememberVIPs(m *cluster.Model, st cluster.State) {
+	known := m.VIPKeys(st)
+	s.mu.Lock()
+	s.known = known
+	s.mu.Unlock()
+	s.publishSoon()
+}
+
+// rememberAnnounced records the routes bgpd was given by the last
+// successful apply: a bgp pool's addresses sit on no interface, so Held
+// cannot find them there.
+func (s *Sidecar) rememberAnnounced(pools []render.Announced) {
+	var addrs []netip.Addr
+	for _, p := range pools {
+		addrs = append(addrs, p.Addrs...)
+	}
+	s.mu.Lock()
+	s.announced = addrs
+	s.mu.Unlock()
+	s.publishSoon()
+}
+
+// publishSoon has the held VIPs read and published now.
+func (s *Sidecar) publishSoon() {
+	select {
+	case s.publishKick <- struct{}{}:
+	default:
+	}
+}
+
+// publishLoop reads which VIPs sit on this node's interfaces and records
+// them in its Node's annotation whenever that changes. It reads them when
+// LocalVIPs sees an address change and after every sync (publishSoon),
+// not on a clock: a node that holds the same VIPs all day reads nothing.
+func (s *Sidecar) publishLoop(ctx context.Context) {
+	s.repeat(ctx, dataplane.LocalResync, s.o.HeldInterval, s.publishKick, s.publish, "publish", "cannot publish the VIPs this node holds")
+}
+
+// repeat runs step now, then every interval, whenever kick fires (nil:
+// never) and retry after a failure, until ctx ends; a failure is counted
+// under reason and logged.
+func (s *Sidecar) repeat(ctx context.Context, interval, retry time.Duration, kick <-chan struct{}, step func(context.Context) error, reason, msg string) {
+	t := time.NewTimer(interval)
+	defer t.Stop()
+	for {
+		wait := interval
+		if err := step(ctx); err != nil {
+			s.m.Failures.WithLabelValues(reason).Inc()
+			s.log.Error(msg, "err", cluster.DescribeAPIError(err))
+			wait = retry
+		}
+		t.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-kick:
+		}
+	}
+}
+
+// Held lists the VIPs this node holds now.
+func (s *Sidecar) Held() (v1alpha1.HeldVIPs, error) {
+	addrs, err := s.o.Addresses()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.known == nil {
+		return nil, nil
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	on := map[netip.Addr]bool{}
+	var held v1alpha1.HeldVIPs
+	for _, a := range append(addrs, s.announced...) {
+		key, ok := s.known[a.Unmap()]
+		if !ok || on[a.Unmap()] {
+			continue
+		}
+		a = a.Unmap()
+		on[a] = true
+		if _, ok := s.since[a]; !ok {
+			s.since[a] = now
+		}
+		held = append(held, v1alpha1.HeldVIP{Address: a.String(), Instance: key, Since: s.since[a]})
+	}
+	for a := range s.since {
+		if !on[a] {
+			delete(s.since, a)
+		}
+	}
+	sortHeld(held)
+	return held, nil
+}
+
+func (s *Sidecar) publish(ctx context.Context) error {
+	held, err := s.Held()
+	if err != nil {
+		return err
+	}
+	s.m.VIPsHeld.Set(float64(len(held)))
+	s.mu.Lock()
+	same := s.published != nil && reflect.DeepEqual(held, s.published) || (s.published != nil && len(held) == 0 && len(s.published) == 0)
+	s.mu.Unlock()
+	if same {
+		return nil
+	}
+	if err := s.annotate(ctx, v1alpha1.AnnotationNodeVIPs, ptr.To(held.String())); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if held == nil {
+		held = v1alpha1.HeldVIPs{}
+	}
+	s.published = held
+	s.mu.Unlock()
+	s.log.Info("published held VIPs", "vips", held.String())
+	return nil
+}
+
+// annotate sets one annotation of this node's Node, or removes it when
+// value is nil: the one way the sidecar writes what it publishes.
+func (s *Sidecar) annotate(ctx context.Context, key string, value *string) error {
+	v, err := json.Marshal(value)
+	if err != nil {
+		return err
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%s}}}`, key, v)
+	_, err = s.o.Client.CoreV1().Nodes().Patch(ctx, s.o.NodeName, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// rememberBGP notes whether the last render gave this node a frr.conf:
+// only then does it have sessions to read and publish.
+func (s *Sidecar) rememberBGP(files []render.File) {
+	bgp := slices.ContainsFunc(files, func(f render.File) bool { return f.Path == render.FRRConfPath })
+	s.mu.Lock()
+	s.bgp, s.rendered = bgp, true
+	s.mu.Unlock()
+}
+
+// readSessionsSoon has the sessions read now rather than at the next tick.
+func (s *Sidecar) readSessionsSoon() {
+	select {
+	case s.sessionKick <- struct{}{}:
+	default:
+	}
+}
+
+// sessionsLoop reads bgpd's sessions every SessionInterval and after
+// every FRR reload, keeps the per-session metrics, and publishes them in
+// the Node's vipctl.io/bgp-sessions annotation when one changes.
+func (s *Sidecar) sessionsLoop(ctx context.Context) {
+	s.repeat(ctx, s.o.SessionInterval, s.o.SessionInterval, s.sessionKick, s.publishSessions, "bgp-sessions", "cannot read or publish the BGP sessions")
+}
+
+func (s *Sidecar) publishSessions(ctx context.Context) error {
+	s.mu.Lock()
+	rendered, bgp, prev := s.rendered, s.bgp, s.sessions
+	s.mu.Unlock()
+	if !rendered {
+		// Whether the node has bgp pools is not known before the first
+		// render: leave the Node as it is until then.
+		return nil
+	}
+	if !s.onNodeKnown {
+		// A restarted sidecar carries on from what its Node says, so a
+		// session up for days keeps its Since and nothing is rewritten.
+		// Asked once: the informers strip this annotation.
+		n, err := s.o.Client.CoreV1().Nodes().Get(ctx, s.o.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.onNode, s.onNodeKnown = nil, true
+		if v, ok := n.Annotations[v1alpha1.AnnotationNodeBGPSessions]; ok {
+			s.onNode = &v
+			prev, _ = v1alpha1.ParseBGPSessions(v)
+		}
+	}
+	var want *string
+	var now v1alpha1.BGPSessions
+	var readErr error
+	if bgp {
+		peers, running, err := frr.ReadSessions(ctx, s.o.Target)
+		if err != nil || !running {
+			// bgpd crashed, hangs or is not started (yet): what it said
+			// last no longer holds, and its sessions must not keep
+			// showing Established.
+			peers, readErr = unknownPeers(prev), err
+		}
+		now = frr.Sessions(prev, peers, time.Now())
+		want = ptr.To(now.String())
+	}
+	s.m.observeSessions(prev, now)
+	s.mu.Lock()
+	s.sessions = now
+	s.mu.Unlock()
+	if (want == nil) == (s.onNode == nil) && (want == nil || *want == *s.onNode) {
+		return readErr
+	}
+	if err := s.annotate(ctx, v1alpha1.AnnotationNodeBGPSessions, want); err != nil {
+		return errors.Join(readErr, err)
+	}
+	s.onNode = want
+	s.log.Info("published BGP sessions", "sessions", now.String())
+	return readErr
+}
+
+// unknownPeers are the sessions last known, in state Unknown: bgpd could
+// not be asked.
+func unknownPeers(prev v1alpha1.BGPSessions) []frr.PeerState {
+	out := make([]frr.PeerState, 0, len(prev))
+	for _, p := range prev {
+		out = append(out, frr.PeerState{Peer: p.Peer, ASN: p.ASN, State: v1alpha1.BGPStateUnknown, Dropped: p.Dropped})
+	}
+	return out
+}
+
+func sortHeld(h v1alpha1.HeldVIPs) {
+	sort.Slice(h, func(i, j int) bool {
+		return netip.MustParseAddr(h[i].Address).Less(netip.MustParseAddr(h[j].Address))
+	})
+}

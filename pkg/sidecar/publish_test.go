@@ -1,0 +1,36 @@
+package sidecar
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/fixture"
+)
+
+// TestHeldIncludesAnnouncedRoutes: a bgp pool's addresses sit on no
+// interface, yet the node publishes those its applied frr.conf
+// announces, under bgp/<pool>, beside the VRRP VIPs it holds.
+func TestHeldIncludesAnnouncedRoutes(t *testing.T) {
+	t.Parallel()
+	c := fixture.Example(t, "bgp-two-racks.yaml")
+	ingress := netip.MustParseAddr(c.Spec.Ingress[0].VIPs[0])
+	announced := netip.MustParseAddr("203.0.113.224")
+	s := &Sidecar{
+		o:     Options{Addresses: func() ([]netip.Addr, error) { return []netip.Addr{ingress, netip.MustParseAddr("198.51.100.21")}, nil }},
+		since: map[netip.Addr]time.Time{},
+	}
+	st := cluster.State{ServiceVIPs: map[string][]netip.Addr{"racks": {announced, netip.MustParseAddr("203.0.113.225")}}}
+	s.rememberVIPs(cluster.Compile(c), st)
+	s.rememberAnnounced([]render.Announced{{Pool: "racks", Addrs: []netip.Addr{announced}}})
+	held, err := s.Held()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) != 2 || held[0].Address != ingress.String() || held[0].Instance != "ingress" ||
+		held[1].Address != announced.String() || held[1].Instance != "bgp/racks" {
+		t.Errorf("held = %+v; want the ingress VIP and 203.0.113.224 under bgp/racks (not 203.0.113.225: not announced here)", held)
+	}
+}

@@ -1,0 +1,434 @@
+// Package sidecar is the keepalived pod's long-running container: it
+// watches the cluster with the node's own credentials (Nodes, Services,
+// EndpointSlices, router pods, the vipctl ConfigMap), turns what it sees
+// into a cluster.State, and on every change calls runtimecfg's
+// Node.Reconcile; it publishes what the node holds (vipctl.io/vips, BGP
+// sessions), follows the drain annotation, and exposes its metrics. Its
+// rule: it decides when and from what a node is brought in line, never
+// how: every file and kernel write goes through runtimecfg and dataplane.
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/dataplane"
+	"github.com/vipctl/vipctl/pkg/frr"
+	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/runtimecfg"
+)
+
+// Options configure the long-running sidecar.
+type Options struct {
+	runtimecfg.OnceOptions
+	// Client talks to the API with the node's own identity.
+	Client kubernetes.Interface
+	// Namespace holds the vipctl ConfigMap (render.Namespace).
+	Namespace string
+	// Debounce coalesces bursts of cluster events into one render.
+	Debounce time.Duration
+	// HeldInterval is how soon a failed publish of the VIPs this node
+	// holds is retried. They are read when an address changes, after
+	// every sync and every dataplane.LocalResync.
+	HeldInterval time.Duration
+	// SessionInterval is how often bgpd's sessions are read (and after
+	// every FRR reload) when the node has bgp pools.
+	SessionInterval time.Duration
+	// Addresses lists the addresses on this node's interfaces; nil reads
+	// them with netlink in the current network namespace.
+	Addresses func() ([]netip.Addr, error)
+	// Interface names this node's interface with an address in a network;
+	// nil asks netlink in the current network namespace. It is used when
+	// the Node has no vipctl.io/interface annotation.
+	Interface func(netip.Prefix) (string, error)
+	Log       *slog.Logger
+	Metrics   *Metrics
+}
+
+// Sidecar keeps one node's keepalived and haproxy in step with the
+// cluster. Every cluster change triggers a debounced render of the whole
+// desired state, which is applied only when it differs from what is on
+// disk; anything that fails leaves the last good files in place.
+type Sidecar struct {
+	o       Options
+	static  *v1alpha1.ClusterVIPs
+	log     *slog.Logger
+	m       *Metrics
+	rec     record.EventRecorder
+	nodeRef *corev1.ObjectReference
+
+	factories []informers.SharedInformerFactory
+	synced    []cache.InformerSynced
+	nodes     cache.GenericLister
+	services  cache.GenericLister
+	configMap cache.GenericLister
+	slices    cache.GenericLister
+	routers   map[string]cache.GenericLister
+
+	kick chan struct{}
+	// publishKick asks for the held VIPs to be read and published (an
+	// address changed, or a sync changed which addresses are VIPs).
+	publishKick chan struct{}
+	// sessionKick asks for a read of bgpd's sessions (after a reload).
+	sessionKick chan struct{}
+
+	mu sync.Mutex
+	// liveDay2 is the last valid ConfigMap config; nil until one is seen.
+	liveDay2 *v1alpha1.ClusterVIPs
+	// known maps every VIP of the last render to its instance key.
+	known map[netip.Addr]v1alpha1.InstanceKey
+	// announced are the bgp pool addresses this node's bgpd was last
+	// told to announce: on no interface, so published from here.
+	announced []netip.Addr
+	// unannounced are the Local Services last reported as having no VRRP
+	// ID, so each gets its Event once, not on every sync.
+	unannounced map[string]bool
+	// lastErr is why the last sync kept the last good config.
+	lastErr   error
+	applied   bool
+	published v1alpha1.HeldVIPs
+	// bgp says the last render gave this node a frr.conf; rendered that
+	// there was a render at all.
+	bgp, rendered bool
+	// sessions are bgpd's sessions as last read.
+	sessions v1alpha1.BGPSessions
+	// onNode is the Node's vipctl.io/bgp-sessions as last written (nil:
+	// absent), asked from the API once at start (onNodeKnown); only the
+	// sessions loop touches them.
+	onNode      *string
+	onNodeKnown bool
+	since       map[netip.Addr]time.Time
+	// node is what every sync brings in line; its LocalVIPs keep the VIPs
+	// held here local for a while after they leave.
+	node *runtimecfg.Node
+	// drainAsked is the own Node's cluster.DrainAnnotation as of the
+	// last sync; drainedByAPI says this sidecar drained the node for it
+	// (a drain keepalived's preStop started is not the API's to end).
+	drainAsked, drainedByAPI bool
+}
+
+// New loads the static config and prepares the watches. Run starts
+// them.
+func New(o Options) (*Sidecar, error) {
+	if o.Debounce <= 0 {
+		o.Debounce = 200 * time.Millisecond
+	}
+	if o.HeldInterval <= 0 {
+		o.HeldInterval = time.Second
+	}
+	if o.SessionInterval <= 0 {
+		o.SessionInterval = 5 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(nil)
+	}
+	if o.Addresses == nil {
+		o.Addresses = dataplane.LinkAddresses
+	}
+	if o.Interface == nil {
+		o.Interface = func(n netip.Prefix) (string, error) { return dataplane.LocalInterface(nil, n) }
+	}
+	if o.Namespace == "" {
+		o.Namespace = render.Namespace
+	}
+	static, err := v1alpha1.Load(o.Config)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sidecar{
+		o: o, static: static, log: o.Log.With("node", o.NodeName), m: o.Metrics,
+		kick: make(chan struct{}, 1), publishKick: make(chan struct{}, 1), sessionKick: make(chan struct{}, 1), routers: map[string]cache.GenericLister{},
+		since:   map[netip.Addr]time.Time{},
+		node:    runtimecfg.NewNode(o.Target, o.NodeName, dataplane.NewLocalVIPs(o.Target, dataplane.HandoverGrace)),
+		nodeRef: &corev1.ObjectReference{Kind: "Node", Name: o.NodeName, UID: "", APIVersion: "v1"},
+	}
+	s.node.Local.OnAddressChange(s.publishSoon)
+	s.node.Local.SetLog(s.log)
+	s.watch()
+	return s, nil
+}
+
+// Run renders from the static files first (as --once does), then watches
+// the cluster until ctx ends. It returns only on ctx's end or a failure to
+// start; sync failures are logged, counted and retried.
+func (s *Sidecar) Run(ctx context.Context) error {
+	if err := runtimecfg.InitRunFiles(s.o.Target, s.static); err != nil {
+		return err
+	}
+	bc := record.NewBroadcaster(record.WithContext(ctx))
+	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.o.Client.CoreV1().Events("")})
+	defer bc.Shutdown()
+	s.rec = bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "vipctl-runtimecfg", Host: s.o.NodeName})
+
+	for _, f := range s.factories {
+		f.Start(ctx.Done())
+	}
+	defer func() {
+		for _, f := range s.factories {
+			f.Shutdown()
+		}
+	}()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); s.publishLoop(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); s.sessionsLoop(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); s.drainLoop(ctx) }()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.node.Local.Run(ctx, dataplane.LocalResync, func(err error) {
+			s.m.Failures.WithLabelValues("local-vips").Inc()
+			s.log.Error("keeping the VIPs local for handovers", "err", err)
+		})
+	}()
+	defer wg.Wait()
+
+	s.log.Info("waiting for the cluster caches; the files on disk stay as they are until then")
+	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
+		return nil
+	}
+	s.log.Info("caches synced")
+	s.trigger()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.kick:
+		case <-retry.C:
+		}
+		// Debounce: let a burst (a rollout, a relist) settle.
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(s.o.Debounce):
+		}
+		select {
+		case <-s.kick:
+		default:
+		}
+		if err := s.Sync(ctx); err != nil {
+			retry.Reset(5 * time.Second)
+		}
+	}
+}
+
+// Sync renders the desired state from the caches and applies it.
+func (s *Sidecar) Sync(ctx context.Context) error {
+	start := time.Now()
+	err := s.sync(ctx)
+	s.m.SyncSeconds.Observe(time.Since(start).Seconds())
+	s.mu.Lock()
+	changed := (err == nil) != (s.lastErr == nil) || (err != nil && s.lastErr != nil && err.Error() != s.lastErr.Error())
+	s.lastErr = err
+	if err == nil {
+		s.applied = true
+	}
+	s.mu.Unlock()
+	if err != nil {
+		s.m.Failures.WithLabelValues(runtimecfg.Reason(err)).Inc()
+		s.log.Error("keeping the last good config", "err", err)
+		if changed {
+			s.rec.Event(s.nodeRef, corev1.EventTypeWarning, "ConfigKept", truncate(err.Error()))
+		}
+		return err
+	}
+	s.m.LastGood.SetToCurrentTime()
+	return nil
+}
+
+// reportUnannounced says which Local Services got no VRRP instance: a
+// log line and a gauge on every node, and a Warning Event on the Service
+// from each node that runs a ready endpoint of it (so its owner sees it
+// with kubectl describe, from a few nodes rather than all), once per
+// Service until it is announced again.
+func (s *Sidecar) reportUnannounced(list []cluster.LocalService) {
+	s.m.Unannounced.Set(float64(len(list)))
+	now := make(map[string]bool, len(list))
+	for _, ls := range list {
+		now[ls.Name] = true
+		if s.unannounced[ls.Name] {
+			continue
+		}
+		msg := fmt.Sprintf("no VRRP ID is free for Service %s (externalTrafficPolicy Local): its VIP is not announced until one frees up; every other VIP is unaffected", ls.Name)
+		s.log.Warn(msg)
+		if slices.Contains(ls.Nodes, s.nodeRef.Name) {
+			ns, name, _ := strings.Cut(ls.Name, "/")
+			s.rec.Event(&corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name}, corev1.EventTypeWarning, "VIPNotAnnounced", msg)
+		}
+	}
+	s.unannounced = now
+}
+
+// Ready tells whether the sidecar has synced and applied at least once and
+// its last sync succeeded.
+func (s *Sidecar) Ready() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.applied {
+		if s.lastErr != nil {
+			return s.lastErr
+		}
+		return errors.New("not synced with the cluster yet")
+	}
+	return s.lastErr
+}
+
+func (s *Sidecar) config() (*v1alpha1.ClusterVIPs, error) {
+	objs, err := s.configMap.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		cm := o.(*corev1.ConfigMap)
+		if cm.Name != v1alpha1.ConfigMapName {
+			continue
+		}
+		c, err := cluster.ParseConfigMap(cm)
+		if err == nil {
+			var eff *v1alpha1.ClusterVIPs
+			var drift bool
+			eff, drift, err = cluster.Effective(s.static, c)
+			if err == nil {
+				s.m.ConfigInvalid.Set(0)
+				s.m.StaticDrift.Set(b2f(drift))
+				s.mu.Lock()
+				s.liveDay2 = c
+				s.mu.Unlock()
+				return eff, nil
+			}
+		}
+		s.m.ConfigInvalid.Set(1)
+		s.mu.Lock()
+		prev := s.liveDay2
+		s.mu.Unlock()
+		if prev == nil {
+			return nil, &runtimecfg.StepError{Step: "config", Err: err}
+		}
+		// The ConfigMap is broken: keep serving its last valid pools, and
+		// say so (a sync error keeps the files as they are).
+		return nil, &runtimecfg.StepError{Step: "config", Err: fmt.Errorf("%w (the last valid pools stay in force)", err)}
+	}
+	s.m.ConfigInvalid.Set(0)
+	eff, _, err := cluster.Effective(s.static, nil)
+	return eff, err
+}
+
+func (s *Sidecar) sync(ctx context.Context) error {
+	c, err := s.config()
+	if err != nil {
+		return err
+	}
+	m := cluster.Compile(c)
+	st, ready, err := s.state(m)
+	if err != nil {
+		return err
+	}
+	out, err := s.node.Reconcile(ctx, runtimecfg.Input{Model: m, State: st, IngressReady: ready})
+	if out.Files != nil {
+		s.m.Renders.Inc()
+		s.m.Lonely.Set(float64(len(out.Lonely)))
+		for _, l := range out.Lonely {
+			s.log.Warn("instance left out: its VIPs are not served from this node", "why", l)
+		}
+		s.reportUnannounced(out.Unannounced)
+		s.rememberVIPs(m, st)
+		s.rememberBGP(out.Files)
+	}
+	if err == nil {
+		s.rememberAnnounced(out.Announced)
+	}
+	for _, d := range out.Reloaded {
+		s.m.Reloads.WithLabelValues(d).Inc()
+		if d == frr.Name {
+			s.readSessionsSoon()
+		}
+	}
+	if len(out.Written) > 0 {
+		s.log.Info("applied", "written", out.Written, "reloaded", out.Reloaded)
+	}
+	if err != nil {
+		return err
+	}
+	// Synced: from now on a --once (the haproxy pod's, a restarted
+	// sidecar's) renders this node at its real priorities.
+	if err := s.o.WriteFlag(render.SyncedFile, true); err != nil {
+		s.m.Failures.WithLabelValues("write").Inc()
+		s.log.Error("cannot record the first sync", "err", err)
+	}
+	// What was just applied is what the next pod starts from (Once), so
+	// a restart comes back with the Service addresses it held even while
+	// the API is away. Failing to record it leaves the applied config in
+	// force; only the next restart is at stake.
+	if _, err := runtimecfg.SaveLastGood(s.o.Target, s.o.NodeName, c, st); err != nil {
+		s.m.Failures.WithLabelValues("last-good").Inc()
+		s.log.Error("last-good view not recorded: a restart would start from the bootstrap node list", "err", err)
+	}
+	if err := s.followDrainAnnotation(out.Handover); err != nil {
+		s.m.Failures.WithLabelValues("drain").Inc()
+		s.log.Error("following the drain annotation", "err", err)
+	}
+	if out.HandoverErr != nil {
+		s.m.Failures.WithLabelValues("handover").Inc()
+		s.log.Error("handover table or takeover routes not written: moves of this node's VIPs may reset open connections or drop a first SYN", "err", out.HandoverErr)
+	}
+	return nil
+}
+
+// followDrainAnnotation drains the node when its Node asks
+// (cluster.DrainAnnotation, `vipctl drain`) with the same make-before-break
+// handover as keepalived's preStop, and undrains it when the annotation
+// goes. Only a drain it started itself is ended here.
+func (s *Sidecar) followDrainAnnotation(h render.Handover) error {
+	switch {
+	case s.drainAsked && !s.drainedByAPI:
+		s.log.Info("draining: the Node asks for it", "annotation", cluster.DrainAnnotation)
+		if err := dataplane.Drain(s.o.Target, h); err != nil {
+			return err
+		}
+		s.drainedByAPI = true
+	case !s.drainAsked && s.drainedByAPI:
+		s.log.Info("undraining: the Node's drain annotation is gone")
+		if err := dataplane.Undrain(s.o.Target); err != nil {
+			return err
+		}
+		s.drainedByAPI = false
+	default:
+		return nil
+	}
+	s.node.Local.Kick()
+	return nil
+}
+
+// truncate keeps an Event message within what the API accepts.
+func truncate(s string) string {
+	const limit = 1000
+	if len(s) > limit {
+		return s[:limit] + "…"
+	}
+	return s
+}
