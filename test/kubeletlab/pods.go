@@ -1,0 +1,104 @@
+package kubeletlab
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Pods are the pods the kubelet runs, with their status, from its /pods.
+func (n *Node) Pods(ctx context.Context) ([]corev1.Pod, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+net.JoinHostPort(n.NodeIP, strconv.Itoa(kubeletPort))+"/pods", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := n.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: kubelet /pods: %w", n.Name, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var list corev1.PodList
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return nil, fmt.Errorf("%s: kubelet /pods: %w", n.Name, err)
+	}
+	return list.Items, nil
+}
+
+// Pod is the kubelet's view of the static pod named name (the manifest's
+// name; the kubelet appends -<node>).
+func (n *Node) Pod(ctx context.Context, name string) (*corev1.Pod, error) {
+	pods, err := n.Pods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range pods {
+		if pods[i].Name == name+"-"+n.Name {
+			return &pods[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// PodReady reports whether the pod is Ready in the kubelet's view.
+func PodReady(p *corev1.Pod) bool {
+	if p == nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// ContainerID is the containerd ID of a running container of the pod.
+func ContainerID(p *corev1.Pod, container string) string {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == container && s.State.Running != nil {
+			return strings.TrimPrefix(s.ContainerID, "containerd://")
+		}
+	}
+	return ""
+}
+
+// KillContainer SIGKILLs a container's main process through containerd,
+// as a crash would end it; the kubelet restarts it.
+func (n *Node) KillContainer(id string) error {
+	_, err := n.Exec("ctr", "-n", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", id)
+	return err
+}
+
+// Logs is the tail of the node's kubelet and containerd logs, for failure
+// messages.
+func (n *Node) Logs(lines int) string {
+	var b strings.Builder
+	for _, p := range []*proc{n.kubelet, n.containerd} {
+		if p != nil {
+			fmt.Fprintf(&b, "--- %s %s\n%s\n", n.Name, filepath.Base(p.log), p.logTail(lines))
+		}
+	}
+	return b.String()
+}
+
+// ContainerLogs is the tail of every container log of the node.
+func (n *Node) ContainerLogs(lines int) string {
+	var b strings.Builder
+	root := filepath.Join(n.dir, "root", "/var/log/pods")
+	_ = filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return nil
+		}
+		fmt.Fprintf(&b, "--- %s %s\n%s\n", n.Name, strings.TrimPrefix(p, root), tail(p, lines))
+		return nil
+	})
+	return b.String()
+}
