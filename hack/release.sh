@@ -27,7 +27,10 @@ version=${GIVEN_VERSION:-}
 make=${MAKE:-make}
 
 problems=()
-if [ -z "$dev" ]; then
+if [ -z "$dev" ] && ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  # A source archive: nothing to check the version against.
+  [ -n "$version" ] || problems+=("not a git checkout: name the version (make release VERSION=v1.2.3)")
+elif [ -z "$dev" ]; then
   if [ -n "$(git status --porcelain)" ]; then
     problems+=("the tree has changes git has not committed (git status): a release is built from a commit")
   fi
@@ -46,8 +49,9 @@ dir=${RELEASE_DIR:-bin/release/$version}
 stage="$(dirname "$dir")/.$(basename "$dir").tmp"
 refuse() {
   rm -rf "$stage"
-  echo "release: refused; DEV=1 makes a development build of any tree:" >&2
+  echo "release: refused:" >&2
   printf '  %s\n' "${problems[@]}" >&2
+  echo "(make release DEV=1 makes a development build of any tree)" >&2
   exit 1
 }
 # Refused before anything is built; the version's own shape is judged by
