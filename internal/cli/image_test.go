@@ -11,12 +11,12 @@ import (
 	"github.com/vipctl/vipctl/test/golden"
 )
 
-// TestRenderImageWarning: render says on stderr when the pods would name
+// TestRenderImageWarningGolden: render says on stderr when the pods would name
 // the image of a development build (test binaries say "devel"), which no
 // registry has, and says nothing when spec.images names the user's mirror
 // or when vipctl is a release. Not parallel: one case stamps a release
 // version into the process.
-func TestRenderImageWarning(t *testing.T) {
+func TestRenderImageWarningGolden(t *testing.T) {
 	example, err := os.ReadFile(repo("examples/compact-ipv4.yaml"))
 	if err != nil {
 		t.Fatal(err)
