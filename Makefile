@@ -4,10 +4,20 @@ SHELL := /usr/bin/env bash
 # its output is filtered through grep.
 .SHELLFLAGS := -o pipefail -c
 GO ?= go
+# Read before the default below: make release takes a VERSION given on the
+# command line or in the environment, and otherwise the tag at HEAD.
+GIVEN_VERSION := $(if $(filter-out undefined,$(origin VERSION)),$(VERSION))
 # Expanded once: bin/vipctl and the image tag must name the same version,
 # also when a commit lands between the two steps of one make run.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 VERSION := $(VERSION)
+# Where build and image write; make release points them into its directory.
+VIPCTL_BIN ?= bin/vipctl
+VIPCTL_IMAGE ?= bin/vipctl-image.tar
+# make release: DEV=1 builds a development release (any commit, changes
+# allowed); RELEASE_DIR defaults to bin/release/VERSION.
+DEV ?=
+RELEASE_DIR ?=
 # -s -w: no symbol table or DWARF (panics still print stack traces);
 # CGO_ENABLED=0: static, no libc mapped. The binary's own pages are more
 # than half of the sidecar's resident set on every node (docs/benchmarks.md).
@@ -19,19 +29,25 @@ TRIALS ?= 20
 # Each kubelet-lab trial boots three nodes (about a minute).
 KUBELET_TRIALS ?= 3
 
-.PHONY: all build image demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-steady bench-runtimecfg bench-scale clean
+.PHONY: all build image release demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-steady bench-runtimecfg bench-scale clean
 
 all: build
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/vipctl ./cmd/vipctl
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(VIPCTL_BIN) ./cmd/vipctl
 
-## image: vipctl's one container image (keepalived, haproxy, vipctl from
+## image: vipctl's one container image (keepalived, haproxy, FRR from
 ## Debian's packages and bin/vipctl) as an OCI archive, bin/vipctl-image.tar,
 ## tagged $(VERSION); cached, rebuilt only when its inputs change
 image: build
 	./hack/install-image-tools.sh
-	./hack/build-image.sh $(VERSION)
+	./hack/build-image.sh $(VERSION) $(VIPCTL_BIN) $(VIPCTL_IMAGE)
+
+## release: bin/release/VERSION/ with the static vipctl, the image as an OCI
+## archive and SHA256SUMS (docs/image.md); VERSION is the tag at HEAD, the
+## tree must be clean; DEV=1 for a development build of any tree
+release:
+	DEV='$(DEV)' GIVEN_VERSION='$(GIVEN_VERSION)' DEV_VERSION='$(VERSION)' RELEASE_DIR='$(RELEASE_DIR)' ./hack/release.sh
 
 ## demo: run vipctl on the shipped example into ./out
 demo: build

@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
 # Builds vipctl's one container image (keepalived, haproxy, FRR and the sidecar)
-# as an OCI archive: bin/vipctl-image.tar, named quay.io/vipctl/vipctl:VERSION.
+# as an OCI archive: OUT (default bin/vipctl-image.tar), named
+# quay.io/vipctl/vipctl:VERSION.
 #
 #   1. the root filesystem from Debian bookworm's packages (mmdebstrap,
 #      essential variant plus the daemons), through the machine's configured
 #      apt sources; no base image is pulled from any registry;
-#   2. the release-built static bin/vipctl (make build) at /usr/bin/vipctl;
+#   2. the release-built static BINARY (default bin/vipctl, make build) at
+#      /usr/bin/vipctl;
 #   3. hack/ociimage writes the OCI layout (one layer) into a tar.
 #
 # Cached: the root filesystem is rebuilt only when its package list or this
-# script change, the archive only when the rootfs, bin/vipctl or the tag
+# script change, the archive only when the rootfs, the binary or the tag
 # change. SOURCE_DATE_EPOCH pins every timestamp, so equal inputs give an
-# equal archive.
+# equal archive; an OUT elsewhere (make release) whose inputs equal those of
+# bin/vipctl-image.tar is a copy of it, not compressed again.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/bin"
-version=${1:?usage: build-image.sh VERSION}
+version=${1:?usage: build-image.sh VERSION [BINARY] [OUT]}
+binary=$(realpath "${2:-$bin/vipctl}")
+out=$(realpath -m "${3:-$bin/vipctl-image.tar}")
 # A tag may not hold '+' (Go's +dirty, +incompatible): the same mapping as
 # version.ImageTag.
 tag=${version//+/-}
@@ -60,12 +65,21 @@ if [ ! -s "$rootfs" ] || [ "$(cat "$bin/.image-rootfs-stamp" 2>/dev/null)" != "$
   echo "$rootfs_want" > "$bin/.image-rootfs-stamp"
 fi
 
-out="$bin/vipctl-image.tar"
-want=$( (echo "$image"; echo "$rootfs_want"; sha256sum "$bin/vipctl"; cat "$root"/hack/ociimage/*.go) | sha256sum | cut -d' ' -f1)
-if [ -s "$out" ] && [ "$(cat "$bin/.image-stamp" 2>/dev/null)" = "$want" ]; then
+# The cache is bin/vipctl-image.tar (make image's) and its stamp, the hash
+# of every input.
+cached="$bin/vipctl-image.tar"
+want=$( (echo "$image"; echo "$rootfs_want"; sha256sum < "$binary"; cat "$root"/hack/ociimage/*.go) | sha256sum | cut -d' ' -f1)
+if [ -s "$cached" ] && [ "$(cat "$bin/.image-stamp" 2>/dev/null)" = "$want" ]; then
+  if [ "$out" != "$cached" ]; then
+    cp "$cached" "$out.tmp"
+    mv "$out.tmp" "$out"
+    echo "build-image: $image -> $out (same inputs as bin/vipctl-image.tar)"
+  fi
   exit 0
 fi
-(cd "$root" && go run ./hack/ociimage -rootfs "$rootfs" -add "$bin/vipctl:/usr/bin/vipctl" -name "$image" -o "$out.tmp")
+(cd "$root" && go run ./hack/ociimage -rootfs "$rootfs" -add "$binary:/usr/bin/vipctl" -name "$image" -o "$out.tmp")
 mv "$out.tmp" "$out"
-echo "$want" > "$bin/.image-stamp"
-echo "build-image: $image -> bin/vipctl-image.tar ($(du -h "$out" | cut -f1))"
+if [ "$out" = "$cached" ]; then
+  echo "$want" > "$bin/.image-stamp"
+fi
+echo "build-image: $image -> $out ($(du -h "$out" | cut -f1))"

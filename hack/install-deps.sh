@@ -19,6 +19,9 @@ declare -A pkg_for=(
   # container runtime: containerd (with ctr) and runc.
   [containerd]=containerd
   [runc]=runc
+  # TestRelease mirrors the release's image archive with skopeo, as
+  # docs/image.md tells users to.
+  [skopeo]=skopeo
 )
 
 missing=()

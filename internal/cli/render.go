@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -70,6 +71,7 @@ release parses too.`,
 			if err != nil {
 				return err
 			}
+			warnUnpublishedImage(streams.ErrOut, c)
 			if err := bundle.WriteDir(o.out, files); err != nil {
 				return err
 			}
@@ -86,4 +88,12 @@ release parses too.`,
 	_ = cmd.MarkFlagRequired("file")
 	_ = cmd.MarkFlagRequired("output-dir")
 	return cmd
+}
+
+// warnUnpublishedImage tells, before it is too late, that the pods are
+// about to name an image nobody can pull (render and update).
+func warnUnpublishedImage(w io.Writer, c *v1alpha1.ClusterVIPs) {
+	if msg := c.UnpublishedImageWarning(); msg != "" {
+		_, _ = fmt.Fprintln(w, "warning:", msg)
+	}
 }

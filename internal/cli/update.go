@@ -95,6 +95,7 @@ edit concerns change, comments and layout stay). Nothing is written with
 			if err != nil {
 				return err
 			}
+			warnUnpublishedImage(streams.ErrOut, req.Config)
 			return cl.Run(cmd.Context(), req, update.RunOptions{
 				DryRun: dryRun, Force: force, Log: streams.ErrOut, BootstrapNodes: bootstrap,
 				Show: func(plan *update.Plan) error {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"archive/tar"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -89,30 +88,7 @@ spec:
 // does when importing it.
 func imageName(t testing.TB, archive string) string {
 	t.Helper()
-	f, err := os.Open(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Close() }()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if err != nil {
-			t.Fatalf("%s: no index.json: %v", archive, err)
-		}
-		if h.Name != "index.json" {
-			continue
-		}
-		var idx struct {
-			Manifests []struct {
-				Annotations map[string]string `json:"annotations"`
-			} `json:"manifests"`
-		}
-		if err := json.NewDecoder(tr).Decode(&idx); err != nil || len(idx.Manifests) != 1 {
-			t.Fatalf("%s: index.json: %v (%d manifests)", archive, err, len(idx.Manifests))
-		}
-		return idx.Manifests[0].Annotations["io.containerd.image.name"]
-	}
+	return archiveIndexEntry(t, archive).Annotations["io.containerd.image.name"]
 }
 
 func startKubeletCluster(t testing.TB, profile string) *kubeletCluster {

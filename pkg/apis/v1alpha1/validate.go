@@ -489,9 +489,9 @@ func validateAdvert(v *VRRPSpec, path *field.Path) field.ErrorList {
 
 func validateImages(im *Images, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, i := range []struct{ name, val string }{{"keepalived", im.Keepalived}, {"haproxy", im.Haproxy}, {"vipctl", im.Vipctl}} {
-		if !imageRef.MatchString(i.val) || len(i.val) > 512 {
-			errs = append(errs, field.Invalid(path.Child(i.name), i.val, "not a container image reference (registry/name:tag or @sha256:digest)"))
+	for _, i := range im.fields() {
+		if !imageRef.MatchString(i.ref) || len(i.ref) > 512 {
+			errs = append(errs, field.Invalid(path.Child(i.name), i.ref, "not a container image reference (registry/name:tag or @sha256:digest)"))
 		}
 	}
 	return errs

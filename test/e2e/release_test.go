@@ -1,0 +1,341 @@
+package e2e
+
+import (
+	"archive/tar"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/fixture"
+	"github.com/vipctl/vipctl/test/kubeletlab"
+)
+
+// makeRelease runs `make release` in dir with the variables given, as a
+// maintainer would from a shell: nothing of the make that may run this
+// test leaks in.
+func makeRelease(t *testing.T, dir string, vars ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	cmd := exec.Command("make", append([]string{"--no-print-directory", "-s", "release"}, vars...)...)
+	cmd.Dir = dir
+	for _, kv := range os.Environ() {
+		switch name, _, _ := strings.Cut(kv, "="); name {
+		case "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "VERSION", "DEV", "RELEASE_DIR", "VIPCTL_BIN", "VIPCTL_IMAGE":
+		default:
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// TestReleaseRefusals: make release builds nothing from a tree git has
+// not committed, from a commit without a tag, with a VERSION that is not
+// HEAD's tag, or for a tag that is not a release's version; each refusal
+// says why and leaves no directory. In a copy of the sources committed to
+// a repository of its own, so the tags are the test's.
+func TestReleaseRefusals(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	copySources(t, src)
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=vipctl test", "-c", "user.email=test@example.test"}, args...)...)
+		cmd.Dir = src
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	git("init", "-q")
+	git("add", "-A")
+	git("commit", "-qm", "vipctl")
+	out := filepath.Join(t.TempDir(), "release")
+
+	for _, tc := range []struct {
+		name  string
+		setup func()
+		vars  []string
+		want  string
+	}{
+		{"untagged", func() {}, nil, "HEAD has no tag: tag the commit to release (git tag -a v1.2.3)"},
+		{"uncommitted", func() {
+			git("tag", "v1.2.3")
+			if err := os.WriteFile(filepath.Join(src, "extra.go"), []byte("package main\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, nil, "the tree has changes git has not committed (git status): a release is built from a commit"},
+		{"another version", func() {
+			if err := os.Remove(filepath.Join(src, "extra.go")); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"VERSION=v1.2.4"}, "VERSION=v1.2.4, but HEAD is tagged v1.2.3"},
+		// Judged by the binary it built: the rule render's warning follows.
+		{"not a release version", func() {
+			git("tag", "-d", "v1.2.3")
+			git("tag", "nightly")
+		}, nil, "nightly is not a release version: v1.2.3, or v1.2.3-rc.1 (also -alpha.N, -beta.N) for a candidate"},
+	} {
+		tc.setup()
+		_, stderr, err := makeRelease(t, src, append(tc.vars, "RELEASE_DIR="+out)...)
+		if err == nil || !strings.Contains(stderr, "release: refused:\n  "+tc.want+"\n") {
+			t.Errorf("%s: err %v, stderr:\n%s\nwant a refusal saying %q", tc.name, err, stderr, tc.want)
+		}
+		if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 0 {
+			t.Errorf("%s: the refused release left %v", tc.name, entries)
+		}
+	}
+}
+
+// copySources copies the repository's sources (what git tracks, and new
+// files it does not ignore) to dst: the tree under test, not its last
+// commit.
+func copySources(t *testing.T, dst string) {
+	t.Helper()
+	root := fixture.Repo("")
+	cmd := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	cmd.Dir = root
+	list, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range strings.SplitSeq(strings.TrimSuffix(string(list), "\x00"), "\x00") {
+		st, err := os.Stat(filepath.Join(root, name))
+		if os.IsNotExist(err) {
+			continue // deleted, not yet committed
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, name), data, st.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReleaseDevelopmentBuild runs `make release DEV=1` on this tree: a
+// directory with exactly the binary, the image archive and SHA256SUMS;
+// the binary is stamped with the version its image is tagged with, and
+// renders that image into the static pods (warning that it is a
+// development build's); the docs' mirror recipe runs as written against
+// the directory (its skopeo copy into a local OCI layout instead of a
+// registry) and gives the archive's manifest. The archive comes from the
+// cache make image filled (make test builds it first), so this costs a
+// link and a copy.
+func TestReleaseDevelopmentBuild(t *testing.T) {
+	bin := kubeletlab.BinDir(t)
+	for _, f := range []string{"image-rootfs.tar", "vipctl-image.tar"} {
+		if _, err := os.Stat(filepath.Join(bin, f)); err != nil {
+			t.Fatalf("make release reuses bin/%s: run make image (make test does): %v", f, err)
+		}
+	}
+	if _, err := exec.LookPath("skopeo"); err != nil {
+		t.Fatal("the docs' mirror recipe needs skopeo: run hack/install-deps.sh (make test does)")
+	}
+	dir := filepath.Join(t.TempDir(), "release")
+	stdout, stderr, err := makeRelease(t, fixture.Repo(""), "DEV=1", "RELEASE_DIR="+dir)
+	if err != nil {
+		t.Fatalf("make release DEV=1: %v\n%s%s", err, stdout, stderr)
+	}
+	t.Log(stdout)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{"SHA256SUMS", "vipctl", "vipctl-image.tar"}; !slices.Equal(names, want) {
+		t.Fatalf("release holds %v, want %v", names, want)
+	}
+
+	var v struct {
+		Version string `json:"version"`
+		Release bool   `json:"release"`
+		Image   string `json:"image"`
+	}
+	if err := json.Unmarshal(runIn(t, dir, filepath.Join(dir, "vipctl"), "version", "-o", "json"), &v); err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(dir, "vipctl-image.tar")
+	entry := archiveIndexEntry(t, archive)
+	tag := entry.Annotations["org.opencontainers.image.ref.name"]
+	if v.Release || v.Image != entry.Annotations["io.containerd.image.name"] || !strings.HasSuffix(v.Image, ":"+tag) {
+		t.Errorf("the binary says version %q (release %v), image %q; the archive is %q tagged %q", v.Version, v.Release, v.Image, entry.Annotations["io.containerd.image.name"], tag)
+	}
+
+	// The release's vipctl renders its own image into the static pods and
+	// warns that no registry has it.
+	out := filepath.Join(t.TempDir(), "out")
+	cmd := exec.Command(filepath.Join(dir, "vipctl"), "render", "-f", fixture.Repo("examples/compact-ipv4.yaml"), "-o", out)
+	var renderErr strings.Builder
+	cmd.Stderr = &renderErr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("render: %v\n%s", err, renderErr.String())
+	}
+	if want := "warning: spec.images.keepalived, spec.images.haproxy and spec.images.vipctl name " + v.Image + ", the image of this development build"; !strings.HasPrefix(renderErr.String(), want) {
+		t.Errorf("render's stderr:\n%s\nwant it to start %q", renderErr.String(), want)
+	}
+	mc, err := os.ReadFile(filepath.Join(out, "machineconfigs", "50-vipctl-master.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := kubeletlab.MachineConfigFiles(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := 0
+	for _, f := range files {
+		if !strings.HasPrefix(f.Path, render.StaticPodDir+"/") {
+			continue
+		}
+		pods++
+		var p corev1.Pod
+		if err := yaml.Unmarshal(f.Data, &p); err != nil {
+			t.Fatalf("%s: %v", f.Path, err)
+		}
+		for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+			if c.Image != v.Image {
+				t.Errorf("%s: container %s runs %q, the release's image is %q", f.Path, c.Name, c.Image, v.Image)
+			}
+		}
+	}
+	if pods != 2 {
+		t.Errorf("the master MachineConfig carries %d static pods, want keepalived's and haproxy's", pods)
+	}
+
+	// The docs' recipe, word for word, in the release directory; only the
+	// registry is a local OCI layout and the login a no-op.
+	recipe := docsMirrorRecipe(t)
+	layout := filepath.Join(t.TempDir(), "registry")
+	script := `skopeo() {
+  case $1 in
+    login) return 0 ;;
+    copy)
+      local ref=${3#docker://}
+      mkdir -p "$LAYOUT/${ref%:*}"
+      command skopeo copy "$2" "oci:$LAYOUT/$ref" ;;
+    *) echo "the recipe runs skopeo $1" >&2; return 1 ;;
+  esac
+}
+set -euo pipefail
+` + recipe
+	sh := exec.Command("bash", "-c", script)
+	sh.Dir = dir
+	sh.Env = append(os.Environ(), "LAYOUT="+layout)
+	if got, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("the docs' recipe failed in the release directory: %v\n%s\nrecipe:\n%s", err, got, recipe)
+	}
+	// registry.example.test/vipctl/vipctl:VERSION as a layout directory and
+	// its tag: the manifest is the archive's, byte for byte.
+	pushed := filepath.Join(layout, "registry.example.test", "vipctl", "vipctl")
+	copied := layoutIndexEntry(t, pushed)
+	if copied.Digest != entry.Digest {
+		t.Errorf("the mirrored image's manifest is %s, the archive's %s", copied.Digest, entry.Digest)
+	}
+}
+
+type ociDescriptor struct {
+	Digest      string            `json:"digest"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+// archiveIndexEntry is the one image an OCI archive's index names.
+func archiveIndexEntry(t testing.TB, archive string) ociDescriptor {
+	t.Helper()
+	f, err := os.Open(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			t.Fatalf("%s: no index.json: %v", archive, err)
+		}
+		if h.Name == "index.json" {
+			return oneIndexEntry(t, archive, tr)
+		}
+	}
+}
+
+// layoutIndexEntry is the one image of an OCI layout directory, checked
+// against the blob its digest names.
+func layoutIndexEntry(t testing.TB, layout string) ociDescriptor {
+	t.Helper()
+	f, err := os.Open(filepath.Join(layout, "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	d := oneIndexEntry(t, layout, f)
+	blob, err := os.ReadFile(filepath.Join(layout, "blobs", "sha256", strings.TrimPrefix(d.Digest, "sha256:")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(blob); "sha256:"+hex.EncodeToString(sum[:]) != d.Digest {
+		t.Errorf("%s: the manifest blob does not match its digest %s", layout, d.Digest)
+	}
+	return d
+}
+
+func oneIndexEntry(t testing.TB, where string, r io.Reader) ociDescriptor {
+	t.Helper()
+	var idx struct {
+		Manifests []ociDescriptor `json:"manifests"`
+	}
+	if err := json.NewDecoder(r).Decode(&idx); err != nil || len(idx.Manifests) != 1 {
+		t.Fatalf("%s: index.json: %v (%d manifests)", where, err, len(idx.Manifests))
+	}
+	return idx.Manifests[0]
+}
+
+var shellBlock = regexp.MustCompile("(?s)```sh\n(.*?)```")
+
+// docsMirrorRecipe is docs/image.md's mirror recipe (pkg/manifests
+// TestImageDocs checks it is install.md's too, and what it pushes).
+func docsMirrorRecipe(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(fixture.Repo("docs/image.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range shellBlock.FindAllStringSubmatch(string(data), -1) {
+		if strings.Contains(m[1], "skopeo copy") {
+			return m[1]
+		}
+	}
+	t.Fatal("docs/image.md has no mirror recipe (a ```sh block with skopeo copy)")
+	return ""
+}
+
+func runIn(t *testing.T, dir, name string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v", name, strings.Join(args, " "), err)
+	}
+	return out
+}
