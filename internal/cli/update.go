@@ -21,6 +21,10 @@ func connect(kubeconfig, namespace string) (update.Cluster, error) {
 		return update.Cluster{}, err
 	}
 	cfg.UserAgent = "vipctl"
+	// client-go's default (5 per second, bursts of 10) makes update's
+	// two dozen reads and dry runs of manifests/vipctl.yaml wait seconds
+	// for nothing; kubectl allows as much.
+	cfg.QPS, cfg.Burst = 50, 100
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return update.Cluster{}, err
