@@ -6,7 +6,7 @@ set -euo pipefail
 vipctl=${1:?vipctl binary}; example=${2:?cluster file}; nodes=${3:?node list}; out=${4:?output dir}
 "$vipctl" validate -f "$example"
 "$vipctl" vr-ids -f "$example"
-"$vipctl" render -f "$example" --nodes "$nodes" -o "$out"
+"$vipctl" render -f "$example" --nodes "$nodes" --out-dir "$out"
 echo
 echo "demo: $out/ now holds:"
 (cd "$out" && find . -type f ! -name .vipctl-render | sort | sed 's#^\./#  #')

@@ -58,11 +58,11 @@ func TestCLIGolden(t *testing.T) {
 		{"validate-vip-network-address", []string{"validate", "-f", repo("testdata/bad-input/vip-network-address.yaml")}, 1},
 		{"validate-pool-broadcast", []string{"validate", "-f", repo("testdata/bad-input/pool-broadcast.yaml")}, 1},
 		{"validate-avoid-openshift-api-id", []string{"validate", "-f", repo("testdata/bad-input/avoid-openshift-api-id.yaml")}, 1},
-		{"render-node-addresses", []string{"render", "-f", repo("testdata/bad-input/node-addresses.yaml"), "-o", "never-written", "--nodes", repo("examples/nodes/compact.yaml")}, 1},
+		{"render-node-addresses", []string{"render", "-f", repo("testdata/bad-input/node-addresses.yaml"), "--out-dir", "never-written", "--nodes", repo("examples/nodes/compact.yaml")}, 1},
 		{"validate-missing-file", []string{"validate", "-f", "does-not-exist.yaml"}, 1},
 		{"bad-output-format", []string{"vr-ids", "ostest", "-o", "xml"}, 1},
 		// Fails before anything is written, so the directory is never made.
-		{"render-unsupported-release", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "-o", "never-written", "--openshift-release", "4.12"}, 1},
+		{"render-unsupported-release", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", "never-written", "--openshift-release", "4.12"}, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,7 +165,7 @@ func treeDigest(t *testing.T, dir string) string {
 func TestRenderWritesLayoutAtomically(t *testing.T) {
 	t.Parallel()
 	out := filepath.Join(t.TempDir(), "out")
-	r := run(t, "render", "-f", repo("examples/compact-ipv4.yaml"), "-o", out, "--nodes", repo("examples/nodes/compact.yaml"))
+	r := run(t, "render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", out, "--nodes", repo("examples/nodes/compact.yaml"))
 	if r.code != 0 {
 		t.Fatalf("render: exit %d: %s", r.code, r.stderr)
 	}
@@ -189,9 +189,9 @@ func TestRenderWritesLayoutAtomically(t *testing.T) {
 	// A bad file, a bad node list, or a config that cannot render for these
 	// nodes: each fails with a clear error and leaves the tree untouched.
 	for _, bad := range [][]string{
-		{"render", "-f", repo("testdata/invalid-cluster.yaml"), "-o", out},
-		{"render", "-f", repo("examples/compact-ipv4.yaml"), "-o", out, "--nodes", repo("testdata/inventory.yaml")},
-		{"render", "-f", repo("examples/pools-node-groups.yaml"), "-o", out, "--nodes", repo("examples/nodes/compact.yaml")},
+		{"render", "-f", repo("testdata/invalid-cluster.yaml"), "--out-dir", out},
+		{"render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", out, "--nodes", repo("testdata/inventory.yaml")},
+		{"render", "-f", repo("examples/pools-node-groups.yaml"), "--out-dir", out, "--nodes", repo("examples/nodes/compact.yaml")},
 	} {
 		r := run(t, bad...)
 		if r.code == 0 || r.stderr == "" {
@@ -203,7 +203,7 @@ func TestRenderWritesLayoutAtomically(t *testing.T) {
 	}
 
 	// A second good render replaces the tree as a whole.
-	r = run(t, "render", "-f", repo("examples/compact-ipv4.yaml"), "-o", out)
+	r = run(t, "render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", out)
 	if r.code != 0 {
 		t.Fatalf("re-render: %s", r.stderr)
 	}
@@ -238,7 +238,7 @@ func TestRenderOpenShiftRelease(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			out := filepath.Join(t.TempDir(), "out")
-			args := []string{"render", "-f", tc.file, "-o", out}
+			args := []string{"render", "-f", tc.file, "--out-dir", out}
 			if tc.flag != "" {
 				args = append(args, "--openshift-release", tc.flag)
 			}
@@ -271,11 +271,36 @@ func TestRenderRefusesForeignDirectory(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(out, "precious.txt"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := run(t, "render", "-f", repo("examples/compact-ipv4.yaml"), "-o", out)
+	r := run(t, "render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", out)
 	if r.code == 0 || !strings.Contains(r.stderr, "was not written by vipctl render") {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	if data, err := os.ReadFile(filepath.Join(out, "precious.txt")); err != nil || string(data) != "mine" {
 		t.Errorf("foreign file touched: %q %v", data, err)
+	}
+}
+
+// TestRenderOldOutputFlag: -o, which names an output format in every other
+// command, still names render's directory for one release, with a warning
+// on stderr; given with --out-dir it must agree.
+func TestRenderOldOutputFlag(t *testing.T) {
+	t.Parallel()
+	const warning = "warning: render -o/--output-dir is deprecated and goes in the next release: use --out-dir (-o will be the output format, as in the other commands)\n"
+	for _, flag := range []string{"-o", "--output-dir"} {
+		out := filepath.Join(t.TempDir(), "out")
+		r := run(t, "render", "-f", repo("examples/compact-ipv4.yaml"), flag, out)
+		if r.code != 0 || r.stderr != warning || r.stdout != "wrote 3 files to "+out+"\n" {
+			t.Errorf("render %s: exit %d\nstdout:\n%s\nstderr:\n%s", flag, r.code, r.stdout, r.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(out, "manifests", "vipctl.yaml")); err != nil {
+			t.Errorf("render %s wrote nothing: %v", flag, err)
+		}
+	}
+	r := run(t, "render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", "a", "-o", "b")
+	if want := "error: --out-dir a and -o b name different directories: use --out-dir alone\n"; r.code != 1 || r.stderr != want {
+		t.Errorf("--out-dir and -o apart: exit %d, stderr %q, want %q", r.code, r.stderr, want)
+	}
+	if r := run(t, "render", "-f", repo("examples/compact-ipv4.yaml")); r.code != 1 || r.stderr != "error: required flag \"out-dir\" not set\n" {
+		t.Errorf("no directory: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

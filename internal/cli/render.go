@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,11 +15,14 @@ import (
 )
 
 type renderOptions struct {
-	file    string
-	out     string
-	nodes   string
-	iface   string
-	release string
+	file string
+	out  string
+	// outDeprecated is the same directory given the old way, -o or
+	// --output-dir: "-o" names an output format in every other command.
+	outDeprecated string
+	nodes         string
+	iface         string
+	release       string
 }
 
 // NewRenderCommand writes MachineConfigs and, with --nodes, every node's
@@ -26,22 +30,27 @@ type renderOptions struct {
 func NewRenderCommand(streams IOStreams) *cobra.Command {
 	o := &renderOptions{}
 	cmd := &cobra.Command{
-		Use:   "render -f FILE -o DIR [--nodes NODES.yaml]",
+		Use:   "render -f FILE --out-dir DIR [--nodes NODES.yaml]",
 		Short: "Render MachineConfigs, static pods and per-node keepalived/haproxy configs",
-		Long: `Writes DIR/machineconfigs/*.yaml, ready for oc apply -f, and with --nodes
-(the output of oc get nodes -o yaml) DIR/nodes/<node>/etc/... with exactly the
-files the runtimecfg sidecar would write on that node. DIR is replaced as a
-whole and atomically: on any error it is left as it was.
+		Long: `Writes DIR/machineconfigs/*.yaml and DIR/manifests/vipctl.yaml, ready for
+oc apply -f, and with --nodes (the output of oc get nodes -o yaml)
+DIR/nodes/<node>/... with exactly the files the runtimecfg sidecar would
+write on that node, at their paths on the node. DIR is replaced as a whole
+and atomically: on any error it is left as it was. (-o, the old name of
+--out-dir, works for one more release, with a warning.)
 
 The MachineConfigs carry the Ignition spec that --openshift-release (default
 spec.openshiftRelease, itself 4.14 by default) parses, which every later
 release parses too.`,
-		Example: `  vipctl render -f cluster.yaml -o out/
+		Example: `  vipctl render -f cluster.yaml --out-dir out/
   oc get nodes -o yaml > nodes.yaml
-  vipctl render -f cluster.yaml -o out/ --nodes nodes.yaml --interface br-ex
-  vipctl render -f cluster.yaml -o out/ --openshift-release 4.19`,
+  vipctl render -f cluster.yaml --out-dir out/ --nodes nodes.yaml --interface br-ex
+  vipctl render -f cluster.yaml --out-dir out/ --openshift-release 4.19`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			if err := o.outDir(streams); err != nil {
+				return err
+			}
 			c, err := v1alpha1.Load(o.file)
 			if err != nil {
 				return err
@@ -81,12 +90,13 @@ release parses too.`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.file, "file", "f", "", "ClusterVIPs file")
-	f.StringVarP(&o.out, "output-dir", "o", "", "output directory (replaced atomically)")
+	f.StringVar(&o.out, "out-dir", "", "output directory (replaced atomically)")
+	f.StringVarP(&o.outDeprecated, "output-dir", "o", "", "deprecated: use --out-dir")
+	_ = f.MarkHidden("output-dir")
 	f.StringVar(&o.nodes, "nodes", "", "NodeList (oc get nodes -o yaml) to render each node's files")
 	f.StringVar(&o.iface, "interface", "", "VRRP interface for nodes without a vipctl.io/interface annotation (default spec.vrrp.interface)")
 	f.StringVar(&o.release, "openshift-release", "", "oldest OpenShift release (major.minor) the MachineConfigs must work on (default spec.openshiftRelease)")
 	_ = cmd.MarkFlagRequired("file")
-	_ = cmd.MarkFlagRequired("output-dir")
 	return cmd
 }
 
@@ -96,4 +106,21 @@ func warnUnpublishedImage(w io.Writer, c *v1alpha1.ClusterVIPs) {
 	if msg := c.UnpublishedImageWarning(); msg != "" {
 		_, _ = fmt.Fprintln(w, "warning:", msg)
 	}
+}
+
+// outDir settles the output directory: --out-dir, or for one more
+// release -o/--output-dir with a warning, since -o is the output format
+// everywhere else.
+func (o *renderOptions) outDir(streams IOStreams) error {
+	switch {
+	case o.outDeprecated == "" && o.out == "":
+		return errors.New(`required flag "out-dir" not set`)
+	case o.outDeprecated == "":
+		return nil
+	case o.out != "" && o.out != o.outDeprecated:
+		return fmt.Errorf("--out-dir %s and -o %s name different directories: use --out-dir alone", o.out, o.outDeprecated)
+	}
+	o.out = o.outDeprecated
+	_, err := fmt.Fprintln(streams.ErrOut, "warning: render -o/--output-dir is deprecated and goes in the next release: use --out-dir (-o will be the output format, as in the other commands)")
+	return err
 }

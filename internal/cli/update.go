@@ -21,6 +21,10 @@ func connect(kubeconfig, namespace string) (update.Cluster, error) {
 		return update.Cluster{}, err
 	}
 	cfg.UserAgent = "vipctl"
+	// client-go's default (5 per second, bursts of 10) makes update's
+	// two dozen reads and dry runs of manifests/vipctl.yaml wait seconds
+	// for nothing; kubectl allows as much.
+	cfg.QPS, cfg.Burst = 50, 100
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return update.Cluster{}, err
@@ -47,11 +51,14 @@ func NewUpdateCommand(streams IOStreams) *cobra.Command {
 ConfigMap and prints the plan: pools added, removed and changed (a move
 between vrrp and bgp with the VRRP IDs it frees or takes), the VRRP IDs new
 pools get, Services whose addresses no pool would contain any more (or that
-become a pool's anchor), and whether static parts changed (then new MachineConfigs are written and the
-Machine Config Operator reboots the nodes). An edit that would orphan
-addresses is refused unless --force, which releases them. The ConfigMap is
-written with optimistic concurrency: a concurrent edit fails, it is not
-overwritten. Quick edits also rewrite the file (atomically; only the lines an
+become a pool's anchor), whether static parts changed (then new MachineConfigs are written and the
+Machine Config Operator reboots the nodes), and the other objects of
+manifests/vipctl.yaml that differ from the file (the allocator's image,
+RBAC), which are applied server-side. An edit that would orphan addresses
+is refused unless --force, which releases them; so are MachineConfigs the
+cluster's release cannot parse (its ClusterVersion older than
+spec.openshiftRelease). Every write carries the resourceVersion read for
+the plan: a concurrent edit fails, it is not overwritten. Quick edits also rewrite the file (atomically; only the lines an
 edit concerns change, comments and layout stay). Nothing is written with
 --dry-run or on any error.`,
 		Example: `  vipctl update -f cluster.yaml --add-pool web=198.51.100.128/26 --dry-run
@@ -113,7 +120,7 @@ edit concerns change, comments and layout stay). Nothing is written with
 	f.StringVar(&namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap")
 	f.StringVar(&nodes, "nodes", "", "NodeList (oc get nodes -o yaml) rewritten MachineConfigs ship as the bootstrap node list (default: the live cluster's Nodes)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan, change nothing")
-	f.BoolVar(&force, "force", false, "release addresses the edit takes from Services")
+	f.BoolVar(&force, "force", false, "release addresses the edit takes from Services; write MachineConfigs the cluster's release cannot parse")
 	f.StringArrayVar(&add, "add-pool", nil, "add a pool: NAME=CIDR|RANGE[,...]")
 	f.StringArrayVar(&remove, "remove-pool", nil, "remove a pool: NAME")
 	f.StringArrayVar(&set, "set-pool", nil, "replace a pool's addresses: NAME=CIDR|RANGE[,...]")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,7 +65,7 @@ live on the LAN; any clash exits with status 2 and proposes overrides.`,
 	f.StringVarP(&o.file, "file", "f", "", "ClusterVIPs file: adds ingress shards, service pools, overrides and avoided IDs")
 	f.StringSliceVar(&o.known, "known", nil, "other clusters on the LAN by name (their OpenShift IDs are computed)")
 	f.StringVar(&o.inventory, "inventory", "", "YAML file of other clusters, by name or with explicit IDs")
-	f.StringVar(&o.listen, "listen", "", "capture VRRP advertisements on this interface and include them in the check (needs CAP_NET_RAW)")
+	f.StringVar(&o.listen, "listen", "", "capture VRRP advertisements on this interface and include them in the check (needs CAP_NET_RAW); before installing, the NIC with the node's address, since br-ex does not exist yet")
 	f.DurationVar(&o.listenFor, "for", 5*time.Second, "how long --listen captures")
 	addOutputFlag(cmd, &o.output)
 	return cmd
@@ -72,11 +73,11 @@ live on the LAN; any clash exits with status 2 and proposes overrides.`,
 
 // check turns the arguments and flags into the check to run.
 func (o *vridsOptions) check(args []string) (vrid.Check, error) {
-	req, err := o.request(args)
+	req, networks, err := o.request(args)
 	if err != nil {
 		return vrid.Check{}, err
 	}
-	c := vrid.Check{Request: req, Listen: o.listen, ListenFor: o.listenFor}
+	c := vrid.Check{Request: req, Listen: o.listen, ListenFor: o.listenFor, Networks: networks}
 	for _, name := range o.known {
 		if err := vrid.ValidateClusterName(name); err != nil {
 			return c, fmt.Errorf("--known: %w", err)
@@ -93,28 +94,36 @@ func (o *vridsOptions) check(args []string) (vrid.Check, error) {
 	return c, nil
 }
 
-// request builds the ID request from the positional name, the file, or both.
-func (o *vridsOptions) request(args []string) (vrid.Request, error) {
+// request builds the ID request from the positional name, the file, or
+// both, with the file's machine networks.
+func (o *vridsOptions) request(args []string) (vrid.Request, []netip.Prefix, error) {
 	var req vrid.Request
 	if len(args) == 1 {
 		req.Cluster = args[0]
 		if err := vrid.ValidateClusterName(req.Cluster); err != nil {
-			return req, err
+			return req, nil, err
 		}
 	}
 	if o.file == "" {
 		if req.Cluster == "" {
-			return req, fmt.Errorf("name the cluster (vipctl vr-ids CLUSTER-NAME) or pass -f cluster.yaml")
+			return req, nil, fmt.Errorf("name the cluster (vipctl vr-ids CLUSTER-NAME) or pass -f cluster.yaml")
 		}
 		req.Keys = []vrid.Key{v1alpha1.KeyAPI, v1alpha1.KeyIngress}
-		return req, nil
+		return req, nil, nil
 	}
 	c, err := v1alpha1.Load(o.file)
 	if err != nil {
-		return req, err
+		return req, nil, err
 	}
 	if req.Cluster != "" && req.Cluster != c.Metadata.Name {
-		return req, fmt.Errorf("cluster name %q does not match metadata.name %q in %s", req.Cluster, c.Metadata.Name, o.file)
+		return req, nil, fmt.Errorf("cluster name %q does not match metadata.name %q in %s", req.Cluster, c.Metadata.Name, o.file)
 	}
-	return vrid.RequestFor(c), nil
+	var networks []netip.Prefix
+	for _, n := range c.Spec.MachineNetworks {
+		// Valid after Load.
+		if p, err := netip.ParsePrefix(n); err == nil {
+			networks = append(networks, p.Masked())
+		}
+	}
+	return vrid.RequestFor(c), networks, nil
 }

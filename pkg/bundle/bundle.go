@@ -127,7 +127,9 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 			return nil, err
 		}
 		for _, f := range files {
-			out = append(out, File{Path: path.Join("nodes", n.Name, f.Path), Mode: f.Mode, Data: f.Data})
+			// Node paths, not the pods': frr.conf lies in vipctl's own
+			// directory on the node.
+			out = append(out, File{Path: path.Join("nodes", n.Name, render.NodePath(f.Path)), Mode: f.Mode, Data: f.Data})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })

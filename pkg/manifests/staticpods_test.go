@@ -343,3 +343,31 @@ func container(t *testing.T, p *corev1.Pod, name string) corev1.Container {
 func allContainers(p *corev1.Pod) []corev1.Container {
 	return append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...)
 }
+
+// TestNodePathFollowsMounts: render.NodePath, which lays out `vipctl
+// render --nodes`'s per-node files, maps every path the pods mount to the
+// host path it comes from (FRR's directories are not the node's /etc/frr
+// and /run/frr).
+func TestNodePathFollowsMounts(t *testing.T) {
+	t.Parallel()
+	c := loadExample(t, "bgp-two-racks.yaml")
+	for _, p := range []*corev1.Pod{KeepalivedPod(c), HaproxyPod(c)} {
+		hostPaths := map[string]string{}
+		for _, v := range p.Spec.Volumes {
+			if v.HostPath != nil {
+				hostPaths[v.Name] = v.HostPath.Path
+			}
+		}
+		for _, ct := range append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...) {
+			for _, m := range ct.VolumeMounts {
+				host, ok := hostPaths[m.Name]
+				if !ok {
+					continue
+				}
+				if got := render.NodePath(m.MountPath + "/x"); got != host+"/x" && render.NodePath(m.MountPath) != host {
+					t.Errorf("%s/%s mounts %s from %s, but NodePath(%s/x) = %s", p.Name, ct.Name, m.MountPath, host, m.MountPath, got)
+				}
+			}
+		}
+	}
+}

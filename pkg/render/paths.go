@@ -1,5 +1,7 @@
 package render
 
+import "strings"
+
 // Paths and ports on the node. The static pods, the MachineConfigs, the
 // rendered configs and the sidecar all meet at these, so they are defined
 // once here.
@@ -90,3 +92,16 @@ const (
 	HostFRRDir    = StateDir + "/frr"
 	HostFRRRunDir = RunDir + "/frr"
 )
+
+// NodePath is where a file the pods see at path lies on the node itself:
+// the same path, but for FRR's directories, which the pods mount from
+// vipctl's own (HostFRRDir, HostFRRRunDir). `vipctl render --nodes` lays
+// each node's files out by it.
+func NodePath(path string) string {
+	for _, m := range [][2]string{{FRRDir, HostFRRDir}, {FRRRunDir, HostFRRRunDir}} {
+		if rest, ok := strings.CutPrefix(path, m[0]+"/"); ok {
+			return m[1] + "/" + rest
+		}
+	}
+	return path
+}

@@ -83,7 +83,7 @@ func WithLonelySkipped() PlanOption {
 
 // WithHeldBack renders node at the lowest priority (1) in every instance,
 // as if drained: a node that has not synced with the cluster yet never
-// preempts a peer that has (design.md, "Node lifecycle invariants"), yet
+// preempts a peer that has (docs/operations.md, the rules up top), yet
 // holds a VIP no peer holds, as in a whole-cluster cold start. Its
 // sidecar's first sync renders it without this, and it preempts then,
 // make-before-break.

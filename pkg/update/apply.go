@@ -60,7 +60,8 @@ func (c Cluster) Services(ctx context.Context) ([]corev1.Service, error) {
 var ErrOrphans = errors.New("the edit would take addresses from Services")
 
 // Apply carries out a plan computed against cm (nil: create it). Without
-// force a plan with orphans is refused before anything is written. The
+// force a plan with orphans, or with MachineConfigs the cluster's release
+// cannot parse, is refused before anything is written. The
 // ConfigMap is written with the resourceVersion it was read at, so a
 // concurrent edit fails instead of being overwritten. Progress goes to
 // out.
@@ -72,7 +73,36 @@ func (c Cluster) Apply(ctx context.Context, p *Plan, cm *corev1.ConfigMap, force
 		}
 		return fmt.Errorf("%w: %s; change their addresses first, or run with --force to release them", ErrOrphans, strings.Join(names, ", "))
 	}
-	data, err := yaml.Marshal(p.Desired)
+	if p.Release != nil && len(p.Static) > 0 {
+		if !force {
+			return p.Release.Refusal()
+		}
+		_, _ = fmt.Fprintf(out, "warning: %s: writing the MachineConfigs anyway (--force)\n", p.Release.Message)
+	}
+	if p.configChanges() {
+		if err := c.writeConfigMap(ctx, p.Desired, cm, out); err != nil {
+			return err
+		}
+	}
+	for _, o := range p.Orphans {
+		if err := c.release(ctx, o); err != nil {
+			return err
+		}
+		_, _ = fmt.Fprintf(out, "released %s from Service %s\n", strings.Join(o.Addresses, ", "), o.Service)
+	}
+	if len(p.Static) > 0 {
+		if err := c.writeMachineConfigs(ctx, p.Desired, p.BootstrapNodes, out); err != nil {
+			return err
+		}
+		_, _ = fmt.Fprintln(out, "the Machine Config Operator will now roll (reboot) the nodes of each pool")
+	}
+	return c.applyObjects(ctx, p.Objects, out)
+}
+
+// writeConfigMap writes desired into the vipctl ConfigMap: created when
+// cm is nil, else updated from cm with its resourceVersion.
+func (c Cluster) writeConfigMap(ctx context.Context, desired *v1alpha1.ClusterVIPs, cm *corev1.ConfigMap, out io.Writer) error {
+	data, err := yaml.Marshal(desired)
 	if err != nil {
 		return err
 	}
@@ -100,18 +130,6 @@ func (c Cluster) Apply(ctx context.Context, p *Plan, cm *corev1.ConfigMap, force
 		}
 	}
 	_, _ = fmt.Fprintf(out, "wrote ConfigMap %s/%s\n", c.Namespace, v1alpha1.ConfigMapName)
-	for _, o := range p.Orphans {
-		if err := c.release(ctx, o); err != nil {
-			return err
-		}
-		_, _ = fmt.Fprintf(out, "released %s from Service %s\n", strings.Join(o.Addresses, ", "), o.Service)
-	}
-	if len(p.Static) > 0 {
-		if err := c.writeMachineConfigs(ctx, p.Desired, p.BootstrapNodes, out); err != nil {
-			return err
-		}
-		_, _ = fmt.Fprintln(out, "the Machine Config Operator will now roll (reboot) the nodes of each pool")
-	}
 	return nil
 }
 

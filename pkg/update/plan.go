@@ -71,8 +71,18 @@ type Plan struct {
 	// Static lists changes outside the day-2 parts: they need new
 	// MachineConfigs, and the Machine Config Operator reboots the nodes.
 	Static []string `json:"static,omitempty"`
+	// Objects are the other objects of manifests/vipctl.yaml that the
+	// cluster lacks or has otherwise than `vipctl render` would write
+	// them for Desired (the allocator's image, RBAC); Apply brings them in
+	// line server-side.
+	Objects []ObjectChange `json:"objects,omitempty"`
 	// Warnings are things the plan does that are allowed but unwise.
 	Warnings []string `json:"warnings,omitempty"`
+	// Release is set when the plan writes MachineConfigs that the
+	// cluster's Machine Config Operator would refuse (its release is
+	// older than spec.openshiftRelease): Apply refuses the plan unless
+	// forced.
+	Release *ReleaseFinding `json:"release,omitempty"`
 	// Desired is the config that would be written, with every pool
 	// instance's VRRP ID pinned so later edits never renumber it.
 	Desired *v1alpha1.ClusterVIPs `json:"-"`
@@ -86,7 +96,13 @@ type Plan struct {
 
 // Empty tells whether nothing would change.
 func (p *Plan) Empty() bool {
-	return !p.Create && len(p.Pools) == 0 && len(p.Static) == 0 && len(p.Orphans) == 0
+	return !p.configChanges() && len(p.Objects) == 0
+}
+
+// configChanges tells whether the ConfigMap is written: anything but the
+// other objects changes.
+func (p *Plan) configChanges() bool {
+	return p.Create || len(p.Pools) > 0 || len(p.Static) > 0 || len(p.Orphans) > 0
 }
 
 // Compute plans the move from live (nil: no ConfigMap yet) to desired,
@@ -374,11 +390,28 @@ func (p *Plan) Text() string {
 			fmt.Fprintf(&b, "    %s\n", f)
 		}
 	}
+	for _, o := range p.Objects {
+		if o.Change == "added" {
+			fmt.Fprintf(&b, "+ %s (new)\n", o)
+			continue
+		}
+		fmt.Fprintf(&b, "~ %s\n", o)
+		for _, f := range o.Fields {
+			fmt.Fprintf(&b, "    %s\n", f)
+		}
+	}
 	for _, o := range p.Orphans {
 		fmt.Fprintf(&b, "! Service %s would lose %s (%s)\n", o.Service, strings.Join(o.Addresses, ", "), o.Reason)
 	}
 	for _, w := range p.Warnings {
 		fmt.Fprintf(&b, "! %s\n", w)
+	}
+	if p.Release != nil {
+		fmt.Fprintf(&b, "! %s: refused unless --force", p.Release.Message)
+		if p.Release.Fix != "" {
+			fmt.Fprintf(&b, " (or %s)", p.Release.Fix)
+		}
+		b.WriteString("\n")
 	}
 	if len(p.Static) > 0 {
 		fmt.Fprintf(&b, "! static parts change (%s): new MachineConfigs; the Machine Config Operator will roll (reboot) the nodes\n", strings.Join(p.Static, ", "))

@@ -2,6 +2,7 @@ package update
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,37 +15,80 @@ import (
 
 var clusterVersionGVR = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "clusterversions"}
 
-// ReleaseWarning says when the cluster runs an OpenShift release older than
-// cfg's spec.openshiftRelease: MachineConfigs written for it may carry an
-// Ignition spec the cluster's Machine Config Operator refuses, which
-// degrades the pool. Empty when the cluster is as new or newer, and when
-// its version cannot be read (plain Kubernetes has no ClusterVersion, a
-// user may not be allowed to read it): this is advice, never a reason to
-// stop.
-func (c Cluster) ReleaseWarning(ctx context.Context, cfg *v1alpha1.ClusterVIPs) string {
+// ReleaseFinding is what the cluster's ClusterVersion says about a
+// config's spec.openshiftRelease.
+type ReleaseFinding struct {
+	// Message says how the cluster's release falls short of the target;
+	// empty when it does not (or its version cannot be read).
+	Message string `json:"message"`
+	// Fix says which target to set instead; empty when no supported
+	// release fits the cluster.
+	Fix string `json:"fix,omitempty"`
+	// Degrades is true when the cluster's Machine Config Operator would
+	// refuse MachineConfigs written for the target: it parses an older
+	// Ignition spec, or the cluster is older than any release vipctl
+	// knows. Their pools would degrade and lay nothing down.
+	Degrades bool `json:"degrades"`
+}
+
+// ErrReleaseTooNew refuses MachineConfigs the cluster's Machine Config
+// Operator cannot parse.
+var ErrReleaseTooNew = errors.New("refusing to write MachineConfigs the cluster cannot parse")
+
+// CheckRelease compares cfg's spec.openshiftRelease with the release the
+// cluster runs. It finds nothing when the cluster is as new or newer, and
+// when its version cannot be read (plain Kubernetes has no ClusterVersion,
+// a user may not be allowed to read it).
+func (c Cluster) CheckRelease(ctx context.Context, cfg *v1alpha1.ClusterVIPs) ReleaseFinding {
 	target, err := openshiftrelease.Parse(cfg.Spec.OpenShiftRelease)
 	if err != nil || c.Dynamic == nil {
-		return ""
+		return ReleaseFinding{}
 	}
 	cv, err := c.Dynamic.Resource(clusterVersionGVR).Get(ctx, "version", metav1.GetOptions{})
 	if err != nil {
-		return ""
+		return ReleaseFinding{}
 	}
 	version := oldestRunning(cv)
 	running, err := openshiftrelease.FromVersion(version)
 	if err != nil || !running.Less(target) {
-		return ""
+		return ReleaseFinding{}
 	}
 	msg := fmt.Sprintf("the cluster runs OpenShift %s, older than spec.openshiftRelease %s", version, target)
 	runningSpec, known := running.IgnitionSpec()
 	targetSpec, _ := target.IgnitionSpec()
+	fix := fmt.Sprintf("set spec.openshiftRelease to %s", running)
 	switch {
 	case !known:
-		return msg + fmt.Sprintf(", and vipctl supports no release older than %s", openshiftrelease.Default())
+		return ReleaseFinding{Degrades: true, Message: msg + fmt.Sprintf(", and vipctl supports no release older than %s", openshiftrelease.Default())}
 	case runningSpec != targetSpec:
-		return msg + fmt.Sprintf(": its Machine Config Operator parses Ignition %s at most and would refuse MachineConfigs written for %s (Ignition %s); set spec.openshiftRelease to %s", runningSpec, target, targetSpec, running)
+		return ReleaseFinding{Degrades: true, Fix: fix,
+			Message: msg + fmt.Sprintf(": its Machine Config Operator parses Ignition %s at most and would refuse MachineConfigs written for %s (Ignition %s)", runningSpec, target, targetSpec)}
 	}
-	return msg + fmt.Sprintf("; set spec.openshiftRelease to %s", running)
+	return ReleaseFinding{Message: msg, Fix: fix}
+}
+
+// Warning is the finding as advice: what is wrong and what to set.
+func (f ReleaseFinding) Warning() string {
+	if f.Fix == "" {
+		return f.Message
+	}
+	return f.Message + "; " + f.Fix
+}
+
+// Refusal is the error that stops MachineConfigs the finding says the
+// cluster would refuse.
+func (f ReleaseFinding) Refusal() error {
+	fix := "pass --force to write them anyway"
+	if f.Fix != "" {
+		fix = f.Fix + " in the file, or " + fix
+	}
+	return fmt.Errorf("%w: %s, and its machine-config pools would degrade; %s", ErrReleaseTooNew, f.Message, fix)
+}
+
+// ReleaseWarning is CheckRelease as advice, for commands that write no
+// MachineConfig (vipctl status).
+func (c Cluster) ReleaseWarning(ctx context.Context, cfg *v1alpha1.ClusterVIPs) string {
+	return c.CheckRelease(ctx, cfg).Warning()
 }
 
 // oldestRunning is the version the whole cluster runs at least: the newest

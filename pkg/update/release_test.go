@@ -54,12 +54,16 @@ func TestReleaseWarning(t *testing.T) {
 		target string
 		cv     *unstructured.Unstructured // nil: no ClusterVersion (plain Kubernetes)
 		want   string                     // empty: no warning
+		// degrades: MachineConfigs for the target would degrade the
+		// cluster's pools, so update refuses to write them.
+		degrades bool
 	}{
 		{
-			name:   "older release, older spec",
-			target: "4.19",
-			cv:     clusterVersion("4.16.12", "4.16.12", "Completed"),
-			want:   "the cluster runs OpenShift 4.16.12, older than spec.openshiftRelease 4.19: its Machine Config Operator parses Ignition 3.4.0 at most and would refuse MachineConfigs written for 4.19 (Ignition 3.5.0); set spec.openshiftRelease to 4.16",
+			name:     "older release, older spec",
+			target:   "4.19",
+			cv:       clusterVersion("4.16.12", "4.16.12", "Completed"),
+			want:     "the cluster runs OpenShift 4.16.12, older than spec.openshiftRelease 4.19: its Machine Config Operator parses Ignition 3.4.0 at most and would refuse MachineConfigs written for 4.19 (Ignition 3.5.0); set spec.openshiftRelease to 4.16",
+			degrades: true,
 		},
 		{
 			name:   "older release, same spec",
@@ -68,16 +72,18 @@ func TestReleaseWarning(t *testing.T) {
 			want:   "the cluster runs OpenShift 4.16.12, older than spec.openshiftRelease 4.18; set spec.openshiftRelease to 4.16",
 		},
 		{
-			name:   "upgrading: the release it comes from counts",
-			target: "4.19",
-			cv:     clusterVersion("4.19.2", "4.19.2", "Partial", "4.18.7", "Completed"),
-			want:   "the cluster runs OpenShift 4.18.7, older than spec.openshiftRelease 4.19: its Machine Config Operator parses Ignition 3.4.0",
+			name:     "upgrading: the release it comes from counts",
+			target:   "4.19",
+			cv:       clusterVersion("4.19.2", "4.19.2", "Partial", "4.18.7", "Completed"),
+			want:     "the cluster runs OpenShift 4.18.7, older than spec.openshiftRelease 4.19: its Machine Config Operator parses Ignition 3.4.0",
+			degrades: true,
 		},
 		{
-			name:   "older than any supported",
-			target: "4.14",
-			cv:     clusterVersion("4.12.40", "4.12.40", "Completed"),
-			want:   "the cluster runs OpenShift 4.12.40, older than spec.openshiftRelease 4.14, and vipctl supports no release older than 4.14",
+			name:     "older than any supported",
+			target:   "4.14",
+			cv:       clusterVersion("4.12.40", "4.12.40", "Completed"),
+			want:     "the cluster runs OpenShift 4.12.40, older than spec.openshiftRelease 4.14, and vipctl supports no release older than 4.14",
+			degrades: true,
 		},
 		{
 			name:   "installing",
@@ -100,7 +106,11 @@ func TestReleaseWarning(t *testing.T) {
 			}
 			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 				map[schema.GroupVersionResource]string{clusterVersionGVR: "ClusterVersionList"}, objs...)
-			got := Cluster{Dynamic: dyn}.ReleaseWarning(context.Background(), targeting(t, tc.target))
+			finding := Cluster{Dynamic: dyn}.CheckRelease(context.Background(), targeting(t, tc.target))
+			got := finding.Warning()
+			if finding.Degrades != tc.degrades {
+				t.Errorf("degrades %v, want %v", finding.Degrades, tc.degrades)
+			}
 			switch {
 			case tc.want == "" && got != "":
 				t.Errorf("warning %q, want none", got)

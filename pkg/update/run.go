@@ -52,15 +52,14 @@ type RunOptions struct {
 	BootstrapNodes []byte
 }
 
-// Run is one `vipctl update`: warn when the cluster is older than the
-// file's target release, plan against the live config and Services, show
-// the plan, then (unless a dry run or nothing changes) apply it and
-// rewrite the file with the quick edits. The file is rewritten only after
-// the cluster took the change.
+// Run is one `vipctl update`: plan against the live config, Services and
+// the other objects `vipctl render` writes, with the cluster's release when the file targets a newer one (a warning,
+// or a refusal when the plan writes MachineConfigs the cluster would not
+// parse), show the plan, then (unless a dry run or nothing changes) apply
+// it and rewrite the file with the quick edits. The file is rewritten only
+// after the cluster took the change.
 func (c Cluster) Run(ctx context.Context, r *Request, o RunOptions) error {
-	if w := c.ReleaseWarning(ctx, r.Config); w != "" {
-		_, _ = fmt.Fprintln(o.Log, "warning:", w)
-	}
+	release := c.CheckRelease(ctx, r.Config)
 	live, cm, err := c.Live(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the live config: %w", err)
@@ -74,6 +73,19 @@ func (c Cluster) Run(ctx context.Context, r *Request, o RunOptions) error {
 		return err
 	}
 	plan.BootstrapNodes = o.BootstrapNodes
+	objects, unreachable, err := c.ObjectChanges(ctx, plan.Desired)
+	if err != nil {
+		return err
+	}
+	plan.Objects = objects
+	if len(unreachable) > 0 {
+		plan.Warnings = append(plan.Warnings, unreachableWarning(unreachable))
+	}
+	if release.Degrades && len(plan.Static) > 0 {
+		plan.Release = &release
+	} else if release.Message != "" {
+		_, _ = fmt.Fprintln(o.Log, "warning:", release.Warning())
+	}
 	if err := o.Show(plan); err != nil {
 		return err
 	}

@@ -11,14 +11,15 @@ import (
 )
 
 // Listen captures VRRP advertisements on iface for d (or until ctx ends)
-// and returns every router seen, once each. It opens a packet socket with
-// promiscuous membership, so unicast VRRP between other hosts is seen too;
-// the kernel drops the membership when the socket closes, leaving the
-// interface as it was. It needs CAP_NET_RAW.
-func Listen(ctx context.Context, iface string, d time.Duration) ([]Observation, error) {
+// and returns every router seen, once each, and how many adverts came. It
+// opens a packet socket with promiscuous membership, so unicast VRRP
+// between other hosts is seen too; the kernel drops the membership when
+// the socket closes, leaving the interface as it was. It needs
+// CAP_NET_RAW. An interface this host lacks is ErrNoInterface.
+func Listen(ctx context.Context, iface string, d time.Duration) (*Capture, error) {
 	ifi, err := net.InterfaceByName(iface)
 	if err != nil {
-		return nil, fmt.Errorf("interface %s: %w", iface, err)
+		return nil, fmt.Errorf("%w %s (%w)", ErrNoInterface, iface, err)
 	}
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
 	if err != nil {
@@ -40,7 +41,8 @@ func Listen(ctx context.Context, iface string, d time.Duration) ([]Observation, 
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(d)
+	start := time.Now()
+	deadline := start.Add(d)
 	buf := make([]byte, 65536)
 	var seen []Observation
 	for time.Now().Before(deadline) && ctx.Err() == nil {
@@ -55,7 +57,11 @@ func Listen(ctx context.Context, iface string, d time.Duration) ([]Observation, 
 			seen = append(seen, obs)
 		}
 	}
-	return dedupe(seen), nil
+	listened := d
+	if ctx.Err() != nil {
+		listened = time.Since(start).Round(100 * time.Millisecond)
+	}
+	return &Capture{Interface: iface, For: listened, Adverts: len(seen), Routers: dedupe(seen)}, nil
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }

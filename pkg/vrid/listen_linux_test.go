@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -96,15 +97,20 @@ func TestListenSeesRealKeepalived(t *testing.T) {
 
 	listen := func(h *netlab.Host) map[string]Observation {
 		t.Helper()
-		var obs []Observation
+		var capture *Capture
 		if err := h.Do(func() (err error) {
-			obs, err = Listen(context.Background(), "br-ex", 2500*time.Millisecond)
+			capture, err = Listen(context.Background(), "br-ex", 2500*time.Millisecond)
 			return err
 		}); err != nil {
 			t.Fatal(err)
 		}
+		// Every router once, every advert counted: 2.5 s of 0.2 s
+		// adverts alone is more than ten.
+		if capture.Adverts < 10 || capture.Adverts < len(capture.Routers) {
+			t.Errorf("%s: %d adverts counted from %d routers", h.Name, capture.Adverts, len(capture.Routers))
+		}
 		byKey := map[string]Observation{}
-		for _, o := range obs {
+		for _, o := range capture.Routers {
 			byKey[fmt.Sprintf("%d/%s", o.ID, o.Family)] = o
 		}
 		return byKey
@@ -124,8 +130,8 @@ func TestListenSeesRealKeepalived(t *testing.T) {
 
 func TestListenErrors(t *testing.T) {
 	t.Parallel()
-	if _, err := Listen(context.Background(), "no-such-if0", time.Second); err == nil {
-		t.Error("unknown interface accepted")
+	if _, err := Listen(context.Background(), "no-such-if0", time.Second); !errors.Is(err, ErrNoInterface) {
+		t.Errorf("unknown interface: %v, want ErrNoInterface", err)
 	}
 }
 
@@ -134,23 +140,8 @@ func TestListenErrors(t *testing.T) {
 // the command must report the live clash and exit 2.
 func TestVRIDsCommandListens(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "vipctl")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/vipctl/vipctl/cmd/vipctl").CombinedOutput(); err != nil {
-		t.Fatalf("building vipctl: %v\n%s", err, out)
-	}
-	cluster := filepath.Join(dir, "cluster.yaml")
-	if err := os.WriteFile(cluster, []byte(`apiVersion: vipctl.io/v1alpha1
-kind: ClusterVIPs
-metadata: {name: probe}
-spec:
-  baseDomain: example.test
-  machineNetworks: [198.51.100.0/24]
-  api: {vips: [198.51.100.5]}
-  vrrp:
-    virtualRouterIDs: {api: 78}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	bin := buildVipctl(t, dir)
+	cluster := probeCluster(t, dir, "  vrrp:\n    virtualRouterIDs: {api: 78}\n")
 	lab := netlab.New(t)
 	c := lab.AddHost("c", netlab.HostOpts{Addrs: []string{"198.51.100.13/24"}})
 	startAdvertiser(t, lab)
@@ -158,6 +149,9 @@ spec:
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
 		t.Fatalf("exit: %v, want status 2\n%s", err, out)
+	}
+	if !regexp.MustCompile(`(?m)^listened on br-ex for 2\.5s: [1-9][0-9]* VRRP advertisement\(s\), VRRP IDs in use there: (.*, )?78(, .*)?$`).Match(out) {
+		t.Errorf("no summary of what was heard:\n%s", out)
 	}
 	for _, want := range []string{
 		"APIVirtualRouterID: 78\n",
@@ -168,5 +162,88 @@ spec:
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// probeCluster writes the cluster file "probe" on 198.51.100.0/24 into
+// dir, with extra lines at the end of its spec, and returns its path.
+func probeCluster(t *testing.T, dir, extra string) string {
+	t.Helper()
+	path := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(path, []byte(`apiVersion: vipctl.io/v1alpha1
+kind: ClusterVIPs
+metadata: {name: probe}
+spec:
+  baseDomain: example.test
+  machineNetworks: [198.51.100.0/24]
+  api: {vips: [198.51.100.5]}
+`+extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// buildVipctl builds the vipctl binary into dir, for commands run inside a
+// lab host.
+func buildVipctl(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "vipctl")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/vipctl/vipctl/cmd/vipctl").CombinedOutput(); err != nil {
+		t.Fatalf("building vipctl: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestVRIDsListenBeforeInstall: on a host of the machine network before
+// installing, br-ex does not exist yet (OVN-Kubernetes makes it). `vr-ids
+// --listen br-ex` there used to fail with "no such network interface";
+// it now names the NIC to use, the one with an address in the machine
+// network. Listening on that NIC says what was checked, also when
+// nothing was heard and when nothing clashes: how long, how many adverts,
+// which IDs.
+func TestVRIDsListenBeforeInstall(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildVipctl(t, dir)
+	cluster := probeCluster(t, dir, "")
+	lab := netlab.New(t)
+	host := lab.AddHost("c", netlab.HostOpts{Iface: "ens3", Addrs: []string{"198.51.100.13/24"}})
+	vipctl := func(args ...string) (int, string) {
+		t.Helper()
+		out, err := host.Exec(append([]string{bin}, args...)...)
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+			return 0, string(out)
+		case errors.As(err, &exit):
+			return exit.ExitCode(), string(out)
+		}
+		t.Fatal(err)
+		return 0, ""
+	}
+
+	code, out := vipctl("vr-ids", "-f", cluster, "--listen", "br-ex", "--for", "1s")
+	const want = "error: --listen br-ex: this host has no interface br-ex; br-ex is the bridge OVN-Kubernetes builds on each node during installation, out of the NIC that carries the node's address in the machine network: before installing, listen on that NIC; here that is ens3 (198.51.100.13/24), with an address in the machine network\n"
+	if code != 1 || out != want {
+		t.Errorf("--listen br-ex before installing: exit %d\n%s\nwant exit 1 and\n%s", code, out, want)
+	}
+	code, out = vipctl("vr-ids", "probe", "--listen", "br-ex", "--for", "1s")
+	if code != 1 || !strings.HasSuffix(out, "; this host's interfaces with an address: ens3 (198.51.100.13/24) (with -f cluster.yaml, the ones in the machine network are named)\n") {
+		t.Errorf("--listen br-ex without -f: exit %d\n%s", code, out)
+	}
+	code, out = vipctl("vr-ids", "-f", cluster, "--listen", "ens9", "--for", "1s")
+	if code != 1 || !strings.HasPrefix(out, "error: --listen ens9: this host has no interface ens9; here that is ens3 (198.51.100.13/24)") {
+		t.Errorf("--listen of a missing NIC: exit %d\n%s", code, out)
+	}
+
+	// Nothing on the segment yet: said so.
+	code, out = vipctl("vr-ids", "-f", cluster, "--listen", "ens3", "--for", "1s")
+	if code != 0 || !strings.HasSuffix(out, "listened on ens3 for 1s: 0 VRRP advertisement(s), no VRRP ID in use there\nno ID of this cluster heard on ens3\n") {
+		t.Errorf("listening on a quiet segment: exit %d\n%s", code, out)
+	}
+	// Another cluster's keepalived advertising IDs this one does not use.
+	startAdvertiser(t, lab)
+	code, out = vipctl("vr-ids", "-f", cluster, "--listen", "ens3", "--for", "2500ms")
+	if code != 0 || !regexp.MustCompile(`(?m)^listened on ens3 for 2\.5s: [1-9][0-9]* VRRP advertisement\(s\), VRRP IDs in use there: (.*, )?78, 79\n(live: .*\n)+no ID of this cluster heard on ens3\n$`).MatchString(out) {
+		t.Errorf("listening next to another cluster: exit %d\n%s", code, out)
 	}
 }

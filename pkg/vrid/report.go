@@ -2,8 +2,12 @@ package vrid
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/netip"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -18,6 +22,10 @@ type Check struct {
 	// ListenFor and counts them as taken IDs.
 	Listen    string
 	ListenFor time.Duration
+	// Networks are the cluster's machine networks: when Listen names an
+	// interface this host lacks (br-ex before installing), the error names
+	// the interfaces with an address in them.
+	Networks []netip.Prefix
 }
 
 // Report is what `vipctl vr-ids -o json|yaml` prints; Text keeps
@@ -26,9 +34,21 @@ type Check struct {
 type Report struct {
 	Cluster           string         `json:"cluster"`
 	IDs               []Entry        `json:"ids"`
+	Listened          *Listened      `json:"listened,omitempty"`
 	Live              []LiveSighting `json:"live,omitempty"`
 	Clashes           []string       `json:"clashes,omitempty"`
 	ProposedOverrides map[Key]uint8  `json:"proposedOverrides,omitempty"`
+}
+
+// Listened says what --listen checked, also when it heard nothing.
+type Listened struct {
+	Interface string `json:"interface"`
+	// For is how long it listened ("10s").
+	For string `json:"for"`
+	// Adverts counts the VRRP advertisements heard.
+	Adverts int `json:"adverts"`
+	// IDs are the VRRP IDs heard, each once.
+	IDs []uint8 `json:"ids"`
 }
 
 // LiveSighting is an advert seen on an interface.
@@ -51,12 +71,20 @@ func (c Check) Run(ctx context.Context) (*Report, error) {
 		if c.ListenFor <= 0 {
 			return nil, fmt.Errorf("--for: must be positive, got %s", c.ListenFor)
 		}
-		live, err = Listen(ctx, c.Listen, c.ListenFor)
+		capture, err := Listen(ctx, c.Listen, c.ListenFor)
+		if errors.Is(err, ErrNoInterface) {
+			return nil, fmt.Errorf("--listen %s: %w", c.Listen, noInterface(c.Listen, c.Networks))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("--listen %s: %w", c.Listen, err)
 		}
+		live = capture.Routers
+		report.Listened = &Listened{Interface: capture.Interface, For: capture.For.String(), Adverts: capture.Adverts, IDs: []uint8{}}
 		for _, obs := range live {
 			report.Live = append(report.Live, LiveSighting{Interface: c.Listen, Observation: obs})
+			if !slices.Contains(report.Listened.IDs, obs.ID) {
+				report.Listened.IDs = append(report.Listened.IDs, obs.ID)
+			}
 		}
 	}
 	clashes := FindClashes(assignment, c.Others, live, c.Listen)
@@ -103,6 +131,16 @@ func otherIDs(others []KnownCluster) []uint8 {
 	return ids
 }
 
+// heardOwnID tells whether --listen heard one of the cluster's IDs.
+func (r *Report) heardOwnID() bool {
+	for _, e := range r.IDs {
+		if slices.Contains(r.Listened.IDs, e.ID) {
+			return true
+		}
+	}
+	return false
+}
+
 // Text is the report for people.
 func (r *Report) Text() string {
 	var b strings.Builder
@@ -120,8 +158,23 @@ func (r *Report) Text() string {
 	for _, e := range rest {
 		fmt.Fprintf(&b, "VirtualRouterID %s: %d\n", e.Key, e.ID)
 	}
+	if l := r.Listened; l != nil {
+		fmt.Fprintf(&b, "listened on %s for %s: %d VRRP advertisement(s)", l.Interface, l.For, l.Adverts)
+		if len(l.IDs) == 0 {
+			b.WriteString(", no VRRP ID in use there\n")
+		} else {
+			ids := make([]string, len(l.IDs))
+			for i, id := range l.IDs {
+				ids[i] = strconv.Itoa(int(id))
+			}
+			fmt.Fprintf(&b, ", VRRP IDs in use there: %s\n", strings.Join(ids, ", "))
+		}
+	}
 	for _, l := range r.Live {
 		fmt.Fprintf(&b, "live: VirtualRouterID %d from %s on %s (VRRPv%d)\n", l.ID, l.Source, l.Interface, l.Version)
+	}
+	if l := r.Listened; l != nil && !r.heardOwnID() {
+		fmt.Fprintf(&b, "no ID of this cluster heard on %s\n", l.Interface)
 	}
 	for _, c := range r.Clashes {
 		fmt.Fprintln(&b, c)

@@ -154,7 +154,7 @@ func startKubeletClusterFrom(t testing.TB, clusterYAML func(image string) string
 	// What an administrator does: render, apply the manifests, let the
 	// MCO lay the MachineConfig on every node.
 	out := filepath.Join(dir, "out")
-	if b, err := exec.Command(vipctl, "render", "-f", kc.cfgPath, "--nodes", nodesPath, "-o", out).CombinedOutput(); err != nil {
+	if b, err := exec.Command(vipctl, "render", "-f", kc.cfgPath, "--nodes", nodesPath, "--out-dir", out).CombinedOutput(); err != nil {
 		t.Fatalf("vipctl render: %v\n%s", err, b)
 	}
 	cfg, err := v1alpha1.Load(kc.cfgPath)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/machineconfig"
 	"github.com/vipctl/vipctl/pkg/manifests"
@@ -28,7 +29,7 @@ import (
 	"github.com/vipctl/vipctl/test/testapiserver"
 )
 
-// Node lifecycle in the lab (design.md, "Node lifecycle invariants"): the
+// Node lifecycle in the lab (docs/operations.md, the rules up top): the
 // keepalived pod is started and stopped as the kubelet does it, with the
 // init container's real command line, so what a node does after a restart,
 // a reboot or joining late is what these tests see.
@@ -359,22 +360,42 @@ func TestExcludeLabelMovesServiceVIPs(t *testing.T) {
 	p.WantNoFailures(t, "exclude label removed: "+vip+" back to "+holder)
 }
 
-// TestDrainCommandMovesVIPs: `vipctl drain NODE` on the holder of a
-// Service's VIP moves it to a peer without one failed request (the node's sidecar follows the annotation with the preStop's
-// make-before-break handover), `vipctl status` lists the node as drained,
-// and `vipctl undrain NODE` brings the Service's VIP back, again without a
-// failure.
+// TestDrainCommandMovesVIPs: `vipctl drain NODE --wait` on the holder of a
+// Service's VIP returns once the VIP has moved to a peer, as the Node
+// annotations `vipctl status` reads say (on main, drain had no --wait and
+// returned at once), without one failed request (the node's sidecar
+// follows the annotation with the preStop's make-before-break handover);
+// `vipctl status` lists the node as drained, and `vipctl undrain NODE`
+// brings the Service's VIP back, again without a failure. A drain whose
+// sidecar is gone times out with exit 1, naming what did not move.
 func TestDrainCommandMovesVIPs(t *testing.T) {
 	kc, vip, holder := startServiceLab(t)
 	kubeconfig := filepath.Join(t.TempDir(), "admin.kubeconfig")
 	testapiserver.WriteKubeconfig(t, kc.API.AdminConfig(), kubeconfig)
 	p := kc.Poll("http://"+vip+":8080/", 20*time.Millisecond)
 	lab.WaitFor(t, 15*time.Second, "the Service VIP answers", func() bool { ok, _ := p.Counts(); return ok > 5 })
+	lab.WaitFor(t, 15*time.Second, holder+" publishes "+vip, func() bool { return slices.Contains(publishedBy(t, kc, holder), vip) })
 
-	if code, out, errOut := vipctl(t, "drain", holder, "--kubeconfig", kubeconfig); code != 0 {
-		t.Fatalf("vipctl drain: %d\n%s%s", code, out, errOut)
+	start := time.Now()
+	code, out, errOut := vipctl(t, "drain", holder, "--wait", "--timeout", "60s", "--kubeconfig", kubeconfig)
+	t.Logf("drain --wait returned after %s", time.Since(start).Round(10*time.Millisecond))
+	if code != 0 || !strings.Contains(errOut, "node "+holder+": waiting up to 1m0s for its sidecar to hand over ") {
+		t.Fatalf("vipctl drain --wait: %d\n%s%s", code, out, errOut)
 	}
-	other := kc.WaitHolder(vip, 15*time.Second, func(n string) bool { return n != holder })
+	// Returned: the annotations already say where the VIP went.
+	if slices.Contains(publishedBy(t, kc, holder), vip) {
+		t.Errorf("drain --wait returned while %s still publishes %s", holder, vip)
+	}
+	other := ""
+	for _, n := range kc.Nodes {
+		if n.Name != holder && slices.Contains(publishedBy(t, kc, n.Name), vip) {
+			other = n.Name
+		}
+	}
+	if other == "" || !strings.HasPrefix(out, "node "+holder+": drained: moved ") || !strings.Contains(out, vip+" (pool/web/") || !strings.Contains(out, ") to "+other) {
+		t.Fatalf("after drain --wait %s is published by %q; output:\n%s", vip, other, out)
+	}
+	kc.WaitHolder(vip, 15*time.Second, func(n string) bool { return n == other })
 	time.Sleep(time.Second)
 	p.WantNoFailures(t, "vipctl drain "+holder+": "+vip+" to "+other)
 	if _, out, _ := vipctl(t, "status", "--kubeconfig", kubeconfig); !strings.Contains(out, "drained (vipctl undrain NODE ends it): "+holder) {
@@ -382,6 +403,9 @@ func TestDrainCommandMovesVIPs(t *testing.T) {
 	}
 	if code, _, errOut := vipctl(t, "drain", "no-such-node", "--kubeconfig", kubeconfig); code != 1 || !strings.Contains(errOut, "node no-such-node: no such Node") {
 		t.Errorf("drain of a missing node: %d %s", code, errOut)
+	}
+	if code, _, errOut := vipctl(t, "drain", "no-such-node", "--wait", "--kubeconfig", kubeconfig); code != 1 || !strings.Contains(errOut, "node no-such-node: no such Node") {
+		t.Errorf("drain --wait of a missing node: %d %s", code, errOut)
 	}
 
 	p = kc.Poll("http://"+vip+":8080/", 20*time.Millisecond)
@@ -395,6 +419,32 @@ func TestDrainCommandMovesVIPs(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(kc.ByName[holder].Target.Root, render.DrainFile)); string(got) != "0\n" {
 		t.Errorf("%s: drain file %q after the undrain", holder, got)
 	}
+	// The holder's sidecar stops: nobody follows the annotation, the VIP
+	// stays, and --wait gives up after its timeout, naming it.
+	lab.WaitFor(t, 15*time.Second, holder+" publishes "+vip+" again", func() bool { return slices.Contains(publishedBy(t, kc, holder), vip) })
+	kc.Sidecars[holder].Stop()
+	code, out, errOut = vipctl(t, "drain", holder, "--wait", "--timeout", "3s", "--kubeconfig", kubeconfig)
+	if want := "error: drain not done: after 3s node " + holder + " still holds " + vip; code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("drain --wait without a sidecar: exit %d\n%s%s\nwant exit 1 and %q", code, out, errOut, want)
+	}
+}
+
+// publishedBy is what node's sidecar publishes it holds (vipctl.io/vips).
+func publishedBy(t *testing.T, kc *lab.KubeCluster, node string) []string {
+	t.Helper()
+	n, err := kc.Admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := v1alpha1.ParseHeldVIPs(n.Annotations[v1alpha1.AnnotationNodeVIPs])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, h := range held {
+		out = append(out, h.Address)
+	}
+	return out
 }
 
 // TestColdStartWithAPIDown: every node of the cluster goes down at once

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,10 +13,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/vipctl/vipctl/internal/cli"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/machineconfig"
+	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/status"
 	"github.com/vipctl/vipctl/pkg/update"
@@ -265,5 +273,221 @@ func TestUpdateInTheLab(t *testing.T) {
 	ok, fail := p.Stop()
 	if fail != 0 {
 		t.Errorf("the untouched VIP failed %d of %d requests during the updates", fail, ok+fail)
+	}
+}
+
+// mirrored names spec.images on a mirror, as docs/install.md has the
+// admin do: every image changes, so the allocator's Deployment must too.
+const mirrored = `  images:
+    keepalived: registry.example.test/vipctl/vipctl:v9
+    haproxy: registry.example.test/vipctl/vipctl:v9
+    vipctl: registry.example.test/vipctl/vipctl:v9
+`
+
+// allocatorImage is the image of the live allocator Deployment.
+func allocatorImage(t *testing.T, c kubernetes.Interface) string {
+	t.Helper()
+	d, err := c.AppsV1().Deployments(render.Namespace).Get(context.Background(), manifests.AllocatorName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Spec.Template.Spec.Containers[0].Image
+}
+
+// TestUpdateBringsRenderedObjectsInLine: `vipctl update` keeps every
+// object of manifests/vipctl.yaml in line with the file, not only the
+// ConfigMap and the MachineConfigs. A change of spec.images moves the
+// allocator's Deployment to the new image (on main it stayed on the old
+// one, and the plan did not mention it); the plan names the field; an
+// object deleted by hand comes back; the applies are server-side with
+// the resourceVersion read for the plan, so an edit made meanwhile
+// fails the update instead of being overwritten; and a user who may edit
+// the ConfigMap but not those objects is told what to re-apply.
+func TestUpdateBringsRenderedObjectsInLine(t *testing.T) {
+	base := clusterYAML("fast", "unicast", updateBase)
+	e := startAllocEnv(t, base)
+	e.api.InstallCRDs(t, testapiserver.MachineConfigCRD(t))
+	ctx := context.Background()
+	kubeconfig, file := updateFiles(t, e.api, base)
+	run := func(args ...string) (int, string, string) {
+		return vipctl(t, append(args, "--kubeconfig", kubeconfig)...)
+	}
+	oldImage := allocatorImage(t, e.admin)
+
+	// Objects created from the same render: nothing to do.
+	if code, out, errOut := run("update", "-f", file); code != 0 || out != "no change\n" {
+		t.Fatalf("update with nothing changed: %d\n%s%s", code, out, errOut)
+	}
+
+	// New images: the plan names the Deployment's field, a dry run
+	// leaves it, the update applies it.
+	if err := os.WriteFile(file, []byte(clusterYAML("fast", "unicast", updateBase+mirrored)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantField := `spec.template.spec.containers[0].image: "` + oldImage + `" -> "registry.example.test/vipctl/vipctl:v9"`
+	code, out, errOut := run("update", "-f", file, "--dry-run")
+	if code != 0 || !strings.Contains(out, "~ Deployment vipctl-system/vipctl-allocator\n    "+wantField+"\n") {
+		t.Fatalf("dry run: %d\n%s%s", code, out, errOut)
+	}
+	if got := allocatorImage(t, e.admin); got != oldImage {
+		t.Fatalf("--dry-run changed the allocator's image to %s", got)
+	}
+	code, out, errOut = run("update", "-f", file)
+	if code != 0 || !strings.Contains(errOut, "applied Deployment vipctl-system/vipctl-allocator\n") || !strings.Contains(errOut, "wrote MachineConfig 50-vipctl-master") {
+		t.Fatalf("update: %d\n%s%s", code, out, errOut)
+	}
+	if got := allocatorImage(t, e.admin); got != "registry.example.test/vipctl/vipctl:v9" {
+		t.Fatalf("after the update the allocator runs %s", got)
+	}
+	if code, out, errOut := run("update", "-f", file); code != 0 || out != "no change\n" {
+		t.Fatalf("update right after: %d\n%s%s", code, out, errOut)
+	}
+
+	// An object deleted by hand is recreated.
+	if err := e.admin.PolicyV1().PodDisruptionBudgets(render.Namespace).Delete(ctx, manifests.AllocatorName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = run("update", "-f", file)
+	if code != 0 || !strings.Contains(out, "+ PodDisruptionBudget vipctl-system/vipctl-allocator (new)\n") {
+		t.Fatalf("update after the PDB was deleted: %d\n%s%s", code, out, errOut)
+	}
+	if _, err := e.admin.PolicyV1().PodDisruptionBudgets(render.Namespace).Get(ctx, manifests.AllocatorName, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the PDB is not back: %v", err)
+	}
+
+	// An edit between the plan and the apply: the apply fails, the edit
+	// stays.
+	cl := update.Cluster{Kube: e.admin, Dynamic: dynamic.NewForConfigOrDie(e.api.AdminConfig()), Namespace: render.Namespace}
+	live, cm, err := cl.Live(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := v1alpha1.Parse([]byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := update.Compute(live, back, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Objects, _, err = cl.ObjectChanges(ctx, plan.Desired); err != nil || len(plan.Objects) != 1 {
+		t.Fatalf("object changes back to the old image: %+v, %v", plan.Objects, err)
+	}
+	d, err := e.admin.AppsV1().Deployments(render.Namespace).Get(ctx, manifests.AllocatorName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Template.Spec.Containers[0].Image = "registry.example.test/someone/else:v1"
+	if _, err := e.admin.AppsV1().Deployments(render.Namespace).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Apply(ctx, plan, cm, false, io.Discard); err == nil || !strings.Contains(err.Error(), "Deployment vipctl-system/vipctl-allocator changed since it was read") {
+		t.Errorf("apply over a concurrent edit: %v, want a conflict", err)
+	}
+	if got := allocatorImage(t, e.admin); got != "registry.example.test/someone/else:v1" {
+		t.Errorf("the concurrent edit was overwritten: %s", got)
+	}
+
+	// A user who may edit the pools but not the other objects: the pools
+	// are updated, and the plan says what to apply instead.
+	rbac := e.admin.RbacV1()
+	rules := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list"}},
+	}
+	if _, err := rbac.ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "pool-editor"}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "pool-editor"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "pool-editor"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "pool-editor"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The file as the ConfigMap is now: no static change, whose
+	// MachineConfigs would need the Nodes.
+	if err := os.WriteFile(file, []byte(base), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	editor := filepath.Join(t.TempDir(), "editor.kubeconfig")
+	testapiserver.WriteKubeconfig(t, e.api.UserConfig(t, "pool-editor"), editor)
+	code, out, errOut = vipctl(t, "update", "-f", file, "--kubeconfig", editor, "--add-pool", "extra=198.51.100.64/27")
+	if code != 0 || !strings.Contains(out, "+ pool extra") ||
+		!strings.Contains(out, "! Namespace vipctl-system, ServiceAccount vipctl-system/vipctl-allocator, ") ||
+		!strings.Contains(out, ": not allowed to read or apply, left as they are; apply manifests/vipctl.yaml of `vipctl render` as a user who may") {
+		t.Errorf("update by a pool editor: %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestUpdateRefusesMachineConfigsTheClusterCannotParse: a file targeting
+// OpenShift 4.19 (Ignition 3.5) against a cluster whose ClusterVersion
+// says 4.16 (its Machine Config Operator parses 3.4 at most). On main the
+// update warned and wrote them, exit 0, and the pools would degrade; now
+// it refuses, naming both releases, the spec and the fixes, and writes
+// nothing; a dry run shows the refusal in the plan; --force writes them;
+// a target the cluster parses writes with no word.
+func TestUpdateRefusesMachineConfigsTheClusterCannotParse(t *testing.T) {
+	base := clusterYAML("fast", "unicast", updateBase)
+	e := startAllocEnv(t, base)
+	e.api.InstallCRDs(t, testapiserver.MachineConfigCRD(t), testapiserver.ClusterVersionCRD(t))
+	e.api.SetClusterVersion(t, "4.16.12")
+	ctx := context.Background()
+	kubeconfig, file := updateFiles(t, e.api, base)
+	run := func(args ...string) (int, string, string) {
+		return vipctl(t, append(args, "--kubeconfig", kubeconfig)...)
+	}
+	dyn := dynamic.NewForConfigOrDie(e.api.AdminConfig())
+	ignition := func(name string) string {
+		mc, err := dyn.Resource(machineconfig.GVR).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return ""
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _, _ := unstructured.NestedString(mc.Object, "spec", "config", "ignition", "version")
+		return v
+	}
+	target := func(release string) {
+		t.Helper()
+		text := strings.Replace(base, "spec:\n", "spec:\n  openshiftRelease: \""+release+"\"\n", 1)
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	target("4.19")
+	cmBefore, _, _ := update.Cluster{Kube: e.admin, Namespace: render.Namespace}.Live(ctx)
+	code, out, errOut := run("update", "-f", file)
+	const refusal = "error: refusing to write MachineConfigs the cluster cannot parse: the cluster runs OpenShift 4.16.12, older than spec.openshiftRelease 4.19: its Machine Config Operator parses Ignition 3.4.0 at most and would refuse MachineConfigs written for 4.19 (Ignition 3.5.0), and its machine-config pools would degrade; set spec.openshiftRelease to 4.16 in the file, or pass --force to write them anyway\n"
+	if code != 1 || errOut != refusal {
+		t.Errorf("update to 4.19 on 4.16: exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit 1 and:\n%s", code, out, errOut, refusal)
+	}
+	if v := ignition("50-vipctl-master"); v != "" {
+		t.Errorf("a refused update wrote a MachineConfig (Ignition %s)", v)
+	}
+	if cmAfter, _, _ := (update.Cluster{Kube: e.admin, Namespace: render.Namespace}).Live(ctx); cmAfter.Spec.OpenShiftRelease != cmBefore.Spec.OpenShiftRelease {
+		t.Errorf("a refused update wrote the ConfigMap (openshiftRelease %q)", cmAfter.Spec.OpenShiftRelease)
+	}
+
+	code, out, errOut = run("update", "-f", file, "--dry-run")
+	if code != 0 || !strings.Contains(out, "! the cluster runs OpenShift 4.16.12, older than spec.openshiftRelease 4.19: its Machine Config Operator parses Ignition 3.4.0 at most and would refuse MachineConfigs written for 4.19 (Ignition 3.5.0): refused unless --force (or set spec.openshiftRelease to 4.16)\n") {
+		t.Errorf("dry run: exit %d\n%s%s", code, out, errOut)
+	}
+
+	// The fix the refusal names: a target the cluster parses.
+	target("4.16")
+	if code, out, errOut := run("update", "-f", file); code != 0 || strings.Contains(errOut, "warning: the cluster runs") || ignition("50-vipctl-master") != "3.4.0" {
+		t.Errorf("update to 4.16 on 4.16: exit %d, Ignition %q\n%s%s", code, ignition("50-vipctl-master"), out, errOut)
+	}
+	// The same spec on a newer target: written, with advice.
+	target("4.18")
+	if code, out, errOut := run("update", "-f", file); code != 0 || !strings.Contains(errOut, "warning: the cluster runs OpenShift 4.16.12, older than spec.openshiftRelease 4.18; set spec.openshiftRelease to 4.16\n") {
+		t.Errorf("update to 4.18 on 4.16: exit %d\n%s%s", code, out, errOut)
+	}
+	// --force writes what was refused.
+	target("4.19")
+	code, out, errOut = run("update", "-f", file, "--force")
+	if code != 0 || !strings.Contains(errOut, "writing the MachineConfigs anyway (--force)") || ignition("50-vipctl-master") != "3.5.0" {
+		t.Errorf("update to 4.19 on 4.16 with --force: exit %d, Ignition %q\n%s%s", code, ignition("50-vipctl-master"), out, errOut)
 	}
 }

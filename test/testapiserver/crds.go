@@ -28,6 +28,52 @@ func MachineConfigCRD(t testing.TB) string {
 	return filepath.Join(dir, "machineconfiguration", "v1", "zz_generated.crd-manifests", "0000_80_machine-config_01_machineconfigs.crd.yaml")
 }
 
+// ClusterVersionCRD is the path of OpenShift's ClusterVersion CRD (the
+// default feature set) shipped in the openshift/api module, where `vipctl
+// update` and `status` read the release a cluster runs.
+func ClusterVersionCRD(t testing.TB) string {
+	t.Helper()
+	dir, err := moduleDir("github.com/openshift/api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "config", "v1", "zz_generated.crd-manifests", "0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml")
+}
+
+// SetClusterVersion creates the ClusterVersion "version" (its CRD must be
+// installed) as the cluster-version operator reports a cluster that
+// finished installing version: one Completed entry in status.history.
+func (s *Server) SetClusterVersion(t testing.TB, version string) {
+	t.Helper()
+	client, err := dynamic.NewForConfig(s.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	gvr := schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "clusterversions"}
+	cv := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
+		"metadata": map[string]any{"name": "version"},
+		"spec":     map[string]any{"clusterID": "00000000-0000-4000-8000-000000000000"},
+	}}
+	created, err := client.Resource(gvr).Create(ctx, cv, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating ClusterVersion: %v", err)
+	}
+	image := "quay.io/openshift-release-dev/ocp-release:" + version + "-x86_64"
+	now := time.Now().UTC().Format(time.RFC3339)
+	created.Object["status"] = map[string]any{
+		"desired":            map[string]any{"version": version, "image": image},
+		"history":            []any{map[string]any{"state": "Completed", "version": version, "image": image, "startedTime": now, "completionTime": now, "verified": false}},
+		"observedGeneration": created.GetGeneration(),
+		"versionHash":        "test",
+		"availableUpdates":   nil,
+	}
+	if _, err := client.Resource(gvr).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("ClusterVersion status: %v", err)
+	}
+}
+
 // InstallCRDs creates the CRDs in the given files and waits until each is
 // established, so the test can use the new resource at once.
 func (s *Server) InstallCRDs(t testing.TB, paths ...string) {

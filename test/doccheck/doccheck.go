@@ -1,0 +1,173 @@
+// Package doccheck reads the docs the way their tests need: the fenced
+// blocks of a guide with the doctest mark that says what to do with each
+// (test/e2e TestInstallGuide runs them), and the files a doc cites.
+//
+// A mark is an HTML comment on the line before a fence (blank lines
+// between are allowed), invisible once the Markdown is rendered:
+//
+//	<!-- doctest -->                 run the block (bash -euo pipefail)
+//	<!-- doctest: cluster -->        run it against the lab cluster
+//	<!-- doctest: host -->           run it on a host of the machine network
+//	<!-- doctest: file NAME -->      write the block's text to NAME
+//	<!-- doctest: skip, REASON -->   do not run it, for REASON
+//
+// docs/lab.md says what each environment holds.
+package doccheck
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Block is one fenced code block.
+type Block struct {
+	// Line is the line of the opening fence, from 1.
+	Line int
+	// Lang is the fence's info string's first word (sh, yaml, ...).
+	Lang string
+	Text string
+	// Marked is true when a doctest mark precedes the block; Mark is its
+	// directive, Arg what follows the directive ("" and "" for a plain
+	// run).
+	Marked    bool
+	Mark, Arg string
+}
+
+// Shell tells whether the block is a shell session or script.
+func (b Block) Shell() bool {
+	switch b.Lang {
+	case "sh", "shell", "bash", "console":
+		return true
+	}
+	return false
+}
+
+var markRE = regexp.MustCompile(`^<!--\s*doctest(?::\s*(.*?))?\s*-->$`)
+
+// Directives a mark may carry.
+const (
+	Run     = ""
+	Cluster = "cluster"
+	Host    = "host"
+	File    = "file"
+	Skip    = "skip"
+)
+
+// Blocks splits Markdown into its fenced blocks (``` or ~~~), each with
+// the mark before it. A malformed mark (an unknown directive, a file with
+// no name, a skip with no reason) is an error naming its line.
+func Blocks(md []byte) ([]Block, error) {
+	lines := strings.Split(string(md), "\n")
+	var out []Block
+	var mark *Block // the last mark seen, until a block or text comes
+	for i := 0; i < len(lines); i++ {
+		line := strings.TrimSpace(lines[i])
+		if m := markRE.FindStringSubmatch(line); m != nil {
+			b, err := parseMark(m[1])
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %w", i+1, err)
+			}
+			mark = &b
+			continue
+		}
+		fence := ""
+		for _, f := range []string{"```", "~~~"} {
+			if strings.HasPrefix(line, f) {
+				fence = f
+			}
+		}
+		if fence == "" {
+			if line != "" {
+				mark = nil
+			}
+			continue
+		}
+		b := Block{Line: i + 1, Lang: strings.Fields(strings.TrimPrefix(line, fence) + " x")[0]}
+		if b.Lang == "x" {
+			b.Lang = ""
+		}
+		if mark != nil {
+			b.Marked, b.Mark, b.Arg = true, mark.Mark, mark.Arg
+			mark = nil
+		}
+		var text []string
+		for i++; i < len(lines) && !strings.HasPrefix(strings.TrimSpace(lines[i]), fence); i++ {
+			text = append(text, lines[i])
+		}
+		if i == len(lines) {
+			return nil, fmt.Errorf("line %d: the block never ends", b.Line)
+		}
+		b.Text = strings.Join(text, "\n") + "\n"
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func parseMark(s string) (Block, error) {
+	word, arg, _ := strings.Cut(s, " ")
+	word = strings.TrimSuffix(word, ",")
+	arg = strings.TrimSpace(arg)
+	b := Block{Mark: word, Arg: arg}
+	switch word {
+	case Run, Cluster, Host:
+		if arg != "" {
+			return b, fmt.Errorf("doctest: %s takes nothing after it, got %q", word, arg)
+		}
+	case File:
+		if arg == "" || strings.ContainsAny(arg, " /") {
+			return b, fmt.Errorf("doctest: file wants a file name in the working directory, got %q", arg)
+		}
+	case Skip:
+		if arg == "" {
+			return b, fmt.Errorf("doctest: skip wants a reason (<!-- doctest: skip, needs oc -->)")
+		}
+	default:
+		return b, fmt.Errorf("doctest: unknown directive %q (want cluster, host, file NAME or skip, REASON)", word)
+	}
+	return b, nil
+}
+
+// docRef is a Markdown file name as docs cite them: docs/x.md or x.md.
+var docRef = regexp.MustCompile(`[A-Za-z0-9_./-]*[A-Za-z0-9_-]\.md\b`)
+
+// MissingCitations lists the Markdown files the doc at path (inside the
+// repository at root) cites that do not exist: "docs/x.md" from the
+// repository's root, a bare "x.md" beside the doc or in docs/. Paths of
+// other repositories (owner/repo/x.md) are not this repository's and
+// are left alone.
+func MissingCitations(root, path string) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join(root, path))
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	seen := map[string]bool{}
+	for _, ref := range docRef.FindAllString(string(data), -1) {
+		if seen[ref] {
+			continue
+		}
+		seen[ref] = true
+		var candidates []string
+		switch {
+		case strings.HasPrefix(ref, "docs/"):
+			candidates = []string{ref}
+		case strings.Contains(ref, "/"):
+			continue
+		default:
+			candidates = []string{filepath.Join(filepath.Dir(path), ref), filepath.Join("docs", ref), ref}
+		}
+		found := false
+		for _, c := range candidates {
+			if _, err := os.Stat(filepath.Join(root, c)); err == nil {
+				found = true
+			}
+		}
+		if !found {
+			missing = append(missing, ref)
+		}
+	}
+	return missing, nil
+}

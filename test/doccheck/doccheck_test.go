@@ -1,0 +1,77 @@
+package doccheck
+
+import (
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/vipctl/vipctl/test/fixture"
+)
+
+func TestBlocks(t *testing.T) {
+	t.Parallel()
+	md := "# Guide\n\n<!-- doctest -->\n```sh\nvipctl validate -f cluster.yaml\n```\n\n" +
+		"<!-- doctest: file cluster.yaml -->\n\n```yaml\nkind: ClusterVIPs\n```\n" +
+		"<!-- doctest: skip, needs oc -->\nsome text in between\n```sh\noc apply -f out/\n```\n" +
+		"<!--doctest: cluster-->\n~~~bash\nvipctl status\n~~~\n" +
+		"```\nplain\n```\n"
+	got, err := Blocks([]byte(md))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Block{
+		{Line: 4, Lang: "sh", Text: "vipctl validate -f cluster.yaml\n", Marked: true},
+		{Line: 10, Lang: "yaml", Text: "kind: ClusterVIPs\n", Marked: true, Mark: File, Arg: "cluster.yaml"},
+		// Text between the mark and the block: the mark is not this block's.
+		{Line: 15, Lang: "sh", Text: "oc apply -f out/\n"},
+		{Line: 19, Lang: "bash", Text: "vipctl status\n", Marked: true, Mark: Cluster},
+		{Line: 22, Text: "plain\n"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("blocks:\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestBadMarks(t *testing.T) {
+	t.Parallel()
+	for mark, want := range map[string]string{
+		"<!-- doctest: skip -->":          "line 1: doctest: skip wants a reason",
+		"<!-- doctest: file -->":          "line 1: doctest: file wants a file name",
+		"<!-- doctest: file a/b.yaml -->": "line 1: doctest: file wants a file name in the working directory",
+		"<!-- doctest: run -->":           `line 1: doctest: unknown directive "run"`,
+		"<!-- doctest: cluster now -->":   "line 1: doctest: cluster takes nothing after it",
+	} {
+		if _, err := Blocks([]byte(mark + "\n```sh\ntrue\n```\n")); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", mark, err, want)
+		}
+	}
+	if _, err := Blocks([]byte("```sh\ntrue\n")); err == nil || err.Error() != "line 1: the block never ends" {
+		t.Errorf("unterminated block: %v", err)
+	}
+}
+
+// TestDocsCiteFilesThatExist: every Markdown file README.md and docs/
+// cite exists in the repository. docs/operations.md cited a design.md
+// that does not.
+func TestDocsCiteFilesThatExist(t *testing.T) {
+	t.Parallel()
+	root := fixture.Repo("")
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{"README.md"}
+	for _, d := range docs {
+		paths = append(paths, filepath.Join("docs", filepath.Base(d)))
+	}
+	for _, p := range paths {
+		missing, err := MissingCitations(root, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range missing {
+			t.Errorf("%s cites %s, which the repository does not have", p, m)
+		}
+	}
+}
