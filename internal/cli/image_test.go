@@ -49,7 +49,7 @@ func TestRenderImageWarningGolden(t *testing.T) {
 				t.Cleanup(func() { version.Version = old })
 			}
 			out := filepath.Join(t.TempDir(), "out")
-			r := run(t, "render", "-f", tc.file, "-o", out)
+			r := run(t, "render", "-f", tc.file, "--out-dir", out)
 			if r.code != 0 {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
