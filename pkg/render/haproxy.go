@@ -17,8 +17,10 @@ type haproxyView struct {
 }
 
 type frontendView struct {
-	Name    string
-	Binds   []string
+	Name  string
+	Binds []string
+	// Check is the path haproxy's health check asks each server for.
+	Check   string
 	Servers []serverView
 }
 
@@ -27,6 +29,14 @@ type serverView struct {
 }
 
 const apiBackend = "api"
+
+// The servers' health endpoints: kube-apiserver's readiness, and the
+// machine config server's only health endpoint (it answers 404 for
+// anything but /healthz and /config/).
+const (
+	apiCheckPath = "/readyz"
+	mcsCheckPath = "/healthz"
+)
 
 // haproxyView balances the API (and api-int's port when configured) over
 // every control-plane node. haproxy listens on its own port because
@@ -54,13 +64,14 @@ func (p *Plan) haproxyView(node string) (*haproxyView, error) {
 	type fe struct {
 		name           string
 		listen, target int32
+		check          string
 	}
-	fes := []fe{{apiBackend, s.API.LoadBalancerPort, s.API.Port}}
+	fes := []fe{{apiBackend, s.API.LoadBalancerPort, s.API.Port, apiCheckPath}}
 	if s.API.InternalPort != 0 {
-		fes = append(fes, fe{"api_int", s.API.InternalLoadBalancerPort, s.API.InternalPort})
+		fes = append(fes, fe{"api_int", s.API.InternalLoadBalancerPort, s.API.InternalPort, mcsCheckPath})
 	}
 	for _, f := range fes {
-		fv := frontendView{Name: f.name, Binds: binds(families, f.listen)}
+		fv := frontendView{Name: f.name, Binds: binds(families, f.listen), Check: f.check}
 		for _, m := range masters {
 			addr, ok := firstOfFamily(m.Addresses, primary.Is4())
 			if !ok {
