@@ -39,7 +39,8 @@ const (
 )
 
 // haproxyView balances the API (and api-int's port when configured) over
-// every control-plane node. haproxy listens on its own port because
+// every control-plane node, on the bootstrap host over the bootstrap
+// machine's servers first. haproxy listens on its own port because
 // kube-apiserver already holds the API port on all addresses; traffic for
 // VIP:port is redirected to it on the holder.
 func (p *Plan) haproxyView(node string) (*haproxyView, error) {
@@ -54,6 +55,9 @@ func (p *Plan) haproxyView(node string) (*haproxyView, error) {
 		return nil, fmt.Errorf("no control-plane node in the node list: haproxy would have no backend")
 	}
 	masters = serving(masters, p.state.APIServers)
+	if p.isBootstrap(node) {
+		masters = append([]*cluster.Node{p.bootstrapServers()}, masters...)
+	}
 	primary := netip.MustParseAddr(s.API.VIPs[0])
 	families := apiFamilies(s.API.VIPs)
 	v := &haproxyView{Node: node, Cluster: p.c.Metadata.Name, StatsSocket: p.root + HaproxyStatsSocket, StatsPort: HaproxyStatsPort, APIBackend: apiBackend}
@@ -82,6 +86,17 @@ func (p *Plan) haproxyView(node string) (*haproxyView, error) {
 		v.Frontends = append(v.Frontends, fv)
 	}
 	return v, nil
+}
+
+// bootstrapServers is the bootstrap machine as a backend of the bootstrap
+// host's haproxy: where its kube-apiserver and machine config server
+// answer, the bootstrap host itself unless `vipctl bootstrap` was told
+// otherwise.
+func (p *Plan) bootstrapServers() *cluster.Node {
+	if st := p.state.Bootstrap; st != nil && len(st.Servers) > 0 {
+		return &cluster.Node{Name: BootstrapNode, Addresses: st.Servers}
+	}
+	return p.bootstrap
 }
 
 // serving keeps the control-plane nodes with an address among the API
