@@ -65,6 +65,7 @@ func TestCLIGolden(t *testing.T) {
 		{"bootstrap-no-spec", []string{"bootstrap", "-f", repo("examples/compact-ipv4.yaml"), "--nodes", repo("examples/nodes/compact.yaml")}, 1},
 		{"bootstrap-bad-address", []string{"bootstrap", "-f", repo("examples/day1-bootstrap.yaml"), "--nodes", repo("examples/nodes/compact.yaml"), "--bootstrap-address", "198.51.100.300"}, 1},
 		{"bootstrap-no-nodes", []string{"bootstrap", "-f", repo("examples/day1-bootstrap.yaml")}, 1},
+		{"preflight-invalid", []string{"preflight", "-f", repo("testdata/invalid-cluster.yaml")}, 1},
 		// Fails before anything is written, so the directory is never made.
 		{"render-unsupported-release", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "-o", "never-written", "--openshift-release", "4.12"}, 1},
 	}
