@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -158,7 +159,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	node := runtimecfg.NewNode(t, render.BootstrapNode, local)
 	out, err := node.Reconcile(ctx, runtimecfg.Input{Config: h.c, State: h.state, From: o.Config})
 	if err == nil && len(out.Lonely) > 0 {
-		err = fmt.Errorf("%v", out.Lonely)
+		err = errors.New(strings.Join(out.Lonely, "; "))
 	}
 	if err = errors.Join(err, out.HandoverErr); err != nil {
 		return nil, errors.Join(err, node.Leave())
@@ -324,6 +325,12 @@ func (h *host) serve(ctx context.Context, t runtimecfg.Target, hand render.Hando
 		}
 		if time.Since(since) < h.o.YieldAfter {
 			continue
+		}
+		if !h.holds() {
+			// Never held (its haproxy never had a ready backend) or
+			// lost: there is nothing to hand over.
+			h.log.Warn("the control-plane nodes answer and this host does not hold the VIP: stopping")
+			return nil
 		}
 		left, err := h.yield(ctx, t, hand, local, res)
 		if err != nil {
