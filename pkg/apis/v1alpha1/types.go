@@ -81,8 +81,8 @@ type APISpec struct {
 	// config server), is balanced over the control plane as well.
 	InternalPort int32 `json:"internalPort,omitempty"`
 	// InternalLoadBalancerPort is haproxy's port for InternalPort, which the
-	// machine config server holds on every control-plane node. Default
-	// 22624 when internalPort is set.
+	// machine config server holds on every control-plane node (and 22624,
+	// its plain-HTTP port, too). Default 22625 when internalPort is set.
 	InternalLoadBalancerPort int32 `json:"internalLoadBalancerPort,omitempty"`
 	// LoadBalancerPort is where haproxy listens on every control-plane node.
 	// kube-apiserver already binds Port on all addresses, so haproxy cannot
