@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/vipctl/vipctl/pkg/linklayer"
 )
 
 // Each address is asked for askRounds times, askSpacing apart: a request
@@ -41,17 +43,11 @@ func Ask(ctx context.Context, ifi *net.Interface, addrs []netip.Addr, d time.Dur
 			v6 = append(v6, a)
 		}
 	}
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+	fd, err := linklayer.PacketSocket(ifi)
 	if err != nil {
-		if errors.Is(err, unix.EPERM) {
-			return nil, fmt.Errorf("opening a packet socket needs CAP_NET_RAW (run as root): %w", err)
-		}
-		return nil, fmt.Errorf("opening a packet socket: %w", err)
+		return nil, err
 	}
 	defer func() { _ = unix.Close(fd) }()
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
-		return nil, fmt.Errorf("binding to %s: %w", ifi.Name, err)
-	}
 	tv := unix.NsecToTimeval((50 * time.Millisecond).Nanoseconds())
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		return nil, err
@@ -104,7 +100,7 @@ func Ask(ctx context.Context, ifi *net.Interface, addrs []netip.Addr, d time.Dur
 		}
 	})
 	sendErr := func() error {
-		to := &unix.SockaddrLinklayer{Ifindex: ifi.Index, Protocol: htons(unix.ETH_P_ARP), Halen: 6, Addr: [8]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
+		to := &unix.SockaddrLinklayer{Ifindex: ifi.Index, Protocol: linklayer.Htons(unix.ETH_P_ARP), Halen: 6, Addr: [8]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
 		for round := range askRounds {
 			if round > 0 {
 				select {
@@ -114,13 +110,13 @@ func Ask(ctx context.Context, ifi *net.Interface, addrs []netip.Addr, d time.Dur
 				}
 			}
 			for _, a := range v4 {
-				if err := unix.Sendto(fd, arpRequest(ifi.HardwareAddr, srcs.of(a), a), 0, to); err != nil {
+				if err := unix.Sendto(fd, linklayer.ARPRequest(ifi.HardwareAddr, srcs.of(a), a, nil), 0, to); err != nil {
 					return fmt.Errorf("ARP request for %s: %w", a, err)
 				}
 			}
 			for _, a := range v6 {
-				dst := &unix.SockaddrInet6{Addr: solicitedNode(a).As16(), ZoneId: uint32(ifi.Index)}
-				if err := unix.Sendto(ns, neighbourSolicitation(ifi.HardwareAddr, a), 0, dst); err != nil {
+				dst := &unix.SockaddrInet6{Addr: linklayer.SolicitedNode(a).As16(), ZoneId: uint32(ifi.Index)}
+				if err := unix.Sendto(ns, linklayer.NeighbourSolicitation(ifi.HardwareAddr, a), 0, dst); err != nil {
 					return fmt.Errorf("neighbour solicitation for %s: %w", a, err)
 				}
 			}
@@ -193,40 +189,6 @@ func (ps ipv4Prefixes) of(a netip.Addr) netip.Addr {
 	return netip.IPv4Unspecified()
 }
 
-// arpRequest is a broadcast "who has a, tell src".
-func arpRequest(mac net.HardwareAddr, src, a netip.Addr) []byte {
-	b := make([]byte, 0, 42)
-	b = append(b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
-	b = append(b, mac...)
-	b = binary.BigEndian.AppendUint16(b, unix.ETH_P_ARP)
-	b = binary.BigEndian.AppendUint16(b, 1) // Ethernet
-	b = binary.BigEndian.AppendUint16(b, unix.ETH_P_IP)
-	b = append(b, 6, 4)
-	b = binary.BigEndian.AppendUint16(b, 1) // request
-	s, t := src.As4(), a.As4()
-	b = append(b, mac...)
-	b = append(b, s[:]...)
-	b = append(b, 0, 0, 0, 0, 0, 0)
-	return append(b, t[:]...)
-}
-
-// solicitedNode is a's solicited-node multicast address (RFC 4291 2.7.1).
-func solicitedNode(a netip.Addr) netip.Addr {
-	b := a.As16()
-	return netip.AddrFrom16([16]byte{0xff, 0x02, 10: 0, 11: 0x01, 12: 0xff, 13: b[13], 14: b[14], 15: b[15]})
-}
-
-// neighbourSolicitation is the ICMPv6 message asking for a, with the
-// source link-layer address option (the checksum is the kernel's).
-func neighbourSolicitation(mac net.HardwareAddr, a netip.Addr) []byte {
-	b := make([]byte, 0, 32)
-	b = append(b, 135, 0, 0, 0, 0, 0, 0, 0) // type, code, checksum, reserved
-	t := a.As16()
-	b = append(b, t[:]...)
-	b = append(b, 1, 1) // source link-layer address, 8 bytes
-	return append(b, mac...)
-}
-
 // parseClaim reads an Ethernet frame that says "a is at mac": an ARP
 // packet sent from a (a reply, or its holder's gratuitous ARP), or a
 // neighbour advertisement for a (its target link-layer address option,
@@ -259,5 +221,3 @@ func parseClaim(f []byte) (a netip.Addr, mac net.HardwareAddr, ok bool) {
 	}
 	return a, nil, false
 }
-
-func htons(v uint16) uint16 { return v<<8 | v>>8 }

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/linklayer"
 )
 
 var (
@@ -19,7 +20,7 @@ var (
 
 // arpReply is holderMAC's answer "a is at holderMAC" to askerMAC.
 func arpReply(a netip.Addr) []byte {
-	f := arpRequest(holderMAC, a, netip.MustParseAddr("198.51.100.100"))
+	f := linklayer.ARPRequest(holderMAC, a, netip.MustParseAddr("198.51.100.100"), nil)
 	copy(f[0:6], askerMAC)
 	binary.BigEndian.PutUint16(f[20:22], 2)
 	return f
@@ -58,9 +59,9 @@ func TestParseClaim(t *testing.T) {
 		mac  net.HardwareAddr
 	}{
 		{"ARP reply", arpReply(vip4), vip4, holderMAC},
-		{"gratuitous ARP", arpRequest(holderMAC, vip4, vip4), vip4, holderMAC},
-		{"an ARP probe claims no address", arpRequest(askerMAC, netip.IPv4Unspecified(), vip4), netip.Addr{}, nil},
-		{"a request claims only its sender", arpRequest(askerMAC, netip.MustParseAddr("198.51.100.100"), vip4), netip.MustParseAddr("198.51.100.100"), askerMAC},
+		{"gratuitous ARP", linklayer.ARPRequest(holderMAC, vip4, vip4, linklayer.Broadcast), vip4, holderMAC},
+		{"an ARP probe claims no address", linklayer.ARPRequest(askerMAC, netip.IPv4Unspecified(), vip4, nil), netip.Addr{}, nil},
+		{"a request claims only its sender", linklayer.ARPRequest(askerMAC, netip.MustParseAddr("198.51.100.100"), vip4, nil), netip.MustParseAddr("198.51.100.100"), askerMAC},
 		{"neighbour advertisement with its option", neighbourAdvert(vip6, other), vip6, other},
 		{"neighbour advertisement without one", neighbourAdvert(vip6, nil), vip6, holderMAC},
 		{"neighbour solicitation", ns, netip.Addr{}, nil},
@@ -76,11 +77,9 @@ func TestParseClaim(t *testing.T) {
 	}
 }
 
-// TestRequests: the requests are what a client's kernel sends: a
-// broadcast ARP request from the asker's own address on the subnet (an
-// ARP probe from 0.0.0.0 off it), and a solicitation to the target's
-// solicited-node group carrying the asker's MAC.
-func TestRequests(t *testing.T) {
+// TestSources: a request for an address goes from this host's own
+// address on its subnet, or is an ARP probe from 0.0.0.0 off every one.
+func TestSources(t *testing.T) {
 	t.Parallel()
 	vip := netip.MustParseAddr("198.51.100.5")
 	srcs := ipv4Prefixes{netip.MustParsePrefix("203.0.113.7/24"), netip.MustParsePrefix("198.51.100.100/24")}
@@ -89,17 +88,6 @@ func TestRequests(t *testing.T) {
 	}
 	if got := srcs.of(netip.MustParseAddr("192.168.0.5")); !got.IsUnspecified() {
 		t.Errorf("source off every subnet: %s, want 0.0.0.0", got)
-	}
-	f := arpRequest(askerMAC, srcs.of(vip), vip)
-	if len(f) != 42 || net.HardwareAddr(f[0:6]).String() != "ff:ff:ff:ff:ff:ff" || binary.BigEndian.Uint16(f[20:22]) != 1 || netip.AddrFrom4([4]byte(f[38:42])) != vip {
-		t.Errorf("ARP request % x", f)
-	}
-	if got := solicitedNode(netip.MustParseAddr("2001:db8:100::12:3456")); got != netip.MustParseAddr("ff02::1:ff12:3456") {
-		t.Errorf("solicited-node group %s", got)
-	}
-	ns := neighbourSolicitation(askerMAC, netip.MustParseAddr("2001:db8::5"))
-	if len(ns) != 32 || ns[0] != 135 || netip.AddrFrom16([16]byte(ns[8:24])) != netip.MustParseAddr("2001:db8::5") || net.HardwareAddr(ns[26:32]).String() != askerMAC.String() {
-		t.Errorf("neighbour solicitation % x", ns)
 	}
 }
 
