@@ -61,6 +61,11 @@ func TestCLIGolden(t *testing.T) {
 		{"render-node-addresses", []string{"render", "-f", repo("testdata/bad-input/node-addresses.yaml"), "--out-dir", "never-written", "--nodes", repo("examples/nodes/compact.yaml")}, 1},
 		{"validate-missing-file", []string{"validate", "-f", "does-not-exist.yaml"}, 1},
 		{"bad-output-format", []string{"vr-ids", "ostest", "-o", "xml"}, 1},
+		// Refused before any daemon starts or packet is sent.
+		{"bootstrap-no-spec", []string{"bootstrap", "-f", repo("examples/compact-ipv4.yaml"), "--nodes", repo("examples/nodes/compact.yaml")}, 1},
+		{"bootstrap-bad-address", []string{"bootstrap", "-f", repo("examples/day1-bootstrap.yaml"), "--nodes", repo("examples/nodes/compact.yaml"), "--bootstrap-address", "198.51.100.300"}, 1},
+		{"bootstrap-no-nodes", []string{"bootstrap", "-f", repo("examples/day1-bootstrap.yaml")}, 1},
+		{"preflight-invalid", []string{"preflight", "-f", repo("testdata/invalid-cluster.yaml")}, 1},
 		// Fails before anything is written, so the directory is never made.
 		{"render-unsupported-release", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", "never-written", "--openshift-release", "4.12"}, 1},
 	}

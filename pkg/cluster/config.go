@@ -10,7 +10,7 @@ import (
 )
 
 // Effective merges the day-2 parts of the live ConfigMap's config (service
-// pools and VRRP ID pins) into the static config the MachineConfig laid
+// pools, VRRP ID pins and the bootstrap host) into the static config the MachineConfig laid
 // down. Everything else comes from the file: changing it needs new files
 // on the nodes, which only a MachineConfig rollout brings. drift tells
 // whether the ConfigMap's static parts differ from the file's (an update
@@ -26,6 +26,9 @@ func Effective(static, live *v1alpha1.ClusterVIPs) (c *v1alpha1.ClusterVIPs, dri
 	out.Spec.ServicePools = live.Spec.ServicePools
 	out.Spec.VRRP.VirtualRouterIDs = live.Spec.VRRP.VirtualRouterIDs
 	out.Spec.VRRP.AvoidVirtualRouterIDs = live.Spec.VRRP.AvoidVirtualRouterIDs
+	// The bootstrap host is a peer only until the install completes:
+	// dropping it must not take a reboot of every control-plane node.
+	out.Spec.Bootstrap = live.Spec.Bootstrap
 	if errs := v1alpha1.Validate(out); len(errs) > 0 {
 		return nil, false, &v1alpha1.ValidationError{Errors: errs}
 	}

@@ -29,6 +29,15 @@ func TestEffective(t *testing.T) {
 		t.Errorf("Effective modified the static config")
 	}
 
+	// The bootstrap host comes from the ConfigMap: dropping it there
+	// after the install reaches every node without a MachineConfig.
+	installing := fixture.Example(t, "day1-bootstrap.yaml")
+	dropped := fixture.Example(t, "day1-bootstrap.yaml")
+	dropped.Spec.Bootstrap = nil
+	if eff, drift, err := Effective(installing, dropped); err != nil || drift || eff.Spec.Bootstrap != nil || installing.Spec.Bootstrap == nil {
+		t.Errorf("spec.bootstrap dropped in the ConfigMap: err=%v drift=%v bootstrap=%v; want it gone, no drift, the file untouched", err, drift, eff.Spec.Bootstrap)
+	}
+
 	// A static part changed in the ConfigMap is not taken, only noted.
 	live.Spec.API.VIPs = []string{"198.51.100.9"}
 	eff, drift, err = Effective(static, live)

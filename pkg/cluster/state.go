@@ -26,6 +26,21 @@ type State struct {
 	// Local. Their addresses are not in ServiceVIPs: each gets a VRRP
 	// instance of its own, held only where a ready endpoint runs.
 	LocalServices []LocalService
+	// Bootstrap is the host `vipctl bootstrap` runs on, as that command
+	// sees it; nil everywhere else (a node renders the bootstrap host as
+	// a peer from spec.bootstrap alone).
+	Bootstrap *BootstrapHost `json:",omitempty"`
+}
+
+// BootstrapHost is what only the bootstrap host knows about itself.
+type BootstrapHost struct {
+	// Interface carries its VRRP and the API VIP.
+	Interface string
+	// Servers are where the bootstrap machine's kube-apiserver and machine
+	// config server answer, one address per family (`vipctl bootstrap
+	// --bootstrap-address`): its haproxy balances over them and the
+	// control-plane nodes. Empty: its own addresses (spec.bootstrap).
+	Servers []netip.Addr `json:",omitempty"`
 }
 
 // LocalService is a LoadBalancer Service with externalTrafficPolicy Local:

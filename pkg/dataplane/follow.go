@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/linklayer"
 	"github.com/vipctl/vipctl/pkg/render"
 )
 
@@ -332,38 +332,20 @@ func sendGARPs(ifindex int, mac net.HardwareAddr, addrs []netip.Addr, rounds int
 	if len(addrs) == 0 {
 		return nil
 	}
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ARP)))
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(linklayer.Htons(unix.ETH_P_ARP)))
 	if err != nil {
 		return fmt.Errorf("gratuitous ARP socket: %w", err)
 	}
 	defer func() { _ = unix.Close(fd) }()
-	to := &unix.SockaddrLinklayer{Ifindex: ifindex, Protocol: htons(unix.ETH_P_ARP), Halen: 6, Addr: [8]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
+	to := &unix.SockaddrLinklayer{Ifindex: ifindex, Protocol: linklayer.Htons(unix.ETH_P_ARP), Halen: 6, Addr: [8]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
 	for round := 0; round < rounds; round++ {
 		for _, a := range addrs {
-			if err := unix.Sendto(fd, garpFrame(mac, a), 0, to); err != nil {
+			if err := unix.Sendto(fd, linklayer.ARPRequest(mac, a, a, linklayer.Broadcast), 0, to); err != nil {
 				return fmt.Errorf("gratuitous ARP for %s: %w", a, err)
 			}
 		}
 	}
 	return nil
-}
-
-// garpFrame is an Ethernet broadcast ARP request from a for a, as
-// keepalived sends it.
-func garpFrame(mac net.HardwareAddr, a netip.Addr) []byte {
-	b := make([]byte, 0, 42)
-	b = append(b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
-	b = append(b, mac...)
-	b = binary.BigEndian.AppendUint16(b, unix.ETH_P_ARP)
-	b = binary.BigEndian.AppendUint16(b, 1) // Ethernet
-	b = binary.BigEndian.AppendUint16(b, unix.ETH_P_IP)
-	b = append(b, 6, 4)
-	b = binary.BigEndian.AppendUint16(b, 1) // request
-	ip := a.As4()
-	b = append(b, mac...)
-	b = append(b, ip[:]...)
-	b = append(b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
-	return append(b, ip[:]...)
 }
 
 func sendNAs(ifindex int, mac net.HardwareAddr, addrs []netip.Addr, rounds int) error {
@@ -393,24 +375,10 @@ func sendNAs(ifindex int, mac net.HardwareAddr, addrs []netip.Addr, rounds int) 
 			// be tentative.
 			pi := unix.Inet6Pktinfo{Addr: a.As16(), Ifindex: uint32(ifindex)}
 			oob := unix.PktInfo6(&pi)
-			if err := unix.Sendmsg(fd, naPacket(mac, a), oob, to, 0); err != nil {
+			if err := unix.Sendmsg(fd, linklayer.NeighbourAdvertisement(mac, a), oob, to, 0); err != nil {
 				return fmt.Errorf("neighbour advertisement for %s: %w", a, err)
 			}
 		}
 	}
 	return nil
 }
-
-// naPacket is an unsolicited neighbour advertisement of a at mac with the
-// Override flag and the target link-layer address option.
-func naPacket(mac net.HardwareAddr, a netip.Addr) []byte {
-	b := make([]byte, 0, 32)
-	b = append(b, 136, 0, 0, 0)  // type, code, checksum (the kernel's)
-	b = append(b, 0x20, 0, 0, 0) // Override
-	t := a.As16()
-	b = append(b, t[:]...)
-	b = append(b, 2, 1) // target link-layer address, 8 bytes
-	return append(b, mac...)
-}
-
-func htons(v uint16) uint16 { return v<<8 | v>>8 }

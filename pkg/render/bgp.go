@@ -54,7 +54,7 @@ func (p *Plan) HasBGP() bool { return p.c.Spec.BGP != nil }
 // since kube-proxy drops Local traffic on a node without one.
 func (p *Plan) Announced(node string) []Announced {
 	n := p.nodes[node]
-	if n == nil || !p.HasBGP() {
+	if n == nil || !p.HasBGP() || p.isBootstrap(node) {
 		return nil
 	}
 	var out []Announced

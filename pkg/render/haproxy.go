@@ -17,8 +17,10 @@ type haproxyView struct {
 }
 
 type frontendView struct {
-	Name    string
-	Binds   []string
+	Name  string
+	Binds []string
+	// Check is the path haproxy's health check asks each server for.
+	Check   string
 	Servers []serverView
 }
 
@@ -28,8 +30,17 @@ type serverView struct {
 
 const apiBackend = "api"
 
+// The servers' health endpoints: kube-apiserver's readiness, and the
+// machine config server's only health endpoint (it answers 404 for
+// anything but /healthz and /config/).
+const (
+	apiCheckPath = "/readyz"
+	mcsCheckPath = "/healthz"
+)
+
 // haproxyView balances the API (and api-int's port when configured) over
-// every control-plane node. haproxy listens on its own port because
+// every control-plane node, on the bootstrap host over the bootstrap
+// machine's servers first. haproxy listens on its own port because
 // kube-apiserver already holds the API port on all addresses; traffic for
 // VIP:port is redirected to it on the holder.
 func (p *Plan) haproxyView(node string) (*haproxyView, error) {
@@ -44,6 +55,9 @@ func (p *Plan) haproxyView(node string) (*haproxyView, error) {
 		return nil, fmt.Errorf("no control-plane node in the node list: haproxy would have no backend")
 	}
 	masters = serving(masters, p.state.APIServers)
+	if p.isBootstrap(node) {
+		masters = append([]*cluster.Node{p.bootstrapServers()}, masters...)
+	}
 	primary := netip.MustParseAddr(s.API.VIPs[0])
 	families := apiFamilies(s.API.VIPs)
 	v := &haproxyView{Node: node, Cluster: p.c.Metadata.Name, StatsSocket: p.root + HaproxyStatsSocket, StatsPort: HaproxyStatsPort, APIBackend: apiBackend}
@@ -54,13 +68,14 @@ func (p *Plan) haproxyView(node string) (*haproxyView, error) {
 	type fe struct {
 		name           string
 		listen, target int32
+		check          string
 	}
-	fes := []fe{{apiBackend, s.API.LoadBalancerPort, s.API.Port}}
+	fes := []fe{{apiBackend, s.API.LoadBalancerPort, s.API.Port, apiCheckPath}}
 	if s.API.InternalPort != 0 {
-		fes = append(fes, fe{"api_int", s.API.InternalLoadBalancerPort, s.API.InternalPort})
+		fes = append(fes, fe{"api_int", s.API.InternalLoadBalancerPort, s.API.InternalPort, mcsCheckPath})
 	}
 	for _, f := range fes {
-		fv := frontendView{Name: f.name, Binds: binds(families, f.listen)}
+		fv := frontendView{Name: f.name, Binds: binds(families, f.listen), Check: f.check}
 		for _, m := range masters {
 			addr, ok := firstOfFamily(m.Addresses, primary.Is4())
 			if !ok {
@@ -71,6 +86,17 @@ func (p *Plan) haproxyView(node string) (*haproxyView, error) {
 		v.Frontends = append(v.Frontends, fv)
 	}
 	return v, nil
+}
+
+// bootstrapServers is the bootstrap machine as a backend of the bootstrap
+// host's haproxy: where its kube-apiserver and machine config server
+// answer, the bootstrap host itself unless `vipctl bootstrap` was told
+// otherwise.
+func (p *Plan) bootstrapServers() *cluster.Node {
+	if st := p.state.Bootstrap; st != nil && len(st.Servers) > 0 {
+		return &cluster.Node{Name: BootstrapNode, Addresses: st.Servers}
+	}
+	return p.bootstrap
 }
 
 // serving keeps the control-plane nodes with an address among the API

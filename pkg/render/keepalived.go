@@ -31,6 +31,10 @@ const (
 	// preferredPriority marks the node a pool instance is steered to; it is
 	// above every hashed priority (2..241).
 	preferredPriority = 250
+	// BootstrapPriority is the bootstrap host's priority in the API
+	// instances: above every node's (241 at most), so that the
+	// control-plane nodes wait for it to yield.
+	BootstrapPriority = 254
 	// excludedPriority is a drained node's priority (see DrainFile), given
 	// for good to a node excluded from Service VIPs, and to a node held
 	// back until its first sync.

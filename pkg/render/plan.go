@@ -60,7 +60,15 @@ type Plan struct {
 	skipLonely bool
 	// heldBack is a node rendered at the lowest priority everywhere.
 	heldBack string
+	// bootstrap is the bootstrap host (spec.bootstrap), rendered as the
+	// node BootstrapNode; nil without one.
+	bootstrap *cluster.Node
 }
+
+// BootstrapNode is the name the plan gives the bootstrap host
+// (spec.bootstrap): Plan.Node(BootstrapNode) renders what `vipctl
+// bootstrap` runs. No Kubernetes Node can be called that (an underscore).
+const BootstrapNode = "vipctl_bootstrap"
 
 // PlanOption adjusts a Plan.
 type PlanOption func(*Plan)
@@ -125,6 +133,9 @@ func NewPlan(m *cluster.Model, ids map[v1alpha1.InstanceKey]uint8, st cluster.St
 	}
 	if err := p.add(v1alpha1.KeyAPI, ids, addrs(s.API.VIPs), func(n *cluster.Node) bool { return n.ControlPlane }, 0,
 		[]string{haproxyScriptName}, nil, "held by a control-plane node whose haproxy can reach a kube-apiserver"); err != nil {
+		return nil, err
+	}
+	if err := p.addBootstrap(); err != nil {
 		return nil, err
 	}
 	for _, in := range s.Ingress {
@@ -210,6 +221,47 @@ func NewPlan(m *cluster.Model, ids map[v1alpha1.InstanceKey]uint8, st cluster.St
 	}
 	return p, nil
 }
+
+// addBootstrap makes the bootstrap host a member of the API instances, at
+// BootstrapPriority: above every control-plane node, so that none of them
+// takes the VIP from it until it yields (its drain file, as a node's
+// drain), and they take it from it make-before-break. Every node lists it
+// as a unicast peer; the bootstrap host's own files come from the same
+// plan (Node(BootstrapNode)).
+func (p *Plan) addBootstrap() error {
+	b := p.c.Spec.Bootstrap
+	if b == nil {
+		return nil
+	}
+	if _, dup := p.nodes[BootstrapNode]; dup {
+		return fmt.Errorf("node %s: the name is the bootstrap host's (spec.bootstrap)", BootstrapNode)
+	}
+	host := &cluster.Node{Name: BootstrapNode, ControlPlane: true}
+	for _, a := range b.Addresses {
+		host.Addresses = append(host.Addresses, netip.MustParseAddr(a))
+	}
+	if p.state.Bootstrap != nil {
+		host.Interface = p.state.Bootstrap.Interface
+	}
+	p.bootstrap = host
+	p.nodes[BootstrapNode] = host
+	for _, inst := range p.instances {
+		if inst.key != v1alpha1.KeyAPI {
+			continue
+		}
+		src, ok := addressIn(host, inst.network)
+		if !ok {
+			continue // validation keeps this from happening
+		}
+		inst.eligible = append(inst.eligible, member{node: host, src: src, priority: BootstrapPriority})
+		sort.SliceStable(inst.eligible, func(i, j int) bool { return inst.eligible[i].node.Name < inst.eligible[j].node.Name })
+		p.byNode[BootstrapNode] = append(p.byNode[BootstrapNode], inst)
+	}
+	return nil
+}
+
+// isBootstrap tells whether node is the bootstrap host.
+func (p *Plan) isBootstrap(node string) bool { return p.bootstrap != nil && node == BootstrapNode }
 
 // addLocal gives a Local Service its own instance. Its members are the
 // pool's nodes with a ready endpoint, plus, when fewer than two, other

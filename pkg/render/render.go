@@ -59,7 +59,7 @@ func (p *Plan) nodeFiles(node string, kv *keepalivedView) ([]File, error) {
 		}
 		files = append(files, File{Path: HaproxyConfPath, Mode: configMode, Data: hconf})
 	}
-	if p.HasBGP() {
+	if p.HasBGP() && !p.isBootstrap(node) {
 		fconf, err := execute("frr.conf", p.frrView(node))
 		if err != nil {
 			return nil, err

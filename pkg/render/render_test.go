@@ -21,6 +21,7 @@ import (
 // otherwise, so a new example cannot go unrendered.
 var exampleNodes = map[string]string{
 	"compact-ipv4.yaml":      "compact.yaml",
+	"day1-bootstrap.yaml":    "compact.yaml",
 	"dual-stack.yaml":        "compact.yaml",
 	"ingress-shards.yaml":    "compact.yaml",
 	"multicast-fast.yaml":    "compact.yaml",
@@ -79,6 +80,10 @@ func renderExample(t *testing.T, example string) *renderedExample {
 		t.Fatal(err)
 	}
 	r := &renderedExample{config: c, nodes: nodes, plan: p, files: map[string][]File{}}
+	if c.Spec.Bootstrap != nil {
+		// What `vipctl bootstrap` runs is pinned with the nodes' files.
+		nodes = append(slices.Clone(nodes), cluster.Node{Name: BootstrapNode})
+	}
 	for _, n := range nodes {
 		files, err := p.NodeFiles(n.Name)
 		if err != nil {
@@ -106,12 +111,19 @@ func TestRenderGolden(t *testing.T) {
 			t.Parallel()
 			r := renderExample(t, e)
 			var b bytes.Buffer
+			names := make([]string, 0, len(r.files))
 			for _, n := range r.nodes {
-				for _, f := range r.files[n.Name] {
+				names = append(names, n.Name)
+			}
+			if r.config.Spec.Bootstrap != nil {
+				names = append(names, BootstrapNode)
+			}
+			for _, name := range names {
+				for _, f := range r.files[name] {
 					if strings.HasPrefix(f.Path, ScriptsDir) {
 						continue // identical everywhere; pinned once below
 					}
-					fmt.Fprintf(&b, "### node %s: %s (%04o)\n%s\n", n.Name, f.Path, f.Mode.Perm(), f.Data)
+					fmt.Fprintf(&b, "### node %s: %s (%04o)\n%s\n", name, f.Path, f.Mode.Perm(), f.Data)
 				}
 			}
 			golden.Assert(t, strings.TrimSuffix(e, ".yaml"), b.Bytes())

@@ -76,6 +76,9 @@ type Plan struct {
 	// them for Desired (the allocator's image, RBAC); Apply brings them in
 	// line server-side.
 	Objects []ObjectChange `json:"objects,omitempty"`
+	// Bootstrap says how spec.bootstrap changes, if it does: a day-2 part,
+	// since only the sidecars' renders name the bootstrap host.
+	Bootstrap string `json:"bootstrap,omitempty"`
 	// Warnings are things the plan does that are allowed but unwise.
 	Warnings []string `json:"warnings,omitempty"`
 	// Release is set when the plan writes MachineConfigs that the
@@ -102,7 +105,7 @@ func (p *Plan) Empty() bool {
 // configChanges tells whether the ConfigMap is written: anything but the
 // other objects changes.
 func (p *Plan) configChanges() bool {
-	return p.Create || len(p.Pools) > 0 || len(p.Static) > 0 || len(p.Orphans) > 0
+	return p.Create || len(p.Pools) > 0 || len(p.Static) > 0 || len(p.Orphans) > 0 || p.Bootstrap != ""
 }
 
 // Compute plans the move from live (nil: no ConfigMap yet) to desired,
@@ -157,6 +160,7 @@ func Compute(live, desired *v1alpha1.ClusterVIPs, services []corev1.Service) (*P
 	}
 	p.Orphans = orphans(out, services)
 	if live != nil {
+		p.Bootstrap = bootstrapDiff(live.Spec.Bootstrap, out.Spec.Bootstrap)
 		p.Static = staticDiff(live, out)
 		p.Warnings = bgpBeforeRollout(live, out, p.Static)
 	}
@@ -300,10 +304,25 @@ func compact(v any) string {
 	return s
 }
 
+// bootstrapDiff says how the bootstrap host changes ("" when it does not).
+func bootstrapDiff(live, desired *v1alpha1.BootstrapSpec) string {
+	switch {
+	case reflect.DeepEqual(live, desired):
+		return ""
+	case desired == nil:
+		return fmt.Sprintf("removed: the control-plane nodes stop accepting VRRP adverts from %s", strings.Join(live.Addresses, ", "))
+	case live == nil:
+		return fmt.Sprintf("added: the control-plane nodes accept VRRP adverts for the API VIP from %s", strings.Join(desired.Addresses, ", "))
+	default:
+		return fmt.Sprintf("%s -> %s", strings.Join(live.Addresses, ", "), strings.Join(desired.Addresses, ", "))
+	}
+}
+
 // staticDiff lists the top-level differences outside the day-2 parts.
 func staticDiff(live, desired *v1alpha1.ClusterVIPs) []string {
 	a, b := *live, *desired
 	a.Spec.ServicePools, b.Spec.ServicePools = nil, nil
+	a.Spec.Bootstrap, b.Spec.Bootstrap = nil, nil
 	a.Spec.VRRP.VirtualRouterIDs, b.Spec.VRRP.VirtualRouterIDs = nil, nil
 	a.Spec.VRRP.AvoidVirtualRouterIDs, b.Spec.VRRP.AvoidVirtualRouterIDs = nil, nil
 	var out []string
@@ -389,6 +408,9 @@ func (p *Plan) Text() string {
 		for _, f := range pc.Fields {
 			fmt.Fprintf(&b, "    %s\n", f)
 		}
+	}
+	if p.Bootstrap != "" {
+		fmt.Fprintf(&b, "~ spec.bootstrap %s\n", p.Bootstrap)
 	}
 	for _, o := range p.Objects {
 		if o.Change == "added" {

@@ -88,6 +88,18 @@ func TestEditsAndPlan(t *testing.T) {
 		t.Errorf("static change: %v\n%s", p.Static, p.Text())
 	}
 
+	// Dropping the bootstrap host after the install is a day-2 change:
+	// the sidecars render without it, no node reboots.
+	installing := *live
+	installing.Spec.Bootstrap = &v1alpha1.BootstrapSpec{Addresses: []string{"198.51.100.9"}}
+	p, err = Compute(&installing, live, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Static) != 0 || p.Empty() || !strings.Contains(p.Text(), "~ spec.bootstrap removed: the control-plane nodes stop accepting VRRP adverts from 198.51.100.9\nno MachineConfig change: no node reboots") {
+		t.Errorf("dropping spec.bootstrap: static %v, empty %v\n%s", p.Static, p.Empty(), p.Text())
+	}
+
 	// No ConfigMap yet: create.
 	p, err = Compute(nil, live, nil)
 	if err != nil || !p.Create {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/vipctl/vipctl/pkg/linklayer"
 )
 
 // Listen captures VRRP advertisements on iface for d (or until ctx ends)
@@ -21,17 +23,11 @@ func Listen(ctx context.Context, iface string, d time.Duration) (*Capture, error
 	if err != nil {
 		return nil, fmt.Errorf("%w %s (%w)", ErrNoInterface, iface, err)
 	}
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+	fd, err := linklayer.PacketSocket(ifi)
 	if err != nil {
-		if errors.Is(err, unix.EPERM) {
-			return nil, fmt.Errorf("opening a packet socket needs CAP_NET_RAW (run as root): %w", err)
-		}
-		return nil, fmt.Errorf("opening a packet socket: %w", err)
+		return nil, err
 	}
 	defer func() { _ = unix.Close(fd) }()
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
-		return nil, fmt.Errorf("binding to %s: %w", iface, err)
-	}
 	mreq := unix.PacketMreq{Ifindex: int32(ifi.Index), Type: unix.PACKET_MR_PROMISC}
 	if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
 		return nil, fmt.Errorf("promiscuous mode on %s: %w", iface, err)
@@ -63,5 +59,3 @@ func Listen(ctx context.Context, iface string, d time.Duration) (*Capture, error
 	}
 	return &Capture{Interface: iface, For: listened, Adverts: len(seen), Routers: dedupe(seen)}, nil
 }
-
-func htons(v uint16) uint16 { return v<<8 | v>>8 }

@@ -13,6 +13,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/configcheck"
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/vrid"
 	"github.com/vipctl/vipctl/test/netlab"
 )
 
@@ -108,4 +109,73 @@ func TestRenderedConfigsPassRealDaemons(t *testing.T) {
 		}
 	}
 	t.Logf("%d rendered configs judged by the real daemons", checked)
+}
+
+// TestBootstrapHostConfigsPassRealDaemons: what `vipctl bootstrap` runs
+// for every example that names a bootstrap host (its keepalived.conf and
+// haproxy.cfg, from the nodes' plan) passes the real daemons' checks too.
+func TestBootstrapHostConfigsPassRealDaemons(t *testing.T) {
+	lab := netlab.New(t)
+	judge := lab.AddHost("judge", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"198.51.100.250/24", "2001:db8:100::250/64"}})
+	ctx := context.Background()
+	examples, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, ex := range examples {
+		c, err := v1alpha1.Load(ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Spec.Bootstrap == nil {
+			continue
+		}
+		nodes, err := cluster.LoadNodeList(nodeListFor(ex), c.Spec.VRRP.Interface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := vrid.ForCluster(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := render.NewPlan(cluster.Compile(c), ids, cluster.State{Nodes: nodes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := plan.NodeFiles(render.BootstrapNode)
+		if err != nil {
+			t.Fatalf("%s: %v", ex, err)
+		}
+		root := t.TempDir()
+		if err := os.Chmod(root, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			p := filepath.Join(root, f.Path)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, f.Data, f.Mode); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, f := range files {
+			switch f.Path {
+			case render.KeepalivedConfPath:
+				err = configcheck.Keepalived(ctx, f.Data, configcheck.Options{Netns: judge.NS, Root: root})
+			case render.HaproxyConfPath:
+				err = configcheck.Haproxy(ctx, f.Data, configcheck.Options{})
+			default:
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s, the bootstrap host's %s: %v", filepath.Base(ex), f.Path, err)
+			}
+			checked++
+		}
+	}
+	if checked < 2 {
+		t.Fatalf("%d bootstrap host configs judged; examples/day1-bootstrap.yaml has two", checked)
+	}
 }

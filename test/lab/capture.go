@@ -19,7 +19,8 @@ import (
 // a handover. Never set in CI.
 const CaptureEnv = "VIPCTL_LAB_PCAP"
 
-func (lc *Cluster) capture(t testing.TB) {
+// capture captures nodes' packets, and the client's with withClient.
+func (lc *Cluster) capture(t testing.TB, nodes []*Node, withClient bool) {
 	dir := os.Getenv(CaptureEnv)
 	if dir == "" {
 		return
@@ -29,8 +30,11 @@ func (lc *Cluster) capture(t testing.TB) {
 		t.Fatalf("%s is set: %v", CaptureEnv, err)
 	}
 	tmp := t.TempDir()
-	hosts := map[string]*netlab.Host{"client": lc.Client}
-	for _, n := range lc.Nodes {
+	hosts := map[string]*netlab.Host{}
+	if withClient {
+		hosts["client"] = lc.Client
+	}
+	for _, n := range nodes {
 		hosts[n.Name] = n.Host
 	}
 	for name, h := range hosts {

@@ -89,6 +89,15 @@ type NodeSpec struct {
 // (the sidecar's own code path) and starts the daemons.
 func Start(t testing.TB, clusterYAML string, specs []NodeSpec) *Cluster {
 	t.Helper()
+	lc := New(t, clusterYAML)
+	lc.StartNodes(specs)
+	return lc
+}
+
+// New builds the lab's network with its client and no node yet: a test
+// can put other hosts on it (a bootstrap host) before StartNodes.
+func New(t testing.TB, clusterYAML string) *Cluster {
+	t.Helper()
 	cfg, err := v1alpha1.Parse([]byte(clusterYAML))
 	if err != nil {
 		t.Fatal(err)
@@ -99,24 +108,35 @@ func Start(t testing.TB, clusterYAML string, specs []NodeSpec) *Cluster {
 	// one world-readable base directory (t.TempDir is private).
 	lc.base = SharedDir(t, "vipctl-lab-")
 	lc.segments = map[string]bool{netlab.DefaultSegment: true}
+	return lc
+}
+
+// StartNodes adds the nodes, brings each in line through Reconcile and
+// starts its daemons and, on control-plane nodes, the apiserver stand-in
+// (on spec.api.internalPort too, as the machine config server).
+func (lc *Cluster) StartNodes(specs []NodeSpec) {
+	t := lc.t
+	t.Helper()
+	first := len(lc.Nodes)
 	for _, s := range specs {
 		lc.Nodes = append(lc.Nodes, lc.NewNode(t, s))
 	}
-	lc.capture(t)
-	for _, n := range lc.Nodes {
-		if err := runtimecfg.InitRunFiles(n.Target, cfg); err != nil {
+	started := lc.Nodes[first:]
+	lc.capture(t, started, first == 0)
+	for _, n := range started {
+		if err := runtimecfg.InitRunFiles(n.Target, lc.Config); err != nil {
 			t.Fatal(err)
 		}
 		lc.Apply(n)
 		if lc.isControlPlane(n.Name) {
-			n.APIServer = startAPIServerStandIn(t, n)
+			n.APIServer = ServeAPIStandIn(t, n.Host, n.Addr, n.Name, lc.apiServerPorts()...)
 			n.Haproxy = n.Host.Start("haproxy", manifests.HaproxyCommand(n.Target.Root)...)
 		}
 		n.StartKeepalived()
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, n := range lc.Nodes {
+			for _, n := range started {
 				t.Logf("--- %s keepalived log:\n%s", n.Name, n.Keepalived.LogTail(25))
 				if n.Haproxy != nil {
 					t.Logf("--- %s haproxy log:\n%s", n.Name, n.Haproxy.LogTail(15))
@@ -128,7 +148,16 @@ func Start(t testing.TB, clusterYAML string, specs []NodeSpec) *Cluster {
 			}
 		}
 	})
-	return lc
+}
+
+// apiServerPorts are where a control-plane node's apiserver stand-in
+// answers: the API port and, when set, the machine config server's.
+func (lc *Cluster) apiServerPorts() []int32 {
+	api := lc.Config.Spec.API
+	if api.InternalPort != 0 {
+		return []int32{api.Port, api.InternalPort}
+	}
+	return []int32{api.Port}
 }
 
 // NewNode adds a node to the lab's network and to State, with its root

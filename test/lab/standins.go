@@ -6,9 +6,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 // StandIn is an in-process server listening inside a node's namespace.
@@ -34,24 +37,48 @@ func (s *StandIn) serveHealth(w http.ResponseWriter, _ *http.Request) {
 	_, _ = io.WriteString(w, "ok")
 }
 
-// startAPIServerStandIn serves HTTPS on the node's address:6443 like a
-// kube-apiserver: /readyz for haproxy's checks, / answers with the node
-// name so a client can tell which backend it reached.
-func startAPIServerStandIn(t testing.TB, n *Node) *StandIn {
+// ServeAPIStandIn serves HTTPS on addr at each port inside h like a
+// kube-apiserver (and, on spec.api.internalPort, a machine config
+// server): /readyz and /healthz for haproxy's checks, / answers with name
+// so a client can tell which backend it reached. SetReady switches every
+// port's health at once.
+func ServeAPIStandIn(t testing.TB, h *netlab.Host, addr, name string, ports ...int32) *StandIn {
 	t.Helper()
-	s := &StandIn{name: n.Name}
+	s := &StandIn{name: name}
 	s.ready.Store(true)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/readyz", s.serveHealth)
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, n.Name) })
+	mux.HandleFunc("/healthz", s.serveHealth)
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, name) })
 	s.srv = httptest.NewUnstartedServer(mux)
-	var l net.Listener
-	if err := n.Host.Do(func() (err error) { l, err = net.Listen("tcp", net.JoinHostPort(n.Addr, "6443")); return err }); err != nil {
+	listeners := make([]net.Listener, len(ports))
+	if err := h.Do(func() error {
+		for i, p := range ports {
+			l, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(int(p))))
+			if err != nil {
+				return err
+			}
+			listeners[i] = l
+		}
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
-	s.srv.Listener = l
+	s.srv.Listener = listeners[0]
 	s.srv.StartTLS()
-	t.Cleanup(s.Close)
+	var extra []*http.Server
+	for _, l := range listeners[1:] {
+		// The certificate StartTLS made serves every port.
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: time.Second, TLSConfig: s.srv.TLS.Clone()}
+		extra = append(extra, srv)
+		go func() { _ = srv.ServeTLS(l, "", "") }()
+	}
+	t.Cleanup(func() {
+		for _, srv := range extra {
+			_ = srv.Close()
+		}
+		s.Close()
+	})
 	return s
 }
 

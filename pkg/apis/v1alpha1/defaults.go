@@ -14,7 +14,7 @@ import (
 const (
 	DefaultAPIPort                  = 6443
 	DefaultLoadBalancerPort         = 9445
-	DefaultInternalLoadBalancerPort = 22624
+	DefaultInternalLoadBalancerPort = 22625 // the machine config server binds 22623 and 22624 on every address
 	DefaultHealthPort               = 9444
 	DefaultRouterNamespace          = "openshift-ingress"
 	DefaultRouterHealthPort         = 1936

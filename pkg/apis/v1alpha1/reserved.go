@@ -1,7 +1,9 @@
 package v1alpha1
 
 import (
+	"fmt"
 	"net/netip"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -24,10 +26,17 @@ type NodeAddresses struct {
 // ReservedAddresses lists what the config and the nodes say must never be
 // given out: each machine network's network address (the IPv6
 // subnet-router anycast address too), its IPv4 broadcast address, and
-// every node's own addresses. validate, render and the allocator all ask
-// this one function.
+// every node's own addresses, and the bootstrap host's (spec.bootstrap).
+// validate, render and the allocator all ask this one function.
 func (c *ClusterVIPs) ReservedAddresses(nodes []NodeAddresses) []Reserved {
 	var out []Reserved
+	if b := c.Spec.Bootstrap; b != nil {
+		for i, s := range b.Addresses {
+			if a, err := parseAddr(s); err == nil {
+				out = append(out, Reserved{Addr: a, Why: fmt.Sprintf("the address of the bootstrap host (spec.bootstrap.addresses[%d])", i)})
+			}
+		}
+	}
 	for _, s := range c.Spec.MachineNetworks {
 		n, err := netip.ParsePrefix(s)
 		if err != nil || n.Masked() != n {
@@ -72,7 +81,32 @@ func networkReserved(n netip.Prefix) []Reserved {
 // skips reserved addresses instead.
 func ValidateNodes(c *ClusterVIPs, nodes []NodeAddresses) field.ErrorList {
 	errs := reservedVIPs(c, nodesReserved(nodes))
+	errs = append(errs, bootstrapNotANode(c, nodes)...)
 	return append(errs, reservedInPools(c, c.ReservedAddresses(nodes))...)
+}
+
+// bootstrapNotANode refuses a bootstrap address that a node has: the
+// control-plane nodes would list one host twice, and the bootstrap host's
+// VRRP would speak from a node's address.
+func bootstrapNotANode(c *ClusterVIPs, nodes []NodeAddresses) field.ErrorList {
+	b := c.Spec.Bootstrap
+	if b == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	path := field.NewPath("spec", "bootstrap", "addresses")
+	for i, s := range b.Addresses {
+		a, err := parseAddr(s)
+		if err != nil {
+			continue
+		}
+		for _, n := range nodes {
+			if slices.Contains(n.Addresses, a) {
+				errs = append(errs, field.Invalid(path.Index(i), s, "is the address of node "+n.Name+": the bootstrap host must be another host"))
+			}
+		}
+	}
+	return errs
 }
 
 // reservedVIPs refuses API and ingress VIPs equal to a reserved address.

@@ -55,6 +55,12 @@ type ClusterVIPsSpec struct {
 	BGP *BGPSpec `json:"bgp,omitempty"`
 	// Images are the container images of the static pods.
 	Images Images `json:"images,omitempty"`
+	// Bootstrap names the host that holds the API VIP while an OpenShift
+	// cluster installs, before any control-plane node can: it runs
+	// `vipctl bootstrap` (docs/bootstrap.md), and the control-plane nodes
+	// accept its VRRP adverts for the API VIP while this is set. Remove it
+	// once the install has completed (`vipctl update`: no reboot).
+	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
 	// OpenShiftRelease is the oldest OpenShift release (major.minor, such
 	// as "4.16") the MachineConfigs must be accepted by. It picks their
 	// Ignition spec version: the newest that release's Machine Config
@@ -75,8 +81,8 @@ type APISpec struct {
 	// config server), is balanced over the control plane as well.
 	InternalPort int32 `json:"internalPort,omitempty"`
 	// InternalLoadBalancerPort is haproxy's port for InternalPort, which the
-	// machine config server holds on every control-plane node. Default
-	// 22624 when internalPort is set.
+	// machine config server holds on every control-plane node (and 22624,
+	// its plain-HTTP port, too). Default 22625 when internalPort is set.
 	InternalLoadBalancerPort int32 `json:"internalLoadBalancerPort,omitempty"`
 	// LoadBalancerPort is where haproxy listens on every control-plane node.
 	// kube-apiserver already binds Port on all addresses, so haproxy cannot
@@ -85,6 +91,18 @@ type APISpec struct {
 	// HealthPort serves haproxy's own readiness for keepalived's track
 	// script. Default 9444.
 	HealthPort int32 `json:"healthPort,omitempty"`
+}
+
+// BootstrapSpec is the host that serves the API VIP during an install
+// (`vipctl bootstrap`): the bootstrap machine itself or any host on the
+// API VIP's segment.
+type BootstrapSpec struct {
+	// Addresses are that host's own addresses, one for each IP family of
+	// spec.api.vips, each in the machine network of the API VIP of its
+	// family: it sends its VRRP adverts from them, and the control-plane
+	// nodes list them as unicast peers of the API instance (adverts from
+	// any other address are ignored).
+	Addresses []string `json:"addresses"`
 }
 
 // IngressSpec is the VIP of one IngressController. It may only sit on nodes

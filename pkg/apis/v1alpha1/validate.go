@@ -76,6 +76,7 @@ func Validate(c *ClusterVIPs) field.ErrorList {
 	v := validator{}
 	errs = append(errs, v.machineNetworks(s.MachineNetworks, spec.Child("machineNetworks"))...)
 	errs = append(errs, v.api(&s.API, spec.Child("api"))...)
+	errs = append(errs, v.bootstrap(s, spec.Child("bootstrap"))...)
 	errs = append(errs, v.ingress(s.Ingress, spec.Child("ingress"), len(validation.IsDNS1123Label(c.Metadata.Name)) == 0)...)
 	errs = append(errs, v.pools(s.ServicePools, spec.Child("servicePools"))...)
 	errs = append(errs, v.vipsOutsidePools()...)
@@ -203,6 +204,64 @@ func (v *validator) api(a *APISpec, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Duplicate(fp, fmt.Sprintf("%d (also %s)", p.val, prev)))
 		}
 		ports[p.val] = fp
+	}
+	return errs
+}
+
+// bootstrap checks the bootstrap host's addresses: one per family of the
+// API VIPs (the host speaks VRRP in each family's API instance), each in
+// that VIP's machine network (VRRP stays on one segment), none of a family
+// without an API VIP. That an address is no VIP is checked with the
+// reserved addresses (ReservedAddresses), that it is no node's own with
+// the nodes (ValidateNodes).
+func (v *validator) bootstrap(s *ClusterVIPsSpec, path *field.Path) field.ErrorList {
+	b := s.Bootstrap
+	if b == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	addrs := path.Child("addresses")
+	if len(b.Addresses) == 0 {
+		return append(errs, field.Required(addrs, "the bootstrap host's own address, one per IP family of spec.api.vips"))
+	}
+	apiVIPs := map[bool]netip.Addr{}
+	for _, vip := range s.API.VIPs {
+		if a, err := parseAddr(vip); err == nil {
+			apiVIPs[a.Is4()] = a
+		}
+	}
+	families := map[bool]int{}
+	for i, str := range b.Addresses {
+		p := addrs.Index(i)
+		a, err := parseAddr(str)
+		if err != nil {
+			errs = append(errs, field.Invalid(p, str, err.Error()))
+			continue
+		}
+		if prev, dup := families[a.Is4()]; dup {
+			errs = append(errs, field.Invalid(p, str, fmt.Sprintf("a second %s address; %s already is one (one per family)", familyName(a), addrs.Index(prev))))
+			continue
+		}
+		families[a.Is4()] = i
+		if a.IsUnspecified() || a.IsLoopback() || a.IsMulticast() || a.IsLinkLocalUnicast() {
+			errs = append(errs, field.Invalid(p, str, "not a usable unicast address"))
+			continue
+		}
+		vip, ok := apiVIPs[a.Is4()]
+		if !ok {
+			errs = append(errs, field.Invalid(p, str, fmt.Sprintf("spec.api.vips has no %s VIP for the bootstrap host to hold", familyName(a))))
+			continue
+		}
+		if n, ok := v.networkOf(AddressRange{First: vip, Last: vip}); ok && !n.Contains(a) {
+			errs = append(errs, field.Invalid(p, str, fmt.Sprintf("outside machine network %s of the %s API VIP %s: VRRP reaches only that segment", n, familyName(a), vip)))
+		}
+	}
+	for _, v4 := range []bool{true, false} {
+		if vip, ok := apiVIPs[v4]; ok {
+			if _, has := families[v4]; !has {
+				errs = append(errs, field.Required(addrs, fmt.Sprintf("an %s address: the bootstrap host speaks VRRP for the %s API VIP %s from it", familyName(vip), familyName(vip), vip)))
+			}
+		}
 	}
 	return errs
 }

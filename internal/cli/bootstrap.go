@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vipctl/vipctl/pkg/bootstrap"
+	"github.com/vipctl/vipctl/pkg/dataplane"
+)
+
+type bootstrapOptions struct {
+	run     bootstrap.Options
+	servers []string
+	output  string
+}
+
+// NewBootstrapCommand holds the API VIP while the cluster installs.
+func NewBootstrapCommand(streams IOStreams) *cobra.Command {
+	o := &bootstrapOptions{}
+	cmd := &cobra.Command{
+		Use:   "bootstrap -f cluster.yaml --nodes nodes.yaml [--bootstrap-address IP] [--interface IFACE]",
+		Short: "Hold the API VIP during an OpenShift install, until the control-plane nodes answer",
+		Long: `Runs keepalived and haproxy for the API VIP (api 6443 and, with
+spec.api.internalPort, api-int 22623) on the bootstrap machine or any host of
+the API VIP's segment whose address spec.bootstrap names, before any vipctl
+pod can: the control-plane nodes fetch their first Ignition from api-int and
+the installer waits on api. haproxy balances over the bootstrap machine's
+kube-apiserver and machine config server (--bootstrap-address, default this
+host) and the control-plane nodes of --nodes.
+
+Once the control-plane nodes answer through their own haproxy for
+--yield-after without a break, it gives the VIP to them make-before-break
+(priority 1; a node takes the VIP while this host still answers), keeps
+serving the connections it accepted for --grace, stops keepalived and
+haproxy, removes what it set up in the network namespace and exits 0.
+SIGINT or SIGTERM stop it early, handing over first when the nodes answer.
+Needs root (CAP_NET_ADMIN, CAP_NET_RAW) and keepalived and haproxy in PATH,
+as vipctl's image has them.`,
+		Example: `  # on the bootstrap machine, in vipctl's image:
+  podman run --rm --net=host --privileged -v $PWD:/work:z IMAGE \
+    vipctl bootstrap -f /work/cluster.yaml --nodes /work/nodes.yaml
+  # on another host of the segment (spec.bootstrap names its address):
+  vipctl bootstrap -f cluster.yaml --nodes nodes.yaml --bootstrap-address 198.51.100.10`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(o.output); err != nil {
+				return err
+			}
+			for _, s := range o.servers {
+				a, err := netip.ParseAddr(s)
+				if err != nil {
+					return fmt.Errorf("--bootstrap-address %q: not an IP address", s)
+				}
+				o.run.Servers = append(o.run.Servers, a)
+			}
+			o.run.Log = slog.New(slog.NewTextHandler(streams.ErrOut, nil))
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			res, err := bootstrap.Run(ctx, o.run)
+			if res != nil {
+				if perr := printData(streams.Out, o.output, res, func(w io.Writer) error {
+					_, err := io.WriteString(w, res.Text())
+					return err
+				}); perr != nil && err == nil {
+					err = perr
+				}
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.run.Config, "file", "f", "", "ClusterVIPs file naming the bootstrap host (spec.bootstrap)")
+	f.StringVar(&o.run.Nodes, "nodes", "", "the node list the MachineConfigs were rendered with (vipctl render --nodes)")
+	f.StringSliceVar(&o.servers, "bootstrap-address", nil, "where the bootstrap machine's kube-apiserver and machine config server answer, one per family (default this host, spec.bootstrap.addresses)")
+	f.StringVar(&o.run.Interface, "interface", "", "interface for VRRP and the VIP (default the one holding spec.bootstrap.addresses)")
+	f.StringVar(&o.run.Dir, "dir", bootstrap.DefaultDir, "directory for the configs, pid files, sockets and daemon logs")
+	f.DurationVar(&o.run.YieldAfter, "yield-after", bootstrap.DefaultYieldAfter, "how long the control-plane nodes must answer without a break before they get the VIP")
+	f.DurationVar(&o.run.Grace, "grace", dataplane.HandoverGrace, "how long to keep serving the connections accepted here after the VIP left")
+	addOutputFlag(cmd, &o.output)
+	_ = cmd.MarkFlagRequired("file")
+	_ = cmd.MarkFlagRequired("nodes")
+	return cmd
+}

@@ -1,0 +1,100 @@
+package bootstrap
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vipctl/vipctl/pkg/manifests"
+)
+
+// daemons are the keepalived and haproxy this run started, with the
+// static pods' command lines (the same as on every node).
+type daemons struct {
+	procs []*proc
+	// exited receives an error when one of them ends on its own.
+	exited chan error
+}
+
+type proc struct {
+	name string
+	log  string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// stopWait is how long a daemon has to end after SIGTERM before SIGKILL.
+const stopWait = 5 * time.Second
+
+// startDaemons starts haproxy, then keepalived (which tracks haproxy's
+// readiness), each logging to DIR/<name>.log. On error the ones started
+// are stopped again.
+func startDaemons(dir string) (*daemons, error) {
+	d := &daemons{exited: make(chan error, 2)}
+	for _, argv := range [][]string{manifests.HaproxyCommand(dir), manifests.KeepalivedCommand(dir)} {
+		p, err := start(dir, argv)
+		if err != nil {
+			d.stop()
+			return d, err
+		}
+		d.procs = append(d.procs, p)
+		go func() {
+			<-p.done
+			d.exited <- fmt.Errorf("%s exited (%v); its log %s ends:\n%s", p.name, p.err, p.log, tail(p.log, 15))
+		}()
+	}
+	return d, nil
+}
+
+func start(dir string, argv []string) (*proc, error) {
+	name := argv[0]
+	log := filepath.Join(dir, name+".log")
+	f, err := os.Create(log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }() // the child has its own descriptor
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = f, f
+	// A process group of its own, so a stop reaches keepalived's VRRP and
+	// checker children and haproxy's workers by PID; and they die with
+	// this process rather than hold the VIP on their own.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &proc{name: name, log: log, cmd: cmd, done: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	return p, nil
+}
+
+// stop ends keepalived first (a holder's SIGTERM sends a priority-0
+// advert; a backup's sends nothing), then haproxy.
+func (d *daemons) stop() {
+	for i := len(d.procs) - 1; i >= 0; i-- {
+		p := d.procs[i]
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(stopWait):
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.done
+		}
+	}
+	d.procs = nil
+}
+
+// tail is the last n lines of a log file.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}

@@ -1,0 +1,150 @@
+package render
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
+)
+
+// fileOf returns the data of the file at path among files ("" if none).
+func fileOf(files []File, path string) string {
+	for _, f := range files {
+		if f.Path == path {
+			return string(f.Data)
+		}
+	}
+	return ""
+}
+
+// instanceBlock cuts one vrrp_instance out of a keepalived.conf.
+func instanceBlock(t *testing.T, conf, name string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(conf, "vrrp_instance "+name+" {")
+	if !ok {
+		t.Fatalf("no instance %s in:\n%s", name, conf)
+	}
+	block, _, _ := strings.Cut(rest, "\n}\n")
+	return block
+}
+
+// TestBootstrapHost: with spec.bootstrap, the bootstrap host is a member
+// of the API instances only, above every node, and yields to them at
+// priority 1 (its drain file); every control-plane node lists it as a
+// unicast peer of the API instance and of its handover data, of no other
+// instance; its haproxy balances over the bootstrap machine's servers
+// first, then the control-plane nodes, on the interface and servers
+// `vipctl bootstrap` found.
+func TestBootstrapHost(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "day1-bootstrap.yaml")
+	boot := netip.MustParseAddr("198.51.100.9")
+	st := cluster.State{Nodes: r.nodes, Bootstrap: &cluster.BootstrapHost{Interface: "ens3", Servers: []netip.Addr{netip.MustParseAddr("198.51.100.10")}}}
+	p, err := NewPlan(cluster.Compile(r.config), testIDs(r.config), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range r.nodes {
+		files, err := p.NodeFiles(n.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conf := fileOf(files, KeepalivedConfPath)
+		if !strings.Contains(instanceBlock(t, conf, "api_v4"), "198.51.100.9 min_ttl 255") {
+			t.Errorf("%s: the API instance does not take the bootstrap host as a peer:\n%s", n.Name, conf)
+		}
+		if strings.Contains(instanceBlock(t, conf, "ingress_v4"), "198.51.100.9") {
+			t.Errorf("%s: the ingress instance names the bootstrap host", n.Name)
+		}
+		h, err := p.Handover(n.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, hi := range h.Instances {
+			if got, want := slices.Contains(hi.Peers, boot), hi.VIPs[0] == netip.MustParseAddr("198.51.100.5"); got != want {
+				t.Errorf("%s: handover instance %v: bootstrap host among the peers %v, want %v", n.Name, hi.VIPs, got, want)
+			}
+		}
+	}
+
+	files, err := p.NodeFiles(BootstrapNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := fileOf(files, KeepalivedConfPath)
+	if got := instancesIn(t, files); !slices.Equal(got, []string{"api_v4"}) {
+		t.Errorf("the bootstrap host runs instances %v, want only api_v4", got)
+	}
+	api := instanceBlock(t, conf, "api_v4")
+	for _, want := range []string{"interface ens3", "priority 254", "unicast_src_ip 198.51.100.9", "198.51.100.11 min_ttl 255", "198.51.100.13 min_ttl 255", "198.51.100.5/32 dev ens3", "vipctl_drain weight -253"} {
+		if !strings.Contains(api, want) {
+			t.Errorf("the bootstrap host's API instance lacks %q:\n%s", want, api)
+		}
+	}
+	hcfg := fileOf(files, HaproxyConfPath)
+	for _, want := range []string{
+		"server vipctl_bootstrap 198.51.100.10:6443\n    server master-0 198.51.100.11:6443",
+		"server vipctl_bootstrap 198.51.100.10:22623\n    server master-0 198.51.100.11:22623",
+	} {
+		if !strings.Contains(hcfg, want) {
+			t.Errorf("the bootstrap host's haproxy.cfg lacks %q:\n%s", want, hcfg)
+		}
+	}
+	h, err := p.Handover(BootstrapNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Instances) != 1 || h.Interface != "ens3" || h.Instances[0].Priority != BootstrapPriority || len(h.Instances[0].Peers) != 3 {
+		t.Errorf("the bootstrap host's handover data: %+v", h)
+	}
+}
+
+// TestBootstrapHostWithoutNodes: with no control-plane node to yield to,
+// the bootstrap host's API instance has no peer; the plan refuses to
+// render it (the sidecar's lonely-skipping plan leaves it out and says so).
+func TestBootstrapHostWithoutNodes(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "day1-bootstrap.yaml")
+	var workers []cluster.Node
+	for _, n := range r.nodes {
+		n.ControlPlane = false
+		workers = append(workers, n)
+	}
+	p, err := NewPlan(cluster.Compile(r.config), testIDs(r.config), cluster.State{Nodes: workers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.NodeFiles(BootstrapNode); err == nil || !strings.Contains(err.Error(), "has no unicast peer") {
+		t.Errorf("no control-plane node: %v, want a refusal for lack of a peer", err)
+	}
+	p, err = NewPlan(cluster.Compile(r.config), testIDs(r.config), cluster.State{Nodes: r.nodes[:1]}, WithLonelySkipped())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nr, err := p.Node(BootstrapNode); err != nil || len(nr.Lonely) != 0 {
+		t.Errorf("one control-plane node is a peer enough: %v, lonely %v", err, nr.Lonely)
+	}
+}
+
+// TestBootstrapHostRunsNoFRR: with bgp pools the nodes run FRR; the
+// bootstrap host announces nothing.
+func TestBootstrapHostRunsNoFRR(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "bgp-two-racks.yaml")
+	c := *r.config
+	c.Spec.Bootstrap = &v1alpha1.BootstrapSpec{Addresses: []string{"198.51.100.9"}}
+	p, err := NewPlan(cluster.Compile(&c), testIDs(&c), cluster.State{Nodes: r.nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nr, err := p.Node(BootstrapNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fileOf(nr.Files, FRRConfPath) != "" || len(nr.Announced) != 0 {
+		t.Errorf("the bootstrap host got frr.conf or announcements: %v", nr.Announced)
+	}
+}
