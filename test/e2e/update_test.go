@@ -449,7 +449,10 @@ func TestUpdateRefusesMachineConfigsTheClusterCannotParse(t *testing.T) {
 	}
 	target := func(release string) {
 		t.Helper()
-		text := strings.Replace(base, "spec:\n", "spec:\n  openshiftRelease: \""+release+"\"\n", 1)
+		// A mirror in spec.images: stderr holds the refusal alone, not
+		// also the development image's warning.
+		const mirror = "registry.example.test/vipctl/vipctl:v0.5.0"
+		text := strings.Replace(base, "spec:\n", "spec:\n  openshiftRelease: \""+release+"\"\n  images: {keepalived: "+mirror+", haproxy: "+mirror+", vipctl: "+mirror+"}\n", 1)
 		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
