@@ -4,6 +4,7 @@
 package bundle
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -21,9 +22,13 @@ import (
 	"github.com/vipctl/vipctl/pkg/vrid"
 )
 
+// ControlPlaneRole is the role (MachineConfigPool) of the control-plane
+// nodes: they hold the API VIP and run haproxy.
+const ControlPlaneRole = "master"
+
 // Roles that get a MachineConfig. Workers run keepalived too: ingress and
 // service-pool VIPs live there.
-var Roles = []string{"master", "worker"}
+var Roles = []string{ControlPlaneRole, "worker"}
 
 // MachineConfigName is the object name for a role; the 50- prefix orders it
 // after the MCO's own 00-/01- configs and before users' 99- overrides.
@@ -35,10 +40,13 @@ const ManifestsPath = "manifests/vipctl.yaml"
 
 // Options are the optional inputs of Build.
 type Options struct {
-	// Nodes, when set, adds DIR/nodes/<name>/... and ships the list to
-	// the nodes so `runtimecfg --once` can render peers with no API.
+	// Nodes, when set, adds DIR/nodes/<name>/....
 	Nodes []cluster.Node
-	// NodesYAML is the NodeList file Nodes came from, shipped verbatim.
+	// NodesYAML is a NodeList (the file Nodes came from, or the live
+	// cluster's). Its control-plane nodes, with only what rendering reads
+	// (cluster.BootstrapNodeList), ship in the control-plane
+	// MachineConfig, so `runtimecfg --once` can bring the API VIP up with
+	// its peers before the API answers.
 	NodesYAML []byte
 	// State previews live state (allocated pool addresses, router
 	// placement); its Nodes are replaced by Nodes.
@@ -70,11 +78,15 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spec.openshiftRelease: %w", err)
 	}
+	bootstrap, err := bootstrapNodeList(o.NodesYAML)
+	if err != nil {
+		return nil, err
+	}
 	var out []File
 	for _, role := range Roles {
 		files := []render.File{{Path: render.ClusterConfigPath, Mode: 0o644, Data: clusterYAML}}
-		if len(o.NodesYAML) > 0 {
-			files = append(files, render.File{Path: render.BootstrapNodesPath, Mode: 0o644, Data: o.NodesYAML})
+		if role == ControlPlaneRole && bootstrap != nil {
+			files = append(files, render.File{Path: render.BootstrapNodesPath, Mode: 0o644, Data: bootstrap})
 		}
 		scripts, err := render.ScriptFiles()
 		if err != nil {
@@ -132,4 +144,27 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// bootstrapNodeList is what the control-plane MachineConfig ships as
+// render.BootstrapNodesPath for a NodeList; nil for none, or when it has
+// no control-plane node.
+func bootstrapNodeList(nodesYAML []byte) ([]byte, error) {
+	if len(nodesYAML) == 0 {
+		return nil, nil
+	}
+	items, err := cluster.DecodeNodeList("bootstrap node list", nodesYAML)
+	if err != nil {
+		return nil, err
+	}
+	data, skipped, err := cluster.BootstrapNodeList(items)
+	if err != nil {
+		return nil, err
+	}
+	// The callers already refused (render, update --nodes) or left out
+	// (update's live Nodes) such Nodes.
+	if len(skipped) > 0 {
+		return nil, fmt.Errorf("bootstrap node list: %w", errors.Join(skipped...))
+	}
+	return data, nil
 }

@@ -200,7 +200,7 @@ func (c Cluster) writeMachineConfigs(ctx context.Context, desired *v1alpha1.Clus
 }
 
 // bootstrapNodes is the live cluster's bootstrap node list; nil, with a
-// warning, when there is no Node to list.
+// warning, when there is no control-plane Node to list.
 func (c Cluster) bootstrapNodes(ctx context.Context, out io.Writer) ([]byte, error) {
 	items, err := c.Nodes(ctx)
 	if err != nil {
@@ -213,9 +213,8 @@ func (c Cluster) bootstrapNodes(ctx context.Context, out io.Writer) ([]byte, err
 	for _, e := range skipped {
 		_, _ = fmt.Fprintf(out, "warning: bootstrap node list: left out %v\n", e)
 	}
-	if len(items) == len(skipped) {
-		_, _ = fmt.Fprintln(out, "warning: no Node to list: the MachineConfigs carry no bootstrap node list, so a node's API VIP waits for the API after a reinstall (pass --nodes)")
-		return nil, nil
+	if data == nil {
+		_, _ = fmt.Fprintln(out, "warning: no control-plane Node to list: the MachineConfigs carry no bootstrap node list, so a control-plane node's API VIP waits for the API after a reinstall (pass --nodes)")
 	}
 	return data, nil
 }
