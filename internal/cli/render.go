@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -59,12 +58,11 @@ release parses too.`,
 				if iface == "" {
 					iface = c.Spec.VRRP.Interface
 				}
-				if opts.Nodes, err = cluster.LoadNodeList(o.nodes, iface); err != nil {
+				list, err := cluster.LoadNodeListFile(o.nodes, iface)
+				if err != nil {
 					return fmt.Errorf("--nodes: %w", err)
 				}
-				if opts.NodesYAML, err = os.ReadFile(o.nodes); err != nil {
-					return fmt.Errorf("--nodes: %w", err)
-				}
+				opts.Nodes, opts.BootstrapNodes = list.Nodes, list.Objects
 			}
 			files, err := bundle.Build(c, opts)
 			if err != nil {

@@ -3,9 +3,9 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -82,14 +82,13 @@ edit concerns change, comments and layout stay). Nothing is written with
 			if err != nil {
 				return err
 			}
-			var bootstrap []byte
+			var bootstrap []corev1.Node
 			if nodes != "" {
-				if _, err := cluster.LoadNodeList(nodes, req.Config.Spec.VRRP.Interface); err != nil {
+				list, err := cluster.LoadNodeListFile(nodes, req.Config.Spec.VRRP.Interface)
+				if err != nil {
 					return fmt.Errorf("--nodes: %w", err)
 				}
-				if bootstrap, err = os.ReadFile(nodes); err != nil {
-					return fmt.Errorf("--nodes: %w", err)
-				}
+				bootstrap = list.Objects
 			}
 			cl, err := connect(kubeconfig, namespace)
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
@@ -42,12 +43,13 @@ const ManifestsPath = "manifests/vipctl.yaml"
 type Options struct {
 	// Nodes, when set, adds DIR/nodes/<name>/....
 	Nodes []cluster.Node
-	// NodesYAML is a NodeList (the file Nodes came from, or the live
-	// cluster's). Its control-plane nodes, with only what rendering reads
-	// (cluster.BootstrapNodeList), ship in the control-plane
+	// BootstrapNodes are Node objects (the --nodes file's, or the live
+	// cluster's). Their control-plane nodes, with only what rendering
+	// reads (cluster.BootstrapNodeList), ship in the control-plane
 	// MachineConfig, so `runtimecfg --once` can bring the API VIP up with
-	// its peers before the API answers.
-	NodesYAML []byte
+	// its peers before the API answers. Each must be one rendering
+	// accepts (cluster.SlimNodes leaves out the others).
+	BootstrapNodes []corev1.Node
 	// State previews live state (allocated pool addresses, router
 	// placement); its Nodes are replaced by Nodes.
 	State cluster.State
@@ -78,7 +80,7 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spec.openshiftRelease: %w", err)
 	}
-	bootstrap, err := bootstrapNodeList(o.NodesYAML)
+	bootstrap, err := bootstrapNodeList(o.BootstrapNodes)
 	if err != nil {
 		return nil, err
 	}
@@ -147,22 +149,13 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 }
 
 // bootstrapNodeList is what the control-plane MachineConfig ships as
-// render.BootstrapNodesPath for a NodeList; nil for none, or when it has
-// no control-plane node.
-func bootstrapNodeList(nodesYAML []byte) ([]byte, error) {
-	if len(nodesYAML) == 0 {
-		return nil, nil
-	}
-	items, err := cluster.DecodeNodeList("bootstrap node list", nodesYAML)
-	if err != nil {
-		return nil, err
-	}
+// render.BootstrapNodesPath; nil for none, or when no node is a
+// control-plane node.
+func bootstrapNodeList(items []corev1.Node) ([]byte, error) {
 	data, skipped, err := cluster.BootstrapNodeList(items)
 	if err != nil {
 		return nil, err
 	}
-	// The callers already refused (render, update --nodes) or left out
-	// (update's live Nodes) such Nodes.
 	if len(skipped) > 0 {
 		return nil, fmt.Errorf("bootstrap node list: %w", errors.Join(skipped...))
 	}

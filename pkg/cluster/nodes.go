@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -199,43 +201,71 @@ items:
 
 // LoadNodeList reads `oc get nodes -o yaml` output (a v1 List or NodeList).
 func LoadNodeList(path, defaultInterface string) ([]Node, error) {
+	f, err := LoadNodeListFile(path, defaultInterface)
+	return f.Nodes, err
+}
+
+// NodeListFile is a NodeList file read once: its Node objects (what
+// `render --nodes` ships the bootstrap node list from) and what rendering
+// needs of each.
+type NodeListFile struct {
+	Objects []corev1.Node
+	Nodes   []Node
+}
+
+// LoadNodeListFile reads a NodeList file (`oc get nodes -o yaml`, `vipctl
+// nodes`); 2000 real Nodes are 30 MB of YAML, read only once.
+func LoadNodeListFile(path, defaultInterface string) (NodeListFile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return NodeListFile{}, err
 	}
-	return ParseNodeList(path, data, defaultInterface)
+	return parseNodeListFile(path, data, defaultInterface)
 }
 
 // ParseNodeList is LoadNodeList without the file; name says where data
 // came from in errors.
 func ParseNodeList(path string, data []byte, defaultInterface string) ([]Node, error) {
+	f, err := parseNodeListFile(path, data, defaultInterface)
+	return f.Nodes, err
+}
+
+func parseNodeListFile(path string, data []byte, defaultInterface string) (NodeListFile, error) {
 	items, err := DecodeNodeList(path, data)
 	if err != nil {
-		return nil, err
+		return NodeListFile{}, err
 	}
 	nodes := make([]Node, 0, len(items))
 	seen := map[string]bool{}
 	for i := range items {
 		n, err := NodeFromKubernetes(&items[i], defaultInterface)
 		if err != nil {
-			return nil, fmt.Errorf("%s: items[%d]: %w", path, i, err)
+			return NodeListFile{}, fmt.Errorf("%s: items[%d]: %w", path, i, err)
 		}
 		if seen[n.Name] {
-			return nil, fmt.Errorf("%s: items[%d]: node %s listed twice", path, i, n.Name)
+			return NodeListFile{}, fmt.Errorf("%s: items[%d]: node %s listed twice", path, i, n.Name)
 		}
 		seen[n.Name] = true
 		nodes = append(nodes, n)
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	return nodes, nil
+	if items == nil {
+		items = []corev1.Node{}
+	}
+	return NodeListFile{Objects: items, Nodes: nodes}, nil
 }
 
 // DecodeNodeList reads the Node objects of a NodeList file (a v1 List or
 // NodeList); path says where data came from in errors.
 func DecodeNodeList(path string, data []byte) ([]corev1.Node, error) {
-	js, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: not valid YAML: %w", path, err)
+	js := data
+	// `oc get nodes -o json` is read as it is: the YAML parser takes
+	// seconds over the 40 MB of 2000 real Nodes.
+	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(data) {
+		var err error
+		if js, err = yaml.YAMLToJSON(data); err != nil {
+			return nil, fmt.Errorf("%s: not valid YAML: %w", path, err)
+		}
 	}
 	var list corev1.NodeList
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &list); err != nil {

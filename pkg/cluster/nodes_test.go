@@ -1,11 +1,14 @@
 package cluster
 
 import (
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 )
 
 func annotatedNode(name, iface string) *corev1.Node {
@@ -141,5 +144,35 @@ func TestNameMismatch(t *testing.T) {
 		if got := NameMismatch(name, listed); got != want {
 			t.Errorf("NameMismatch(%q) = %q, want %q", name, got, want)
 		}
+	}
+}
+
+// TestDecodeNodeListJSON: `oc get nodes -o json` reads as its YAML form
+// does, without the YAML parser; a YAML flow mapping that only looks like
+// JSON still goes through it.
+func TestDecodeNodeListJSON(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile("../../examples/nodes/compact.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromYAML, err := DecodeNodeList("nodes.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromJSON, err := DecodeNodeList("nodes.json", append([]byte("\n  "), js...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(fromYAML, fromJSON) || len(fromJSON) != 3 {
+		t.Errorf("JSON read as\n%+v\nYAML as\n%+v", fromJSON, fromYAML)
+	}
+	flow, err := DecodeNodeList("flow.yaml", []byte(`{kind: List, items: [{metadata: {name: master-0}}]}`))
+	if err != nil || len(flow) != 1 || flow[0].Name != "master-0" {
+		t.Errorf("flow YAML: %v %+v", err, flow)
 	}
 }

@@ -78,7 +78,11 @@ items:
 			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 				map[schema.GroupVersionResource]string{machineconfig.GVR: "MachineConfigList"})
 			plan := *p
-			plan.BootstrapNodes = tc.override
+			if tc.override != nil {
+				if plan.BootstrapNodes, err = cluster.DecodeNodeList("--nodes", tc.override); err != nil {
+					t.Fatal(err)
+				}
+			}
 			var log bytes.Buffer
 			if err := (Cluster{Kube: kube, Dynamic: dyn, Namespace: "vipctl-system"}).Apply(context.Background(), &plan, nil, false, &log); err != nil {
 				t.Fatal(err)
