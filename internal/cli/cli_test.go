@@ -63,6 +63,7 @@ func TestCLIGolden(t *testing.T) {
 		{"bad-output-format", []string{"vr-ids", "ostest", "-o", "xml"}, 1},
 		// Fails before anything is written, so the directory is never made.
 		{"render-unsupported-release", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "-o", "never-written", "--openshift-release", "4.12"}, 1},
+		{"render-newer-release", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "-o", "never-written", "--openshift-release", "4.23"}, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
