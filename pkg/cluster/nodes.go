@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -120,16 +121,17 @@ func SlimNodes(items []corev1.Node) (slim []corev1.Node, skipped []error) {
 	return slim, skipped
 }
 
-// nodeListFile is a NodeList file with only the fields SlimNodes keeps:
+// SlimNodeList is a NodeList file with only the fields SlimNodes keeps:
 // corev1.Node would also write its empty spec, nodeInfo and
 // daemonEndpoints, a third of every entry.
-type nodeListFile struct {
+type SlimNodeList struct {
 	APIVersion string     `json:"apiVersion"`
 	Kind       string     `json:"kind"`
-	Items      []nodeFile `json:"items"`
+	Items      []SlimNode `json:"items"`
 }
 
-type nodeFile struct {
+// SlimNode is one Node of a SlimNodeList.
+type SlimNode struct {
 	Metadata struct {
 		Name        string            `json:"name"`
 		Labels      map[string]string `json:"labels,omitempty"`
@@ -140,16 +142,21 @@ type nodeFile struct {
 	} `json:"status"`
 }
 
-// MarshalNodeList writes nodes as a NodeList file (ParseNodeList reads
-// it) with the fields SlimNodes keeps and nothing else.
-func MarshalNodeList(nodes []corev1.Node) ([]byte, error) {
-	f := nodeListFile{APIVersion: "v1", Kind: "NodeList", Items: make([]nodeFile, len(nodes))}
+// NewSlimNodeList is nodes as a NodeList file that ParseNodeList reads,
+// with the fields SlimNodes keeps and nothing else.
+func NewSlimNodeList(nodes []corev1.Node) SlimNodeList {
+	f := SlimNodeList{APIVersion: "v1", Kind: "NodeList", Items: make([]SlimNode, len(nodes))}
 	for i, n := range nodes {
 		it := &f.Items[i]
 		it.Metadata.Name, it.Metadata.Labels, it.Metadata.Annotations = n.Name, n.Labels, n.Annotations
 		it.Status.Addresses = n.Status.Addresses
 	}
-	return yaml.Marshal(f)
+	return f
+}
+
+// MarshalNodeList is NewSlimNodeList in YAML.
+func MarshalNodeList(nodes []corev1.Node) ([]byte, error) {
+	return yaml.Marshal(NewSlimNodeList(nodes))
 }
 
 // BootstrapNodeList is the bootstrap node list (render.BootstrapNodesPath)
@@ -175,6 +182,10 @@ func BootstrapNodeList(items []corev1.Node) (data []byte, skipped []error, err e
 	data, err = MarshalNodeList(cp)
 	return data, skipped, err
 }
+
+// RoleLabel is the label that gives a Node a role (master,
+// control-plane, worker).
+func RoleLabel(role string) string { return roleLabelPrefix + role }
 
 // IsControlPlane tells whether a Node's labels give it a control-plane
 // role (node-role.kubernetes.io/master or /control-plane).
@@ -347,6 +358,7 @@ func NotListed(node, what string, names []string) string {
 	if m := NameMismatch(node, names); m != "" {
 		return fmt.Sprintf("node %s is not in %s, which lists %s: if that is this node, list it by its Node name %s, as `oc get nodes` shows it (vipctl nodes --from-cluster writes the list with those names)", node, what, m, node)
 	}
+	names = slices.Sorted(slices.Values(names))
 	const shown = 5
 	list := strings.Join(names, ", ")
 	if len(names) > shown {
