@@ -27,15 +27,17 @@ func NewRenderCommand(streams IOStreams) *cobra.Command {
 		Use:   "render -f FILE -o DIR [--nodes NODES.yaml]",
 		Short: "Render MachineConfigs, static pods and per-node keepalived/haproxy configs",
 		Long: `Writes DIR/machineconfigs/*.yaml, ready for oc apply -f, and with --nodes
-(the output of oc get nodes -o yaml) DIR/nodes/<node>/etc/... with exactly the
-files the runtimecfg sidecar would write on that node. DIR is replaced as a
-whole and atomically: on any error it is left as it was.
+(a NodeList: vipctl nodes, or oc get nodes -o yaml) DIR/nodes/<node>/etc/...
+with exactly the files the runtimecfg sidecar would write on that node; the
+control-plane MachineConfig then carries the control-plane nodes, so their
+API VIP comes up before the API does. DIR is replaced as a whole and
+atomically: on any error it is left as it was.
 
 The MachineConfigs carry the Ignition spec that --openshift-release (default
 spec.openshiftRelease, itself 4.14 by default) parses, which every later
 release parses too.`,
 		Example: `  vipctl render -f cluster.yaml -o out/
-  oc get nodes -o yaml > nodes.yaml
+  vipctl nodes --install-config install-config.yaml > nodes.yaml
   vipctl render -f cluster.yaml -o out/ --nodes nodes.yaml --interface br-ex
   vipctl render -f cluster.yaml -o out/ --openshift-release 4.19`,
 		Args: cobra.NoArgs,
@@ -78,7 +80,7 @@ release parses too.`,
 	f := cmd.Flags()
 	f.StringVarP(&o.file, "file", "f", "", "ClusterVIPs file")
 	f.StringVarP(&o.out, "output-dir", "o", "", "output directory (replaced atomically)")
-	f.StringVar(&o.nodes, "nodes", "", "NodeList (oc get nodes -o yaml) to render each node's files")
+	f.StringVar(&o.nodes, "nodes", "", "NodeList (vipctl nodes, oc get nodes -o yaml) to render each node's files")
 	f.StringVar(&o.iface, "interface", "", "VRRP interface for nodes without a vipctl.io/interface annotation (default spec.vrrp.interface)")
 	f.StringVar(&o.release, "openshift-release", "", "oldest OpenShift release (major.minor) the MachineConfigs must work on (default spec.openshiftRelease)")
 	_ = cmd.MarkFlagRequired("file")

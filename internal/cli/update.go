@@ -109,7 +109,7 @@ edit concerns change, comments and layout stay). Nothing is written with
 	f.StringVarP(&file, "file", "f", "", "ClusterVIPs file")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default $KUBECONFIG, ~/.kube/config, then in-cluster)")
 	f.StringVar(&namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap")
-	f.StringVar(&nodes, "nodes", "", "NodeList (oc get nodes -o yaml) rewritten MachineConfigs ship as the bootstrap node list (default: the live cluster's Nodes)")
+	f.StringVar(&nodes, "nodes", "", "NodeList (vipctl nodes, oc get nodes -o yaml) whose control-plane nodes rewritten MachineConfigs ship as the bootstrap node list (default: the live cluster's Nodes)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan, change nothing")
 	f.BoolVar(&force, "force", false, "release addresses the edit takes from Services")
 	f.StringArrayVar(&add, "add-pool", nil, "add a pool: NAME=CIDR|RANGE[,...]")
