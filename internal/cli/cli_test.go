@@ -68,6 +68,12 @@ func TestCLIGolden(t *testing.T) {
 		{"preflight-invalid", []string{"preflight", "-f", repo("testdata/invalid-cluster.yaml")}, 1},
 		// Fails before anything is written, so the directory is never made.
 		{"render-unsupported-release", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", "never-written", "--openshift-release", "4.12"}, 1},
+		{"nodes-install-config", []string{"nodes", "--install-config", repo("examples/installer/install-config.yaml")}, 0},
+		{"nodes-agent-config-json", []string{"nodes", "--install-config", repo("examples/installer/agent-install-config.yaml"), "--agent-config", repo("examples/installer/agent-config.yaml"), "-o", "json"}, 0},
+		{"nodes-dhcp-hosts", []string{"nodes", "--install-config", repo("testdata/bad-input/install-config-dhcp.yaml")}, 1},
+		{"nodes-agent-config-alone", []string{"nodes", "--agent-config", repo("examples/installer/agent-config.yaml")}, 1},
+		{"nodes-no-source", []string{"nodes"}, 1},
+		{"render-newer-release", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", "never-written", "--openshift-release", "4.23"}, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

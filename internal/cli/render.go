@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -33,17 +32,19 @@ func NewRenderCommand(streams IOStreams) *cobra.Command {
 		Use:   "render -f FILE --out-dir DIR [--nodes NODES.yaml]",
 		Short: "Render MachineConfigs, static pods and per-node keepalived/haproxy configs",
 		Long: `Writes DIR/machineconfigs/*.yaml and DIR/manifests/vipctl.yaml, ready for
-oc apply -f, and with --nodes (the output of oc get nodes -o yaml)
-DIR/nodes/<node>/... with exactly the files the runtimecfg sidecar would
-write on that node, at their paths on the node. DIR is replaced as a whole
-and atomically: on any error it is left as it was. (-o, the old name of
---out-dir, works for one more release, with a warning.)
+oc apply -f, and with --nodes (a NodeList: vipctl nodes, or oc get nodes -o
+yaml) DIR/nodes/<node>/... with exactly the files the runtimecfg sidecar
+would write on that node, at their paths on the node; the control-plane
+MachineConfig then carries the control-plane nodes, so their API VIP comes
+up before the API does. DIR is replaced as a whole and atomically: on any
+error it is left as it was. (-o, the old name of --out-dir, works for one
+more release, with a warning.)
 
 The MachineConfigs carry the Ignition spec that --openshift-release (default
 spec.openshiftRelease, itself 4.14 by default) parses, which every later
 release parses too.`,
 		Example: `  vipctl render -f cluster.yaml --out-dir out/
-  oc get nodes -o yaml > nodes.yaml
+  vipctl nodes --install-config install-config.yaml > nodes.yaml
   vipctl render -f cluster.yaml --out-dir out/ --nodes nodes.yaml --interface br-ex
   vipctl render -f cluster.yaml --out-dir out/ --openshift-release 4.19`,
 		Args: cobra.NoArgs,
@@ -69,12 +70,11 @@ release parses too.`,
 				if iface == "" {
 					iface = c.Spec.VRRP.Interface
 				}
-				if opts.Nodes, err = cluster.LoadNodeList(o.nodes, iface); err != nil {
+				list, err := cluster.LoadNodeListFile(o.nodes, iface)
+				if err != nil {
 					return fmt.Errorf("--nodes: %w", err)
 				}
-				if opts.NodesYAML, err = os.ReadFile(o.nodes); err != nil {
-					return fmt.Errorf("--nodes: %w", err)
-				}
+				opts.Nodes, opts.BootstrapNodes = list.Nodes, list.Objects
 			}
 			files, err := bundle.Build(c, opts)
 			if err != nil {
@@ -93,7 +93,7 @@ release parses too.`,
 	f.StringVar(&o.out, "out-dir", "", "output directory (replaced atomically)")
 	f.StringVarP(&o.outDeprecated, "output-dir", "o", "", "deprecated: use --out-dir")
 	_ = f.MarkHidden("output-dir")
-	f.StringVar(&o.nodes, "nodes", "", "NodeList (oc get nodes -o yaml) to render each node's files")
+	f.StringVar(&o.nodes, "nodes", "", "NodeList (vipctl nodes, oc get nodes -o yaml) to render each node's files")
 	f.StringVar(&o.iface, "interface", "", "VRRP interface for nodes without a vipctl.io/interface annotation (default spec.vrrp.interface)")
 	f.StringVar(&o.release, "openshift-release", "", "oldest OpenShift release (major.minor) the MachineConfigs must work on (default spec.openshiftRelease)")
 	_ = cmd.MarkFlagRequired("file")

@@ -3,9 +3,9 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -89,14 +89,13 @@ edit concerns change, comments and layout stay). Nothing is written with
 			if err != nil {
 				return err
 			}
-			var bootstrap []byte
+			var bootstrap []corev1.Node
 			if nodes != "" {
-				if _, err := cluster.LoadNodeList(nodes, req.Config.Spec.VRRP.Interface); err != nil {
+				list, err := cluster.LoadNodeListFile(nodes, req.Config.Spec.VRRP.Interface)
+				if err != nil {
 					return fmt.Errorf("--nodes: %w", err)
 				}
-				if bootstrap, err = os.ReadFile(nodes); err != nil {
-					return fmt.Errorf("--nodes: %w", err)
-				}
+				bootstrap = list.Objects
 			}
 			cl, err := connect(kubeconfig, namespace)
 			if err != nil {
@@ -118,7 +117,7 @@ edit concerns change, comments and layout stay). Nothing is written with
 	f.StringVarP(&file, "file", "f", "", "ClusterVIPs file")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default $KUBECONFIG, ~/.kube/config, then in-cluster)")
 	f.StringVar(&namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap")
-	f.StringVar(&nodes, "nodes", "", "NodeList (oc get nodes -o yaml) rewritten MachineConfigs ship as the bootstrap node list (default: the live cluster's Nodes)")
+	f.StringVar(&nodes, "nodes", "", "NodeList (vipctl nodes, oc get nodes -o yaml) whose control-plane nodes rewritten MachineConfigs ship as the bootstrap node list (default: the live cluster's Nodes)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan, change nothing")
 	f.BoolVar(&force, "force", false, "release addresses the edit takes from Services; write MachineConfigs the cluster's release cannot parse")
 	f.StringArrayVar(&add, "add-pool", nil, "add a pool: NAME=CIDR|RANGE[,...]")

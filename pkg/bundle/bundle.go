@@ -4,12 +4,14 @@
 package bundle
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
@@ -21,9 +23,13 @@ import (
 	"github.com/vipctl/vipctl/pkg/vrid"
 )
 
+// ControlPlaneRole is the role (MachineConfigPool) of the control-plane
+// nodes: they hold the API VIP and run haproxy.
+const ControlPlaneRole = "master"
+
 // Roles that get a MachineConfig. Workers run keepalived too: ingress and
 // service-pool VIPs live there.
-var Roles = []string{"master", "worker"}
+var Roles = []string{ControlPlaneRole, "worker"}
 
 // MachineConfigName is the object name for a role; the 50- prefix orders it
 // after the MCO's own 00-/01- configs and before users' 99- overrides.
@@ -35,11 +41,15 @@ const ManifestsPath = "manifests/vipctl.yaml"
 
 // Options are the optional inputs of Build.
 type Options struct {
-	// Nodes, when set, adds DIR/nodes/<name>/... and ships the list to
-	// the nodes so `runtimecfg --once` can render peers with no API.
+	// Nodes, when set, adds DIR/nodes/<name>/....
 	Nodes []cluster.Node
-	// NodesYAML is the NodeList file Nodes came from, shipped verbatim.
-	NodesYAML []byte
+	// BootstrapNodes are Node objects (the --nodes file's, or the live
+	// cluster's). Their control-plane nodes, with only what rendering
+	// reads (cluster.BootstrapNodeList), ship in the control-plane
+	// MachineConfig, so `runtimecfg --once` can bring the API VIP up with
+	// its peers before the API answers. Each must be one rendering
+	// accepts (cluster.SlimNodes leaves out the others).
+	BootstrapNodes []corev1.Node
 	// State previews live state (allocated pool addresses, router
 	// placement); its Nodes are replaced by Nodes.
 	State cluster.State
@@ -70,11 +80,15 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spec.openshiftRelease: %w", err)
 	}
+	bootstrap, err := bootstrapNodeList(o.BootstrapNodes)
+	if err != nil {
+		return nil, err
+	}
 	var out []File
 	for _, role := range Roles {
 		files := []render.File{{Path: render.ClusterConfigPath, Mode: 0o644, Data: clusterYAML}}
-		if len(o.NodesYAML) > 0 {
-			files = append(files, render.File{Path: render.BootstrapNodesPath, Mode: 0o644, Data: o.NodesYAML})
+		if role == ControlPlaneRole && bootstrap != nil {
+			files = append(files, render.File{Path: render.BootstrapNodesPath, Mode: 0o644, Data: bootstrap})
 		}
 		scripts, err := render.ScriptFiles()
 		if err != nil {
@@ -134,4 +148,18 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// bootstrapNodeList is what the control-plane MachineConfig ships as
+// render.BootstrapNodesPath; nil for none, or when no node is a
+// control-plane node.
+func bootstrapNodeList(items []corev1.Node) ([]byte, error) {
+	data, skipped, err := cluster.BootstrapNodeList(items)
+	if err != nil {
+		return nil, err
+	}
+	if len(skipped) > 0 {
+		return nil, fmt.Errorf("bootstrap node list: %w", errors.Join(skipped...))
+	}
+	return data, nil
 }

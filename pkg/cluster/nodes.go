@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -66,12 +69,7 @@ func NodeFromKubernetes(n *corev1.Node, defaultInterface string) (Node, error) {
 		out.Interface = iface
 	}
 	_, out.ExcludeServices = n.Labels[ExcludeLBLabel]
-	for l := range n.Labels {
-		role, ok := strings.CutPrefix(l, roleLabelPrefix)
-		if ok && (role == "master" || role == "control-plane") {
-			out.ControlPlane = true
-		}
-	}
+	out.ControlPlane = IsControlPlane(n.Labels)
 	for _, want := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP} {
 		for _, a := range n.Status.Addresses {
 			if a.Type != want {
@@ -100,14 +98,13 @@ func boundValue(s string) string {
 	return s[:limit] + "…"
 }
 
-// BootstrapNodeList is the bootstrap node list (render.BootstrapNodesPath)
-// for live Nodes, as `vipctl update` ships it when it rewrites the
-// MachineConfigs: only what rendering reads (name, labels, the interface
-// annotation, addresses), sorted by name. A Node rendering would refuse
-// (no address yet) is left out and named in skipped: one registering
-// Node must not make every node's init container fail.
-func BootstrapNodeList(items []corev1.Node) (data []byte, skipped []error, err error) {
-	list := corev1.NodeList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "NodeList"}}
+// SlimNodes keeps of items only what rendering reads (name, labels, the
+// interface annotation, addresses), sorted by name: a real Node carries
+// 20 KB and more (cached images, conditions, OVN and MCO annotations) that
+// no vipctl code reads. A Node rendering would refuse (no address yet) is
+// left out and named in skipped: one registering Node must not make every
+// node's init container fail.
+func SlimNodes(items []corev1.Node) (slim []corev1.Node, skipped []error) {
 	for i := range items {
 		n := &items[i]
 		if _, err := NodeFromKubernetes(n, ""); err != nil {
@@ -118,51 +115,177 @@ func BootstrapNodeList(items []corev1.Node) (data []byte, skipped []error, err e
 		if iface := n.Annotations[InterfaceAnnotation]; iface != "" {
 			out.Annotations = map[string]string{InterfaceAnnotation: iface}
 		}
-		list.Items = append(list.Items, out)
+		slim = append(slim, out)
 	}
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
-	data, err = yaml.Marshal(list)
+	sort.Slice(slim, func(i, j int) bool { return slim[i].Name < slim[j].Name })
+	return slim, skipped
+}
+
+// SlimNodeList is a NodeList file with only the fields SlimNodes keeps:
+// corev1.Node would also write its empty spec, nodeInfo and
+// daemonEndpoints, a third of every entry.
+type SlimNodeList struct {
+	APIVersion string     `json:"apiVersion"`
+	Kind       string     `json:"kind"`
+	Items      []SlimNode `json:"items"`
+}
+
+// SlimNode is one Node of a SlimNodeList.
+type SlimNode struct {
+	Metadata struct {
+		Name        string            `json:"name"`
+		Labels      map[string]string `json:"labels,omitempty"`
+		Annotations map[string]string `json:"annotations,omitempty"`
+	} `json:"metadata"`
+	Status struct {
+		Addresses []corev1.NodeAddress `json:"addresses"`
+	} `json:"status"`
+}
+
+// NewSlimNodeList is nodes as a NodeList file that ParseNodeList reads,
+// with the fields SlimNodes keeps and nothing else.
+func NewSlimNodeList(nodes []corev1.Node) SlimNodeList {
+	f := SlimNodeList{APIVersion: "v1", Kind: "NodeList", Items: make([]SlimNode, len(nodes))}
+	for i, n := range nodes {
+		it := &f.Items[i]
+		it.Metadata.Name, it.Metadata.Labels, it.Metadata.Annotations = n.Name, n.Labels, n.Annotations
+		it.Status.Addresses = n.Status.Addresses
+	}
+	return f
+}
+
+// MarshalNodeList is NewSlimNodeList in YAML.
+func MarshalNodeList(nodes []corev1.Node) ([]byte, error) {
+	return yaml.Marshal(NewSlimNodeList(nodes))
+}
+
+// BootstrapNodeList is the bootstrap node list (render.BootstrapNodesPath)
+// that `vipctl render --nodes` and `vipctl update` ship to the
+// control-plane nodes: the control-plane Nodes of items, slim (SlimNodes).
+// Before the API answers only the API VIP matters, and only control-plane
+// nodes hold it; every other VIP, and every worker, waits for the API
+// anyway. So the list stays a few KiB however many workers a cluster has,
+// where the 2000 nodes of a large cluster would not fit in a MachineConfig
+// (docs/render.md, "The bootstrap node list"). data is nil when no
+// control-plane Node can be listed.
+func BootstrapNodeList(items []corev1.Node) (data []byte, skipped []error, err error) {
+	slim, skipped := SlimNodes(items)
+	var cp []corev1.Node
+	for _, n := range slim {
+		if IsControlPlane(n.Labels) {
+			cp = append(cp, n)
+		}
+	}
+	if len(cp) == 0 {
+		return nil, skipped, nil
+	}
+	data, err = MarshalNodeList(cp)
 	return data, skipped, err
 }
 
+// RoleLabel is the label that gives a Node a role (master,
+// control-plane, worker).
+func RoleLabel(role string) string { return roleLabelPrefix + role }
+
+// IsControlPlane tells whether a Node's labels give it a control-plane
+// role (node-role.kubernetes.io/master or /control-plane).
+func IsControlPlane(labels map[string]string) bool {
+	for l := range labels {
+		role, ok := strings.CutPrefix(l, roleLabelPrefix)
+		if ok && (role == "master" || role == "control-plane") {
+			return true
+		}
+	}
+	return false
+}
+
+// NodeListExample is the shape a node list file must have, for error
+// messages.
+const NodeListExample = `apiVersion: v1
+kind: NodeList
+items:
+- metadata:
+    name: master-0.ocp4.example.com
+    labels: {node-role.kubernetes.io/master: ""}
+  status:
+    addresses: [{type: InternalIP, address: 198.51.100.11}]`
+
 // LoadNodeList reads `oc get nodes -o yaml` output (a v1 List or NodeList).
 func LoadNodeList(path, defaultInterface string) ([]Node, error) {
+	f, err := LoadNodeListFile(path, defaultInterface)
+	return f.Nodes, err
+}
+
+// NodeListFile is a NodeList file read once: its Node objects (what
+// `render --nodes` ships the bootstrap node list from) and what rendering
+// needs of each.
+type NodeListFile struct {
+	Objects []corev1.Node
+	Nodes   []Node
+}
+
+// LoadNodeListFile reads a NodeList file (`oc get nodes -o yaml`, `vipctl
+// nodes`); 2000 real Nodes are 30 MB of YAML, read only once.
+func LoadNodeListFile(path, defaultInterface string) (NodeListFile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return NodeListFile{}, err
 	}
-	return ParseNodeList(path, data, defaultInterface)
+	return parseNodeListFile(path, data, defaultInterface)
 }
 
 // ParseNodeList is LoadNodeList without the file; name says where data
 // came from in errors.
 func ParseNodeList(path string, data []byte, defaultInterface string) ([]Node, error) {
-	js, err := yaml.YAMLToJSON(data)
+	f, err := parseNodeListFile(path, data, defaultInterface)
+	return f.Nodes, err
+}
+
+func parseNodeListFile(path string, data []byte, defaultInterface string) (NodeListFile, error) {
+	items, err := DecodeNodeList(path, data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: not valid YAML: %w", path, err)
+		return NodeListFile{}, err
 	}
-	var list corev1.NodeList
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &list); err != nil {
-		return nil, fmt.Errorf("%s: not a NodeList: %w", path, err)
-	}
-	if list.Kind != "List" && list.Kind != "NodeList" {
-		return nil, fmt.Errorf("%s: kind %q: want a NodeList (oc get nodes -o yaml)", path, list.Kind)
-	}
-	nodes := make([]Node, 0, len(list.Items))
+	nodes := make([]Node, 0, len(items))
 	seen := map[string]bool{}
-	for i := range list.Items {
-		n, err := NodeFromKubernetes(&list.Items[i], defaultInterface)
+	for i := range items {
+		n, err := NodeFromKubernetes(&items[i], defaultInterface)
 		if err != nil {
-			return nil, fmt.Errorf("%s: items[%d]: %w", path, i, err)
+			return NodeListFile{}, fmt.Errorf("%s: items[%d]: %w", path, i, err)
 		}
 		if seen[n.Name] {
-			return nil, fmt.Errorf("%s: items[%d]: node %s listed twice", path, i, n.Name)
+			return NodeListFile{}, fmt.Errorf("%s: items[%d]: node %s listed twice", path, i, n.Name)
 		}
 		seen[n.Name] = true
 		nodes = append(nodes, n)
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	return nodes, nil
+	if items == nil {
+		items = []corev1.Node{}
+	}
+	return NodeListFile{Objects: items, Nodes: nodes}, nil
+}
+
+// DecodeNodeList reads the Node objects of a NodeList file (a v1 List or
+// NodeList); path says where data came from in errors.
+func DecodeNodeList(path string, data []byte) ([]corev1.Node, error) {
+	js := data
+	// `oc get nodes -o json` is read as it is: the YAML parser takes
+	// seconds over the 40 MB of 2000 real Nodes.
+	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(data) {
+		var err error
+		if js, err = yaml.YAMLToJSON(data); err != nil {
+			return nil, fmt.Errorf("%s: not valid YAML: %w", path, err)
+		}
+	}
+	var list corev1.NodeList
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &list); err != nil {
+		return nil, fmt.Errorf("%s: not a NodeList: %w; want, as `oc get nodes -o yaml` or `vipctl nodes` write it:\n%s", path, err, NodeListExample)
+	}
+	if list.Kind != "List" && list.Kind != "NodeList" {
+		return nil, fmt.Errorf("%s: kind %q: want a NodeList, as `oc get nodes -o yaml` or `vipctl nodes` write it:\n%s", path, list.Kind, NodeListExample)
+	}
+	return list.Items, nil
 }
 
 // Addresses are the nodes' own addresses, for v1alpha1.ValidateNodes and
@@ -188,4 +311,61 @@ func Matches(selector, labels map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// WithBootstrapNodes is a last-good view's nodes under a newer bootstrap
+// node list (a MachineConfig rewritten since the view was saved). The list
+// speaks for the control plane, the only nodes BootstrapNodeList names: the
+// view's control-plane nodes give way to it, and its other nodes stay,
+// since no list names them any more. A node in both is taken from the list.
+func WithBootstrapNodes(view, list []Node) []Node {
+	out := append([]Node{}, list...)
+	listed := make(map[string]bool, len(list))
+	for _, n := range list {
+		listed[n.Name] = true
+	}
+	for _, n := range view {
+		if !n.ControlPlane && !listed[n.Name] {
+			out = append(out, n)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// NameMismatch is the listed name that probably names the same host as
+// name under another spelling, a fully qualified name against a short one
+// (master-0.ocp4.example.com, master-0) or another case; "" when none. A
+// Node's name is its hostname as the kubelet found it, which need not be
+// the name an installer's host list or an administrator wrote down.
+func NameMismatch(name string, listed []string) string {
+	short := func(s string) string {
+		first, _, _ := strings.Cut(strings.ToLower(strings.TrimSuffix(s, ".")), ".")
+		return first
+	}
+	for _, l := range listed {
+		if l != name && short(l) == short(name) {
+			return l
+		}
+	}
+	return ""
+}
+
+// NotListed explains why node is missing from a node list (names, read
+// from what) and what follows: the name that probably means it (an FQDN
+// against a short name) before anything else.
+func NotListed(node, what string, names []string) string {
+	if m := NameMismatch(node, names); m != "" {
+		return fmt.Sprintf("node %s is not in %s, which lists %s: if that is this node, list it by its Node name %s, as `oc get nodes` shows it (vipctl nodes --from-cluster writes the list with those names)", node, what, m, node)
+	}
+	names = slices.Sorted(slices.Values(names))
+	const shown = 5
+	list := strings.Join(names, ", ")
+	if len(names) > shown {
+		list = strings.Join(names[:shown], ", ") + fmt.Sprintf(" and %d more", len(names)-shown)
+	}
+	if list == "" {
+		list = "no node"
+	}
+	return fmt.Sprintf("node %s is not in %s (%s): a node added after the list was written, or one listed under another name", node, what, list)
 }

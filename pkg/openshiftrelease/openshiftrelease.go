@@ -102,10 +102,18 @@ func Parse(s string) (Release, error) {
 		return Release{}, fmt.Errorf("want major.minor without a patch level, such as %s", Default())
 	}
 	if _, ok := r.IgnitionSpec(); !ok {
+		if newest := Newest(); newest.Less(r) {
+			// The target is the oldest release the MachineConfigs must
+			// work on, and a newer MCO translates older specs up.
+			return Release{}, fmt.Errorf("OpenShift %s is newer than this vipctl knows: target %s, the newest it supports, whose MachineConfigs later releases accept too", r, newest)
+		}
 		return Release{}, fmt.Errorf("OpenShift %s is not supported; supported: %s", r, supportedList())
 	}
 	return r, nil
 }
+
+// Newest is the newest supported release.
+func Newest() Release { return supported[len(supported)-1].release }
 
 // FromVersion reads the minor release of a full version as ClusterVersion
 // reports it ("4.16.12", "4.19.0-rc.2", "4.17.0-0.okd-2024-10-20-023245"),

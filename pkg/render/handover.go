@@ -1,7 +1,6 @@
 package render
 
 import (
-	"fmt"
 	"net/netip"
 	"slices"
 
@@ -61,7 +60,7 @@ type HandoverInstance struct {
 func (p *Plan) Handover(node string) (Handover, error) {
 	n, ok := p.nodes[node]
 	if !ok {
-		return Handover{}, fmt.Errorf("node %s is not in the node list", node)
+		return Handover{}, p.notListed(node)
 	}
 	h := Handover{Interface: n.Interface}
 	if h.Interface == "" {

@@ -140,7 +140,7 @@ type instanceView struct {
 func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 	n, ok := p.nodes[node]
 	if !ok {
-		return nil, fmt.Errorf("node %s is not in the node list", node)
+		return nil, p.notListed(node)
 	}
 	s := &p.c.Spec
 	v := &keepalivedView{Node: node, Cluster: p.c.Metadata.Name, RouterID: scriptSafe(node), ScriptUser: ScriptUser, Version: s.VRRP.Version,

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -485,4 +486,14 @@ func addressIn(n *cluster.Node, network netip.Prefix) (netip.Addr, bool) {
 // dual-stack VIP pair prefers the same node.
 func priority(key v1alpha1.InstanceKey, node string) int {
 	return minPriority + int(cluster.Hash([]byte(key), []byte(node))%priorityBuckets)
+}
+
+// notListed is the error for a node the plan does not know, naming the
+// listed node that is probably it under another spelling.
+func (p *Plan) notListed(node string) error {
+	names := make([]string, 0, len(p.state.Nodes))
+	for _, n := range p.state.Nodes {
+		names = append(names, n.Name)
+	}
+	return errors.New(cluster.NotListed(node, "the node list", names))
 }

@@ -94,8 +94,9 @@ type OnceResult struct {
 // BootInput chooses what --once renders from. The last-good view wins
 // when it is at least as new as the bootstrap node list; a newer bootstrap
 // list (a MachineConfig that `vipctl update` rewrote since) gives the
-// nodes, the last-good view still the Service addresses, routers and
-// day-2 pools it alone knows. The static file stays authoritative for the
+// control-plane nodes (cluster.WithBootstrapNodes), the last-good view
+// still the other nodes and the Service addresses, routers and day-2
+// pools it alone knows. The static file stays authoritative for the
 // rest of the config. Unreadable last-good data is ignored (it must never
 // keep keepalived from starting) and Warnings say so.
 func BootInput(o OnceOptions, static *v1alpha1.ClusterVIPs) (Input, error) {
@@ -134,15 +135,19 @@ func BootInput(o OnceOptions, static *v1alpha1.ClusterVIPs) (Input, error) {
 	in.Model = cluster.Compile(cfg)
 	if nerr == nil {
 		if fi, err := os.Stat(o.BootstrapNodes); lerr != nil || (err == nil && fi.ModTime().After(saved)) {
-			in.State.Nodes = nodes
+			in.State.Nodes = cluster.WithBootstrapNodes(in.State.Nodes, nodes)
 			in.From = o.BootstrapNodes
 		}
 	}
 	if in.From == "" {
-		return in, fmt.Errorf("%w: %w: %s (render with --nodes so the API VIP comes up before the API does)", ErrNoInstances, ErrNoBootstrapNodes, o.BootstrapNodes)
+		return in, fmt.Errorf("%w: %w: %s (the control-plane MachineConfig ships one when rendered with --nodes, so a control-plane node brings the API VIP up before the API answers; a worker renders from the API)", ErrNoInstances, ErrNoBootstrapNodes, o.BootstrapNodes)
 	}
 	if !slices.ContainsFunc(in.State.Nodes, func(n cluster.Node) bool { return n.Name == o.NodeName }) {
-		return in, fmt.Errorf("%w: %w: node %s is not in %s (a node added after render; its sidecar renders it from the API, and keeps a last-good view from then on)", ErrNoInstances, ErrNodeNotListed, o.NodeName, in.From)
+		names := make([]string, 0, len(in.State.Nodes))
+		for _, n := range in.State.Nodes {
+			names = append(names, n.Name)
+		}
+		return in, fmt.Errorf("%w: %w: %s; its sidecar renders it from the API, and keeps a last-good view from then on", ErrNoInstances, ErrNodeNotListed, cluster.NotListed(o.NodeName, in.From, names))
 	}
 	return in, nil
 }
@@ -158,7 +163,8 @@ var ErrNoInstances = errors.New("started without VRRP instances")
 var ErrNoBootstrapNodes = errors.New("no bootstrap node list")
 
 // ErrNodeNotListed says this node is in neither the bootstrap node list
-// nor the last-good view: it joined the cluster after both were written.
+// nor the last-good view: it joined the cluster after both were written,
+// or the list names it otherwise (cluster.NotListed says which).
 var ErrNodeNotListed = errors.New("node not in the node list")
 
 // placeholder writes a keepalived.conf without instances when there is

@@ -55,6 +55,28 @@ func TestOnceNodeNotListed(t *testing.T) {
 	}
 }
 
+// TestOnceNodeListedUnderAnotherName: the list names master-0 while the
+// Node (the kubelet's hostname) is master-0.ocp4.example.com, the usual
+// slip when a list is written from an installer's host names. The message
+// must point at that, not only at a node added after render.
+func TestOnceNodeListedUnderAnotherName(t *testing.T) {
+	const list = "../../examples/nodes/compact.yaml"
+	for _, tc := range []struct{ node, want string }{
+		{"master-0.ocp4.example.com", "started without VRRP instances: node not in the node list: node master-0.ocp4.example.com is not in " + list +
+			", which lists master-0: if that is this node, list it by its Node name master-0.ocp4.example.com, as `oc get nodes` shows it" +
+			" (vipctl nodes --from-cluster writes the list with those names); its sidecar renders it from the API, and keeps a last-good view from then on"},
+		{"master-3", "started without VRRP instances: node not in the node list: node master-3 is not in " + list +
+			" (master-0, master-1, master-2): a node added after the list was written, or one listed under another name;" +
+			" its sidecar renders it from the API, and keeps a last-good view from then on"},
+	} {
+		_, err := Once(t.Context(), OnceOptions{Target: host.Target{Root: nodeRoot(t)}, Config: "../../examples/compact-ipv4.yaml",
+			BootstrapNodes: list, NodeName: tc.node})
+		if !errors.Is(err, ErrNodeNotListed) || err.Error() != tc.want {
+			t.Errorf("%s:\ngot  %v\nwant %s", tc.node, err, tc.want)
+		}
+	}
+}
+
 // TestBootInputSources: --once starts from the newer of the bootstrap
 // node list and the last-good view, and takes the Service addresses,
 // routers and day-2 pools only the last-good view knows either way.
@@ -102,7 +124,8 @@ func TestBootInputSources(t *testing.T) {
 	}{
 		{name: "last-good newer", writtenBy: "master-0", node: "master-0", wantFrom: render.LastGoodPath, wantNodes: 4, wantVIPs: true},
 		{name: "node added after render", writtenBy: "worker-3", node: "worker-3", wantFrom: render.LastGoodPath, wantNodes: 4, wantVIPs: true},
-		{name: "bootstrap newer", bootstrapNewer: true, writtenBy: "master-0", node: "master-0", wantFrom: bootstrap, wantNodes: 3, wantVIPs: true},
+		// The list names the control plane only: the view's worker stays.
+		{name: "bootstrap newer", bootstrapNewer: true, writtenBy: "master-0", node: "master-0", wantFrom: bootstrap, wantNodes: 4, wantVIPs: true},
 		{name: "another node's view", writtenBy: "master-1", node: "master-0", wantFrom: bootstrap, wantNodes: 3,
 			wantWarning: "written by node master-1, not master-0"},
 		{name: "added node, no view yet", node: "worker-3", wantFrom: bootstrap, wantNodes: 3, wantErr: ErrNodeNotListed},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -177,8 +178,8 @@ func (c Cluster) release(ctx context.Context, o Orphan) error {
 
 // writeMachineConfigs creates or replaces the MachineConfigs `vipctl
 // render` would write for the desired config, with the bootstrap node list
-// nodes (nil: the live cluster's Nodes), as `render --nodes` ships it.
-func (c Cluster) writeMachineConfigs(ctx context.Context, desired *v1alpha1.ClusterVIPs, nodes []byte, out io.Writer) error {
+// of nodes (nil: the live cluster's Nodes), as `render --nodes` ships it.
+func (c Cluster) writeMachineConfigs(ctx context.Context, desired *v1alpha1.ClusterVIPs, nodes []corev1.Node, out io.Writer) error {
 	if c.Dynamic == nil {
 		return errors.New("static parts changed but no dynamic client to write MachineConfigs")
 	}
@@ -188,7 +189,7 @@ func (c Cluster) writeMachineConfigs(ctx context.Context, desired *v1alpha1.Clus
 			return err
 		}
 	}
-	files, err := bundle.Build(desired, bundle.Options{NodesYAML: nodes})
+	files, err := bundle.Build(desired, bundle.Options{BootstrapNodes: nodes})
 	if err != nil {
 		return err
 	}
@@ -217,25 +218,22 @@ func (c Cluster) writeMachineConfigs(ctx context.Context, desired *v1alpha1.Clus
 	return nil
 }
 
-// bootstrapNodes is the live cluster's bootstrap node list; nil, with a
-// warning, when there is no Node to list.
-func (c Cluster) bootstrapNodes(ctx context.Context, out io.Writer) ([]byte, error) {
+// bootstrapNodes are the live Nodes the bootstrap node list is cut from
+// (cluster.BootstrapNodeList), with a warning for each left out and when
+// none is a control-plane node.
+func (c Cluster) bootstrapNodes(ctx context.Context, out io.Writer) ([]corev1.Node, error) {
 	items, err := c.Nodes(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing Nodes for the bootstrap node list: %w", err)
 	}
-	data, skipped, err := cluster.BootstrapNodeList(items)
-	if err != nil {
-		return nil, err
-	}
+	slim, skipped := cluster.SlimNodes(items)
 	for _, e := range skipped {
 		_, _ = fmt.Fprintf(out, "warning: bootstrap node list: left out %v\n", e)
 	}
-	if len(items) == len(skipped) {
-		_, _ = fmt.Fprintln(out, "warning: no Node to list: the MachineConfigs carry no bootstrap node list, so a node's API VIP waits for the API after a reinstall (pass --nodes)")
-		return nil, nil
+	if !slices.ContainsFunc(slim, func(n corev1.Node) bool { return cluster.IsControlPlane(n.Labels) }) {
+		_, _ = fmt.Fprintln(out, "warning: no control-plane Node to list: the MachineConfigs carry no bootstrap node list, so a control-plane node's API VIP waits for the API after a reinstall (pass --nodes)")
 	}
-	return data, nil
+	return slim, nil
 }
 
 // Nodes lists every Node (status reads their vipctl.io/vips annotation).

@@ -42,7 +42,9 @@ func liveNode(name, addr string, labels map[string]string) *corev1.Node {
 // from the live cluster's Nodes (a Node without an address yet left out
 // and named) or from --nodes. Before, they shipped none: a node installed
 // after the update started keepalived without instances, and its API VIP
-// waited for the API.
+// waited for the API. Either way the list holds the control-plane nodes
+// only, with only what rendering reads, in the control-plane MachineConfig
+// only (docs/render.md, "The bootstrap node list").
 func TestApplyShipsTheBootstrapNodeList(t *testing.T) {
 	t.Parallel()
 	p, err := Compute(targeting(t, "4.14"), targeting(t, "4.19"), nil)
@@ -55,8 +57,17 @@ func TestApplyShipsTheBootstrapNodeList(t *testing.T) {
 		wantNodes []string
 		wantLog   string
 	}{
-		{name: "live Nodes", wantNodes: []string{"master-0", "worker-0"}, wantLog: "left out node worker-9: status.addresses has no InternalIP or ExternalIP"},
-		{name: "--nodes", override: []byte("apiVersion: v1\nkind: NodeList\nitems:\n- metadata: {name: master-5}\n  status: {addresses: [{type: InternalIP, address: 198.51.100.15}]}\n"), wantNodes: []string{"master-5"}},
+		{name: "live Nodes", wantNodes: []string{"master-0"}, wantLog: "left out node worker-9: status.addresses has no InternalIP or ExternalIP"},
+		{name: "--nodes", override: []byte(`apiVersion: v1
+kind: NodeList
+items:
+- metadata: {name: master-5, labels: {node-role.kubernetes.io/control-plane: ""}, annotations: {unrelated: x}}
+  status:
+    addresses: [{type: InternalIP, address: 198.51.100.15}]
+    images: [{names: ["quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:0123"], sizeBytes: 1000}]
+- metadata: {name: worker-5}
+  status: {addresses: [{type: InternalIP, address: 198.51.100.25}]}
+`), wantNodes: []string{"master-5"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kube := kubefake.NewClientset(
@@ -67,7 +78,11 @@ func TestApplyShipsTheBootstrapNodeList(t *testing.T) {
 			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 				map[schema.GroupVersionResource]string{machineconfig.GVR: "MachineConfigList"})
 			plan := *p
-			plan.BootstrapNodes = tc.override
+			if tc.override != nil {
+				if plan.BootstrapNodes, err = cluster.DecodeNodeList("--nodes", tc.override); err != nil {
+					t.Fatal(err)
+				}
+			}
 			var log bytes.Buffer
 			if err := (Cluster{Kube: kube, Dynamic: dyn, Namespace: "vipctl-system"}).Apply(context.Background(), &plan, nil, false, &log); err != nil {
 				t.Fatal(err)
@@ -75,24 +90,28 @@ func TestApplyShipsTheBootstrapNodeList(t *testing.T) {
 			if !strings.Contains(log.String(), tc.wantLog) {
 				t.Errorf("log %q, want %q", log.String(), tc.wantLog)
 			}
-			for _, mc := range []string{"50-vipctl-master", "50-vipctl-worker"} {
-				data, ok := shippedFile(t, dyn, mc, render.BootstrapNodesPath)
-				if !ok {
-					t.Fatalf("%s ships no %s", mc, render.BootstrapNodesPath)
-				}
-				nodes, err := cluster.ParseNodeList(render.BootstrapNodesPath, data, "br-ex")
-				if err != nil {
-					t.Fatalf("%s: %v\n%s", mc, err, data)
-				}
-				var names []string
-				for _, n := range nodes {
-					names = append(names, n.Name)
-				}
-				if strings.Join(names, ",") != strings.Join(tc.wantNodes, ",") {
-					t.Errorf("%s: bootstrap nodes %v, want %v", mc, names, tc.wantNodes)
-				}
-				if bytes.Contains(data, []byte("unrelated")) {
-					t.Errorf("%s: the list carries annotations rendering never reads:\n%s", mc, data)
+			if _, ok := shippedFile(t, dyn, "50-vipctl-worker", render.BootstrapNodesPath); ok {
+				t.Errorf("50-vipctl-worker ships %s: no worker reads it", render.BootstrapNodesPath)
+			}
+			const mc = "50-vipctl-master"
+			data, ok := shippedFile(t, dyn, mc, render.BootstrapNodesPath)
+			if !ok {
+				t.Fatalf("%s ships no %s", mc, render.BootstrapNodesPath)
+			}
+			nodes, err := cluster.ParseNodeList(render.BootstrapNodesPath, data, "br-ex")
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", mc, err, data)
+			}
+			var names []string
+			for _, n := range nodes {
+				names = append(names, n.Name)
+			}
+			if strings.Join(names, ",") != strings.Join(tc.wantNodes, ",") {
+				t.Errorf("%s: bootstrap nodes %v, want %v", mc, names, tc.wantNodes)
+			}
+			for _, unread := range []string{"unrelated", "images", "sha256"} {
+				if bytes.Contains(data, []byte(unread)) {
+					t.Errorf("%s: the list carries %q, which rendering never reads:\n%s", mc, unread, data)
 				}
 			}
 		})

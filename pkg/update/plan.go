@@ -89,12 +89,12 @@ type Plan struct {
 	// Desired is the config that would be written, with every pool
 	// instance's VRRP ID pinned so later edits never renumber it.
 	Desired *v1alpha1.ClusterVIPs `json:"-"`
-	// BootstrapNodes is the NodeList the rewritten MachineConfigs ship as
-	// the bootstrap node list (`vipctl update --nodes`); nil ships the
-	// live cluster's Nodes. Without one, a node installed or wiped after
+	// BootstrapNodes are the Nodes the rewritten MachineConfigs ship the
+	// bootstrap node list from (`vipctl update --nodes`); nil ships the
+	// live cluster's. Without one, a node installed or wiped after
 	// the update starts keepalived without instances and its API VIP
 	// waits for the API.
-	BootstrapNodes []byte `json:"-"`
+	BootstrapNodes []corev1.Node `json:"-"`
 }
 
 // Empty tells whether nothing would change.

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 )
 
@@ -49,7 +51,7 @@ type RunOptions struct {
 	Log io.Writer
 	// BootstrapNodes overrides the live Nodes as the bootstrap node list
 	// of rewritten MachineConfigs (Plan.BootstrapNodes).
-	BootstrapNodes []byte
+	BootstrapNodes []corev1.Node
 }
 
 // Run is one `vipctl update`: plan against the live config, Services and

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	yamlv3 "go.yaml.in/yaml/v3"
 	kjson "sigs.k8s.io/json"
@@ -60,10 +62,11 @@ func (e *ValidationError) Error() string {
 // Decode only decodes: unknown and duplicate fields are errors naming their
 // path, so a misspelt option never silently falls back to its default.
 func Decode(data []byte) (*ClusterVIPs, error) {
-	if err := singleDocument(data); err != nil {
+	doc, err := singleDocument(data)
+	if err != nil {
 		return nil, err
 	}
-	js, err := yaml.YAMLToJSONStrict(data)
+	js, err := yaml.YAMLToJSONStrict(releaseAsWritten(doc, data))
 	if err != nil {
 		return nil, fmt.Errorf("not valid YAML: %w", err)
 	}
@@ -91,24 +94,84 @@ func Decode(data []byte) (*ClusterVIPs, error) {
 
 // singleDocument refuses a second YAML document: the JSON conversion reads
 // only the first, so anything after a "---" (a second ClusterVIPs, a pool
-// pasted below the marker) would be silently ignored.
-func singleDocument(data []byte) error {
+// pasted below the marker) would be silently ignored. It returns the one
+// document's node tree (nil for an empty file).
+func singleDocument(data []byte) (*yamlv3.Node, error) {
 	dec := yamlv3.NewDecoder(bytes.NewReader(data))
 	var doc yamlv3.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil // empty: the field errors say what is missing
+			return nil, nil // empty: the field errors say what is missing
 		}
-		return fmt.Errorf("not valid YAML: %w", err)
+		return nil, fmt.Errorf("not valid YAML: %w", err)
 	}
 	var next yamlv3.Node
 	switch err := dec.Decode(&next); {
 	case errors.Is(err, io.EOF):
-		return nil
+		return &doc, nil
 	case err != nil:
-		return fmt.Errorf("not valid YAML: %w", err)
+		return nil, fmt.Errorf("not valid YAML: %w", err)
 	}
-	return fmt.Errorf("line %d: a second YAML document; the file must hold exactly one ClusterVIPs", next.Line)
+	return nil, fmt.Errorf("line %d: a second YAML document; the file must hold exactly one ClusterVIPs", next.Line)
+}
+
+// releaseAsWritten quotes an unquoted spec.openshiftRelease in place.
+// YAML reads `openshiftRelease: 4.20` as the number 4.2, which names
+// another release; the text as written is the release meant, and the
+// node tree still has it. Quoting it where it stands keeps every line
+// number of later errors right. Anything else (a quoted value, an alias, a
+// scalar whose text is not found where the parser says) is left as it is.
+func releaseAsWritten(doc *yamlv3.Node, data []byte) []byte {
+	v := mappingValue(mappingValue(doc, "spec"), "openshiftRelease")
+	if v == nil || v.Kind != yamlv3.ScalarNode || v.Style != 0 || (v.Tag != "!!float" && v.Tag != "!!int") {
+		return data
+	}
+	off := offset(data, v.Line, v.Column)
+	if off < 0 || !bytes.HasPrefix(data[off:], []byte(v.Value)) {
+		return data
+	}
+	out := make([]byte, 0, len(data)+2)
+	out = append(out, data[:off]...)
+	out = strconv.AppendQuote(out, v.Value)
+	return append(out, data[off+len(v.Value):]...)
+}
+
+// mappingValue is the value of key in a mapping node (or a document whose
+// root is one); nil when there is none.
+func mappingValue(n *yamlv3.Node, key string) *yamlv3.Node {
+	if n != nil && n.Kind == yamlv3.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	if n == nil || n.Kind != yamlv3.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// offset is the byte offset of a 1-based line and column (in characters,
+// as the YAML parser counts them); -1 when data has no such place.
+func offset(data []byte, line, column int) int {
+	off := 0
+	for l := 1; l < line; l++ {
+		i := bytes.IndexByte(data[off:], '\n')
+		if i < 0 {
+			return -1
+		}
+		off += i + 1
+	}
+	for c := 1; c < column; c++ {
+		if off >= len(data) || data[off] == '\n' {
+			return -1
+		}
+		_, size := utf8.DecodeRune(data[off:])
+		off += size
+	}
+	return off
 }
 
 // explicitZeros refuses a 0 written where 0 means "use the default":

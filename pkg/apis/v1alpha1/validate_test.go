@@ -237,8 +237,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name: "OpenShift release not known yet",
-			edit: replace("  servicePools:", "  openshiftRelease: \"5.0\"\n  servicePools:"),
-			want: []string{`spec.openshiftRelease: Invalid value: "5.0": OpenShift 5.0 is not supported; supported: 4.14,`},
+			edit: replace("  servicePools:", "  openshiftRelease: \"4.23\"\n  servicePools:"),
+			want: []string{`spec.openshiftRelease: Invalid value: "4.23": OpenShift 4.23 is newer than this vipctl knows: target 4.22, the newest it supports, whose MachineConfigs later releases accept too`},
 		},
 		{
 			name: "OpenShift release with a patch level",
@@ -246,10 +246,10 @@ func TestParseErrors(t *testing.T) {
 			want: []string{`spec.openshiftRelease: Invalid value: "4.16.3": want major.minor without a patch level, such as 4.14`},
 		},
 		{
-			// Unquoted, 4.20 would read as 4.2: refused, never guessed.
-			name: "OpenShift release read as a number by YAML",
-			edit: replace("  servicePools:", "  openshiftRelease: 4.20\n  servicePools:"),
-			want: []string{`spec.openshiftRelease of type string`},
+			// Unquoted, as written: 4.2 is not 4.20 (TestReleaseAsWritten).
+			name: "OpenShift release unquoted",
+			edit: replace("  servicePools:", "  openshiftRelease: 4.2\n  servicePools:"),
+			want: []string{`spec.openshiftRelease: Invalid value: "4.2": OpenShift 4.2 is not supported; supported: 4.14, 4.15, 4.16, 4.17, 4.18, 4.19, 4.20, 4.21, 4.22`},
 		},
 		{
 			name: "a second YAML document is refused, not ignored",
@@ -404,5 +404,50 @@ func TestAnchors(t *testing.T) {
 	}
 	if got := (&ServicePool{Instances: 2, Addresses: []string{"198.51.100.128/26"}}).Anchors(false); got != nil {
 		t.Errorf("IPv6 anchors of an IPv4 pool: %v", got)
+	}
+}
+
+// TestReleaseAsWritten: YAML reads an unquoted `openshiftRelease: 4.20` as
+// the number 4.2. The release is taken as written, in every form the
+// field can be written in, and an error later in the file still names its
+// own line.
+func TestReleaseAsWritten(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct{ line, want string }{
+		"plain 4.20":  {"  openshiftRelease: 4.20\n", "4.20"},
+		"plain 4.19":  {"  openshiftRelease: 4.19\n", "4.19"},
+		"comment":     {"  openshiftRelease: 4.20   # the oldest cluster\n", "4.20"},
+		"quoted":      {"  openshiftRelease: \"4.20\"\n", "4.20"},
+		"single":      {"  openshiftRelease: '4.20'\n", "4.20"},
+		"after UTF-8": {"  # réseau\n  openshiftRelease: 4.20\n", "4.20"},
+		"int":         {"  openshiftRelease: 4\n", ""},
+	} {
+		c, err := Parse([]byte(strings.Replace(base, "  servicePools:", tc.line+"  servicePools:", 1)))
+		if tc.want == "" {
+			if want := `spec.openshiftRelease: Invalid value: "4": not an OpenShift release: want major.minor, such as 4.14`; err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %v, want %s", name, err, want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if c.Spec.OpenShiftRelease != tc.want {
+			t.Errorf("%s: openshiftRelease %q, want %q", name, c.Spec.OpenShiftRelease, tc.want)
+		}
+	}
+	// A flow mapping, with two-byte characters before the value on its
+	// line: the parser counts columns in characters.
+	doc := "apiVersion: vipctl.io/v1alpha1\nkind: ClusterVIPs\nmetadata: {name: ostest}\nspec: {vrrp: {interface: \"é\"}, openshiftRelease: 4.20}\n"
+	c, err := Decode([]byte(doc))
+	if err != nil || c.Spec.OpenShiftRelease != "4.20" {
+		t.Errorf("flow mapping: %v %+v", err, c)
+	}
+	// The release goes on line 13, where base's servicePools was, the
+	// duplicate on 14.
+	_, err = Parse([]byte(strings.Replace(base, "  servicePools:", "  openshiftRelease: 4.20\n  baseDomain: again.test\n  servicePools:", 1)))
+	if err == nil || !strings.Contains(err.Error(), `line 14: key "baseDomain" already set in map`) {
+		t.Errorf("a duplicate key after it: %v", err)
 	}
 }

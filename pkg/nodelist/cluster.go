@@ -1,0 +1,24 @@
+package nodelist
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/vipctl/vipctl/pkg/cluster"
+)
+
+// FromCluster is the node list of a running cluster: every Node with only
+// what rendering reads (cluster.SlimNodes), under the names the Nodes
+// really have. skipped names each Node rendering would refuse (no address
+// yet).
+func FromCluster(ctx context.Context, kube kubernetes.Interface) (nodes []corev1.Node, skipped []error, err error) {
+	list, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	nodes, skipped = cluster.SlimNodes(list.Items)
+	return nodes, skipped, nil
+}
