@@ -42,7 +42,7 @@ func APIRedirects(c *v1alpha1.ClusterVIPs) []PortRedirect {
 	return out
 }
 
-// applyRedirects installs the API redirects on a control-plane node (the
+// ApplyRedirects installs the API redirects on a control-plane node (the
 // one whose files include haproxy.cfg) in the target's namespace.
 func ApplyRedirects(t host.Target, c *v1alpha1.ClusterVIPs, files []render.File) error {
 	if !slices.ContainsFunc(files, func(f render.File) bool { return f.Path == render.HaproxyConfPath }) {

@@ -41,7 +41,7 @@ const (
 	takeoverRulePriority = 0x76
 )
 
-// applyTakeoverRoutes makes the rule and routes match h's IPv6 VIPs;
+// ApplyTakeoverRoutes makes the rule and routes match h's IPv6 VIPs;
 // without any, it removes them.
 func ApplyTakeoverRoutes(t host.Target, h render.Handover) error {
 	want := map[netip.Addr]bool{}

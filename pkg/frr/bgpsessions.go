@@ -94,7 +94,7 @@ func ReadSessions(ctx context.Context, t host.Target) (peers []PeerState, ok boo
 	return peers, true, err
 }
 
-// BGPSessions turns what bgpd reports into what the node publishes. A
+// Sessions turns what bgpd reports into what the node publishes. A
 // session keeps its previous Since while it stays in the same state
 // without a drop in between, so the value changes only when a session
 // does, not with every uptime tick (one annotation write per change, not
