@@ -172,8 +172,8 @@ func TestRenderWritesLayoutAtomically(t *testing.T) {
 	for _, want := range []string{
 		"machineconfigs/50-vipctl-master.yaml",
 		"machineconfigs/50-vipctl-worker.yaml",
-		"nodes/master-0/etc/keepalived/keepalived.conf",
-		"nodes/master-0/etc/haproxy/haproxy.cfg",
+		"nodes/master-0/etc/vipctl-keepalived/keepalived.conf",
+		"nodes/master-0/etc/vipctl-haproxy/haproxy.cfg",
 		"nodes/master-2/etc/vipctl/scripts/check-http.sh",
 	} {
 		if _, err := os.Stat(filepath.Join(out, want)); err != nil {
