@@ -19,8 +19,8 @@ func within(p, base string) bool {
 }
 
 // TestLeavesOpenShiftsFilesAlone: on a cluster where OpenShift's own
-// keepalived, haproxy and coredns run or lie disabled (a user-managed
-// load balancer), nothing vipctl lays on a node or mounts
+// keepalived, haproxy and coredns run (mode poolsOnly) or lie disabled
+// (a user-managed load balancer), nothing vipctl lays on a node or mounts
 // into its pods is one of theirs: no file of the MachineConfigs and no
 // host path of the static pods is, lies under or holds one of OpenShift's
 // on-prem paths (fixture.OpenShiftNodePaths), no static pod shares a
@@ -59,8 +59,11 @@ func TestLeavesOpenShiftsFilesAlone(t *testing.T) {
 				}
 				checkHostPaths(t, ex+" "+role+" "+pod.Name, &pod)
 			}
-			if role == "master" && !slices.Contains(pods, render.HaproxyPodName) {
-				t.Errorf("%s %s: no haproxy pod", ex, role)
+			if c.PoolsOnly() && slices.Contains(pods, render.HaproxyPodName) {
+				t.Errorf("%s %s: mode poolsOnly, yet vipctl's haproxy pod is laid down (OpenShift's fronts the API)", ex, role)
+			}
+			if !c.PoolsOnly() && role == "master" && !slices.Contains(pods, render.HaproxyPodName) {
+				t.Errorf("%s %s: no haproxy pod in mode full", ex, role)
 			}
 		}
 	}
@@ -93,6 +96,9 @@ func checkHostPaths(t *testing.T, what string, pod *corev1.Pod) {
 		}
 		if writable[v.Name] && !strings.Contains(p, "vipctl") {
 			t.Errorf("%s: writes host path %s (volume %s), which does not name vipctl", what, p, v.Name)
+		}
+		if strings.Contains(what, "pools-only") && (p == render.HaproxyDir || p == render.HaproxyRunDir) {
+			t.Errorf("%s: mounts haproxy's %s though no haproxy of vipctl's runs in mode poolsOnly", what, p)
 		}
 	}
 }

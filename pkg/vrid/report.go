@@ -3,6 +3,7 @@ package vrid
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -24,11 +25,15 @@ type Check struct {
 // OpenShift's two first lines byte for byte so existing scripts keep
 // parsing them.
 type Report struct {
-	Cluster           string         `json:"cluster"`
-	IDs               []Entry        `json:"ids"`
-	Live              []LiveSighting `json:"live,omitempty"`
-	Clashes           []string       `json:"clashes,omitempty"`
-	ProposedOverrides map[Key]uint8  `json:"proposedOverrides,omitempty"`
+	Cluster string  `json:"cluster"`
+	IDs     []Entry `json:"ids"`
+	// OpenShiftKeepalived are the IDs OpenShift's own keepalived uses for
+	// the cluster's API and ingress VIPs (spec.mode poolsOnly); IDs keeps
+	// clear of them.
+	OpenShiftKeepalived []Entry        `json:"openshiftKeepalived,omitempty"`
+	Live                []LiveSighting `json:"live,omitempty"`
+	Clashes             []string       `json:"clashes,omitempty"`
+	ProposedOverrides   map[Key]uint8  `json:"proposedOverrides,omitempty"`
 }
 
 // LiveSighting is an advert seen on an interface.
@@ -45,7 +50,7 @@ func (c Check) Run(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	report := &Report{Cluster: c.Request.Cluster, IDs: assignment.Entries}
+	report := &Report{Cluster: c.Request.Cluster, IDs: assignment.Entries, OpenShiftKeepalived: assignment.OpenShift}
 	var live []Observation
 	if c.Listen != "" {
 		if c.ListenFor <= 0 {
@@ -107,7 +112,9 @@ func otherIDs(others []KnownCluster) []uint8 {
 func (r *Report) Text() string {
 	var b strings.Builder
 	var rest []Entry
-	for _, e := range r.IDs {
+	// OpenShift's own keepalived's IDs are still the cluster's: the two
+	// lines baremetal-runtimecfg prints come first either way.
+	for _, e := range append(slices.Clone(r.OpenShiftKeepalived), r.IDs...) {
 		switch e.Key {
 		case KeyAPI:
 			fmt.Fprintf(&b, "APIVirtualRouterID: %d\n", e.ID)
@@ -119,6 +126,13 @@ func (r *Report) Text() string {
 	}
 	for _, e := range rest {
 		fmt.Fprintf(&b, "VirtualRouterID %s: %d\n", e.Key, e.ID)
+	}
+	if len(r.OpenShiftKeepalived) > 0 {
+		ids := make([]string, len(r.OpenShiftKeepalived))
+		for i, e := range r.OpenShiftKeepalived {
+			ids[i] = fmt.Sprintf("%d (%s)", e.ID, e.Key)
+		}
+		fmt.Fprintf(&b, "# mode poolsOnly: OpenShift's own keepalived uses %s; vipctl's IDs keep clear of them\n", strings.Join(ids, " and "))
 	}
 	for _, l := range r.Live {
 		fmt.Fprintf(&b, "live: VirtualRouterID %d from %s on %s (VRRPv%d)\n", l.ID, l.Source, l.Interface, l.Version)

@@ -94,9 +94,12 @@ func TestRenderedNamespacePassesPodSecurity(t *testing.T) {
 		}
 	}
 	checked := map[string]bool{}
-	for _, ex := range []string{"compact-ipv4.yaml", "bgp-two-racks.yaml"} {
+	for _, ex := range []string{"compact-ipv4.yaml", "bgp-two-racks.yaml", "pools-only.yaml"} {
 		c := fixture.Example(t, ex)
-		pods := []*corev1.Pod{manifests.KeepalivedPod(c), manifests.HaproxyPod(c)}
+		pods := []*corev1.Pod{manifests.KeepalivedPod(c)}
+		if !c.PoolsOnly() {
+			pods = append(pods, manifests.HaproxyPod(c))
+		}
 		for _, p := range pods {
 			mirror(p)
 			_, err := cs.CoreV1().Pods(render.Namespace).Create(ctx, p, dryRun)
