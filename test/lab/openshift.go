@@ -33,12 +33,13 @@ type OpenShiftVRRP struct {
 // the API instance held by masters at base priority 40 raised by its load
 // balancer checks, the ingress instance on every node at 20 raised by its
 // router checks, VRRPv2 (keepalived's default) with PASS authentication,
-// VIPs as /32 labelled vip. Only the checks differ: each is a script
-// under the node's root in front of /etc/keepalived that passes, where
+// VIPs as /32 labelled vip. Only the checks differ (names, intervals,
+// weights, rise and fall are OpenShift's): each is a script under the
+// node's root in front of /etc/keepalived that passes at once, where
 // OpenShift's ask haproxy, the machine config server and the router's
-// health port (with curl, for the router's; a lab whose test process
-// serves those answers late on a loaded machine would see OpenShift's
-// ingress VIP flap for reasons of its own).
+// health port, each under /usr/bin/timeout (0.9 s for the router's). On
+// a loaded machine even a script that only exits ran out of 0.9 s, and
+// OpenShift's ingress VIP flapped for reasons of the lab's own.
 var openShiftConf = template.Must(template.New("openshift").Parse(`global_defs {
     enable_script_security
     script_user root
@@ -47,7 +48,7 @@ var openShiftConf = template.Must(template.New("openshift").Parse(`global_defs {
 }
 
 vrrp_script chk_ocp_lb {
-    script "/usr/bin/timeout 1.9 {{ .Dir }}/etc/keepalived/chk_ocp_script.sh"
+    script "{{ .Dir }}/etc/keepalived/chk_ocp_script.sh"
     interval 2
     weight 20
     rise 3
@@ -55,7 +56,7 @@ vrrp_script chk_ocp_lb {
 }
 
 vrrp_script chk_ocp_both {
-    script "/usr/bin/timeout 1.9 {{ .Dir }}/etc/keepalived/chk_ocp_script_both.sh"
+    script "{{ .Dir }}/etc/keepalived/chk_ocp_script_both.sh"
     interval 2
     weight 5
     rise 3
@@ -63,7 +64,7 @@ vrrp_script chk_ocp_both {
 }
 
 vrrp_script chk_mcs {
-    script "/usr/bin/timeout 1.9 {{ .Dir }}/etc/keepalived/chk_mcs_script.sh"
+    script "{{ .Dir }}/etc/keepalived/chk_mcs_script.sh"
     interval 2
     weight 3
     rise 3
@@ -71,7 +72,7 @@ vrrp_script chk_mcs {
 }
 
 vrrp_script chk_ingress_ready {
-    script "/usr/bin/timeout 0.9 {{ .Dir }}/etc/keepalived/chk_ingress_ready.sh"
+    script "{{ .Dir }}/etc/keepalived/chk_ingress_ready.sh"
     interval 1
     weight 10
     rise 3
@@ -79,14 +80,14 @@ vrrp_script chk_ingress_ready {
 }
 
 vrrp_script chk_ingress {
-    script "/usr/bin/timeout 0.9 {{ .Dir }}/etc/keepalived/chk_ingress.sh"
+    script "{{ .Dir }}/etc/keepalived/chk_ingress.sh"
     interval 1
     rise 3
     fall 2
 }
 
 vrrp_script chk_default_ingress {
-    script "/usr/bin/timeout 4.9 {{ .Dir }}/etc/keepalived/chk_default_ingress.sh"
+    script "{{ .Dir }}/etc/keepalived/chk_default_ingress.sh"
     interval 5
     weight 50
     rise 3
