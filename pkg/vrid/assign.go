@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 
@@ -124,7 +123,7 @@ func Assign(req Request) (Assignment, error) {
 			errs = append(errs, fmt.Errorf("override %s: ID 0 is not a VRRP ID (1-255)", k))
 		case avoid[id]:
 			errs = append(errs, fmt.Errorf("override %s: ID %d is also in the avoid list", k, id))
-		case slices.ContainsFunc(openshift, func(e Entry) bool { return e.ID == id }):
+		case openShiftKeyFor(openshift, id) != "":
 			errs = append(errs, fmt.Errorf("override %s: ID %d is OpenShift's %s ID, which its own keepalived uses on this LAN (mode poolsOnly)", k, id, openShiftKeyFor(openshift, id)))
 		case taken[id] != "":
 			errs = append(errs, fmt.Errorf("overrides %s and %s both pin ID %d", taken[id], k, id))
@@ -205,6 +204,8 @@ func openShiftKeepalived(req Request) []Entry {
 	return []Entry{{Key: KeyAPI, ID: api, Source: SourceOpenShift}, {Key: KeyIngress, ID: ingress, Source: SourceOpenShift}}
 }
 
+// openShiftKeyFor names the key of OpenShift's own keepalived that uses
+// id, or "" when none does.
 func openShiftKeyFor(entries []Entry, id uint8) Key {
 	for _, e := range entries {
 		if e.ID == id {
