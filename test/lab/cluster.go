@@ -128,7 +128,8 @@ func (lc *Cluster) StartNodes(specs []NodeSpec) {
 			t.Fatal(err)
 		}
 		lc.Apply(n)
-		if lc.isControlPlane(n.Name) {
+		// In mode poolsOnly OpenShift's own haproxy fronts the API.
+		if lc.isControlPlane(n.Name) && !lc.Config.PoolsOnly() {
 			n.APIServer = ServeAPIStandIn(t, n.Host, n.Addr, n.Name, lc.apiServerPorts()...)
 			n.Haproxy = n.Host.Start("haproxy", manifests.HaproxyCommand(n.Target.Root)...)
 		}
@@ -191,7 +192,7 @@ func (lc *Cluster) NewNode(t testing.TB, s NodeSpec) *Node {
 		node.Addresses = append(node.Addresses, mustAddr(t, strings.Split(s.Addr6, "/")[0]))
 	}
 	lc.State.Nodes = append(lc.State.Nodes, node)
-	for _, d := range []string{render.RunDir, render.HaproxyRunDir} {
+	for _, d := range []string{render.RunDir, render.HaproxyRunDir, tmpDir} {
 		if err := os.MkdirAll(filepath.Join(n.Target.Root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -205,10 +206,16 @@ func (lc *Cluster) NewNode(t testing.TB, s NodeSpec) *Node {
 func (n *Node) StopLocal() { n.stopLocal() }
 
 // StartKeepalived starts keepalived on the node with its rendered files,
-// as the keepalived container does.
+// as the keepalived container does. Its temporary files (the statistics
+// SIGUSR2 asks for, KeepalivedStats) go to the node's own directory, as
+// they go to the container's own /tmp.
 func (n *Node) StartKeepalived() {
-	n.Keepalived = n.Host.Start("keepalived", manifests.KeepalivedCommand(n.Target.Root)...)
+	env := []string{"env", "TMPDIR=" + filepath.Join(n.Target.Root, tmpDir)}
+	n.Keepalived = n.Host.Start("keepalived", append(env, manifests.KeepalivedCommand(n.Target.Root)...)...)
 }
+
+// tmpDir is a node's temporary directory, under its root.
+const tmpDir = "/tmp"
 
 // Undrain does what --once does in the node's next keepalived pod: the
 // drain file says undrained, and the VIPs kept local since the drain are
