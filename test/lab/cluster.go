@@ -176,12 +176,7 @@ func (lc *Cluster) NewNode(t testing.TB, s NodeSpec) *Node {
 		lc.segments[s.Segment] = true
 	}
 	h := lc.lab.AddHost(s.Name, netlab.HostOpts{Iface: "br-ex", Addrs: addrs, Segment: s.Segment, Gateways: s.Gateways})
-	// What the MachineConfig's settings file does on a real node.
-	for _, f := range render.SysctlFiles(lc.Config) {
-		if err := h.ApplySysctl(f.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lc.applyBootSysctls(t, h)
 	n := &Node{Name: s.Name, Addr: strings.Split(s.Addr, "/")[0], Host: h, Routers: map[string]*StandIn{},
 		Target: host.Target{Root: filepath.Join(lc.base, s.Name), Netns: h.NS}}
 	lc.ByName[s.Name] = n
@@ -198,6 +193,17 @@ func (lc *Cluster) NewNode(t testing.TB, s NodeSpec) *Node {
 	}
 	lc.keepLocal(n)
 	return n
+}
+
+// applyBootSysctls does what the MachineConfig's settings file does on a
+// real node at boot.
+func (lc *Cluster) applyBootSysctls(t testing.TB, h *netlab.Host) {
+	t.Helper()
+	for _, f := range render.SysctlFiles(lc.Config) {
+		if err := h.ApplySysctl(f.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // StopLocal stops the lab's keeper of the node's local VIPs, as when the

@@ -77,7 +77,11 @@ type Sidecar struct {
 	done    chan struct{}
 }
 
-// Stop ends the sidecar and waits for it.
+// Stop ends the sidecar and waits for it. The sidecar cleans nothing up
+// on its way out (addresses, routes and tables stay as they are), so this
+// is also what a crash of its container does to the node; StartSidecar
+// again is the container's restart (the pod's init container does not
+// run again).
 func (sc *Sidecar) Stop() {
 	sc.cancel()
 	<-sc.done
@@ -124,12 +128,21 @@ func StartKube(t testing.TB, clusterYAML string, specs []NodeSpec) *KubeCluster 
 // runs the allocator with its ServiceAccount's token.
 func (kc *KubeCluster) Deploy(t testing.TB) {
 	t.Helper()
+	kc.ApplyManifests(t)
+	StartAllocator(t, kc.API, AllocatorToken(t, kc.Admin), "allocator-0")
+}
+
+// ApplyManifests applies everything `vipctl render` writes to
+// DIR/manifests/ (the ConfigMap, RBAC, the allocator's objects) and runs
+// no allocator: for tests that write the Services' addresses themselves
+// (SetLBStatus).
+func (kc *KubeCluster) ApplyManifests(t testing.TB) {
+	t.Helper()
 	objs, err := manifests.Objects(kc.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ApplyObjects(t, kc.API.AdminConfig(), objs)
-	StartAllocator(t, kc.API, AllocatorToken(t, kc.Admin), "allocator-0")
 }
 
 // GrantNodeReaders applies the rendered node RBAC, as an administrator

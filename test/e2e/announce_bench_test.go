@@ -1,0 +1,541 @@
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/kubeletlab"
+	"github.com/vipctl/vipctl/test/lab"
+)
+
+var (
+	announceTrials      = flag.Int("announce-trials", 5, "BenchmarkAnnounce: trials per mode and fault (a fresh lab each)")
+	announceFaultsFlag  = flag.String("announce-faults", "", "BenchmarkAnnounce, BenchmarkAnnounceKubelet: only these faults, comma-separated (empty: all)")
+	announceProfile     = flag.String("announce-profile", "fast", "BenchmarkAnnounce: the VRRP profile")
+	announceSidecarDown = flag.Duration("announce-sidecar-down", 5*time.Second, "BenchmarkAnnounce: how long a crashed sidecar stays down before it restarts (sidecar-crash, sidecar-down-node-loss)")
+	announceAPIDown     = flag.Duration("announce-api-down", 10*time.Second, "BenchmarkAnnounce: cold-start-api-down: how long after the nodes boot the API starts answering (then kube-apiserver's own start)")
+)
+
+// announceModes are the two ways a vrrp pool's Service addresses get on
+// the holder (v1alpha1.ServicePool.Announce).
+var announceModes = []string{v1alpha1.AnnounceKeepalived, v1alpha1.AnnounceSidecar}
+
+// The faults BenchmarkAnnounce injects, in the order it prints them.
+var announceFaults = []string{"node-loss", "keepalived-kill", "sidecar-crash", "sidecar-down-node-loss", "planned", "cold-start", "cold-start-api-down"}
+
+// announcePool is the small pool both modes are measured on: every node
+// of the lab, its default two instances per family, IPv4 and IPv6.
+const announcePool = `  servicePools:
+    - name: web
+      addresses: [198.51.100.128/26, "2001:db8:100::1:0/112"]
+      announce: %s
+`
+
+// announceSample is one trial's result for one polled address.
+type announceSample struct {
+	outage time.Duration
+	failed int
+	// extra is what the fault's line reports besides (the API's return
+	// for cold-start-api-down).
+	extra time.Duration
+}
+
+type announceCase struct{ lab, mode, fault, family string }
+
+// BenchmarkAnnounce measures `announce: keepalived` against `announce:
+// sidecar` on a small pool: two control-plane lab nodes with the real
+// apiserver, keepalived and sidecars, the pool on both (two instances per
+// family), two Service addresses per instance and family. A client in its
+// own namespace asks one IPv4 and one IPv6 Service address held by the
+// same node (the victim) every 10 ms without waiting (250 ms timeout), as
+// BenchmarkFailover does. Faults:
+//
+//   - node-loss: the victim leaves the network; fault → first answer from
+//     the other node.
+//   - keepalived-kill: keepalived's parent and VRRP child SIGSTOPped and
+//     SIGKILLed on the victim (lab notes, pitfalls 1 and 2); the same.
+//   - sidecar-crash: the victim's sidecar stopped with no cleanup, started
+//     again -announce-sidecar-down later (a container restart: no init
+//     container); the longest run of failed requests until it is ready.
+//   - sidecar-down-node-loss: the other node's sidecar stopped, then the
+//     victim lost; the sidecar restarts -announce-sidecar-down after the
+//     loss; fault → first answer from the other node.
+//   - planned: the victim's drain file written as keepalived's preStop
+//     does, keepalived stopped once the other node holds both addresses;
+//     the longest run of failed requests.
+//   - cold-start: both nodes powered off (lab.PowerOff: processes killed,
+//     kernel state and /run gone), then booted one after the other
+//     (lab.PowerOn: init container, keepalived, sidecar); boot → first
+//     answer.
+//   - cold-start-api-down: the same while kube-apiserver is away, until
+//     -announce-api-down after the boot plus its own start (api_back_ms).
+//
+// The two modes' trials alternate (keepalived first in even trials,
+// sidecar first in odd ones), so that the machine's load falls on both
+// alike. One line per fault, mode and family, and the load before and
+// after:
+//
+//	announce lab=process profile=P fault=F mode=M family=ipv4 trials=N median_ms=X p95_ms=Y max_ms=Z failed_requests=R [sidecar_down_ms=D] [api_back_ms=A]
+//	announce uptime=...
+//
+// `make bench-announce` runs it with BenchmarkAnnounceKubelet.
+func BenchmarkAnnounce(b *testing.B) {
+	printUptime()
+	results := map[announceCase][]announceSample{}
+	for i := 0; i < *announceTrials; i++ {
+		for _, fault := range announceFaults {
+			if !selected(*announceFaultsFlag, fault) {
+				continue
+			}
+			modes := slices.Clone(announceModes)
+			if i%2 == 1 {
+				slices.Reverse(modes)
+			}
+			for _, mode := range modes {
+				for family, s := range announceTrial(b, mode, fault, i) {
+					c := announceCase{"process", mode, fault, family}
+					results[c] = append(results[c], s)
+				}
+			}
+		}
+	}
+	printAnnounce(results, announceFaults)
+	printUptime()
+}
+
+// printUptime prints the machine's load as a line of the benchmark's
+// output: the numbers mean little without it on a shared machine.
+func printUptime() {
+	out, err := exec.Command("uptime").Output()
+	if err != nil {
+		out = []byte(err.Error())
+	}
+	fmt.Printf("announce uptime=%q at=%s\n", strings.TrimSpace(string(out)), time.Now().UTC().Format(time.RFC3339))
+}
+
+func printAnnounce(results map[announceCase][]announceSample, faults []string) {
+	cases := make([]announceCase, 0, len(results))
+	for c := range results {
+		cases = append(cases, c)
+	}
+	sort.Slice(cases, func(i, j int) bool {
+		a, b := cases[i], cases[j]
+		if a.fault != b.fault {
+			return slices.Index(faults, a.fault) < slices.Index(faults, b.fault)
+		}
+		if a.mode != b.mode {
+			return slices.Index(announceModes, a.mode) < slices.Index(announceModes, b.mode)
+		}
+		return a.family < b.family
+	})
+	for _, c := range cases {
+		samples := results[c]
+		var outages, extras []time.Duration
+		failed := 0
+		for _, s := range samples {
+			outages = append(outages, s.outage)
+			extras = append(extras, s.extra)
+			failed += s.failed
+		}
+		sortDurations(outages)
+		sortDurations(extras)
+		line := fmt.Sprintf("announce lab=%s profile=%s fault=%s mode=%s family=%s trials=%d median_ms=%d p95_ms=%d max_ms=%d failed_requests=%d",
+			c.lab, *announceProfile, c.fault, c.mode, c.family, len(samples), ms(outages, 50), ms(outages, 95), ms(outages, 100), failed)
+		if c.lab == "kubelet" {
+			line = strings.Replace(line, " profile="+*announceProfile, " profile="+v1alpha1.ProfileFast, 1)
+		}
+		switch c.fault {
+		case "sidecar-crash", "sidecar-down-node-loss":
+			if c.lab == "process" {
+				line += fmt.Sprintf(" sidecar_down_ms=%d", announceSidecarDown.Milliseconds())
+			}
+		case "cold-start-api-down":
+			line += fmt.Sprintf(" api_back_ms=%d", ms(extras, 50))
+		}
+		fmt.Println(line)
+	}
+}
+
+// announceLab is one trial's lab: the victim holds both polled
+// addresses, other is the node that takes them.
+type announceLab struct {
+	kc            *lab.KubeCluster
+	victim, other *lab.Node
+	// polled are the addresses the client asks, by family.
+	polled map[string]netip.Addr
+	probes map[string]*lab.Poller
+}
+
+func startAnnounceLab(t testing.TB, mode string) *announceLab {
+	t.Helper()
+	specs := masters(2)
+	for i := range specs {
+		specs[i].Addr6 = fmt.Sprintf("2001:db8:100::%d/64", 11+i)
+	}
+	kc := lab.StartKube(t, clusterYAML(*announceProfile, "unicast", fmt.Sprintf(announcePool, mode)), specs)
+	kc.ApplyManifests(t)
+	for _, n := range kc.Nodes {
+		kc.AddNode(t, n.Name)
+		n.StartEcho(t, "[::]:8080")
+	}
+	vips := announceVIPs(t, kc.Config)
+	for i, a := range vips {
+		name := fmt.Sprintf("svc-%d", i)
+		kc.CreateLBService(t, name, "")
+		kc.SetLBStatus(t, name, a.String())
+	}
+	for _, n := range kc.Nodes {
+		kc.StartSidecar(t, n.Name)
+	}
+	names := make([]string, len(vips))
+	for i, a := range vips {
+		names[i] = a.String()
+	}
+	holders := kc.SettledAll(names...)
+	al := &announceLab{kc: kc, polled: map[string]netip.Addr{}, probes: map[string]*lab.Poller{}}
+	for _, a := range vips {
+		family := "ipv6"
+		if a.Is4() {
+			family = "ipv4"
+		}
+		h := holders[a.String()]
+		if al.victim == nil {
+			al.victim = kc.ByName[h]
+		}
+		if _, ok := al.polled[family]; !ok && h == al.victim.Name {
+			al.polled[family] = a
+		}
+	}
+	if len(al.polled) != 2 {
+		t.Fatalf("%s holds no address of one family (%v): want one of each on it", al.victim.Name, holders)
+	}
+	for _, n := range kc.Nodes {
+		if n != al.victim {
+			al.other = n
+		}
+	}
+	for family, a := range al.polled {
+		p := kc.Probe(fmt.Sprintf("http://%s/", netip.AddrPortFrom(a, 8080)), 10*time.Millisecond)
+		al.probes[family] = p
+		lab.WaitFor(t, 10*time.Second, a.String()+" answering", func() bool { ok, _ := p.Counts(); return ok > 20 })
+	}
+	return al
+}
+
+// announceVIPs picks two Service addresses per instance and family of
+// the pool, so both nodes hold some of each family.
+func announceVIPs(t testing.TB, c *v1alpha1.ClusterVIPs) []netip.Addr {
+	t.Helper()
+	p := cluster.Compile(c).Pool("web")
+	var out []netip.Addr
+	for _, r := range p.Ranges {
+		perInstance := map[int]int{}
+		for a := r.First; !full(perInstance, p.Instances, 2); a = a.Next() {
+			if !r.Contains(a) {
+				t.Fatalf("%s: too few addresses for two per instance", p.Name)
+			}
+			if p.IsAnchor(a) || perInstance[p.Instance(a)] == 2 {
+				continue
+			}
+			perInstance[p.Instance(a)]++
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// full tells whether each of n instances has want addresses.
+func full(perInstance map[int]int, n, want int) bool {
+	for i := 0; i < n; i++ {
+		if perInstance[i] < want {
+			return false
+		}
+	}
+	return true
+}
+
+// stopProbes ends the client and returns, by family, the failed requests
+// since each count in from (nil: since the start).
+func (al *announceLab) stopProbes(from map[string]int) map[string]int {
+	out := map[string]int{}
+	for family, p := range al.probes {
+		_, fail := p.Stop()
+		out[family] = fail - from[family]
+	}
+	return out
+}
+
+func (al *announceLab) failedSoFar() map[string]int {
+	out := map[string]int{}
+	for family, p := range al.probes {
+		_, out[family] = p.Counts()
+	}
+	return out
+}
+
+// firstAnswers waits, for each polled address, for the first answer
+// after since from a node ok accepts, and returns how long after since
+// it came.
+func (al *announceLab) firstAnswers(t testing.TB, since time.Time, timeout time.Duration, ok func(string) bool) map[string]time.Duration {
+	t.Helper()
+	out := map[string]time.Duration{}
+	for family, p := range al.probes {
+		out[family] = p.FirstFrom(t, ok, since, timeout).Sub(since)
+	}
+	return out
+}
+
+// announceTrial runs one fault on a fresh lab in one mode and returns
+// each polled address's sample. A sub-benchmark, so that its lab is torn
+// down before the next trial starts.
+func announceTrial(b *testing.B, mode, fault string, i int) map[string]announceSample {
+	out := map[string]announceSample{}
+	b.Run(fmt.Sprintf("%s-%s-%d", fault, mode, i), func(t *testing.B) {
+		al := startAnnounceLab(t, mode)
+		kc, victim, other := al.kc, al.victim, al.other
+		notVictim := func(n string) bool { return n != victim.Name }
+		anyNode := func(string) bool { return true }
+		var outages map[string]time.Duration
+		var failed map[string]int
+		var extra time.Duration
+		fault0 := time.Now()
+		switch fault {
+		case "node-loss":
+			victim.Host.LinkDown()
+			outages = al.firstAnswers(t, fault0, 30*time.Second, notVictim)
+		case "keepalived-kill":
+			victim.CrashKeepalived(t)
+			outages = al.firstAnswers(t, fault0, 30*time.Second, notVictim)
+		case "sidecar-down-node-loss":
+			kc.Sidecars[other.Name].Stop()
+			fault0 = time.Now()
+			victim.Host.LinkDown()
+			time.Sleep(time.Until(fault0.Add(*announceSidecarDown)))
+			kc.StartSidecar(t, other.Name)
+			outages = al.firstAnswers(t, fault0, 30*time.Second, notVictim)
+		case "sidecar-crash":
+			kc.Sidecars[victim.Name].Stop()
+			time.Sleep(*announceSidecarDown)
+			sc := kc.StartSidecar(t, victim.Name)
+			lab.WaitFor(t, 30*time.Second, victim.Name+"'s sidecar ready again", func() bool { return sc.Ready() == nil })
+			time.Sleep(time.Second)
+			outages = al.longestGaps()
+		case "planned":
+			// What keepalived's preStop does; the sidecar follows the file.
+			if err := os.WriteFile(filepath.Join(victim.Target.Root, render.DrainFile), []byte("1\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range al.polled {
+				kc.WaitHolder(a.String(), 30*time.Second, func(n string) bool { return n == other.Name })
+			}
+			time.Sleep(500 * time.Millisecond)
+			victim.Keepalived.Stop()
+			time.Sleep(300 * time.Millisecond)
+			outages = al.longestGaps()
+		case "cold-start", "cold-start-api-down":
+			var up time.Time
+			var failed0 map[string]int
+			cycle := func() {
+				for _, n := range kc.Nodes {
+					kc.PowerOff(t, n.Name)
+				}
+				// A cluster is down for minutes, not the second it is
+				// here: long enough for the client's neighbour entries
+				// of the addresses to fail, so that an answer needs a
+				// node that answers for the address again (a stale
+				// entry would take IPv6 packets to the node, whose
+				// takeover routes accept them before anything answers
+				// neighbour solicitations).
+				for _, fam := range []string{"-4", "-6"} {
+					kc.Client.MustExec("ip", fam, "neigh", "flush", "all")
+				}
+				time.Sleep(time.Second)
+				up = time.Now()
+				failed0 = al.failedSoFar()
+				for _, n := range kc.Nodes {
+					kc.PowerOn(t, n.Name)
+				}
+			}
+			if fault == "cold-start" {
+				cycle()
+			} else {
+				kc.API.RestartAPIServer(t, func() {
+					cycle()
+					time.Sleep(time.Until(up.Add(*announceAPIDown)))
+				})
+				extra = time.Since(up)
+			}
+			outages = al.firstAnswers(t, up, 60*time.Second, anyNode)
+			time.Sleep(300 * time.Millisecond)
+			failed = al.stopProbes(failed0)
+		default:
+			t.Fatalf("unknown fault %q", fault)
+		}
+		if failed == nil {
+			time.Sleep(300 * time.Millisecond)
+			failed = al.stopProbes(nil)
+		}
+		for family, d := range outages {
+			out[family] = announceSample{outage: d, failed: failed[family], extra: extra}
+			t.Logf("%s %s %s (%s on %s): outage %s, %d failed; %s", fault, mode, family, al.polled[family], victim.Name, d.Round(time.Millisecond), failed[family], loadAverage())
+			if fault == "planned" || fault == "sidecar-crash" {
+				// No address moves: every failure wants explaining.
+				for _, e := range al.probes[family].Errors() {
+					t.Logf("  failed: %s", e)
+				}
+			}
+		}
+	})
+	return out
+}
+
+// longestGaps is each polled address's longest run of failed requests.
+func (al *announceLab) longestGaps() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for family, p := range al.probes {
+		out[family] = p.LongestGap()
+	}
+	return out
+}
+
+// loadAverage is the machine's load, for each trial's log line.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return err.Error()
+	}
+	return "load " + strings.Join(strings.Fields(string(data))[:3], " ")
+}
+
+// The faults BenchmarkAnnounceKubelet injects.
+var announceKubeletFaults = []string{"node-loss", "sidecar-crash", "sidecar-down-node-loss"}
+
+// BenchmarkAnnounceKubelet is BenchmarkAnnounce's comparison under a real
+// kubelet (the lab of BenchmarkFailoverKubelet: three control-plane nodes
+// booted from the rendered MachineConfig, the fast profile, the pool
+// IPv4 only), where a crashed sidecar is the real thing: its container
+// SIGKILLed through containerd, restarted by the kubelet. One Service
+// from the allocator; a client asks its address every 10 ms, one request
+// at a time (250 ms timeout); the outage is its longest run of failed
+// requests, to the next answer. Faults: node-loss (the holder cut off),
+// sidecar-crash (the holder's runtimecfg container killed; until the pod
+// is Ready again), sidecar-down-node-loss (the runtimecfg containers of
+// both other nodes killed, and the holder cut off at once). The modes
+// alternate as in BenchmarkAnnounce; one line per fault and mode:
+//
+//	announce lab=kubelet profile=fast fault=F mode=M family=ipv4 trials=N median_ms=X p95_ms=Y max_ms=Z failed_requests=R
+func BenchmarkAnnounceKubelet(b *testing.B) {
+	printUptime()
+	results := map[announceCase][]announceSample{}
+	for i := 0; i < *kubeletTrials; i++ {
+		for _, fault := range announceKubeletFaults {
+			if !selected(*announceFaultsFlag, fault) {
+				continue
+			}
+			modes := slices.Clone(announceModes)
+			if i%2 == 1 {
+				slices.Reverse(modes)
+			}
+			for _, mode := range modes {
+				c := announceCase{"kubelet", mode, fault, "ipv4"}
+				results[c] = append(results[c], announceKubeletTrial(b, mode, fault, i))
+			}
+		}
+	}
+	printAnnounce(results, announceKubeletFaults)
+	printUptime()
+}
+
+func announceKubeletTrial(b *testing.B, mode, fault string, i int) announceSample {
+	var s announceSample
+	b.Run(fmt.Sprintf("%s-%s-%d", fault, mode, i), func(t *testing.B) {
+		kc := startKubeletClusterFrom(t, func(image string) string {
+			return strings.Replace(kubeletClusterYAML(image, v1alpha1.ProfileFast),
+				"      addresses: ["+kubeletPoolCIDR+"]\n", "      addresses: ["+kubeletPoolCIDR+"]\n      announce: "+mode+"\n", 1)
+		})
+		kc.waitPodsReady(t, 180*time.Second)
+		vip := kc.serviceVIP(t, "web")
+		url := fmt.Sprintf("http://%s/", netip.AddrPortFrom(netip.MustParseAddr(vip), kubeletEchoPort))
+		lab.WaitFor(t, 30*time.Second, vip+" answering", func() bool { _, err := kc.get(url); return err == nil })
+		holders := kc.holders(t, vip)
+		if len(holders) != 1 {
+			t.Fatalf("%s held by %v, want one node", vip, holders)
+		}
+		holder := kc.node(holders[0])
+		p := kc.poll(url)
+		time.Sleep(500 * time.Millisecond)
+		moved := func() bool { return slices.ContainsFunc(kc.holders(t, vip), func(h string) bool { return h != holder.Name }) }
+		switch fault {
+		case "node-loss":
+			holder.Host.LinkDown()
+			lab.WaitFor(t, 60*time.Second, vip+" on another node", moved)
+		case "sidecar-crash":
+			restarted := kc.killSidecar(t, holder)
+			lab.WaitFor(t, 120*time.Second, holder.Name+"'s sidecar restarted and the pod Ready", restarted)
+		case "sidecar-down-node-loss":
+			var restarted []func() bool
+			for _, n := range kc.nodes {
+				if n != holder {
+					restarted = append(restarted, kc.killSidecar(t, n))
+				}
+			}
+			holder.Host.LinkDown()
+			lab.WaitFor(t, 120*time.Second, vip+" on another node", moved)
+			for _, r := range restarted {
+				lab.WaitFor(t, 120*time.Second, "the sidecars restarted", r)
+			}
+		default:
+			t.Fatalf("unknown fault %q", fault)
+		}
+		lab.WaitFor(t, 60*time.Second, vip+" answering", func() bool { _, err := kc.get(url); return err == nil })
+		time.Sleep(time.Second)
+		p.Stop()
+		s.failed = len(p.failed)
+		// The client's own measure: from its first failed request to the
+		// next answer. Taking the time before the fault instead counted
+		// answers to requests sent while `ip` was still cutting the node
+		// off, on a loaded machine tens of milliseconds.
+		s.outage = p.longestGap()
+		t.Logf("%s %s: %s on %s, outage %s, %d failed; %s", fault, mode, vip, holder.Name, s.outage.Round(time.Millisecond), s.failed, loadAverage())
+	})
+	return s
+}
+
+// killSidecar SIGKILLs n's runtimecfg container through containerd and
+// returns a test of whether the kubelet has restarted it and the pod is
+// Ready again.
+func (kc *kubeletCluster) killSidecar(t testing.TB, n *kubeletlab.Node) func() bool {
+	t.Helper()
+	p, err := n.Pod(context.Background(), render.KeepalivedPodName)
+	if err != nil || p == nil {
+		t.Fatalf("%s: keepalived pod: %v", n.Name, err)
+	}
+	id := kubeletlab.ContainerID(p, "runtimecfg")
+	if id == "" {
+		t.Fatalf("%s: no running runtimecfg container", n.Name)
+	}
+	if err := n.KillContainer(id); err != nil {
+		t.Fatal(err)
+	}
+	return func() bool {
+		p, err := n.Pod(context.Background(), render.KeepalivedPodName)
+		if err != nil || !kubeletlab.PodReady(p) {
+			return false
+		}
+		nid := kubeletlab.ContainerID(p, "runtimecfg")
+		return nid != "" && nid != id
+	}
+}
