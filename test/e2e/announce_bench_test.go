@@ -477,7 +477,9 @@ func announceKubeletTrial(b *testing.B, mode, fault string, i int) announceSampl
 		holder := kc.node(holders[0])
 		p := kc.poll(url)
 		time.Sleep(500 * time.Millisecond)
-		moved := func() bool { return slices.ContainsFunc(kc.holders(t, vip), func(h string) bool { return h != holder.Name }) }
+		moved := func() bool {
+			return slices.ContainsFunc(kc.holders(t, vip), func(h string) bool { return h != holder.Name })
+		}
 		switch fault {
 		case "node-loss":
 			holder.Host.LinkDown()
