@@ -362,6 +362,16 @@ func (lc *Cluster) Settled(vip string) string {
 // their holders through one quiet period.
 func (lc *Cluster) SettledAll(vips ...string) map[string]string {
 	lc.t.Helper()
+	holders, ok := lc.SettleAll(vips...)
+	if !ok {
+		lc.t.Fatalf("VIPs never settled on one holder each (last %v)", holders)
+	}
+	return holders
+}
+
+// SettleAll is SettledAll for a caller that does its own reporting: it
+// tells whether the VIPs settled, and the last holders it saw.
+func (lc *Cluster) SettleAll(vips ...string) (map[string]string, bool) {
 	quiet := 3 * time.Second
 	if lc.Config.Spec.VRRP.Profile == v1alpha1.ProfileDefault {
 		quiet = 12 * time.Second
@@ -381,12 +391,11 @@ func (lc *Cluster) SettledAll(vips ...string) map[string]string {
 			holders, since = cur, time.Now()
 		}
 		if complete && time.Since(since) > quiet {
-			return holders
+			return holders, true
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	lc.t.Fatalf("VIPs never settled on one holder each (last %v)", holders)
-	return nil
+	return holders, false
 }
 
 // WaitFor polls cond every 50 ms and fails t if it does not hold within

@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -242,7 +243,7 @@ func (kc *KubeCluster) StartSidecar(t testing.TB, name string) *Sidecar {
 	buf := &LogBuffer{}
 	m := sidecar.NewMetrics(nil)
 	s, err := sidecar.New(sidecar.Options{
-		OnceOptions: runtimecfg.OnceOptions{Target: n.Target, Config: kc.ConfigPath, NodeName: name},
+		OnceOptions: kc.onceOptions(name),
 		Client:      kubernetes.NewForConfigOrDie(kc.API.NodeConfig(t, name)),
 		Debounce:    100 * time.Millisecond,
 		Addresses:   func() ([]netip.Addr, error) { return dataplane.HandleAddresses(nl) },
@@ -269,6 +270,26 @@ func (kc *KubeCluster) StartSidecar(t testing.TB, name string) *Sidecar {
 		}
 	})
 	return sc
+}
+
+// RestartSidecar starts the node's sidecar as its container does after a
+// crash, running the container's command (internal/cli's runSidecar):
+// runtimecfg.Once from the files on disk, then the sidecar. The pod's
+// init container does not run again.
+func (kc *KubeCluster) RestartSidecar(t testing.TB, name string) *Sidecar {
+	t.Helper()
+	if _, err := runtimecfg.Once(context.Background(), kc.onceOptions(name)); err != nil && !errors.Is(err, runtimecfg.ErrNoInstances) {
+		t.Fatalf("%s: the sidecar's runtimecfg --once: %v", name, err)
+	}
+	return kc.StartSidecar(t, name)
+}
+
+// onceOptions are the node's runtimecfg flags, as the static pods pass
+// them (the lab has no bootstrap node list: nodes render from the API and
+// then their last-good view).
+func (kc *KubeCluster) onceOptions(name string) runtimecfg.OnceOptions {
+	n := kc.ByName[name]
+	return runtimecfg.OnceOptions{Target: n.Target, Config: kc.ConfigPath, NodeName: name, BootstrapNodes: n.Target.Path(render.BootstrapNodesPath)}
 }
 
 // KeepalivedConf is the node's keepalived.conf as it is now.

@@ -90,20 +90,19 @@ func (kc *KubeCluster) PowerOff(t testing.TB, name string) {
 // the network, the MachineConfig's kernel settings, then the static pods:
 // the keepalived pod's init container (runtimecfg.Once, from the static
 // config and the node's last-good view), then keepalived (and haproxy on
-// control-plane nodes) and the sidecar together. The sidecar renders from
-// the API once it answers.
+// control-plane nodes) and the sidecar container (RestartSidecar). The
+// sidecar renders from the API once it answers.
 func (kc *KubeCluster) PowerOn(t testing.TB, name string) {
 	t.Helper()
 	n := kc.ByName[name]
 	n.Host.LinkUp()
 	kc.applyBootSysctls(t, n.Host)
-	if _, err := runtimecfg.Once(context.Background(), runtimecfg.OnceOptions{Target: n.Target, Config: kc.ConfigPath, NodeName: name,
-		BootstrapNodes: n.Target.Path(render.BootstrapNodesPath)}); err != nil {
+	if _, err := runtimecfg.Once(context.Background(), kc.onceOptions(name)); err != nil {
 		t.Fatalf("%s: runtimecfg --once: %v", name, err)
 	}
 	if n.Haproxy != nil {
 		n.Haproxy = n.Host.Start("haproxy", manifests.HaproxyCommand(n.Target.Root)...)
 	}
 	n.StartKeepalived()
-	kc.StartSidecar(t, name)
+	kc.RestartSidecar(t, name)
 }
