@@ -19,6 +19,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/test/kubeletlab"
 	"github.com/vipctl/vipctl/test/lab"
+	"github.com/vipctl/vipctl/test/lab/probe"
 )
 
 var (
@@ -61,7 +62,9 @@ type announceCase struct{ lab, mode, fault, family string }
 // family), two Service addresses per instance and family. A client in its
 // own namespace asks one IPv4 and one IPv6 Service address held by the
 // same node (the victim) every 10 ms without waiting (250 ms timeout), as
-// BenchmarkFailover does. Faults:
+// BenchmarkFailover does; the client and the echo servers behind the
+// addresses are labprobe processes (lab.StartPollProcess), out of the
+// benchmark process that runs the sidecars. Faults:
 //
 //   - node-loss: the victim leaves the network; fault → first answer from
 //     the other node.
@@ -69,8 +72,9 @@ type announceCase struct{ lab, mode, fault, family string }
 //     SIGKILLed on the victim (lab notes, pitfalls 1 and 2); the same.
 //   - sidecar-crash: the victim's sidecar stopped with no cleanup, started
 //     again -announce-sidecar-down later as its container restarts
-//     (lab.RestartSidecar); the longest run of failed requests until it
-//     is ready.
+//     (lab.RestartSidecar); the longest run of failed requests (from the
+//     start of the first to the start of the next answered one) until a
+//     second after it is ready.
 //   - sidecar-down-node-loss: the other node's sidecar stopped, then the
 //     victim lost; the sidecar restarts -announce-sidecar-down after the
 //     loss; fault → first answer from the other node.
@@ -97,6 +101,7 @@ type announceCase struct{ lab, mode, fault, family string }
 // `make bench-announce` runs it with BenchmarkAnnounceKubelet.
 func BenchmarkAnnounce(b *testing.B) {
 	printUptime()
+	probeBin := lab.BuildProbe(b)
 	results := map[announceCase][]announceSample{}
 	skipped := map[announceCase]int{}
 	for i := 0; i < *announceTrials; i++ {
@@ -109,7 +114,7 @@ func BenchmarkAnnounce(b *testing.B) {
 				slices.Reverse(modes)
 			}
 			for _, mode := range modes {
-				got := announceTrial(b, mode, fault, i)
+				got := announceTrial(b, probeBin, mode, fault, i)
 				if len(got) == 0 {
 					skipped[announceCase{"process", mode, fault, ""}]++
 				}
@@ -192,19 +197,25 @@ func printAnnounce(results map[announceCase][]announceSample, skipped map[announ
 }
 
 // announceLab is one trial's lab: the victim holds both polled
-// addresses, other is the node that takes them.
+// addresses, other is the node that takes them. The echo servers and the
+// client are labprobe processes: the benchmark process runs both nodes'
+// sidecars, and a stall of it (a sidecar starting, garbage collection on
+// an overloaded machine) would otherwise fail requests that the network
+// and the daemons answered.
 type announceLab struct {
 	kc            *lab.KubeCluster
 	victim, other *lab.Node
-	// polled are the addresses the client asks, by family.
+	// polled are the addresses the client asks, urls its URLs, by family.
 	polled map[string]netip.Addr
-	probes map[string]*lab.Poller
+	urls   map[string]string
+	poll   *lab.ProbeProc
 }
 
 // startAnnounceLab starts the lab for mode and waits until every Service
 // address has one holder; if they never settle, it calls unsettled
-// (t.Skipf for a benchmark, t.Fatalf for a test).
-func startAnnounceLab(t testing.TB, mode string, unsettled func(format string, args ...any)) *announceLab {
+// (t.Skipf for a benchmark, t.Fatalf for a test). probeBin is labprobe
+// (lab.BuildProbe).
+func startAnnounceLab(t testing.TB, probeBin, mode string, unsettled func(format string, args ...any)) *announceLab {
 	t.Helper()
 	specs := masters(2)
 	for i := range specs {
@@ -214,7 +225,7 @@ func startAnnounceLab(t testing.TB, mode string, unsettled func(format string, a
 	kc.ApplyManifests(t)
 	for _, n := range kc.Nodes {
 		kc.AddNode(t, n.Name)
-		n.StartEcho(t, "[::]:8080")
+		lab.StartEchoProcess(t, probeBin, n.Host, "[::]:8080", n.Name)
 	}
 	vips := announceVIPs(t, kc.Config)
 	for i, a := range vips {
@@ -233,7 +244,7 @@ func startAnnounceLab(t testing.TB, mode string, unsettled func(format string, a
 	if !ok {
 		unsettled("the Service addresses never settled on one holder each (last %v, %s)", holders, loadAverage())
 	}
-	al := &announceLab{kc: kc, polled: map[string]netip.Addr{}, probes: map[string]*lab.Poller{}}
+	al := &announceLab{kc: kc, polled: map[string]netip.Addr{}, urls: map[string]string{}}
 	for _, a := range vips {
 		family := "ipv6"
 		if a.Is4() {
@@ -245,6 +256,7 @@ func startAnnounceLab(t testing.TB, mode string, unsettled func(format string, a
 		}
 		if _, ok := al.polled[family]; !ok && h == al.victim.Name {
 			al.polled[family] = a
+			al.urls[family] = fmt.Sprintf("http://%s/", netip.AddrPortFrom(a, 8080))
 		}
 	}
 	if len(al.polled) != 2 {
@@ -255,12 +267,100 @@ func startAnnounceLab(t testing.TB, mode string, unsettled func(format string, a
 			al.other = n
 		}
 	}
-	for family, a := range al.polled {
-		p := kc.Probe(fmt.Sprintf("http://%s/", netip.AddrPortFrom(a, 8080)), 10*time.Millisecond)
-		al.probes[family] = p
-		lab.WaitFor(t, 10*time.Second, a.String()+" answering", func() bool { ok, _ := p.Counts(); return ok > 20 })
-	}
+	al.poll = lab.StartPollProcess(t, probeBin, kc.Client, []string{al.urls["ipv4"], al.urls["ipv6"]}, 10*time.Millisecond)
+	al.waitRecords(t, 10*time.Second, "both addresses answering", func(rs map[string][]probe.Record) bool {
+		return answeredAfter(rs["ipv4"], time.Time{}) > 20 && answeredAfter(rs["ipv6"], time.Time{}) > 20
+	})
 	return al
+}
+
+// records are the client's requests so far (all of them once it has
+// stopped), by family, in the order they started.
+func (al *announceLab) records(t testing.TB) map[string][]probe.Record {
+	t.Helper()
+	out := map[string][]probe.Record{}
+	for _, r := range al.poll.Records(t) {
+		for family, url := range al.urls {
+			if r.Kind == probe.KindRequest && r.URL == url {
+				out[family] = append(out[family], r)
+			}
+		}
+	}
+	for _, rs := range out {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Start.Before(rs[j].Start) })
+	}
+	return out
+}
+
+// waitRecords reads the client's records every 200 ms (each read parses
+// the whole file) until cond holds, for up to timeout.
+func (al *announceLab) waitRecords(t testing.TB, timeout time.Duration, what string, cond func(map[string][]probe.Record) bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond(al.records(t)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func answeredAfter(rs []probe.Record, since time.Time) int {
+	n := 0
+	for _, r := range rs {
+		if r.OK && r.Start.After(since) {
+			n++
+		}
+	}
+	return n
+}
+
+// firstAnswer is when the first answer from a node ok accepts came (its
+// request's start plus how long it took) after since.
+func firstAnswer(rs []probe.Record, since time.Time, ok func(node string) bool) (time.Time, bool) {
+	var first time.Time
+	for _, r := range rs {
+		if at := r.Start.Add(r.Took); r.OK && ok(r.Body) && at.After(since) && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	return first, !first.IsZero()
+}
+
+// firstAnswers waits, for each polled address, for the first answer
+// after since from a node ok accepts, and returns how long after since
+// it came.
+func (al *announceLab) firstAnswers(t testing.TB, since time.Time, timeout time.Duration, ok func(string) bool) map[string]time.Duration {
+	t.Helper()
+	out := map[string]time.Duration{}
+	al.waitRecords(t, timeout, "answers from a new holder", func(rs map[string][]probe.Record) bool {
+		for family := range al.urls {
+			at, found := firstAnswer(rs[family], since, ok)
+			if !found {
+				return false
+			}
+			out[family] = at.Sub(since)
+		}
+		return true
+	})
+	return out
+}
+
+// longestGap is the longest run of failed requests: from the start of
+// the first to the start of the next answered one.
+func longestGap(rs []probe.Record) time.Duration {
+	var longest time.Duration
+	var from time.Time
+	for _, r := range rs {
+		switch {
+		case !r.OK && from.IsZero():
+			from = r.Start
+		case r.OK && !from.IsZero():
+			longest = max(longest, r.Start.Sub(from))
+			from = time.Time{}
+		}
+	}
+	return longest
 }
 
 // powerCycle powers every node off, then boots them one after the other;
@@ -317,96 +417,66 @@ func full(perInstance map[int]int, n, want int) bool {
 	return true
 }
 
-// stopProbes ends the client and returns, by family, the failed requests
-// since each count in from (nil: since the start).
-func (al *announceLab) stopProbes(from map[string]int) map[string]int {
-	out := map[string]int{}
-	for family, p := range al.probes {
-		_, fail := p.Stop()
-		out[family] = fail - from[family]
-	}
-	return out
-}
-
-func (al *announceLab) failedSoFar() map[string]int {
-	out := map[string]int{}
-	for family, p := range al.probes {
-		_, out[family] = p.Counts()
-	}
-	return out
-}
-
-// firstAnswers waits, for each polled address, for the first answer
-// after since from a node ok accepts, and returns how long after since
-// it came.
-func (al *announceLab) firstAnswers(t testing.TB, since time.Time, timeout time.Duration, ok func(string) bool) map[string]time.Duration {
-	t.Helper()
-	out := map[string]time.Duration{}
-	for family, p := range al.probes {
-		out[family] = p.FirstFrom(t, ok, since, timeout).Sub(since)
-	}
-	return out
-}
-
 // announceTrial runs one fault on a fresh lab in one mode and returns
 // each polled address's sample. A sub-benchmark, so that its lab is torn
 // down before the next trial starts.
-func announceTrial(b *testing.B, mode, fault string, i int) map[string]announceSample {
+func announceTrial(b *testing.B, probeBin, mode, fault string, i int) map[string]announceSample {
 	out := map[string]announceSample{}
 	b.Run(fmt.Sprintf("%s-%s-%d", fault, mode, i), func(t *testing.B) {
 		// At 100 ms adverts keepalived's adverts are late on a machine
 		// loaded far past its cores, and the lab flaps; such a lab
 		// measures nothing of the two modes: counted, not failed.
-		al := startAnnounceLab(t, mode, t.Skipf)
+		al := startAnnounceLab(t, probeBin, mode, t.Skipf)
 		kc, victim, other := al.kc, al.victim, al.other
 		notVictim := func(n string) bool { return n != victim.Name }
 		anyNode := func(string) bool { return true }
 		var outages map[string]time.Duration
-		var failed map[string]int
 		var extra time.Duration
-		fault0 := time.Now()
+		// from is where the failed requests that count start: the fault,
+		// or the boot of a cold start.
+		from := time.Now()
 		switch fault {
 		case "node-loss":
 			victim.Host.LinkDown()
-			outages = al.firstAnswers(t, fault0, 30*time.Second, notVictim)
+			outages = al.firstAnswers(t, from, 30*time.Second, notVictim)
 		case "keepalived-kill":
 			victim.CrashKeepalived(t)
-			outages = al.firstAnswers(t, fault0, 30*time.Second, notVictim)
+			outages = al.firstAnswers(t, from, 30*time.Second, notVictim)
 		case "sidecar-down-node-loss":
 			kc.Sidecars[other.Name].Stop()
-			fault0 = time.Now()
+			from = time.Now()
 			victim.Host.LinkDown()
-			time.Sleep(time.Until(fault0.Add(*announceSidecarDown)))
+			time.Sleep(time.Until(from.Add(*announceSidecarDown)))
 			kc.RestartSidecar(t, other.Name)
-			outages = al.firstAnswers(t, fault0, 30*time.Second, notVictim)
-		case "sidecar-crash":
-			kc.Sidecars[victim.Name].Stop()
-			time.Sleep(*announceSidecarDown)
-			sc := kc.RestartSidecar(t, victim.Name)
-			lab.WaitFor(t, 30*time.Second, victim.Name+"'s sidecar ready again", func() bool { return sc.Ready() == nil })
-			time.Sleep(time.Second)
-			outages = al.longestGaps()
-		case "planned":
-			// What keepalived's preStop does; the sidecar follows the file.
-			if err := os.WriteFile(filepath.Join(victim.Target.Root, render.DrainFile), []byte("1\n"), 0o644); err != nil {
-				t.Fatal(err)
+			outages = al.firstAnswers(t, from, 30*time.Second, notVictim)
+		case "sidecar-crash", "planned":
+			mark := kc.Mark()
+			if fault == "sidecar-crash" {
+				kc.Sidecars[victim.Name].Stop()
+				time.Sleep(*announceSidecarDown)
+				sc := kc.RestartSidecar(t, victim.Name)
+				lab.WaitFor(t, 30*time.Second, victim.Name+"'s sidecar ready again", func() bool { return sc.Ready() == nil })
+				time.Sleep(time.Second)
+			} else {
+				// What keepalived's preStop does; the sidecar follows
+				// the file.
+				if err := os.WriteFile(filepath.Join(victim.Target.Root, render.DrainFile), []byte("1\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				for _, a := range al.polled {
+					kc.WaitHolder(a.String(), 30*time.Second, func(n string) bool { return n == other.Name })
+				}
+				time.Sleep(500 * time.Millisecond)
+				victim.Keepalived.Stop()
+				time.Sleep(300 * time.Millisecond)
 			}
-			for _, a := range al.polled {
-				kc.WaitHolder(a.String(), 30*time.Second, func(n string) bool { return n == other.Name })
-			}
-			time.Sleep(500 * time.Millisecond)
-			victim.Keepalived.Stop()
-			time.Sleep(300 * time.Millisecond)
-			outages = al.longestGaps()
+			// Whether the addresses moved on the way (a restarted
+			// sidecar's --once renders the node held back until it has
+			// synced), for the log.
+			t.Logf("%s %s: VRRP state changes %q", fault, mode, kc.Transitions(mark))
 		case "cold-start", "cold-start-api-down":
 			var up time.Time
-			var failed0 map[string]int
-			cycle := func() {
-				al.powerCycle(t, func() {
-					up = time.Now()
-					failed0 = al.failedSoFar()
-				})
-			}
+			cycle := func() { al.powerCycle(t, func() { up = time.Now() }) }
 			if fault == "cold-start" {
 				cycle()
 			} else {
@@ -416,36 +486,44 @@ func announceTrial(b *testing.B, mode, fault string, i int) map[string]announceS
 				})
 				extra = time.Since(up)
 			}
-			outages = al.firstAnswers(t, up, 60*time.Second, anyNode)
-			time.Sleep(300 * time.Millisecond)
-			failed = al.stopProbes(failed0)
+			from = up
+			outages = al.firstAnswers(t, up, 3*time.Minute, anyNode)
 		default:
 			t.Fatalf("unknown fault %q", fault)
 		}
-		if failed == nil {
-			time.Sleep(300 * time.Millisecond)
-			failed = al.stopProbes(nil)
-		}
-		for family, d := range outages {
-			out[family] = announceSample{outage: d, failed: failed[family], extra: extra}
-			t.Logf("%s %s %s (%s on %s): outage %s, %d failed; %s", fault, mode, family, al.polled[family], victim.Name, d.Round(time.Millisecond), failed[family], loadAverage())
-			if fault == "planned" || fault == "sidecar-crash" {
-				// No address moves: every failure wants explaining.
-				for _, e := range al.probes[family].Errors() {
-					t.Logf("  failed: %s", e)
+		time.Sleep(300 * time.Millisecond)
+		al.poll.Stop(t)
+		records := al.records(t)
+		for family, rs := range records {
+			failed := 0
+			for _, r := range rs {
+				if !r.OK && !r.Start.Before(from) {
+					failed++
+				}
+			}
+			d, ok := outages[family]
+			if !ok { // nothing moves: the longest run of failures
+				d = longestGap(rs)
+			}
+			out[family] = announceSample{outage: d, failed: failed, extra: extra}
+			t.Logf("%s %s %s (%s on %s): outage %s, %d failed; %s", fault, mode, family, al.polled[family], victim.Name, d.Round(time.Millisecond), failed, loadAverage())
+			if outages == nil {
+				// Nothing moves for good: every failure wants explaining.
+				for _, r := range rs {
+					if !r.OK {
+						t.Logf("  failed: %s %s", r.Start.Format("15:04:05.000"), r.Err)
+					}
 				}
 			}
 		}
+		stalls := 0
+		for _, r := range al.poll.Records(t) {
+			if r.Kind == probe.KindStall {
+				stalls++
+			}
+		}
+		t.Logf("the client stalled %d times (≥ %s late)", stalls, probe.StallThreshold)
 	})
-	return out
-}
-
-// longestGaps is each polled address's longest run of failed requests.
-func (al *announceLab) longestGaps() map[string]time.Duration {
-	out := map[string]time.Duration{}
-	for family, p := range al.probes {
-		out[family] = p.LongestGap()
-	}
 	return out
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/test/lab"
+	"github.com/vipctl/vipctl/test/lab/probe"
 )
 
 // A pool of both families whose Service addresses the sidecar announces.
@@ -173,13 +174,12 @@ func TestSidecarAnnouncedPoolAfterKeepalivedCrash(t *testing.T) {
 // (the client's neighbour entries expired meanwhile, so an answer needs
 // a node that answers for the address).
 func TestSidecarAnnouncedPoolColdStartWithoutAPI(t *testing.T) {
-	al := startAnnounceLab(t, v1alpha1.AnnounceSidecar, t.Fatalf)
+	al := startAnnounceLab(t, lab.BuildProbe(t), v1alpha1.AnnounceSidecar, t.Fatalf)
 	al.kc.API.RestartAPIServer(t, func() {
-		al.powerCycle(t, func() {})
-		for family, p := range al.probes {
-			ok0, _ := p.Counts()
-			lab.WaitFor(t, 30*time.Second, al.polled[family].String()+" answering while the API is away", func() bool { ok, _ := p.Counts(); return ok > ok0+20 })
-		}
+		var up time.Time
+		al.powerCycle(t, func() { up = time.Now() })
+		al.waitRecords(t, 30*time.Second, "both addresses answering while the API is away", func(rs map[string][]probe.Record) bool {
+			return answeredAfter(rs["ipv4"], up) > 20 && answeredAfter(rs["ipv6"], up) > 20
+		})
 	})
-	al.stopProbes(nil)
 }
