@@ -177,12 +177,7 @@ func (lc *Cluster) NewNode(t testing.TB, s NodeSpec) *Node {
 		lc.segments[s.Segment] = true
 	}
 	h := lc.lab.AddHost(s.Name, netlab.HostOpts{Iface: "br-ex", Addrs: addrs, Segment: s.Segment, Gateways: s.Gateways})
-	// What the MachineConfig's settings file does on a real node.
-	for _, f := range render.SysctlFiles(lc.Config) {
-		if err := h.ApplySysctl(f.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lc.applyBootSysctls(t, h)
 	n := &Node{Name: s.Name, Addr: strings.Split(s.Addr, "/")[0], Host: h, Routers: map[string]*StandIn{},
 		Target: host.Target{Root: filepath.Join(lc.base, s.Name), Netns: h.NS}}
 	lc.ByName[s.Name] = n
@@ -199,6 +194,17 @@ func (lc *Cluster) NewNode(t testing.TB, s NodeSpec) *Node {
 	}
 	lc.keepLocal(n)
 	return n
+}
+
+// applyBootSysctls does what the MachineConfig's settings file does on a
+// real node at boot.
+func (lc *Cluster) applyBootSysctls(t testing.TB, h *netlab.Host) {
+	t.Helper()
+	for _, f := range render.SysctlFiles(lc.Config) {
+		if err := h.ApplySysctl(f.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // StopLocal stops the lab's keeper of the node's local VIPs, as when the
@@ -363,6 +369,16 @@ func (lc *Cluster) Settled(vip string) string {
 // their holders through one quiet period.
 func (lc *Cluster) SettledAll(vips ...string) map[string]string {
 	lc.t.Helper()
+	holders, ok := lc.SettleAll(vips...)
+	if !ok {
+		lc.t.Fatalf("VIPs never settled on one holder each (last %v)", holders)
+	}
+	return holders
+}
+
+// SettleAll is SettledAll for a caller that does its own reporting: it
+// tells whether the VIPs settled, and the last holders it saw.
+func (lc *Cluster) SettleAll(vips ...string) (map[string]string, bool) {
 	quiet := 3 * time.Second
 	if lc.Config.Spec.VRRP.Profile == v1alpha1.ProfileDefault {
 		quiet = 12 * time.Second
@@ -382,12 +398,11 @@ func (lc *Cluster) SettledAll(vips ...string) map[string]string {
 			holders, since = cur, time.Now()
 		}
 		if complete && time.Since(since) > quiet {
-			return holders
+			return holders, true
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	lc.t.Fatalf("VIPs never settled on one holder each (last %v)", holders)
-	return nil
+	return holders, false
 }
 
 // WaitFor polls cond every 50 ms and fails t if it does not hold within
