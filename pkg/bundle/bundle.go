@@ -16,6 +16,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/dnsrecords"
 	"github.com/vipctl/vipctl/pkg/machineconfig"
 	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/openshiftrelease"
@@ -38,6 +39,19 @@ func MachineConfigName(role string) string { return "50-vipctl-" + role }
 // ManifestsPath holds the cluster objects (namespace, ConfigMap, allocator,
 // RBAC) in apply order, one YAML stream: `oc apply -f out/manifests/`.
 const ManifestsPath = "manifests/vipctl.yaml"
+
+// The DNS records the cluster's VIPs need, in each form someone creates
+// them from (docs/dns.md).
+const (
+	// DNSZonePath is an RFC 1035 zone snippet.
+	DNSZonePath = "dns/records.zone"
+	// DNSJSONPath and DNSCSVPath are the same records for tools and
+	// tickets.
+	DNSJSONPath = "dns/records.json"
+	DNSCSVPath  = "dns/records.csv"
+	// DNSEndpointPath is external-dns's DNSEndpoint object.
+	DNSEndpointPath = "dns/dnsendpoint.yaml"
+)
 
 // Options are the optional inputs of Build.
 type Options struct {
@@ -145,6 +159,11 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 		return nil, err
 	}
 	out = append(out, File{Path: ManifestsPath, Mode: 0o644, Data: data})
+	dnsOut, err := dnsFiles(c)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, dnsOut...)
 	if len(o.Nodes) == 0 {
 		return out, nil
 	}
@@ -170,6 +189,29 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// dnsFiles are the DNS records of c's VIPs in every form.
+func dnsFiles(c *v1alpha1.ClusterVIPs) ([]File, error) {
+	records := dnsrecords.For(c)
+	asJSON, err := dnsrecords.JSON(records)
+	if err != nil {
+		return nil, err
+	}
+	asCSV, err := dnsrecords.CSV(records)
+	if err != nil {
+		return nil, err
+	}
+	endpoint, err := dnsrecords.ExternalDNS(c, records)
+	if err != nil {
+		return nil, err
+	}
+	return []File{
+		{Path: DNSZonePath, Mode: 0o644, Data: dnsrecords.Zone(c, records)},
+		{Path: DNSJSONPath, Mode: 0o644, Data: asJSON},
+		{Path: DNSCSVPath, Mode: 0o644, Data: asCSV},
+		{Path: DNSEndpointPath, Mode: 0o644, Data: endpoint},
+	}, nil
 }
 
 // bootstrapNodeList is what the control-plane MachineConfig ships as
