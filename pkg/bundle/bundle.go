@@ -191,8 +191,13 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 	return out, nil
 }
 
-// dnsFiles are the DNS records of c's VIPs in every form.
+// dnsFiles are the DNS records of c's VIPs in every form; none in mode
+// poolsOnly, where the API and ingress VIPs are OpenShift's own and not in
+// the config (their records come with OpenShift's install).
 func dnsFiles(c *v1alpha1.ClusterVIPs) ([]File, error) {
+	if c.PoolsOnly() {
+		return nil, nil
+	}
 	records := dnsrecords.For(c)
 	asJSON, err := dnsrecords.JSON(records)
 	if err != nil {
