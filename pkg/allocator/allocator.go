@@ -116,7 +116,7 @@ type pool struct {
 }
 
 func (p *pool) admits(r *Request) bool {
-	if len(p.Namespaces) > 0 && !slices.Contains(p.Namespaces, r.Namespace) {
+	if !p.AdmitsNamespace(r.Namespace) {
 		return false
 	}
 	return cluster.Matches(p.ServiceSelector, r.Labels)

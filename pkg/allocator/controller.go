@@ -285,6 +285,7 @@ func (t *term) rebuild() {
 	svcs, _ := t.services.List(labels.Everything())
 	cluster.SortByAge(svcs)
 	for _, s := range svcs {
+		t.claimExternalIPs(s)
 		if !cluster.Served(s) {
 			continue
 		}
@@ -296,6 +297,43 @@ func (t *term) rebuild() {
 		if err := t.alloc.Assign(r, ips); err != nil {
 			t.c.log.Error("status address held twice; the newer Service gets a new one", "service", r.Key, "err", err)
 			t.rec.Event(s, corev1.EventTypeWarning, string(ReasonInUse), truncate(err.Error()))
+		}
+	}
+}
+
+// EventExternalIPRefused is the reason of the Warning Event on a Service
+// whose external IP a pool with externalIPs does not announce for it, or
+// another Service holds; the message starts with the Reason.
+const EventExternalIPRefused = "ExternalIPRefused"
+
+// externalKey is the allocator's key for the external IPs a Service names,
+// apart from its load-balancer addresses (key).
+func externalKey(key string) string { return key + " externalIPs" }
+
+// claimExternalIPs books the external IPs of s that a pool announces
+// (cluster.Pools.ExternalIPs), so that no Service is given one, and
+// reports on s each one the pool refuses or another Service holds. An
+// address someone else holds stays announced (for its holder): two
+// Services on one address and port is for their owners to settle, and
+// the Event says who.
+func (t *term) claimExternalIPs(s *corev1.Service) {
+	key := externalKey(cluster.NamespacedName(s))
+	var want []netip.Addr
+	for _, e := range t.alloc.set.ExternalIPs(s) {
+		if e.Err != nil {
+			t.rec.Event(s, corev1.EventTypeWarning, EventExternalIPRefused, truncate(fmt.Sprintf("%s: %s", ReasonNotAllowed, e.Err)))
+			continue
+		}
+		want = append(want, e.Addr)
+	}
+	if slices.Equal(t.alloc.Addresses(key), want) {
+		return
+	}
+	t.alloc.Release(key)
+	r := Request{Key: key, Namespace: s.Namespace}
+	for _, a := range want {
+		if err := t.alloc.Assign(r, append(t.alloc.Addresses(key), a)); err != nil {
+			t.rec.Event(s, corev1.EventTypeWarning, EventExternalIPRefused, truncate(fmt.Sprintf("%s: external IP %s", ReasonOf(err), err)))
 		}
 	}
 }
@@ -376,11 +414,13 @@ func (t *term) sync(ctx context.Context, key string) error {
 			t.c.log.Info("released", "service", key, "addresses", t.alloc.Addresses(key))
 		}
 		t.alloc.Release(key)
+		t.alloc.Release(externalKey(key))
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	t.claimExternalIPs(s)
 	if !cluster.Served(s) {
 		had := t.alloc.Addresses(key)
 		t.alloc.Release(key)

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -19,6 +20,66 @@ func Served(s *corev1.Service) bool {
 		return false
 	}
 	return s.Spec.LoadBalancerClass == nil || *s.Spec.LoadBalancerClass == v1alpha1.LoadBalancerClass
+}
+
+// Read tells whether rendering reads a Service: one vipctl serves, or
+// one that names spec.externalIPs, which a pool with externalIPs may
+// announce (ExternalIPs).
+func Read(s *corev1.Service) bool { return Served(s) || len(s.Spec.ExternalIPs) > 0 }
+
+// ExternalIPs are the addresses of s.Spec.ExternalIPs a pool announces
+// (Pools.ExternalIP). A Service of another load-balancer class is left to
+// it.
+func (m *Model) ExternalIPs(s *corev1.Service) []netip.Addr {
+	var out []netip.Addr
+	for _, e := range m.Pools.ExternalIPs(s) {
+		if e.Err == nil {
+			out = append(out, e.Addr)
+		}
+	}
+	return out
+}
+
+// ExternalIP is an address of a Service's spec.externalIPs inside a pool
+// with externalIPs on.
+type ExternalIP struct {
+	Addr netip.Addr
+	Pool *Pool
+	// Err says why the pool does not announce it (nil: it does).
+	Err error
+}
+
+// ExternalIPs lists the addresses of s.Spec.ExternalIPs that lie in a
+// pool with externalIPs on, each with why the pool refuses it if it does:
+// a namespace the pool does not admit, or one of its anchors (no Service
+// gets those). Addresses in no such pool are none of vipctl's business
+// (kube-proxy still answers them where they reach a node) and are left
+// out, as is every address of a Service of another load-balancer class.
+func (ps Pools) ExternalIPs(s *corev1.Service) []ExternalIP {
+	if s.Spec.LoadBalancerClass != nil && *s.Spec.LoadBalancerClass != v1alpha1.LoadBalancerClass {
+		return nil
+	}
+	var out []ExternalIP
+	for _, ip := range s.Spec.ExternalIPs {
+		a, err := netip.ParseAddr(ip)
+		if err != nil {
+			continue
+		}
+		a = a.Unmap()
+		p := ps.Of(a)
+		if p == nil || !p.ExternalIPs {
+			continue
+		}
+		e := ExternalIP{Addr: a, Pool: p}
+		switch {
+		case !p.AdmitsNamespace(s.Namespace):
+			e.Err = fmt.Errorf("external IP %s: pool %s admits Services of namespaces %s only", a, p.Name, strings.Join(p.Namespaces, ", "))
+		case p.IsAnchor(a):
+			e.Err = fmt.Errorf("external IP %s is an anchor of pool %s (the address of its VRRP instance), which no Service gets", a, p.Name)
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // isLocal tells whether a Service's traffic may only go to local
@@ -43,7 +104,8 @@ func SortByAge(services []*corev1.Service) {
 	})
 }
 
-// ServiceAddresses sorts the addresses in served Services' status: into
+// ServiceAddresses sorts the addresses in served Services' status, and
+// the external IPs pools announce (ExternalIPs): into
 // the pools that contain them (Cluster policy), into Local Services (each
 // its own VRRP instance, oldest first so a new one takes a VRRP ID without
 // moving the others'), and apart, the orphans in no pool (a pool that
@@ -56,20 +118,27 @@ func (m *Model) ServiceAddresses(services []*corev1.Service) (byPool map[string]
 	byPool = map[string][]netip.Addr{}
 	seen := map[netip.Addr]bool{}
 	for _, s := range services {
-		if !Served(s) {
+		if !Read(s) {
 			continue
 		}
+		var addrs []netip.Addr
+		if Served(s) {
+			for _, in := range s.Status.LoadBalancer.Ingress {
+				if a, err := netip.ParseAddr(in.IP); err == nil {
+					addrs = append(addrs, a.Unmap())
+				}
+			}
+		}
+		addrs = append(addrs, m.ExternalIPs(s)...)
 		var ls *LocalService
 		if isLocal(s) {
 			local = append(local, LocalService{Name: NamespacedName(s)})
 			ls = &local[len(local)-1]
 		}
-		for _, in := range s.Status.LoadBalancer.Ingress {
-			a, err := netip.ParseAddr(in.IP)
-			if err != nil || seen[a.Unmap()] {
+		for _, a := range addrs {
+			if seen[a] {
 				continue
 			}
-			a = a.Unmap()
 			seen[a] = true
 			p := m.PoolOf(a)
 			switch {
@@ -140,7 +209,7 @@ const apiServerService = "default/kubernetes"
 // the render, and the sidecar does not render for them; a Service that
 // turns Local is itself a change that renders.
 func SlicesRead(name string, svc *corev1.Service) bool {
-	return name == apiServerService || (svc != nil && Served(svc) && isLocal(svc))
+	return name == apiServerService || (svc != nil && Read(svc) && isLocal(svc))
 }
 
 // RouterPlacement tells, for one IngressController, on which nodes its

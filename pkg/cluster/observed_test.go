@@ -208,3 +208,68 @@ func TestSlicesRead(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestExternalIPs: a pool with externalIPs on announces the addresses of
+// its range that Services of admitted namespaces name in spec.externalIPs,
+// whatever their type, Local ones by their own instance; a pool without it,
+// another namespace, an anchor, an address outside every pool and another
+// class's Service are not announced, and none is an orphan.
+func TestExternalIPs(t *testing.T) {
+	c := fixture.Example(t, "compact-ipv4.yaml")
+	c.Spec.ServicePools[0].ExternalIPs = true
+	c.Spec.ServicePools[0].Namespaces = []string{"ns"}
+	m := Compile(c)
+	anchor := m.Pools[0].Anchors(true)[0]
+	ext := func(name, ns string, ips ...string) *corev1.Service {
+		s := svc(name, 1, nil, "")
+		s.Namespace = ns
+		s.Spec.Type = corev1.ServiceTypeClusterIP
+		s.Spec.ExternalIPs = ips
+		return s
+	}
+	local := ext("local", "ns", "198.51.100.150")
+	local.Spec.Type = corev1.ServiceTypeNodePort
+	local.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	other := "example.com/other"
+	foreign := ext("foreign", "ns", "198.51.100.151")
+	foreign.Spec.LoadBalancerClass = &other
+	services := []*corev1.Service{
+		ext("web", "ns", "198.51.100.140", "203.0.113.9", "not-an-ip"),
+		ext("tenant", "elsewhere", "198.51.100.141"),
+		ext("anchor", "ns", anchor.String()),
+		local,
+		foreign,
+	}
+	byPool, locals, orphans := m.ServiceAddresses(services)
+	if got, want := byPool["general"], fixture.Addrs("198.51.100.140"); !slices.Equal(got, want) {
+		t.Errorf("pool general = %v, want %v", got, want)
+	}
+	if len(locals) != 1 || locals[0].Name != "ns/local" || !slices.Equal(locals[0].VIPs, fixture.Addrs("198.51.100.150")) {
+		t.Errorf("Local Services = %+v, want ns/local with 198.51.100.150", locals)
+	}
+	if len(orphans) != 0 {
+		t.Errorf("orphans = %v, want none: external IPs outside the pools are not vipctl's", orphans)
+	}
+	var refused []string
+	for _, s := range services {
+		for _, e := range m.Pools.ExternalIPs(s) {
+			if e.Err != nil {
+				refused = append(refused, e.Err.Error())
+			}
+		}
+	}
+	want := []string{
+		"external IP 198.51.100.141: pool general admits Services of namespaces ns only",
+		"external IP " + anchor.String() + " is an anchor of pool general (the address of its VRRP instance), which no Service gets",
+	}
+	if !slices.Equal(refused, want) {
+		t.Errorf("refusals = %q\nwant %q", refused, want)
+	}
+	c.Spec.ServicePools[0].ExternalIPs = false
+	if byPool, _, _ := Compile(c).ServiceAddresses(services); len(byPool["general"]) != 0 {
+		t.Errorf("a pool without externalIPs announces %v", byPool["general"])
+	}
+	if !SlicesRead("ns/local", local) {
+		t.Error("the endpoints of a Local Service with external IPs are not read")
+	}
+}

@@ -35,7 +35,8 @@ func strip(obj any) (any, error) {
 			Status: corev1.NodeStatus{Addresses: o.Status.Addresses}}, nil
 	case *corev1.Service:
 		out := &corev1.Service{ObjectMeta: keptMeta(&o.ObjectMeta, nil, nil), Spec: corev1.ServiceSpec{
-			Type: o.Spec.Type, LoadBalancerClass: o.Spec.LoadBalancerClass, ExternalTrafficPolicy: o.Spec.ExternalTrafficPolicy}}
+			Type: o.Spec.Type, LoadBalancerClass: o.Spec.LoadBalancerClass, ExternalTrafficPolicy: o.Spec.ExternalTrafficPolicy,
+			ExternalIPs: o.Spec.ExternalIPs}}
 		for _, in := range o.Status.LoadBalancer.Ingress {
 			out.Status.LoadBalancer.Ingress = append(out.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: in.IP})
 		}
@@ -202,6 +203,7 @@ func changed(old, obj any) bool {
 		b, ok := obj.(*corev1.Service)
 		return !ok || !sameMeta(&a.ObjectMeta, &b.ObjectMeta) || a.Spec.Type != b.Spec.Type ||
 			!samePtr(a.Spec.LoadBalancerClass, b.Spec.LoadBalancerClass) || a.Spec.ExternalTrafficPolicy != b.Spec.ExternalTrafficPolicy ||
+			!slices.Equal(a.Spec.ExternalIPs, b.Spec.ExternalIPs) ||
 			!slices.EqualFunc(a.Status.LoadBalancer.Ingress, b.Status.LoadBalancer.Ingress, func(x, y corev1.LoadBalancerIngress) bool { return x.IP == y.IP })
 	case *discoveryv1.EndpointSlice:
 		b, ok := obj.(*discoveryv1.EndpointSlice)
@@ -256,11 +258,12 @@ func tombstoned(obj any) any {
 	return obj
 }
 
-// servedService tells whether rendering reads a Service (cluster.Served):
-// ClusterIP and other classes' Services come and go without a render.
+// servedService tells whether rendering reads a Service (cluster.Read):
+// ClusterIP and other classes' Services without external IPs come and go
+// without a render.
 func servedService(obj any) bool {
 	svc, ok := tombstoned(obj).(*corev1.Service)
-	return !ok || cluster.Served(svc)
+	return !ok || cluster.Read(svc)
 }
 
 // sliceRead tells whether rendering reads an EndpointSlice

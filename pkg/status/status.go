@@ -6,6 +6,7 @@ package status
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -120,13 +121,20 @@ func Compute(c *v1alpha1.ClusterVIPs, nodes []corev1.Node, services []corev1.Ser
 	users := map[netip.Addr][]string{}
 	for i := range services {
 		s := &services[i]
-		if !cluster.Served(s) {
+		if !cluster.Read(s) {
 			continue
 		}
 		served = append(served, s)
-		for _, in := range s.Status.LoadBalancer.Ingress {
-			if a, err := netip.ParseAddr(in.IP); err == nil {
-				users[a.Unmap()] = append(users[a.Unmap()], cluster.NamespacedName(s))
+		if cluster.Served(s) {
+			for _, in := range s.Status.LoadBalancer.Ingress {
+				if a, err := netip.ParseAddr(in.IP); err == nil {
+					users[a.Unmap()] = append(users[a.Unmap()], cluster.NamespacedName(s))
+				}
+			}
+		}
+		for _, a := range m.ExternalIPs(s) {
+			if !slices.Contains(users[a], cluster.NamespacedName(s)) {
+				users[a] = append(users[a], cluster.NamespacedName(s))
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -192,6 +193,12 @@ func (v VRRPSpec) Advert() time.Duration {
 		return 0
 	}
 	return d
+}
+
+// AdmitsNamespace tells whether Services of namespace ns may use the
+// pool (spec.servicePools[].namespaces; empty admits all).
+func (p ServicePool) AdmitsNamespace(ns string) bool {
+	return len(p.Namespaces) == 0 || slices.Contains(p.Namespaces, ns)
 }
 
 // IsBGP tells whether the pool's addresses are announced by BGP rather

@@ -195,6 +195,16 @@ type ServicePool struct {
 	// AutoAssign lets Services without an explicit pool draw from it.
 	// Default true.
 	AutoAssign *bool `json:"autoAssign,omitempty"`
+	// ExternalIPs lets Services of the pool's namespaces name its
+	// addresses in spec.externalIPs, of any type: each such address is
+	// announced like a load-balancer address (held by one node of a vrrp
+	// pool, routed by a bgp pool) and kube-proxy takes it from there. Off
+	// by default: spec.externalIPs is free text any Service owner may
+	// write (CVE-2020-8554), so only the pool's `namespaces` (set them)
+	// decide who may use which address; docs/security.md. The allocator
+	// never hands such an address to another Service and reports an
+	// address one Service names while another holds it.
+	ExternalIPs bool `json:"externalIPs,omitempty"`
 	// Instances is the number of VRRP instances per IP family the pool's
 	// VIPs are spread over; each gets other node priorities so the VIPs are
 	// held by different nodes at once. Default 2. Unused by bgp pools.
