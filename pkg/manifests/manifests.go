@@ -38,7 +38,7 @@ func Objects(c *v1alpha1.ClusterVIPs) ([]runtime.Object, error) {
 		return nil, err
 	}
 	objs := []runtime.Object{
-		&corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: metav1.ObjectMeta{Name: render.Namespace, Labels: labels("namespace")}},
+		Namespace(),
 		&corev1.ConfigMap{TypeMeta: tm("v1", "ConfigMap"),
 			ObjectMeta: meta(v1alpha1.ConfigMapName, "config"),
 			Data:       map[string]string{v1alpha1.ConfigMapKey: string(cfg)}},
@@ -46,6 +46,40 @@ func Objects(c *v1alpha1.ClusterVIPs) ([]runtime.Object, error) {
 	objs = append(objs, Allocator(c)...)
 	objs = append(objs, NodeReaders(c)...)
 	return objs, nil
+}
+
+// Pod Security admission: the namespace's labels name the level its pods
+// are held to, and OpenShift's label syncer is told to leave them.
+const (
+	podSecurityEnforce = "pod-security.kubernetes.io/enforce"
+	podSecurityAudit   = "pod-security.kubernetes.io/audit"
+	podSecurityWarn    = "pod-security.kubernetes.io/warn"
+	// PodSecurityLevel is vipctl-system's level. The kubelet creates a
+	// mirror pod for each static pod here, and admission judges mirror
+	// pods like any other: keepalived's, haproxy's and FRR's pods use
+	// host networking, host paths and added capabilities (NET_ADMIN,
+	// NET_RAW, ...), which only the privileged level admits; a mirror pod
+	// refused leaves the pod running but invisible to the API (vipctl
+	// status reads the mirror pods). The allocator passes restricted
+	// (TestAllocatorRunsRestricted) and shares the namespace. OpenShift's
+	// own on-prem namespaces (openshift-kni-infra, ...) are labelled the
+	// same way.
+	PodSecurityLevel = "privileged"
+	// openShiftLabelSync turned off keeps OpenShift's cluster-policy-
+	// controller from rewriting the pod-security labels from the SCCs
+	// the namespace's ServiceAccounts may use: the allocator's would give
+	// restricted, and the mirror pods would be refused.
+	openShiftLabelSync = "security.openshift.io/scc.podSecurityLabelSync"
+)
+
+// Namespace is vipctl-system, labelled for Pod Security admission.
+func Namespace() *corev1.Namespace {
+	l := labels("namespace")
+	for _, k := range []string{podSecurityEnforce, podSecurityAudit, podSecurityWarn} {
+		l[k] = PodSecurityLevel
+	}
+	l[openShiftLabelSync] = "false"
+	return &corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: metav1.ObjectMeta{Name: render.Namespace, Labels: l}}
 }
 
 // Marshal writes objects as one multi-document YAML stream.
