@@ -209,6 +209,10 @@ func (v *validator) api(a *APISpec, path *field.Path) field.ErrorList {
 	errs = append(errs, v.vipList(a.InternalVIPs, path.Child("internalVIPs"))...)
 	errs = append(errs, internalVIPFamilies(a, path.Child("internalVIPs"))...)
 	errs = append(errs, validateCIDRs(a.InternalAllowedSources, path.Child("internalAllowedSources"))...)
+	if len(a.InternalAllowedSources) > 0 && !a.GuardsInternal() {
+		errs = append(errs, field.Invalid(path.Child("internalAllowedSources"), a.InternalAllowedSources,
+			"set only together with internalPort or internalVIPs: without either there is nothing it would let in"))
+	}
 	ports := map[int32]*field.Path{}
 	for _, p := range []struct {
 		name string
