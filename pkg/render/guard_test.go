@@ -57,7 +57,7 @@ func TestInternalGuard(t *testing.T) {
 			example: "day1-bootstrap.yaml",
 			allowed: []string{"203.0.113.0/24"},
 			want: InternalGuard{
-				Ports:   []uint16{22623, 22625, 22624},
+				Ports: []uint16{22623, 22625, 22624},
 				Allowed: prefixes("198.51.100.9/32", "198.51.100.11/32", "198.51.100.12/32", "198.51.100.13/32", "203.0.113.0/24",
 					"2001:db8:100::11/128", "2001:db8:100::12/128", "2001:db8:100::13/128"),
 			},
