@@ -65,6 +65,8 @@ func TestCLIGolden(t *testing.T) {
 		{"validate-pools-only-with-vips", []string{"validate", "-f", repo("testdata/bad-input/pools-only-with-vips.yaml")}, 1},
 		{"validate-pools-only-pin-openshift-id", []string{"validate", "-f", repo("testdata/bad-input/pools-only-pin-openshift-id.yaml")}, 1},
 		{"validate-pools-only", []string{"validate", "-f", repo("examples/pools-only.yaml")}, 0},
+		{"validate-api-int", []string{"validate", "-f", repo("testdata/bad-input/api-int.yaml")}, 1},
+		{"vr-ids-api-int", []string{"vr-ids", "-f", repo("examples/api-int.yaml")}, 0},
 		{"render-node-addresses", []string{"render", "-f", repo("testdata/bad-input/node-addresses.yaml"), "--out-dir", "never-written", "--nodes", repo("examples/nodes/compact.yaml")}, 1},
 		{"validate-missing-file", []string{"validate", "-f", "does-not-exist.yaml"}, 1},
 		{"bad-output-format", []string{"vr-ids", "ostest", "-o", "xml"}, 1},
