@@ -75,6 +75,7 @@ func TestCLIGolden(t *testing.T) {
 		{"bootstrap-bad-address", []string{"bootstrap", "-f", repo("examples/day1-bootstrap.yaml"), "--nodes", repo("examples/nodes/compact.yaml"), "--bootstrap-address", "198.51.100.300"}, 1},
 		{"bootstrap-no-nodes", []string{"bootstrap", "-f", repo("examples/day1-bootstrap.yaml")}, 1},
 		{"dns-check-invalid", []string{"dns", "check", "-f", repo("testdata/invalid-cluster.yaml"), "--server", "198.51.100.53"}, 1},
+		{"dns-check-pools-only", []string{"dns", "check", "-f", repo("examples/pools-only.yaml"), "--server", "198.51.100.53"}, 1},
 		{"dns-check-bad-server", []string{"dns", "check", "-f", repo("examples/compact-ipv4.yaml"), "--server", "ns1.example.test"}, 1},
 		{"preflight-invalid", []string{"preflight", "-f", repo("testdata/invalid-cluster.yaml")}, 1},
 		// Fails before anything is written, so the directory is never made.

@@ -191,8 +191,12 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 	return out, nil
 }
 
-// dnsFiles are the DNS records of c's VIPs in every form.
+// dnsFiles are the DNS records of c's VIPs in every form; none where
+// vipctl has no records to give (dnsrecords.Applies).
 func dnsFiles(c *v1alpha1.ClusterVIPs) ([]File, error) {
+	if dnsrecords.Applies(c) != nil {
+		return nil, nil
+	}
 	records := dnsrecords.For(c)
 	asJSON, err := dnsrecords.JSON(records)
 	if err != nil {

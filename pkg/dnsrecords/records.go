@@ -83,6 +83,17 @@ func For(c *v1alpha1.ClusterVIPs) []Record {
 	return out
 }
 
+// Applies tells why c has no records for vipctl to write or check (nil:
+// it has): in mode poolsOnly OpenShift's own keepalived holds the API and
+// ingress VIPs, named in install-config and not in c, and OpenShift's
+// on-premise stack serves their names itself.
+func Applies(c *v1alpha1.ClusterVIPs) error {
+	if c.PoolsOnly() {
+		return fmt.Errorf("spec.mode %s: the API and ingress VIPs are OpenShift's own (install-config's apiVIPs and ingressVIPs), which this file does not name; their DNS records are OpenShift's on-premise DNS's job, not vipctl's", v1alpha1.ModePoolsOnly)
+	}
+	return nil
+}
+
 // rr is r as the DNS library's typed record.
 func (r Record) rr() dns.RR {
 	hdr := dns.RR_Header{Name: r.Name, Class: dns.ClassINET, Ttl: r.TTL}
