@@ -120,7 +120,7 @@ type APISpec struct {
 	// client's connection is refused by nftables on the node
 	// (docs/security.md). The cluster's node addresses and
 	// spec.bootstrap's are always allowed. Default: spec.machineNetworks.
-	// Used only when internalPort or internalVIPs is set.
+	// Refused unless internalPort or internalVIPs is set.
 	InternalAllowedSources []string `json:"internalAllowedSources,omitempty"`
 }
 
