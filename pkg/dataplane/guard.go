@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/google/nftables"
+	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
 
@@ -24,8 +25,8 @@ const (
 // transaction as the redirects): a filter chain on the prerouting hook,
 // just before the redirect (dstnat - 10, where kube-proxy filters its
 // load balancers' sources too), that refuses with a TCP reset connections
-// from outside g.Allowed to g.Ports on any address and to any port of
-// g.VIPs. Before the redirect the packet still names what the client
+// from outside g.Allowed to g.Ports on any of the node's own addresses
+// and to any port of g.VIPs. Before the redirect the packet still names what the client
 // asked for (VIP:22623, not haproxy's port), and every packet for a local
 // socket passes prerouting: neither the VIP, nor the node's own address,
 // nor haproxy's port is a way around it. A reject there needs Linux 5.10
@@ -54,7 +55,13 @@ func addGuard(conn *nftables.Conn, table *nftables.Table, g *render.InternalGuar
 	}})
 	for _, v4 := range []bool{true, false} {
 		for _, port := range g.Ports {
+			// fib daddr type local: the node's own sockets only. A
+			// connection the node forwards (to a pod, a Service
+			// behind it, another host) may use these ports as well and
+			// is none of the guard's business.
 			match := []expr.Any{
+				&expr.Fib{Register: 1, FlagDADDR: true, ResultADDRTYPE: true},
+				&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(unix.RTN_LOCAL)},
 				&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
 				&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binary.BigEndian.AppendUint16(nil, port)},
 			}

@@ -1,16 +1,12 @@
 package dataplane
 
 import (
-	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/nftables"
-	"github.com/vishvananda/netns"
 
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/test/netlab"
@@ -23,45 +19,21 @@ import (
 // a client on the same segment outside it is refused (a TCP reset, not a
 // timeout) on all of those and on api-int's API port, yet still reaches
 // the API VIP's 6443; the node itself reaches everything over lo. IPv4
-// and IPv6. Without the guard the outsider gets through again.
+// and IPv6. A connection the node only forwards to a guarded port of
+// another host passes. Without the guard the outsider gets through again.
 func TestInternalGuard(t *testing.T) {
-	lab := netlab.New(t)
-	node := lab.AddHost("node", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"198.51.100.11/24", "2001:db8:100::11/64"}})
-	inside := lab.AddHost("inside", netlab.HostOpts{Iface: "eth0", Addrs: []string{"198.51.100.100/24", "2001:db8:100::100/64"}})
+	lab, node, inside := nodeAndClient(t)
 	outside := lab.AddHost("outside", netlab.HostOpts{Iface: "eth0", Addrs: []string{"198.51.100.200/24", "2001:db8:100::1:200/64"}})
-	for _, a := range []string{"198.51.100.5/32", "198.51.100.4/32"} {
-		node.MustExec("ip", "addr", "add", a, "dev", "br-ex")
-	}
-	for _, a := range []string{"2001:db8:100::5/128", "2001:db8:100::4/128"} {
-		node.MustExec("ip", "addr", "add", a, "dev", "br-ex", "nodad")
-	}
+	// api-int's own VIPs beside the API's.
+	node.MustExec("ip", "addr", "add", "198.51.100.4/32", "dev", "br-ex")
+	node.MustExec("ip", "addr", "add", "2001:db8:100::4/128", "dev", "br-ex", "nodad")
 	for port, body := range map[string]string{"6443": "apiserver", "9445": "haproxy-api", "22623": "mcs", "22624": "mcs-plain", "22625": "haproxy-mcs"} {
-		var l net.Listener
-		if err := node.Do(func() (err error) { l, err = net.Listen("tcp", ":"+port); return err }); err != nil {
-			t.Fatal(err)
-		}
-		srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, body) })}
-		go func() { _ = srv.Serve(l) }()
-		t.Cleanup(func() { _ = srv.Close() })
+		serveOn(t, node, ":"+port, body)
 	}
 	get := func(h *netlab.Host, addr, port string) string {
-		c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: h.DialContext, DisableKeepAlives: true}}
-		resp, err := c.Get("http://" + net.JoinHostPort(addr, port) + "/")
-		if err != nil {
-			if strings.Contains(err.Error(), "connection refused") {
-				return "refused"
-			}
-			return "error: " + err.Error()
-		}
-		defer func() { _ = resp.Body.Close() }()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
+		return getFrom(h, "http://"+net.JoinHostPort(addr, port)+"/")
 	}
-	ns, err := netns.GetFromName(node.NS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ns.Close() }()
+	ns := netnsOf(t, node)
 
 	var redirects []PortRedirect
 	for _, vip := range []string{"198.51.100.5", "198.51.100.4", "2001:db8:100::5", "2001:db8:100::4"} {
@@ -105,6 +77,20 @@ func TestInternalGuard(t *testing.T) {
 				}
 			}
 		}
+	}
+	// A connection the node only forwards, to a port it guards on its own
+	// addresses, passes: 203.0.113.7 lives on another host, reached
+	// through the node.
+	behind := lab.AddHost("behind", netlab.HostOpts{Iface: "eth0", Addrs: []string{"198.51.100.150/24"}})
+	behind.MustExec("ip", "addr", "add", "203.0.113.7/32", "dev", "eth0")
+	serveOn(t, behind, "203.0.113.7:22623", "behind")
+	for _, kv := range []string{"net.ipv4.ip_forward=1", "net.ipv4.conf.all.send_redirects=0", "net.ipv4.conf.br-ex.send_redirects=0"} {
+		node.MustExec("sysctl", "-qw", kv)
+	}
+	node.MustExec("ip", "route", "add", "203.0.113.7/32", "via", "198.51.100.150")
+	outside.MustExec("ip", "route", "add", "203.0.113.7/32", "via", "198.51.100.11")
+	if got := get(outside, "203.0.113.7", "22623"); got != "behind" {
+		t.Errorf("outside the allow-list, forwarded by the node to 203.0.113.7:22623: %q, want %q", got, "behind")
 	}
 	if err := EnsureAPITable(int(ns), redirects, nil); err != nil {
 		t.Fatal(err)

@@ -7,25 +7,9 @@ import (
 	"testing"
 )
 
-// apiIntBase is a valid dual-stack config with api-int's own VIPs.
-const apiIntBase = `apiVersion: vipctl.io/v1alpha1
-kind: ClusterVIPs
-metadata:
-  name: ostest
-spec:
-  baseDomain: example.test
-  machineNetworks: [198.51.100.0/24, "2001:db8:100::/64"]
-  api:
-    vips: [198.51.100.5, "2001:db8:100::5"]
-    internalVIPs: [198.51.100.4, "2001:db8:100::4"]
-    internalPort: 22623
-  ingress:
-    - name: default
-      vips: [198.51.100.6]
-  servicePools:
-    - name: a
-      addresses: [198.51.100.128/26]
-`
+// apiIntBase is base, dual-stack, with api-int's own VIPs.
+var apiIntBase = strings.Replace(base, "    vips: [198.51.100.5]\n",
+	"    vips: [198.51.100.5, \"2001:db8::5\"]\n    internalVIPs: [198.51.100.4, \"2001:db8::4\"]\n    internalPort: 22623\n", 1)
 
 // TestAPIIntValid: api-int's own instance comes after every other key,
 // so that adding it to a running cluster renumbers nothing; the allowed
@@ -42,7 +26,7 @@ func TestAPIIntValid(t *testing.T) {
 	if got := Strings(c.InstanceKeys()); !slices.Equal(got, want) {
 		t.Errorf("InstanceKeys = %v, want %v", got, want)
 	}
-	if got, want := c.AllowedInternalSources(), []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("2001:db8:100::/64")}; !slices.Equal(got, want) {
+	if got, want := c.AllowedInternalSources(), []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("2001:db8::/64")}; !slices.Equal(got, want) {
 		t.Errorf("AllowedInternalSources = %v, want %v (the machine networks)", got, want)
 	}
 	if got, want := c.Spec.API.InternalPorts(), []int32{22623, 22625, 22624}; !slices.Equal(got, want) {
@@ -63,18 +47,18 @@ func TestAPIIntErrors(t *testing.T) {
 	runParseErrors(t, apiIntBase, []parseErrorCase{
 		{
 			name: "two api-int VIPs of one family",
-			edit: replace(`internalVIPs: [198.51.100.4, "2001:db8:100::4"]`, `internalVIPs: [198.51.100.4, 198.51.100.3]`),
+			edit: replace(`internalVIPs: [198.51.100.4, "2001:db8::4"]`, `internalVIPs: [198.51.100.4, 198.51.100.3]`),
 			want: []string{`spec.api.internalVIPs[1]: Invalid value: "198.51.100.3": a second IPv4 VIP; spec.api.internalVIPs[0] already has one (one VIP per family)`},
 		},
 		{
 			name: "an api-int VIP of a family the API has none of",
-			edit: replace(`vips: [198.51.100.5, "2001:db8:100::5"]`, `vips: [198.51.100.5]`),
-			want: []string{`spec.api.internalVIPs[1]: Invalid value: "2001:db8:100::4": spec.api.vips has no IPv6 VIP: api-int serves the same API, in its families`},
+			edit: replace(`vips: [198.51.100.5, "2001:db8::5"]`, `vips: [198.51.100.5]`),
+			want: []string{`spec.api.internalVIPs[1]: Invalid value: "2001:db8::4": spec.api.vips has no IPv6 VIP: api-int serves the same API, in its families`},
 		},
 		{
 			name: "an api-int VIP outside every machine network",
 			edit: replace(`internalVIPs: [198.51.100.4,`, `internalVIPs: [203.0.113.4,`),
-			want: []string{`spec.api.internalVIPs[0]: Invalid value: "203.0.113.4": outside every machine network (198.51.100.0/24, 2001:db8:100::/64)`},
+			want: []string{`spec.api.internalVIPs[0]: Invalid value: "203.0.113.4": outside every machine network (198.51.100.0/24, 2001:db8::/64)`},
 		},
 		{
 			name: "the API VIP again",
@@ -98,18 +82,18 @@ func TestAPIIntErrors(t *testing.T) {
 		},
 		{
 			name: "allowed sources: not a CIDR, host bits set",
-			edit: replace("    internalPort: 22623\n", "    internalPort: 22623\n    internalAllowedSources: [198.51.100.0, 198.51.100.7/24, \"2001:db8:100::/129\"]\n"),
+			edit: replace("    internalPort: 22623\n", "    internalPort: 22623\n    internalAllowedSources: [198.51.100.0, 198.51.100.7/24, \"2001:db8::/129\"]\n"),
 			want: []string{
 				`spec.api.internalAllowedSources[0]: Invalid value: "198.51.100.0": invalid CIDR`,
 				`spec.api.internalAllowedSources[1]: Invalid value: "198.51.100.7/24": invalid CIDR: host bits set, did you mean 198.51.100.0/24`,
-				`spec.api.internalAllowedSources[2]: Invalid value: "2001:db8:100::/129": invalid CIDR`,
+				`spec.api.internalAllowedSources[2]: Invalid value: "2001:db8::/129": invalid CIDR`,
 			},
 		},
 		{
 			name: "allowed sources with nothing to guard",
 			edit: func(s string) string {
 				return strings.NewReplacer(
-					"    internalVIPs: [198.51.100.4, \"2001:db8:100::4\"]\n", "",
+					"    internalVIPs: [198.51.100.4, \"2001:db8::4\"]\n", "",
 					"    internalPort: 22623\n", "    internalAllowedSources: [198.51.100.0/24]\n").Replace(s)
 			},
 			want: []string{`spec.api.internalAllowedSources: Invalid value: ["198.51.100.0/24"]: set only together with internalPort or internalVIPs: without either there is nothing it would let in`},
