@@ -65,6 +65,8 @@ func TestCLIGolden(t *testing.T) {
 		{"validate-pools-only-with-vips", []string{"validate", "-f", repo("testdata/bad-input/pools-only-with-vips.yaml")}, 1},
 		{"validate-pools-only-pin-openshift-id", []string{"validate", "-f", repo("testdata/bad-input/pools-only-pin-openshift-id.yaml")}, 1},
 		{"validate-pools-only", []string{"validate", "-f", repo("examples/pools-only.yaml")}, 0},
+		{"validate-api-int", []string{"validate", "-f", repo("testdata/bad-input/api-int.yaml")}, 1},
+		{"vr-ids-api-int", []string{"vr-ids", "-f", repo("examples/api-int.yaml")}, 0},
 		{"render-node-addresses", []string{"render", "-f", repo("testdata/bad-input/node-addresses.yaml"), "--out-dir", "never-written", "--nodes", repo("examples/nodes/compact.yaml")}, 1},
 		{"validate-missing-file", []string{"validate", "-f", "does-not-exist.yaml"}, 1},
 		{"bad-output-format", []string{"vr-ids", "ostest", "-o", "xml"}, 1},
@@ -73,6 +75,7 @@ func TestCLIGolden(t *testing.T) {
 		{"bootstrap-bad-address", []string{"bootstrap", "-f", repo("examples/day1-bootstrap.yaml"), "--nodes", repo("examples/nodes/compact.yaml"), "--bootstrap-address", "198.51.100.300"}, 1},
 		{"bootstrap-no-nodes", []string{"bootstrap", "-f", repo("examples/day1-bootstrap.yaml")}, 1},
 		{"dns-check-invalid", []string{"dns", "check", "-f", repo("testdata/invalid-cluster.yaml"), "--server", "198.51.100.53"}, 1},
+		{"dns-check-pools-only", []string{"dns", "check", "-f", repo("examples/pools-only.yaml"), "--server", "198.51.100.53"}, 1},
 		{"dns-check-bad-server", []string{"dns", "check", "-f", repo("examples/compact-ipv4.yaml"), "--server", "ns1.example.test"}, 1},
 		{"preflight-invalid", []string{"preflight", "-f", repo("testdata/invalid-cluster.yaml")}, 1},
 		// Fails before anything is written, so the directory is never made.

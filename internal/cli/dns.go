@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -55,9 +54,6 @@ openshift-install.`,
 			c, err := v1alpha1.Load(o.file)
 			if err != nil {
 				return err
-			}
-			if c.PoolsOnly() {
-				return fmt.Errorf("%s: spec.mode is %s: the API and ingress VIPs, and their DNS records, are OpenShift's own and not in this file; nothing to check", o.file, v1alpha1.ModePoolsOnly)
 			}
 			report, err := dnsrecords.Check(cmd.Context(), c, dnsrecords.CheckOptions{Server: o.server, Timeout: o.timeout})
 			if err != nil {

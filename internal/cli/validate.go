@@ -41,7 +41,7 @@ func NewValidateCommand(streams IOStreams) *cobra.Command {
 				return fmt.Errorf("%s: spec.vrrp: %w", o.file, err)
 			}
 			return printData(streams.Out, o.output, c, func(w io.Writer) error {
-				vips := len(c.Spec.API.VIPs)
+				vips := len(c.Spec.API.VIPs) + len(c.Spec.API.InternalVIPs)
 				for _, in := range c.Spec.Ingress {
 					vips += len(in.VIPs)
 				}

@@ -219,7 +219,9 @@ func prepare(o Options) (*machine, error) {
 	if len(h.masters) == 0 {
 		return nil, fmt.Errorf("--nodes %s: no control-plane node (label node-role.kubernetes.io/master or control-plane): nobody to give the API VIP to", o.Nodes)
 	}
-	for _, v := range c.Spec.API.VIPs {
+	// api-int's own VIPs after the API's: h.vips[0] picks the family the
+	// nodes are probed in, and the host yields once none of them is here.
+	for _, v := range slices.Concat(c.Spec.API.VIPs, c.Spec.API.InternalVIPs) {
 		h.vips = append(h.vips, netip.MustParseAddr(v))
 	}
 	iface, err := bootstrapInterface(c.Spec.Bootstrap, o.Interface)

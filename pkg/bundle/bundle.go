@@ -191,11 +191,10 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 	return out, nil
 }
 
-// dnsFiles are the DNS records of c's VIPs in every form; none in mode
-// poolsOnly, where the API and ingress VIPs are OpenShift's own and not in
-// the config (their records come with OpenShift's install).
+// dnsFiles are the DNS records of c's VIPs in every form; none where
+// vipctl has no records to give (dnsrecords.Applies).
 func dnsFiles(c *v1alpha1.ClusterVIPs) ([]File, error) {
-	if c.PoolsOnly() {
+	if dnsrecords.Applies(c) != nil {
 		return nil, nil
 	}
 	records := dnsrecords.For(c)

@@ -47,3 +47,25 @@ func TestNodeFilesAtNodePaths(t *testing.T) {
 		t.Errorf("frr.conf written at the pods' path /etc/frr/frr.conf")
 	}
 }
+
+// TestDNSFilesOnlyWithVIPs: render writes dns/ for a cluster whose API and
+// ingress VIPs vipctl holds, and none in mode poolsOnly, whose VIPs are
+// OpenShift's and not in the file (empty record files there would read
+// as "this cluster needs no records").
+func TestDNSFilesOnlyWithVIPs(t *testing.T) {
+	t.Parallel()
+	for example, want := range map[string]bool{"compact-ipv4.yaml": true, "pools-only.yaml": false} {
+		c, err := v1alpha1.Load(filepath.Join("..", "..", "examples", example))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := bundle.Build(c, bundle.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := slices.ContainsFunc(files, func(f bundle.File) bool { return f.Path == bundle.DNSZonePath })
+		if got != want {
+			t.Errorf("%s: %s written: %v, want %v", example, bundle.DNSZonePath, got, want)
+		}
+	}
+}

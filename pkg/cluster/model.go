@@ -133,6 +133,9 @@ func (m *Model) VIPKeys(st State) map[netip.Addr]v1alpha1.InstanceKey {
 	for _, v := range s.API.VIPs {
 		out[netip.MustParseAddr(v)] = v1alpha1.KeyAPI
 	}
+	for _, v := range s.API.InternalVIPs {
+		out[netip.MustParseAddr(v)] = v1alpha1.KeyAPIInternal
+	}
 	for _, in := range s.Ingress {
 		for _, v := range in.VIPs {
 			out[netip.MustParseAddr(v)] = v1alpha1.IngressKey(in.Name)

@@ -29,10 +29,11 @@ type PortRedirect struct {
 // holds the API port on every address, so connections to the API VIP's
 // port must be turned to haproxy's port, or the holder's own apiserver
 // would answer alone (and a dead one would fail the VIP). The same for
-// api-int's port when haproxy fronts it.
+// api-int's port when haproxy fronts it; api-int's own VIPs serve both
+// as well.
 func APIRedirects(c *v1alpha1.ClusterVIPs) []PortRedirect {
 	var out []PortRedirect
-	for _, v := range c.Spec.API.VIPs {
+	for _, v := range slices.Concat(c.Spec.API.VIPs, c.Spec.API.InternalVIPs) {
 		vip := netip.MustParseAddr(v)
 		out = append(out, PortRedirect{VIP: vip, From: uint16(c.Spec.API.Port), To: uint16(c.Spec.API.LoadBalancerPort)})
 		if c.Spec.API.InternalPort != 0 {
@@ -42,13 +43,14 @@ func APIRedirects(c *v1alpha1.ClusterVIPs) []PortRedirect {
 	return out
 }
 
-// ApplyRedirects installs the API redirects on a control-plane node (the
-// one whose files include haproxy.cfg) in the target's namespace.
-func ApplyRedirects(t host.Target, c *v1alpha1.ClusterVIPs, files []render.File) error {
+// ApplyRedirects installs the API redirects, and the internal API's guard
+// when there is one (nil: none), on a control-plane node (the one whose
+// files include haproxy.cfg) in the target's namespace.
+func ApplyRedirects(t host.Target, c *v1alpha1.ClusterVIPs, files []render.File, guard *render.InternalGuard) error {
 	if !slices.ContainsFunc(files, func(f render.File) bool { return f.Path == render.HaproxyConfPath }) {
 		return nil
 	}
-	return t.WithNetnsFd(func(fd int) error { return EnsureRedirects(fd, APIRedirects(c)) })
+	return t.WithNetnsFd(func(fd int) error { return EnsureAPITable(fd, APIRedirects(c), guard) })
 }
 
 // nftConn opens an nftables connection in the network namespace of
@@ -65,11 +67,19 @@ func nftConn(netnsFd int) (*nftables.Conn, error) {
 	return conn, nil
 }
 
-// EnsureRedirects makes table inet vipctl hold exactly these redirects, in
-// the network namespace of netnsFd (-1: the current one): a prerouting
-// chain for connections from other hosts and an output chain for the
-// node's own. The table is replaced atomically; nil redirects remove it.
+// EnsureRedirects makes table inet vipctl hold exactly these redirects
+// (EnsureAPITable without a guard); nil removes the table.
 func EnsureRedirects(netnsFd int, redirects []PortRedirect) error {
+	return EnsureAPITable(netnsFd, redirects, nil)
+}
+
+// EnsureAPITable makes table inet vipctl hold exactly these redirects and
+// guard (nil: none), in the network namespace of netnsFd (-1: the
+// current one): for the redirects a prerouting chain for connections from
+// other hosts and an output chain for the node's own, for the guard an
+// input chain (addGuard). The table is replaced atomically; with neither
+// it is removed.
+func EnsureAPITable(netnsFd int, redirects []PortRedirect, guard *render.InternalGuard) error {
 	conn, err := nftConn(netnsFd)
 	if err != nil {
 		return err
@@ -85,7 +95,7 @@ func EnsureRedirects(netnsFd int, redirects []PortRedirect) error {
 			conn.DelTable(table)
 		}
 	}
-	if len(redirects) > 0 {
+	if len(redirects) > 0 || guard != nil {
 		conn.AddTable(table)
 		for _, hook := range []struct {
 			name string
@@ -95,6 +105,11 @@ func EnsureRedirects(netnsFd int, redirects []PortRedirect) error {
 				Hooknum: hook.num, Priority: nftables.ChainPriorityNATDest})
 			for _, r := range redirects {
 				conn.AddRule(&nftables.Rule{Table: table, Chain: chain, Exprs: redirectExprs(r)})
+			}
+		}
+		if guard != nil {
+			if err := addGuard(conn, table, guard); err != nil {
+				return fmt.Errorf("nftables: the internal API's guard: %w", err)
 			}
 		}
 	}

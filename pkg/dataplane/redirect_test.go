@@ -1,10 +1,12 @@
 package dataplane
 
 import (
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,37 +21,10 @@ import (
 // haproxy's port (9445), not the local apiserver's 6443; replacing the
 // table is idempotent and nil removes it.
 func TestRedirectsAPIPort(t *testing.T) {
-	lab := netlab.New(t)
-	node := lab.AddHost("node", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"198.51.100.11/24", "2001:db8:100::11/64"}})
-	client := lab.AddHost("client", netlab.HostOpts{Iface: "eth0", Addrs: []string{"198.51.100.100/24", "2001:db8:100::100/64"}})
-	node.MustExec("ip", "addr", "add", "198.51.100.5/32", "dev", "br-ex")
-	node.MustExec("ip", "addr", "add", "2001:db8:100::5/128", "dev", "br-ex", "nodad")
-	serve := func(port, body string) {
-		var l net.Listener
-		if err := node.Do(func() (err error) { l, err = net.Listen("tcp", ":"+port); return err }); err != nil {
-			t.Fatal(err)
-		}
-		srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, body) })}
-		go func() { _ = srv.Serve(l) }()
-		t.Cleanup(func() { _ = srv.Close() })
-	}
-	serve("6443", "apiserver")
-	serve("9445", "haproxy")
-	get := func(h *netlab.Host, url string) string {
-		c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: h.DialContext, DisableKeepAlives: true}}
-		resp, err := c.Get(url)
-		if err != nil {
-			return "error: " + err.Error()
-		}
-		defer func() { _ = resp.Body.Close() }()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
-	ns, err := netns.GetFromName(node.NS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ns.Close() }()
+	_, node, client := nodeAndClient(t)
+	serveOn(t, node, ":6443", "apiserver")
+	serveOn(t, node, ":9445", "haproxy")
+	ns := netnsOf(t, node)
 	redirects := []PortRedirect{
 		{VIP: netip.MustParseAddr("198.51.100.5"), From: 6443, To: 9445},
 		{VIP: netip.MustParseAddr("2001:db8:100::5"), From: 6443, To: 9445},
@@ -59,13 +34,13 @@ func TestRedirectsAPIPort(t *testing.T) {
 		t.Helper()
 		for _, u := range urls {
 			for _, h := range []*netlab.Host{client, node} {
-				if got := get(h, u); got != want {
+				if got := getFrom(h, u); got != want {
 					t.Errorf("%s from %s: %q, want %q", u, h.Name, got, want)
 				}
 			}
 		}
 		// The node's own address is never redirected.
-		if got := get(client, "http://198.51.100.11:6443/"); got != "apiserver" {
+		if got := getFrom(client, "http://198.51.100.11:6443/"); got != "apiserver" {
 			t.Errorf("node address: %q, want the apiserver", got)
 		}
 	}
@@ -105,4 +80,57 @@ func TestLocalInterface(t *testing.T) {
 	if _, err := LocalInterface(h, netip.MustParsePrefix("203.0.113.0/24")); err == nil {
 		t.Errorf("an interface found for a network the node is not in")
 	}
+}
+
+// serveOn answers every HTTP request on addr inside h with body.
+func serveOn(t *testing.T, h *netlab.Host, addr, body string) {
+	t.Helper()
+	var l net.Listener
+	if err := h.Do(func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, body) })}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+}
+
+// nodeAndClient is a lab with a node (br-ex at 198.51.100.11 and
+// 2001:db8:100::11) holding the API VIPs 198.51.100.5 and
+// 2001:db8:100::5, and a client on its segment (.100 and ::100).
+func nodeAndClient(t *testing.T) (lab *netlab.Lab, node, client *netlab.Host) {
+	t.Helper()
+	lab = netlab.New(t)
+	node = lab.AddHost("node", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"198.51.100.11/24", "2001:db8:100::11/64"}})
+	client = lab.AddHost("client", netlab.HostOpts{Iface: "eth0", Addrs: []string{"198.51.100.100/24", "2001:db8:100::100/64"}})
+	node.MustExec("ip", "addr", "add", "198.51.100.5/32", "dev", "br-ex")
+	node.MustExec("ip", "addr", "add", "2001:db8:100::5/128", "dev", "br-ex", "nodad")
+	return lab, node, client
+}
+
+// getFrom asks url from inside h with a new connection: the body, or
+// "refused" when the connection was reset (ECONNREFUSED), or the error.
+func getFrom(h *netlab.Host, url string) string {
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: h.DialContext, DisableKeepAlives: true}}
+	resp, err := c.Get(url)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return "refused"
+	}
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// netnsOf opens h's network namespace for the nftables calls, closed when
+// the test ends.
+func netnsOf(t *testing.T, h *netlab.Host) netns.NsHandle {
+	t.Helper()
+	ns, err := netns.GetFromName(h.NS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ns.Close() })
+	return ns
 }

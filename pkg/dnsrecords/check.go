@@ -123,6 +123,9 @@ type CheckOptions struct {
 // made (no server, no answer at all); a server's error code for a name is
 // a finding of that name.
 func Check(ctx context.Context, c *v1alpha1.ClusterVIPs, o CheckOptions) (*Report, error) {
+	if err := Applies(c); err != nil {
+		return nil, err
+	}
 	server, err := serverAddress(o)
 	if err != nil {
 		return nil, err

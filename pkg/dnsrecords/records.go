@@ -50,8 +50,9 @@ type Record struct {
 	Field string `json:"field"`
 }
 
-// For lists the records c needs, in the config's order: api and api-int
-// to the API VIPs, and the wildcard of each IngressController's domain to
+// For lists the records c needs, in the config's order: api to the API
+// VIPs, api-int to its own (spec.api.internalVIPs) or else the API's, and
+// the wildcard of each IngressController's domain to
 // its VIPs, one record per VIP (A for IPv4, AAAA for IPv6). c must have
 // passed validation (defaults set: the default controller's domain).
 func For(c *v1alpha1.ClusterVIPs) []Record {
@@ -64,10 +65,15 @@ func For(c *v1alpha1.ClusterVIPs) []Record {
 		out = append(out, Record{Name: dns.Fqdn(name), Type: t, TTL: TTL, Address: vip, Field: field})
 	}
 	domain := c.ClusterDomain()
-	for _, host := range []string{"api", "api-int"} {
-		for i, v := range c.Spec.API.VIPs {
-			add(host+"."+domain, v, fmt.Sprintf("spec.api.vips[%d]", i))
-		}
+	for i, v := range c.Spec.API.VIPs {
+		add("api."+domain, v, fmt.Sprintf("spec.api.vips[%d]", i))
+	}
+	internal, field := c.Spec.API.VIPs, "spec.api.vips"
+	if len(c.Spec.API.InternalVIPs) > 0 {
+		internal, field = c.Spec.API.InternalVIPs, "spec.api.internalVIPs"
+	}
+	for i, v := range internal {
+		add("api-int."+domain, v, fmt.Sprintf("%s[%d]", field, i))
 	}
 	for i, in := range c.Spec.Ingress {
 		for j, v := range in.VIPs {
@@ -75,6 +81,17 @@ func For(c *v1alpha1.ClusterVIPs) []Record {
 		}
 	}
 	return out
+}
+
+// Applies tells why c has no records for vipctl to write or check (nil:
+// it has): in mode poolsOnly OpenShift's own keepalived holds the API and
+// ingress VIPs, named in install-config and not in c, and OpenShift's
+// on-premise stack serves their names itself.
+func Applies(c *v1alpha1.ClusterVIPs) error {
+	if c.PoolsOnly() {
+		return fmt.Errorf("spec.mode %s: the API and ingress VIPs are OpenShift's own (install-config's apiVIPs and ingressVIPs), which this file does not name; their DNS records are OpenShift's on-premise DNS's job, not vipctl's", v1alpha1.ModePoolsOnly)
+	}
+	return nil
 }
 
 // rr is r as the DNS library's typed record.

@@ -105,6 +105,9 @@ func Targets(c *v1alpha1.ClusterVIPs) (targets []Target, notAsked []string) {
 	for i, v := range s.API.VIPs {
 		targets = append(targets, Target{netip.MustParseAddr(v), fmt.Sprintf("spec.api.vips[%d]", i)})
 	}
+	for i, v := range s.API.InternalVIPs {
+		targets = append(targets, Target{netip.MustParseAddr(v), fmt.Sprintf("spec.api.internalVIPs[%d]", i)})
+	}
 	for i, in := range s.Ingress {
 		for j, v := range in.VIPs {
 			targets = append(targets, Target{netip.MustParseAddr(v), fmt.Sprintf("spec.ingress[%d].vips[%d]", i, j)})

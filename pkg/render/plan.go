@@ -140,6 +140,12 @@ func NewPlan(m *cluster.Model, ids map[v1alpha1.InstanceKey]uint8, st cluster.St
 			return nil, err
 		}
 	}
+	if len(s.API.InternalVIPs) > 0 {
+		if err := p.add(v1alpha1.KeyAPIInternal, ids, addrs(s.API.InternalVIPs), func(n *cluster.Node) bool { return n.ControlPlane }, 0,
+			[]string{haproxyScriptName}, nil, "api-int, for the cluster's nodes only: held by a control-plane node whose haproxy can reach a kube-apiserver"); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.addBootstrap(); err != nil {
 		return nil, err
 	}
@@ -227,7 +233,9 @@ func NewPlan(m *cluster.Model, ids map[v1alpha1.InstanceKey]uint8, st cluster.St
 	return p, nil
 }
 
-// addBootstrap makes the bootstrap host a member of the API instances, at
+// addBootstrap makes the bootstrap host a member of the API instances
+// (api-int's own too: the control-plane machines fetch their first
+// Ignition there), at
 // BootstrapPriority: above every control-plane node, so that none of them
 // takes the VIP from it until it yields (its drain file, as a node's
 // drain), and they take it from it make-before-break. Every node lists it
@@ -251,7 +259,7 @@ func (p *Plan) addBootstrap() error {
 	p.bootstrap = host
 	p.nodes[BootstrapNode] = host
 	for _, inst := range p.instances {
-		if inst.key != v1alpha1.KeyAPI {
+		if inst.key != v1alpha1.KeyAPI && inst.key != v1alpha1.KeyAPIInternal {
 			continue
 		}
 		src, ok := addressIn(host, inst.network)

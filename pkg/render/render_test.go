@@ -23,6 +23,7 @@ var exampleNodes = map[string]string{
 	"compact-ipv4.yaml":      "compact.yaml",
 	"day1-bootstrap.yaml":    "compact.yaml",
 	"dual-stack.yaml":        "compact.yaml",
+	"api-int.yaml":           "compact.yaml",
 	"ingress-shards.yaml":    "compact.yaml",
 	"multicast-fast.yaml":    "compact.yaml",
 	"pools-node-groups.yaml": "groups.yaml",

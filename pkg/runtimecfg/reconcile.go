@@ -65,7 +65,7 @@ type Outcome struct {
 // safe: the track files keepalived reads; the render; the real daemons'
 // judgement, atomic writes and reloads (Apply: keepalived, haproxy and,
 // with bgp pools, FRR's frr.conf through vtysh -C and frr-reload.py); the status files no config
-// reads any more; the API redirect; the handover tables and the IPv6
+// reads any more; the API redirect and the internal API's guard; the handover tables and the IPv6
 // takeover routes; the local routes.
 // An error means the node kept its last good config; its Reason is one of
 // the sidecar's failure labels.
@@ -96,7 +96,7 @@ func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
 	if err := PruneLocalStatus(n.Target, vrrpLocal); err != nil {
 		return out, &StepError{"write", err}
 	}
-	if err := dataplane.ApplyRedirects(n.Target, in.Model.Config, d.Files); err != nil {
+	if err := dataplane.ApplyRedirects(n.Target, in.Model.Config, d.Files, d.Guard); err != nil {
 		return out, &StepError{"redirect", err}
 	}
 	out.HandoverErr = errors.Join(n.handover.Apply(d.Handover), dataplane.ApplyTakeoverRoutes(n.Target, d.Handover))
@@ -129,6 +129,9 @@ type NodeState struct {
 	Unannounced []cluster.LocalService
 	// Announced are the bgp pool routes this node's frr.conf announces.
 	Announced []render.Announced
+	// Guard closes the internal API to all but the cluster's hosts (nil:
+	// the config serves none); written where haproxy runs.
+	Guard *render.InternalGuard
 }
 
 // DesiredNode renders one node's files and the rest of its state from a
@@ -167,7 +170,11 @@ func DesiredNode(m *cluster.Model, st cluster.State, node, root string, opts ...
 		return NodeState{}, err
 	}
 	h, err := plan.Handover(node)
-	return NodeState{Files: r.Files, Handover: h, Lonely: r.Lonely, Unannounced: unannounced, Announced: r.Announced}, err
+	var guard *render.InternalGuard
+	if g, ok := plan.InternalGuard(); ok {
+		guard = &g
+	}
+	return NodeState{Files: r.Files, Handover: h, Lonely: r.Lonely, Unannounced: unannounced, Announced: r.Announced, Guard: guard}, err
 }
 
 // StepError is a failed step of a sync, labelled for the sidecar's

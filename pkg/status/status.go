@@ -152,7 +152,7 @@ func Compute(c *v1alpha1.ClusterVIPs, nodes []corev1.Node, services []corev1.Ser
 		sort.Strings(svcs)
 		add(name, a, svcs)
 	}
-	for _, v := range c.Spec.API.VIPs {
+	for _, v := range slices.Concat(c.Spec.API.VIPs, c.Spec.API.InternalVIPs) {
 		row(netip.MustParseAddr(v))
 	}
 	for _, in := range c.Spec.Ingress {

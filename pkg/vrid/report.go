@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 )
 
 // Check is one run of `vipctl vr-ids`: a cluster's IDs, the other
@@ -163,6 +165,9 @@ func (r *Report) Text() string {
 	}
 	for _, e := range rest {
 		fmt.Fprintf(&b, "VirtualRouterID %s: %d\n", e.Key, e.ID)
+	}
+	if slices.ContainsFunc(r.IDs, func(e Entry) bool { return e.Key == v1alpha1.KeyAPIInternal }) {
+		b.WriteString("# api-int: OpenShift runs no VRRP instance for api-int (its api-int resolves to the API VIP); this ID is vipctl's own, derived like an ingress shard's\n")
 	}
 	if len(r.OpenShiftKeepalived) > 0 {
 		ids := make([]string, len(r.OpenShiftKeepalived))

@@ -20,7 +20,7 @@ import (
 
 // documentedKey matches the instance key forms the docs name
 // (docs/vr-ids.md, docs/runtimecfg.md, the config reference).
-var documentedKey = regexp.MustCompile(`^(api|ingress|ingress/[a-z0-9.-]+|pool/[a-z0-9.-]+/[0-9]+|service/[a-z0-9.-]+/[a-z0-9.-]+)$`)
+var documentedKey = regexp.MustCompile(`^(api|api-int|ingress|ingress/[a-z0-9.-]+|pool/[a-z0-9.-]+/[0-9]+|service/[a-z0-9.-]+/[a-z0-9.-]+)$`)
 
 // wantKeysAgree waits until every node publishes the VIPs in want, then
 // holds `vipctl status` (the real command, admin kubeconfig), the Nodes'

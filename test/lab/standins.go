@@ -1,12 +1,14 @@
 package lab
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,7 +42,8 @@ func (s *StandIn) serveHealth(w http.ResponseWriter, _ *http.Request) {
 // ServeAPIStandIn serves HTTPS on addr at each port inside h like a
 // kube-apiserver (and, on spec.api.internalPort, a machine config
 // server): /readyz and /healthz for haproxy's checks, / answers with name
-// so a client can tell which backend it reached. SetReady switches every
+// so a client can tell which backend it reached, /config/<pool> with an
+// Ignition-like IgnitionStandIn as the machine config server would. SetReady switches every
 // port's health at once.
 func ServeAPIStandIn(t testing.TB, h *netlab.Host, addr, name string, ports ...int32) *StandIn {
 	t.Helper()
@@ -50,6 +53,7 @@ func ServeAPIStandIn(t testing.TB, h *netlab.Host, addr, name string, ports ...i
 	mux.HandleFunc("/readyz", s.serveHealth)
 	mux.HandleFunc("/healthz", s.serveHealth)
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, name) })
+	mux.HandleFunc("/config/", func(w http.ResponseWriter, r *http.Request) { serveIgnition(w, r, name) })
 	s.srv = httptest.NewUnstartedServer(mux)
 	listeners := make([]net.Listener, len(ports))
 	if err := h.Do(func() error {
@@ -80,6 +84,42 @@ func ServeAPIStandIn(t testing.TB, h *netlab.Host, addr, name string, ports ...i
 		s.Close()
 	})
 	return s
+}
+
+// IgnitionStandIn is what a stand-in's /config/<pool> answers, shaped like
+// the machine config server's Ignition: the spec version, and one file
+// naming the pool asked for and the node that answered, so that a client
+// can tell an Ignition from any other answer and see who served it.
+type IgnitionStandIn struct {
+	Ignition struct {
+		Version string `json:"version"`
+	} `json:"ignition"`
+	Storage struct {
+		Files []IgnitionFile `json:"files"`
+	} `json:"storage"`
+}
+
+// IgnitionFile is one file of IgnitionStandIn.
+type IgnitionFile struct {
+	Path     string `json:"path"`
+	Contents struct {
+		Source string `json:"source"`
+	} `json:"contents"`
+}
+
+// IgnitionVersion is the spec version IgnitionStandIn answers with.
+const IgnitionVersion = "3.4.0"
+
+// serveIgnition answers /config/<pool> with an IgnitionStandIn whose one
+// file holds "data:,<pool>@<node>".
+func serveIgnition(w http.ResponseWriter, r *http.Request, node string) {
+	var ign IgnitionStandIn
+	ign.Ignition.Version = IgnitionVersion
+	f := IgnitionFile{Path: "/etc/vipctl-lab/served-by"}
+	f.Contents.Source = "data:," + strings.TrimPrefix(r.URL.Path, "/config/") + "@" + node
+	ign.Storage.Files = []IgnitionFile{f}
+	w.Header().Set("Content-Type", "application/vnd.coreos.ignition+json")
+	_ = json.NewEncoder(w).Encode(ign)
 }
 
 // StartRouter starts a router pod of one IngressController on the node:

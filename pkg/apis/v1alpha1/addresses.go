@@ -26,7 +26,7 @@ func ParseAddressRange(s string) (AddressRange, error) {
 		if p.Masked() != p {
 			return AddressRange{}, fmt.Errorf("invalid CIDR: host bits set, did you mean %s", p.Masked())
 		}
-		return AddressRange{First: p.Addr(), Last: lastAddr(p)}, nil
+		return PrefixRange(p), nil
 	}
 	first, last, ok := strings.Cut(s, "-")
 	if !ok {
@@ -63,6 +63,11 @@ func parseAddr(s string) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("IPv4-mapped IPv6 address is not allowed, write it as IPv4")
 	}
 	return a, nil
+}
+
+// PrefixRange is the addresses of p, which must be masked.
+func PrefixRange(p netip.Prefix) AddressRange {
+	return AddressRange{First: p.Addr(), Last: lastAddr(p)}
 }
 
 func lastAddr(p netip.Prefix) netip.Addr {

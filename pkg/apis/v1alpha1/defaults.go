@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"net/netip"
 	"slices"
 	"time"
 
@@ -59,6 +60,49 @@ const (
 	minBGPHoldTime     = 3 * time.Second
 	maxBGPTimer        = 65535 * time.Second
 )
+
+// The ports of OpenShift's machine config server on every control-plane
+// node: Ignition over TLS (api-int's internalPort) and the same Ignition
+// over plain HTTP.
+const (
+	MachineConfigServerPort         = 22623
+	MachineConfigServerInsecurePort = 22624
+)
+
+// GuardsInternal tells whether the internal API is closed to all but
+// AllowedInternalSources: whenever it is served, on internalPort or
+// internalVIPs.
+func (a *APISpec) GuardsInternal() bool { return a.InternalPort != 0 || len(a.InternalVIPs) > 0 }
+
+// InternalPorts are the ports closed to all but AllowedInternalSources on
+// a control-plane node's every address: internalPort and haproxy's port
+// for it and, when internalPort is the machine config server's, its
+// plain-HTTP port, which hands out the same Ignition.
+func (a *APISpec) InternalPorts() []int32 {
+	if a.InternalPort == 0 {
+		return nil
+	}
+	ports := []int32{a.InternalPort, a.InternalLoadBalancerPort}
+	if a.InternalPort == MachineConfigServerPort {
+		ports = append(ports, MachineConfigServerInsecurePort)
+	}
+	return ports
+}
+
+// AllowedInternalSources are spec.api.internalAllowedSources, or the
+// machine networks when it is empty. The nodes' own addresses come on
+// top (render.Plan.InternalGuard).
+func (c *ClusterVIPs) AllowedInternalSources() []netip.Prefix {
+	list := c.Spec.API.InternalAllowedSources
+	if len(list) == 0 {
+		list = c.Spec.MachineNetworks
+	}
+	out := make([]netip.Prefix, 0, len(list))
+	for _, s := range list {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}
 
 // ClusterDomain is <name>.<baseDomain>, under which OpenShift names api,
 // api-int and the default IngressController's apps domain.

@@ -13,6 +13,7 @@ import (
 // never disagree.
 //
 //	api                     the API VIPs
+//	api-int                 api-int's own VIPs (spec.api.internalVIPs)
 //	ingress                 the default IngressController (OpenShift's ingress ID)
 //	ingress/<controller>    any other IngressController
 //	pool/<pool>/<n>         the n-th instance of a service pool
@@ -27,6 +28,11 @@ const (
 	KeyAPI     InstanceKey = "api"
 	KeyIngress InstanceKey = "ingress"
 )
+
+// KeyAPIInternal is api-int's own VRRP instance (spec.api.internalVIPs),
+// named as OpenShift names the internal API's DNS record. OpenShift has no
+// such instance, so its ID is derived like any other of vipctl's.
+const KeyAPIInternal InstanceKey = "api-int"
 
 const (
 	poolPrefix    = "pool/"

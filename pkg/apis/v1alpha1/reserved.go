@@ -127,6 +127,7 @@ func reservedVIPs(c *ClusterVIPs, reserved []Reserved) field.ErrorList {
 		}
 	}
 	vips(c.Spec.API.VIPs, spec.Child("api", "vips"))
+	vips(c.Spec.API.InternalVIPs, spec.Child("api", "internalVIPs"))
 	for i, in := range c.Spec.Ingress {
 		vips(in.VIPs, spec.Child("ingress").Index(i).Child("vips"))
 	}

@@ -105,6 +105,23 @@ type APISpec struct {
 	// HealthPort serves haproxy's own readiness for keepalived's track
 	// script. Default 9444.
 	HealthPort int32 `json:"healthPort,omitempty"`
+	// InternalVIPs, when set, give api-int (api-int.<cluster>.<baseDomain>,
+	// which the nodes' kubelets and their Ignition fetch use) VIPs of its
+	// own, at most one per family of vips: a VRRP instance of its own
+	// (key api-int), held by control-plane nodes like the API VIP and
+	// serving port and internalPort the same way, but answering only
+	// internalAllowedSources on every port. Without it api-int resolves
+	// to vips (docs/dns.md).
+	InternalVIPs []string `json:"internalVIPs,omitempty"`
+	// InternalAllowedSources are the clients (CIDRs) that may reach
+	// internalPort, on a control-plane node's every address (the machine
+	// config server hands out the cluster's secrets there, plain HTTP on
+	// its port 22624 too), and any port of internalVIPs; every other
+	// client's connection is refused by nftables on the node
+	// (docs/security.md). The cluster's node addresses and
+	// spec.bootstrap's are always allowed. Default: spec.machineNetworks.
+	// Refused unless internalPort or internalVIPs is set.
+	InternalAllowedSources []string `json:"internalAllowedSources,omitempty"`
 }
 
 // BootstrapSpec is the host that serves the API VIP during an install

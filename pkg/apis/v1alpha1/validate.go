@@ -35,6 +35,10 @@ func (c *ClusterVIPs) InstanceKeys() []InstanceKey {
 			keys = append(keys, PoolKey(p.Name, n))
 		}
 	}
+	// Last: added to a running cluster, it moves no other instance's ID.
+	if len(c.Spec.API.InternalVIPs) > 0 {
+		keys = append(keys, KeyAPIInternal)
+	}
 	return keys
 }
 
@@ -202,6 +206,13 @@ func (v *validator) api(a *APISpec, path *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(path.Child("internalLoadBalancerPort"), a.InternalLoadBalancerPort, "set only together with internalPort"))
 	}
 	errs = append(errs, v.vipList(a.VIPs, path.Child("vips"))...)
+	errs = append(errs, v.vipList(a.InternalVIPs, path.Child("internalVIPs"))...)
+	errs = append(errs, internalVIPFamilies(a, path.Child("internalVIPs"))...)
+	errs = append(errs, validateCIDRs(a.InternalAllowedSources, path.Child("internalAllowedSources"))...)
+	if len(a.InternalAllowedSources) > 0 && !a.GuardsInternal() {
+		errs = append(errs, field.Invalid(path.Child("internalAllowedSources"), a.InternalAllowedSources,
+			"set only together with internalPort or internalVIPs: without either there is nothing it would let in"))
+	}
 	ports := map[int32]*field.Path{}
 	for _, p := range []struct {
 		name string
@@ -216,6 +227,40 @@ func (v *validator) api(a *APISpec, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Duplicate(fp, fmt.Sprintf("%d (also %s)", p.val, prev)))
 		}
 		ports[p.val] = fp
+	}
+	return errs
+}
+
+// internalVIPFamilies keeps api-int's VIPs to the families of the API's:
+// it is the same API, and every node and the bootstrap host speak VRRP
+// for it from the address they use for the API VIP's family.
+func internalVIPFamilies(a *APISpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	api := map[bool]bool{}
+	for _, s := range a.VIPs {
+		if ip, err := parseAddr(s); err == nil {
+			api[ip.Is4()] = true
+		}
+	}
+	for i, s := range a.InternalVIPs {
+		if ip, err := parseAddr(s); err == nil && !api[ip.Is4()] {
+			errs = append(errs, field.Invalid(path.Index(i), s, fmt.Sprintf("spec.api.vips has no %s VIP: api-int serves the same API, in its families", familyName(ip))))
+		}
+	}
+	return errs
+}
+
+// validateCIDRs checks a list of CIDRs (no host bits set).
+func validateCIDRs(list []string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, s := range list {
+		p, err := netip.ParsePrefix(s)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(path.Index(i), s, "invalid CIDR"))
+		case p.Masked() != p:
+			errs = append(errs, field.Invalid(path.Index(i), s, "invalid CIDR: host bits set, did you mean "+p.Masked().String()))
+		}
 	}
 	return errs
 }
@@ -266,6 +311,15 @@ func (v *validator) bootstrap(s *ClusterVIPsSpec, path *field.Path) field.ErrorL
 		}
 		if n, ok := v.networkOf(AddressRange{First: vip, Last: vip}); ok && !n.Contains(a) {
 			errs = append(errs, field.Invalid(p, str, fmt.Sprintf("outside machine network %s of the %s API VIP %s: VRRP reaches only that segment", n, familyName(a), vip)))
+		}
+		for _, is := range s.API.InternalVIPs {
+			ivip, err := parseAddr(is)
+			if err != nil || ivip.Is4() != a.Is4() {
+				continue
+			}
+			if n, ok := v.networkOf(AddressRange{First: ivip, Last: ivip}); ok && !n.Contains(a) {
+				errs = append(errs, field.Invalid(p, str, fmt.Sprintf("outside machine network %s of the %s api-int VIP %s: the bootstrap host holds it too, and VRRP reaches only that segment", n, familyName(a), ivip)))
+			}
 		}
 	}
 	for _, v4 := range []bool{true, false} {
