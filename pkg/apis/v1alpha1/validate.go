@@ -84,6 +84,7 @@ func Validate(c *ClusterVIPs) field.ErrorList {
 	errs = append(errs, validateVRRP(c, spec.Child("vrrp"))...)
 	errs = append(errs, validateBGP(c, spec.Child("bgp"))...)
 	errs = append(errs, validateImages(&s.Images, spec.Child("images"))...)
+	errs = append(errs, validateMonitoring(s.Monitoring, spec.Child("monitoring"))...)
 	if _, err := openshiftrelease.Parse(s.OpenShiftRelease); err != nil {
 		errs = append(errs, field.Invalid(spec.Child("openshiftRelease"), s.OpenShiftRelease, err.Error()))
 	}
@@ -200,6 +201,7 @@ func (v *validator) api(a *APISpec, path *field.Path) field.ErrorList {
 		}
 		fp := path.Child(p.name)
 		errs = append(errs, validatePort(p.val, fp)...)
+		errs = append(errs, validateNodePort(p.val, fp)...)
 		if prev, dup := ports[p.val]; dup {
 			errs = append(errs, field.Duplicate(fp, fmt.Sprintf("%d (also %s)", p.val, prev)))
 		}
@@ -304,6 +306,7 @@ func (v *validator) ingress(list []IngressSpec, path *field.Path, validName bool
 		errs = append(errs, validateName(in.RouterNamespace, p.Child("routerNamespace"))...)
 		errs = append(errs, validateLabels(in.RouterSelector, p.Child("routerSelector"))...)
 		errs = append(errs, validatePort(in.HealthPort, p.Child("healthPort"))...)
+		errs = append(errs, validateNodePort(in.HealthPort, p.Child("healthPort"))...)
 	}
 	return errs
 }
