@@ -29,7 +29,7 @@ TRIALS ?= 20
 # Each kubelet-lab trial boots three nodes (about a minute).
 KUBELET_TRIALS ?= 3
 
-.PHONY: all build image release demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-steady bench-runtimecfg bench-scale clean
+.PHONY: all build image release demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-announce bench-steady bench-runtimecfg bench-scale clean
 
 all: build
 
@@ -104,6 +104,16 @@ bench:
 BENCH_ARGS ?=
 bench-failover: deps image
 	$(GO) test -run '^$$' -bench BenchmarkFailover -benchtime 1x -timeout 3h ./test/e2e/ -args -trials=$(TRIALS) -kubelet-trials=$(KUBELET_TRIALS) $(BENCH_ARGS) | grep '^failover '
+
+## bench-announce: announce: keepalived against announce: sidecar on a small pool
+## (two nodes, IPv4 and IPv6, real keepalived, apiserver and sidecars), per fault:
+## node loss, keepalived killed, the sidecar crashed, the sidecar down during a node
+## loss, a drain, cold starts with and without the API; ANNOUNCE_TRIALS per case,
+## the modes interleaved; then the kubelet lab (BenchmarkAnnounceKubelet,
+## KUBELET_TRIALS per case). BENCH_ARGS narrows it: -announce-faults=node-loss
+ANNOUNCE_TRIALS ?= 5
+bench-announce: deps image
+	$(GO) test -run '^$$' -bench BenchmarkAnnounce -benchtime 1x -timeout 4h ./test/e2e/ -args -announce-trials=$(ANNOUNCE_TRIALS) -kubelet-trials=$(KUBELET_TRIALS) $(BENCH_ARGS) | grep '^announce '
 
 ## bench-runtimecfg: 2000 Nodes and 5000 LoadBalancer Services in the real apiserver,
 ## the allocator and one sidecar as processes; Service created -> VIP in keepalived.conf,

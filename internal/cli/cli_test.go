@@ -48,6 +48,10 @@ func TestCLIGolden(t *testing.T) {
 		{"vr-ids-bad-name", []string{"vr-ids", "Bad_Name"}, 1},
 		{"vr-ids-no-name", []string{"vr-ids"}, 1},
 		{"vr-ids-name-mismatch", []string{"vr-ids", "other", "-f", repo("examples/compact-ipv4.yaml")}, 1},
+		// Beside OpenShift's own keepalived: its two IDs, and the pools'
+		// clear of them.
+		{"vr-ids-pools-only", []string{"vr-ids", "-f", repo("examples/pools-only.yaml")}, 0},
+		{"vr-ids-pools-only-json", []string{"vr-ids", "-f", repo("examples/pools-only.yaml"), "-o", "json"}, 0},
 		{"validate-ok", []string{"validate", "-f", repo("examples/compact-ipv4.yaml")}, 0},
 		{"validate-defaults-yaml", []string{"validate", "-f", repo("examples/dual-stack.yaml"), "-o", "yaml"}, 0},
 		{"validate-invalid", []string{"validate", "-f", repo("testdata/invalid-cluster.yaml")}, 1},
@@ -58,6 +62,9 @@ func TestCLIGolden(t *testing.T) {
 		{"validate-vip-network-address", []string{"validate", "-f", repo("testdata/bad-input/vip-network-address.yaml")}, 1},
 		{"validate-pool-broadcast", []string{"validate", "-f", repo("testdata/bad-input/pool-broadcast.yaml")}, 1},
 		{"validate-avoid-openshift-api-id", []string{"validate", "-f", repo("testdata/bad-input/avoid-openshift-api-id.yaml")}, 1},
+		{"validate-pools-only-with-vips", []string{"validate", "-f", repo("testdata/bad-input/pools-only-with-vips.yaml")}, 1},
+		{"validate-pools-only-pin-openshift-id", []string{"validate", "-f", repo("testdata/bad-input/pools-only-pin-openshift-id.yaml")}, 1},
+		{"validate-pools-only", []string{"validate", "-f", repo("examples/pools-only.yaml")}, 0},
 		{"render-node-addresses", []string{"render", "-f", repo("testdata/bad-input/node-addresses.yaml"), "--out-dir", "never-written", "--nodes", repo("examples/nodes/compact.yaml")}, 1},
 		{"validate-missing-file", []string{"validate", "-f", "does-not-exist.yaml"}, 1},
 		{"bad-output-format", []string{"vr-ids", "ostest", "-o", "xml"}, 1},
@@ -183,8 +190,8 @@ func TestRenderWritesLayoutAtomically(t *testing.T) {
 	for _, want := range []string{
 		"machineconfigs/50-vipctl-master.yaml",
 		"machineconfigs/50-vipctl-worker.yaml",
-		"nodes/master-0/etc/keepalived/keepalived.conf",
-		"nodes/master-0/etc/haproxy/haproxy.cfg",
+		"nodes/master-0/etc/vipctl-keepalived/keepalived.conf",
+		"nodes/master-0/etc/vipctl-haproxy/haproxy.cfg",
 		"nodes/master-2/etc/vipctl/scripts/check-http.sh",
 	} {
 		if _, err := os.Stat(filepath.Join(out, want)); err != nil {

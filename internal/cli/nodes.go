@@ -43,7 +43,7 @@ its real name.`,
 		Example: `  vipctl nodes --install-config install-config.yaml > nodes.yaml
   vipctl nodes --install-config install-config.yaml --agent-config agent-config.yaml > nodes.yaml
   vipctl nodes --from-cluster -o json > nodes.json
-  vipctl render -f cluster.yaml --nodes nodes.yaml -o out/`,
+  vipctl render -f cluster.yaml --nodes nodes.yaml --out-dir out/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.output != outputYAML && o.output != outputJSON {

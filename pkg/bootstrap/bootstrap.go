@@ -54,7 +54,7 @@ type Options struct {
 	// (spec.bootstrap.addresses).
 	Servers []netip.Addr
 	// Dir holds everything this run writes, under the node paths
-	// (keepalived.conf at Dir/etc/keepalived/keepalived.conf, pid files,
+	// (keepalived.conf at Dir/etc/vipctl-keepalived/keepalived.conf, pid files,
 	// sockets) and the daemons' logs (Dir/keepalived.log, haproxy.log).
 	Dir string
 	// YieldAfter is how long the control-plane nodes must answer without

@@ -55,6 +55,39 @@ type Options struct {
 	State cluster.State
 }
 
+// RoleFiles are the files the MachineConfig of role lays on a node: the
+// cluster file, the bootstrap node list (when o has one), the check
+// scripts, the kernel settings and the static pods.
+func RoleFiles(c *v1alpha1.ClusterVIPs, role string, o Options) ([]render.File, error) {
+	clusterYAML, err := yaml.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	bootstrap, err := bootstrapNodeList(o.BootstrapNodes)
+	if err != nil {
+		return nil, err
+	}
+	return roleFiles(c, clusterYAML, role, bootstrap)
+}
+
+func roleFiles(c *v1alpha1.ClusterVIPs, clusterYAML []byte, role string, bootstrap []byte) ([]render.File, error) {
+	files := []render.File{{Path: render.ClusterConfigPath, Mode: 0o644, Data: clusterYAML}}
+	if role == ControlPlaneRole && bootstrap != nil {
+		files = append(files, render.File{Path: render.BootstrapNodesPath, Mode: 0o644, Data: bootstrap})
+	}
+	scripts, err := render.ScriptFiles()
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, scripts...)
+	files = append(files, render.SysctlFiles(c)...)
+	pods, err := manifests.StaticPodFiles(c, role)
+	if err != nil {
+		return nil, err
+	}
+	return append(files, pods...), nil
+}
+
 // File is one output file, relative to the output directory.
 type File struct {
 	Path string
@@ -86,21 +119,10 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 	}
 	var out []File
 	for _, role := range Roles {
-		files := []render.File{{Path: render.ClusterConfigPath, Mode: 0o644, Data: clusterYAML}}
-		if role == ControlPlaneRole && bootstrap != nil {
-			files = append(files, render.File{Path: render.BootstrapNodesPath, Mode: 0o644, Data: bootstrap})
-		}
-		scripts, err := render.ScriptFiles()
+		files, err := roleFiles(c, clusterYAML, role, bootstrap)
 		if err != nil {
 			return nil, err
 		}
-		files = append(files, scripts...)
-		files = append(files, render.SysctlFiles(c)...)
-		pods, err := manifests.StaticPodFiles(c, role)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, pods...)
 		mc, err := machineconfig.Build(MachineConfigName(role), role, target, files)
 		if err != nil {
 			return nil, fmt.Errorf("MachineConfig for %s: %w", role, err)

@@ -35,7 +35,7 @@ func TestNodeFilesAtNodePaths(t *testing.T) {
 	}
 	n := nodes[0].Name
 	for _, want := range []string{
-		"nodes/" + n + "/etc/keepalived/keepalived.conf",
+		"nodes/" + n + "/etc/vipctl-keepalived/keepalived.conf",
 		"nodes/" + n + "/var/lib/vipctl/frr/frr.conf",
 		"nodes/" + n + "/etc/vipctl/scripts/check-http.sh",
 	} {

@@ -276,6 +276,8 @@ const addrBurstWindow = 64
 // addrBurst adds (or removes) host addresses on an interface over one
 // netlink socket (nlBurst): IPv6 ones without duplicate address detection
 // (IFA_F_NODAD, as keepalived adds its VIPs), so they are usable at once.
+// Each is marked as not the node's own, as keepalived's VIPs are
+// (render.VIPLabel): IPv4 ones with that label, IPv6 ones deprecated.
 // An address already there is replaced, one already gone is no error.
 // Call it inside the namespace.
 func addrBurst(ifindex int, addrs []netip.Addr, add bool) error {
@@ -299,12 +301,23 @@ func addrRequest(ifindex int, a netip.Addr, add bool) *nl.NetlinkRequest {
 	req.AddData(msg)
 	req.AddData(nl.NewRtAttr(unix.IFA_LOCAL, a.AsSlice()))
 	req.AddData(nl.NewRtAttr(unix.IFA_ADDRESS, a.AsSlice()))
-	if a.Is6() && add {
+	switch {
+	case !add:
+	case a.Is4():
+		req.AddData(nl.NewRtAttr(unix.IFA_LABEL, nl.ZeroTerminated(render.VIPLabel)))
+	default:
 		msg.Flags = unix.IFA_F_NODAD
 		req.AddData(nl.NewRtAttr(unix.IFA_FLAGS, nl.Uint32Attr(unix.IFA_F_NODAD)))
+		// Valid for ever, preferred lifetime 0 (left zero): deprecated,
+		// as keepalived leaves its /128 VIPs.
+		life := nl.IfaCacheInfo{IfaCacheinfo: unix.IfaCacheinfo{Valid: infiniteLifetime}}
+		req.AddData(nl.NewRtAttr(unix.IFA_CACHEINFO, life.Serialize()))
 	}
 	return req
 }
+
+// infiniteLifetime is the kernel's "forever" for an address lifetime.
+const infiniteLifetime = 0xffffffff
 
 // announce tells the segment that addrs are now at link's hardware
 // address: rounds gratuitous ARP requests for each IPv4 address, rounds

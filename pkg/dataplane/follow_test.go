@@ -148,3 +148,60 @@ func linkMAC(t *testing.T, h *netlab.Host) net.HardwareAddr {
 	}
 	return mac
 }
+
+// TestFollowerMarksItsAddressesNotTheNodes: every Service address the
+// follower adds carries what OVN-Kubernetes takes for "not the node's own
+// address" (render.VIPLabel): the IPv4 ones the label, the IPv6 ones
+// (which have no labels) the deprecated flag, valid for ever, as
+// keepalived leaves its /128 VIPs. Read back with `ip -j -d addr`, the
+// way OVN-Kubernetes reads them over netlink; the node's own addresses,
+// which the lab adds unmarked, must read as the node's.
+func TestFollowerMarksItsAddressesNotTheNodes(t *testing.T) {
+	n, _, tn := followLab(t)
+	anchor4, anchor6 := "198.51.100.191", "2001:db8:100::1:ffff"
+	svc4, svc6 := fixture.Addrs("198.51.100.130"), fixture.Addrs("2001:db8:100::1:5")
+	_, stop := runLocal(t, tn, followHandover(anchor4, anchor6, svc4, svc6))
+	defer stop()
+	n.MustExec("ip", "addr", "add", anchor4+"/32", "dev", "br-ex")
+	n.MustExec("ip", "addr", "add", anchor6+"/128", "dev", "br-ex", "nodad")
+	want := append(slices.Clone(svc4), svc6...)
+	var addrs []netlab.Addr
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var err error
+		if addrs, err = n.Addrs("br-ex"); err != nil {
+			t.Fatal(err)
+		}
+		found := 0
+		for _, a := range addrs {
+			if slices.Contains(want, a.Addr) {
+				found++
+			}
+		}
+		if found == len(want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Service addresses %v not all on br-ex: %v", want, addrs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, a := range addrs {
+		switch {
+		case slices.Contains(want, a.Addr):
+			if !a.MarkedNotNodes() {
+				t.Errorf("%s: added by the follower, but OVN-Kubernetes would take it for a node address", a)
+			}
+			if a.Addr.Is4() && a.Label != render.VIPLabel {
+				t.Errorf("%s: label %q, want %q", a, a.Label, render.VIPLabel)
+			}
+			if a.Addr.Is6() && (a.Preferred != 0 || a.Valid != 0xffffffff || a.PrefixLen != 128) {
+				t.Errorf("%s: want a /128, preferred lifetime 0, valid for ever", a)
+			}
+		case a.Addr.String() == "198.51.100.11" || a.Addr.String() == "2001:db8:100::11":
+			if a.MarkedNotNodes() {
+				t.Errorf("%s: the node's own address reads as a VIP: the check proves nothing", a)
+			}
+		}
+	}
+}

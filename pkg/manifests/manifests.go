@@ -55,6 +55,47 @@ func Objects(c *v1alpha1.ClusterVIPs) ([]runtime.Object, error) {
 	return objs, nil
 }
 
+// Pod Security admission: the namespace's labels name the level its pods
+// are held to, and OpenShift's label syncer is told to leave them.
+const (
+	podSecurityEnforce = "pod-security.kubernetes.io/enforce"
+	podSecurityAudit   = "pod-security.kubernetes.io/audit"
+	podSecurityWarn    = "pod-security.kubernetes.io/warn"
+	// PodSecurityLevel is vipctl-system's level. The kubelet creates a
+	// mirror pod for each static pod here, and admission judges mirror
+	// pods like any other: keepalived's, haproxy's and FRR's pods use
+	// host networking, host paths and added capabilities (NET_ADMIN,
+	// NET_RAW, ...), which only the privileged level admits; a mirror pod
+	// refused leaves the pod running but invisible to the API (vipctl
+	// status reads the mirror pods). The allocator passes restricted
+	// (TestAllocatorRunsRestricted) and shares the namespace. OpenShift's
+	// own on-prem namespaces (openshift-kni-infra, ...) are labelled the
+	// same way.
+	PodSecurityLevel = "privileged"
+	// openShiftLabelSync turned off keeps OpenShift's cluster-policy-
+	// controller from rewriting the pod-security labels from the SCCs
+	// the namespace's ServiceAccounts may use: the allocator's would give
+	// restricted, and the mirror pods would be refused.
+	openShiftLabelSync = "security.openshift.io/scc.podSecurityLabelSync"
+)
+
+// Namespace is vipctl-system, labelled for Pod Security admission and,
+// for OpenShift's cluster monitoring, with the label its Prometheus
+// selects namespaces by. It opens both manifests/vipctl.yaml and
+// manifests/monitoring.yaml, so that `oc apply -f DIR/manifests/` finds it
+// whichever file comes first.
+func Namespace(c *v1alpha1.ClusterVIPs) *corev1.Namespace {
+	l := labels("namespace")
+	for _, k := range []string{podSecurityEnforce, podSecurityAudit, podSecurityWarn} {
+		l[k] = PodSecurityLevel
+	}
+	l[openShiftLabelSync] = "false"
+	if c.Spec.MonitoringStack() == v1alpha1.MonitoringOpenShift {
+		l[clusterMonitoringLabel] = "true"
+	}
+	return &corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: metav1.ObjectMeta{Name: render.Namespace, Labels: l}}
+}
+
 // Marshal writes objects as one multi-document YAML stream.
 func Marshal(objs []runtime.Object) ([]byte, error) {
 	var b bytes.Buffer

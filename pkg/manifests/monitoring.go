@@ -57,18 +57,6 @@ const (
 	scrapeInterval = "30s"
 )
 
-// Namespace is vipctl's namespace; for OpenShift's cluster monitoring it
-// carries the label its Prometheus selects namespaces by. It opens both
-// manifests/vipctl.yaml and manifests/monitoring.yaml, so that
-// `oc apply -f DIR/manifests/` finds it whichever file comes first.
-func Namespace(c *v1alpha1.ClusterVIPs) *corev1.Namespace {
-	ns := &corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: metav1.ObjectMeta{Name: render.Namespace, Labels: labels("namespace")}}
-	if c.Spec.MonitoringStack() == v1alpha1.MonitoringOpenShift {
-		ns.Labels[clusterMonitoringLabel] = "true"
-	}
-	return ns
-}
-
 // Monitoring is what manifests/monitoring.yaml holds for the stack
 // spec.monitoring names (nothing for "none"): the Namespace, the RBAC the
 // Prometheus needs (get on /metrics, which every vipctl metrics endpoint

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
@@ -58,12 +59,16 @@ const (
 const manifestMode = 0o644
 
 // StaticPodFiles returns the manifests a node of the given role needs: role
-// "master" gets both, "worker" only keepalived.
+// "master" gets both (only keepalived in mode poolsOnly), "worker" only
+// keepalived.
 func StaticPodFiles(c *v1alpha1.ClusterVIPs, role string) ([]render.File, error) {
 	var pods []*corev1.Pod
 	switch role {
 	case roleMaster:
-		pods = []*corev1.Pod{KeepalivedPod(c), HaproxyPod(c)}
+		pods = []*corev1.Pod{KeepalivedPod(c)}
+		if !c.PoolsOnly() { // else OpenShift's own haproxy fronts the API
+			pods = append(pods, HaproxyPod(c))
+		}
 	case roleWorker:
 		pods = []*corev1.Pod{KeepalivedPod(c)}
 	default:
@@ -196,7 +201,7 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 		// neighbour advertisements (pkg/runtimecfg/follow.go).
 		SecurityContext: securityContext(judgeCaps("NET_ADMIN", "NET_RAW")...),
 	}
-	return withFRR(c, &corev1.Pod{
+	return withoutHaproxy(c, withFRR(c, &corev1.Pod{
 		TypeMeta:   podTypeMeta(),
 		ObjectMeta: podMeta(render.KeepalivedPodName),
 		Spec: corev1.PodSpec{
@@ -223,7 +228,24 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 				tmpVolume(),
 			},
 		},
-	})
+	}))
+}
+
+// withoutHaproxy takes haproxy's directories out of the keepalived pod in
+// mode poolsOnly: no haproxy of vipctl's runs there, and the pod touches
+// no host path it does not need.
+func withoutHaproxy(c *v1alpha1.ClusterVIPs, p *corev1.Pod) *corev1.Pod {
+	if !c.PoolsOnly() {
+		return p
+	}
+	haproxy := func(name string) bool { return name == volHaproxy || name == volHaproxyRun }
+	p.Spec.Volumes = slices.DeleteFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return haproxy(v.Name) })
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range cs {
+			cs[i].VolumeMounts = slices.DeleteFunc(cs[i].VolumeMounts, func(m corev1.VolumeMount) bool { return haproxy(m.Name) })
+		}
+	}
+	return p
 }
 
 // HaproxyPod is the static pod on control-plane nodes.

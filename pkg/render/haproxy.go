@@ -173,7 +173,13 @@ func familyLabel(a netip.Addr) string {
 	return "IPv6"
 }
 
-// IsControlPlane tells whether the named node runs haproxy.
+// HasAPI tells whether vipctl carries the API VIP, and so runs haproxy on
+// the control-plane nodes: not in mode poolsOnly, where OpenShift's own
+// keepalived and haproxy do.
+func (p *Plan) HasAPI() bool { return !p.c.PoolsOnly() }
+
+// IsControlPlane tells whether the named node is a control-plane node,
+// which runs haproxy when HasAPI.
 func (p *Plan) IsControlPlane(node string) bool {
 	n, ok := p.nodes[node]
 	return ok && n.ControlPlane

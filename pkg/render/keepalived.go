@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -181,19 +182,15 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 			v.lonely = append(v.lonely, err.Error())
 			continue
 		}
-		bits := 32
-		if inst.family == 6 {
-			bits = 128
-		}
 		for _, a := range inst.vips {
-			iv.VIPs = append(iv.VIPs, fmt.Sprintf("%s/%d dev %s", a, bits, iface))
+			iv.VIPs = append(iv.VIPs, vipAddress(a, iface))
 		}
 		iv.Sidecar = inst.sidecar
 		for _, a := range inst.excluded {
 			if inst.sidecar {
 				break
 			}
-			iv.Excluded = append(iv.Excluded, fmt.Sprintf("%s/%d dev %s", a, bits, iface))
+			iv.Excluded = append(iv.Excluded, vipAddress(a, iface))
 		}
 		for _, sc := range inst.scripts {
 			usedScripts[sc] = true
@@ -214,6 +211,16 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 		}
 	}
 	return v, nil
+}
+
+// vipAddress is a VIP as keepalived.conf names it: a host address on the
+// interface, marked the way OVN-Kubernetes recognises an address that is
+// not the node's (see VIPLabel).
+func vipAddress(a netip.Addr, iface string) string {
+	if a.Is4() {
+		return fmt.Sprintf("%s/32 dev %s label %s", a, iface, VIPLabel)
+	}
+	return fmt.Sprintf("%s/128 dev %s", a, iface)
 }
 
 // peerCheck drops IPv4 adverts that crossed a router (TTL below 255), so

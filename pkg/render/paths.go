@@ -24,9 +24,14 @@ const (
 	// group- or world-writable or keepalived disables the scripts.
 	ScriptsDir = ConfigDir + "/scripts"
 
-	KeepalivedDir      = "/etc/keepalived"
+	// KeepalivedDir and HaproxyDir hold the configs the sidecar renders:
+	// vipctl's own, never /etc/keepalived and /etc/haproxy, where
+	// OpenShift's on-prem keepalived and haproxy pods render theirs
+	// (beside vipctl's on a cluster with OpenShift's default load
+	// balancer) and the MCO lays files (test/fixture.OpenShiftNodePaths).
+	KeepalivedDir      = "/etc/vipctl-keepalived"
 	KeepalivedConfPath = KeepalivedDir + "/keepalived.conf"
-	HaproxyDir         = "/etc/haproxy"
+	HaproxyDir         = "/etc/vipctl-haproxy"
 	HaproxyConfPath    = HaproxyDir + "/haproxy.cfg"
 
 	// RunDir is shared by the keepalived pod's containers (pid files, the
@@ -41,7 +46,7 @@ const (
 	// init container removes it; /run empties at boot). Until then the
 	// node renders at the lowest priority (WithHeldBack).
 	SyncedFile          = RunDir + "/synced"
-	HaproxyRunDir       = "/run/haproxy"
+	HaproxyRunDir       = "/run/vipctl-haproxy"
 	HaproxyMasterSocket = HaproxyRunDir + "/master.sock"
 	HaproxyStatsSocket  = HaproxyRunDir + "/stats.sock"
 

@@ -116,12 +116,10 @@ func NewPlan(m *cluster.Model, ids map[v1alpha1.InstanceKey]uint8, st cluster.St
 		p.nodes[n.Name] = n
 	}
 	s := &c.Spec
-	haproxyCmd := fmt.Sprintf("%s/%s %d %s", p.root+ScriptsDir, checkScript, s.API.HealthPort, haproxyReadyPath)
 	fall, rise := 2, 2
 	if s.VRRP.Profile == v1alpha1.ProfileFast {
 		fall = 1
 	}
-	p.scripts = append(p.scripts, scriptView{Name: haproxyScriptName, Command: haproxyCmd, Interval: scriptInterval, Timeout: scriptTimeout, Fall: fall, Rise: rise})
 	p.tracks = append(p.tracks, trackFileView{Name: drainTrackName, Path: p.root + DrainFile, Weight: drainWeight,
 		Why: "planned handover: the sidecar writes 1 here to give the VIPs away before stopping"})
 
@@ -132,9 +130,15 @@ func NewPlan(m *cluster.Model, ids map[v1alpha1.InstanceKey]uint8, st cluster.St
 		}
 		return out
 	}
-	if err := p.add(v1alpha1.KeyAPI, ids, addrs(s.API.VIPs), func(n *cluster.Node) bool { return n.ControlPlane }, 0,
-		[]string{haproxyScriptName}, nil, "held by a control-plane node whose haproxy can reach a kube-apiserver"); err != nil {
-		return nil, err
+	// In mode poolsOnly OpenShift's own keepalived and haproxy carry the
+	// API VIP (and the ingress VIP: spec.ingress is empty then).
+	if p.HasAPI() {
+		haproxyCmd := fmt.Sprintf("%s/%s %d %s", p.root+ScriptsDir, checkScript, s.API.HealthPort, haproxyReadyPath)
+		p.scripts = append(p.scripts, scriptView{Name: haproxyScriptName, Command: haproxyCmd, Interval: scriptInterval, Timeout: scriptTimeout, Fall: fall, Rise: rise})
+		if err := p.add(v1alpha1.KeyAPI, ids, addrs(s.API.VIPs), func(n *cluster.Node) bool { return n.ControlPlane }, 0,
+			[]string{haproxyScriptName}, nil, "held by a control-plane node whose haproxy can reach a kube-apiserver"); err != nil {
+			return nil, err
+		}
 	}
 	if err := p.addBootstrap(); err != nil {
 		return nil, err

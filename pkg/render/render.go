@@ -16,7 +16,8 @@ const (
 // NodeRender is one node's part of a plan.
 type NodeRender struct {
 	// Files are every file the sidecar writes on the node: keepalived.conf,
-	// haproxy.cfg on control-plane nodes, and the check script they call.
+	// haproxy.cfg on control-plane nodes (none in mode poolsOnly), and the
+	// check script they call.
 	Files []File
 	// Lonely says which instances were left out for lack of a peer
 	// (WithLonelySkipped).
@@ -48,7 +49,7 @@ func (p *Plan) nodeFiles(node string, kv *keepalivedView) ([]File, error) {
 		return nil, err
 	}
 	files := []File{{Path: KeepalivedConfPath, Mode: configMode, Data: kconf}}
-	if p.IsControlPlane(node) {
+	if p.HasAPI() && p.IsControlPlane(node) {
 		hv, err := p.haproxyView(node)
 		if err != nil {
 			return nil, err

@@ -26,6 +26,7 @@ var exampleNodes = map[string]string{
 	"ingress-shards.yaml":    "compact.yaml",
 	"multicast-fast.yaml":    "compact.yaml",
 	"pools-node-groups.yaml": "groups.yaml",
+	"pools-only.yaml":        "compact.yaml",
 	"bgp-two-racks.yaml":     "racks.yaml",
 }
 

@@ -90,7 +90,7 @@ func TestApplyKeepsLastGood(t *testing.T) {
 			bad[i].Data = []byte(strings.ReplaceAll(string(bad[i].Data), "interface br-ex", "interface eth9"))
 		}
 	}
-	if _, err := Apply(ctx, target, bad); err == nil || !strings.Contains(err.Error(), "keeping the last good /etc/keepalived/keepalived.conf") {
+	if _, err := Apply(ctx, target, bad); err == nil || !strings.Contains(err.Error(), "keeping the last good "+render.KeepalivedConfPath) {
 		t.Fatalf("bad config: err = %v", err)
 	}
 	if now, _ := os.ReadFile(confPath); string(now) != string(good) {

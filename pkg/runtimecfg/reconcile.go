@@ -84,11 +84,7 @@ func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
 			return out, &StepError{"write", err}
 		}
 	}
-	var extra []render.PlanOption
-	if in.HoldBack {
-		extra = append(extra, render.WithHeldBack(n.Name))
-	}
-	d, err := DesiredNode(in.Model, in.State, n.Name, n.Root, extra...)
+	d, err := n.Desired(in)
 	if err != nil {
 		return out, &StepError{"render", err}
 	}
@@ -109,6 +105,16 @@ func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
 		n.Local.Kick()
 	}
 	return out, nil
+}
+
+// Desired is what Reconcile brings the node in line with, rendered from
+// in without touching the node.
+func (n *Node) Desired(in Input) (NodeState, error) {
+	var extra []render.PlanOption
+	if in.HoldBack {
+		extra = append(extra, render.WithHeldBack(n.Name))
+	}
+	return DesiredNode(in.Model, in.State, n.Name, n.Root, extra...)
 }
 
 // NodeState is everything the sidecar keeps true on one node.

@@ -189,6 +189,7 @@ func (s *Sidecar) Run(ctx context.Context) error {
 			f.Shutdown()
 		}
 	}()
+	s.followFromBoot()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); s.publishLoop(ctx) }()

@@ -34,6 +34,11 @@ type Request struct {
 	// Assignment.Unassigned instead of failing the whole assignment: one
 	// Service too many must not stop every other VIP's config.
 	Optional []Key
+	// OpenShiftKeepalived says OpenShift's own keepalived runs the
+	// cluster's API and ingress instances (spec.mode poolsOnly): their
+	// IDs (OpenShiftIDs) are on the LAN already, so no key gets them and
+	// no override may pin them. They are listed in Assignment.OpenShift.
+	OpenShiftKeepalived bool
 }
 
 // Entry is one instance's ID and where it came from.
@@ -45,6 +50,9 @@ type Entry struct {
 
 // Sources of an Entry's ID.
 const (
+	// SourceOpenShift: OpenShift's own ID for the key; vipctl's instance
+	// uses it, or, in Assignment.OpenShift, OpenShift's own keepalived
+	// does.
 	SourceOpenShift = "openshift"
 	SourceOverride  = "override"
 	SourceDerived   = "derived"
@@ -55,6 +63,10 @@ type Assignment struct {
 	Entries []Entry `json:"entries"`
 	// Unassigned are the optional keys no ID was left for.
 	Unassigned []Key `json:"unassigned,omitempty"`
+	// OpenShift are the IDs OpenShift's own keepalived uses for the API
+	// and ingress VIPs when Request.OpenShiftKeepalived is set: kept clear
+	// of, not vipctl's.
+	OpenShift []Entry `json:"openshift,omitempty"`
 }
 
 // ID returns the ID of key.
@@ -90,6 +102,12 @@ func Assign(req Request) (Assignment, error) {
 		}
 		seen[k] = true
 	}
+	openshift := openShiftKeepalived(req)
+	for _, e := range openshift {
+		if seen[e.Key] {
+			errs = append(errs, fmt.Errorf("key %s: OpenShift's own keepalived runs that instance", e.Key))
+		}
+	}
 	// Overrides first, in sorted order so errors read the same every run.
 	pinned := make([]Key, 0, len(req.Overrides))
 	for k := range req.Overrides {
@@ -105,6 +123,8 @@ func Assign(req Request) (Assignment, error) {
 			errs = append(errs, fmt.Errorf("override %s: ID 0 is not a VRRP ID (1-255)", k))
 		case avoid[id]:
 			errs = append(errs, fmt.Errorf("override %s: ID %d is also in the avoid list", k, id))
+		case openShiftKeyFor(openshift, id) != "":
+			errs = append(errs, fmt.Errorf("override %s: ID %d is OpenShift's %s ID, which its own keepalived uses on this LAN (mode poolsOnly)", k, id, openShiftKeyFor(openshift, id)))
 		case taken[id] != "":
 			errs = append(errs, fmt.Errorf("overrides %s and %s both pin ID %d", taken[id], k, id))
 		default:
@@ -118,6 +138,9 @@ func Assign(req Request) (Assignment, error) {
 	ids := map[Key]Entry{}
 	for k, id := range req.Overrides {
 		ids[k] = Entry{Key: k, ID: id, Source: SourceOverride}
+	}
+	for _, e := range openshift {
+		taken[e.ID] = e.Key
 	}
 	api, ingress := OpenShiftIDs(req.Cluster)
 	for _, fixed := range []struct {
@@ -155,7 +178,7 @@ func Assign(req Request) (Assignment, error) {
 		taken[id] = k
 		ids[k] = Entry{Key: k, ID: id, Source: SourceDerived}
 	}
-	out := Assignment{Entries: make([]Entry, 0, len(req.Keys)+len(req.Optional))}
+	out := Assignment{Entries: make([]Entry, 0, len(req.Keys)+len(req.Optional)), OpenShift: openshift}
 	for _, k := range req.Keys {
 		out.Entries = append(out.Entries, ids[k])
 	}
@@ -169,6 +192,27 @@ func Assign(req Request) (Assignment, error) {
 		out.Entries = append(out.Entries, Entry{Key: k, ID: id, Source: SourceDerived})
 	}
 	return out, nil
+}
+
+// openShiftKeepalived lists the IDs OpenShift's own keepalived uses for
+// the cluster when the request says it runs (nil otherwise).
+func openShiftKeepalived(req Request) []Entry {
+	if !req.OpenShiftKeepalived {
+		return nil
+	}
+	api, ingress := OpenShiftIDs(req.Cluster)
+	return []Entry{{Key: KeyAPI, ID: api, Source: SourceOpenShift}, {Key: KeyIngress, ID: ingress, Source: SourceOpenShift}}
+}
+
+// openShiftKeyFor names the key of OpenShift's own keepalived that uses
+// id, or "" when none does.
+func openShiftKeyFor(entries []Entry, id uint8) Key {
+	for _, e := range entries {
+		if e.ID == id {
+			return e.Key
+		}
+	}
+	return ""
 }
 
 // firstFree walks key's probe sequence. The sequence is pseudo-random, so

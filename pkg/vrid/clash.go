@@ -138,7 +138,7 @@ func ProposeOverrides(req Request, clashes []Clash, taken []uint8) (map[Key]uint
 	}
 	// Keys that do not clash keep their IDs as pins, so re-assigning the
 	// clashing ones cannot shuffle them.
-	next := Request{Cluster: req.Cluster, Keys: req.Keys, Overrides: map[Key]uint8{}, Avoid: append([]uint8{}, req.Avoid...)}
+	next := Request{Cluster: req.Cluster, Keys: req.Keys, Overrides: map[Key]uint8{}, Avoid: append([]uint8{}, req.Avoid...), OpenShiftKeepalived: req.OpenShiftKeepalived}
 	for _, e := range current.Entries {
 		if !clashing[e.Key] {
 			next.Overrides[e.Key] = e.ID
@@ -147,6 +147,9 @@ func ProposeOverrides(req Request, clashes []Clash, taken []uint8) (map[Key]uint
 	avoid := map[uint8]bool{}
 	for _, id := range next.Avoid {
 		avoid[id] = true
+	}
+	for _, e := range current.OpenShift {
+		taken = append(taken, e.ID)
 	}
 	for _, id := range taken {
 		if !avoid[id] && !pinned(next.Overrides, id) {

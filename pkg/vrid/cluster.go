@@ -3,9 +3,10 @@ package vrid
 import "github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 
 // RequestFor builds the ID request of a validated cluster file: every VRRP
-// instance key in declaration order, its pins and its avoided IDs.
+// instance key in declaration order, its pins and its avoided IDs, and in
+// mode poolsOnly OpenShift's own API and ingress IDs, kept clear of.
 func RequestFor(c *v1alpha1.ClusterVIPs) Request {
-	req := Request{Cluster: c.Metadata.Name, Overrides: map[Key]uint8{}}
+	req := Request{Cluster: c.Metadata.Name, Overrides: map[Key]uint8{}, OpenShiftKeepalived: c.PoolsOnly()}
 	req.Keys = append(req.Keys, c.InstanceKeys()...)
 	for k, id := range c.Spec.VRRP.VirtualRouterIDs {
 		req.Overrides[Key(k)] = uint8(id)

@@ -32,12 +32,16 @@ type Check struct {
 // OpenShift's two first lines byte for byte so existing scripts keep
 // parsing them.
 type Report struct {
-	Cluster           string         `json:"cluster"`
-	IDs               []Entry        `json:"ids"`
-	Listened          *Listened      `json:"listened,omitempty"`
-	Live              []LiveSighting `json:"live,omitempty"`
-	Clashes           []string       `json:"clashes,omitempty"`
-	ProposedOverrides map[Key]uint8  `json:"proposedOverrides,omitempty"`
+	Cluster string  `json:"cluster"`
+	IDs     []Entry `json:"ids"`
+	// OpenShiftKeepalived are the IDs OpenShift's own keepalived uses for
+	// the cluster's API and ingress VIPs (spec.mode poolsOnly); IDs keeps
+	// clear of them.
+	OpenShiftKeepalived []Entry        `json:"openshiftKeepalived,omitempty"`
+	Listened            *Listened      `json:"listened,omitempty"`
+	Live                []LiveSighting `json:"live,omitempty"`
+	Clashes             []string       `json:"clashes,omitempty"`
+	ProposedOverrides   map[Key]uint8  `json:"proposedOverrides,omitempty"`
 }
 
 // Listened says what --listen checked, also when it heard nothing.
@@ -65,7 +69,7 @@ func (c Check) Run(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	report := &Report{Cluster: c.Request.Cluster, IDs: assignment.Entries}
+	report := &Report{Cluster: c.Request.Cluster, IDs: assignment.Entries, OpenShiftKeepalived: assignment.OpenShift}
 	var live []Observation
 	if c.Listen != "" {
 		if c.ListenFor <= 0 {
@@ -145,7 +149,9 @@ func (r *Report) heardOwnID() bool {
 func (r *Report) Text() string {
 	var b strings.Builder
 	var rest []Entry
-	for _, e := range r.IDs {
+	// OpenShift's own keepalived's IDs are still the cluster's: the two
+	// lines baremetal-runtimecfg prints come first either way.
+	for _, e := range append(slices.Clone(r.OpenShiftKeepalived), r.IDs...) {
 		switch e.Key {
 		case KeyAPI:
 			fmt.Fprintf(&b, "APIVirtualRouterID: %d\n", e.ID)
@@ -157,6 +163,13 @@ func (r *Report) Text() string {
 	}
 	for _, e := range rest {
 		fmt.Fprintf(&b, "VirtualRouterID %s: %d\n", e.Key, e.ID)
+	}
+	if len(r.OpenShiftKeepalived) > 0 {
+		ids := make([]string, len(r.OpenShiftKeepalived))
+		for i, e := range r.OpenShiftKeepalived {
+			ids[i] = fmt.Sprintf("%d (%s)", e.ID, e.Key)
+		}
+		fmt.Fprintf(&b, "# mode poolsOnly: OpenShift's own keepalived uses %s; vipctl's IDs keep clear of them\n", strings.Join(ids, " and "))
 	}
 	if l := r.Listened; l != nil {
 		fmt.Fprintf(&b, "listened on %s for %s: %d VRRP advertisement(s)", l.Interface, l.For, l.Adverts)

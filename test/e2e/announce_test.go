@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/test/lab"
+	"github.com/vipctl/vipctl/test/lab/probe"
 )
 
 // A pool of both families whose Service addresses the sidecar announces.
@@ -160,4 +162,24 @@ func TestSidecarAnnouncedPoolAfterKeepalivedCrash(t *testing.T) {
 	lab.WaitFor(t, 10*time.Second, "answers once one node holds it", func() bool { ok, _ := p.Counts(); return ok > ok1+20 })
 	_, fail := p.Stop()
 	t.Logf("%s crashed, %s took over; %d failed requests", holder, next, fail)
+}
+
+// TestSidecarAnnouncedPoolColdStartWithoutAPI: every node of a pool with
+// announce: sidecar loses power (lab.PowerOff) and boots again while the
+// API is away, as in a cold start of a whole cluster, whose API comes
+// back after its nodes. The init container renders keepalived.conf from
+// the node's last-good view and keepalived takes the anchors; the
+// sidecar, which cannot reach the API, follows them from the same view,
+// so the IPv4 and IPv6 Service addresses answer before the API is back
+// (the client's neighbour entries expired meanwhile, so an answer needs
+// a node that answers for the address).
+func TestSidecarAnnouncedPoolColdStartWithoutAPI(t *testing.T) {
+	al := startAnnounceLab(t, lab.BuildProbe(t), v1alpha1.AnnounceSidecar, t.Fatalf)
+	al.kc.API.RestartAPIServer(t, func() {
+		var up time.Time
+		al.powerCycle(t, func() { up = time.Now() })
+		al.waitRecords(t, 30*time.Second, "both addresses answering while the API is away", func(rs map[string][]probe.Record) bool {
+			return answeredAfter(rs["ipv4"], up) > 20 && answeredAfter(rs["ipv6"], up) > 20
+		})
+	})
 }

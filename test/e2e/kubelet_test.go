@@ -47,6 +47,8 @@ type kubeletCluster struct {
 	cfgPath string
 	adminKC string
 	vipctl  string
+	// pods are the static pods every node runs.
+	pods []string
 }
 
 const (
@@ -161,6 +163,10 @@ func startKubeletClusterFrom(t testing.TB, clusterYAML func(image string) string
 	if err != nil {
 		t.Fatal(err)
 	}
+	kc.pods = []string{render.KeepalivedPodName, render.HaproxyPodName}
+	if cfg.PoolsOnly() {
+		kc.pods = kc.pods[:1]
+	}
 	for _, ns := range []string{render.Namespace} {
 		if _, err := kc.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
@@ -270,7 +276,7 @@ func answerHTTP(c net.Conn, name string) {
 func (kc *kubeletCluster) waitPodsReady(t testing.TB, timeout time.Duration) {
 	t.Helper()
 	for _, n := range kc.nodes {
-		for _, pod := range []string{render.KeepalivedPodName, render.HaproxyPodName} {
+		for _, pod := range kc.pods {
 			lab.WaitFor(t, timeout, n.Name+" "+pod+" Ready", func() bool {
 				p, err := n.Pod(context.Background(), pod)
 				return err == nil && kubeletlab.PodReady(p)
@@ -568,6 +574,43 @@ func TestKubeletContainerRestarts(t *testing.T) {
 func TestKubeletLoadBalancerService(t *testing.T) {
 	kc := startKubeletCluster(t, v1alpha1.ProfileFast)
 	kc.waitPodsReady(t, 180*time.Second)
+	vip := kc.serviceVIP(t, "web")
+	url := "http://" + net.JoinHostPort(vip, strconv.Itoa(kubeletEchoPort)) + "/"
+	lab.WaitFor(t, 30*time.Second, "Service VIP "+vip+" answering", func() bool { _, err := kc.get(url); return err == nil })
+}
+
+// TestKubeletPoolsOnlyServesService: mode poolsOnly under the real
+// kubelet, as beside OpenShift's own keepalived: the MachineConfig lays
+// no haproxy pod on the masters, the keepalived pod without haproxy's
+// directories becomes Ready on every node, and a LoadBalancer Service
+// gets an address from the pool that answers from the client namespace.
+func TestKubeletPoolsOnlyServesService(t *testing.T) {
+	kc := startKubeletClusterFrom(t, func(image string) string {
+		return fmt.Sprintf(`apiVersion: vipctl.io/v1alpha1
+kind: ClusterVIPs
+metadata:
+  name: kubelab
+spec:
+  baseDomain: example.test
+  mode: poolsOnly
+  machineNetworks: [198.51.100.0/24]
+  servicePools:
+    - name: general
+      addresses: [%s]
+  vrrp:
+    profile: fast
+  images:
+    keepalived: %s
+    haproxy: %s
+    vipctl: %s
+`, kubeletPoolCIDR, image, image, image)
+	})
+	kc.waitPodsReady(t, 180*time.Second)
+	for _, n := range kc.nodes {
+		if p, err := n.Pod(context.Background(), render.HaproxyPodName); err != nil || p != nil {
+			t.Errorf("%s: haproxy pod %v (err %v) in mode poolsOnly", n.Name, p != nil, err)
+		}
+	}
 	vip := kc.serviceVIP(t, "web")
 	url := "http://" + net.JoinHostPort(vip, strconv.Itoa(kubeletEchoPort)) + "/"
 	lab.WaitFor(t, 30*time.Second, "Service VIP "+vip+" answering", func() bool { _, err := kc.get(url); return err == nil })

@@ -109,7 +109,7 @@ func TestMachineConfigsApplyAtScale(t *testing.T) {
 	if err := os.WriteFile(clusterFile, []byte(fixture.OpenShiftCluster), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, stdout, stderr := vipctl(t, "render", "-f", clusterFile, "--nodes", nodesFile, "-o", out); code != 0 {
+	if code, stdout, stderr := vipctl(t, "render", "-f", clusterFile, "--nodes", nodesFile, "--out-dir", out); code != 0 {
 		t.Fatalf("vipctl render: exit %d\n%s%s", code, stdout, stderr)
 	}
 

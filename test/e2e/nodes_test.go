@@ -83,7 +83,7 @@ func TestNodesFromCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out")
-	if code, stdout, stderr := vipctl(t, "render", "-f", clusterFile, "--nodes", nodesFile, "-o", out); code != 0 {
+	if code, stdout, stderr := vipctl(t, "render", "-f", clusterFile, "--nodes", nodesFile, "--out-dir", out); code != 0 {
 		t.Fatalf("vipctl render --nodes with the list: exit %d\n%s%s", code, stdout, stderr)
 	}
 	for _, n := range want {

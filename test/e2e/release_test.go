@@ -186,7 +186,7 @@ func TestReleaseDevelopmentBuild(t *testing.T) {
 	// The release's vipctl renders its own image into the static pods and
 	// warns that no registry has it.
 	out := filepath.Join(t.TempDir(), "out")
-	cmd := exec.Command(filepath.Join(dir, "vipctl"), "render", "-f", fixture.Repo("examples/compact-ipv4.yaml"), "-o", out)
+	cmd := exec.Command(filepath.Join(dir, "vipctl"), "render", "-f", fixture.Repo("examples/compact-ipv4.yaml"), "--out-dir", out)
 	var renderErr strings.Builder
 	cmd.Stderr = &renderErr
 	if err := cmd.Run(); err != nil {

@@ -1,7 +1,7 @@
 // Package kubeletlab runs vipctl's static pods the way a node does: each
 // node is a network namespace (test/netlab) plus a mount namespace
-// whose /etc/kubernetes, /etc/keepalived, /etc/haproxy, /etc/vipctl,
-// /run/vipctl, kubelet and containerd state are its own, with its own
+// whose /etc/kubernetes, vipctl's directories (/etc/vipctl*, /run/vipctl*,
+// /var/lib/vipctl), kubelet and containerd state are its own, with its own
 // containerd (Debian's) and a kubelet built from the same Kubernetes release
 // as the test apiserver (hack/build-kubelet.sh). The node's files come from
 // the MachineConfig `vipctl render` wrote, and the pods run vipctl's own

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vipctl/vipctl/pkg/render"
 )
 
 // nodePaths are the directories each node has to itself: bound from the
@@ -17,9 +19,9 @@ import (
 // /opt/containerd), so two nodes would clobber each other's sockets and
 // files without this.
 var nodePaths = []string{
-	"/etc/kubernetes", "/etc/keepalived", "/etc/haproxy", "/etc/vipctl",
-	"/run/vipctl", "/run/haproxy",
-	"/var/lib/vipctl", "/var/lib/kubelet", "/var/lib/containerd", "/run/containerd", "/opt/containerd",
+	"/etc/kubernetes", render.KeepalivedDir, render.HaproxyDir, render.ConfigDir,
+	render.RunDir, render.HaproxyRunDir,
+	render.StateDir, "/var/lib/kubelet", "/var/lib/containerd", "/run/containerd", "/opt/containerd",
 	"/var/log/pods", "/var/log/containers",
 }
 

@@ -128,7 +128,8 @@ func (lc *Cluster) StartNodes(specs []NodeSpec) {
 			t.Fatal(err)
 		}
 		lc.Apply(n)
-		if lc.isControlPlane(n.Name) {
+		// In mode poolsOnly OpenShift's own haproxy fronts the API.
+		if lc.isControlPlane(n.Name) && !lc.Config.PoolsOnly() {
 			n.APIServer = ServeAPIStandIn(t, n.Host, n.Addr, n.Name, lc.apiServerPorts()...)
 			n.Haproxy = n.Host.Start("haproxy", manifests.HaproxyCommand(n.Target.Root)...)
 		}
@@ -176,12 +177,7 @@ func (lc *Cluster) NewNode(t testing.TB, s NodeSpec) *Node {
 		lc.segments[s.Segment] = true
 	}
 	h := lc.lab.AddHost(s.Name, netlab.HostOpts{Iface: "br-ex", Addrs: addrs, Segment: s.Segment, Gateways: s.Gateways})
-	// What the MachineConfig's settings file does on a real node.
-	for _, f := range render.SysctlFiles(lc.Config) {
-		if err := h.ApplySysctl(f.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lc.applyBootSysctls(t, h)
 	n := &Node{Name: s.Name, Addr: strings.Split(s.Addr, "/")[0], Host: h, Routers: map[string]*StandIn{},
 		Target: host.Target{Root: filepath.Join(lc.base, s.Name), Netns: h.NS}}
 	lc.ByName[s.Name] = n
@@ -191,7 +187,7 @@ func (lc *Cluster) NewNode(t testing.TB, s NodeSpec) *Node {
 		node.Addresses = append(node.Addresses, mustAddr(t, strings.Split(s.Addr6, "/")[0]))
 	}
 	lc.State.Nodes = append(lc.State.Nodes, node)
-	for _, d := range []string{render.RunDir, render.HaproxyRunDir} {
+	for _, d := range []string{render.RunDir, render.HaproxyRunDir, tmpDir} {
 		if err := os.MkdirAll(filepath.Join(n.Target.Root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -200,15 +196,32 @@ func (lc *Cluster) NewNode(t testing.TB, s NodeSpec) *Node {
 	return n
 }
 
+// applyBootSysctls does what the MachineConfig's settings file does on a
+// real node at boot.
+func (lc *Cluster) applyBootSysctls(t testing.TB, h *netlab.Host) {
+	t.Helper()
+	for _, f := range render.SysctlFiles(lc.Config) {
+		if err := h.ApplySysctl(f.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // StopLocal stops the lab's keeper of the node's local VIPs, as when the
 // node's own sidecar takes over (StartSidecar does it) or its pod stops.
 func (n *Node) StopLocal() { n.stopLocal() }
 
 // StartKeepalived starts keepalived on the node with its rendered files,
-// as the keepalived container does.
+// as the keepalived container does. Its temporary files (the statistics
+// SIGUSR2 asks for, KeepalivedStats) go to the node's own directory, as
+// they go to the container's own /tmp.
 func (n *Node) StartKeepalived() {
-	n.Keepalived = n.Host.Start("keepalived", manifests.KeepalivedCommand(n.Target.Root)...)
+	env := []string{"env", "TMPDIR=" + filepath.Join(n.Target.Root, tmpDir)}
+	n.Keepalived = n.Host.Start("keepalived", append(env, manifests.KeepalivedCommand(n.Target.Root)...)...)
 }
+
+// tmpDir is a node's temporary directory, under its root.
+const tmpDir = "/tmp"
 
 // Undrain does what --once does in the node's next keepalived pod: the
 // drain file says undrained, and the VIPs kept local since the drain are
@@ -356,6 +369,16 @@ func (lc *Cluster) Settled(vip string) string {
 // their holders through one quiet period.
 func (lc *Cluster) SettledAll(vips ...string) map[string]string {
 	lc.t.Helper()
+	holders, ok := lc.SettleAll(vips...)
+	if !ok {
+		lc.t.Fatalf("VIPs never settled on one holder each (last %v)", holders)
+	}
+	return holders
+}
+
+// SettleAll is SettledAll for a caller that does its own reporting: it
+// tells whether the VIPs settled, and the last holders it saw.
+func (lc *Cluster) SettleAll(vips ...string) (map[string]string, bool) {
 	quiet := 3 * time.Second
 	if lc.Config.Spec.VRRP.Profile == v1alpha1.ProfileDefault {
 		quiet = 12 * time.Second
@@ -375,12 +398,11 @@ func (lc *Cluster) SettledAll(vips ...string) map[string]string {
 			holders, since = cur, time.Now()
 		}
 		if complete && time.Since(since) > quiet {
-			return holders
+			return holders, true
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	lc.t.Fatalf("VIPs never settled on one holder each (last %v)", holders)
-	return nil
+	return holders, false
 }
 
 // WaitFor polls cond every 50 ms and fails t if it does not hold within

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/vipctl/vipctl/pkg/render"
 )
@@ -72,4 +73,89 @@ func readPID(t testing.TB, path string) int {
 		t.Fatalf("%s: bad pid %q", path, data)
 	}
 	return pid
+}
+
+// VRRPStats are one VRRP instance's counters as keepalived writes them on
+// SIGUSR2 (keepalived.stats), by "section/counter": "Advertisements/
+// Received", "Packet Errors/Address List", "Authentication Errors/Type
+// Mismatch", "Became master" and so on.
+type VRRPStats map[string]uint64
+
+// Errors sums the counters of adverts an instance received and dropped:
+// wrong length, TTL, type, interval or address list, and authentication
+// that did not match. An advert of another VRRP router that reached an
+// instance (the same VRID from another speaker) shows here.
+func (s VRRPStats) Errors() uint64 {
+	var n uint64
+	for k, v := range s {
+		if strings.HasPrefix(k, "Packet Errors/") || strings.HasPrefix(k, "Authentication Errors/") {
+			n += v
+		}
+	}
+	return n
+}
+
+// KeepalivedStats asks the node's keepalived for its counters.
+func (n *Node) KeepalivedStats(t testing.TB) map[string]VRRPStats {
+	t.Helper()
+	return ReadKeepalivedStats(t, filepath.Join(n.Target.Root, render.KeepalivedPIDFile), filepath.Join(n.Target.Root, tmpDir))
+}
+
+// ReadKeepalivedStats has the keepalived whose parent wrote pidFile write
+// its statistics (SIGUSR2) into tmp (its TMPDIR) and reads them, by
+// instance name.
+func ReadKeepalivedStats(t testing.TB, pidFile, tmp string) map[string]VRRPStats {
+	t.Helper()
+	path := filepath.Join(tmp, "keepalived.stats")
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(readPID(t, pidFile), syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]VRRPStats
+	// The VRRP child writes the file after the parent passes the signal
+	// on; it is whole once its last instance's last line is there.
+	WaitFor(t, 5*time.Second, "keepalived's statistics in "+path, func() bool {
+		data, err := os.ReadFile(path)
+		if err != nil || !strings.HasSuffix(string(data), "\n") {
+			return false
+		}
+		out = parseKeepalivedStats(string(data))
+		for _, s := range out {
+			if _, ok := s["Priority Zero/Sent"]; !ok {
+				return false
+			}
+		}
+		return len(out) > 0
+	})
+	return out
+}
+
+func parseKeepalivedStats(data string) map[string]VRRPStats {
+	out := map[string]VRRPStats{}
+	var inst, section string
+	for _, line := range strings.Split(data, "\n") {
+		name, value, _ := strings.Cut(strings.TrimSpace(line), ":")
+		value = strings.TrimSpace(value)
+		switch {
+		case strings.HasPrefix(line, "VRRP Instance:"):
+			inst = value
+			out[inst] = VRRPStats{}
+		case inst == "" || name == "":
+		case value == "":
+			section = name
+		default:
+			var v uint64
+			if _, err := fmt.Sscanf(value, "%d", &v); err != nil {
+				continue
+			}
+			key := name
+			if strings.HasPrefix(line, "    ") {
+				key = section + "/" + name
+			}
+			out[inst][key] = v
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -77,7 +78,11 @@ type Sidecar struct {
 	done    chan struct{}
 }
 
-// Stop ends the sidecar and waits for it.
+// Stop ends the sidecar and waits for it. The sidecar cleans nothing up
+// on its way out (addresses, routes and tables stay as they are), so this
+// is also what a crash of its container does to the node; StartSidecar
+// again is the container's restart (the pod's init container does not
+// run again).
 func (sc *Sidecar) Stop() {
 	sc.cancel()
 	<-sc.done
@@ -124,12 +129,21 @@ func StartKube(t testing.TB, clusterYAML string, specs []NodeSpec) *KubeCluster 
 // runs the allocator with its ServiceAccount's token.
 func (kc *KubeCluster) Deploy(t testing.TB) {
 	t.Helper()
+	kc.ApplyManifests(t)
+	StartAllocator(t, kc.API, AllocatorToken(t, kc.Admin), "allocator-0")
+}
+
+// ApplyManifests applies everything `vipctl render` writes to
+// DIR/manifests/ (the ConfigMap, RBAC, the allocator's objects) and runs
+// no allocator: for tests that write the Services' addresses themselves
+// (SetLBStatus).
+func (kc *KubeCluster) ApplyManifests(t testing.TB) {
+	t.Helper()
 	objs, err := manifests.Objects(kc.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ApplyObjects(t, kc.API.AdminConfig(), objs)
-	StartAllocator(t, kc.API, AllocatorToken(t, kc.Admin), "allocator-0")
 }
 
 // GrantNodeReaders applies the rendered node RBAC, as an administrator
@@ -229,7 +243,7 @@ func (kc *KubeCluster) StartSidecar(t testing.TB, name string) *Sidecar {
 	buf := &LogBuffer{}
 	m := sidecar.NewMetrics(nil)
 	s, err := sidecar.New(sidecar.Options{
-		OnceOptions: runtimecfg.OnceOptions{Target: n.Target, Config: kc.ConfigPath, NodeName: name},
+		OnceOptions: kc.onceOptions(name),
 		Client:      kubernetes.NewForConfigOrDie(kc.API.NodeConfig(t, name)),
 		Debounce:    100 * time.Millisecond,
 		Addresses:   func() ([]netip.Addr, error) { return dataplane.HandleAddresses(nl) },
@@ -256,6 +270,26 @@ func (kc *KubeCluster) StartSidecar(t testing.TB, name string) *Sidecar {
 		}
 	})
 	return sc
+}
+
+// RestartSidecar starts the node's sidecar as its container does after a
+// crash, running the container's command (internal/cli's runSidecar):
+// runtimecfg.Once from the files on disk, then the sidecar. The pod's
+// init container does not run again.
+func (kc *KubeCluster) RestartSidecar(t testing.TB, name string) *Sidecar {
+	t.Helper()
+	if _, err := runtimecfg.Once(context.Background(), kc.onceOptions(name)); err != nil && !errors.Is(err, runtimecfg.ErrNoInstances) {
+		t.Fatalf("%s: the sidecar's runtimecfg --once: %v", name, err)
+	}
+	return kc.StartSidecar(t, name)
+}
+
+// onceOptions are the node's runtimecfg flags, as the static pods pass
+// them (the lab has no bootstrap node list: nodes render from the API and
+// then their last-good view).
+func (kc *KubeCluster) onceOptions(name string) runtimecfg.OnceOptions {
+	n := kc.ByName[name]
+	return runtimecfg.OnceOptions{Target: n.Target, Config: kc.ConfigPath, NodeName: name, BootstrapNodes: n.Target.Path(render.BootstrapNodesPath)}
 }
 
 // KeepalivedConf is the node's keepalived.conf as it is now.

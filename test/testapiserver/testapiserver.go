@@ -29,9 +29,12 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	podsecurityv1 "k8s.io/pod-security-admission/admission/api/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/test/fixture"
 )
@@ -56,10 +59,28 @@ type Server struct {
 // hack/build-apiserver.sh puts them.
 func binDir() string { return fixture.Repo("bin") }
 
+// Options change how the apiserver starts; the zero value is Start's.
+type Options struct {
+	// PodSecurity is the Pod Security level (privileged, baseline,
+	// restricted) the PodSecurity admission plugin enforces, audits and
+	// warns about in a namespace that names none itself. Empty: the
+	// plugin's default, privileged. A cluster may set a stricter default
+	// (OpenShift's label syncer sets namespace labels from the SCCs its
+	// ServiceAccounts may use), so the namespace vipctl renders must
+	// name its level.
+	PodSecurity string
+}
+
 // Start launches etcd and kube-apiserver and waits until the apiserver is
 // ready. It fails the test (never skips) when the binaries are missing:
 // `make test` builds them first.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, o Options) *Server {
 	t.Helper()
 	bin := binDir()
 	for _, b := range []string{"etcd", "kube-apiserver"} {
@@ -116,9 +137,41 @@ func Start(t testing.TB) *Server {
 		"--endpoint-reconciler-type=none",
 		"--v=1",
 	}
+	if o.PodSecurity != "" {
+		s.apiArgs = append(s.apiArgs, "--admission-control-config-file="+podSecurityConfig(t, dir, o.PodSecurity))
+	}
 	s.apiserver = s.launch(t, "kube-apiserver", filepath.Join(bin, "kube-apiserver"), s.apiArgs...)
 	s.waitReady(t)
 	return s
+}
+
+// podSecurityConfig writes an admission configuration whose PodSecurity
+// defaults are level, and returns its path.
+func podSecurityConfig(t testing.TB, dir, level string) string {
+	t.Helper()
+	type plugin struct {
+		Name          string                                 `json:"name"`
+		Configuration podsecurityv1.PodSecurityConfiguration `json:"configuration"`
+	}
+	cfg := struct {
+		metav1.TypeMeta
+		Plugins []plugin `json:"plugins"`
+	}{
+		TypeMeta: metav1.TypeMeta{APIVersion: "apiserver.config.k8s.io/v1", Kind: "AdmissionConfiguration"},
+		Plugins: []plugin{{Name: "PodSecurity", Configuration: podsecurityv1.PodSecurityConfiguration{
+			TypeMeta: metav1.TypeMeta{APIVersion: podsecurityv1.SchemeGroupVersion.String(), Kind: "PodSecurityConfiguration"},
+			Defaults: podsecurityv1.PodSecurityDefaults{Enforce: level, EnforceVersion: "latest", Audit: level, AuditVersion: "latest", Warn: level, WarnVersion: "latest"},
+		}}},
+	}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "admission.yaml")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func (s *Server) launch(t testing.TB, name, path string, args ...string) *exec.Cmd {

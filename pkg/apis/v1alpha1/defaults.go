@@ -42,6 +42,10 @@ const (
 	defaultAutoAssign               = true
 	PoolModeVRRP                    = "vrrp"
 	PoolModeBGP                     = "bgp"
+	// ModeFull and ModePoolsOnly are spec.mode's values: everything, or
+	// the Service pools beside OpenShift's own keepalived.
+	ModeFull      = "full"
+	ModePoolsOnly = "poolsOnly"
 	// AnnounceKeepalived and AnnounceSidecar are a vrrp pool's announce
 	// values: who adds its Service addresses.
 	AnnounceKeepalived = "keepalived"
@@ -59,17 +63,12 @@ const (
 // validation, so validation sees exactly what will be rendered.
 func SetDefaults(c *ClusterVIPs) {
 	s := &c.Spec
-	if s.API.Port == 0 {
-		s.API.Port = DefaultAPIPort
-	}
-	if s.API.LoadBalancerPort == 0 {
-		s.API.LoadBalancerPort = DefaultLoadBalancerPort
-	}
-	if s.API.InternalPort != 0 && s.API.InternalLoadBalancerPort == 0 {
-		s.API.InternalLoadBalancerPort = DefaultInternalLoadBalancerPort
-	}
-	if s.API.HealthPort == 0 {
-		s.API.HealthPort = DefaultHealthPort
+	// Mode stays empty (full), as announce does: a default written into
+	// the ConfigMap would be an unknown field to older sidecars. In
+	// poolsOnly mode there is no API to give ports to: spec.api stays
+	// empty, so that validation can tell a file that sets it.
+	if !c.PoolsOnly() {
+		setAPIDefaults(&s.API)
 	}
 	for i := range s.Ingress {
 		in := &s.Ingress[i]
@@ -160,6 +159,26 @@ func SetDefaults(c *ClusterVIPs) {
 		s.OpenShiftRelease = openshiftrelease.Default().String()
 	}
 }
+
+func setAPIDefaults(a *APISpec) {
+	if a.Port == 0 {
+		a.Port = DefaultAPIPort
+	}
+	if a.LoadBalancerPort == 0 {
+		a.LoadBalancerPort = DefaultLoadBalancerPort
+	}
+	if a.InternalPort != 0 && a.InternalLoadBalancerPort == 0 {
+		a.InternalLoadBalancerPort = DefaultInternalLoadBalancerPort
+	}
+	if a.HealthPort == 0 {
+		a.HealthPort = DefaultHealthPort
+	}
+}
+
+// PoolsOnly tells whether vipctl carries only the Service pools, beside
+// OpenShift's own keepalived for the API and ingress VIPs (spec.mode
+// poolsOnly): no API or ingress instance, no haproxy, no API redirect.
+func (c *ClusterVIPs) PoolsOnly() bool { return c.Spec.Mode == ModePoolsOnly }
 
 // Advert returns the advertisement interval. Call it only on a validated
 // config; an unparsable interval reads as zero.

@@ -42,9 +42,23 @@ type ClusterVIPsSpec struct {
 	BaseDomain string `json:"baseDomain"`
 	// MachineNetworks are the node subnets; every VIP must sit inside one.
 	MachineNetworks []string `json:"machineNetworks"`
-	// API is the Kubernetes API VIP, held by control-plane nodes.
+	// Mode is what vipctl carries: "full" (the default, also when empty:
+	// the API VIP, the IngressControllers' VIPs and the Service pools, on
+	// a cluster installed with a user-managed load balancer or platform
+	// none) or "poolsOnly" (only the Service pools, beside the keepalived
+	// that OpenShift itself runs for the API and ingress VIPs on a
+	// cluster installed with the default load balancer). In poolsOnly
+	// mode spec.api and spec.ingress must be left out; the pools' VRRP IDs
+	// avoid OpenShift's own API and ingress IDs (vipctl vr-ids shows
+	// them), no haproxy runs and nothing of OpenShift's keepalived is
+	// touched (docs/install.md, "An existing cluster with OpenShift's own
+	// keepalived").
+	Mode string `json:"mode,omitempty"`
+	// API is the Kubernetes API VIP, held by control-plane nodes. Required
+	// in mode full, left out in mode poolsOnly.
 	API APISpec `json:"api"`
 	// Ingress has one entry per IngressController, sharded ones included.
+	// None in mode poolsOnly.
 	Ingress []IngressSpec `json:"ingress,omitempty"`
 	// ServicePools are address pools for Services of type LoadBalancer.
 	ServicePools []ServicePool `json:"servicePools,omitempty"`
@@ -78,7 +92,7 @@ type ClusterVIPsSpec struct {
 // APISpec describes the API VIP and the haproxy in front of kube-apiserver.
 type APISpec struct {
 	// VIPs holds at most one address per IP family.
-	VIPs []string `json:"vips"`
+	VIPs []string `json:"vips,omitempty"`
 	// Port is where clients reach kube-apiserver on the VIP. Default 6443.
 	Port int32 `json:"port,omitempty"`
 	// InternalPort, when set (OpenShift uses 22623 for api-int's machine

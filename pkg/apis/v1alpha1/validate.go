@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/netip"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -17,8 +18,12 @@ import (
 
 // InstanceKeys lists every VRRP instance key of the cluster in declaration
 // order, which is the order VRRP IDs are derived in (appending is stable).
+// In mode poolsOnly the API instance is OpenShift's, not vipctl's.
 func (c *ClusterVIPs) InstanceKeys() []InstanceKey {
-	keys := []InstanceKey{KeyAPI}
+	var keys []InstanceKey
+	if !c.PoolsOnly() {
+		keys = append(keys, KeyAPI)
+	}
 	for _, in := range c.Spec.Ingress {
 		keys = append(keys, IngressKey(in.Name))
 	}
@@ -75,9 +80,16 @@ func Validate(c *ClusterVIPs) field.ErrorList {
 
 	v := validator{}
 	errs = append(errs, v.machineNetworks(s.MachineNetworks, spec.Child("machineNetworks"))...)
-	errs = append(errs, v.api(&s.API, spec.Child("api"))...)
-	errs = append(errs, v.bootstrap(s, spec.Child("bootstrap"))...)
-	errs = append(errs, v.ingress(s.Ingress, spec.Child("ingress"), len(validation.IsDNS1123Label(c.Metadata.Name)) == 0)...)
+	switch s.Mode {
+	case "", ModeFull:
+		errs = append(errs, v.api(&s.API, spec.Child("api"))...)
+		errs = append(errs, v.bootstrap(s, spec.Child("bootstrap"))...)
+		errs = append(errs, v.ingress(s.Ingress, spec.Child("ingress"), len(validation.IsDNS1123Label(c.Metadata.Name)) == 0)...)
+	case ModePoolsOnly:
+		errs = append(errs, poolsOnly(s, spec)...)
+	default:
+		errs = append(errs, field.NotSupported(spec.Child("mode"), s.Mode, []string{ModeFull, ModePoolsOnly}))
+	}
 	errs = append(errs, v.pools(s.ServicePools, spec.Child("servicePools"))...)
 	errs = append(errs, v.vipsOutsidePools()...)
 	errs = append(errs, reservedVIPs(c, c.ReservedAddresses(nil))...)
@@ -264,6 +276,22 @@ func (v *validator) bootstrap(s *ClusterVIPsSpec, path *field.Path) field.ErrorL
 				errs = append(errs, field.Required(addrs, fmt.Sprintf("an %s address: the bootstrap host speaks VRRP for the %s API VIP %s from it", familyName(vip), familyName(vip), vip)))
 			}
 		}
+	}
+	return errs
+}
+
+// poolsOnly refuses what OpenShift's own keepalived carries in mode
+// poolsOnly: a second VRRP speaker for the same VIP would fight it.
+func poolsOnly(s *ClusterVIPsSpec, spec *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if !reflect.DeepEqual(s.API, APISpec{}) {
+		errs = append(errs, field.Forbidden(spec.Child("api"), "mode poolsOnly: OpenShift's own keepalived and haproxy carry the API VIP; leave spec.api out (or use mode full on a cluster installed with a user-managed load balancer)"))
+	}
+	if len(s.Ingress) > 0 {
+		errs = append(errs, field.Forbidden(spec.Child("ingress"), "mode poolsOnly: OpenShift's own keepalived carries the ingress VIP; leave spec.ingress out"))
+	}
+	if s.Bootstrap != nil {
+		errs = append(errs, field.Forbidden(spec.Child("bootstrap"), "mode poolsOnly: vipctl holds no API VIP for a bootstrap host to bridge; OpenShift's own keepalived does that during its install"))
 	}
 	return errs
 }
