@@ -127,6 +127,7 @@ func (s *Sidecar) publish(ctx context.Context) error {
 	}
 	s.m.VIPsHeld.Set(float64(len(held)))
 	s.mu.Lock()
+	s.heldSeries = s.m.observeHeld(s.heldSeries, s.known, held)
 	same := s.published != nil && reflect.DeepEqual(held, s.published) || (s.published != nil && len(held) == 0 && len(s.published) == 0)
 	s.mu.Unlock()
 	if same {
