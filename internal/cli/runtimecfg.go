@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/metricsserver"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
@@ -215,7 +216,7 @@ type metricsFlags struct {
 }
 
 func (m *metricsFlags) add(f *pflag.FlagSet, cert, key string) {
-	f.StringVar(&m.listen, "metrics-listen", fmt.Sprintf(":%d", render.MetricsPort), "address of /metrics for the cluster's Prometheus (TLS, scrapers authorized by the API server); empty to disable")
+	f.StringVar(&m.listen, "metrics-listen", fmt.Sprintf(":%d", v1alpha1.DefaultMetricsPort), "address of /metrics for the cluster's Prometheus (TLS, scrapers authorized by the API server); empty to disable")
 	f.StringVar(&m.cert, "metrics-cert", cert, "serving certificate of --metrics-listen, PEM, read again when it changes; self-signed while unreadable")
 	f.StringVar(&m.key, "metrics-key", key, "its private key, PEM (may be the same file)")
 }

@@ -29,7 +29,7 @@ const (
 	AllocatorName = "vipctl-allocator"
 	// AllocatorPort serves the allocator's /healthz and /readyz to the
 	// kubelet, plainly on the pod network; its /metrics is on
-	// render.MetricsPort, TLS, for authorized scrapers only.
+	// spec.monitoring.port, TLS, for authorized scrapers only.
 	AllocatorPort = 9446
 )
 
@@ -194,11 +194,11 @@ func Allocator(c *v1alpha1.ClusterVIPs) []runtime.Object {
 							Image:   c.Spec.Images.Vipctl,
 							Command: []string{"vipctl"},
 							Args: []string{"allocator", "--namespace", render.Namespace, "--listen", fmt.Sprintf(":%d", AllocatorPort), "--id", "$(POD_NAME)",
-								"--metrics-listen", fmt.Sprintf(":%d", render.MetricsPort),
+								"--metrics-listen", fmt.Sprintf(":%d", c.Spec.MetricsPort()),
 								"--metrics-cert", AllocatorMetricsCertDir + "/" + corev1.TLSCertKey, "--metrics-key", AllocatorMetricsCertDir + "/" + corev1.TLSPrivateKeyKey},
 							Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
 								FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}}},
-							Ports:        []corev1.ContainerPort{{Name: "health", ContainerPort: AllocatorPort}, {Name: metricsPortName, ContainerPort: render.MetricsPort}},
+							Ports:        []corev1.ContainerPort{{Name: "health", ContainerPort: AllocatorPort}, {Name: metricsPortName, ContainerPort: c.Spec.MetricsPort()}},
 							VolumeMounts: []corev1.VolumeMount{{Name: "metrics-tls", MountPath: AllocatorMetricsCertDir, ReadOnly: true}},
 							Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 								corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},

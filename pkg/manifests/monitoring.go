@@ -62,7 +62,8 @@ const (
 // Prometheus needs (get on /metrics, which every vipctl metrics endpoint
 // asks the API server about each scraper; target discovery in vipctl's
 // namespace), a headless Service over the keepalived pods' mirror pods and
-// one over the allocator's pods, and a ServiceMonitor for each.
+// one over the allocator's pods, a ServiceMonitor for each, and the
+// PrometheusRule with vipctl's alerts.
 func Monitoring(c *v1alpha1.ClusterVIPs) []runtime.Object {
 	stack := c.Spec.MonitoringStack()
 	if stack == v1alpha1.MonitoringNone {
@@ -94,8 +95,8 @@ func Monitoring(c *v1alpha1.ClusterVIPs) []runtime.Object {
 		&rbacv1.RoleBinding{TypeMeta: tm(rbacv1.SchemeGroupVersion.String(), "RoleBinding"), ObjectMeta: promMeta,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: PrometheusRoleName}, Subjects: subject},
 	}
-	nodeSvc := metricsService(NodeMetricsName, "runtimecfg", map[string]string{"app": render.KeepalivedPodName})
-	allocSvc := metricsService(AllocatorMetricsName, "allocator", allocatorSelector())
+	nodeSvc := metricsService(NodeMetricsName, "runtimecfg", c.Spec.MetricsPort(), map[string]string{"app": render.KeepalivedPodName})
+	allocSvc := metricsService(AllocatorMetricsName, "allocator", c.Spec.MetricsPort(), allocatorSelector())
 	nodeTLS := &monitoringv1.TLSConfig{SafeTLSConfig: monitoringv1.SafeTLSConfig{InsecureSkipVerify: ptr.To(true)}}
 	allocTLS := nodeTLS
 	if stack == v1alpha1.MonitoringOpenShift {
@@ -119,6 +120,7 @@ func Monitoring(c *v1alpha1.ClusterVIPs) []runtime.Object {
 	objs = append(objs, nodeSvc, allocSvc,
 		serviceMonitor(NodeMetricsName, "runtimecfg", monLabels("runtimecfg"), nodeTLS, nodeLabel),
 		serviceMonitor(AllocatorMetricsName, "allocator", monLabels("allocator"), allocTLS, nil),
+		PrometheusRule(c),
 	)
 	return objs
 }
@@ -126,14 +128,14 @@ func Monitoring(c *v1alpha1.ClusterVIPs) []runtime.Object {
 // metricsService is a headless Service over the pods selector picks,
 // not-ready ones included: a sidecar that is not ready (it cannot reach
 // the API) is what an alert must see.
-func metricsService(name, component string, selector map[string]string) *corev1.Service {
+func metricsService(name, component string, port int32, selector map[string]string) *corev1.Service {
 	return &corev1.Service{TypeMeta: tm("v1", "Service"), ObjectMeta: meta(name, component),
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
 			Selector:                 selector,
 			PublishNotReadyAddresses: true,
-			Ports: []corev1.ServicePort{{Name: metricsPortName, Port: render.MetricsPort,
-				TargetPort: intstr.FromInt32(render.MetricsPort), Protocol: corev1.ProtocolTCP}},
+			Ports: []corev1.ServicePort{{Name: metricsPortName, Port: port,
+				TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP}},
 		}}
 }
 

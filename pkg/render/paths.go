@@ -70,11 +70,6 @@ const (
 	SidecarPort = v1alpha1.SidecarProbePort
 	// HaproxyStatsPort serves haproxy's stats page on localhost only.
 	HaproxyStatsPort = v1alpha1.HaproxyStatsPort
-	// MetricsPort serves the sidecar's /metrics to the cluster's
-	// Prometheus on every address: TLS, the scraper authorized by the
-	// API server (pkg/metricsserver). The allocator's pod uses the same
-	// number.
-	MetricsPort = v1alpha1.MetricsPort
 	// KubeletServingCert is the kubelet's rotated serving certificate
 	// and key in one file (serverTLSBootstrap, as on OpenShift), signed
 	// by the CA the cluster's Prometheus already trusts for scraping the

@@ -43,6 +43,12 @@ type MonitoringSpec struct {
 	// vipctl's namespace. Default openshift-monitoring/prometheus-k8s
 	// (stack openshift) or monitoring/prometheus-k8s (kube-prometheus).
 	Prometheus *ServiceAccountRef `json:"prometheus,omitempty"`
+	// Port is where the sidecar serves /metrics to the Prometheus on
+	// every address of every node (TLS, the scraper authorized by the API
+	// server), and the allocator in its pod. It must not clash with a
+	// port the nodes bind already: spec.api's ports, spec.ingress[].
+	// healthPort, 9447 and 9448. Default 9449.
+	Port int32 `json:"port,omitempty"`
 	// Labels are set on the ServiceMonitors, PodMonitors and the
 	// PrometheusRule, for a Prometheus whose selectors ask for some
 	// (kube-prometheus-stack's `release: NAME`).

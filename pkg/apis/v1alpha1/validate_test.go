@@ -138,9 +138,33 @@ func TestParseErrors(t *testing.T) {
 			},
 			want: []string{
 				`spec.api.loadBalancerPort: Invalid value: 9447: vipctl's sidecar serves its health probes on 127.0.0.1 on 9447 on every node`,
-				`spec.api.healthPort: Invalid value: 9449: vipctl's sidecar serves /metrics to the cluster's Prometheus on 9449 on every node`,
+				`spec.api.healthPort: Invalid value: 9449: vipctl's sidecar serves /metrics to the cluster's Prometheus on 9449 on every node (spec.monitoring.port moves it)`,
 				`spec.ingress[0].healthPort: Invalid value: 9448: haproxy serves its stats page on 127.0.0.1 on 9448 on every node`,
 			},
+		},
+		{
+			name: "monitoring.port moves the metrics port: 9449 is free then, the API port is not",
+			edit: func(s string) string {
+				return strings.Replace(s, "    vips: [198.51.100.5]\n", "    vips: [198.51.100.5]\n    healthPort: 9449\n", 1) + "  monitoring:\n    port: 6443\n"
+			},
+			want: []string{`spec.monitoring.port: Invalid value: 6443: spec.api.port is 6443 too; the sidecar serves /metrics on every address of every node`},
+		},
+		{
+			name: "monitoring.port on an ingress health port",
+			edit: func(s string) string {
+				return strings.Replace(s, "      vips: [198.51.100.6]\n", "      vips: [198.51.100.6]\n      healthPort: 9500\n", 1) + "  monitoring:\n    port: 9500\n"
+			},
+			want: []string{`spec.monitoring.port: Invalid value: 9500: spec.ingress[0].healthPort is 9500 too; the sidecar serves /metrics on every address of every node`},
+		},
+		{
+			name: "monitoring.port on haproxy's stats port",
+			edit: func(s string) string { return s + "  monitoring:\n    port: 9448\n" },
+			want: []string{`spec.monitoring.port: Invalid value: 9448: haproxy serves its stats page on 127.0.0.1 on 9448 on every node`},
+		},
+		{
+			name: "monitoring.port out of range",
+			edit: func(s string) string { return s + "  monitoring:\n    port: 70000\n" },
+			want: []string{`spec.monitoring.port: Invalid value: 70000: must be between 1 and 65535`},
 		},
 		{
 			name: "monitoring: an unknown stack, a bad ServiceAccount and label",
