@@ -164,7 +164,7 @@ func TestMetricsEndpointsAuthorizeScrapers(t *testing.T) {
 	}
 	nodeKubeconfig := filepath.Join(dir, "node.kubeconfig")
 	testapiserver.WriteKubeconfig(t, env.api.NodeConfig(t, node), nodeKubeconfig)
-	ca := lab.NewCA(t)
+	ca := testapiserver.NewCA(t, "vipctl-lab-serving-ca")
 	servingPEM := filepath.Join(dir, "kubelet-server-current.pem")
 	ca.IssueServing(t, servingPEM, "127.0.0.1")
 	sidecarProbes := fmt.Sprintf("127.0.0.1:%d", freeLocalPort(t))
