@@ -133,6 +133,16 @@ func Alerts() []Alert {
 			Description: "The allocator refused addresses because a namespace holds its pool's maxPerNamespace already (the Services' AllocationFailed Events name it).",
 		},
 		{
+			Name: "VipctlDaemonRestarting",
+			// The sidecar sees a new PID at the latest a minute after a
+			// restart; CrashLoopBackOff spaces them 10 s to 5 min apart.
+			Expr:        `increase(vipctl_runtimecfg_daemon_restarts_total[30m]) > 2`,
+			For:         5 * time.Minute,
+			Severity:    severityWarning,
+			Summary:     "keepalived or haproxy restarts repeatedly.",
+			Description: "{{ $labels.daemon }} on {{ $labels.node }} restarted more than twice in 30 minutes: each keepalived restart moves the node's VIPs away and back, each haproxy restart drops the API connections through it.",
+		},
+		{
 			Name:        "VipctlNodeDrainedTooLong",
 			Expr:        `vipctl_runtimecfg_drained == 1`,
 			For:         2 * time.Hour,

@@ -11,22 +11,23 @@ import (
 
 // Metrics are the sidecar's Prometheus metrics.
 type Metrics struct {
-	Renders       prometheus.Counter
-	Reloads       *prometheus.CounterVec
-	Failures      *prometheus.CounterVec
-	WatchErrors   *prometheus.CounterVec
-	WatchEvents   *prometheus.CounterVec
-	VIPsHeld      prometheus.Gauge
-	VIPHeld       *prometheus.GaugeVec
-	SyncFailing   prometheus.Gauge
-	Drained       prometheus.Gauge
-	ConfigInvalid prometheus.Gauge
-	StaticDrift   prometheus.Gauge
-	LastGood      prometheus.Gauge
-	Lonely        prometheus.Gauge
-	Unannounced   prometheus.Gauge
-	SyncSeconds   prometheus.Histogram
-	BGP           BGPMetrics
+	Renders        prometheus.Counter
+	Reloads        *prometheus.CounterVec
+	Failures       *prometheus.CounterVec
+	WatchErrors    *prometheus.CounterVec
+	WatchEvents    *prometheus.CounterVec
+	VIPsHeld       prometheus.Gauge
+	VIPHeld        *prometheus.GaugeVec
+	SyncFailing    prometheus.Gauge
+	Drained        prometheus.Gauge
+	DaemonRestarts *prometheus.CounterVec
+	ConfigInvalid  prometheus.Gauge
+	StaticDrift    prometheus.Gauge
+	LastGood       prometheus.Gauge
+	Lonely         prometheus.Gauge
+	Unannounced    prometheus.Gauge
+	SyncSeconds    prometheus.Histogram
+	BGP            BGPMetrics
 }
 
 // BGPMetrics describe the node's BGP sessions, one series per peer.
@@ -61,6 +62,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 while the last sync failed and the node runs its last good config (the reason is in failures_total and the ConfigKept Event)."}),
 		Drained: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "drained",
 			Help: "1 while the node's drain file says drained: keepalived runs at the drained priority and hands its VIPs to peers."}),
+		DaemonRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "daemon_restarts_total",
+			Help: "Times keepalived or haproxy was found running under a new PID (its container restarted), as the sidecar looks every minute and on every address change."}, []string{"daemon"}),
 		ConfigInvalid: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "config_invalid",
 			Help: "1 while the vipctl ConfigMap does not hold a valid config (its last valid pools stay in force)."}),
 		StaticDrift: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "static_config_drift",
@@ -87,7 +90,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		},
 	}
 	if reg != nil {
-		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.WatchEvents, m.VIPsHeld, m.VIPHeld, m.SyncFailing, m.Drained, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.Lonely, m.Unannounced, m.SyncSeconds,
+		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.WatchEvents, m.VIPsHeld, m.VIPHeld, m.SyncFailing, m.Drained, m.DaemonRestarts, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.Lonely, m.Unannounced, m.SyncSeconds,
 			m.BGP.Up, m.BGP.Since, m.BGP.Drops, m.BGP.Announced, m.BGP.BFDUp)
 	}
 	return m

@@ -121,6 +121,7 @@ func (s *Sidecar) Held() (v1alpha1.HeldVIPs, error) {
 }
 
 func (s *Sidecar) publish(ctx context.Context) error {
+	s.daemonPIDs = s.m.observeDaemons(s.daemonPIDs, s.readDaemonPIDs(ctx))
 	held, err := s.Held()
 	if err != nil {
 		return err

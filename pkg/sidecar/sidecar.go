@@ -107,6 +107,9 @@ type Sidecar struct {
 	published v1alpha1.HeldVIPs
 	// heldSeries are the vip_held series last set (publish only).
 	heldSeries map[[2]string]bool
+	// daemonPIDs are keepalived's and haproxy's PIDs as last seen
+	// (publish only).
+	daemonPIDs map[string]int
 	// bgp says the last render gave this node a frr.conf; rendered that
 	// there was a render at all.
 	bgp, rendered bool
