@@ -53,9 +53,10 @@ func TestMonitoringObjectsAccepted(t *testing.T) {
 				t.Errorf("%s: %s %s refused: %v", stack, gvk.Kind, sent.GetName(), err)
 				continue
 			}
+			stored := toUnstructured(t, got)
 			for _, part := range []string{"spec", "rules", "roleRef", "subjects"} {
 				if want, ok := sent.Object[part]; ok {
-					if path := missing(got.Object[part], want, part); path != "" {
+					if path := missing(stored.Object[part], want, part); path != "" {
 						t.Errorf("%s: %s %s: the apiserver dropped or changed %s", stack, gvk.Kind, sent.GetName(), path)
 					}
 				}
@@ -73,7 +74,8 @@ func toUnstructured(t *testing.T, o runtime.Object) *unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Through JSON, as the apiserver answers: numbers as int64/float64.
+	// Through JSON, numbers as float64: what was sent and what the
+	// apiserver stored compare alike.
 	data, err := json.Marshal(u)
 	if err != nil {
 		t.Fatal(err)
