@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/manifests"
@@ -84,32 +84,11 @@ func rbacOnly(objs []runtime.Object) []runtime.Object {
 	return out
 }
 
-// startVipctl runs bin/vipctl with args until the test ends (SIGTERM to
-// its process group, then SIGKILL), its output in a LogBuffer.
+// startVipctl runs bin/vipctl with args until the test ends, its output
+// in a LogBuffer.
 func startVipctl(t *testing.T, args ...string) *lab.LogBuffer {
 	t.Helper()
-	log := &lab.LogBuffer{}
-	cmd := exec.Command(requireVipctl(t), args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("--- vipctl %s log:\n%s", args[0], log.Tail(30))
-		}
-	})
-	return log
+	return lab.StartProcess(t, exec.Command(requireVipctl(t), args...))
 }
 
 // TestMetricsEndpointsAuthorizeScrapers: the sidecar's and the allocator's
@@ -219,6 +198,58 @@ func TestMetricsEndpointsAuthorizeScrapers(t *testing.T) {
 		if code, body = scrape(t, e.client, e.url, otherToken); code != http.StatusForbidden {
 			t.Errorf("%s: default/curious after the RBAC: %d %q, want still 403", e.name, code, body)
 		}
+	}
+
+	// A real Prometheus scrapes both as the rendered ServiceMonitors
+	// have it do: https with its ServiceAccount's token, the sidecar's
+	// certificate verified with its CA (the allocator's self-signed one
+	// not), and evaluates the rendered alerts.
+	rules, err := yaml.Marshal(map[string]any{"groups": manifests.PrometheusRule(c).Spec.Groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	promCfg := fmt.Sprintf(`global: {scrape_interval: 1s, evaluation_interval: 1s}
+rule_files: [rules.yaml]
+scrape_configs:
+- job_name: %s
+  scheme: https
+  bearer_token_file: token
+  tls_config: {ca_file: ca.crt}
+  static_configs: [{targets: [%q], labels: {node: %s}}]
+- job_name: %s
+  scheme: https
+  bearer_token_file: token
+  tls_config: {insecure_skip_verify: true}
+  static_configs: [{targets: [%q]}]
+`, manifests.NodeMetricsName, sidecarMetrics, node, manifests.AllocatorMetricsName, allocMetrics)
+	server := lab.StartPrometheus(t, t.TempDir(), promCfg, map[string][]byte{"rules.yaml": rules, "token": []byte(promToken), "ca.crt": ca.CertPEM()})
+	var targets map[string]string
+	if !lab.WaitUntil(30*time.Second, func() bool {
+		targets = server.Targets(t)
+		return targets[manifests.NodeMetricsName] == "up" && targets[manifests.AllocatorMetricsName] == "up"
+	}) {
+		t.Errorf("Prometheus's targets: %v, want both up", targets)
+	}
+	for q, want := range map[string]int{
+		`vipctl_runtimecfg_sync_failing{node="` + node + `"}`: 1,
+		`vipctl_allocator_leader == 1`:                        1,
+		`up == 1`:                                             2,
+	} {
+		if got := server.Query(t, q); len(got) != want {
+			t.Errorf("Prometheus: %s: %v, want %d series", q, got, want)
+		}
+	}
+	var health map[string]string
+	if !lab.WaitUntil(30*time.Second, func() bool {
+		health = server.RuleHealth(t)
+		for _, a := range manifests.Alerts() {
+			if health[a.Name] != "ok" {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Errorf("Prometheus's rule health: %v, want every alert ok", health)
 	}
 
 	// The probes: plain, without credentials, as the kubelet asks.

@@ -57,6 +57,11 @@ func (ca *CA) Pool() *x509.CertPool {
 	return p
 }
 
+// CertPEM is the CA's certificate, for a client's CA file.
+func (ca *CA) CertPEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.certDER})
+}
+
 // IssueClient is a client certificate for user in groups, and its key.
 func (ca *CA) IssueClient(t testing.TB, user string, groups []string) (certPEM, keyPEM []byte) {
 	t.Helper()
