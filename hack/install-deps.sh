@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real daemons and tools the tests drive: keepalived, haproxy,
 # iproute2 (ip netns, veth, bridge), nftables, FRR (bgpd, zebra, vtysh)
-# for BGP pools, containerd and runc. Idempotent: apt runs only when something
+# for BGP pools, containerd and runc, bind9 (a DNS server for dns check). Idempotent: apt runs only when something
 # is missing, so a warm machine pays nothing.
 set -euo pipefail
 
@@ -23,8 +23,12 @@ declare -A pkg_for=(
   # docs/image.md tells users to.
   [skopeo]=skopeo
   # promtool unit-tests the rendered PrometheusRule (promtool test rules);
-  # the lab's live alert proof runs prometheus itself.
+  # TestMetricsEndpointsAuthorizeScrapers runs prometheus itself.
   [promtool]=prometheus
+  # TestDNSCheck serves the records vipctl render writes from a real DNS
+  # server (named) for vipctl dns check; named-checkzone (bind9-utils, a
+  # dependency) judges the zone snippet.
+  [named]=bind9
 )
 
 missing=()
@@ -46,8 +50,23 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   echo "install-deps: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  # No package's service may start in the host's namespace while it is
+  # installed (named would answer on every host address): invoke-rc.d asks
+  # policy-rc.d, and 101 means "not now". Only a policy of our own is
+  # removed again.
+  own_policy=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+    own_policy=1
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [ "$own_policy" = 1 ]; then
+    rm -f /usr/sbin/policy-rc.d
+    trap - EXIT
+  fi
 fi
 if [ "$need_user" = 1 ] && [ "$(id -u)" = 0 ]; then
   useradd --system --no-create-home --shell /usr/sbin/nologin keepalived_script
@@ -55,15 +74,17 @@ fi
 # Debian starts the packaged services on install; the tests run their own
 # instances inside network namespaces and never want the host's.
 if [ ${#missing[@]} -gt 0 ] && command -v systemctl >/dev/null 2>&1; then
-  systemctl disable --now keepalived haproxy frr containerd prometheus >/dev/null 2>&1 || true
+  systemctl disable --now keepalived haproxy frr containerd named prometheus >/dev/null 2>&1 || true
 fi
 # Without systemd the package's init script may still have started FRR in
 # the host namespace: keep it from starting at boot and stop it by its own
 # pid files (watchfrr first, or it restarts the others), never by name.
 if [ "$(id -u)" = 0 ]; then
-  if [ -x /etc/init.d/frr ] && command -v update-rc.d >/dev/null 2>&1; then
-    update-rc.d frr disable >/dev/null 2>&1 || true
-  fi
+  for service in frr named; do
+    if [ -x /etc/init.d/$service ] && command -v update-rc.d >/dev/null 2>&1; then
+      update-rc.d $service disable >/dev/null 2>&1 || true
+    fi
+  done
   for pidfile in /run/frr/watchfrr.pid /run/frr/zebra.pid /run/frr/bgpd.pid /run/frr/staticd.pid /run/frr/mgmtd.pid; do
     [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
   done
@@ -71,3 +92,4 @@ fi
 keepalived --version 2>&1 | sed -n 1p
 haproxy -v | sed -n 1p
 /usr/lib/frr/bgpd --version 2>&1 | sed -n 1p
+named -v

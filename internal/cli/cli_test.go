@@ -72,6 +72,8 @@ func TestCLIGolden(t *testing.T) {
 		{"bootstrap-no-spec", []string{"bootstrap", "-f", repo("examples/compact-ipv4.yaml"), "--nodes", repo("examples/nodes/compact.yaml")}, 1},
 		{"bootstrap-bad-address", []string{"bootstrap", "-f", repo("examples/day1-bootstrap.yaml"), "--nodes", repo("examples/nodes/compact.yaml"), "--bootstrap-address", "198.51.100.300"}, 1},
 		{"bootstrap-no-nodes", []string{"bootstrap", "-f", repo("examples/day1-bootstrap.yaml")}, 1},
+		{"dns-check-invalid", []string{"dns", "check", "-f", repo("testdata/invalid-cluster.yaml"), "--server", "198.51.100.53"}, 1},
+		{"dns-check-bad-server", []string{"dns", "check", "-f", repo("examples/compact-ipv4.yaml"), "--server", "ns1.example.test"}, 1},
 		{"preflight-invalid", []string{"preflight", "-f", repo("testdata/invalid-cluster.yaml")}, 1},
 		// Fails before anything is written, so the directory is never made.
 		{"render-unsupported-release", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", "never-written", "--openshift-release", "4.12"}, 1},
@@ -309,7 +311,7 @@ func TestRenderOldOutputFlag(t *testing.T) {
 		r := run(t, "render", "-f", repo("examples/compact-ipv4.yaml"), flag, out)
 		// After it only the development image's warning (TestRenderImageWarningGolden).
 		rest, deprecated := strings.CutPrefix(r.stderr, warning)
-		if r.code != 0 || !deprecated || !strings.HasPrefix(rest, "warning: spec.images.") || strings.Count(rest, "\n") != 1 || r.stdout != "wrote 4 files to "+out+"\n" {
+		if r.code != 0 || !deprecated || !strings.HasPrefix(rest, "warning: spec.images.") || strings.Count(rest, "\n") != 1 || r.stdout != "wrote 8 files to "+out+"\n" {
 			t.Errorf("render %s: exit %d\nstdout:\n%s\nstderr:\n%s", flag, r.code, r.stdout, r.stderr)
 		}
 		if _, err := os.Stat(filepath.Join(out, "manifests", "vipctl.yaml")); err != nil {

@@ -34,6 +34,14 @@ func checkOutput(format string) error {
 	return fmt.Errorf("--output: unknown format %q (text, json or yaml)", format)
 }
 
+// printReport prints a report: v as JSON or YAML, or its text.
+func printReport(w io.Writer, format string, v any, text string) error {
+	return printData(w, format, v, func(w io.Writer) error {
+		_, err := io.WriteString(w, text)
+		return err
+	})
+}
+
 // printData writes v as JSON or YAML, or calls text for the human form.
 func printData(w io.Writer, format string, v any, text func(io.Writer) error) error {
 	switch format {

@@ -1,9 +1,6 @@
 package cli
 
 import (
-	"errors"
-	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -49,16 +46,10 @@ over from another load balancer"). Needs root (CAP_NET_RAW).`,
 			if err != nil {
 				return err
 			}
-			if err := printData(streams.Out, output, report, func(w io.Writer) error {
-				_, err := io.WriteString(w, report.Text())
-				return err
-			}); err != nil {
+			if err := printReport(streams.Out, output, report, report.Text()); err != nil {
 				return err
 			}
-			if problems := report.Problems(); len(problems) > 0 {
-				return &ExitError{Code: ExitFinding, Err: errors.New(strings.Join(problems, "; "))}
-			}
-			return nil
+			return findings(report.Problems())
 		},
 	}
 	f := cmd.Flags()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -39,6 +40,15 @@ func (e *ExitError) Unwrap() error { return e.Err }
 // problem (clash, VIP without holder), so scripts can tell it from an error.
 const ExitFinding = 2
 
+// findings is the outcome of a check that ran: nil when it found nothing,
+// otherwise exit 2 naming every problem.
+func findings(problems []string) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	return &ExitError{Code: ExitFinding, Err: errors.New(strings.Join(problems, "; "))}
+}
+
 // NewRootCommand builds the whole command tree.
 func NewRootCommand(streams IOStreams) *cobra.Command {
 	root := &cobra.Command{
@@ -61,6 +71,7 @@ LoadBalancer Service VIPs, and keeps them in step with the cluster.`,
 		NewNodesCommand(streams),
 		NewBootstrapCommand(streams),
 		NewPreflightCommand(streams),
+		NewDNSCommand(streams),
 		NewRuntimecfgCommand(streams),
 		NewAllocatorCommand(streams),
 		NewUpdateCommand(streams),

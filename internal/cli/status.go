@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -69,10 +68,7 @@ holder or several (split brain), or a BGP session is not Established.`,
 			if drained := status.Drained(nodes); len(drained) > 0 && output == outputText {
 				_, _ = fmt.Fprintf(streams.Out, "\ndrained (vipctl undrain NODE ends it): %s\n", strings.Join(drained, ", "))
 			}
-			if problems := report.Problems(); len(problems) > 0 {
-				return &ExitError{Code: ExitFinding, Err: errors.New(strings.Join(problems, "; "))}
-			}
-			return nil
+			return findings(report.Problems())
 		},
 	}
 	f := cmd.Flags()

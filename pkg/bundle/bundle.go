@@ -16,6 +16,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/dnsrecords"
 	"github.com/vipctl/vipctl/pkg/machineconfig"
 	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/openshiftrelease"
@@ -45,6 +46,19 @@ const ManifestsPath = "manifests/vipctl.yaml"
 // cluster with prometheus-operator knows. Not written for
 // spec.monitoring.stack none.
 const MonitoringPath = "manifests/monitoring.yaml"
+
+// The DNS records the cluster's VIPs need, in each form someone creates
+// them from (docs/dns.md).
+const (
+	// DNSZonePath is an RFC 1035 zone snippet.
+	DNSZonePath = "dns/records.zone"
+	// DNSJSONPath and DNSCSVPath are the same records for tools and
+	// tickets.
+	DNSJSONPath = "dns/records.json"
+	DNSCSVPath  = "dns/records.csv"
+	// DNSEndpointPath is external-dns's DNSEndpoint object.
+	DNSEndpointPath = "dns/dnsendpoint.yaml"
+)
 
 // Options are the optional inputs of Build.
 type Options struct {
@@ -159,6 +173,11 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 		}
 		out = append(out, File{Path: MonitoringPath, Mode: 0o644, Data: data})
 	}
+	dnsOut, err := dnsFiles(c)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, dnsOut...)
 	if len(o.Nodes) == 0 {
 		return out, nil
 	}
@@ -184,6 +203,34 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// dnsFiles are the DNS records of c's VIPs in every form; none in mode
+// poolsOnly, where the API and ingress VIPs are OpenShift's own and not in
+// the config (their records come with OpenShift's install).
+func dnsFiles(c *v1alpha1.ClusterVIPs) ([]File, error) {
+	if c.PoolsOnly() {
+		return nil, nil
+	}
+	records := dnsrecords.For(c)
+	asJSON, err := dnsrecords.JSON(records)
+	if err != nil {
+		return nil, err
+	}
+	asCSV, err := dnsrecords.CSV(records)
+	if err != nil {
+		return nil, err
+	}
+	endpoint, err := dnsrecords.ExternalDNS(c, records)
+	if err != nil {
+		return nil, err
+	}
+	return []File{
+		{Path: DNSZonePath, Mode: 0o644, Data: dnsrecords.Zone(c, records)},
+		{Path: DNSJSONPath, Mode: 0o644, Data: asJSON},
+		{Path: DNSCSVPath, Mode: 0o644, Data: asCSV},
+		{Path: DNSEndpointPath, Mode: 0o644, Data: endpoint},
+	}, nil
 }
 
 // bootstrapNodeList is what the control-plane MachineConfig ships as

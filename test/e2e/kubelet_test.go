@@ -428,55 +428,12 @@ func (kc *kubeletCluster) poll(url string) *kubeletPoller {
 
 func (p *kubeletPoller) Stop() { close(p.stop); <-p.done }
 
-// TestKubeletStaticPodsServeVIPs: the kubelet of each of three nodes runs
-// the static pods of the rendered MachineConfig, in vipctl's image, from
-// standalone mode (no API server for the kubelet); every pod becomes Ready,
-// the API VIP answers through the haproxy pod, and `vipctl status` shows
-// every VIP held exactly once.
-func TestKubeletStaticPodsServeVIPs(t *testing.T) {
-	start := time.Now()
-	kc := startKubeletCluster(t, v1alpha1.ProfileDefault)
-	t.Logf("three nodes started (containerd, image import, kubelet) in %s", time.Since(start).Round(time.Millisecond))
-	kc.waitPodsReady(t, 180*time.Second)
-	t.Logf("every pod Ready %s after start", time.Since(start).Round(time.Millisecond))
-	lab.WaitFor(t, 30*time.Second, "API VIP answering through haproxy", func() bool {
-		_, err := kc.get(apiVIPURL())
-		return err == nil
-	})
-	if h := kc.holders(t, kubeletAPIVIP); len(h) != 1 {
-		t.Fatalf("API VIP held by %v, want exactly one node", h)
-	}
-	var out string
-	lab.WaitFor(t, 30*time.Second, "vipctl status healthy", func() bool {
-		var err error
-		out, err = kc.status(t)
-		return err == nil
-	})
-	t.Logf("vipctl status:\n%s", out)
-}
-
-// TestKubeletNodeLossMovesVIP: the holder of the API VIP vanishes from the
-// network; a peer's keepalived pod takes the VIP within the profile's
-// bound.
-func TestKubeletNodeLossMovesVIP(t *testing.T) {
-	kc := startKubeletCluster(t, v1alpha1.ProfileFast)
-	holder := kc.serving(t)
-	cut := time.Now()
-	kc.node(holder).Host.LinkDown()
-	// fast profile: advert 200 ms, Master_Down below 1 s; the bound leaves
-	// room for a loaded machine.
-	const bound = 3 * time.Second
-	lab.WaitFor(t, bound, "API VIP answering again after "+holder+" vanished", func() bool {
-		_, err := kc.get(apiVIPURL())
-		return err == nil
-	})
-	t.Logf("API VIP answered again %s after %s vanished", time.Since(cut).Round(time.Millisecond), holder)
-	kc.node(holder).Host.LinkUp()
-}
-
-// TestKubeletPlannedHandover: removing the holder's keepalived manifest
-// makes the kubelet run the pod's real preStop hook (the drain); a client
-// polling the API VIP and a Service VIP every 10 ms loses no request.
+// TestKubeletPlannedHandover: a Service of type LoadBalancer created in
+// the apiserver gets an address from the pool (the allocator) and answers
+// on it from the client namespace through the nodes' keepalived pods;
+// then removing the holder's keepalived manifest makes the kubelet run
+// the pod's real preStop hook (the drain), and a client polling the API
+// VIP and that Service VIP every 10 ms loses no request.
 func TestKubeletPlannedHandover(t *testing.T) {
 	kc := startKubeletCluster(t, v1alpha1.ProfileFast)
 	kc.waitPodsReady(t, 180*time.Second)
@@ -522,12 +479,51 @@ func TestKubeletPlannedHandover(t *testing.T) {
 	}
 }
 
-// TestKubeletContainerRestarts: the sidecar container and then keepalived
-// are killed on a node that holds no API VIP; the kubelet restarts them,
-// no request to the VIP held elsewhere fails, and the restarted node does
-// not blackhole it (it never carries the address twice).
-func TestKubeletContainerRestarts(t *testing.T) {
+// TestKubeletStaticPods runs one three-node lab (the fast profile)
+// through its checks, the harmless first: each boot of the lab costs half
+// a minute or more of CI.
+//
+//   - ServeVIPs: the kubelet of each node runs the static pods of the
+//     rendered MachineConfig, in vipctl's image, from standalone mode (no
+//     API server for the kubelet); every pod becomes Ready, the API VIP
+//     answers through the haproxy pod, and `vipctl status` shows every VIP
+//     held exactly once.
+//   - ContainerRestarts: the sidecar container and then keepalived are
+//     killed on a node that holds no API VIP; the kubelet restarts them,
+//     no request to the VIP held elsewhere fails, and the restarted node
+//     does not blackhole it (it never carries the address twice).
+//   - NodeLossMovesVIP: then the holder of the API VIP vanishes from the
+//     network; a peer's keepalived pod takes the VIP within the profile's
+//     bound.
+func TestKubeletStaticPods(t *testing.T) {
+	start := time.Now()
 	kc := startKubeletCluster(t, v1alpha1.ProfileFast)
+	t.Logf("three nodes started (containerd, image import, kubelet) in %s", time.Since(start).Round(time.Millisecond))
+	t.Run("ServeVIPs", func(t *testing.T) { kubeletStaticPodsServeVIPs(t, kc, start) })
+	t.Run("ContainerRestarts", func(t *testing.T) { kubeletContainerRestarts(t, kc) })
+	t.Run("NodeLossMovesVIP", func(t *testing.T) { kubeletNodeLoss(t, kc) })
+}
+
+func kubeletStaticPodsServeVIPs(t *testing.T, kc *kubeletCluster, start time.Time) {
+	kc.waitPodsReady(t, 180*time.Second)
+	t.Logf("every pod Ready %s after start", time.Since(start).Round(time.Millisecond))
+	lab.WaitFor(t, 30*time.Second, "API VIP answering through haproxy", func() bool {
+		_, err := kc.get(apiVIPURL())
+		return err == nil
+	})
+	if h := kc.holders(t, kubeletAPIVIP); len(h) != 1 {
+		t.Fatalf("API VIP held by %v, want exactly one node", h)
+	}
+	var out string
+	lab.WaitFor(t, 30*time.Second, "vipctl status healthy", func() bool {
+		var err error
+		out, err = kc.status(t)
+		return err == nil
+	})
+	t.Logf("vipctl status:\n%s", out)
+}
+
+func kubeletContainerRestarts(t *testing.T, kc *kubeletCluster) {
 	holder := kc.serving(t)
 	var victim *kubeletlab.Node
 	for _, n := range kc.nodes {
@@ -568,15 +564,19 @@ func TestKubeletContainerRestarts(t *testing.T) {
 	t.Logf("API VIP: %d ok, 0 failed while %s's containers restarted", api.ok, victim.Name)
 }
 
-// TestKubeletLoadBalancerService: a Service of type LoadBalancer created in
-// the apiserver gets an address from the pool (the allocator) and answers
-// on it from the client namespace through the nodes' keepalived pods.
-func TestKubeletLoadBalancerService(t *testing.T) {
-	kc := startKubeletCluster(t, v1alpha1.ProfileFast)
-	kc.waitPodsReady(t, 180*time.Second)
-	vip := kc.serviceVIP(t, "web")
-	url := "http://" + net.JoinHostPort(vip, strconv.Itoa(kubeletEchoPort)) + "/"
-	lab.WaitFor(t, 30*time.Second, "Service VIP "+vip+" answering", func() bool { _, err := kc.get(url); return err == nil })
+func kubeletNodeLoss(t *testing.T, kc *kubeletCluster) {
+	holder := kc.serving(t)
+	cut := time.Now()
+	kc.node(holder).Host.LinkDown()
+	// fast profile: advert 200 ms, Master_Down below 1 s; the bound leaves
+	// room for a loaded machine.
+	const bound = 3 * time.Second
+	lab.WaitFor(t, bound, "API VIP answering again after "+holder+" vanished", func() bool {
+		_, err := kc.get(apiVIPURL())
+		return err == nil
+	})
+	t.Logf("API VIP answered again %s after %s vanished", time.Since(cut).Round(time.Millisecond), holder)
+	kc.node(holder).Host.LinkUp()
 }
 
 // TestKubeletPoolsOnlyServesService: mode poolsOnly under the real

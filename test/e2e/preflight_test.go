@@ -1,11 +1,7 @@
 package e2e
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -79,20 +75,8 @@ func TestPreflightFindsHolders(t *testing.T) {
 // and exit status.
 func runPreflight(t *testing.T, h *netlab.Host, vipctl, cfg string) (preflight.Report, int) {
 	t.Helper()
-	out, err := h.Exec(vipctl, "preflight", "-f", cfg, "--interface", "eth0", "-o", "json")
-	code := 0
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		code = exit.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	// stdout's report comes first; a finding adds an error line.
 	var r preflight.Report
-	if err := json.NewDecoder(bytes.NewReader(out)).Decode(&r); err != nil {
-		t.Fatalf("vipctl preflight -o json: %v:\n%s", err, out)
-	}
-	t.Logf("vipctl preflight (exit %d):\n%s", code, out)
+	code, _ := execJSON(t, h, &r, vipctl, "preflight", "-f", cfg, "--interface", "eth0", "-o", "json")
 	return r, code
 }
 

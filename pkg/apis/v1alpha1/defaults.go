@@ -59,6 +59,10 @@ const (
 	maxBGPTimer        = 65535 * time.Second
 )
 
+// ClusterDomain is <name>.<baseDomain>, under which OpenShift names api,
+// api-int and the default IngressController's apps domain.
+func (c *ClusterVIPs) ClusterDomain() string { return c.Metadata.Name + "." + c.Spec.BaseDomain }
+
 // SetDefaults fills every optional field. It is idempotent and runs before
 // validation, so validation sees exactly what will be rendered.
 func SetDefaults(c *ClusterVIPs) {
@@ -84,7 +88,7 @@ func SetDefaults(c *ClusterVIPs) {
 		// Only from a valid name: a domain built from a bad one would add a
 		// second, misleading error to the one about the name.
 		if in.Domain == "" && in.Name == DefaultIngressController && len(validation.IsDNS1123Label(c.Metadata.Name)) == 0 && s.BaseDomain != "" {
-			in.Domain = defaultIngressDomainPrefix + c.Metadata.Name + "." + s.BaseDomain
+			in.Domain = defaultIngressDomainPrefix + c.ClusterDomain()
 		}
 	}
 	for i := range s.ServicePools {

@@ -167,7 +167,9 @@ type ServicePool struct {
 	// sending no advert meanwhile. With "sidecar", IPv6 addresses are
 	// answered by a local route and a proxy neighbour entry each instead
 	// of an address (far cheaper for the kernel), where the node has the
-	// settings the MachineConfig ships for it. Unused by bgp pools.
+	// settings the MachineConfig ships for it; but while the would-be
+	// holder's sidecar is down its Service addresses wait for it (docs/render.md,
+	// "Which announce a vrrp pool should use", has the numbers). Unused by bgp pools.
 	Announce string `json:"announce,omitempty"`
 	// Addresses are CIDRs ("198.51.100.128/26") or inclusive ranges
 	// ("198.51.100.200-198.51.100.210"), IPv4 or IPv6. The last `instances`
