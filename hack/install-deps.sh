@@ -22,6 +22,9 @@ declare -A pkg_for=(
   # TestRelease mirrors the release's image archive with skopeo, as
   # docs/image.md tells users to.
   [skopeo]=skopeo
+  # promtool unit-tests the rendered PrometheusRule (promtool test rules);
+  # TestMetricsEndpointsAuthorizeScrapers runs prometheus itself.
+  [promtool]=prometheus
   # TestDNSCheck serves the records vipctl render writes from a real DNS
   # server (named) for vipctl dns check; named-checkzone (bind9-utils, a
   # dependency) judges the zone snippet.
@@ -71,7 +74,7 @@ fi
 # Debian starts the packaged services on install; the tests run their own
 # instances inside network namespaces and never want the host's.
 if [ ${#missing[@]} -gt 0 ] && command -v systemctl >/dev/null 2>&1; then
-  systemctl disable --now keepalived haproxy frr containerd named >/dev/null 2>&1 || true
+  systemctl disable --now keepalived haproxy frr containerd named prometheus >/dev/null 2>&1 || true
 fi
 # Without systemd the package's init script may still have started FRR in
 # the host namespace: keep it from starting at boot and stop it by its own

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vipctl/vipctl/pkg/allocator"
@@ -24,6 +25,7 @@ import (
 func NewAllocatorCommand(streams IOStreams) *cobra.Command {
 	var (
 		kubeconfig, listen string
+		metrics            metricsFlags
 		o                  allocator.Options
 	)
 	cmd := &cobra.Command{
@@ -66,12 +68,15 @@ out twice. See docs/allocator.md.`,
 				return err
 			}
 			if listen != "" {
-				srv, err := serveProbes(listen, reg, c.Ready, o.Log)
+				// On the pod network: probes only, /metrics is for
+				// authorized scrapers (--metrics-listen).
+				srv, err := serveProbes(listen, nil, c.Ready, o.Log)
 				if err != nil {
 					return err
 				}
 				defer func() { _ = srv.Close() }()
 			}
+			defer metrics.serve(reg, o.Client, o.Log)()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return c.Run(ctx)
@@ -81,7 +86,8 @@ out twice. See docs/allocator.md.`,
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default $KUBECONFIG, then in-cluster)")
 	f.StringVar(&o.Namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap and the Lease")
 	f.StringVar(&o.Identity, "id", os.Getenv("POD_NAME"), "this replica's name in the Lease (default $POD_NAME, then the hostname)")
-	f.StringVar(&listen, "listen", fmt.Sprintf(":%d", manifests.AllocatorPort), "address of /healthz, /readyz and /metrics; empty to disable")
+	f.StringVar(&listen, "listen", fmt.Sprintf(":%d", manifests.AllocatorPort), "address of /healthz and /readyz; empty to disable")
+	metrics.add(f, manifests.AllocatorMetricsCertDir+"/"+corev1.TLSCertKey, manifests.AllocatorMetricsCertDir+"/"+corev1.TLSPrivateKeyKey)
 	f.DurationVar(&o.LeaseDuration, "lease-duration", 15*time.Second, "leader Lease duration")
 	f.DurationVar(&o.RenewDeadline, "renew-deadline", 10*time.Second, "how long the leader keeps trying to renew")
 	f.DurationVar(&o.RetryPeriod, "retry-period", 2*time.Second, "how often to try to acquire or renew")

@@ -17,9 +17,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/metricsserver"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/pkg/sidecar"
@@ -30,6 +33,7 @@ type runtimecfgOptions struct {
 	oneShot    bool
 	kubeconfig string
 	listen     string
+	metrics    metricsFlags
 	namespace  string
 	debounce   time.Duration
 }
@@ -59,7 +63,10 @@ the vipctl ConfigMap), re-renders on every change (debounced), has the real
 daemons check each new config, swaps it in atomically and reloads keepalived
 (SIGHUP) and haproxy (master socket). On any failure the files stay as they
 were. It publishes the VIPs this node holds in its Node's vipctl.io/vips
-annotation and serves /healthz, /readyz and /metrics on --listen.`,
+annotation and serves /healthz, /readyz and /metrics on --listen (localhost),
+and /metrics to the cluster's Prometheus on --metrics-listen: TLS, the
+scraper's token checked with a TokenReview and its right to get /metrics
+with a SubjectAccessReview, both with the node's credentials.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.once.NodeName == "" {
@@ -101,6 +108,7 @@ annotation and serves /healthz, /readyz and /metrics on --listen.`,
 	_ = f.MarkHidden("netns")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig with the node's credentials (default $KUBECONFIG, then in-cluster)")
 	f.StringVar(&o.listen, "listen", net.JoinHostPort("127.0.0.1", fmt.Sprint(render.SidecarPort)), "address of /healthz, /readyz and /metrics; empty to disable")
+	o.metrics.add(f, render.KubeletServingCert, render.KubeletServingCert)
 	f.StringVar(&o.namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap")
 	f.DurationVar(&o.debounce, "debounce", 200*time.Millisecond, "quiet time after a cluster change before rendering")
 	return cmd
@@ -167,11 +175,13 @@ func runSidecar(ctx context.Context, o *runtimecfgOptions, streams IOStreams) er
 		}
 		defer func() { _ = srv.Close() }()
 	}
+	defer o.metrics.serve(reg, client, log)()
 	return s.Run(ctx)
 }
 
 // serveProbes serves /healthz (the process answers), /readyz (ready()
-// returns nil) and /metrics.
+// returns nil) and, unless reg is nil, /metrics without authentication
+// (on localhost only).
 func serveProbes(addr string, reg *prometheus.Registry, ready func() error, log *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintln(w, "ok") })
@@ -182,7 +192,9 @@ func serveProbes(addr string, reg *prometheus.Registry, ready func() error, log 
 		}
 		_, _ = fmt.Fprintln(w, "ok")
 	})
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if reg != nil {
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--listen: %w", err)
@@ -194,4 +206,32 @@ func serveProbes(addr string, reg *prometheus.Registry, ready func() error, log 
 		}
 	}()
 	return srv, nil
+}
+
+// metricsFlags configure the /metrics endpoint for the cluster's
+// Prometheus (pkg/metricsserver), which the sidecar and the allocator
+// serve alike.
+type metricsFlags struct {
+	listen, cert, key string
+}
+
+func (m *metricsFlags) add(f *pflag.FlagSet, cert, key string) {
+	f.StringVar(&m.listen, "metrics-listen", fmt.Sprintf(":%d", v1alpha1.DefaultMetricsPort), "address of /metrics for the cluster's Prometheus (TLS, scrapers authorized by the API server); empty to disable")
+	f.StringVar(&m.cert, "metrics-cert", cert, "serving certificate of --metrics-listen, PEM, read again when it changes; self-signed while unreadable")
+	f.StringVar(&m.key, "metrics-key", key, "its private key, PEM (may be the same file)")
+}
+
+// serve starts the endpoint and returns what stops it. A port it cannot
+// bind is logged, not fatal: the VIPs matter more than their metrics (the
+// scrape target shows down).
+func (m *metricsFlags) serve(reg *prometheus.Registry, client kubernetes.Interface, log *slog.Logger) func() {
+	if m.listen == "" {
+		return func() {}
+	}
+	srv, err := metricsserver.Start(metricsserver.Options{Addr: m.listen, Gatherer: reg, Client: client, CertFile: m.cert, KeyFile: m.key, Log: log})
+	if err != nil {
+		log.Error("no /metrics for the cluster's Prometheus", "err", err)
+		return func() {}
+	}
+	return func() { _ = srv.Close() }
 }

@@ -40,6 +40,13 @@ func MachineConfigName(role string) string { return "50-vipctl-" + role }
 // RBAC) in apply order, one YAML stream: `oc apply -f out/manifests/`.
 const ManifestsPath = "manifests/vipctl.yaml"
 
+// MonitoringPath holds what the cluster's Prometheus needs to scrape
+// vipctl and alert on it (manifests.Monitoring), apart from
+// ManifestsPath: its ServiceMonitors and PrometheusRule are kinds only a
+// cluster with prometheus-operator knows. Not written for
+// spec.monitoring.stack none.
+const MonitoringPath = "manifests/monitoring.yaml"
+
 // The DNS records the cluster's VIPs need, in each form someone creates
 // them from (docs/dns.md).
 const (
@@ -159,6 +166,13 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 		return nil, err
 	}
 	out = append(out, File{Path: ManifestsPath, Mode: 0o644, Data: data})
+	if mon := manifests.Monitoring(c); len(mon) > 0 {
+		data, err := manifests.Marshal(mon)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, File{Path: MonitoringPath, Mode: 0o644, Data: data})
+	}
 	dnsOut, err := dnsFiles(c)
 	if err != nil {
 		return nil, err

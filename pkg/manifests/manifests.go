@@ -27,9 +27,16 @@ import (
 // Names of the allocator's objects.
 const (
 	AllocatorName = "vipctl-allocator"
-	// AllocatorPort serves the allocator's /healthz, /readyz and /metrics.
+	// AllocatorPort serves the allocator's /healthz and /readyz to the
+	// kubelet, plainly on the pod network; its /metrics is on
+	// spec.monitoring.port, TLS, for authorized scrapers only.
 	AllocatorPort = 9446
 )
+
+// allocatorSelector picks the allocator's pods.
+func allocatorSelector() map[string]string {
+	return map[string]string{"app.kubernetes.io/name": "vipctl", "app.kubernetes.io/component": "allocator"}
+}
 
 // Objects returns every manifest in apply order.
 func Objects(c *v1alpha1.ClusterVIPs) ([]runtime.Object, error) {
@@ -38,7 +45,7 @@ func Objects(c *v1alpha1.ClusterVIPs) ([]runtime.Object, error) {
 		return nil, err
 	}
 	objs := []runtime.Object{
-		Namespace(),
+		Namespace(c),
 		&corev1.ConfigMap{TypeMeta: tm("v1", "ConfigMap"),
 			ObjectMeta: meta(v1alpha1.ConfigMapName, "config"),
 			Data:       map[string]string{v1alpha1.ConfigMapKey: string(cfg)}},
@@ -72,13 +79,20 @@ const (
 	openShiftLabelSync = "security.openshift.io/scc.podSecurityLabelSync"
 )
 
-// Namespace is vipctl-system, labelled for Pod Security admission.
-func Namespace() *corev1.Namespace {
+// Namespace is vipctl-system, labelled for Pod Security admission and,
+// for OpenShift's cluster monitoring, with the label its Prometheus
+// selects namespaces by. It opens both manifests/vipctl.yaml and
+// manifests/monitoring.yaml, so that `oc apply -f DIR/manifests/` finds it
+// whichever file comes first.
+func Namespace(c *v1alpha1.ClusterVIPs) *corev1.Namespace {
 	l := labels("namespace")
 	for _, k := range []string{podSecurityEnforce, podSecurityAudit, podSecurityWarn} {
 		l[k] = PodSecurityLevel
 	}
 	l[openShiftLabelSync] = "false"
+	if c.Spec.MonitoringStack() == v1alpha1.MonitoringOpenShift {
+		l[clusterMonitoringLabel] = "true"
+	}
 	return &corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: metav1.ObjectMeta{Name: render.Namespace, Labels: l}}
 }
 
@@ -123,7 +137,7 @@ func Allocator(c *v1alpha1.ClusterVIPs) []runtime.Object {
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: AllocatorName, Namespace: render.Namespace}}
 	read := []string{"get", "list", "watch"}
 	clusterMeta := metav1.ObjectMeta{Name: AllocatorName, Labels: m.Labels}
-	selector := map[string]string{"app.kubernetes.io/name": "vipctl", "app.kubernetes.io/component": "allocator"}
+	selector := allocatorSelector()
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(AllocatorPort)}},
 			PeriodSeconds: 10, TimeoutSeconds: 2, FailureThreshold: 3}
@@ -135,6 +149,11 @@ func Allocator(c *v1alpha1.ClusterVIPs) []runtime.Object {
 				{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: read},
 				{APIGroups: []string{""}, Resources: []string{"services/status"}, Verbs: []string{"update"}},
 				{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+				// Asking the API server who a scraper of /metrics is and
+				// whether it may get it (pkg/metricsserver); the nodes'
+				// sidecars have these from the Node authorizer.
+				{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+				{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 			}},
 		&rbacv1.ClusterRoleBinding{TypeMeta: tm(rbacv1.SchemeGroupVersion.String(), "ClusterRoleBinding"), ObjectMeta: clusterMeta,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AllocatorName}, Subjects: subject},
@@ -165,14 +184,22 @@ func Allocator(c *v1alpha1.ClusterVIPs) []runtime.Object {
 						}},
 						Tolerations: []corev1.Toleration{{Key: "node-role.kubernetes.io/master", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
 							{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+						// The service CA's certificate on OpenShift; absent
+						// elsewhere, and then the allocator serves a
+						// self-signed one.
+						Volumes: []corev1.Volume{{Name: "metrics-tls", VolumeSource: corev1.VolumeSource{
+							Secret: &corev1.SecretVolumeSource{SecretName: AllocatorMetricsSecret, Optional: ptr.To(true)}}}},
 						Containers: []corev1.Container{{
 							Name:    "allocator",
 							Image:   c.Spec.Images.Vipctl,
 							Command: []string{"vipctl"},
-							Args:    []string{"allocator", "--namespace", render.Namespace, "--listen", fmt.Sprintf(":%d", AllocatorPort), "--id", "$(POD_NAME)"},
+							Args: []string{"allocator", "--namespace", render.Namespace, "--listen", fmt.Sprintf(":%d", AllocatorPort), "--id", "$(POD_NAME)",
+								"--metrics-listen", fmt.Sprintf(":%d", c.Spec.MetricsPort()),
+								"--metrics-cert", AllocatorMetricsCertDir + "/" + corev1.TLSCertKey, "--metrics-key", AllocatorMetricsCertDir + "/" + corev1.TLSPrivateKeyKey},
 							Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
 								FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}}},
-							Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: AllocatorPort}},
+							Ports:        []corev1.ContainerPort{{Name: "health", ContainerPort: AllocatorPort}, {Name: metricsPortName, ContainerPort: c.Spec.MetricsPort()}},
+							VolumeMounts: []corev1.VolumeMount{{Name: "metrics-tls", MountPath: AllocatorMetricsCertDir, ReadOnly: true}},
 							Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 								corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
 							LivenessProbe:  probe("/healthz"),

@@ -17,8 +17,8 @@ import (
 // policy package, and names no UID. OpenShift's restricted-v2 SCC assigns
 // each namespace a UID range (MustRunAsRange) and rejects a pod that
 // fixes one outside it, which a fixed runAsUser: 65532 always was.
-// exampleObjects is what render writes to manifests/vipctl.yaml for one
-// example.
+// exampleObjects is what render writes to manifests/vipctl.yaml and
+// manifests/monitoring.yaml for one example.
 func exampleObjects(t *testing.T, example string) []runtime.Object {
 	t.Helper()
 	c, err := v1alpha1.Load(filepath.Join("..", "..", "examples", example))
@@ -29,7 +29,7 @@ func exampleObjects(t *testing.T, example string) []runtime.Object {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return objs
+	return append(objs, Monitoring(c)...)
 }
 
 func TestAllocatorRunsRestricted(t *testing.T) {

@@ -160,7 +160,14 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 		Args: append(append([]string{"runtimecfg"}, runtimecfgFlags()...),
 			"--kubeconfig", render.NodeKubeconfig,
 			"--listen", net.JoinHostPort(loopback, strconv.Itoa(render.SidecarPort)),
+			// Every address: the cluster's Prometheus scrapes the node's.
+			"--metrics-listen", fmt.Sprintf(":%d", c.Spec.MetricsPort()),
+			"--metrics-cert", render.KubeletServingCert, "--metrics-key", render.KubeletServingCert,
 		),
+		// Declared, as a host-network port must be (the scheduler and
+		// OpenShift's host port registry count on it), and named for the
+		// metrics Service.
+		Ports:          []corev1.ContainerPort{{Name: metricsPortName, ContainerPort: c.Spec.MetricsPort(), HostPort: c.Spec.MetricsPort(), Protocol: corev1.ProtocolTCP}},
 		Env:            nodeNameEnvVar(),
 		Resources:      requests("10m", "50Mi"),
 		LivenessProbe:  sidecarProbe("/healthz"),

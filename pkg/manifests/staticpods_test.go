@@ -181,7 +181,12 @@ func TestStaticPodInvariants(t *testing.T) {
 				}
 			}
 			wantArgs := []string{"runtimecfg", "--config", render.ClusterConfigPath, "--bootstrap-nodes", render.BootstrapNodesPath,
-				"--node-name", "$(NODE_NAME)", "--kubeconfig", render.NodeKubeconfig, "--listen", fmt.Sprintf("127.0.0.1:%d", render.SidecarPort)}
+				"--node-name", "$(NODE_NAME)", "--kubeconfig", render.NodeKubeconfig, "--listen", fmt.Sprintf("127.0.0.1:%d", render.SidecarPort),
+				// The probes stay on localhost; the metrics for the
+				// cluster's Prometheus on every address, with the
+				// kubelet's serving certificate.
+				"--metrics-listen", fmt.Sprintf(":%d", c.Spec.MetricsPort()),
+				"--metrics-cert", render.KubeletServingCert, "--metrics-key", render.KubeletServingCert}
 			if !slices.Equal(sidecar.Args, wantArgs) {
 				t.Errorf("sidecar args %q, want %q", sidecar.Args, wantArgs)
 			}

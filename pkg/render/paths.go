@@ -1,6 +1,10 @@
 package render
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+)
 
 // Paths and ports on the node. The static pods, the MachineConfigs, the
 // rendered configs and the sidecar all meet at these, so they are defined
@@ -60,10 +64,17 @@ const (
 	NodeKubeconfig = "/var/lib/kubelet/kubeconfig"
 
 	// SidecarPort serves the sidecar's /healthz, /readyz and /metrics on
-	// localhost.
-	SidecarPort = 9447
+	// localhost. The numbers of the fixed node ports are defined in
+	// v1alpha1 (nodeports.go), whose validation refuses a configured
+	// port that clashes with one.
+	SidecarPort = v1alpha1.SidecarProbePort
 	// HaproxyStatsPort serves haproxy's stats page on localhost only.
-	HaproxyStatsPort = 9448
+	HaproxyStatsPort = v1alpha1.HaproxyStatsPort
+	// KubeletServingCert is the kubelet's rotated serving certificate
+	// and key in one file (serverTLSBootstrap, as on OpenShift), signed
+	// by the CA the cluster's Prometheus already trusts for scraping the
+	// kubelet: the sidecar serves its metrics with it.
+	KubeletServingCert = KubeletPKIDir + "/kubelet-server-current.pem"
 
 	// Namespace holds the static pods' mirror pods and the allocator.
 	Namespace = "vipctl-system"

@@ -36,6 +36,7 @@ func (s *Sidecar) drainLoop(ctx context.Context) {
 			if now := string(bytes.TrimSpace(data)); now != last {
 				s.log.Info("drain file changed", "drain", now)
 				last = now
+				s.m.Drained.Set(b2f(now == "1"))
 				s.node.Local.Kick()
 			}
 		}

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"net/netip"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,19 +11,23 @@ import (
 
 // Metrics are the sidecar's Prometheus metrics.
 type Metrics struct {
-	Renders       prometheus.Counter
-	Reloads       *prometheus.CounterVec
-	Failures      *prometheus.CounterVec
-	WatchErrors   *prometheus.CounterVec
-	WatchEvents   *prometheus.CounterVec
-	VIPsHeld      prometheus.Gauge
-	ConfigInvalid prometheus.Gauge
-	StaticDrift   prometheus.Gauge
-	LastGood      prometheus.Gauge
-	Lonely        prometheus.Gauge
-	Unannounced   prometheus.Gauge
-	SyncSeconds   prometheus.Histogram
-	BGP           BGPMetrics
+	Renders        prometheus.Counter
+	Reloads        *prometheus.CounterVec
+	Failures       *prometheus.CounterVec
+	WatchErrors    *prometheus.CounterVec
+	WatchEvents    *prometheus.CounterVec
+	VIPsHeld       prometheus.Gauge
+	VIPHeld        *prometheus.GaugeVec
+	SyncFailing    prometheus.Gauge
+	Drained        prometheus.Gauge
+	DaemonRestarts *prometheus.CounterVec
+	ConfigInvalid  prometheus.Gauge
+	StaticDrift    prometheus.Gauge
+	LastGood       prometheus.Gauge
+	Lonely         prometheus.Gauge
+	Unannounced    prometheus.Gauge
+	SyncSeconds    prometheus.Histogram
+	BGP            BGPMetrics
 }
 
 // BGPMetrics describe the node's BGP sessions, one series per peer.
@@ -51,6 +56,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Events from the cluster watches, by resource and whether they asked for a sync (sync) or changed nothing rendering reads (ignored)."}, []string{"resource", "action"}),
 		VIPsHeld: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "vips_held",
 			Help: "VIPs on this node's interfaces."}),
+		VIPHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "vip_held",
+			Help: "1 while this node holds the VIP (vrrp: on its interface; bgp: announced to its peers), 0 while not; one series per VIP of the cluster, so that the sum over the nodes is its holders."}, []string{"vip", "via"}),
+		SyncFailing: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "sync_failing",
+			Help: "1 while the last sync failed and the node runs its last good config (the reason is in failures_total and the ConfigKept Event)."}),
+		Drained: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "drained",
+			Help: "1 while the node's drain file says drained: keepalived runs at the drained priority and hands its VIPs to peers."}),
+		DaemonRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "daemon_restarts_total",
+			Help: "Times keepalived or haproxy was found running under a new PID (its container restarted), as the sidecar looks every minute and on every address change."}, []string{"daemon"}),
 		ConfigInvalid: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "config_invalid",
 			Help: "1 while the vipctl ConfigMap does not hold a valid config (its last valid pools stay in force)."}),
 		StaticDrift: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "static_config_drift",
@@ -77,7 +90,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		},
 	}
 	if reg != nil {
-		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.WatchEvents, m.VIPsHeld, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.Lonely, m.Unannounced, m.SyncSeconds,
+		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.WatchEvents, m.VIPsHeld, m.VIPHeld, m.SyncFailing, m.Drained, m.DaemonRestarts, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.Lonely, m.Unannounced, m.SyncSeconds,
 			m.BGP.Up, m.BGP.Since, m.BGP.Drops, m.BGP.Announced, m.BGP.BFDUp)
 	}
 	return m
@@ -115,6 +128,33 @@ func (m *Metrics) observeSessions(prev, now v1alpha1.BGPSessions) {
 			}
 		}
 	}
+}
+
+// observeHeld sets vip_held for every VIP of the cluster (known: its
+// instance keys) from the VIPs held now, and drops the series of VIPs
+// gone; prev are the series set last time, and the result the ones set
+// now.
+func (m *Metrics) observeHeld(prev map[[2]string]bool, known map[netip.Addr]v1alpha1.InstanceKey, held v1alpha1.HeldVIPs) map[[2]string]bool {
+	on := make(map[string]bool, len(held))
+	for _, h := range held {
+		on[h.Address] = true
+	}
+	now := make(map[[2]string]bool, len(known))
+	for a, key := range known {
+		via := "vrrp"
+		if _, bgp := key.BGPPool(); bgp {
+			via = "bgp"
+		}
+		l := [2]string{a.String(), via}
+		now[l] = true
+		m.VIPHeld.WithLabelValues(l[0], l[1]).Set(b2f(on[l[0]]))
+	}
+	for l := range prev {
+		if !now[l] {
+			m.VIPHeld.DeleteLabelValues(l[0], l[1])
+		}
+	}
+	return now
 }
 
 func b2f(b bool) float64 {

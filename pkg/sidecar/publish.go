@@ -121,12 +121,14 @@ func (s *Sidecar) Held() (v1alpha1.HeldVIPs, error) {
 }
 
 func (s *Sidecar) publish(ctx context.Context) error {
+	s.daemonPIDs = s.m.observeDaemons(s.daemonPIDs, s.readDaemonPIDs(ctx))
 	held, err := s.Held()
 	if err != nil {
 		return err
 	}
 	s.m.VIPsHeld.Set(float64(len(held)))
 	s.mu.Lock()
+	s.heldSeries = s.m.observeHeld(s.heldSeries, s.known, held)
 	same := s.published != nil && reflect.DeepEqual(held, s.published) || (s.published != nil && len(held) == 0 && len(s.published) == 0)
 	s.mu.Unlock()
 	if same {

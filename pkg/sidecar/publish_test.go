@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/test/fixture"
@@ -32,5 +34,47 @@ func TestHeldIncludesAnnouncedRoutes(t *testing.T) {
 	if len(held) != 2 || held[0].Address != ingress.String() || held[0].Instance != "ingress" ||
 		held[1].Address != announced.String() || held[1].Instance != "bgp/racks" {
 		t.Errorf("held = %+v; want the ingress VIP and 203.0.113.224 under bgp/racks (not 203.0.113.225: not announced here)", held)
+	}
+}
+
+// TestVIPHeldSeries: every VIP of the cluster has a vip_held series on
+// every node, 1 where held, so that the rules can count holders (none, or
+// two for a VRRP VIP); a bgp pool's address says via="bgp", which may
+// have many holders; a VIP gone from the config loses its series.
+func TestVIPHeldSeries(t *testing.T) {
+	t.Parallel()
+	c := fixture.Example(t, "bgp-two-racks.yaml")
+	ingress := netip.MustParseAddr(c.Spec.Ingress[0].VIPs[0])
+	api := netip.MustParseAddr(c.Spec.API.VIPs[0])
+	announced := netip.MustParseAddr("203.0.113.224")
+	s := &Sidecar{
+		o:     Options{Addresses: func() ([]netip.Addr, error) { return []netip.Addr{ingress}, nil }},
+		since: map[netip.Addr]time.Time{},
+	}
+	st := cluster.State{ServiceVIPs: map[string][]netip.Addr{"racks": {announced}}}
+	s.rememberVIPs(cluster.Compile(c), st)
+	s.rememberAnnounced([]render.Announced{{Pool: "racks", Addrs: []netip.Addr{announced}}})
+	held, err := s.Held()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMetrics(nil)
+	series := m.observeHeld(nil, s.known, held)
+	for _, w := range []struct {
+		vip, via string
+		want     float64
+	}{{ingress.String(), "vrrp", 1}, {api.String(), "vrrp", 0}, {announced.String(), "bgp", 1}} {
+		if got := testutil.ToFloat64(m.VIPHeld.WithLabelValues(w.vip, w.via)); got != w.want {
+			t.Errorf("vip_held{vip=%q,via=%q} = %v, want %v", w.vip, w.via, got, w.want)
+		}
+	}
+	if n := testutil.CollectAndCount(m.VIPHeld); n != len(s.known) {
+		t.Errorf("%d vip_held series for %d VIPs", n, len(s.known))
+	}
+
+	delete(s.known, api)
+	m.observeHeld(series, s.known, held)
+	if n := testutil.CollectAndCount(m.VIPHeld); n != len(s.known) {
+		t.Errorf("the API VIP gone: %d vip_held series for %d VIPs", n, len(s.known))
 	}
 }

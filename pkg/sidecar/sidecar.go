@@ -105,6 +105,11 @@ type Sidecar struct {
 	lastErr   error
 	applied   bool
 	published v1alpha1.HeldVIPs
+	// heldSeries are the vip_held series last set (publish only).
+	heldSeries map[[2]string]bool
+	// daemonPIDs are keepalived's and haproxy's PIDs as last seen
+	// (publish only).
+	daemonPIDs map[string]int
 	// bgp says the last render gave this node a frr.conf; rendered that
 	// there was a render at all.
 	bgp, rendered bool
@@ -250,6 +255,7 @@ func (s *Sidecar) Sync(ctx context.Context) error {
 		s.applied = true
 	}
 	s.mu.Unlock()
+	s.m.SyncFailing.Set(b2f(err != nil))
 	if err != nil {
 		s.m.Failures.WithLabelValues(runtimecfg.Reason(err)).Inc()
 		s.log.Error("keeping the last good config", "err", err)

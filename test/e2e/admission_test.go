@@ -73,9 +73,10 @@ func TestRenderedNamespacePassesPodSecurity(t *testing.T) {
 	ctx := context.Background()
 	// The rendered objects as `oc apply -f out/manifests/` creates them
 	// (namespace first, the allocator's ServiceAccount with it).
-	for _, o := range manifests.Allocator(fixture.Example(t, "compact-ipv4.yaml")) {
+	c := fixture.Example(t, "compact-ipv4.yaml")
+	for _, o := range manifests.Allocator(c) {
 		if sa, ok := o.(*corev1.ServiceAccount); ok {
-			if _, err := cs.CoreV1().Namespaces().Create(ctx, manifests.Namespace(), metav1.CreateOptions{}); err != nil {
+			if _, err := cs.CoreV1().Namespaces().Create(ctx, manifests.Namespace(c), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := cs.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil {

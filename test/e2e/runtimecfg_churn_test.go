@@ -42,7 +42,7 @@ var (
 const clockTicks = 100
 
 // freeLocalPort is a TCP port on 127.0.0.1 nothing listens on now.
-func freeLocalPort(b *testing.B) int {
+func freeLocalPort(b testing.TB) int {
 	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

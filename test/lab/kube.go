@@ -158,26 +158,36 @@ func (kc *KubeCluster) GrantNodeReaders(t testing.TB) {
 func ApplyObjects(t testing.TB, cfg *rest.Config, objs []runtime.Object) {
 	t.Helper()
 	ctx := context.Background()
-	dyn := dynamic.NewForConfigOrDie(cfg)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubernetes.NewForConfigOrDie(cfg).Discovery()))
+	resource := Resources(cfg)
 	for _, o := range objs {
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		obj := &unstructured.Unstructured{Object: u}
+		if _, err := resource(t, obj).Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("creating %s %s/%s: %v", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+}
+
+// Resources returns what finds the dynamic client of an object's kind
+// (namespaced to the object's namespace where the kind is), through the
+// apiserver's discovery: CRDs installed since count too.
+func Resources(cfg *rest.Config) func(t testing.TB, obj *unstructured.Unstructured) dynamic.ResourceInterface {
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubernetes.NewForConfigOrDie(cfg).Discovery()))
+	return func(t testing.TB, obj *unstructured.Unstructured) dynamic.ResourceInterface {
+		t.Helper()
 		gvk := obj.GroupVersionKind()
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
 			t.Fatalf("%s: %v", gvk, err)
 		}
-		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
 		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			ri = dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
+			return dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
 		}
-		if _, err := ri.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("creating %s %s/%s: %v", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
-		}
+		return dyn.Resource(m.Resource)
 	}
 }
 

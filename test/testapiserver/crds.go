@@ -2,8 +2,10 @@ package testapiserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -38,6 +40,38 @@ func ClusterVersionCRD(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return filepath.Join(dir, "config", "v1", "zz_generated.crd-manifests", "0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml")
+}
+
+// PrometheusOperatorCRDs are the paths of the CRDs of the given resources
+// (servicemonitors, prometheusrules, ...) as prometheus-operator ships
+// them in its Go module, at the release of the API types vipctl builds
+// its objects with.
+func PrometheusOperatorCRDs(t testing.TB, resources ...string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-json", "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring").Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	var apis struct{ Version string }
+	if err := json.Unmarshal(out, &apis); err != nil {
+		t.Fatal(err)
+	}
+	// Not a dependency (its own dependencies are the whole operator):
+	// downloaded by itself, outside vipctl's module, into the module cache.
+	cmd := exec.Command("go", "mod", "download", "-json", "github.com/prometheus-operator/prometheus-operator@"+apis.Version)
+	cmd.Dir = t.TempDir()
+	if out, err = cmd.Output(); err != nil {
+		t.Fatalf("go mod download prometheus-operator %s: %v", apis.Version, err)
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		t.Fatalf("go mod download prometheus-operator %s: %v %s", apis.Version, err, out)
+	}
+	var paths []string
+	for _, r := range resources {
+		paths = append(paths, filepath.Join(mod.Dir, "example", "prometheus-operator-crd", "monitoring.coreos.com_"+r+".yaml"))
+	}
+	return paths
 }
 
 // SetClusterVersion creates the ClusterVersion "version" (its CRD must be

@@ -13,10 +13,8 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -44,7 +42,7 @@ type Server struct {
 	// URL is the apiserver's https URL on loopback.
 	URL string
 	dir string
-	ca  *keyPair
+	ca  *CA
 	// serverCA verifies the apiserver's self-signed serving certificate.
 	serverCA   []byte
 	adminToken string
@@ -103,7 +101,7 @@ func StartWith(t testing.TB, o Options) *Server {
 		// Durability is worth nothing in a test that deletes the data dir.
 		"--unsafe-no-fsync", "--log-level=warn")
 
-	s.ca = newCA(t, "vipctl-test-client-ca")
+	s.ca = NewCA(t, "vipctl-test-client-ca")
 	caFile := writePEM(t, dir, "client-ca.crt", "CERTIFICATE", s.ca.certDER)
 	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -244,7 +242,7 @@ func (s *Server) AdminConfig() *rest.Config {
 // system:nodes.
 func (s *Server) UserConfig(t testing.TB, user string, groups ...string) *rest.Config {
 	t.Helper()
-	certPEM, keyPEM := s.ca.issueClient(t, user, groups)
+	certPEM, keyPEM := s.ca.IssueClient(t, user, groups)
 	return &rest.Config{Host: s.URL, TLSClientConfig: rest.TLSClientConfig{CAData: s.serverCA, CertData: certPEM, KeyData: keyPEM}}
 }
 
@@ -339,67 +337,6 @@ func randomToken(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprintf("%x", b)
-}
-
-type keyPair struct {
-	cert    *x509.Certificate
-	certDER []byte
-	key     *ecdsa.PrivateKey
-}
-
-func newCA(t testing.TB, cn string) *keyPair {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &keyPair{cert: cert, certDER: der, key: key}
-}
-
-func (ca *keyPair) issueClient(t testing.TB, user string, groups []string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: user, Organization: groups},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }
 
 func writePEM(t testing.TB, dir, name, typ string, der []byte) string {

@@ -83,6 +83,10 @@ type ClusterVIPsSpec struct {
 	// 4.14, the oldest supported, so that the output works on every one.
 	// `vipctl render --openshift-release` overrides it.
 	OpenShiftRelease string `json:"openshiftRelease,omitempty"`
+	// Monitoring says which Prometheus scrapes vipctl and evaluates its
+	// alerts (docs/monitoring.md). Default: OpenShift's cluster
+	// monitoring.
+	Monitoring *MonitoringSpec `json:"monitoring,omitempty"`
 }
 
 // APISpec describes the API VIP and the haproxy in front of kube-apiserver.

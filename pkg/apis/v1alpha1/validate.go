@@ -82,7 +82,7 @@ func Validate(c *ClusterVIPs) field.ErrorList {
 		}
 	}
 
-	v := validator{}
+	v := validator{metricsPortSet: s.Monitoring != nil && s.Monitoring.Port != 0}
 	errs = append(errs, v.machineNetworks(s.MachineNetworks, spec.Child("machineNetworks"))...)
 	switch s.Mode {
 	case "", ModeFull:
@@ -100,6 +100,10 @@ func Validate(c *ClusterVIPs) field.ErrorList {
 	errs = append(errs, validateVRRP(c, spec.Child("vrrp"))...)
 	errs = append(errs, validateBGP(c, spec.Child("bgp"))...)
 	errs = append(errs, validateImages(&s.Images, spec.Child("images"))...)
+	errs = append(errs, validateMonitoring(s.Monitoring, spec.Child("monitoring"))...)
+	if s.Monitoring != nil {
+		errs = append(errs, v.monitoringPort(s.Monitoring.Port, spec.Child("monitoring", "port"))...)
+	}
 	if _, err := openshiftrelease.Parse(s.OpenShiftRelease); err != nil {
 		errs = append(errs, field.Invalid(spec.Child("openshiftRelease"), s.OpenShiftRelease, err.Error()))
 	}
@@ -112,6 +116,10 @@ type validator struct {
 	networks []netip.Prefix
 	vips     []seenVIP
 	ranges   []seenRange
+	// ports are the configured ports the nodes bind, for a clash with
+	// spec.monitoring.port (metricsPortSet).
+	ports          []seenPort
+	metricsPortSet bool
 }
 
 type seenVIP struct {
@@ -223,6 +231,7 @@ func (v *validator) api(a *APISpec, path *field.Path) field.ErrorList {
 		}
 		fp := path.Child(p.name)
 		errs = append(errs, validatePort(p.val, fp)...)
+		errs = append(errs, v.nodePort(p.val, fp)...)
 		if prev, dup := ports[p.val]; dup {
 			errs = append(errs, field.Duplicate(fp, fmt.Sprintf("%d (also %s)", p.val, prev)))
 		}
@@ -386,6 +395,7 @@ func (v *validator) ingress(list []IngressSpec, path *field.Path, validName bool
 		errs = append(errs, validateName(in.RouterNamespace, p.Child("routerNamespace"))...)
 		errs = append(errs, validateLabels(in.RouterSelector, p.Child("routerSelector"))...)
 		errs = append(errs, validatePort(in.HealthPort, p.Child("healthPort"))...)
+		errs = append(errs, v.nodePort(in.HealthPort, p.Child("healthPort"))...)
 	}
 	return errs
 }

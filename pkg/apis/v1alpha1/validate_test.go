@@ -131,6 +131,54 @@ func TestParseErrors(t *testing.T) {
 			want: []string{`spec.api.vips[1]: Invalid value: "198.51.100.9": a second IPv4 VIP; spec.api.vips[0] already has one (one VIP per family)`},
 		},
 		{
+			name: "a configured port on one of vipctl's own node ports",
+			edit: func(s string) string {
+				return strings.NewReplacer("    vips: [198.51.100.5]\n", "    vips: [198.51.100.5]\n    healthPort: 9449\n    loadBalancerPort: 9447\n",
+					"      vips: [198.51.100.6]\n", "      vips: [198.51.100.6]\n      healthPort: 9448\n").Replace(s)
+			},
+			want: []string{
+				`spec.api.loadBalancerPort: Invalid value: 9447: vipctl's sidecar serves its health probes on 127.0.0.1 on 9447 on every node`,
+				`spec.api.healthPort: Invalid value: 9449: vipctl's sidecar serves /metrics to the cluster's Prometheus on 9449 on every node (spec.monitoring.port moves it)`,
+				`spec.ingress[0].healthPort: Invalid value: 9448: haproxy serves its stats page on 127.0.0.1 on 9448 on every node`,
+			},
+		},
+		{
+			name: "monitoring.port moves the metrics port: 9449 is free then, the API port is not",
+			edit: func(s string) string {
+				return strings.Replace(s, "    vips: [198.51.100.5]\n", "    vips: [198.51.100.5]\n    healthPort: 9449\n", 1) + "  monitoring:\n    port: 6443\n"
+			},
+			want: []string{`spec.monitoring.port: Invalid value: 6443: spec.api.port is 6443 too; the sidecar serves /metrics on every address of every node`},
+		},
+		{
+			name: "monitoring.port on an ingress health port",
+			edit: func(s string) string {
+				return strings.Replace(s, "      vips: [198.51.100.6]\n", "      vips: [198.51.100.6]\n      healthPort: 9500\n", 1) + "  monitoring:\n    port: 9500\n"
+			},
+			want: []string{`spec.monitoring.port: Invalid value: 9500: spec.ingress[0].healthPort is 9500 too; the sidecar serves /metrics on every address of every node`},
+		},
+		{
+			name: "monitoring.port on haproxy's stats port",
+			edit: func(s string) string { return s + "  monitoring:\n    port: 9448\n" },
+			want: []string{`spec.monitoring.port: Invalid value: 9448: haproxy serves its stats page on 127.0.0.1 on 9448 on every node`},
+		},
+		{
+			name: "monitoring.port out of range",
+			edit: func(s string) string { return s + "  monitoring:\n    port: 70000\n" },
+			want: []string{`spec.monitoring.port: Invalid value: 70000: must be between 1 and 65535`},
+		},
+		{
+			name: "monitoring: an unknown stack, a bad ServiceAccount and label",
+			edit: func(s string) string {
+				return s + "  monitoring:\n    stack: victoria\n    prometheus: {namespace: Mon, name: \"\"}\n    labels: {\"bad key!\": x}\n"
+			},
+			want: []string{
+				`spec.monitoring.stack: Unsupported value: "victoria": supported values: "openshift", "prometheus-operator", "none"`,
+				`spec.monitoring.prometheus.namespace: Invalid value: "Mon": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
+				`spec.monitoring.prometheus.name: Required value`,
+				`spec.monitoring.labels[bad key!]: Invalid value: "bad key!": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+			},
+		},
+		{
 			name: "pool outside machine networks",
 			edit: replace("198.51.100.128/26", "203.0.113.0/26"),
 			want: []string{`spec.servicePools[0].addresses[0]: Invalid value: "203.0.113.0/26": not inside one machine network (198.51.100.0/24, 2001:db8::/64): keepalived announces pool addresses on the node's own L2 segment`},

@@ -1,0 +1,193 @@
+package manifests
+
+import (
+	"strings"
+	"time"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+)
+
+// AlertsName names the PrometheusRule.
+const AlertsName = "vipctl-alerts"
+
+// RunbookBase is where each alert's runbook_url points: its section of
+// docs/alerts.md, whose headings are the alert names.
+const RunbookBase = "https://github.com/vipctl/vipctl/blob/main/docs/alerts.md#"
+
+// Alert severities, as OpenShift's own alerts use them.
+const (
+	severityCritical = "critical"
+	severityWarning  = "warning"
+	severityInfo     = "info"
+)
+
+// Alert is one alerting rule of the PrometheusRule. Each has a section in
+// docs/alerts.md (TestAlertsDocumented) and cases in
+// testdata/alerts.promtool.yaml (TestAlertsPromtool).
+type Alert struct {
+	Name     string
+	Expr     string
+	For      time.Duration
+	Severity string
+	Summary  string
+	// Description may use the series' labels ({{ $labels.vip }}).
+	Description string
+}
+
+// Alerts are vipctl's alerting rules. Their series come from the
+// sidecars (vipctl_runtimecfg_*, vipctl_bgp_*), the allocator
+// (vipctl_allocator_*) and Prometheus's own up for the scrape targets of
+// the ServiceMonitors in Monitoring; the `node` label is the relabelling
+// of the sidecars' ServiceMonitor.
+func Alerts() []Alert {
+	return []Alert{
+		{
+			Name: "VipctlVIPNotHeld",
+			// Every sidecar exports every VIP of the cluster, 0 or 1:
+			// the sum is the VIP's holders.
+			Expr:        `sum by (vip, via) (vipctl_runtimecfg_vip_held) == 0`,
+			For:         time.Minute,
+			Severity:    severityCritical,
+			Summary:     "A VIP is held by no node.",
+			Description: "{{ $labels.vip }} ({{ $labels.via }}) is on no node's interface and announced by none: its clients reach nothing.",
+		},
+		{
+			Name:        "VipctlVIPSplitBrain",
+			Expr:        `sum by (vip) (vipctl_runtimecfg_vip_held{via="vrrp"}) > 1`,
+			For:         time.Minute,
+			Severity:    severityCritical,
+			Summary:     "A VRRP VIP is held by more than one node.",
+			Description: "{{ $labels.vip }} is on {{ $value }} nodes at once (split brain): the VRRP adverts between them are lost, and connections break as the switches' ARP/ND caches flip.",
+		},
+		{
+			Name:        "VipctlConfigKept",
+			Expr:        `vipctl_runtimecfg_sync_failing == 1`,
+			For:         10 * time.Minute,
+			Severity:    severityWarning,
+			Summary:     "A node keeps its last good config.",
+			Description: "The sidecar on {{ $labels.node }} could not apply the cluster's current state (a daemon refused the rendered config, or it could not be written) and runs its last good config: changes since do not take effect there.",
+		},
+		{
+			Name:        "VipctlConfigInvalid",
+			Expr:        `max by (namespace, job) (vipctl_runtimecfg_config_invalid == 1 or vipctl_allocator_config_invalid == 1)`,
+			For:         5 * time.Minute,
+			Severity:    severityWarning,
+			Summary:     "The vipctl ConfigMap holds an invalid config.",
+			Description: "The vipctl-config ConfigMap does not validate; the sidecars and the allocator keep its last valid pools.",
+		},
+		{
+			Name: "VipctlSidecarAPIUnreachable",
+			// A sidecar that cannot reach the API cannot authorize its
+			// scraper either once its cache expires: then its target is
+			// down (VipctlMetricsDown) and this alert ends with the data.
+			Expr:        `sum by (node) (increase(vipctl_runtimecfg_watch_errors_total[5m])) > 0`,
+			For:         5 * time.Minute,
+			Severity:    severityWarning,
+			Summary:     "A sidecar cannot list or watch the API.",
+			Description: "The sidecar on {{ $labels.node }} fails to list or watch the cluster: it renders from what it last saw and cannot publish the VIPs it holds.",
+		},
+		{
+			Name:        "VipctlMetricsDown",
+			Expr:        `up{job=~"` + NodeMetricsName + `|` + AllocatorMetricsName + `"} == 0`,
+			For:         10 * time.Minute,
+			Severity:    severityWarning,
+			Summary:     "A vipctl metrics endpoint cannot be scraped.",
+			Description: "{{ $labels.job }} on {{ $labels.instance }} does not answer the scrape: the process is down, or it cannot reach the API to authorize the scraper. Alerts on its series are blind meanwhile.",
+		},
+		{
+			Name:        "VipctlBGPSessionDown",
+			Expr:        `vipctl_bgp_session_up == 0`,
+			For:         5 * time.Minute,
+			Severity:    severityWarning,
+			Summary:     "A BGP session of a node is down.",
+			Description: "The BGP session from {{ $labels.node }} to {{ $labels.peer }} is not Established: that router does not learn the node's bgp pool routes.",
+		},
+		{
+			Name:        "VipctlBFDPeerDown",
+			Expr:        `vipctl_bgp_bfd_up == 0`,
+			For:         time.Minute,
+			Severity:    severityWarning,
+			Summary:     "A BFD session of a node is down.",
+			Description: "BFD from {{ $labels.node }} to {{ $labels.peer }} is down: the path to that router fails, or the router's BFD is off.",
+		},
+		{
+			Name: "VipctlPoolExhausted",
+			// The leader's counts: a standby's are those of its last term.
+			Expr: `max by (pool) (vipctl_allocator_addresses_in_use and on (pod) (vipctl_allocator_leader == 1))` +
+				` >= on (pool) max by (pool) (vipctl_allocator_pool_size)`,
+			For:         5 * time.Minute,
+			Severity:    severityWarning,
+			Summary:     "A service pool has no free address.",
+			Description: "Pool {{ $labels.pool }} has given out every address: the next LoadBalancer Service asking for it stays pending.",
+		},
+		{
+			Name:        "VipctlNamespaceAtCap",
+			Expr:        `sum by (reason) (increase(vipctl_allocator_failures_total{reason="NamespaceLimit"}[15m])) > 0`,
+			For:         time.Minute,
+			Severity:    severityInfo,
+			Summary:     "A namespace reached a pool's maxPerNamespace.",
+			Description: "The allocator refused addresses because a namespace holds its pool's maxPerNamespace already (the Services' AllocationFailed Events name it).",
+		},
+		{
+			Name: "VipctlDaemonRestarting",
+			// The sidecar sees a new PID at the latest a minute after a
+			// restart; CrashLoopBackOff spaces them 10 s to 5 min apart.
+			Expr:        `increase(vipctl_runtimecfg_daemon_restarts_total[30m]) > 2`,
+			For:         5 * time.Minute,
+			Severity:    severityWarning,
+			Summary:     "keepalived or haproxy restarts repeatedly.",
+			Description: "{{ $labels.daemon }} on {{ $labels.node }} restarted more than twice in 30 minutes: each keepalived restart moves the node's VIPs away and back, each haproxy restart drops the API connections through it.",
+		},
+		{
+			Name:        "VipctlNodeDrainedTooLong",
+			Expr:        `vipctl_runtimecfg_drained == 1`,
+			For:         2 * time.Hour,
+			Severity:    severityWarning,
+			Summary:     "A node has been drained for over two hours.",
+			Description: "{{ $labels.node }} has been drained for two hours: it holds no VIP and takes none over, so its peers carry them alone.",
+		},
+	}
+}
+
+// PrometheusRule carries Alerts for the stack's Prometheus.
+func PrometheusRule(c *v1alpha1.ClusterVIPs) *monitoringv1.PrometheusRule {
+	m := meta(AlertsName, "monitoring")
+	for k, v := range c.Spec.MonitoringLabels() {
+		m.Labels[k] = v
+	}
+	var rules []monitoringv1.Rule
+	for _, a := range Alerts() {
+		rules = append(rules, monitoringv1.Rule{
+			Alert:  a.Name,
+			Expr:   intstr.FromString(a.Expr),
+			For:    ptr.To(monitoringv1.Duration(promDuration(a.For))),
+			Labels: map[string]string{"severity": a.Severity},
+			Annotations: map[string]string{
+				"summary":     a.Summary,
+				"description": a.Description,
+				"runbook_url": RunbookBase + strings.ToLower(a.Name),
+			},
+		})
+	}
+	return &monitoringv1.PrometheusRule{
+		TypeMeta:   tm(monitoringv1.SchemeGroupVersion.String(), monitoringv1.PrometheusRuleKind),
+		ObjectMeta: m,
+		Spec:       monitoringv1.PrometheusRuleSpec{Groups: []monitoringv1.RuleGroup{{Name: "vipctl", Rules: rules}}},
+	}
+}
+
+// promDuration writes d as Prometheus durations are written: 90s, 5m, 2h.
+func promDuration(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return strings.TrimSuffix(d.String(), "0m0s")
+	case d%time.Minute == 0:
+		return strings.TrimSuffix(d.String(), "0s")
+	default:
+		return d.String()
+	}
+}

@@ -1,0 +1,150 @@
+package manifests_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vipctl/vipctl/pkg/allocator"
+	"github.com/vipctl/vipctl/pkg/manifests"
+	"github.com/vipctl/vipctl/pkg/sidecar"
+	"github.com/vipctl/vipctl/test/fixture"
+)
+
+// promtoolTests is promtool's unit test file for the alerts.
+const promtoolTests = "testdata/alerts.promtool.yaml"
+
+// TestAlertsPromtool: the rendered PrometheusRule's groups pass
+// Prometheus's own `promtool check rules` and the cases of
+// testdata/alerts.promtool.yaml (`promtool test rules`), and every alert
+// has a case in which it fires.
+func TestAlertsPromtool(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatal("promtool missing: run hack/install-deps.sh")
+	}
+	rule := manifests.PrometheusRule(fixture.Example(t, "compact-ipv4.yaml"))
+	rules, err := yaml.Marshal(map[string]any{"groups": rule.Spec.Groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases, err := os.ReadFile(promtoolTests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, data := range map[string][]byte{"rules.yaml": rules, "tests.yaml": cases} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"check", "rules", "rules.yaml"}, {"test", "rules", "tests.yaml"}} {
+		cmd := exec.Command(promtool, args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+
+	var file struct {
+		Tests []struct {
+			AlertRuleTest []struct {
+				AlertName string           `json:"alertname"`
+				ExpAlerts []map[string]any `json:"exp_alerts"`
+			} `json:"alert_rule_test"`
+		} `json:"tests"`
+	}
+	if err := yaml.Unmarshal(cases, &file); err != nil {
+		t.Fatal(err)
+	}
+	fires := map[string]bool{}
+	for _, tc := range file.Tests {
+		for _, a := range tc.AlertRuleTest {
+			if len(a.ExpAlerts) > 0 {
+				fires[a.AlertName] = true
+			}
+		}
+	}
+	for _, a := range manifests.Alerts() {
+		if !fires[a.Name] {
+			t.Errorf("%s has no case in %s in which it fires", a.Name, promtoolTests)
+		}
+	}
+}
+
+// describer records the names of the metrics registered with it.
+type describer struct{ names []string }
+
+var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
+
+func (d *describer) Register(c prometheus.Collector) error {
+	ch := make(chan *prometheus.Desc)
+	go func() { c.Describe(ch); close(ch) }()
+	for desc := range ch {
+		if m := fqName.FindStringSubmatch(desc.String()); m != nil {
+			d.names = append(d.names, m[1])
+		}
+	}
+	return nil
+}
+
+func (d *describer) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		_ = d.Register(c)
+	}
+}
+
+func (d *describer) Unregister(prometheus.Collector) bool { return false }
+
+// TestAlertsUseExportedMetrics: every vipctl_ series an alert reads is one
+// the sidecar or the allocator exports (a renamed metric would leave its
+// alert silent forever).
+func TestAlertsUseExportedMetrics(t *testing.T) {
+	d := &describer{}
+	sidecar.NewMetrics(d)
+	allocator.NewMetrics(d)
+	used := regexp.MustCompile(`\bvipctl_[a-z_]+`)
+	for _, a := range manifests.Alerts() {
+		for _, m := range used.FindAllString(a.Expr, -1) {
+			if !slices.Contains(d.names, m) {
+				t.Errorf("%s reads %s, which neither the sidecar nor the allocator exports", a.Name, m)
+			}
+		}
+	}
+}
+
+// TestAlertsDocumented: docs/alerts.md has a runbook section per alert,
+// headed by its name (the anchor of its runbook_url), that states its
+// severity and its `for:`.
+func TestAlertsDocumented(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "alerts.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	rule := manifests.PrometheusRule(fixture.Example(t, "compact-ipv4.yaml"))
+	for _, r := range rule.Spec.Groups[0].Rules {
+		_, section, found := strings.Cut(doc, "\n## "+r.Alert+"\n")
+		if !found {
+			t.Errorf("docs/alerts.md has no section \"## %s\"", r.Alert)
+			continue
+		}
+		section, _, _ = strings.Cut(section, "\n## ")
+		want := "Severity: " + r.Labels["severity"] + ", for " + string(*r.For)
+		if !strings.Contains(section, want) {
+			t.Errorf("docs/alerts.md, %s: no %q", r.Alert, want)
+		}
+		for _, part := range []string{"Meaning", "Confirm", "Fix"} {
+			if !strings.Contains(section, "**"+part+"**") {
+				t.Errorf("docs/alerts.md, %s: no **%s**", r.Alert, part)
+			}
+		}
+	}
+}
