@@ -194,12 +194,14 @@ func TestFollowerProxiesIPv6ServiceAddresses(t *testing.T) {
 	}
 
 	// Undrain (a pod's start) removes vipctl's local routes but those of
-	// proxied addresses, which nothing else would accept.
+	// proxied addresses, which nothing else would accept. The follower
+	// still runs here and may give the anchor, which the node holds, its
+	// route back at once (CI saw it do so between Undrain and the look).
 	if err := Undrain(tn); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, routes := state(); !slices.Equal(routes, []string{"2001:db8:100::1:5", "2001:db8:100::1:6"}) {
-		t.Errorf("vipctl's IPv6 local routes after Undrain %v, want the proxied addresses'", routes)
+	if _, _, routes := state(); !slices.Equal(slices.DeleteFunc(routes, func(r string) bool { return r == anchor6 }), []string{"2001:db8:100::1:5", "2001:db8:100::1:6"}) {
+		t.Errorf("vipctl's IPv6 local routes after Undrain %v, want the proxied addresses' (and the held anchor's, if the follower restored it)", routes)
 	}
 
 	// The pool no longer announced by the sidecar (or gone): vipctl's
