@@ -174,7 +174,10 @@ func TestSidecarAnnouncedPoolAfterKeepalivedCrash(t *testing.T) {
 // (the client's neighbour entries expired meanwhile, so an answer needs
 // a node that answers for the address).
 func TestSidecarAnnouncedPoolColdStartWithoutAPI(t *testing.T) {
-	al := startAnnounceLab(t, lab.BuildProbe(t), v1alpha1.AnnounceSidecar, t.Fatalf)
+	al, unsettled := startAnnounceLab(t, lab.BuildProbe(t), v1alpha1.AnnounceSidecar)
+	if al == nil {
+		t.Fatal(unsettled)
+	}
 	al.kc.API.RestartAPIServer(t, func() {
 		var up time.Time
 		al.powerCycle(t, func() { up = time.Now() })
