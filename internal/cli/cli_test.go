@@ -55,6 +55,8 @@ func TestCLIGolden(t *testing.T) {
 		{"validate-ok", []string{"validate", "-f", repo("examples/compact-ipv4.yaml")}, 0},
 		{"validate-defaults-yaml", []string{"validate", "-f", repo("examples/dual-stack.yaml"), "-o", "yaml"}, 0},
 		{"validate-invalid", []string{"validate", "-f", repo("testdata/invalid-cluster.yaml")}, 1},
+		{"validate-nodes-own-interface", []string{"validate", "-f", repo("examples/own-interface.yaml"), "--nodes", repo("examples/nodes/dmz.yaml")}, 0},
+		{"validate-nodes-missing-interface", []string{"validate", "-f", repo("examples/own-interface.yaml"), "--nodes", repo("testdata/bad-input/nodes-without-dmz.yaml")}, 1},
 		// Bad input that used to be accepted: each refused with its field
 		// path (testdata/bad-input says why in each file's comment).
 		{"validate-two-documents", []string{"validate", "-f", repo("testdata/bad-input/two-documents.yaml")}, 1},

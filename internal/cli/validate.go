@@ -7,12 +7,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/bundle"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/vrid"
 )
 
 type validateOptions struct {
 	file   string
 	output string
+	nodes  string
 }
 
 // NewValidateCommand checks a ClusterVIPs file and prints it with every
@@ -20,7 +23,7 @@ type validateOptions struct {
 func NewValidateCommand(streams IOStreams) *cobra.Command {
 	o := &validateOptions{}
 	cmd := &cobra.Command{
-		Use:   "validate -f FILE",
+		Use:   "validate -f FILE [--nodes NODES.yaml]",
 		Short: "Check a ClusterVIPs file; -o yaml prints it with defaults applied",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -31,14 +34,27 @@ func NewValidateCommand(streams IOStreams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// What render refuses, validate refuses too (without nodes):
-			// reserved addresses in pools, and VRRP IDs that cannot be
-			// assigned (OpenShift's API ID avoided without a pin).
-			if errs := v1alpha1.ValidateNodes(c, nil); len(errs) > 0 {
+			// What render refuses, validate refuses too: reserved
+			// addresses in pools, VRRP IDs that cannot be assigned
+			// (OpenShift's API ID avoided without a pin), and with
+			// --nodes what no node could hold or a node lacks.
+			var list cluster.NodeListFile
+			if o.nodes != "" {
+				if list, err = cluster.LoadNodeListFile(o.nodes, c.Spec.VRRP.Interface); err != nil {
+					return fmt.Errorf("--nodes: %w", err)
+				}
+			}
+			if errs := v1alpha1.ValidateNodes(c, cluster.Addresses(list.Nodes)); len(errs) > 0 {
 				return fmt.Errorf("%s: %w", o.file, &v1alpha1.ValidationError{Errors: errs})
 			}
-			if _, err := vrid.ForCluster(c); err != nil {
+			ids, err := vrid.ForCluster(c)
+			if err != nil {
 				return fmt.Errorf("%s: spec.vrrp: %w", o.file, err)
+			}
+			if len(list.Nodes) > 0 {
+				if _, err := bundle.NodePlan(c, ids, cluster.State{Nodes: list.Nodes}); err != nil {
+					return fmt.Errorf("%s: %w", o.file, err)
+				}
 			}
 			return printData(streams.Out, o.output, c, func(w io.Writer) error {
 				vips := len(c.Spec.API.VIPs) + len(c.Spec.API.InternalVIPs)
@@ -52,6 +68,7 @@ func NewValidateCommand(streams IOStreams) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&o.file, "file", "f", "", "ClusterVIPs file")
+	cmd.Flags().StringVar(&o.nodes, "nodes", "", "NodeList (vipctl nodes, oc get nodes -o yaml) to check the config against, as render --nodes does")
 	_ = cmd.MarkFlagRequired("file")
 	addOutputFlag(cmd, &o.output)
 	return cmd

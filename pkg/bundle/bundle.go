@@ -183,12 +183,9 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 	}
 	st := o.State
 	st.Nodes = o.Nodes
-	plan, err := render.NewPlan(cluster.Compile(c), ids, st)
+	plan, err := NodePlan(c, ids, st)
 	if err != nil {
 		return nil, err
-	}
-	if unplaced := plan.Unplaced(); len(unplaced) > 0 {
-		return nil, fmt.Errorf("--nodes: %s", strings.Join(unplaced, "; "))
 	}
 	for _, n := range o.Nodes {
 		files, err := plan.NodeFiles(n.Name)
@@ -203,6 +200,25 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// NodePlan is the plan for a known node list, refused, as `render` and
+// `validate` with --nodes refuse it, when some VIPs could be held by no
+// node or a node a pool or IngressController selects lacks the interface
+// its VIPs live on. A sidecar instead reports these and renders the rest.
+func NodePlan(c *v1alpha1.ClusterVIPs, ids map[v1alpha1.InstanceKey]uint8, st cluster.State) (*render.Plan, error) {
+	plan, err := render.NewPlan(cluster.Compile(c), ids, st)
+	if err != nil {
+		return nil, err
+	}
+	refused := plan.Unplaced()
+	for _, m := range plan.MissingInterfaces() {
+		refused = append(refused, m.String())
+	}
+	if len(refused) > 0 {
+		return nil, fmt.Errorf("--nodes: %s", strings.Join(refused, "; "))
+	}
+	return plan, nil
 }
 
 // dnsFiles are the DNS records of c's VIPs in every form; none where

@@ -28,6 +28,12 @@ type Node struct {
 	Addresses []netip.Addr
 	// Interface carries VRRP and the VIPs; empty means spec.vrrp.interface.
 	Interface string
+	// Interfaces are the node's network interfaces when known (the
+	// InterfacesAnnotation of a node list; the sidecar's own node from
+	// netlink): a pool or IngressController whose own interface is not
+	// among them leaves the node out. Nil means unknown: every interface
+	// is taken to exist.
+	Interfaces []string `json:",omitempty"`
 	// ControlPlane nodes run haproxy and may hold the API VIP.
 	ControlPlane bool
 	// ExcludeServices is the Kubernetes label ExcludeLBLabel: the node
@@ -40,6 +46,11 @@ type Node struct {
 // Label and annotation names read from Kubernetes Node objects.
 const (
 	InterfaceAnnotation = "vipctl.io/interface"
+	// InterfacesAnnotation lists a node's network interfaces, comma
+	// separated, in a node list (`--nodes`): with it `validate` and
+	// `render` refuse a pool or IngressController whose own interface
+	// (interface, interfaceLabel) a node they select lacks.
+	InterfacesAnnotation = "vipctl.io/interfaces"
 	// ExcludeLBLabel is Kubernetes' own signal that a node must not serve
 	// external load balancers (set for maintenance, or on nodes that must
 	// never carry Service traffic).
@@ -67,6 +78,19 @@ func NodeFromKubernetes(n *corev1.Node, defaultInterface string) (Node, error) {
 			return Node{}, fmt.Errorf("node %s: annotation %s %q: %s", n.Name, InterfaceAnnotation, boundValue(iface), msg)
 		}
 		out.Interface = iface
+	}
+	if list, ok := n.Annotations[InterfacesAnnotation]; ok {
+		out.Interfaces = []string{}
+		for _, name := range strings.Split(list, ",") {
+			name = strings.TrimSpace(name)
+			if name == "" {
+				continue
+			}
+			if msg := v1alpha1.InterfaceNameError(name); msg != "" {
+				return Node{}, fmt.Errorf("node %s: annotation %s: %q: %s", n.Name, InterfacesAnnotation, boundValue(name), msg)
+			}
+			out.Interfaces = append(out.Interfaces, name)
+		}
 	}
 	_, out.ExcludeServices = n.Labels[ExcludeLBLabel]
 	out.ControlPlane = IsControlPlane(n.Labels)
@@ -112,8 +136,13 @@ func SlimNodes(items []corev1.Node) (slim []corev1.Node, skipped []error) {
 			continue
 		}
 		out := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}, Status: corev1.NodeStatus{Addresses: n.Status.Addresses}}
-		if iface := n.Annotations[InterfaceAnnotation]; iface != "" {
-			out.Annotations = map[string]string{InterfaceAnnotation: iface}
+		for _, k := range []string{InterfaceAnnotation, InterfacesAnnotation} {
+			if v, ok := n.Annotations[k]; ok {
+				if out.Annotations == nil {
+					out.Annotations = map[string]string{}
+				}
+				out.Annotations[k] = v
+			}
 		}
 		slim = append(slim, out)
 	}

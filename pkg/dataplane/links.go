@@ -5,6 +5,8 @@ import (
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/vipctl/vipctl/pkg/host"
 )
 
 // LinkAddresses lists every address the current network namespace
@@ -73,4 +75,22 @@ func LocalInterface(h *netlink.Handle, network netip.Prefix) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no interface has an address in %s", network)
+}
+
+// LinkNames lists the names of t's interfaces: the sidecar's own node is
+// the one node whose interfaces are known for sure (a pool on an
+// interface the node lacks leaves it out, render.MissingInterface).
+func LinkNames(t host.Target) ([]string, error) {
+	var names []string
+	err := t.InNetns(func() error {
+		links, err := netlink.LinkList()
+		if err != nil {
+			return fmt.Errorf("listing links: %w", err)
+		}
+		for _, l := range links {
+			names = append(names, l.Attrs().Name)
+		}
+		return nil
+	})
+	return names, err
 }

@@ -67,6 +67,13 @@ func (p *Plan) Handover(node string) (Handover, error) {
 		h.Interface = p.c.Spec.VRRP.Interface
 	}
 	for _, inst := range p.byNode[node] {
+		if inst.on.Own() {
+			// Its VIPs live on another interface, where the handover
+			// tables, takeover routes and local VIPs do not look: a
+			// planned move still goes make-before-break (the drain), but
+			// connections the old holder accepted are reset.
+			continue
+		}
 		hi := HandoverInstance{Family: inst.family, VRID: inst.vrid}
 		for _, m := range inst.eligible {
 			if m.node.Name == node {

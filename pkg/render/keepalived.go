@@ -96,9 +96,13 @@ type keepalivedView struct {
 	Version                 int
 	// GARPDelay, GARPRepeat and GARPRefresh: see the constants.
 	GARPDelay, GARPRepeat, GARPRefresh int
-	Scripts                            []scriptView
-	TrackFiles                         []trackFileView
-	Instances                          []instanceView
+	// OwnInterfaces says some instance's VIPs live on an interface of
+	// their own, where keepalived refreshes its gratuitous ARPs only when
+	// told.
+	OwnInterfaces bool
+	Scripts       []scriptView
+	TrackFiles    []trackFileView
+	Instances     []instanceView
 	// lonely are the instances left out for lack of a peer.
 	lonely []string
 }
@@ -130,7 +134,10 @@ type instanceView struct {
 	// Sidecar says the vipctl sidecar adds the instance's Service
 	// addresses while this node holds it (announce: sidecar). keepalived.conf
 	// neither names nor counts them, so a new Service reloads nothing.
-	Sidecar      bool
+	Sidecar bool
+	// VIPInterface is where the VIPs live when not on Interface (a pool's
+	// or an IngressController's own interface); keepalived tracks it.
+	VIPInterface string
 	TrackScripts []string
 	TrackFiles   []string
 }
@@ -182,15 +189,22 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 			v.lonely = append(v.lonely, err.Error())
 			continue
 		}
+		on := iface
+		if inst.on.Own() {
+			// add left out every node without it.
+			iv.VIPInterface, _ = inst.on.On(n.Labels)
+			on = iv.VIPInterface
+			v.OwnInterfaces = true
+		}
 		for _, a := range inst.vips {
-			iv.VIPs = append(iv.VIPs, vipAddress(a, iface))
+			iv.VIPs = append(iv.VIPs, vipAddress(a, on))
 		}
 		iv.Sidecar = inst.sidecar
 		for _, a := range inst.excluded {
 			if inst.sidecar {
 				break
 			}
-			iv.Excluded = append(iv.Excluded, vipAddress(a, iface))
+			iv.Excluded = append(iv.Excluded, vipAddress(a, on))
 		}
 		for _, sc := range inst.scripts {
 			usedScripts[sc] = true

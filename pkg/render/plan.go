@@ -30,6 +30,8 @@ type instance struct {
 	scripts  []string
 	files    []string
 	why      string
+	// on is where the VIPs live when not on the VRRP interface.
+	on v1alpha1.VIPInterface
 }
 
 type member struct {
@@ -55,6 +57,7 @@ type Plan struct {
 	scripts   []scriptView
 	tracks    []trackFileView
 	unplaced  []string
+	missing   []MissingInterface
 	// root prefixes the node paths the configs name; "" on a real node.
 	root string
 	// skipLonely leaves out instances without a peer instead of failing.
@@ -135,14 +138,14 @@ func NewPlan(m *cluster.Model, ids map[v1alpha1.InstanceKey]uint8, st cluster.St
 	if p.HasAPI() {
 		haproxyCmd := fmt.Sprintf("%s/%s %d %s", p.root+ScriptsDir, checkScript, s.API.HealthPort, haproxyReadyPath)
 		p.scripts = append(p.scripts, scriptView{Name: haproxyScriptName, Command: haproxyCmd, Interval: scriptInterval, Timeout: scriptTimeout, Fall: fall, Rise: rise})
-		if err := p.add(v1alpha1.KeyAPI, ids, addrs(s.API.VIPs), func(n *cluster.Node) bool { return n.ControlPlane }, 0,
-			[]string{haproxyScriptName}, nil, "held by a control-plane node whose haproxy can reach a kube-apiserver"); err != nil {
+		if err := p.add(instanceSpec{key: v1alpha1.KeyAPI, vips: addrs(s.API.VIPs), eligible: func(n *cluster.Node) bool { return n.ControlPlane },
+			scripts: []string{haproxyScriptName}, why: "held by a control-plane node whose haproxy can reach a kube-apiserver"}); err != nil {
 			return nil, err
 		}
 	}
 	if len(s.API.InternalVIPs) > 0 {
-		if err := p.add(v1alpha1.KeyAPIInternal, ids, addrs(s.API.InternalVIPs), func(n *cluster.Node) bool { return n.ControlPlane }, 0,
-			[]string{haproxyScriptName}, nil, "api-int, for the cluster's nodes only: held by a control-plane node whose haproxy can reach a kube-apiserver"); err != nil {
+		if err := p.add(instanceSpec{key: v1alpha1.KeyAPIInternal, vips: addrs(s.API.InternalVIPs), eligible: func(n *cluster.Node) bool { return n.ControlPlane },
+			scripts: []string{haproxyScriptName}, why: "api-int, for the cluster's nodes only: held by a control-plane node whose haproxy can reach a kube-apiserver"}); err != nil {
 			return nil, err
 		}
 	}
@@ -164,8 +167,8 @@ func NewPlan(m *cluster.Model, ids map[v1alpha1.InstanceKey]uint8, st cluster.St
 			}
 			eligible = func(n *cluster.Node) bool { return on[n.Name] }
 		}
-		if err := p.add(v1alpha1.IngressKey(in.Name), ids, addrs(in.VIPs), eligible, 0,
-			[]string{script}, []string{track}, "held by a node running a ready router of IngressController "+in.Name); err != nil {
+		if err := p.add(instanceSpec{key: v1alpha1.IngressKey(in.Name), vips: addrs(in.VIPs), eligible: eligible, on: in.VIPInterface(), owner: "ingress " + in.Name,
+			scripts: []string{script}, files: []string{track}, why: "held by a node running a ready router of IngressController " + in.Name}); err != nil {
 			return nil, err
 		}
 	}
@@ -195,8 +198,9 @@ func NewPlan(m *cluster.Model, ids map[v1alpha1.InstanceKey]uint8, st cluster.St
 				}
 			}
 			from := len(p.instances)
-			if err := p.add(v1alpha1.PoolKey(pool.Name, k), ids, anchors, func(n *cluster.Node) bool { return cluster.Matches(sel, n.Labels) }, pool.MaxHolders,
-				nil, nil, fmt.Sprintf("service pool %s, instance %d of %d", pool.Name, k+1, pool.Instances)); err != nil {
+			if err := p.add(instanceSpec{key: v1alpha1.PoolKey(pool.Name, k), vips: anchors, eligible: func(n *cluster.Node) bool { return cluster.Matches(sel, n.Labels) },
+				maxMembers: pool.MaxHolders, on: pool.VIPInterface(), owner: "service pool " + pool.Name,
+				why: fmt.Sprintf("service pool %s, instance %d of %d", pool.Name, k+1, pool.Instances)}); err != nil {
 				return nil, err
 			}
 			for _, inst := range p.instances[from:] {
@@ -296,8 +300,9 @@ func (p *Plan) addLocal(ls cluster.LocalService) error {
 	}
 	sel := pool.NodeSelector
 	first := len(p.instances)
-	if err := p.add(key, p.ids, ls.VIPs, func(n *cluster.Node) bool { return endpoint[n.Name] && cluster.Matches(sel, n.Labels) }, pool.MaxHolders,
-		nil, []string{track}, "Service "+ls.Name+" (externalTrafficPolicy Local): held only by a node with a ready endpoint"); err != nil {
+	if err := p.add(instanceSpec{key: key, vips: ls.VIPs, eligible: func(n *cluster.Node) bool { return endpoint[n.Name] && cluster.Matches(sel, n.Labels) },
+		maxMembers: pool.MaxHolders, on: pool.VIPInterface(), owner: "service pool " + pool.Name,
+		files: []string{track}, why: "Service " + ls.Name + " (externalTrafficPolicy Local): held only by a node with a ready endpoint"}); err != nil {
 		return err
 	}
 	for _, inst := range p.instances[first:] {
@@ -380,15 +385,31 @@ func steer(instances []*instance) {
 	}
 }
 
-// add creates one instance per IP family of vips.
-func (p *Plan) add(key v1alpha1.InstanceKey, ids map[v1alpha1.InstanceKey]uint8, vips []netip.Addr, eligible func(*cluster.Node) bool, maxMembers int, scripts, files []string, why string) error {
-	id, ok := ids[key]
+// instanceSpec is one VRRP instance key's members and checks, before it
+// is split by IP family.
+type instanceSpec struct {
+	key        v1alpha1.InstanceKey
+	vips       []netip.Addr
+	eligible   func(*cluster.Node) bool
+	maxMembers int
+	scripts    []string
+	files      []string
+	why        string
+	// on is where the VIPs live when not on the VRRP interface; owner
+	// names the pool or controller that asked for it, for messages.
+	on    v1alpha1.VIPInterface
+	owner string
+}
+
+// add creates one instance per IP family of s.vips.
+func (p *Plan) add(s instanceSpec) error {
+	id, ok := p.ids[s.key]
 	if !ok {
-		return fmt.Errorf("no VRRP ID for instance %s", key)
+		return fmt.Errorf("no VRRP ID for instance %s", s.key)
 	}
 	for _, fam := range []int{4, 6} {
 		var mine []netip.Addr
-		for _, a := range vips {
+		for _, a := range s.vips {
 			if (fam == 4) == a.Is4() {
 				mine = append(mine, a)
 			}
@@ -397,30 +418,30 @@ func (p *Plan) add(key v1alpha1.InstanceKey, ids map[v1alpha1.InstanceKey]uint8,
 			continue
 		}
 		sort.Slice(mine, func(i, j int) bool { return mine[i].Less(mine[j]) })
-		network, ok := p.machineNetwork(mine[0])
+		network, ok := p.vrrpNetwork(mine[0], s.on)
 		if !ok {
-			return fmt.Errorf("%s: %s is outside every machine network", key, mine[0])
+			return fmt.Errorf("%s: %s is outside every machine network", s.key, mine[0])
 		}
-		inst := &instance{key: key, family: fam, vrid: id, vips: mine, network: network, scripts: scripts, files: files, why: why}
+		inst := &instance{key: s.key, family: fam, vrid: id, vips: mine, network: network, scripts: s.scripts, files: s.files, why: s.why, on: s.on}
 		for _, n := range p.state.Nodes {
 			node := p.nodes[n.Name]
-			if !eligible(node) {
+			if !s.eligible(node) {
 				continue
 			}
 			src, ok := addressIn(node, network)
-			if !ok {
+			if !ok || !p.hasVIPInterface(node, s) {
 				continue
 			}
-			inst.eligible = append(inst.eligible, member{node: node, src: src, priority: priority(key, node.Name)})
+			inst.eligible = append(inst.eligible, member{node: node, src: src, priority: priority(s.key, node.Name)})
 		}
-		if maxMembers > 0 && len(inst.eligible) > maxMembers {
+		if s.maxMembers > 0 && len(inst.eligible) > s.maxMembers {
 			// Keep the members the hash likes best: a node joining or
 			// leaving changes the set only where it ranks among them.
 			sort.SliceStable(inst.eligible, func(i, j int) bool {
 				a, b := inst.eligible[i], inst.eligible[j]
 				return a.priority > b.priority || (a.priority == b.priority && a.node.Name < b.node.Name)
 			})
-			inst.eligible = inst.eligible[:maxMembers]
+			inst.eligible = inst.eligible[:s.maxMembers]
 		}
 		// Peers are listed by node name whatever order the nodes came in.
 		sort.SliceStable(inst.eligible, func(i, j int) bool { return inst.eligible[i].node.Name < inst.eligible[j].node.Name })

@@ -29,6 +29,7 @@ var exampleNodes = map[string]string{
 	"pools-node-groups.yaml": "groups.yaml",
 	"pools-only.yaml":        "compact.yaml",
 	"bgp-two-racks.yaml":     "racks.yaml",
+	"own-interface.yaml":     "dmz.yaml",
 }
 
 // testIDs stands in for vrid.ForCluster (which lives above this package):

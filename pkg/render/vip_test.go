@@ -14,7 +14,8 @@ import (
 // OpenShift's keepalived gives its VIPs and OVN-Kubernetes reads as "not
 // the node's address" (VIPLabel): IPv4 ones the label, IPv6 ones a /128
 // with no preferred_lft, which keepalived then adds deprecated (and no
-// label, which keepalived refuses for IPv6).
+// label, which keepalived refuses for IPv6), on the VRRP interface or, for
+// VIPs of their own interface, on that one.
 func TestEveryVIPMarkedNotTheNodes(t *testing.T) {
 	t.Parallel()
 	for _, e := range fixture.Examples(t) {
@@ -39,9 +40,17 @@ func TestEveryVIPMarkedNotTheNodes(t *testing.T) {
 							t.Fatalf("%s %s: %q: %v", e, node, line, err)
 						}
 						seen[p.Addr().Is4()]++
-						want := []string{p.String(), "dev", "br-ex", "label", VIPLabel}
+						// VIPs outside every machine network live on an
+						// interface of their own: br-dmz in the examples.
+						dev := "br-dmz"
+						for _, n := range r.config.Spec.MachineNetworks {
+							if netip.MustParsePrefix(n).Contains(p.Addr()) {
+								dev = "br-ex"
+							}
+						}
+						want := []string{p.String(), "dev", dev, "label", VIPLabel}
 						if p.Addr().Is6() {
-							want = []string{p.Addr().String() + "/128", "dev", "br-ex"}
+							want = []string{p.Addr().String() + "/128", "dev", dev}
 						}
 						if strings.Join(fields, " ") != strings.Join(want, " ") {
 							t.Errorf("%s %s: %q, want %q", e, node, strings.TrimSpace(line), strings.Join(want, " "))

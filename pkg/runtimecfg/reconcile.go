@@ -114,7 +114,23 @@ func (n *Node) Desired(in Input) (NodeState, error) {
 	if in.HoldBack {
 		extra = append(extra, render.WithHeldBack(n.Name))
 	}
-	return DesiredNode(in.Model, in.State, n.Name, n.Root, extra...)
+	st := in.State
+	if in.Model.Config.HasOwnInterfaces() {
+		// Only this node's own interfaces are known for sure; a pool on
+		// one it lacks leaves it out here instead of failing
+		// keepalived's config test for the whole node.
+		names, err := dataplane.LinkNames(n.Target)
+		if err != nil {
+			return NodeState{}, err
+		}
+		st.Nodes = slices.Clone(st.Nodes)
+		for i := range st.Nodes {
+			if st.Nodes[i].Name == n.Name {
+				st.Nodes[i].Interfaces = names
+			}
+		}
+	}
+	return DesiredNode(in.Model, st, n.Name, n.Root, extra...)
 }
 
 // NodeState is everything the sidecar keeps true on one node.
@@ -132,6 +148,9 @@ type NodeState struct {
 	// Guard closes the internal API to all but the cluster's hosts (nil:
 	// the config serves none); written where haproxy runs.
 	Guard *render.InternalGuard
+	// MissingInterfaces are the pools and IngressControllers this node
+	// holds no VIP of because it lacks the interface they live on.
+	MissingInterfaces []render.MissingInterface
 }
 
 // DesiredNode renders one node's files and the rest of its state from a
@@ -174,7 +193,13 @@ func DesiredNode(m *cluster.Model, st cluster.State, node, root string, opts ...
 	if g, ok := plan.InternalGuard(); ok {
 		guard = &g
 	}
-	return NodeState{Files: r.Files, Handover: h, Lonely: r.Lonely, Unannounced: unannounced, Announced: r.Announced, Guard: guard}, err
+	var missing []render.MissingInterface
+	for _, m := range plan.MissingInterfaces() {
+		if m.Node == node {
+			missing = append(missing, m)
+		}
+	}
+	return NodeState{Files: r.Files, Handover: h, Lonely: r.Lonely, Unannounced: unannounced, Announced: r.Announced, Guard: guard, MissingInterfaces: missing}, err
 }
 
 // StepError is a failed step of a sync, labelled for the sidecar's

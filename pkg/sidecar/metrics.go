@@ -26,8 +26,11 @@ type Metrics struct {
 	LastGood       prometheus.Gauge
 	Lonely         prometheus.Gauge
 	Unannounced    prometheus.Gauge
-	SyncSeconds    prometheus.Histogram
-	BGP            BGPMetrics
+	// InterfaceMissing is 1 per pool or IngressController whose own
+	// interface this node lacks.
+	InterfaceMissing *prometheus.GaugeVec
+	SyncSeconds      prometheus.Histogram
+	BGP              BGPMetrics
 }
 
 // BGPMetrics describe the node's BGP sessions, one series per peer.
@@ -72,6 +75,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "VRRP instances left out of this node's config because it is their only eligible node."}),
 		Unannounced: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "services_not_announced",
 			Help: "externalTrafficPolicy Local Services left out because no VRRP ID is free; their VIPs are not announced."}),
+		InterfaceMissing: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "vip_interface_missing",
+			Help: "1 per service pool or IngressController whose VIPs live on an interface of their own (interface, interfaceLabel) that this node lacks: the node holds none of them (Event VIPInterfaceMissing)."}, []string{"owner"}),
 		LastGood: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "last_good_sync_timestamp_seconds",
 			Help: "When the files last matched the cluster."}),
 		SyncSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "sync_duration_seconds",
@@ -90,7 +95,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		},
 	}
 	if reg != nil {
-		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.WatchEvents, m.VIPsHeld, m.VIPHeld, m.SyncFailing, m.Drained, m.DaemonRestarts, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.Lonely, m.Unannounced, m.SyncSeconds,
+		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.WatchEvents, m.VIPsHeld, m.VIPHeld, m.SyncFailing, m.Drained, m.DaemonRestarts, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.Lonely, m.Unannounced, m.InterfaceMissing, m.SyncSeconds,
 			m.BGP.Up, m.BGP.Since, m.BGP.Drops, m.BGP.Announced, m.BGP.BFDUp)
 	}
 	return m

@@ -101,6 +101,9 @@ type Sidecar struct {
 	// unannounced are the Local Services last reported as having no VRRP
 	// ID, so each gets its Event once, not on every sync.
 	unannounced map[string]bool
+	// missingIfaces are the owners last reported as on an interface this
+	// node lacks (reportMissingInterfaces).
+	missingIfaces map[render.MissingInterface]bool
 	// lastErr is why the last sync kept the last good config.
 	lastErr   error
 	applied   bool
@@ -291,6 +294,30 @@ func (s *Sidecar) reportUnannounced(list []cluster.LocalService) {
 	s.unannounced = now
 }
 
+// reportMissingInterfaces says which pools and IngressControllers this
+// node holds no VIP of because it lacks the interface they live on: a
+// gauge per owner, a log line and a Warning Event on the Node once per
+// owner and reason until it is resolved. The node's other VIPs are
+// rendered as ever.
+func (s *Sidecar) reportMissingInterfaces(list []render.MissingInterface) {
+	now := make(map[render.MissingInterface]bool, len(list))
+	for _, m := range list {
+		now[m] = true
+		s.m.InterfaceMissing.WithLabelValues(m.Owner).Set(1)
+		if s.missingIfaces[m] {
+			continue
+		}
+		s.log.Warn("VIPs left out: the interface they live on is missing here", "owner", m.Owner, "why", m.Why)
+		s.rec.Event(s.nodeRef, corev1.EventTypeWarning, "VIPInterfaceMissing", truncate(m.String()))
+	}
+	for m := range s.missingIfaces {
+		if !slices.ContainsFunc(list, func(o render.MissingInterface) bool { return o.Owner == m.Owner }) {
+			s.m.InterfaceMissing.DeleteLabelValues(m.Owner)
+		}
+	}
+	s.missingIfaces = now
+}
+
 // Ready tells whether the sidecar has synced and applied at least once and
 // its last sync succeeded.
 func (s *Sidecar) Ready() error {
@@ -363,6 +390,7 @@ func (s *Sidecar) sync(ctx context.Context) error {
 			s.log.Warn("instance left out: its VIPs are not served from this node", "why", l)
 		}
 		s.reportUnannounced(out.Unannounced)
+		s.reportMissingInterfaces(out.MissingInterfaces)
 		s.rememberVIPs(m, st)
 		s.rememberBGP(out.Files)
 	}

@@ -157,6 +157,13 @@ type IngressSpec struct {
 	RouterSelector map[string]string `json:"routerSelector,omitempty"`
 	// HealthPort is the router's readiness port (/healthz/ready). Default 1936.
 	HealthPort int32 `json:"healthPort,omitempty"`
+	// Interface puts the VIPs on this node interface (a DMZ VLAN, say)
+	// instead of spec.vrrp.interface, as for a service pool's `interface`;
+	// the routers are unaffected (they listen on every address).
+	Interface string `json:"interface,omitempty"`
+	// InterfaceLabel names a node label whose value is that interface on
+	// each node, as for a service pool's `interfaceLabel`.
+	InterfaceLabel string `json:"interfaceLabel,omitempty"`
 }
 
 // ServicePool is a set of addresses handed out to Services of type
@@ -226,6 +233,25 @@ type ServicePool struct {
 	// never hands such an address to another Service and reports an
 	// address one Service names while another holds it.
 	ExternalIPs bool `json:"externalIPs,omitempty"`
+	// Interface puts the pool's VIPs on this node interface, named the
+	// same on every node (a DMZ VLAN such as "bond0.100" or "br-dmz"),
+	// instead of spec.vrrp.interface. VRRP itself stays where it was: the
+	// adverts travel on spec.vrrp.interface between the nodes' addresses
+	// in the machine network of the VIP's family, so the VLAN needs no
+	// VRRP of its own, and keepalived tracks the interface, so a node
+	// whose link there is down gives the VIPs to a peer. The addresses
+	// need not lie in a machine network, but the nodes need an address
+	// or a route on that network to answer its clients (NMState gives
+	// them one; docs/render.md, "VIPs on their own interface or VLAN").
+	// A node known to lack the interface holds none of the pool's VIPs:
+	// `validate --nodes` refuses it, the sidecar reports it
+	// (PoolInterfaceMissing). Only for vrrp pools with announce:
+	// keepalived.
+	Interface string `json:"interface,omitempty"`
+	// InterfaceLabel names a node label whose value is that interface on
+	// each node, for nodes whose names for it differ; a node without the
+	// label holds none of the pool's VIPs. Not together with interface.
+	InterfaceLabel string `json:"interfaceLabel,omitempty"`
 	// Instances is the number of VRRP instances per IP family the pool's
 	// VIPs are spread over; each gets other node priorities so the VIPs are
 	// held by different nodes at once. Default 2. Unused by bgp pools.

@@ -153,8 +153,9 @@ func (v *validator) machineNetworks(nets []string, path *field.Path) field.Error
 }
 
 // vipList checks a list of VIPs: valid, one per family, inside a machine
-// network, never used twice anywhere in the config.
-func (v *validator) vipList(vips []string, path *field.Path) field.ErrorList {
+// network unless they live on an interface of their own (ownInterface),
+// never used twice anywhere in the config.
+func (v *validator) vipList(vips []string, path *field.Path, ownInterface bool) field.ErrorList {
 	var errs field.ErrorList
 	families := map[bool]int{}
 	for i, s := range vips {
@@ -178,7 +179,7 @@ func (v *validator) vipList(vips []string, path *field.Path) field.ErrorList {
 			}
 		}
 		v.vips = append(v.vips, seenVIP{addr: a, path: p})
-		if !v.inMachineNetwork(AddressRange{First: a, Last: a}) && len(v.networks) > 0 {
+		if !ownInterface && !v.inMachineNetwork(AddressRange{First: a, Last: a}) && len(v.networks) > 0 {
 			errs = append(errs, field.Invalid(p, s, "outside every machine network ("+v.networkList()+")"))
 		}
 	}
@@ -255,7 +256,8 @@ func (v *validator) ingress(list []IngressSpec, path *field.Path, validName bool
 		if len(in.VIPs) == 0 {
 			errs = append(errs, field.Required(p.Child("vips"), "one VIP per IP family"))
 		}
-		errs = append(errs, v.vipList(in.VIPs, p.Child("vips"))...)
+		errs = append(errs, v.vipList(in.VIPs, p.Child("vips"), in.VIPInterface().Own())...)
+		errs = append(errs, v.vipInterface(in.VIPInterface(), parsedAddrs(in.VIPs), p)...)
 		errs = append(errs, validateName(in.RouterNamespace, p.Child("routerNamespace"))...)
 		errs = append(errs, validateLabels(in.RouterSelector, p.Child("routerSelector"))...)
 		errs = append(errs, validatePort(in.HealthPort, p.Child("healthPort"))...)
@@ -288,6 +290,8 @@ func (v *validator) pools(list []ServicePool, path *field.Path) field.ErrorList 
 		if len(pool.Addresses) == 0 {
 			errs = append(errs, field.Required(p.Child("addresses"), "CIDRs or ranges"))
 		}
+		own := pool.VIPInterface().Own()
+		errs = append(errs, v.poolInterface(pool, p)...)
 		firstRange := len(v.ranges)
 		for j, a := range pool.Addresses {
 			ap := p.Child("addresses").Index(j)
@@ -304,11 +308,11 @@ func (v *validator) pools(list []ServicePool, path *field.Path) field.ErrorList 
 			v.ranges = append(v.ranges, seenRange{r: r, path: ap})
 			// A bgp pool is routed to the nodes, so it may (and usually
 			// does) lie outside every node subnet.
-			if len(v.networks) > 0 && !bgp && !v.inMachineNetwork(r) {
-				errs = append(errs, field.Invalid(ap, a, "not inside one machine network ("+v.networkList()+"): keepalived announces pool addresses on the node's own L2 segment"))
+			if len(v.networks) > 0 && !bgp && !own && !v.inMachineNetwork(r) {
+				errs = append(errs, field.Invalid(ap, a, "not inside one machine network ("+v.networkList()+"): keepalived announces pool addresses on the node's own L2 segment (set interface for another one)"))
 			}
 		}
-		if !bgp {
+		if !bgp && !own {
 			errs = append(errs, v.onePoolNetworkPerFamily(v.ranges[firstRange:])...)
 		}
 		errs = append(errs, validateLabels(pool.NodeSelector, p.Child("nodeSelector"))...)
