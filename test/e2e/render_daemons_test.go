@@ -25,6 +25,9 @@ func nodeListFor(example string) string {
 	if strings.Contains(example, "bgp-two-racks") {
 		return "../../examples/nodes/racks.yaml"
 	}
+	if strings.Contains(example, "own-interface") {
+		return "../../examples/nodes/dmz.yaml"
+	}
 	return "../../examples/nodes/compact.yaml"
 }
 
@@ -53,6 +56,10 @@ func firstAddresses(t *testing.T, c *v1alpha1.ClusterVIPs, n int) map[string][]n
 func TestRenderedConfigsPassRealDaemons(t *testing.T) {
 	lab := netlab.New(t)
 	judge := lab.AddHost("judge", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"198.51.100.250/24", "203.0.113.250/24", "2001:db8:100::250/64"}})
+	// The DMZ interface of examples/own-interface.yaml: keepalived
+	// refuses a VIP on an interface that does not exist.
+	judge.MustExec("ip", "link", "add", "br-dmz", "type", "bridge")
+	judge.MustExec("ip", "link", "set", "br-dmz", "up")
 	ctx := context.Background()
 	examples, err := filepath.Glob("../../examples/*.yaml")
 	if err != nil || len(examples) == 0 {

@@ -301,13 +301,14 @@ func (lc *Cluster) Drain(n *Node) {
 	n.node.Local.Kick()
 }
 
-// Holders lists the nodes that answer for vip right now: it is on their
-// interface, or (an IPv6 Service address of a pool the sidecar announces)
+// Holders lists the nodes that answer for vip right now: it is on one of
+// their interfaces, or (an IPv6 Service address of a pool the sidecar announces)
 // they have a proxy neighbour entry for it.
 func (lc *Cluster) Holders(vip string) []string {
 	var out []string
 	for _, n := range lc.Nodes {
-		got, err := n.Host.Exec("ip", "-o", "addr", "show", "dev", "br-ex")
+		// Every interface: a pool's VIPs may live on one of their own.
+		got, err := n.Host.Exec("ip", "-o", "addr", "show")
 		if err == nil && strings.Contains(string(got), " "+vip+"/") {
 			out = append(out, n.Name)
 			continue
@@ -460,6 +461,17 @@ func mustAddr(t testing.TB, s string) netip.Addr {
 // the cluster (a rogue router, a second client).
 func (lc *Cluster) AddHost(name string, o netlab.HostOpts) *netlab.Host {
 	return lc.lab.AddHost(name, o)
+}
+
+// AddLink gives node n one more interface, iface, on segment (created if
+// new) with addrs (CIDR): a VLAN a pool's VIPs live on.
+func (lc *Cluster) AddLink(n *Node, segment, iface string, addrs ...string) {
+	lc.t.Helper()
+	if !lc.segments[segment] {
+		lc.lab.AddSegment(segment)
+		lc.segments[segment] = true
+	}
+	lc.lab.AddLink(n.Host, segment, iface, addrs...)
 }
 
 // AddSegment adds an L2 segment for hosts that are no node (a client

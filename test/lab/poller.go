@@ -63,13 +63,23 @@ func (lc *Cluster) Probe(url string, interval time.Duration) *Poller {
 	return lc.startPolling(url, interval, true)
 }
 
+// PollFrom is Poll from another client than a lab's own (a client on
+// another segment).
+func PollFrom(client *netlab.Host, url string, interval time.Duration) *Poller {
+	return startPolling(client, url, interval, false)
+}
+
 func (lc *Cluster) startPolling(url string, interval time.Duration, concurrent bool) *Poller {
-	p := &Poller{stop: make(chan struct{}), done: make(chan struct{}), client: lc.Client, retrans0: tcpRetrans(lc.Client)}
+	return startPolling(lc.Client, url, interval, concurrent)
+}
+
+func startPolling(client *netlab.Host, url string, interval time.Duration, concurrent bool) *Poller {
+	p := &Poller{stop: make(chan struct{}), done: make(chan struct{}), client: client, retrans0: tcpRetrans(client)}
 	tr := &http.Transport{
 		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // stand-in servers with throwaway certificates
 		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := lc.Client.DialContext(ctx, network, addr)
+			conn, err := client.DialContext(ctx, network, addr)
 			if tr, ok := ctx.Value(requestTraceKey{}).(*requestTrace); ok && err == nil {
 				tr.set(conn.LocalAddr().String(), "connected")
 			}

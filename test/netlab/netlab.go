@@ -150,21 +150,7 @@ func (l *Lab) AddHost(name string, o HostOpts) *Host {
 		l.ip("netns", "exec", h.NS, "sysctl", "-qw", kv)
 	}
 	l.ip("-n", h.NS, "link", "set", "lo", "up")
-	// Create the pair in the host namespace's side directly: neither end
-	// ever exists in the machine's own namespace.
-	tmp := "t" + port
-	l.ip("-n", h.NS, "link", "add", o.Iface, "type", "veth", "peer", "name", tmp, "netns", l.switchNS)
-	l.ip("-n", l.switchNS, "link", "set", tmp, "name", port)
-	l.ip("-n", l.switchNS, "link", "set", port, "master", br, "up")
-	for _, a := range o.Addrs {
-		args := []string{"-n", h.NS, "addr", "add", a, "dev", o.Iface}
-		if strings.Contains(a, ":") {
-			args = append(args, "nodad")
-		}
-		l.ip(args...)
-	}
-	l.ip("-n", h.NS, "link", "set", o.Iface, "up")
-	l.waitIPv6(h.NS, o.Addrs)
+	l.plug(h.NS, o.Iface, br, port, o.Addrs)
 	for _, gw := range o.Gateways {
 		fam := "-4"
 		if strings.Contains(gw, ":") {
@@ -198,21 +184,46 @@ func (l *Lab) AddRouter(name string, addrs map[string][]string) *Host {
 		if !ok {
 			l.t.Fatalf("netlab: no segment %q", seg)
 		}
-		iface := "eth-" + seg
-		l.ip("-n", h.NS, "link", "add", iface, "type", "veth", "peer", "name", "t"+port, "netns", l.switchNS)
-		l.ip("-n", l.switchNS, "link", "set", "t"+port, "name", port)
-		l.ip("-n", l.switchNS, "link", "set", port, "master", br, "up")
-		for _, a := range cidrs {
-			args := []string{"-n", h.NS, "addr", "add", a, "dev", iface}
-			if strings.Contains(a, ":") {
-				args = append(args, "nodad")
-			}
-			l.ip(args...)
-		}
-		l.ip("-n", h.NS, "link", "set", iface, "up")
-		l.waitIPv6(h.NS, cidrs)
+		l.plug(h.NS, "eth-"+seg, br, port, cidrs)
 	}
 	return h
+}
+
+// AddLink gives an existing host one more interface, iface, on segment
+// (a VLAN of its own, say) with addrs (CIDR). The link is up; the host
+// sets it down and up itself (ip link set iface down) as a NIC or VLAN
+// losing carrier would.
+func (l *Lab) AddLink(h *Host, segment, iface string, addrs ...string) {
+	l.t.Helper()
+	l.mu.Lock()
+	br, ok := l.segments[segment]
+	l.links++
+	port := fmt.Sprintf("p%d", l.links)
+	l.mu.Unlock()
+	if !ok {
+		l.t.Fatalf("netlab: no segment %q", segment)
+	}
+	l.plug(h.NS, iface, br, port, addrs)
+}
+
+// plug connects namespace ns to bridge br through a veth pair, iface
+// inside and port on the bridge, with addrs (CIDR) on iface. The pair is
+// created from ns's side directly: neither end ever exists in the
+// machine's own namespace.
+func (l *Lab) plug(ns, iface, br, port string, addrs []string) {
+	l.t.Helper()
+	l.ip("-n", ns, "link", "add", iface, "type", "veth", "peer", "name", "t"+port, "netns", l.switchNS)
+	l.ip("-n", l.switchNS, "link", "set", "t"+port, "name", port)
+	l.ip("-n", l.switchNS, "link", "set", port, "master", br, "up")
+	for _, a := range addrs {
+		args := []string{"-n", ns, "addr", "add", a, "dev", iface}
+		if strings.Contains(a, ":") {
+			args = append(args, "nodad")
+		}
+		l.ip(args...)
+	}
+	l.ip("-n", ns, "link", "set", iface, "up")
+	l.waitIPv6(ns, addrs)
 }
 
 // waitIPv6 waits until the IPv6 ones of addrs (CIDR notation) are local in
