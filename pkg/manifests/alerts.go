@@ -72,6 +72,14 @@ func Alerts() []Alert {
 			Description: "The sidecar on {{ $labels.node }} could not apply the cluster's current state (a daemon refused the rendered config, or it could not be written) and runs its last good config: changes since do not take effect there.",
 		},
 		{
+			Name:        "VipctlVIPInterfaceMissing",
+			Expr:        `vipctl_runtimecfg_vip_interface_missing == 1`,
+			For:         10 * time.Minute,
+			Severity:    severityWarning,
+			Summary:     "A node lacks the interface a pool's or IngressController's VIPs live on.",
+			Description: "{{ $labels.node }} has no interface for the VIPs of {{ $labels.owner }} (interface, interfaceLabel): it holds none of them, so fewer nodes can.",
+		},
+		{
 			Name:        "VipctlConfigInvalid",
 			Expr:        `max by (namespace, job) (vipctl_runtimecfg_config_invalid == 1 or vipctl_allocator_config_invalid == 1)`,
 			For:         5 * time.Minute,
