@@ -132,6 +132,9 @@ type NodeState struct {
 	// Guard closes the internal API to all but the cluster's hosts (nil:
 	// the config serves none); written where haproxy runs.
 	Guard *render.InternalGuard
+	// Members are the cluster's own VRRP routers by ID, for telling a
+	// foreign router's adverts from theirs.
+	Members vrid.Members
 }
 
 // DesiredNode renders one node's files and the rest of its state from a
@@ -174,7 +177,7 @@ func DesiredNode(m *cluster.Model, st cluster.State, node, root string, opts ...
 	if g, ok := plan.InternalGuard(); ok {
 		guard = &g
 	}
-	return NodeState{Files: r.Files, Handover: h, Lonely: r.Lonely, Unannounced: unannounced, Announced: r.Announced, Guard: guard}, err
+	return NodeState{Files: r.Files, Handover: h, Lonely: r.Lonely, Unannounced: unannounced, Announced: r.Announced, Guard: guard, Members: plan.VRRPMembers()}, err
 }
 
 // StepError is a failed step of a sync, labelled for the sidecar's
