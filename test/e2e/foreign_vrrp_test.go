@@ -132,3 +132,39 @@ vrrp_instance elsewhere {
 		}
 	}
 }
+
+// TestSidecarOwnMulticastAdvertsNotForeign: in multicast mode, dual
+// stack, the members' IPv6 adverts come from link-local addresses (RFC
+// 5798), which name no node; every node's tap hears the masters' adverts
+// of both families, and none counts as foreign.
+func TestSidecarOwnMulticastAdvertsNotForeign(t *testing.T) {
+	yaml := strings.Replace(clusterYAML("fast", "multicast", ""), "api: {vips: [198.51.100.5]}", `api: {vips: [198.51.100.5, "2001:db8:100::5"]}`, 1)
+	nodes := masters(2)
+	for i := range nodes {
+		nodes[i].Addr6 = fmt.Sprintf("2001:db8:100::%d/64", 11+i)
+	}
+	kc := lab.StartKube(t, yaml, nodes)
+	kc.GrantNodeReaders(t)
+	for _, n := range kc.Nodes {
+		kc.AddNode(t, n.Name)
+		kc.StartSidecar(t, n.Name)
+	}
+	// Each family's master advertises; the other node hears it.
+	for family, vip := range map[string]string{"ipv4": apiVIP, "ipv6": "2001:db8:100::5"} {
+		holder := kc.Settled(vip)
+		for _, n := range kc.Nodes {
+			if n.Name == holder {
+				continue
+			}
+			m := kc.Sidecars[n.Name].Metrics
+			lab.WaitFor(t, 30*time.Second, n.Name+"'s tap hearing "+holder+"'s "+family+" adverts", func() bool {
+				return testutil.ToFloat64(m.VRRP.Received.WithLabelValues(family)) >= 10
+			})
+		}
+	}
+	for _, n := range kc.Nodes {
+		if c := testutil.CollectAndCount(kc.Sidecars[n.Name].Metrics.VRRP.Foreign); c != 0 {
+			t.Errorf("%s counts the cluster's own multicast adverts as foreign: %d series", n.Name, c)
+		}
+	}
+}
