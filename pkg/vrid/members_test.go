@@ -55,8 +55,16 @@ func TestVRRPFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	v3 := []byte{0x31, 77, 200, 1, 0x00, 0x0a, 0, 0, 198, 51, 100, 50}
-	tcp4 := func() []byte { f := frame(t, "198.51.100.11", "198.51.100.12", v3); f[14+9] = unix.IPPROTO_TCP; return f }()
-	tcp6 := func() []byte { f := frame(t, "2001:db8:100::11", "2001:db8:100::12", v3); f[14+6] = unix.IPPROTO_TCP; return f }()
+	tcp4 := func() []byte {
+		f := frame(t, "198.51.100.11", "198.51.100.12", v3)
+		f[14+9] = unix.IPPROTO_TCP
+		return f
+	}()
+	tcp6 := func() []byte {
+		f := frame(t, "2001:db8:100::11", "2001:db8:100::12", v3)
+		f[14+6] = unix.IPPROTO_TCP
+		return f
+	}()
 	tagged := func(f []byte) []byte {
 		out := append([]byte{}, f[:12]...)
 		out = binary.BigEndian.AppendUint16(out, etherTypeVLAN)
