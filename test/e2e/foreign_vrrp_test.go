@@ -138,12 +138,8 @@ vrrp_instance elsewhere {
 // 5798), which name no node; every node's tap hears the masters' adverts
 // of both families, and none counts as foreign.
 func TestSidecarOwnMulticastAdvertsNotForeign(t *testing.T) {
-	yaml := strings.Replace(clusterYAML("fast", "multicast", ""), "api: {vips: [198.51.100.5]}", `api: {vips: [198.51.100.5, "2001:db8:100::5"]}`, 1)
-	nodes := masters(2)
-	for i := range nodes {
-		nodes[i].Addr6 = fmt.Sprintf("2001:db8:100::%d/64", 11+i)
-	}
-	kc := lab.StartKube(t, yaml, nodes)
+	yaml, specs := multicastDualStack(2)
+	kc := lab.StartKube(t, yaml, specs)
 	kc.GrantNodeReaders(t)
 	for _, n := range kc.Nodes {
 		kc.AddNode(t, n.Name)
