@@ -39,7 +39,7 @@ type Alert struct {
 }
 
 // Alerts are vipctl's alerting rules. Their series come from the
-// sidecars (vipctl_runtimecfg_*, vipctl_bgp_*), the allocator
+// sidecars (vipctl_runtimecfg_*, vipctl_bgp_*, vipctl_vrrp_*), the allocator
 // (vipctl_allocator_*) and Prometheus's own up for the scrape targets of
 // the ServiceMonitors in Monitoring; the `node` label is the relabelling
 // of the sidecars' ServiceMonitor.
@@ -62,6 +62,18 @@ func Alerts() []Alert {
 			Severity:    severityCritical,
 			Summary:     "A VRRP VIP is held by more than one node.",
 			Description: "{{ $labels.vip }} is on {{ $value }} nodes at once (split brain): the VRRP adverts between them are lost, and connections break as the switches' ARP/ND caches flip.",
+		},
+		{
+			Name: "VipctlForeignVRRPRouter",
+			// Heard within 3 minutes, for 5: a router that keeps
+			// advertising, not the odd advert of a node that joined
+			// before the sidecars knew it. The value is how many nodes
+			// hear it.
+			Expr:        `count by (vrid, family, source) (time() - vipctl_vrrp_foreign_advert_last_seen_timestamp_seconds < 180)`,
+			For:         5 * time.Minute,
+			Severity:    severityWarning,
+			Summary:     "A router outside the cluster advertises one of its VRRP IDs.",
+			Description: "{{ $labels.source }} advertises VRRP ID {{ $labels.vrid }} ({{ $labels.family }}), which this cluster uses, and is no member of its instance; {{ $value }} node(s) hear it. VRRP routers sharing an ID on one segment disturb each other: a multicast cluster may lose a VIP to it.",
 		},
 		{
 			Name:        "VipctlConfigKept",

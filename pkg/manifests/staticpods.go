@@ -198,7 +198,9 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 		// insecure"); seen under the real kubelet (TestKubelet...).
 		// NET_ADMIN also adds and removes the Service addresses of pools
 		// with announce: sidecar, NET_RAW sends their gratuitous ARP and
-		// neighbour advertisements (pkg/runtimecfg/follow.go).
+		// neighbour advertisements (pkg/runtimecfg/follow.go), and opens
+		// the packet socket that hears foreign routers' VRRP adverts
+		// (pkg/sidecar/foreign.go).
 		SecurityContext: securityContext(judgeCaps("NET_ADMIN", "NET_RAW")...),
 	}
 	return withoutHaproxy(c, withFRR(c, &corev1.Pod{

@@ -151,6 +151,9 @@ type NodeState struct {
 	// MissingInterfaces are the pools and IngressControllers this node
 	// holds no VIP of because it lacks the interface they live on.
 	MissingInterfaces []render.MissingInterface
+	// Members are the cluster's own VRRP routers by ID, for telling a
+	// foreign router's adverts from theirs.
+	Members vrid.Members
 }
 
 // DesiredNode renders one node's files and the rest of its state from a
@@ -199,7 +202,7 @@ func DesiredNode(m *cluster.Model, st cluster.State, node, root string, opts ...
 			missing = append(missing, m)
 		}
 	}
-	return NodeState{Files: r.Files, Handover: h, Lonely: r.Lonely, Unannounced: unannounced, Announced: r.Announced, Guard: guard, MissingInterfaces: missing}, err
+	return NodeState{Files: r.Files, Handover: h, Lonely: r.Lonely, Unannounced: unannounced, Announced: r.Announced, Guard: guard, MissingInterfaces: missing, Members: plan.VRRPMembers()}, err
 }
 
 // StepError is a failed step of a sync, labelled for the sidecar's

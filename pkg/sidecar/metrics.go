@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 
@@ -31,6 +32,14 @@ type Metrics struct {
 	InterfaceMissing *prometheus.GaugeVec
 	SyncSeconds      prometheus.Histogram
 	BGP              BGPMetrics
+	VRRP             VRRPMetrics
+}
+
+// VRRPMetrics describe the VRRP adverts the node's tap hears (foreign.go).
+type VRRPMetrics struct {
+	Received        *prometheus.CounterVec
+	Foreign         *prometheus.CounterVec
+	ForeignLastSeen *prometheus.GaugeVec
 }
 
 // BGPMetrics describe the node's BGP sessions, one series per peer.
@@ -93,10 +102,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			BFDUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: "bgp", Name: "bfd_up",
 				Help: "1 while the peer's BFD session is up; only peers with BFD."}, []string{"peer"}),
 		},
+		VRRP: VRRPMetrics{
+			Received: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: "vrrp", Name: "adverts_received_total",
+				Help: "VRRP advertisements that arrived on the node's VRRP interface, any router's (this node's own are not heard)."}, []string{"family"}),
+			Foreign: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: "vrrp", Name: "foreign_adverts_total",
+				Help: fmt.Sprintf("VRRP advertisements carrying one of this cluster's VRRP IDs from an address that is no member of its instances: a router outside the cluster uses the ID. At most %d series are told apart; later sources count under source %q.", foreignSeriesMax, foreignOtherSource)}, []string{"vrid", "family", "source"}),
+			ForeignLastSeen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: "vrrp", Name: "foreign_advert_last_seen_timestamp_seconds",
+				Help: "When the last foreign_adverts_total advert of the series arrived."}, []string{"vrid", "family", "source"}),
+		},
 	}
 	if reg != nil {
 		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.WatchEvents, m.VIPsHeld, m.VIPHeld, m.SyncFailing, m.Drained, m.DaemonRestarts, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.Lonely, m.Unannounced, m.InterfaceMissing, m.SyncSeconds,
-			m.BGP.Up, m.BGP.Since, m.BGP.Drops, m.BGP.Announced, m.BGP.BFDUp)
+			m.BGP.Up, m.BGP.Since, m.BGP.Drops, m.BGP.Announced, m.BGP.BFDUp,
+			m.VRRP.Received, m.VRRP.Foreign, m.VRRP.ForeignLastSeen)
 	}
 	return m
 }

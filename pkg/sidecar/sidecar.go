@@ -89,6 +89,10 @@ type Sidecar struct {
 	publishKick chan struct{}
 	// sessionKick asks for a read of bgpd's sessions (after a reload).
 	sessionKick chan struct{}
+	// vrrpKick tells vrrpLoop the VRRP interfaces changed.
+	vrrpKick chan struct{}
+	// foreign counts the adverts of routers outside the cluster.
+	foreign *foreignRouters
 
 	mu sync.Mutex
 	// liveDay2 is the last valid ConfigMap config; nil until one is seen.
@@ -127,6 +131,8 @@ type Sidecar struct {
 	// node is what every sync brings in line; its LocalVIPs keep the VIPs
 	// held here local for a while after they leave.
 	node *runtimecfg.Node
+	// vrrpIfaces are the node's VRRP interfaces as of the last render.
+	vrrpIfaces []string
 	// drainAsked is the own Node's cluster.DrainAnnotation as of the
 	// last sync; drainedByAPI says this sidecar drained the node for it
 	// (a drain keepalived's preStop started is not the API's to end).
@@ -166,11 +172,14 @@ func New(o Options) (*Sidecar, error) {
 	}
 	s := &Sidecar{
 		o: o, static: static, log: o.Log.With("node", o.NodeName), m: o.Metrics,
-		kick: make(chan struct{}, 1), publishKick: make(chan struct{}, 1), sessionKick: make(chan struct{}, 1), routers: map[string]cache.GenericLister{},
+		kick: make(chan struct{}, 1), publishKick: make(chan struct{}, 1), sessionKick: make(chan struct{}, 1), vrrpKick: make(chan struct{}, 1), routers: map[string]cache.GenericLister{},
 		since:   map[netip.Addr]time.Time{},
 		node:    runtimecfg.NewNode(o.Target, o.NodeName, dataplane.NewLocalVIPs(o.Target, dataplane.HandoverGrace)),
 		nodeRef: &corev1.ObjectReference{Kind: "Node", Name: o.NodeName, UID: "", APIVersion: "v1"},
 	}
+	s.foreign = newForeignRouters(s.m, s.log, func(msg string) {
+		s.rec.Event(s.nodeRef, corev1.EventTypeWarning, ReasonForeignVRRPRouter, msg)
+	})
 	s.node.Local.OnAddressChange(s.publishSoon)
 	s.node.Local.SetLog(s.log)
 	s.watch()
@@ -205,6 +214,8 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); s.sessionsLoop(ctx) }()
 	wg.Add(1)
 	go func() { defer wg.Done(); s.drainLoop(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); s.vrrpLoop(ctx) }()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -393,6 +404,11 @@ func (s *Sidecar) sync(ctx context.Context) error {
 		s.reportMissingInterfaces(out.MissingInterfaces)
 		s.rememberVIPs(m, st)
 		s.rememberBGP(out.Files)
+		var ifaces []string
+		if out.Handover.Interface != "" {
+			ifaces = []string{out.Handover.Interface}
+		}
+		s.rememberVRRP(out.Members, ifaces)
 	}
 	if err == nil {
 		s.rememberAnnounced(out.Announced)

@@ -247,3 +247,49 @@ func TestVRIDsListenBeforeInstall(t *testing.T) {
 		t.Errorf("listening next to another cluster: exit %d\n%s", code, out)
 	}
 }
+
+// TestTapHearsWhatArrives: the sidecar's tap (no promiscuous mode, this
+// host's own adverts dropped by the kernel) on a real keepalived's
+// segment. On node c it hears the multicast adverts with the VIPs they
+// carry, and not the unicast ones a sends to b; on node a, which
+// sends them all, it hears nothing, unless asked for outgoing adverts.
+func TestTapHearsWhatArrives(t *testing.T) {
+	lab := netlab.New(t)
+	lab.AddHost("b", netlab.HostOpts{Addrs: []string{"198.51.100.12/24"}})
+	c := lab.AddHost("c", netlab.HostOpts{Addrs: []string{"198.51.100.13/24", "2001:db8:100::13/64"}})
+	startAdvertiser(t, lab)
+	a := lab.Host("a")
+	// hear opens a tap inside h and reads it, outside, for 2.5 s: more
+	// than two adverts of the slowest instance (1 s).
+	hear := func(h *netlab.Host, o TapOptions) map[string]Advert {
+		t.Helper()
+		var tap *Tap
+		if err := h.Do(func() (err error) { tap, err = OpenTap("br-ex", o); return err }); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tap.Close() }()
+		heard := map[string]Advert{}
+		if err := tap.Read(context.Background(), time.Now().Add(2500*time.Millisecond), func(ad Advert) {
+			heard[fmt.Sprintf("%d/%s", ad.ID, ad.Family)] = ad
+		}); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("%s: reading the tap: %v", h.Name, err)
+		}
+		return heard
+	}
+	atC := hear(c, TapOptions{})
+	if ad, ok := atC["78/ipv4"]; !ok || ad.Source.String() != "198.51.100.11" || fmt.Sprint(ad.Addresses) != "[198.51.100.51]" {
+		t.Errorf("c: multicast VRRPv2 78 = %+v (heard: %v)", ad, atC)
+	}
+	if ad, ok := atC["79/ipv6"]; !ok || !ad.Source.IsLinkLocalUnicast() || fmt.Sprint(ad.Addresses) != "[2001:db8:100::50]" {
+		t.Errorf("c: multicast VRRPv3 79 over IPv6 = %+v (heard: %v)", ad, atC)
+	}
+	if ad, ok := atC["77/ipv4"]; ok {
+		t.Errorf("c heard the unicast adverts to b without promiscuous mode: %+v", ad)
+	}
+	if atA := hear(a, TapOptions{}); len(atA) != 0 {
+		t.Errorf("a heard its own adverts: %v", atA)
+	}
+	if atA := hear(a, TapOptions{Outgoing: true}); len(atA) != 3 {
+		t.Errorf("a, asking for outgoing adverts, heard %v; want 77, 78 and 79", atA)
+	}
+}

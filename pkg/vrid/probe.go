@@ -19,35 +19,57 @@ const (
 // v3, over IPv4 or IPv6, optionally 802.1Q tagged). ok is false for
 // anything else, including truncated frames.
 func ParseFrame(frame []byte) (Observation, bool) {
-	obs, ok := parseFrame(frame)
-	if !ok {
-		return Observation{}, false
-	}
-	return obs, true
+	a, ok := parseAdvert(frame)
+	return a.Observation, ok
 }
 
-func parseFrame(frame []byte) (obs Observation, ok bool) {
+// Advert is one VRRP advertisement as a Tap hears it: its Observation and
+// the addresses it carries (the sender's VIPs).
+type Advert struct {
+	Observation
+	Addresses []netip.Addr
+}
+
+func parseAdvert(frame []byte) (Advert, bool) {
+	obs, vrrp, ok := parseFrame(frame)
+	if !ok {
+		return Advert{}, false
+	}
+	a := Advert{Observation: obs}
+	// Both versions list the addresses right after the 8-byte header
+	// (VRRPv2's authentication data follows them).
+	size := 4
+	if obs.Family == "ipv6" {
+		size = 16
+	}
+	for i, rest := 0, vrrp[8:]; i < int(vrrp[3]) && len(rest) >= size; i, rest = i+1, rest[size:] {
+		addr, _ := netip.AddrFromSlice(rest[:size])
+		a.Addresses = append(a.Addresses, addr)
+	}
+	return a, true
+}
+
+func parseFrame(frame []byte) (obs Observation, vrrp []byte, ok bool) {
 	if len(frame) < 14 {
-		return obs, false
+		return obs, nil, false
 	}
 	etherType := binary.BigEndian.Uint16(frame[12:14])
 	payload := frame[14:]
 	if etherType == etherTypeVLAN {
 		if len(payload) < 4 {
-			return obs, false
+			return obs, nil, false
 		}
 		etherType = binary.BigEndian.Uint16(payload[2:4])
 		payload = payload[4:]
 	}
-	var vrrp []byte
 	switch etherType {
 	case etherTypeIPv4:
 		if len(payload) < 20 || payload[0]>>4 != 4 {
-			return obs, false
+			return obs, nil, false
 		}
 		ihl := int(payload[0]&0x0f) * 4
 		if ihl < 20 || len(payload) < ihl || payload[9] != protoVRRP {
-			return obs, false
+			return obs, nil, false
 		}
 		obs.Family = "ipv4"
 		obs.Source = netip.AddrFrom4([4]byte(payload[12:16]))
@@ -57,17 +79,17 @@ func parseFrame(frame []byte) (obs Observation, ok bool) {
 		// VRRP over IPv6 carries no extension headers (RFC 5798 sends it
 		// with hop limit 255 straight after the fixed header).
 		if len(payload) < 40 || payload[0]>>4 != 6 || payload[6] != protoVRRP {
-			return obs, false
+			return obs, nil, false
 		}
 		obs.Family = "ipv6"
 		obs.Source = netip.AddrFrom16([16]byte(payload[8:24]))
 		obs.Destination = netip.AddrFrom16([16]byte(payload[24:40]))
 		vrrp = payload[40:]
 	default:
-		return obs, false
+		return obs, nil, false
 	}
 	if len(vrrp) < 8 || vrrp[0]&0x0f != vrrpAdvert {
-		return obs, false
+		return obs, nil, false
 	}
 	obs.Version = int(vrrp[0] >> 4)
 	obs.ID = vrrp[1]
@@ -78,12 +100,12 @@ func parseFrame(frame []byte) (obs Observation, ok bool) {
 	case 3:
 		obs.AdvertCentis = int(binary.BigEndian.Uint16(vrrp[4:6]) & 0x0fff)
 	default:
-		return Observation{}, false
+		return Observation{}, nil, false
 	}
 	if obs.ID == 0 {
-		return Observation{}, false
+		return Observation{}, nil, false
 	}
-	return obs, true
+	return obs, vrrp, true
 }
 
 // dedupe keeps one observation per (ID, family, source), sorted.

@@ -415,13 +415,21 @@ func instanceFor(t testing.TB, lc *lab.Cluster, node, pool string, vip netip.Add
 	return ""
 }
 
-// TestMulticastAndIPv6: multicast VRRP and an IPv6 API VIP.
-func TestMulticastAndIPv6(t *testing.T) {
+// multicastDualStack is a cluster in multicast mode with an IPv4 and an
+// IPv6 API VIP (2001:db8:100::5), and n control-plane nodes of both
+// families.
+func multicastDualStack(n int) (string, []lab.NodeSpec) {
 	yaml := strings.Replace(clusterYAML("fast", "multicast", ""), "api: {vips: [198.51.100.5]}", `api: {vips: [198.51.100.5, "2001:db8:100::5"]}`, 1)
-	specs := masters(3)
+	specs := masters(n)
 	for i := range specs {
 		specs[i].Addr6 = fmt.Sprintf("2001:db8:100::%d/64", 11+i)
 	}
+	return yaml, specs
+}
+
+// TestMulticastAndIPv6: multicast VRRP and an IPv6 API VIP.
+func TestMulticastAndIPv6(t *testing.T) {
+	yaml, specs := multicastDualStack(3)
 	lc := lab.Start(t, yaml, specs)
 	h4 := lc.Settled(apiVIP)
 	h6 := lc.Settled("2001:db8:100::5")

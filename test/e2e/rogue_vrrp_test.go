@@ -56,7 +56,25 @@ vrrp_instance forged {
     }
 }
 `, ids[v1alpha1.KeyAPI], strings.TrimSuffix(fmt.Sprint(lc.Config.Spec.VRRP.Advert().Seconds()), ".0"), rogueAddr, strings.Join(peers, "\n"), apiVIP)
-	dir, err := os.MkdirTemp("", "vipctl-rogue-")
+	p := startStrangerKeepalived(t, lc, "rogue", rogueAddr, conf, 1)
+
+	// Master_Down at the fast profile is well under a second; watch for
+	// several of them.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if got := lc.Holders(apiVIP); !slices.Equal(got, []string{holder}) {
+			t.Fatalf("forged adverts moved the API VIP: node holders %v, was %s\nrogue log:\n%s", got, holder, p.LogTail(20))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// startStrangerKeepalived runs keepalived with conf on a new host of the
+// machine network that is no node (name, at addr/24), and waits until
+// masters of its instances advertise as master.
+func startStrangerKeepalived(t *testing.T, lc *lab.Cluster, name, addr, conf string, masters int) *netlab.Proc {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "vipctl-"+name+"-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,20 +90,11 @@ vrrp_instance forged {
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rogue := lc.AddHost("rogue", netlab.HostOpts{Iface: "br-ex", Addrs: []string{rogueAddr + "/24"}})
-	p := rogue.Start("keepalived", manifests.KeepalivedCommand(dir)...)
+	h := lc.AddHost(name, netlab.HostOpts{Iface: "br-ex", Addrs: []string{addr + "/24"}})
+	p := h.Start("keepalived", manifests.KeepalivedCommand(dir)...)
 	t.Cleanup(p.Stop)
-	lab.WaitFor(t, 10*time.Second, "the rogue keepalived advertising as master", func() bool {
-		return strings.Contains(p.LogTail(50), "Entering MASTER STATE")
+	lab.WaitFor(t, 10*time.Second, fmt.Sprintf("%d instance(s) of the %s keepalived advertising as master", masters, name), func() bool {
+		return strings.Count(p.LogTail(200), "Entering MASTER STATE") >= masters
 	})
-
-	// Master_Down at the fast profile is well under a second; watch for
-	// several of them.
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
-		if got := lc.Holders(apiVIP); !slices.Equal(got, []string{holder}) {
-			t.Fatalf("forged adverts moved the API VIP: node holders %v, was %s\nrogue log:\n%s", got, holder, p.LogTail(20))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return p
 }
