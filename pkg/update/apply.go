@@ -89,6 +89,10 @@ func (c Cluster) Apply(ctx context.Context, p *Plan, cm *corev1.ConfigMap, force
 		if err := c.release(ctx, o); err != nil {
 			return err
 		}
+		if o.ExternalIP {
+			_, _ = fmt.Fprintf(out, "no longer announcing external IP %s of Service %s\n", strings.Join(o.Addresses, ", "), o.Service)
+			continue
+		}
 		_, _ = fmt.Fprintf(out, "released %s from Service %s\n", strings.Join(o.Addresses, ", "), o.Service)
 	}
 	if len(p.Static) > 0 {
@@ -145,6 +149,9 @@ func (c Cluster) release(ctx context.Context, o Orphan) error {
 	if err != nil {
 		return err
 	}
+	if o.ExternalIP {
+		return c.releasedEvent(ctx, s, fmt.Sprintf("vipctl update --force: external IP %s no longer announced: %s", strings.Join(o.Addresses, ", "), o.Reason))
+	}
 	var keep []corev1.LoadBalancerIngress
 	for _, in := range s.Status.LoadBalancer.Ingress {
 		lost := false
@@ -161,17 +168,23 @@ func (c Cluster) release(ctx context.Context, o Orphan) error {
 	if _, err := c.Kube.CoreV1().Services(ns).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("releasing %s: %w", o.Service, err)
 	}
+	return c.releasedEvent(ctx, s, fmt.Sprintf("vipctl update --force released %s: %s", strings.Join(o.Addresses, ", "), o.Reason))
+}
+
+// releasedEvent tells a Service's owner what update --force took.
+func (c Cluster) releasedEvent(ctx context.Context, s *corev1.Service, msg string) error {
+	ns, name := s.Namespace, s.Name
 	now := metav1.NewTime(time.Now())
 	ev := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{GenerateName: name + ".", Namespace: ns},
 		InvolvedObject: corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name, UID: s.UID},
 		Reason:         "IPReleased", Type: corev1.EventTypeWarning,
-		Message:        fmt.Sprintf("vipctl update --force released %s: %s", strings.Join(o.Addresses, ", "), o.Reason),
+		Message:        msg,
 		Source:         corev1.EventSource{Component: "vipctl-update"},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	}
 	if _, err := c.Kube.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("event on %s: %w", o.Service, err)
+		return fmt.Errorf("event on %s/%s: %w", ns, name, err)
 	}
 	return nil
 }

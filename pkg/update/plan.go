@@ -41,13 +41,19 @@ type PoolChange struct {
 }
 
 // Orphan is a Service holding addresses that no desired pool contains (or
-// that became an instance's anchor).
+// that became an instance's anchor), or naming external IPs that no
+// desired pool would announce any more.
 type Orphan struct {
 	Service   string   `json:"service"`
 	Addresses []string `json:"addresses"`
 	// Reason says why the addresses go (ReasonNoPool, or the anchor's
 	// pool).
 	Reason string `json:"reason"`
+	// ExternalIP says the addresses are external IPs the Service names
+	// (spec.externalIPs, its owner's to change): --force leaves the
+	// Service as it is and only says, in an Event, that they are no
+	// longer announced.
+	ExternalIP bool `json:"externalIP,omitempty"`
 }
 
 // ReasonNoPool is an Orphan's reason when no desired pool holds its
@@ -160,6 +166,7 @@ func Compute(live, desired *v1alpha1.ClusterVIPs, services []corev1.Service) (*P
 	}
 	p.Orphans = orphans(out, services)
 	if live != nil {
+		p.Orphans = append(p.Orphans, lostExternalIPs(live, out, services)...)
 		p.Bootstrap = bootstrapDiff(live.Spec.Bootstrap, out.Spec.Bootstrap)
 		p.Static = staticDiff(live, out)
 		p.Warnings = bgpBeforeRollout(live, out, p.Static)
