@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"
@@ -73,9 +74,11 @@ func (s *LogBuffer) Tail(n int) string {
 type Sidecar struct {
 	*sidecar.Sidecar
 	Metrics *sidecar.Metrics
-	Log     *LogBuffer
-	cancel  context.CancelFunc
-	done    chan struct{}
+	// Registry holds Metrics, for a test that serves them to a scraper.
+	Registry *prometheus.Registry
+	Log      *LogBuffer
+	cancel   context.CancelFunc
+	done     chan struct{}
 }
 
 // Stop ends the sidecar and waits for it. The sidecar cleans nothing up
@@ -251,7 +254,8 @@ func (kc *KubeCluster) StartSidecar(t testing.TB, name string) *Sidecar {
 	}
 	t.Cleanup(func() { nl.Close(); _ = h.Close() })
 	buf := &LogBuffer{}
-	m := sidecar.NewMetrics(nil)
+	reg := prometheus.NewRegistry()
+	m := sidecar.NewMetrics(reg)
 	s, err := sidecar.New(sidecar.Options{
 		OnceOptions: kc.onceOptions(name),
 		Client:      kubernetes.NewForConfigOrDie(kc.API.NodeConfig(t, name)),
@@ -265,7 +269,7 @@ func (kc *KubeCluster) StartSidecar(t testing.TB, name string) *Sidecar {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	sc := &Sidecar{Sidecar: s, Metrics: m, Log: buf, cancel: cancel, done: make(chan struct{})}
+	sc := &Sidecar{Sidecar: s, Metrics: m, Registry: reg, Log: buf, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(sc.done)
 		if err := s.Run(ctx); err != nil {

@@ -82,6 +82,24 @@ func (p *Prometheus) Query(t testing.TB, q string) []Sample {
 	return out.Data.Result
 }
 
+// Alert is one active alert: its labels and state (pending, firing).
+type Alert struct {
+	Labels map[string]string `json:"labels"`
+	State  string            `json:"state"`
+}
+
+// Alerts lists the active alerts (pending and firing).
+func (p *Prometheus) Alerts(t testing.TB) []Alert {
+	t.Helper()
+	var out struct {
+		Data struct {
+			Alerts []Alert `json:"alerts"`
+		} `json:"data"`
+	}
+	p.get(t, "/api/v1/alerts", &out)
+	return out.Data.Alerts
+}
+
 // RuleHealth is each loaded rule's name (alert or record) and health.
 func (p *Prometheus) RuleHealth(t testing.TB) map[string]string {
 	t.Helper()
