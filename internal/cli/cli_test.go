@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vipctl/vipctl/pkg/version"
 	"github.com/vipctl/vipctl/test/golden"
 )
 
@@ -142,7 +143,7 @@ func TestVRIDsClashReport(t *testing.T) {
 func TestVersionAndCompletion(t *testing.T) {
 	t.Parallel()
 	r := run(t, "version", "-o", "json")
-	var v versionInfo
+	var v version.Info
 	if err := json.Unmarshal([]byte(r.stdout), &v); r.code != 0 || err != nil || v.Version == "" || v.GoVersion == "" {
 		t.Errorf("version -o json = %q, exit %d, err %v", r.stdout, r.code, err)
 	}
