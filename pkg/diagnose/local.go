@@ -162,7 +162,8 @@ func Local(ctx context.Context, o LocalOptions) *Archive {
 	}
 	d.Running = sidecar.DaemonPIDs(ctx, t)
 	for _, q := range []struct{ sock, cmd, name string }{
-		{render.HaproxyMasterSocket, "show proc", "haproxy-proc.txt"},
+		// The master CLI keeps the connection open after a command.
+		{render.HaproxyMasterSocket, "show proc; quit", "haproxy-proc.txt"},
 		{render.HaproxyStatsSocket, "show info", "haproxy-info.txt"},
 		{render.HaproxyStatsSocket, "show stat", "haproxy-stat.csv"},
 	} {
