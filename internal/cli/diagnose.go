@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -62,7 +63,7 @@ func runDiagnose(cmd *cobra.Command, streams IOStreams, o diagnoseOptions, nodes
 	case o.output == "":
 		return errors.New("--output: name the bundle to write, e.g. -o vipctl-diagnose.tar.gz (- for stdout)")
 	case o.local && len(nodes) > 0:
-		return fmt.Errorf("--local gathers the node it runs on: drop the NODE argument(s) %v, or run without --local for the cluster's part", nodes)
+		return fmt.Errorf("--local gathers the node it runs on: drop the NODE argument(s) %s, or run without --local for the cluster's part", strings.Join(nodes, " "))
 	case o.local && len(o.include) > 0:
 		return errors.New("--include adds node bundles to the cluster's: run it without --local")
 	case o.logLines <= 0:
