@@ -53,8 +53,8 @@ not at all, and never over an existing file without --force.`,
 	f.StringVar(&o.namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap and pods")
 	f.Int64Var(&o.logLines, "log-lines", 2000, "last lines of each container's log to keep")
 	f.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "with --local: this node's name (default $NODE_NAME, then the host name)")
-	f.StringVar(&o.root, "root", "", "with --local: prefix of every node path (tests and labs only)")
-	f.StringVar(&o.netns, "netns", "", "with --local: the node's network namespace (labs only)")
+	f.StringVar(&o.root, "root", "", "with --local: where the node's root is mounted (/host in oc debug node/NAME)")
+	f.StringVar(&o.netns, "netns", "", "with --local: the node's network namespace (labs only; a node's own is the host's)")
 	return cmd
 }
 

@@ -51,7 +51,9 @@ func LocalDir(node string) string { return "nodes/" + node + "/local" }
 func nodeFiles(t host.Target) []string {
 	files := []string{
 		render.ClusterConfigPath, render.BootstrapNodesPath,
-		render.KeepalivedConfPath, render.HaproxyConfPath, render.NodePath(render.FRRConfPath),
+		render.KeepalivedConfPath, render.HaproxyConfPath,
+		// frr.conf as the pod sees it and where it lies on the host.
+		render.FRRConfPath, render.NodePath(render.FRRConfPath),
 		render.LastGoodPath, render.SysctlPath,
 		manifests.StaticPodPath(render.KeepalivedPodName), manifests.StaticPodPath(render.HaproxyPodName),
 		render.NodeKubeconfig,
@@ -177,7 +179,12 @@ func Local(ctx context.Context, o LocalOptions) *Archive {
 		}
 		a.add(path.Join(dir, "daemons", q.name), out)
 	}
+	// Inside the keepalived pod bgpd's sockets are where the sidecar
+	// asks; on the host (oc debug) they are in vipctl's own directory.
 	peers, running, err := frr.ReadSessions(ctx, t)
+	if !running {
+		peers, running, err = frr.ReadHostSessions(ctx, t)
+	}
 	switch {
 	case !running:
 		d.BGPd = "not running"
