@@ -110,7 +110,7 @@ func runDiagnose(cmd *cobra.Command, streams IOStreams, o diagnoseOptions, nodes
 		}
 	}
 	if o.output == "-" {
-		if _, err := a.WriteTo(streams.Out); err != nil {
+		if err := a.Write(streams.Out); err != nil {
 			return err
 		}
 	} else if err := a.WriteFile(o.output, o.force); err != nil {

@@ -168,10 +168,9 @@ func Read(r io.Reader) (*Archive, error) {
 	}
 }
 
-// WriteTo writes the archive as a tar.gz, its problems list included.
-func (a *Archive) WriteTo(w io.Writer) (int64, error) {
-	cw := &countingWriter{w: w}
-	zw := gzip.NewWriter(cw)
+// Write writes the archive as a tar.gz, its problems list included.
+func (a *Archive) Write(w io.Writer) error {
+	zw := gzip.NewWriter(w)
 	tw := tar.NewWriter(zw)
 	files := a.files
 	if len(a.problems) > 0 {
@@ -181,7 +180,7 @@ func (a *Archive) WriteTo(w io.Writer) (int64, error) {
 		}
 		b, err := json.MarshalIndent(a.problems, "", "  ")
 		if err != nil {
-			return cw.n, err
+			return err
 		}
 		files[path.Join(a.Dir, ProblemsFile)] = append(b, '\n')
 	}
@@ -193,28 +192,16 @@ func (a *Archive) WriteTo(w io.Writer) (int64, error) {
 	for _, n := range names {
 		h := &tar.Header{Name: Root + "/" + n, Mode: 0o600, Size: int64(len(files[n])), ModTime: a.Time, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
 		if err := tw.WriteHeader(h); err != nil {
-			return cw.n, err
+			return err
 		}
 		if _, err := tw.Write(files[n]); err != nil {
-			return cw.n, err
+			return err
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return cw.n, err
+		return err
 	}
-	err := zw.Close()
-	return cw.n, err
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
+	return zw.Close()
 }
 
 // ErrExists refuses to write over a file the caller did not ask to replace.
@@ -233,7 +220,7 @@ func (a *Archive) WriteFile(p string, replace bool) error {
 	}
 	defer func() { _ = os.Remove(tmp.Name()) }() // gone once linked or renamed
 	var buf bytes.Buffer
-	if _, err := a.WriteTo(&buf); err != nil {
+	if err := a.Write(&buf); err != nil {
 		_ = tmp.Close()
 		return err
 	}

@@ -76,7 +76,7 @@ func TestMerge(t *testing.T) {
 	cluster := testArchive("", map[string]string{"status/status.txt": "ok\n"})
 	node := testArchive(LocalDir("master-0"), map[string]string{LocalDir("master-0") + "/files.json": "[]\n"})
 	var buf bytes.Buffer
-	if _, err := node.WriteTo(&buf); err != nil {
+	if err := node.Write(&buf); err != nil {
 		t.Fatal(err)
 	}
 	nodeBundle := buf.Bytes()

@@ -8,7 +8,6 @@ import (
 	"io"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/status"
+	"github.com/vipctl/vipctl/test/lab"
 )
 
 // watchDeadline is how long a test waits for a frame it expects: generous,
@@ -31,7 +31,7 @@ type streamed struct {
 	lines  chan string
 	cancel context.CancelFunc
 	code   chan int
-	stderr *lockedWriter
+	stderr *lab.LogBuffer
 }
 
 // watchStatus starts `vipctl status --watch ARGS` in process, as the
@@ -40,7 +40,7 @@ func watchStatus(t *testing.T, args ...string) *streamed {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	s := &streamed{lines: make(chan string, 1000), cancel: cancel, code: make(chan int, 1), stderr: &lockedWriter{}}
+	s := &streamed{lines: make(chan string, 1000), cancel: cancel, code: make(chan int, 1), stderr: &lab.LogBuffer{}}
 	go func() {
 		code := cli.MainContext(ctx, append([]string{"status", "--watch"}, args...), cli.IOStreams{In: strings.NewReader(""), Out: pw, ErrOut: s.stderr})
 		_ = pw.Close()
@@ -88,25 +88,6 @@ func (s *streamed) stop(t *testing.T) int {
 		t.Fatal("the watch did not end when its context did")
 	}
 	return -1
-}
-
-// lockedWriter lets the command's goroutine write stderr while the test
-// reads it.
-type lockedWriter struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestStatusWatch: `vipctl status --watch` against the real apiserver
