@@ -4,7 +4,7 @@
 // vipctl's Events and its pods' logs; on a node (Local) the files the
 // sidecar renders and keeps, the daemons' own answers and the addresses
 // on the node's interfaces. Its rules: every byte that enters an archive
-// passes Redact first; what cannot be gathered is recorded in the archive
+// passes redact.Bytes first; what cannot be gathered is recorded in the archive
 // (problems.json) instead of failing the whole; the archive file appears
 // whole or not at all, and never over another unless asked.
 package diagnose
@@ -27,6 +27,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/vipctl/vipctl/pkg/redact"
 	"github.com/vipctl/vipctl/pkg/version"
 )
 
@@ -77,7 +78,7 @@ func (a *Archive) add(name string, data []byte) {
 	if _, ok := a.files[name]; !ok {
 		a.order = append(a.order, name)
 	}
-	a.files[name] = Redact(data)
+	a.files[name] = redact.Bytes(data)
 }
 
 func (a *Archive) addJSON(name string, v any) {
@@ -100,7 +101,7 @@ func (a *Archive) addYAML(name string, v any) {
 
 // fail records that what could not be gathered.
 func (a *Archive) fail(what string, err error) {
-	a.problems = append(a.problems, Problem{What: what, Error: string(Redact([]byte(err.Error())))})
+	a.problems = append(a.problems, Problem{What: what, Error: string(redact.Bytes([]byte(err.Error())))})
 }
 
 // Problems are what could not be gathered so far.

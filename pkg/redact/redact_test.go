@@ -1,4 +1,4 @@
-package diagnose
+package redact
 
 import (
 	"encoding/json"
@@ -54,11 +54,11 @@ func TestRedact(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := string(Redact([]byte(tc.in)))
+			got := string(Bytes([]byte(tc.in)))
 			if got != tc.want {
 				t.Errorf("Redact:\n%s\nwant:\n%s", got, tc.want)
 			}
-			if again := string(Redact([]byte(got))); again != got {
+			if again := string(Bytes([]byte(got))); again != got {
 				t.Errorf("a second Redact changed it:\n%s", again)
 			}
 		})
@@ -70,10 +70,10 @@ func TestRedactKeepsJSON(t *testing.T) {
 	t.Parallel()
 	in := `{"metadata":{"name":"a"},"data":{"password":"x y","token":""}}`
 	var v map[string]any
-	if err := json.Unmarshal(Redact([]byte(in)), &v); err != nil {
-		t.Fatalf("%v: %s", err, Redact([]byte(in)))
+	if err := json.Unmarshal(Bytes([]byte(in)), &v); err != nil {
+		t.Fatalf("%v: %s", err, Bytes([]byte(in)))
 	}
-	if s := string(Redact([]byte(in))); strings.Contains(s, "x y") {
+	if s := string(Bytes([]byte(in))); strings.Contains(s, "x y") {
 		t.Errorf("not redacted: %s", s)
 	}
 }

@@ -1,19 +1,22 @@
-package diagnose
+// Package redact hides credentials in text vipctl passes on (a support
+// bundle's files and logs, a daemon's complaint in an Event): one list of
+// the words that introduce a secret, used by every such place.
+package redact
 
 import (
 	"regexp"
 	"strings"
 )
 
-// Redacted replaces every secret value in a bundle.
+// Redacted replaces every secret value.
 const Redacted = "<redacted>"
 
-// secretKeys are the words that introduce a secret in the files and logs
-// a bundle holds: keepalived's auth_pass, FRR's `neighbor … password`,
+// Words are the words that introduce a secret in the files and logs
+// vipctl passes on, as a regexp alternation: keepalived's auth_pass, FRR's `neighbor … password`,
 // haproxy's userlist passwords, a kubeconfig's client-key-data, token and
 // auth-provider secrets, a Bearer header in a log line, and the usual
 // names of keys and secrets in YAML, JSON and key=value text.
-const secretKeys = `auth_pass|password|passwd|insecure-password|secret|client-secret|client_secret|` +
+const Words = `auth_pass|password|passwd|insecure-password|secret|client-secret|client_secret|` +
 	`token|id-token|refresh-token|access-token|access_token|bearer|client-key-data|` +
 	`key-string|private-key|private_key|api-key|api_key|apikey`
 
@@ -23,7 +26,7 @@ var (
 	// '=' or blanks, then the value (quoted or up to a blank, quote,
 	// comma or brace). Blanks never span a line, so `kind: Secret` does
 	// not take the next line's first word for its value.
-	keyValue = regexp.MustCompile(`(?im)((?:^|[\s"'{,])(?:` + secretKeys + `)["']?[ \t]*(?:[:=][ \t]*|[ \t]+))("[^"\n]*"|'[^'\n]*'|[^\s"',}]+)`)
+	keyValue = regexp.MustCompile(`(?im)((?:^|[\s"'{,])(?:` + Words + `)["']?[ \t]*(?:[:=][ \t]*|[ \t]+))("[^"\n]*"|'[^'\n]*'|[^\s"',}]+)`)
 	// privateKey: a PEM private key of any kind, kept as a marker.
 	privateKey = regexp.MustCompile(`(?s)(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----).*?(-----END [A-Z0-9 ]*PRIVATE KEY-----)`)
 	// statsAuth: haproxy's `stats auth USER:PASSWORD`.
@@ -32,11 +35,10 @@ var (
 	urlPassword = regexp.MustCompile(`(://[^/\s:@]+:)([^@\s/]+)(@)`)
 )
 
-// Redact replaces every secret value in data with Redacted, keeping the
+// Bytes replaces every secret value in data with Redacted, keeping the
 // key and a value's quotes, so the file still reads (and parses) as
-// before. It is applied to everything an archive takes in, and applying
-// it again changes nothing.
-func Redact(data []byte) []byte {
+// before. Applying it again changes nothing.
+func Bytes(data []byte) []byte {
 	s := string(data)
 	s = privateKey.ReplaceAllString(s, "$1\n"+Redacted+"\n$2")
 	s = keyValue.ReplaceAllStringFunc(s, func(m string) string {
