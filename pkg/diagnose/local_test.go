@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/pkg/sidecar"
 	"github.com/vipctl/vipctl/test/fixture"
+	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
 )
 
@@ -165,5 +167,47 @@ func TestLocal(t *testing.T) {
 	}
 	if p := a.Problems(); len(p) != 0 {
 		t.Errorf("problems: %+v", p)
+	}
+}
+
+// TestLocalBGP: with the real FRR running as the keepalived pod's frr
+// container does, the local part asks bgpd for its sessions both where
+// the pod has its sockets and where the host keeps them (the pod's
+// directories are vipctl's own on the host: render.NodePath), and keeps
+// frr.conf with its BGP password redacted.
+func TestLocalBGP(t *testing.T) {
+	nl := netlab.New(t)
+	h := nl.AddHost("worker-0", netlab.HostOpts{Addrs: []string{"198.51.100.21/24"}})
+	pod := lab.SharedDir(t, "vipctl-diagnose-frr-")
+	lab.WriteFRRConf(t, pod, "frr defaults datacenter", "router bgp 64512",
+		" neighbor 198.51.100.1 remote-as 64512", " neighbor 198.51.100.1 password bgp-S3cret")
+	lab.StartFRR(t, h, pod)
+	// The host's view of the same directories.
+	hostRoot := t.TempDir()
+	for from, to := range map[string]string{render.FRRDir: render.NodePath(render.FRRConfPath), render.FRRRunDir: render.NodePath(render.FRRRunDir + "/x")} {
+		link := filepath.Join(hostRoot, filepath.Dir(to))
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(pod, from), link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, root := range map[string]string{"in the pod": pod, "on the host": hostRoot} {
+		a := Local(context.Background(), LocalOptions{Target: host.Target{Root: root, Netns: h.NS}, Node: "worker-0", Now: time.Now()})
+		dir := LocalDir("worker-0")
+		daemons, _ := a.File(path.Join(dir, "daemons", "daemons.json"))
+		sessions, ok := a.File(path.Join(dir, "daemons", "bgp-sessions.json"))
+		if !ok || !strings.Contains(string(sessions), `"198.51.100.1"`) || !strings.Contains(string(daemons), `"bgpd": "answering"`) {
+			t.Errorf("%s: bgpd's sessions not gathered: %s\n%s\nproblems %v", name, daemons, sessions, a.Problems())
+		}
+		conf := render.FRRConfPath
+		if root == hostRoot {
+			conf = render.NodePath(conf)
+		}
+		got, ok := a.File(path.Join(dir, "files", conf))
+		if !ok || strings.Contains(string(got), "bgp-S3cret") || !strings.Contains(string(got), "neighbor 198.51.100.1 password <redacted>") {
+			t.Errorf("%s: %s: %q", name, conf, got)
+		}
 	}
 }
