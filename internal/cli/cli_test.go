@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vipctl/vipctl/pkg/version"
 	"github.com/vipctl/vipctl/test/golden"
 )
 
@@ -87,6 +88,11 @@ func TestCLIGolden(t *testing.T) {
 		{"nodes-dhcp-hosts", []string{"nodes", "--install-config", repo("testdata/bad-input/install-config-dhcp.yaml")}, 1},
 		{"nodes-agent-config-alone", []string{"nodes", "--agent-config", repo("examples/installer/agent-config.yaml")}, 1},
 		{"nodes-no-source", []string{"nodes"}, 1},
+		// Refused before the cluster or the node is read.
+		{"diagnose-no-output", []string{"diagnose"}, 1},
+		{"diagnose-output-exists", []string{"diagnose", "-o", repo("examples/compact-ipv4.yaml")}, 1},
+		{"diagnose-local-with-node", []string{"diagnose", "--local", "master-0", "-o", "never-written.tar.gz"}, 1},
+		{"diagnose-local-include", []string{"diagnose", "--local", "--include", "node.tar.gz", "-o", "never-written.tar.gz"}, 1},
 		{"render-newer-release", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", "never-written", "--openshift-release", "4.23"}, 1},
 	}
 	for _, tc := range cases {
@@ -144,7 +150,7 @@ func TestVRIDsClashReport(t *testing.T) {
 func TestVersionAndCompletion(t *testing.T) {
 	t.Parallel()
 	r := run(t, "version", "-o", "json")
-	var v versionInfo
+	var v version.Info
 	if err := json.Unmarshal([]byte(r.stdout), &v); r.code != 0 || err != nil || v.Version == "" || v.GoVersion == "" {
 		t.Errorf("version -o json = %q, exit %d, err %v", r.stdout, r.code, err)
 	}

@@ -4,6 +4,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -76,6 +77,7 @@ LoadBalancer Service VIPs, and keeps them in step with the cluster.`,
 		NewAllocatorCommand(streams),
 		NewUpdateCommand(streams),
 		NewStatusCommand(streams),
+		NewDiagnoseCommand(streams),
 		NewDrainCommand(streams),
 		NewUndrainCommand(streams),
 		NewFRRCommand(streams),
@@ -86,9 +88,15 @@ LoadBalancer Service VIPs, and keeps them in step with the cluster.`,
 // Main runs the root command and turns its error into an exit code. The
 // error is printed here, once.
 func Main(args []string, streams IOStreams) int {
+	return MainContext(context.Background(), args, streams)
+}
+
+// MainContext is Main until ctx ends: commands that run until interrupted
+// (status --watch) stop then as on Ctrl-C, which tests cannot send.
+func MainContext(ctx context.Context, args []string, streams IOStreams) int {
 	root := NewRootCommand(streams)
 	root.SetArgs(args)
-	err := root.Execute()
+	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
 	}

@@ -1,12 +1,17 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/render"
@@ -16,14 +21,18 @@ import (
 // NewStatusCommand shows which node holds which VIP.
 func NewStatusCommand(streams IOStreams) *cobra.Command {
 	var file, kubeconfig, namespace, output string
+	var watch bool
 	cmd := &cobra.Command{
-		Use:   "status [-f cluster.yaml] [-o text|json|yaml]",
+		Use:   "status [-f cluster.yaml] [-o text|json|yaml] [--watch]",
 		Short: "Show every VIP, its holder, state and the Services using it, and the nodes' BGP sessions",
 		Long: `Reads the live config (the vipctl-config ConfigMap, or -f), the VIPs each
 node's sidecar publishes in its vipctl.io/vips annotation, and the Services'
 allocated addresses, and the BGP sessions the nodes publish in their
 vipctl.io/bgp-sessions annotation (bgp pools). Exits 2 when a VIP has no
-holder or several (split brain), or a BGP session is not Established.`,
+holder or several (split brain), or a BGP session is not Established.
+
+With --watch it shows the table again whenever what it shows changes (-o
+json: one JSON object per line and change), until interrupted (exit 0).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
@@ -55,6 +64,18 @@ holder or several (split brain), or a BGP session is not Established.`,
 			if err != nil {
 				return err
 			}
+			if watch {
+				// The reads above have shown the API answers and allows
+				// them; the informers retry through outages from here on.
+				ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				o := status.WatchOptions{Kube: cl.Kube, Namespace: namespace, Config: c}
+				if file == "" {
+					o.Config = nil // follow the ConfigMap
+				}
+				fw := frameWriter{streams: streams, format: output, terminal: isTerminal(streams.Out)}
+				return status.Watch(ctx, o, fw.write)
+			}
 			report, errs := status.NewReport(c, nodes, svcs)
 			for _, e := range errs {
 				_, _ = fmt.Fprintln(streams.ErrOut, "warning:", e)
@@ -75,6 +96,69 @@ holder or several (split brain), or a BGP session is not Established.`,
 	f.StringVarP(&file, "file", "f", "", "ClusterVIPs file (default: the live ConfigMap)")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default $KUBECONFIG, ~/.kube/config, then in-cluster)")
 	f.StringVar(&namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap")
+	f.BoolVarP(&watch, "watch", "w", false, "show the status again whenever it changes, until interrupted")
 	addOutputFlag(cmd, &output)
 	return cmd
+}
+
+// frameWriter prints the frames of `status --watch`.
+type frameWriter struct {
+	streams IOStreams
+	format  string
+	// terminal: each table replaces the last on the screen; otherwise
+	// (a file, a pipe) they follow each other, each under its time.
+	terminal bool
+	n        int
+}
+
+func (w *frameWriter) write(f status.Frame) error {
+	defer func() { w.n++ }()
+	for _, warning := range f.Warnings {
+		_, _ = fmt.Fprintln(w.streams.ErrOut, "warning:", warning)
+	}
+	out := w.streams.Out
+	switch w.format {
+	case outputJSON:
+		// One compact object per line: `| jq` reads each as it comes.
+		b, err := json.Marshal(f.Report)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "%s\n", b)
+		return err
+	case outputYAML:
+		b, err := yaml.Marshal(f.Report)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "---\n%s", b)
+		return err
+	}
+	var b strings.Builder
+	switch {
+	case w.terminal:
+		b.WriteString("\x1b[H\x1b[2J") // cursor home, clear the screen
+	case w.n > 0:
+		b.WriteString("\n")
+	}
+	now := time.Now()
+	fmt.Fprintf(&b, "%s\n\n%s", now.UTC().Format(time.RFC3339), f.Report.Text(now))
+	if len(f.Drained) > 0 {
+		fmt.Fprintf(&b, "\ndrained (vipctl undrain NODE ends it): %s\n", strings.Join(f.Drained, ", "))
+	}
+	if p := f.Report.Problems(); len(p) > 0 {
+		fmt.Fprintf(&b, "\nproblems: %s\n", strings.Join(p, "; "))
+	}
+	_, err := io.WriteString(out, b.String())
+	return err
+}
+
+// isTerminal tells whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

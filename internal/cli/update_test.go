@@ -45,6 +45,7 @@ func TestNoKubeconfig(t *testing.T) {
 		t.Setenv("KUBECONFIG", env.kubeconfig)
 		for _, args := range [][]string{
 			{"status"},
+			{"diagnose", "-o", filepath.Join(empty, "bundle.tar.gz")},
 			{"update", "-f", file, "--add-pool", "extra=198.51.100.64/27"},
 			{"allocator", "--id", "allocator-0"},
 			{"runtimecfg", "--node-name", "master-0", "--config", filepath.Join(empty, "cluster.yaml"), "--listen", ""},

@@ -160,7 +160,7 @@ func (c *Controller) lead(ctx context.Context) error {
 	bc := record.NewBroadcaster(record.WithContext(ctx))
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.o.Client.CoreV1().Events("")})
 	defer bc.Shutdown()
-	t.rec = bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "vipctl-allocator"})
+	t.rec = bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: v1alpha1.EventSourceAllocator})
 
 	svcF := informers.NewSharedInformerFactoryWithOptions(c.o.Client, 0, informers.WithTransform(stripService))
 	cmF := informers.NewSharedInformerFactoryWithOptions(c.o.Client, 0, informers.WithNamespace(c.o.Namespace),

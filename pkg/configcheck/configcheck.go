@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/vipctl/vipctl/pkg/redact"
 )
 
 // Options say where the daemons run.
@@ -174,8 +176,9 @@ const (
 
 // secretWord marks a line whose rest may hold a credential (keepalived's
 // auth_pass, haproxy's userlist passwords, anything called a secret or a
-// token): the word stays, what follows it is dropped.
-var secretWord = regexp.MustCompile(`(?i)(auth_pass|password|passwd|secret|token|bearer)`)
+// token: redact.Words): the word stays, what follows it is dropped. A
+// daemon's line is cut, not parsed: it may quote half a config line.
+var secretWord = regexp.MustCompile(`(?i)(` + redact.Words + `)`)
 
 // bound keeps the first maxDiagnosticLines lines, each cut at
 // maxDiagnosticLineBytes, with control characters replaced and anything

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"sort"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/host"
+	"github.com/vipctl/vipctl/pkg/render"
 )
 
 // PeerState is one BGP session as this node's bgpd reports it.
@@ -82,6 +84,21 @@ func ReadSessions(ctx context.Context, t host.Target) (peers []PeerState, ok boo
 	if !running {
 		return nil, false, nil
 	}
+	return readSessions(ctx, t, vty)
+}
+
+// ReadHostSessions is ReadSessions from the node's own filesystem rather
+// than the keepalived pod's (vipctl diagnose --local on the host), where
+// the vty sockets lie in render.HostFRRRunDir.
+func ReadHostSessions(ctx context.Context, t host.Target) (peers []PeerState, ok bool, err error) {
+	vty := t.Path(render.HostFRRRunDir)
+	if _, err := os.Stat(bgpdVty(vty)); err != nil {
+		return nil, false, nil
+	}
+	return readSessions(ctx, t, vty)
+}
+
+func readSessions(ctx context.Context, t host.Target, vty string) (peers []PeerState, ok bool, err error) {
 	var out, diag bytes.Buffer
 	cmd := exec.CommandContext(ctx, vtysh(t), "--vty_socket", vty, "-c", "show bgp neighbors json")
 	cmd.Stdout, cmd.Stderr = &out, &diag

@@ -80,10 +80,14 @@ func StaticPodFiles(c *v1alpha1.ClusterVIPs, role string) ([]render.File, error)
 		if err != nil {
 			return nil, fmt.Errorf("static pod %s: %w", p.Name, err)
 		}
-		files = append(files, render.File{Path: render.StaticPodDir + "/" + p.Name + ".yaml", Mode: manifestMode, Data: data})
+		files = append(files, render.File{Path: StaticPodPath(p.Name), Mode: manifestMode, Data: data})
 	}
 	return files, nil
 }
+
+// StaticPodPath is where the node's kubelet finds the static pod name
+// (render.KeepalivedPodName, render.HaproxyPodName).
+func StaticPodPath(name string) string { return render.StaticPodDir + "/" + name + ".yaml" }
 
 // KeepalivedCommand is keepalived's command line, with every node path
 // under root ("" on a real node): the static pod and the lab start it

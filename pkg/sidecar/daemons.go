@@ -9,27 +9,34 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/render"
 )
 
 // Daemons whose restarts the sidecar counts (daemon_restarts_total).
 const (
-	daemonKeepalived = "keepalived"
-	daemonHaproxy    = "haproxy"
+	DaemonKeepalived = "keepalived"
+	DaemonHaproxy    = "haproxy"
 )
 
-// readDaemonPIDs reads the PIDs of keepalived's parent (its PID file) and of
-// haproxy's master (its master socket's `show proc`); a daemon not
-// running, or not on this node (haproxy on a worker), is left out.
+// readDaemonPIDs reads the PIDs of this node's daemons (DaemonPIDs).
 func (s *Sidecar) readDaemonPIDs(ctx context.Context) map[string]int {
+	return DaemonPIDs(ctx, s.o.Target)
+}
+
+// DaemonPIDs reads the PIDs of keepalived's parent (its PID file) and of
+// haproxy's master (its master socket's `show proc`), by daemon name; a
+// daemon not running, or not on this node (haproxy on a worker), is left
+// out. vipctl diagnose records them too.
+func DaemonPIDs(ctx context.Context, t host.Target) map[string]int {
 	pids := map[string]int{}
-	if data, err := os.ReadFile(s.o.Path(render.KeepalivedPIDFile)); err == nil {
+	if data, err := os.ReadFile(t.Path(render.KeepalivedPIDFile)); err == nil {
 		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 1 {
-			pids[daemonKeepalived] = pid
+			pids[DaemonKeepalived] = pid
 		}
 	}
-	if pid := haproxyMasterPID(ctx, s.o.Path(render.HaproxyMasterSocket)); pid > 0 {
-		pids[daemonHaproxy] = pid
+	if pid := haproxyMasterPID(ctx, t.Path(render.HaproxyMasterSocket)); pid > 0 {
+		pids[DaemonHaproxy] = pid
 	}
 	return pids
 }

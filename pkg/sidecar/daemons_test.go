@@ -87,10 +87,10 @@ func TestDaemonRestarts(t *testing.T) {
 	keepalived(100)
 	look()
 	look()
-	if k, h := restarts(daemonKeepalived), restarts(daemonHaproxy); k != 0 || h != 0 {
+	if k, h := restarts(DaemonKeepalived), restarts(DaemonHaproxy); k != 0 || h != 0 {
 		t.Errorf("first looks: keepalived %v, haproxy %v restarts, want 0", k, h)
 	}
-	if seen[daemonHaproxy] != haproxyPID || seen[daemonKeepalived] != 100 {
+	if seen[DaemonHaproxy] != haproxyPID || seen[DaemonKeepalived] != 100 {
 		t.Errorf("PIDs seen %v, want keepalived 100, haproxy %d", seen, haproxyPID)
 	}
 	keepalived(140)
@@ -98,7 +98,7 @@ func TestDaemonRestarts(t *testing.T) {
 	look()
 	startHaproxy(t, root)
 	look()
-	if k, h := restarts(daemonKeepalived), restarts(daemonHaproxy); k != 1 || h != 1 {
+	if k, h := restarts(DaemonKeepalived), restarts(DaemonHaproxy); k != 1 || h != 1 {
 		t.Errorf("after new PIDs: keepalived %v, haproxy %v restarts, want 1 each", k, h)
 	}
 	if err := os.Remove(filepath.Join(root, render.KeepalivedPIDFile)); err != nil {
@@ -107,7 +107,7 @@ func TestDaemonRestarts(t *testing.T) {
 	look()
 	keepalived(140)
 	look()
-	if k := restarts(daemonKeepalived); k != 1 {
+	if k := restarts(DaemonKeepalived); k != 1 {
 		t.Errorf("keepalived gone and back under the same PID: %v restarts, want 1", k)
 	}
 }

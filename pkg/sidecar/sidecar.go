@@ -196,7 +196,7 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	bc := record.NewBroadcaster(record.WithContext(ctx))
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.o.Client.CoreV1().Events("")})
 	defer bc.Shutdown()
-	s.rec = bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "vipctl-runtimecfg", Host: s.o.NodeName})
+	s.rec = bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: v1alpha1.EventSourceSidecar, Host: s.o.NodeName})
 
 	for _, f := range s.factories {
 		f.Start(ctx.Done())

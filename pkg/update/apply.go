@@ -180,7 +180,7 @@ func (c Cluster) releasedEvent(ctx context.Context, s *corev1.Service, msg strin
 		InvolvedObject: corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name, UID: s.UID},
 		Reason:         "IPReleased", Type: corev1.EventTypeWarning,
 		Message:        msg,
-		Source:         corev1.EventSource{Component: "vipctl-update"},
+		Source:         corev1.EventSource{Component: v1alpha1.EventSourceUpdate},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	}
 	if _, err := c.Kube.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {

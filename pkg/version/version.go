@@ -2,7 +2,10 @@
 // Makefile and read from the module's build info otherwise.
 package version
 
-import "runtime/debug"
+import (
+	"runtime"
+	"runtime/debug"
+)
 
 // Version is overridden with -ldflags "-X .../pkg/version.Version=v1.2.3".
 var Version = ""
@@ -16,4 +19,26 @@ func Get() string {
 		return bi.Main.Version
 	}
 	return "devel"
+}
+
+// Info is what `vipctl version` prints and `vipctl diagnose` records, so
+// a support bundle names the build the way the user's terminal does.
+type Info struct {
+	Version string `json:"version"`
+	// Release is false for a development build, whose image no registry
+	// publishes (hack/release.sh refuses to ship one as a release).
+	Release   bool   `json:"release"`
+	GoVersion string `json:"goVersion"`
+	Platform  string `json:"platform"`
+	// Image is what spec.images defaults to when this binary renders.
+	Image string `json:"image"`
+}
+
+// Current describes this binary.
+func Current() Info {
+	return Info{
+		Version: Get(), Release: IsRelease(Get()),
+		GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH,
+		Image: Image(),
+	}
 }
