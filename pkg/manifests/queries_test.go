@@ -5,6 +5,7 @@ import (
 	"regexp"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/vipctl/vipctl/pkg/allocator"
@@ -12,20 +13,41 @@ import (
 )
 
 // describer records the names of the series of the collectors registered
-// with it: a histogram's are its _bucket, _sum and _count.
+// with it: a histogram's are its _bucket, _sum and _count, a summary's
+// its quantiles, _sum and _count.
 type describer struct{ names map[string]bool }
 
 var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
 
+var (
+	histogramSeries = []string{"_bucket", "_sum", "_count"}
+	summarySeries   = []string{"", "_sum", "_count"}
+)
+
 func (d *describer) Register(c prometheus.Collector) error {
-	var suffixes []string
+	suffixes := []string{""}
 	switch c.(type) {
-	case prometheus.Histogram, *prometheus.HistogramVec:
-		suffixes = []string{"_bucket", "_sum", "_count"}
-	case prometheus.Summary, *prometheus.SummaryVec:
-		suffixes = []string{"", "_sum", "_count"}
+	case *prometheus.HistogramVec:
+		suffixes = histogramSeries
+	case *prometheus.SummaryVec:
+		suffixes = summarySeries
 	default:
-		suffixes = []string{""}
+		// A plain Histogram and Summary have the same methods: what
+		// they write tells them apart.
+		ch := make(chan prometheus.Metric)
+		go func() { c.Collect(ch); close(ch) }()
+		for m := range ch {
+			var pb dto.Metric
+			if err := m.Write(&pb); err != nil {
+				return err
+			}
+			switch {
+			case pb.Histogram != nil:
+				suffixes = histogramSeries
+			case pb.Summary != nil:
+				suffixes = summarySeries
+			}
+		}
 	}
 	ch := make(chan *prometheus.Desc)
 	go func() { c.Describe(ch); close(ch) }()
@@ -41,7 +63,9 @@ func (d *describer) Register(c prometheus.Collector) error {
 
 func (d *describer) MustRegister(cs ...prometheus.Collector) {
 	for _, c := range cs {
-		_ = d.Register(c)
+		if err := d.Register(c); err != nil {
+			panic(err)
+		}
 	}
 }
 
