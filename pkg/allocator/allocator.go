@@ -459,11 +459,35 @@ func (a *Allocator) namespaceUsers(p *pool, ns, except string) int {
 		if key == except || namespaceOf(key) != ns {
 			continue
 		}
-		if slices.ContainsFunc(addrs, p.Contains) {
+		if usesPool(addrs, p) {
 			n++
 		}
 	}
 	return n
+}
+
+// usesPool tells whether a Service holding addrs counts against p's
+// maxPerNamespace.
+func usesPool(addrs []netip.Addr, p *pool) bool { return slices.ContainsFunc(addrs, p.Contains) }
+
+// NamespaceUsers counts, for every pool with a maxPerNamespace, the
+// Services of each namespace holding one of its addresses: what the cap
+// is checked against. Namespaces with none are left out.
+func (a *Allocator) NamespaceUsers() map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for _, p := range a.pools {
+		if p.MaxPerNamespace > 0 {
+			out[p.Name] = map[string]int{}
+		}
+	}
+	for key, addrs := range a.bySvc {
+		for _, p := range a.pools {
+			if p.MaxPerNamespace > 0 && usesPool(addrs, p) {
+				out[p.Name][namespaceOf(key)]++
+			}
+		}
+	}
+	return out
 }
 
 func (a *Allocator) requested(r *Request, candidates []*pool) ([]netip.Addr, error) {

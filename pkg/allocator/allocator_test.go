@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/test/fixture"
 )
@@ -295,5 +297,56 @@ func TestReservedNeverGiven(t *testing.T) {
 	}
 	if got, err := a.Allocate(old); err != nil || got[0] == netip.MustParseAddr("198.51.100.0") {
 		t.Fatalf("a Service holding the network address keeps it: %v, %v", got, err)
+	}
+}
+
+// TestNamespaceServicesMetric: the namespace_services series count what
+// maxPerNamespace is checked against (Services, not addresses: a dual-stack
+// Service is one), only for pools with a cap, and a namespace that
+// releases its last address loses its series rather than keeping its last
+// count; pool_max_per_namespace is the cap of those pools.
+func TestNamespaceServicesMetric(t *testing.T) {
+	pools := []v1alpha1.ServicePool{
+		{Name: "capped", Addresses: []string{"198.51.100.128-198.51.100.140", "2001:db8:100::10-2001:db8:100::14"}, Instances: 1, MaxPerNamespace: 3},
+		{Name: "open", Addresses: []string{"203.0.113.64/29"}, Instances: 1},
+	}
+	a := New(pools)
+	in := func(ns, name, pool string, fams ...Family) Request {
+		return req(ns+"/"+name, func(r *Request) { r.Namespace, r.Pool, r.Families = ns, pool, fams })
+	}
+	for _, r := range []Request{
+		in("shop", "a", "capped", IPv4, IPv6), in("shop", "b", "capped", IPv4),
+		in("blog", "a", "capped", IPv4), in("blog", "b", "open", IPv4),
+	} {
+		if _, err := a.Allocate(r); err != nil {
+			t.Fatalf("%s: %v", r.Key, err)
+		}
+	}
+	m := NewMetrics(nil)
+	m.setPools(pools)
+	m.setNamespaceServices(a.NamespaceUsers())
+	got := func(pool, ns string) float64 {
+		return testutil.ToFloat64(m.NamespaceServices.WithLabelValues(pool, ns))
+	}
+	if n := got("capped", "shop"); n != 2 {
+		t.Errorf("capped/shop: %v, want 2 (a dual-stack Service counts once)", n)
+	}
+	if n := got("capped", "blog"); n != 1 {
+		t.Errorf("capped/blog: %v, want 1", n)
+	}
+	if n := testutil.CollectAndCount(m.NamespaceServices); n != 2 {
+		t.Errorf("%d namespace_services series, want 2 (none for the pool without a cap)", n)
+	}
+	if n := testutil.CollectAndCount(m.MaxPerNamespace); n != 1 {
+		t.Errorf("%d pool_max_per_namespace series, want 1 (none for the pool without a cap)", n)
+	}
+	if n := testutil.ToFloat64(m.MaxPerNamespace.WithLabelValues("capped")); n != 3 {
+		t.Errorf("pool_max_per_namespace capped: %v, want 3", n)
+	}
+
+	a.Release("blog/a")
+	m.setNamespaceServices(a.NamespaceUsers())
+	if n := testutil.CollectAndCount(m.NamespaceServices); n != 1 {
+		t.Errorf("after blog released its address: %d series, want only capped/shop", n)
 	}
 }

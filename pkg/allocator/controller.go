@@ -509,6 +509,14 @@ type Metrics struct {
 	Size          *prometheus.GaugeVec
 	Leader        prometheus.Gauge
 	ConfigInvalid prometheus.Gauge
+	// NamespaceServices and MaxPerNamespace show how near each
+	// namespace is to its pools' maxPerNamespace (pools with one only).
+	NamespaceServices *prometheus.GaugeVec
+	MaxPerNamespace   *prometheus.GaugeVec
+
+	// nsSeen are the NamespaceServices series set last, so that those of
+	// namespaces gone are dropped rather than left at their last count.
+	nsSeen map[[2]string]bool
 }
 
 // NewMetrics creates the metrics, registered with reg unless nil.
@@ -524,16 +532,24 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Leader:      prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "leader", Help: "1 while this replica holds the Lease."}),
 		ConfigInvalid: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "config_invalid",
 			Help: "1 while the ConfigMap is invalid (the last valid pools stay in force)."}),
+		NamespaceServices: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "namespace_services",
+			Help: "Services of a namespace holding an address of a pool with maxPerNamespace (what the cap counts); other pools are left out."}, []string{"pool", "namespace"}),
+		MaxPerNamespace: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "pool_max_per_namespace",
+			Help: "A pool's maxPerNamespace: the Services one namespace may have in it; pools without a cap are left out."}, []string{"pool"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Allocations, m.Failures, m.WatchErrors, m.InUse, m.Size, m.Leader, m.ConfigInvalid)
+		reg.MustRegister(m.Allocations, m.Failures, m.WatchErrors, m.InUse, m.Size, m.Leader, m.ConfigInvalid, m.NamespaceServices, m.MaxPerNamespace)
 	}
 	return m
 }
 
 func (m *Metrics) setPools(pools []v1alpha1.ServicePool) {
 	m.Size.Reset()
+	m.MaxPerNamespace.Reset()
 	for _, p := range pools {
+		if p.MaxPerNamespace > 0 {
+			m.MaxPerNamespace.WithLabelValues(p.Name).Set(float64(p.MaxPerNamespace))
+		}
 		total := 0.0
 		for _, a := range p.Addresses {
 			if r, err := v1alpha1.ParseAddressRange(a); err == nil {
@@ -553,4 +569,24 @@ func (c *Controller) updatePoolMetrics(t *term) {
 	for pool, n := range t.alloc.InUse() {
 		c.m.InUse.WithLabelValues(pool).Set(float64(n))
 	}
+	c.m.setNamespaceServices(t.alloc.NamespaceUsers())
+}
+
+// setNamespaceServices sets a series per pool and namespace from
+// Allocator.NamespaceUsers and drops those of namespaces that hold no
+// address of the pool any more.
+func (m *Metrics) setNamespaceServices(users map[string]map[string]int) {
+	now := map[[2]string]bool{}
+	for pool, byNS := range users {
+		for ns, n := range byNS {
+			now[[2]string{pool, ns}] = true
+			m.NamespaceServices.WithLabelValues(pool, ns).Set(float64(n))
+		}
+	}
+	for l := range m.nsSeen {
+		if !now[l] {
+			m.NamespaceServices.DeleteLabelValues(l[0], l[1])
+		}
+	}
+	m.nsSeen = now
 }

@@ -47,6 +47,12 @@ const ManifestsPath = "manifests/vipctl.yaml"
 // spec.monitoring.stack none.
 const MonitoringPath = "manifests/monitoring.yaml"
 
+// GrafanaDashboardPath holds vipctl's dashboard as Grafana JSON, to
+// import into a Grafana (manifests.GrafanaFlavor; the console's flavor is
+// in MonitoringPath). Not under manifests/: `oc apply -f DIR/manifests/`
+// reads every .json there as an object.
+const GrafanaDashboardPath = "dashboards/vipctl-grafana.json"
+
 // The DNS records the cluster's VIPs need, in each form someone creates
 // them from (docs/dns.md).
 const (
@@ -173,6 +179,9 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 		}
 		out = append(out, File{Path: MonitoringPath, Mode: 0o644, Data: data})
 	}
+	// Whatever the stack: a Grafana fed by a Prometheus vipctl does not
+	// configure (stack none) reads the same series.
+	out = append(out, File{Path: GrafanaDashboardPath, Mode: 0o644, Data: manifests.DashboardJSON(manifests.GrafanaFlavor)})
 	dnsOut, err := dnsFiles(c)
 	if err != nil {
 		return nil, err

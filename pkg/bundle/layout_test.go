@@ -1,13 +1,17 @@
 package bundle_test
 
 import (
+	"encoding/json"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/bundle"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/manifests"
 )
 
 // TestNodeFilesAtNodePaths: with --nodes, DIR/nodes/<node>/ holds each
@@ -66,6 +70,39 @@ func TestDNSFilesOnlyWithVIPs(t *testing.T) {
 		got := slices.ContainsFunc(files, func(f bundle.File) bool { return f.Path == bundle.DNSZonePath })
 		if got != want {
 			t.Errorf("%s: %s written: %v, want %v", example, bundle.DNSZonePath, got, want)
+		}
+	}
+}
+
+// TestGrafanaDashboardWritten: render writes the Grafana flavor of the
+// dashboard for every monitoring stack, none included, outside
+// manifests/ (which `oc apply -f` reads whole), as JSON Grafana imports.
+func TestGrafanaDashboardWritten(t *testing.T) {
+	t.Parallel()
+	for _, stack := range []string{v1alpha1.MonitoringOpenShift, v1alpha1.MonitoringPrometheusOperator, v1alpha1.MonitoringNone} {
+		c, err := v1alpha1.Load(filepath.Join("..", "..", "examples", "compact-ipv4.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Spec.Monitoring = &v1alpha1.MonitoringSpec{Stack: stack}
+		files, err := bundle.Build(c, bundle.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(files, func(f bundle.File) bool { return f.Path == bundle.GrafanaDashboardPath })
+		if i < 0 {
+			t.Errorf("%s: no %s", stack, bundle.GrafanaDashboardPath)
+			continue
+		}
+		var d manifests.Dashboard
+		if err := json.Unmarshal(files[i].Data, &d); err != nil {
+			t.Fatalf("%s: %v", bundle.GrafanaDashboardPath, err)
+		}
+		if want := manifests.NewDashboard(manifests.GrafanaFlavor); !reflect.DeepEqual(d, want) {
+			t.Errorf("%s: %s is not the Grafana flavor of the dashboard", stack, bundle.GrafanaDashboardPath)
+		}
+		if strings.HasPrefix(bundle.GrafanaDashboardPath, "manifests/") {
+			t.Errorf("%s lies where oc apply -f DIR/manifests/ reads it as an object", bundle.GrafanaDashboardPath)
 		}
 	}
 }

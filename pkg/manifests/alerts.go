@@ -46,10 +46,8 @@ type Alert struct {
 func Alerts() []Alert {
 	return []Alert{
 		{
-			Name: "VipctlVIPNotHeld",
-			// Every sidecar exports every VIP of the cluster, 0 or 1:
-			// the sum is the VIP's holders.
-			Expr:        `sum by (vip, via) (vipctl_runtimecfg_vip_held) == 0`,
+			Name:        "VipctlVIPNotHeld",
+			Expr:        vipHolders + ` == 0`,
 			For:         time.Minute,
 			Severity:    severityCritical,
 			Summary:     "A VIP is held by no node.",
@@ -57,7 +55,7 @@ func Alerts() []Alert {
 		},
 		{
 			Name:        "VipctlVIPSplitBrain",
-			Expr:        `sum by (vip) (vipctl_runtimecfg_vip_held{via="vrrp"}) > 1`,
+			Expr:        vrrpHolders + ` > 1`,
 			For:         time.Minute,
 			Severity:    severityCritical,
 			Summary:     "A VRRP VIP is held by more than one node.",
@@ -135,10 +133,8 @@ func Alerts() []Alert {
 			Description: "BFD from {{ $labels.node }} to {{ $labels.peer }} is down: the path to that router fails, or the router's BFD is off.",
 		},
 		{
-			Name: "VipctlPoolExhausted",
-			// The leader's counts: a standby's are those of its last term.
-			Expr: `max by (pool) (vipctl_allocator_addresses_in_use and on (pod) (vipctl_allocator_leader == 1))` +
-				` >= on (pool) max by (pool) (vipctl_allocator_pool_size)`,
+			Name:        "VipctlPoolExhausted",
+			Expr:        leaderSeries("vipctl_allocator_addresses_in_use", "pool") + ` >= on (pool) max by (pool) (vipctl_allocator_pool_size)`,
 			For:         5 * time.Minute,
 			Severity:    severityWarning,
 			Summary:     "A service pool has no free address.",

@@ -4,17 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/yaml"
 
-	"github.com/vipctl/vipctl/pkg/allocator"
 	"github.com/vipctl/vipctl/pkg/manifests"
-	"github.com/vipctl/vipctl/pkg/sidecar"
 	"github.com/vipctl/vipctl/test/fixture"
 )
 
@@ -79,43 +74,15 @@ func TestAlertsPromtool(t *testing.T) {
 	}
 }
 
-// describer records the names of the metrics registered with it.
-type describer struct{ names []string }
-
-var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
-
-func (d *describer) Register(c prometheus.Collector) error {
-	ch := make(chan *prometheus.Desc)
-	go func() { c.Describe(ch); close(ch) }()
-	for desc := range ch {
-		if m := fqName.FindStringSubmatch(desc.String()); m != nil {
-			d.names = append(d.names, m[1])
-		}
-	}
-	return nil
-}
-
-func (d *describer) MustRegister(cs ...prometheus.Collector) {
-	for _, c := range cs {
-		_ = d.Register(c)
-	}
-}
-
-func (d *describer) Unregister(prometheus.Collector) bool { return false }
-
-// TestAlertsUseExportedMetrics: every vipctl_ series an alert reads is one
-// the sidecar or the allocator exports (a renamed metric would leave its
-// alert silent forever).
+// TestAlertsUseExportedMetrics: every series an alert reads is one the
+// sidecar or the allocator exports, or Prometheus's own up (a renamed
+// metric would leave its alert silent forever).
 func TestAlertsUseExportedMetrics(t *testing.T) {
-	d := &describer{}
-	sidecar.NewMetrics(d)
-	allocator.NewMetrics(d)
-	used := regexp.MustCompile(`\bvipctl_[a-z_]+`)
+	exported := exportedMetrics()
+	exported["up"] = true
 	for _, a := range manifests.Alerts() {
-		for _, m := range used.FindAllString(a.Expr, -1) {
-			if !slices.Contains(d.names, m) {
-				t.Errorf("%s reads %s, which neither the sidecar nor the allocator exports", a.Name, m)
-			}
+		for _, err := range checkQuery(a.Expr, exported) {
+			t.Errorf("%s: %v", a.Name, err)
 		}
 	}
 }

@@ -62,8 +62,9 @@ const (
 // Prometheus needs (get on /metrics, which every vipctl metrics endpoint
 // asks the API server about each scraper; target discovery in vipctl's
 // namespace), a headless Service over the keepalived pods' mirror pods and
-// one over the allocator's pods, a ServiceMonitor for each, and the
-// PrometheusRule with vipctl's alerts.
+// one over the allocator's pods, a ServiceMonitor for each, the
+// PrometheusRule with vipctl's alerts, and for OpenShift the console's
+// dashboard.
 func Monitoring(c *v1alpha1.ClusterVIPs) []runtime.Object {
 	stack := c.Spec.MonitoringStack()
 	if stack == v1alpha1.MonitoringNone {
@@ -122,6 +123,9 @@ func Monitoring(c *v1alpha1.ClusterVIPs) []runtime.Object {
 		serviceMonitor(AllocatorMetricsName, "allocator", monLabels("allocator"), allocTLS, nil),
 		PrometheusRule(c),
 	)
+	if stack == v1alpha1.MonitoringOpenShift {
+		objs = append(objs, DashboardConfigMap())
+	}
 	return objs
 }
 

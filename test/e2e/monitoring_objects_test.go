@@ -7,10 +7,12 @@ import (
 	"reflect"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
@@ -26,12 +28,19 @@ import (
 // module, at the release of the types vipctl builds them with), and
 // nothing of it is pruned as unknown: what the apiserver stores holds
 // every field vipctl wrote, so Prometheus sees the scrape settings as
-// rendered.
+// rendered; for OpenShift the console's dashboard, a ConfigMap in
+// openshift-config-managed, is stored as written.
 func TestMonitoringObjectsAccepted(t *testing.T) {
 	api := testapiserver.Start(t)
 	api.InstallCRDs(t, testapiserver.PrometheusOperatorCRDs(t, "servicemonitors", "prometheusrules")...)
 	resource := lab.Resources(api.AdminConfig())
 	ctx := context.Background()
+	// Every OpenShift cluster has the namespace the console reads its
+	// dashboards from; the dashboard's ConfigMap goes there.
+	if _, err := kubernetes.NewForConfigOrDie(api.AdminConfig()).CoreV1().Namespaces().Create(ctx,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: manifests.ConsoleDashboardNamespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, stack := range []string{v1alpha1.MonitoringOpenShift, v1alpha1.MonitoringPrometheusOperator} {
 		c := fixture.Example(t, "compact-ipv4.yaml")
@@ -54,7 +63,7 @@ func TestMonitoringObjectsAccepted(t *testing.T) {
 				continue
 			}
 			stored := toUnstructured(t, got)
-			for _, part := range []string{"spec", "rules", "roleRef", "subjects"} {
+			for _, part := range []string{"spec", "rules", "roleRef", "subjects", "data"} {
 				if want, ok := sent.Object[part]; ok {
 					if path := missing(stored.Object[part], want, part); path != "" {
 						t.Errorf("%s: %s %s: the apiserver dropped or changed %s", stack, gvk.Kind, sent.GetName(), path)
@@ -62,8 +71,12 @@ func TestMonitoringObjectsAccepted(t *testing.T) {
 				}
 			}
 		}
-		if kinds["ServiceMonitor"] != 2 || kinds["PrometheusRule"] != 1 {
-			t.Errorf("%s: %v, want 2 ServiceMonitors and a PrometheusRule", stack, kinds)
+		dashboards := 0
+		if stack == v1alpha1.MonitoringOpenShift {
+			dashboards = 1
+		}
+		if kinds["ServiceMonitor"] != 2 || kinds["PrometheusRule"] != 1 || kinds["ConfigMap"] != dashboards {
+			t.Errorf("%s: %v, want 2 ServiceMonitors, a PrometheusRule and %d dashboard ConfigMaps", stack, kinds, dashboards)
 		}
 	}
 }
