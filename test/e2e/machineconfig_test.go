@@ -38,10 +38,6 @@ func TestMachineConfigsAcceptedByAPIServer(t *testing.T) {
 	if err != nil || len(examples) == 0 {
 		t.Fatalf("no examples: %v", err)
 	}
-	nodes, err := cluster.LoadNodeListFile("../../examples/nodes/compact.yaml", "br-ex")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, ex := range examples {
 		c, err := v1alpha1.Load(ex)
 		if err != nil {
@@ -49,6 +45,10 @@ func TestMachineConfigsAcceptedByAPIServer(t *testing.T) {
 		}
 		opts := bundle.Options{}
 		if !strings.Contains(ex, "node-groups") {
+			nodes, err := cluster.LoadNodeListFile(nodeListFor(ex), "br-ex")
+			if err != nil {
+				t.Fatal(err)
+			}
 			opts.Nodes, opts.BootstrapNodes = nodes.Nodes, nodes.Objects
 		}
 		files, err := bundle.Build(c, opts)
