@@ -288,6 +288,14 @@ func dashboardSections() []section {
 				queries: []Target{q(`sum by (vip) (changes(vipctl_runtimecfg_vip_held[10m]) - resets(vipctl_runtimecfg_vip_held[10m])) > 0`,
 					"{{vip}}")}},
 		}},
+		{title: "VRRP neighbourhood", charts: []chart{
+			{kind: timeSeries, title: "Foreign routers using this cluster's VRRP IDs (10 min)", width: 6, unit: "short",
+				description: "Adverts carrying one of the cluster's IDs from an address that is no member of its instances, as the nodes hear them (alert VipctlForeignVRRPRouter).",
+				queries:     []Target{q(`sum by (vrid, source) (increase(vipctl_vrrp_foreign_adverts_total[10m])) > 0`, "ID {{vrid}} from {{source}}")}},
+			{kind: timeSeries, title: "Nodes lacking a VIP interface", width: 6, unit: "short", stack: true,
+				description: "A node a pool or IngressController selects has no interface for its VIPs (interface, interfaceLabel) and holds none of them (alert VipctlVIPInterfaceMissing).",
+				queries:     []Target{q(`vipctl_runtimecfg_vip_interface_missing == 1`, "{{node}}: {{owner}}")}},
+		}},
 		{title: "Config", charts: []chart{
 			{kind: timeSeries, title: "Nodes running their last good config", width: 4, unit: "short", stack: true,
 				description: "A daemon refused the rendered config, or it could not be written: changes since do not take effect there (alert VipctlConfigKept).",
