@@ -70,7 +70,12 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 		return slices.ContainsFunc(l.h.SidecarRanges, func(r v1alpha1.AddressRange) bool { return r.Contains(a) })
 	}
 	wanted := map[netip.Addr]bool{}
+	// keepalived's: the anchors, and the addresses of the pools' Local
+	// Services, which keepalived adds in instances of their own.
 	anchors := map[netip.Addr]bool{}
+	for _, a := range l.h.Keepalived {
+		anchors[a] = true
+	}
 	for _, in := range l.h.Instances {
 		held := false
 		for _, a := range in.Anchors {

@@ -25,13 +25,18 @@ import (
 // later, gives them local routes, and removes them when the anchor leaves.
 // A follower started afresh reconciles from the anchors alone: it removes
 // what it finds without an anchor (also an address of a Service deleted
-// meanwhile) and adds what a present anchor calls for.
+// meanwhile) and adds what a present anchor calls for. An address in the
+// pool's range that keepalived adds itself (a Local Service's, in an
+// instance of its own) is never the follower's to remove.
 func TestFollowerAddsServiceAddressesWithTheAnchor(t *testing.T) {
 	n, c, tn := followLab(t)
 	cap := c.CaptureAnnouncements(t)
 	anchor4, anchor6 := "198.51.100.191", "2001:db8:100::1:ffff"
 	svc4, svc6 := fixture.Addrs("198.51.100.130", "198.51.100.131"), fixture.Addrs("2001:db8:100::1:5")
 	h := followHandover(anchor4, anchor6, svc4, svc6)
+	const local = "198.51.100.150"
+	h.Keepalived = fixture.Addrs(local)
+	n.MustExec("ip", "addr", "add", local+"/32", "dev", "br-ex")
 	onIf := func() []string {
 		var out []string
 		for _, l := range strings.Split(string(n.MustExec("ip", "-o", "addr", "show", "dev", "br-ex")), "\n") {
@@ -61,11 +66,11 @@ func TestFollowerAddsServiceAddressesWithTheAnchor(t *testing.T) {
 	n.MustExec("ip", "addr", "add", "198.51.100.131/32", "dev", "br-ex")
 	n.MustExec("ip", "addr", "add", "198.51.100.140/32", "dev", "br-ex")
 	stop := run()
-	waitFor("started without anchors")
+	waitFor("started without anchors", local)
 
 	n.MustExec("ip", "addr", "add", anchor4+"/32", "dev", "br-ex")
 	n.MustExec("ip", "addr", "add", anchor6+"/128", "dev", "br-ex", "nodad")
-	waitFor("anchors added", anchor4, anchor6, "198.51.100.130", "198.51.100.131", "2001:db8:100::1:5")
+	waitFor("anchors added", local, anchor4, anchor6, "198.51.100.130", "198.51.100.131", "2001:db8:100::1:5")
 	mac := linkMAC(t, n)
 	for _, a := range append(slices.Clone(svc4), svc6...) {
 		// The second round follows GARPDelay after the first.
@@ -84,7 +89,7 @@ func TestFollowerAddsServiceAddressesWithTheAnchor(t *testing.T) {
 	}
 
 	n.MustExec("ip", "addr", "del", anchor4+"/32", "dev", "br-ex")
-	waitFor("IPv4 anchor gone", anchor6, "2001:db8:100::1:5")
+	waitFor("IPv4 anchor gone", local, anchor6, "2001:db8:100::1:5")
 	stop()
 
 	// Away: the IPv4 anchor comes back, the IPv6 one goes.
@@ -92,7 +97,7 @@ func TestFollowerAddsServiceAddressesWithTheAnchor(t *testing.T) {
 	n.MustExec("ip", "addr", "del", anchor6+"/128", "dev", "br-ex")
 	stop = run()
 	defer stop()
-	waitFor("restarted", anchor4, "198.51.100.130", "198.51.100.131")
+	waitFor("restarted", local, anchor4, "198.51.100.130", "198.51.100.131")
 }
 
 // followLab is a node n and a client c on one segment, and n's target

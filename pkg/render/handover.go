@@ -31,6 +31,11 @@ type Handover struct {
 	// (its Service went while the sidecar was not running), unless it is
 	// an anchor.
 	SidecarRanges []v1alpha1.AddressRange
+	// Keepalived are the addresses in SidecarRanges that keepalived adds
+	// itself on this node: those of the pools' externalTrafficPolicy
+	// Local Services, each in an instance of its own. The sidecar leaves
+	// them alone.
+	Keepalived []netip.Addr
 }
 
 // HandoverInstance is one VRRP instance as seen by a node.
@@ -99,5 +104,16 @@ func (p *Plan) Handover(node string) (Handover, error) {
 		}
 		h.Instances = append(h.Instances, hi)
 	}
+	for _, inst := range p.byNode[node] {
+		if inst.sidecar || inst.on.Own() {
+			continue
+		}
+		for _, a := range inst.vips {
+			if slices.ContainsFunc(h.SidecarRanges, func(r v1alpha1.AddressRange) bool { return r.Contains(a) }) {
+				h.Keepalived = append(h.Keepalived, a)
+			}
+		}
+	}
+	slices.SortFunc(h.Keepalived, netip.Addr.Compare)
 	return h, nil
 }

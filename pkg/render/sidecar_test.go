@@ -93,3 +93,41 @@ func TestSysctlFiles(t *testing.T) {
 		t.Errorf("IPv4-only sidecar pool: %d files, want none", len(got))
 	}
 }
+
+// TestSidecarLeavesLocalServicesToKeepalived: an externalTrafficPolicy
+// Local Service of a pool with announce: sidecar gets an instance of its
+// own, whose address keepalived adds itself. The sidecar removes any
+// address of its pools' ranges that no held anchor calls for, so the
+// handover data must name this one as keepalived's, or the sidecar takes
+// it off again as soon as keepalived adds it (found in the cluster lab:
+// the instance flapped between MASTER and BACKUP and nobody held it).
+func TestSidecarLeavesLocalServicesToKeepalived(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "dual-stack.yaml")
+	vip := netip.MustParseAddr("2001:db8:100::1:20")
+	holder := r.nodes[0].Name
+	ids := testIDs(r.config)
+	ids[v1alpha1.ServiceKey("shop/web")] = 200
+	// As the sidecar observes it (cluster.Model.ServiceAddresses): a
+	// Local Service's address is its own instance's, not the pool's.
+	p, err := NewPlan(cluster.Compile(r.config), ids, cluster.State{Nodes: r.nodes,
+		LocalServices: []cluster.LocalService{{Name: "shop/web", Pool: "dual-v6", VIPs: []netip.Addr{vip}, Nodes: []string{holder}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := p.Handover(holder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(h.Keepalived, vip) {
+		t.Errorf("%s's handover data: keepalived's addresses %v lack the Local Service's %s", holder, h.Keepalived, vip)
+	}
+	for _, in := range h.Instances {
+		if slices.Contains(in.Sidecar, vip) {
+			t.Errorf("instance %d lists the Local Service's %s as the sidecar's to add", in.VRID, vip)
+		}
+	}
+	if !strings.Contains(confOf(t, p, holder), vip.String()) {
+		t.Errorf("%s's keepalived.conf lacks the Local Service's %s", holder, vip)
+	}
+}
