@@ -160,24 +160,35 @@ func (m *Model) ServiceAddresses(services []*corev1.Service) (byPool map[string]
 	return byPool, local, orphans
 }
 
-// Endpoints fills each Local Service's Nodes: the nodes that run a ready
-// endpoint of it. slices maps namespace/name to the Service's
+// Endpoints fills each Local Service's Nodes (the nodes that run a ready
+// endpoint of it) and Draining (those that run only terminating endpoints
+// that still serve). slices maps namespace/name to the Service's
 // EndpointSlices.
 func Endpoints(local []LocalService, slices map[string][]*discoveryv1.EndpointSlice) {
 	for i := range local {
-		on := map[string]bool{}
+		ready, draining := map[string]bool{}, map[string]bool{}
 		for _, es := range slices[local[i].Name] {
 			for _, e := range es.Endpoints {
-				if e.NodeName != nil && (e.Conditions.Ready == nil || *e.Conditions.Ready) {
-					on[*e.NodeName] = true
+				switch c := e.Conditions; {
+				case e.NodeName == nil:
+				case c.Ready == nil || *c.Ready:
+					ready[*e.NodeName] = true
+				case c.Serving != nil && *c.Serving && c.Terminating != nil && *c.Terminating:
+					draining[*e.NodeName] = true
 				}
 			}
 		}
-		local[i].Nodes = local[i].Nodes[:0]
-		for n := range on {
+		local[i].Nodes, local[i].Draining = local[i].Nodes[:0], local[i].Draining[:0]
+		for n := range ready {
 			local[i].Nodes = append(local[i].Nodes, n)
 		}
+		for n := range draining {
+			if !ready[n] {
+				local[i].Draining = append(local[i].Draining, n)
+			}
+		}
 		sort.Strings(local[i].Nodes)
+		sort.Strings(local[i].Draining)
 	}
 }
 

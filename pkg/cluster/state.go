@@ -54,4 +54,13 @@ type LocalService struct {
 	VIPs []netip.Addr
 	// Nodes run a ready endpoint of the Service.
 	Nodes []string
+	// Draining run endpoints of the Service that are terminating but
+	// still serving, and no ready one: a pod's graceful stop. They stay
+	// in the Service's instance, in FAULT (their status file says no
+	// ready endpoint), so that a holder whose pod is stopping gives the
+	// VIP up with a priority 0 advert (its peer takes over at once) while
+	// kube-proxy still sends what arrives to the stopping pod, rather than
+	// leaving the instance by a reload, after which the peer would wait
+	// for Master_Down.
+	Draining []string
 }

@@ -136,3 +136,47 @@ func TestLocalServiceNamesAreUnique(t *testing.T) {
 		t.Error("both Services share one status file")
 	}
 }
+
+// TestLocalServiceKeepsDrainingNodes: a node whose endpoint of a Local
+// Service is stopping gracefully (terminating, still serving) stays in
+// the Service's instance, instead of the peer the instance would
+// otherwise be padded with: as its holder it leaves by a priority 0
+// advert (its status file puts it in FAULT) rather than by a reload that
+// removes the instance, after which the peer would wait for Master_Down.
+func TestLocalServiceKeepsDrainingNodes(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "dual-stack.yaml")
+	vip := netip.MustParseAddr("198.51.100.150")
+	ready := r.nodes[0].Name
+	ids := testIDs(r.config)
+	ids[v1alpha1.ServiceKey("shop/web")] = 200
+	plan := func(draining ...string) *Plan {
+		t.Helper()
+		p, err := NewPlan(cluster.Compile(r.config), ids, cluster.State{Nodes: r.nodes,
+			LocalServices: []cluster.LocalService{{Name: "shop/web", Pool: "dual-v4", VIPs: []netip.Addr{vip}, Nodes: []string{ready}, Draining: draining}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	member := func(p *Plan, node string) bool {
+		return strings.Contains(confOf(t, p, node), "vrrp_instance service_4_shop_web_v4")
+	}
+	var pad, draining string
+	for _, n := range r.nodes[1:] {
+		if member(plan(), n.Name) {
+			pad = n.Name
+		} else {
+			draining = n.Name
+		}
+	}
+	if pad == "" || draining == "" {
+		t.Fatalf("want one padding peer among %d other nodes; got pad %q", len(r.nodes)-1, pad)
+	}
+	p := plan(draining)
+	for node, want := range map[string]bool{ready: true, draining: true, pad: false} {
+		if got := member(p, node); got != want {
+			t.Errorf("%s in the instance: %v, want %v", node, got, want)
+		}
+	}
+}

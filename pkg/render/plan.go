@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
@@ -281,10 +282,11 @@ func (p *Plan) addBootstrap() error {
 func (p *Plan) isBootstrap(node string) bool { return p.bootstrap != nil && node == BootstrapNode }
 
 // addLocal gives a Local Service its own instance. Its members are the
-// pool's nodes with a ready endpoint, plus, when fewer than two, other
-// pool nodes so that the instance has a peer; every member tracks the
-// Service's status file, so a member without an endpoint is in FAULT and
-// never holds the VIP.
+// pool's nodes with a ready endpoint, those whose endpoint is stopping
+// gracefully (Draining), plus, when fewer than two, other pool nodes so
+// that the instance has a peer; every member tracks the Service's status
+// file, so a member without a ready endpoint is in FAULT and never holds
+// the VIP.
 func (p *Plan) addLocal(ls cluster.LocalService) error {
 	pool := p.model.Pool(ls.Pool)
 	if pool == nil || len(ls.VIPs) == 0 || len(ls.Nodes) == 0 {
@@ -295,7 +297,7 @@ func (p *Plan) addLocal(ls cluster.LocalService) error {
 	p.tracks = append(p.tracks, trackFileView{Name: track, Path: p.root + LocalServiceStatusFile(ls.Name), Weight: 0,
 		Why: "0 while a ready endpoint of Service " + ls.Name + " runs on this node (written by the sidecar)"})
 	endpoint := map[string]bool{}
-	for _, n := range ls.Nodes {
+	for _, n := range append(slices.Clone(ls.Nodes), ls.Draining...) {
 		endpoint[n] = true
 	}
 	sel := pool.NodeSelector

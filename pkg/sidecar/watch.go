@@ -48,7 +48,7 @@ func strip(obj any) (any, error) {
 		}
 		for i, e := range o.Endpoints {
 			out.Endpoints[i] = discoveryv1.Endpoint{Addresses: e.Addresses, NodeName: e.NodeName,
-				Conditions: discoveryv1.EndpointConditions{Ready: e.Conditions.Ready}}
+				Conditions: discoveryv1.EndpointConditions{Ready: e.Conditions.Ready, Serving: e.Conditions.Serving, Terminating: e.Conditions.Terminating}}
 		}
 		return out, nil
 	case *corev1.Pod:
@@ -209,7 +209,8 @@ func changed(old, obj any) bool {
 		b, ok := obj.(*discoveryv1.EndpointSlice)
 		return !ok || !sameMeta(&a.ObjectMeta, &b.ObjectMeta) || !sameKeys(a.Labels, b.Labels, discoveryv1.LabelServiceName) ||
 			!slices.EqualFunc(a.Endpoints, b.Endpoints, func(x, y discoveryv1.Endpoint) bool {
-				return slices.Equal(x.Addresses, y.Addresses) && samePtr(x.NodeName, y.NodeName) && samePtr(x.Conditions.Ready, y.Conditions.Ready)
+				return slices.Equal(x.Addresses, y.Addresses) && samePtr(x.NodeName, y.NodeName) && samePtr(x.Conditions.Ready, y.Conditions.Ready) &&
+					samePtr(x.Conditions.Serving, y.Conditions.Serving) && samePtr(x.Conditions.Terminating, y.Conditions.Terminating)
 			})
 	case *corev1.Pod:
 		b, ok := obj.(*corev1.Pod)
