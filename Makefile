@@ -53,13 +53,16 @@ release:
 demo: build
 	./hack/demo.sh bin/vipctl $(EXAMPLE) $(NODES) $(OUT)
 
-## deps: install keepalived, haproxy, iproute2, containerd and runc when
-## missing; build the test control plane (kube-apiserver, etcd) and the
-## kubelet lab's kubelet from source into bin/, cached
+## deps: install keepalived, haproxy, iproute2, containerd, runc and the
+## CNI plugins when missing; build the test control plane (kube-apiserver,
+## etcd), the kubelet lab's kubelet and the cluster lab's
+## kube-controller-manager, kube-scheduler and kube-proxy from source into
+## bin/, cached
 deps:
 	./hack/install-deps.sh
 	./hack/build-apiserver.sh
 	./hack/build-kubelet.sh
+	./hack/build-cluster.sh
 
 ## test: every test, unit and end to end, after installing what they need,
 ## and a few seconds of each fuzz target

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real daemons and tools the tests drive: keepalived, haproxy,
 # iproute2 (ip netns, veth, bridge), nftables, FRR (bgpd, zebra, vtysh)
-# for BGP pools, containerd and runc, bind9 (a DNS server for dns check). Idempotent: apt runs only when something
+# for BGP pools, containerd and runc, bind9 (a DNS server for dns check) and
+# the CNI plugins. Idempotent: apt runs only when something
 # is missing, so a warm machine pays nothing.
 set -euo pipefail
 
@@ -38,6 +39,9 @@ done
 # frr-reload.py (the diff-and-apply reload the sidecar runs) ships apart from
 # frr itself.
 [ -x /usr/lib/frr/frr-reload.py ] || missing+=(frr-pythontools)
+# The cluster lab's pods get their network from the CNI plugins (bridge,
+# host-local, loopback, portmap), which are not on PATH.
+[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
 # keepalived refuses track/notify scripts unless their user exists (pitfall 4
 # in the lab notes): the rendered configs run scripts as keepalived_script.
 need_user=0
