@@ -77,7 +77,12 @@ if [ -s "$cached" ] && [ "$(cat "$bin/.image-stamp" 2>/dev/null)" = "$want" ]; t
   fi
   exit 0
 fi
-(cd "$root" && go run ./hack/ociimage -rootfs "$rootfs" -add "$binary:/usr/bin/vipctl" -name "$image" -o "$out.tmp")
+# The image's user is nobody: the allocator Deployment asks for
+# runAsNonRoot, which a kubelet refuses for an image that would run as root
+# unless the platform picks a UID (OpenShift's restricted SCC does, plain
+# Kubernetes does not: the cluster lab found it). The static pods run as
+# root by their own securityContext.
+(cd "$root" && go run ./hack/ociimage -rootfs "$rootfs" -add "$binary:/usr/bin/vipctl" -user 65534:65534 -name "$image" -o "$out.tmp")
 mv "$out.tmp" "$out"
 if [ "$out" = "$cached" ]; then
   echo "$want" > "$bin/.image-stamp"

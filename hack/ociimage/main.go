@@ -77,6 +77,7 @@ type imageConfig struct {
 }
 
 type runConfig struct {
+	User       string            `json:"User,omitempty"`
 	Env        []string          `json:"Env"`
 	Entrypoint []string          `json:"Entrypoint,omitempty"`
 	Labels     map[string]string `json:"Labels,omitempty"`
@@ -104,6 +105,7 @@ type options struct {
 	name       string
 	out        string
 	entrypoint string
+	user       string
 	created    time.Time
 }
 
@@ -114,6 +116,7 @@ func main() {
 	flag.StringVar(&o.name, "name", "", "image name with tag, e.g. quay.io/vipctl/vipctl:v0.1.0")
 	flag.StringVar(&o.out, "o", "", "output OCI archive")
 	flag.StringVar(&o.entrypoint, "entrypoint", "", "the image's entrypoint (one path), if any")
+	flag.StringVar(&o.user, "user", "", "the image's user, UID[:GID] (numeric: a kubelet verifies runAsNonRoot only against a number)")
 	flag.Parse()
 	o.created = sourceDate()
 	if err := run(o); err != nil {
@@ -156,7 +159,7 @@ func run(o options) error {
 	created := o.created.Format(time.RFC3339)
 	cfg := imageConfig{
 		Created: created, Architecture: "amd64", OS: "linux",
-		Config:  runConfig{Env: []string{defaultPath}},
+		Config:  runConfig{User: o.user, Env: []string{defaultPath}},
 		RootFS:  rootFS{Type: "layers", DiffIDs: []string{diffID}},
 		History: []history{{Created: created, CreatedBy: "vipctl hack/build-image.sh"}},
 	}
