@@ -350,13 +350,6 @@ func (kc *kubeletCluster) node(name string) *kubeletlab.Node {
 	return nil
 }
 
-// status runs `vipctl status` with the administrator's kubeconfig.
-func (kc *kubeletCluster) status(t testing.TB) (string, error) {
-	t.Helper()
-	b, err := exec.Command(kc.vipctl, "status", "-f", kc.cfgPath, "--kubeconfig", kc.adminKC).CombinedOutput()
-	return string(b), err
-}
-
 // kubeletPoller asks url every 10 ms from the client until stopped and counts
 // failures.
 type kubeletPoller struct {
@@ -477,106 +470,6 @@ func TestKubeletPlannedHandover(t *testing.T) {
 	if len(api.failed)+len(svc.failed) > 0 {
 		t.Errorf("failed requests during the planned handover:\nAPI: %s\nService: %s", strings.Join(api.failed, "\n"), strings.Join(svc.failed, "\n"))
 	}
-}
-
-// TestKubeletStaticPods runs one three-node lab (the fast profile)
-// through its checks, the harmless first: each boot of the lab costs half
-// a minute or more of CI.
-//
-//   - ServeVIPs: the kubelet of each node runs the static pods of the
-//     rendered MachineConfig, in vipctl's image, from standalone mode (no
-//     API server for the kubelet); every pod becomes Ready, the API VIP
-//     answers through the haproxy pod, and `vipctl status` shows every VIP
-//     held exactly once.
-//   - ContainerRestarts: the sidecar container and then keepalived are
-//     killed on a node that holds no API VIP; the kubelet restarts them,
-//     no request to the VIP held elsewhere fails, and the restarted node
-//     does not blackhole it (it never carries the address twice).
-//   - NodeLossMovesVIP: then the holder of the API VIP vanishes from the
-//     network; a peer's keepalived pod takes the VIP within the profile's
-//     bound.
-func TestKubeletStaticPods(t *testing.T) {
-	start := time.Now()
-	kc := startKubeletCluster(t, v1alpha1.ProfileFast)
-	t.Logf("three nodes started (containerd, image import, kubelet) in %s", time.Since(start).Round(time.Millisecond))
-	t.Run("ServeVIPs", func(t *testing.T) { kubeletStaticPodsServeVIPs(t, kc, start) })
-	t.Run("ContainerRestarts", func(t *testing.T) { kubeletContainerRestarts(t, kc) })
-	t.Run("NodeLossMovesVIP", func(t *testing.T) { kubeletNodeLoss(t, kc) })
-}
-
-func kubeletStaticPodsServeVIPs(t *testing.T, kc *kubeletCluster, start time.Time) {
-	kc.waitPodsReady(t, 180*time.Second)
-	t.Logf("every pod Ready %s after start", time.Since(start).Round(time.Millisecond))
-	lab.WaitFor(t, 30*time.Second, "API VIP answering through haproxy", func() bool {
-		_, err := kc.get(apiVIPURL())
-		return err == nil
-	})
-	if h := kc.holders(t, kubeletAPIVIP); len(h) != 1 {
-		t.Fatalf("API VIP held by %v, want exactly one node", h)
-	}
-	var out string
-	lab.WaitFor(t, 30*time.Second, "vipctl status healthy", func() bool {
-		var err error
-		out, err = kc.status(t)
-		return err == nil
-	})
-	t.Logf("vipctl status:\n%s", out)
-}
-
-func kubeletContainerRestarts(t *testing.T, kc *kubeletCluster) {
-	holder := kc.serving(t)
-	var victim *kubeletlab.Node
-	for _, n := range kc.nodes {
-		if n.Name != holder {
-			victim = n
-			break
-		}
-	}
-	api := kc.poll(apiVIPURL())
-	for _, container := range []string{"runtimecfg", "keepalived"} {
-		p, err := victim.Pod(context.Background(), render.KeepalivedPodName)
-		if err != nil || p == nil {
-			t.Fatalf("%s: keepalived pod: %v", victim.Name, err)
-		}
-		id := kubeletlab.ContainerID(p, container)
-		if id == "" {
-			t.Fatalf("%s: no running %s container", victim.Name, container)
-		}
-		if err := victim.KillContainer(id); err != nil {
-			t.Fatal(err)
-		}
-		lab.WaitFor(t, 120*time.Second, victim.Name+" "+container+" restarted and Ready", func() bool {
-			p, err := victim.Pod(context.Background(), render.KeepalivedPodName)
-			if err != nil || !kubeletlab.PodReady(p) {
-				return false
-			}
-			nid := kubeletlab.ContainerID(p, container)
-			return nid != "" && nid != id
-		})
-		if h := kc.holders(t, kubeletAPIVIP); len(h) != 1 {
-			t.Errorf("after %s restart on %s the API VIP is held by %v", container, victim.Name, h)
-		}
-	}
-	api.Stop()
-	if len(api.failed) > 0 {
-		t.Errorf("%d failed requests to the API VIP held by %s:\n%s", len(api.failed), holder, strings.Join(api.failed, "\n"))
-	}
-	t.Logf("API VIP: %d ok, 0 failed while %s's containers restarted", api.ok, victim.Name)
-}
-
-func kubeletNodeLoss(t *testing.T, kc *kubeletCluster) {
-	holder := kc.serving(t)
-	cut := time.Now()
-	kc.node(holder).Host.LinkDown()
-	// fast profile: advert 200 ms, Master_Down below 1 s; the bound leaves
-	// room for a loaded machine.
-	const bound = 3 * time.Second
-	lab.WaitFor(t, bound, "API VIP answering again after "+holder+" vanished", func() bool {
-		_, err := kc.get(apiVIPURL())
-		return err == nil
-	})
-	t.Logf("API VIP answered again %s after %s vanished", time.Since(cut).Round(time.Millisecond), holder)
-	kc.node(holder).Host.LinkUp()
 }
 
 // TestKubeletPoolsOnlyServesService: mode poolsOnly under the real

@@ -15,7 +15,10 @@ import (
 // /pods there (anonymous, AlwaysAllow: nothing outside the lab reaches it).
 const kubeletPort = 10250
 
-// containerdConfig: the node's paths are the default ones, bound per node.
+// containerdConfig: the node's paths are the default ones, bound per node;
+// the CNI plugins are Debian's (containernetworking-plugins), their
+// configuration the node's own (only pods outside the host network use
+// them).
 // restrict_oom_score_adj: these VMs withhold CAP_SYS_RESOURCE, and runc
 // fails ("can't get final child's PID from pipe") when it may not raise
 // oom_score_adj.
@@ -29,6 +32,9 @@ state = "/run/containerd"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "` + PauseImage + `"
   restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "/etc/cni/net.d"
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -94,7 +100,7 @@ func (n *Node) StartKubelet(t testing.TB, kubeconfig string) {
 	t.Helper()
 	args := []string{filepath.Join(n.bin, "kubelet"),
 		"--config", "/etc/kubernetes/kubelet.yaml",
-		"--hostname-override", n.Name, "--node-ip", n.NodeIP, "--v", "1"}
+		"--hostname-override", n.Name, "--node-ip", n.nodeIPs, "--v", "1"}
 	if kubeconfig != "" {
 		args = append(args, "--kubeconfig", kubeconfig)
 	}

@@ -15,6 +15,7 @@ package kubeletlab
 
 import (
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -77,6 +78,17 @@ type Options struct {
 	Kubeconfig []byte
 	// Images are OCI archives imported into the node's containerd.
 	Images []string
+	// Tags name imported images a second time (new name -> imported
+	// name), as `ctr images tag` does: one image under a name of its own
+	// for another use, imported once.
+	Tags map[string]string
+	// NodeIPs are further addresses of the node for the kubelet's
+	// --node-ip (a dual-stack node's IPv6 one).
+	NodeIPs []string
+	// Register starts the kubelet with /var/lib/kubelet/kubeconfig
+	// (Kubeconfig): it registers its Node and makes mirror pods of its
+	// static pods. Otherwise it runs standalone, as on a node's first boot.
+	Register bool
 }
 
 // Node is one running node.
@@ -92,6 +104,10 @@ type Node struct {
 	holder     *proc
 	containerd *proc
 	kubelet    *proc
+	// nodeIPs is the kubelet's --node-ip, kubeconfig its --kubeconfig
+	// ("" standalone): what Boot starts it with again.
+	nodeIPs    string
+	kubeconfig string
 	cgroupRoot string
 	// mounted: this node counts in mountPoints.users.
 	mounted bool
@@ -103,9 +119,22 @@ type Node struct {
 // on a node's first boot.
 func Start(t testing.TB, o Options) *Node {
 	t.Helper()
+	n := prepare(t, o)
+	n.StartKubelet(t, n.kubeconfig)
+	return n
+}
+
+// prepare is Start up to the kubelet: the node with its files, cgroups and
+// containerd holding the images.
+func prepare(t testing.TB, o Options) *Node {
+	t.Helper()
 	bin := Require(t)
 	n := &Node{Name: o.Name, Host: o.Host, NodeIP: o.NodeIP, t: t, dir: filepath.Join(t.TempDir(), o.Name), bin: bin}
 	n.cgroupRoot = "/" + o.Host.NS
+	n.nodeIPs = strings.Join(append([]string{o.NodeIP}, o.NodeIPs...), ",")
+	if o.Register {
+		n.kubeconfig = NodeKubeconfig
+	}
 	t.Cleanup(n.Stop)
 	n.http = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DialContext: o.Host.DialContext,
@@ -122,9 +151,17 @@ func Start(t testing.TB, o Options) *Node {
 			t.Fatalf("%s: importing %s: %v\n%s", n.Name, img, err, out)
 		}
 	}
-	n.StartKubelet(t, "")
+	for name, src := range o.Tags {
+		if out, err := n.Exec("ctr", "-n", "k8s.io", "images", "tag", "--force", src, name); err != nil {
+			t.Fatalf("%s: tagging %s as %s: %v\n%s", n.Name, src, name, err, out)
+		}
+	}
 	return n
 }
+
+// NodeKubeconfig is where Options.Kubeconfig is written: the kubelet's
+// credential on an OpenShift node, which vipctl's sidecar reads too.
+const NodeKubeconfig = "/var/lib/kubelet/kubeconfig"
 
 // Exec runs argv inside the node (its mount and network namespaces).
 func (n *Node) Exec(argv ...string) ([]byte, error) {
@@ -174,7 +211,7 @@ func (n *Node) layDown(t testing.TB, o Options) {
 		}
 	}
 	if o.Kubeconfig != nil {
-		if err := n.WriteFile("/var/lib/kubelet/kubeconfig", 0o600, o.Kubeconfig); err != nil {
+		if err := n.WriteFile(NodeKubeconfig, 0o600, o.Kubeconfig); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -191,4 +228,32 @@ func (n *Node) layDown(t testing.TB, o Options) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// ImageName is the name an OCI archive's image gets when imported (its
+// index's io.containerd.image.name), which pods name.
+func ImageName(t testing.TB, archive string) string {
+	t.Helper()
+	out, err := exec.Command("tar", "-xOf", archive, "index.json").Output()
+	if err != nil {
+		t.Fatalf("reading %s's index: %v", archive, err)
+	}
+	var idx struct {
+		Manifests []struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"manifests"`
+	}
+	if err := json.Unmarshal(out, &idx); err != nil || len(idx.Manifests) != 1 || idx.Manifests[0].Annotations["io.containerd.image.name"] == "" {
+		t.Fatalf("%s: index.json names no one image: %v\n%s", archive, err, out)
+	}
+	return idx.Manifests[0].Annotations["io.containerd.image.name"]
+}
+
+// ReadFile reads a file of the node.
+func (n *Node) ReadFile(path string) ([]byte, error) {
+	p, err := n.nodePath(path)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(p)
 }

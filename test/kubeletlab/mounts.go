@@ -23,6 +23,10 @@ var nodePaths = []string{
 	render.RunDir, render.HaproxyRunDir,
 	render.StateDir, "/var/lib/kubelet", "/var/lib/containerd", "/run/containerd", "/opt/containerd",
 	"/var/log/pods", "/var/log/containers",
+	// A cluster node's: etcd's data, the CNI configuration and the
+	// host-local IPAM's leases (under /run: a reboot forgets them), and
+	// containerd's pod network namespaces, which it names in /run/netns.
+	"/var/lib/etcd", "/etc/cni/net.d", "/run/cni", "/run/netns",
 }
 
 // kernelTunables are the sysctls the kubelet sets on its host unless it

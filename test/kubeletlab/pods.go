@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -101,4 +102,11 @@ func (n *Node) ContainerLogs(lines int) string {
 		return nil
 	})
 	return b.String()
+}
+
+// SaveLogs copies the node's kubelet and containerd logs and every
+// container log into dir, for a failed test's post-mortem.
+func (n *Node) SaveLogs(dir string) error {
+	return exec.Command("sh", "-c", `mkdir -p "$2" && cp -a "$1"/*.log "$2"/ 2>/dev/null; cp -a "$1"/root/var/log/pods "$2"/pods 2>/dev/null; true`,
+		"sh", n.dir, dir).Run()
 }

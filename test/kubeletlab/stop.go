@@ -24,11 +24,11 @@ func StopAll(nodes []*Node) {
 }
 
 // Stop tears the node down in the order that leaves nothing behind:
-// manifests removed (pods stopped, preStop hooks run), kubelet stopped,
-// leftover containers and their shims ended, containerd stopped, every
-// process still in the node's mount namespace or its cgroups killed by
-// PID, the namespace released, cgroups removed leaf first, mount points created on
-// the machine removed.
+// manifests removed (pods stopped, preStop hooks run; not on a registered
+// node), kubelet stopped, leftover containers and their shims ended,
+// containerd stopped, every process still in the node's mount namespace
+// or its cgroups killed by PID, the namespace released, cgroups removed
+// leaf first, mount points created on the machine removed.
 // It is idempotent, and also runs when the test ends.
 func (n *Node) Stop() {
 	if n.holder == nil {
@@ -44,7 +44,11 @@ func (n *Node) Stop() {
 		n.t.Logf("kubeletlab %s: torn down in %s (%s)", n.Name, time.Since(start).Round(time.Millisecond), strings.Join(phases, ", "))
 	}()
 	if n.kubelet != nil {
-		if p, err := n.nodePath("/etc/kubernetes/manifests"); err == nil {
+		// A registered node (the cluster lab) also runs pods of the API's
+		// Deployments, which no manifest stops: waiting for its tasks to
+		// end would only wait out the timeout. Its pods are killed below
+		// with the rest, without preStop hooks, as a power cut would.
+		if p, err := n.nodePath("/etc/kubernetes/manifests"); err == nil && n.kubeconfig == "" {
 			entries, _ := os.ReadDir(p)
 			for _, e := range entries {
 				_ = os.Remove(filepath.Join(p, e.Name()))

@@ -160,38 +160,76 @@ func (kc *KubeCluster) GrantNodeReaders(t testing.TB) {
 // builds them) as `oc apply` would, through the dynamic client.
 func ApplyObjects(t testing.TB, cfg *rest.Config, objs []runtime.Object) {
 	t.Helper()
-	ctx := context.Background()
-	resource := Resources(cfg)
+	ApplyObjectsWithin(t, cfg, objs, 0)
+}
+
+// ApplyObjectsWithin is ApplyObjects retrying each object for up to
+// timeout, for an API whose servers come and go (the cluster lab's, at
+// its start): as `oc apply` run again until it succeeds.
+func ApplyObjectsWithin(t testing.TB, cfg *rest.Config, objs []runtime.Object, timeout time.Duration) {
+	t.Helper()
+	dyn, mapper := dynamicClient(cfg)
+	deadline := time.Now().Add(timeout)
 	for _, o := range objs {
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj := &unstructured.Unstructured{Object: u}
-		if _, err := resource(t, obj).Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("creating %s %s/%s: %v", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+		for {
+			err := applyObject(dyn, mapper, o)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal(err)
+			}
+			mapper.Reset()
+			time.Sleep(500 * time.Millisecond)
 		}
 	}
+}
+
+func applyObject(dyn dynamic.Interface, mapper meta.ResettableRESTMapper, o runtime.Object) error {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return err
+	}
+	obj := &unstructured.Unstructured{Object: u}
+	ri, err := resourceFor(dyn, mapper, obj)
+	if err != nil {
+		return err
+	}
+	if _, err := ri.Create(context.Background(), obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
 }
 
 // Resources returns what finds the dynamic client of an object's kind
 // (namespaced to the object's namespace where the kind is), through the
 // apiserver's discovery: CRDs installed since count too.
 func Resources(cfg *rest.Config) func(t testing.TB, obj *unstructured.Unstructured) dynamic.ResourceInterface {
-	dyn := dynamic.NewForConfigOrDie(cfg)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubernetes.NewForConfigOrDie(cfg).Discovery()))
+	dyn, mapper := dynamicClient(cfg)
 	return func(t testing.TB, obj *unstructured.Unstructured) dynamic.ResourceInterface {
 		t.Helper()
-		gvk := obj.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		ri, err := resourceFor(dyn, mapper, obj)
 		if err != nil {
-			t.Fatalf("%s: %v", gvk, err)
+			t.Fatal(err)
 		}
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			return dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
-		}
-		return dyn.Resource(m.Resource)
+		return ri
 	}
+}
+
+func dynamicClient(cfg *rest.Config) (dynamic.Interface, meta.ResettableRESTMapper) {
+	return dynamic.NewForConfigOrDie(cfg), restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubernetes.NewForConfigOrDie(cfg).Discovery()))
+}
+
+func resourceFor(dyn dynamic.Interface, mapper meta.RESTMapper, obj *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
+	gvk := obj.GroupVersionKind()
+	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", gvk, err)
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return dyn.Resource(m.Resource).Namespace(obj.GetNamespace()), nil
+	}
+	return dyn.Resource(m.Resource), nil
 }
 
 // AddNode creates the Node object of a lab node.

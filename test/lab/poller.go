@@ -28,6 +28,9 @@ const PollTimeout = 250 * time.Millisecond
 // answer, Probe does not) and remembers what failed, who answered when,
 // and the longest run of failures.
 type Poller struct {
+	// stopOnce lets Stop be called again (a deferred Stop after
+	// WantNoFailures).
+	stopOnce     sync.Once
 	mu           sync.Mutex
 	ok, fail     int
 	lastBody     string
@@ -66,14 +69,17 @@ func (lc *Cluster) Probe(url string, interval time.Duration) *Poller {
 // PollFrom is Poll from another client than a lab's own (a client on
 // another segment).
 func PollFrom(client *netlab.Host, url string, interval time.Duration) *Poller {
-	return startPolling(client, url, interval, false)
+	return StartPolling(client, url, interval, PollTimeout, false)
 }
 
 func (lc *Cluster) startPolling(url string, interval time.Duration, concurrent bool) *Poller {
-	return startPolling(lc.Client, url, interval, concurrent)
+	return StartPolling(lc.Client, url, interval, PollTimeout, concurrent)
 }
 
-func startPolling(client *netlab.Host, url string, interval time.Duration, concurrent bool) *Poller {
+// StartPolling is Poll (Probe when concurrent) from client, with
+// requests failing after timeout: for a lab of its own (the cluster
+// lab's).
+func StartPolling(client *netlab.Host, url string, interval, timeout time.Duration, concurrent bool) *Poller {
 	p := &Poller{stop: make(chan struct{}), done: make(chan struct{}), client: client, retrans0: tcpRetrans(client)}
 	tr := &http.Transport{
 		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // stand-in servers with throwaway certificates
@@ -86,7 +92,7 @@ func startPolling(client *netlab.Host, url string, interval time.Duration, concu
 			return conn, err
 		},
 	}
-	c := &http.Client{Transport: tr, Timeout: PollTimeout}
+	c := &http.Client{Transport: tr, Timeout: timeout}
 	request := func() {
 		started := time.Now()
 		var tr requestTrace
@@ -251,7 +257,7 @@ func (p *Poller) record(started, now time.Time, body string, err error) {
 func (p *Poller) WantNoFailures(t testing.TB, what string) {
 	t.Helper()
 	ok0, _ := p.Counts()
-	WaitFor(t, 10*time.Second, "answers after "+what, func() bool { ok, _ := p.Counts(); return ok > ok0+50 })
+	WaitFor(t, 30*time.Second, "answers after "+what, func() bool { ok, _ := p.Counts(); return ok > ok0+50 })
 	ok, fail := p.Stop()
 	p.mu.Lock()
 	slowest := p.slowest
@@ -294,9 +300,10 @@ func tcpRetrans(h *netlab.Host) int {
 	return -1
 }
 
-// Stop ends the polling and returns the final counts.
+// Stop ends the polling and returns the final counts; calling it again
+// returns them again.
 func (p *Poller) Stop() (ok, fail int) {
-	close(p.stop)
+	p.stopOnce.Do(func() { close(p.stop) })
 	<-p.done
 	return p.Counts()
 }

@@ -109,3 +109,11 @@ func (ca *CA) issue(t testing.TB, tmpl x509.Certificate) (certPEM, keyPEM []byte
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }
+
+// ServerCert is a serving certificate for the addresses and names, and
+// its key.
+func (ca *CA) ServerCert(t testing.TB, cn string, ips []net.IP, names []string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	return ca.issue(t, x509.Certificate{Subject: pkix.Name{CommonName: cn},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IPAddresses: ips, DNSNames: names})
+}

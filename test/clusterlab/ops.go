@@ -1,0 +1,211 @@
+package clusterlab
+
+import (
+	"encoding/json"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vipctl/vipctl/test/kubeletlab"
+	"github.com/vipctl/vipctl/test/lab"
+)
+
+// RequestTimeout is how long a poller's request may take before it counts
+// as failed. Longer than the process lab's (lab.PollTimeout): three
+// apiservers, etcd and four kubelets share the two cores with the client,
+// and a slow answer is not a lost one.
+const RequestTimeout = time.Second
+
+// PollInterval is the pollers' pace: one request at a time, a new
+// connection each.
+const PollInterval = 50 * time.Millisecond
+
+// Poll asks url from the client every PollInterval, one request at a
+// time, until stopped.
+func (c *Cluster) Poll(url string) *lab.Poller { return c.PollEvery(url, PollInterval) }
+
+// PollEvery is Poll at another pace (many pollers at once share two
+// cores with the cluster).
+func (c *Cluster) PollEvery(url string, interval time.Duration) *lab.Poller {
+	return lab.StartPolling(c.Client, url, interval, RequestTimeout, false)
+}
+
+// Probe is Poll without waiting for answers: a request every interval,
+// for outage measurements (the failover benchmark's probe).
+func (c *Cluster) Probe(url string, interval time.Duration) *lab.Poller {
+	return lab.StartPolling(c.Client, url, interval, RequestTimeout, true)
+}
+
+// APIVersionURL is what the API pollers ask through the VIP at vip:
+// /version, which every kube-apiserver answers (anonymous) without
+// etcd. Not /readyz: an apiserver shutting down fails /readyz on purpose
+// while it still serves, so haproxy takes it out first.
+func APIVersionURL(vip string) string {
+	return strings.TrimSuffix(APIURL(vip), "/readyz") + "/version"
+}
+
+// EndpointNodes are the nodes where a ready endpoint of the Service runs,
+// sorted, from its EndpointSlices.
+func (c *Cluster) EndpointNodes(t testing.TB, service string) []string {
+	t.Helper()
+	ctx, cancel := callCtx()
+	defer cancel()
+	list, err := c.Admin.DiscoveryV1().EndpointSlices(WorkloadNS).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + service})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range list.Items {
+		for _, e := range s.Endpoints {
+			if e.NodeName != nil && e.Conditions.Ready != nil && *e.Conditions.Ready {
+				out = append(out, *e.NodeName)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// TorHops are the nodes the router's route to vip leads to, sorted: the
+// nodes announcing it over BGP that the router installed.
+func (c *Cluster) TorHops(t testing.TB, vip string) []string {
+	t.Helper()
+	family, prefix := "-4", vip+"/32"
+	if strings.Contains(vip, ":") {
+		family, prefix = "-6", vip+"/128"
+	}
+	out, err := c.Tor.Exec("ip", family, "route", "show", prefix)
+	if err != nil {
+		return nil
+	}
+	byAddr := c.nodeAddrs(t)
+	var hops []string
+	for _, f := range strings.Fields(string(out)) {
+		if a, err := netip.ParseAddr(f); err == nil && f != vip {
+			if n, ok := byAddr[a]; ok {
+				hops = append(hops, n)
+			} else {
+				hops = append(hops, a.String())
+			}
+		}
+	}
+	slices.Sort(hops)
+	return slices.Compact(hops)
+}
+
+// nodeAddrs maps every address of the running nodes' uplinks (IPv6
+// link-local ones too: the router's IPv6 next hops) to the node.
+func (c *Cluster) nodeAddrs(t testing.TB) map[netip.Addr]string {
+	t.Helper()
+	m := map[netip.Addr]string{}
+	for _, n := range c.Nodes {
+		if !n.Running() {
+			continue
+		}
+		out, err := n.Host.Exec("ip", "-j", "addr", "show", "dev", n.Host.Iface)
+		if err != nil {
+			continue
+		}
+		var links []struct {
+			AddrInfo []struct {
+				Local string `json:"local"`
+			} `json:"addr_info"`
+		}
+		if json.Unmarshal(out, &links) != nil {
+			continue
+		}
+		for _, l := range links {
+			for _, a := range l.AddrInfo {
+				if ip, err := netip.ParseAddr(a.Local); err == nil {
+					m[ip] = n.Name
+				}
+			}
+		}
+	}
+	// The node's own addresses win over VIPs it may carry.
+	for _, s := range Nodes {
+		m[netip.MustParseAddr(s.IP4)] = s.Name
+		m[netip.MustParseAddr(s.IP6)] = s.Name
+	}
+	return m
+}
+
+// RestartStaticPod makes the node's kubelet replace a static pod, as an
+// OpenShift operator's new revision does: the manifest is written again
+// with a new annotation, the kubelet stops the old pod (SIGTERM, its grace
+// period) and starts the new one. It returns once the new pod is Ready.
+func (c *Cluster) RestartStaticPod(t testing.TB, n *Node, pod string) {
+	t.Helper()
+	path, err := n.ReadFile(ManifestPath(pod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p corev1.Pod
+	if err := yaml.Unmarshal(path, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	revision := time.Now().Format(time.RFC3339Nano)
+	p.Annotations["lab.vipctl.io/revision"] = revision
+	data, err := yaml.Marshal(&p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.WriteFile(ManifestPath(pod), 0o644, data); err != nil {
+		t.Fatal(err)
+	}
+	lab.WaitFor(t, 3*time.Minute, n.Name+"'s new "+pod+" Ready", func() bool {
+		got, err := n.Pod(t.Context(), pod)
+		return err == nil && got != nil && got.Annotations["lab.vipctl.io/revision"] == revision && kubeletlab.PodReady(got)
+	})
+}
+
+// Lose takes the node off the network, as a dead node: its switch port
+// leaves the segment and it notices nothing.
+func (n *Node) Lose() { n.Host.LinkDown() }
+
+// Return puts a lost node back on the network.
+func (n *Node) Return() { n.Host.LinkUp() }
+
+// Settle waits until the cluster serves as after Start: every running
+// node Ready, the workloads available, every VIP answering, and `vipctl
+// status` finding every VIP held exactly once.
+func (c *Cluster) Settle(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	c.WaitNodesReady(t, time.Until(deadline))
+	c.WaitServing(t, time.Until(deadline))
+	var out string
+	if !lab.WaitUntil(time.Until(deadline), func() bool {
+		var err error
+		out, err = c.Vipctl("status", "-f", c.ConfigPath)
+		return err == nil
+	}) {
+		c.dumpLogs()
+		fatalf(t, "vipctl status not healthy within %s:\n%s", timeout, out)
+	}
+}
+
+// Cordon marks the node unschedulable (or schedulable again).
+func (c *Cluster) Cordon(t testing.TB, node string, on bool) {
+	t.Helper()
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"unschedulable": on}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := callCtx()
+	defer cancel()
+	if _, err := c.Admin.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}

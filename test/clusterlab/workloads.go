@@ -1,0 +1,248 @@
+package clusterlab
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/test/kubeletlab"
+	"github.com/vipctl/vipctl/test/lab"
+)
+
+// The workloads.
+const (
+	// WorkloadNS holds the echo Deployment and its Services.
+	WorkloadNS = "lab"
+	EchoName   = "echo"
+	// EchoPort is where the echo pods listen, ServicePort where every
+	// Service answers.
+	EchoPort    = 8080
+	ServicePort = 80
+	// RouterName is the default IngressController's router Deployment,
+	// as OpenShift names it.
+	RouterName       = "router-default"
+	RouterPort       = 80
+	routerHealthPort = v1alpha1.DefaultRouterHealthPort
+)
+
+// Service is one LoadBalancer Service of the echo Deployment.
+type Service struct {
+	Name   string
+	Pool   string
+	Policy corev1.ServiceExternalTrafficPolicy
+}
+
+// Services are the echo Deployment's LoadBalancer Services: each pool
+// with each traffic policy.
+var Services = []Service{
+	{Name: "vrrp-cluster", Pool: PoolVRRP, Policy: corev1.ServiceExternalTrafficPolicyCluster},
+	{Name: "vrrp-local", Pool: PoolVRRP, Policy: corev1.ServiceExternalTrafficPolicyLocal},
+	{Name: "sidecar-cluster", Pool: PoolSidecar, Policy: corev1.ServiceExternalTrafficPolicyCluster},
+	{Name: "sidecar-local", Pool: PoolSidecar, Policy: corev1.ServiceExternalTrafficPolicyLocal},
+	{Name: "bgp-cluster", Pool: PoolBGP, Policy: corev1.ServiceExternalTrafficPolicyCluster},
+	{Name: "bgp-local", Pool: PoolBGP, Policy: corev1.ServiceExternalTrafficPolicyLocal},
+}
+
+// MoverName is a one-replica Deployment the tests move between nodes,
+// behind Services with externalTrafficPolicy Local: their VIPs must
+// follow it.
+const MoverName = "mover"
+
+// MoverServices are the mover's Services: Local, in each pool.
+var MoverServices = []Service{
+	{Name: "mover-vrrp", Pool: PoolVRRP, Policy: corev1.ServiceExternalTrafficPolicyLocal},
+	{Name: "mover-sidecar", Pool: PoolSidecar, Policy: corev1.ServiceExternalTrafficPolicyLocal},
+	{Name: "mover-bgp", Pool: PoolBGP, Policy: corev1.ServiceExternalTrafficPolicyLocal},
+}
+
+// MoverStart is where the mover runs first.
+const MoverStart = "worker-0"
+
+// AllServices are the echo's and the mover's Services.
+func AllServices() []Service { return append(slices.Clone(Services), MoverServices...) }
+
+// podEnv gives a container its pod's and node's names, which the echo
+// servers answer with.
+func podEnv() []corev1.EnvVar {
+	field := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}}
+	}
+	return []corev1.EnvVar{field("POD_NAME", "metadata.name"), field("NODE_NAME", "spec.nodeName")}
+}
+
+// echoContainer is labprobe serving HTTP on port, answering every request
+// with body (the kubelet expands $(POD_NAME) and $(NODE_NAME)).
+func (c *Cluster) echoContainer(name string, port int, body string) corev1.Container {
+	return corev1.Container{
+		Name:            name,
+		Image:           kubeletlab.ImageName(c.t, filepath.Join(c.bin, "labprobe-image.tar")),
+		ImagePullPolicy: corev1.PullNever,
+		Command:         []string{"/labprobe", "echo", "-listen", "[::]:" + itoa(port), "-body", body, "-out", "/dev/null"},
+		Env:             podEnv(),
+		Ports:           []corev1.ContainerPort{{ContainerPort: int32(port)}},
+		// A small request, as any real workload has: a BestEffort pod gets
+		// the least CPU weight there is, and its answers would come late
+		// whenever the machine is busy.
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}},
+	}
+}
+
+// echoDeployment answers with POD@NODE on EchoPort. A pod going away
+// keeps serving for a few seconds after it is no longer ready (preStop
+// sleep), as an application that drains does: its endpoint is then
+// terminating, and kube-proxy and vipctl move traffic off it first.
+func (c *Cluster) echoDeployment(name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	ctr := c.echoContainer("echo", EchoPort, "$(POD_NAME)@$(NODE_NAME)")
+	ctr.ReadinessProbe = &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt(EchoPort), Path: "/"}},
+		// Kubernetes' default threshold: on two cores shared with the
+		// whole cluster a probe times out now and then, and one miss
+		// must not take a pod out of its Services.
+		PeriodSeconds: 1, TimeoutSeconds: 2, FailureThreshold: 3,
+	}
+	ctr.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 10}}}
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: WorkloadNS},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+				MaxUnavailable: ptr.To(intstr.FromInt(0)), MaxSurge: ptr.To(intstr.FromInt(1)),
+			}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers:                    []corev1.Container{ctr},
+					TerminationGracePeriodSeconds: ptr.To(int64(20)),
+				},
+			},
+		},
+	}
+}
+
+// service is a dual-stack LoadBalancer Service of the pool, selecting the
+// pods labelled app=app.
+func service(s Service, app string) *corev1.Service {
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: WorkloadNS, Annotations: map[string]string{v1alpha1.AnnotationPool: s.Pool}},
+		Spec: corev1.ServiceSpec{
+			Type:                  corev1.ServiceTypeLoadBalancer,
+			Selector:              map[string]string{"app": app},
+			Ports:                 []corev1.ServicePort{{Name: "http", Port: ServicePort, TargetPort: intstr.FromInt(EchoPort), Protocol: corev1.ProtocolTCP}},
+			IPFamilyPolicy:        ptr.To(corev1.IPFamilyPolicyRequireDualStack),
+			IPFamilies:            []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol},
+			ExternalTrafficPolicy: s.Policy,
+		},
+	}
+}
+
+// routerDeployment stands in for the default IngressController's
+// routers: host network, the router's ports (80, and the health port
+// vipctl's keepalived checks), two replicas on two nodes, labelled as
+// the ingress operator labels them.
+func (c *Cluster) routerDeployment() *appsv1.Deployment {
+	labels := map[string]string{v1alpha1.RouterDeploymentLabel: v1alpha1.DefaultIngressController}
+	health := c.echoContainer("health", routerHealthPort, "ok")
+	health.ReadinessProbe = &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt(routerHealthPort), Path: "/healthz/ready"}},
+		// Kubernetes' default threshold: on two cores shared with the
+		// whole cluster a probe times out now and then, and one miss
+		// must not take a pod out of its Services.
+		PeriodSeconds: 1, TimeoutSeconds: 2, FailureThreshold: 3,
+	}
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: RouterName, Namespace: v1alpha1.DefaultRouterNamespace},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(2)),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					HostNetwork: true,
+					Containers:  []corev1.Container{c.echoContainer("router", RouterPort, "router@$(NODE_NAME)"), health},
+				},
+			},
+		},
+	}
+}
+
+// namespaces are the workloads' namespaces.
+func (c *Cluster) namespaces() []runtime.Object {
+	var out []runtime.Object
+	for _, ns := range []string{WorkloadNS, v1alpha1.DefaultRouterNamespace} {
+		out = append(out, &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	return out
+}
+
+// workloads are the echo Deployment, its Services and the routers.
+func (c *Cluster) workloads() []runtime.Object {
+	objs := []runtime.Object{
+		c.echoDeployment(EchoName, 2),
+		c.routerDeployment(),
+	}
+	for _, s := range Services {
+		objs = append(objs, service(s, EchoName))
+	}
+	mover := c.echoDeployment(MoverName, 1)
+	mover.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: MoverStart}
+	objs = append(objs, mover)
+	for _, s := range MoverServices {
+		objs = append(objs, service(s, MoverName))
+	}
+	return objs
+}
+
+// MoveMover reschedules the mover to node through its nodeSelector: a
+// rollout, the new pod ready before the old one stops.
+func (c *Cluster) MoveMover(t testing.TB, node string) {
+	t.Helper()
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+		"nodeSelector": map[string]string{corev1.LabelHostname: node}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := callCtx()
+	defer cancel()
+	if _, err := c.Admin.AppsV1().Deployments(WorkloadNS).Patch(ctx, MoverName, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// WaitMoverGone waits until the mover's rollout is done and no pod of it
+// is left on node.
+func (c *Cluster) WaitMoverGone(t testing.TB, node string, timeout time.Duration) {
+	t.Helper()
+	c.waitDeployment(t, WorkloadNS, MoverName, timeout)
+	lab.WaitFor(t, timeout, "no mover pod left on "+node, func() bool {
+		ctx, cancel := callCtx()
+		defer cancel()
+		pods, err := c.Admin.CoreV1().Pods(WorkloadNS).List(ctx, metav1.ListOptions{LabelSelector: "app=" + MoverName})
+		if err != nil {
+			return false
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == node {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -1,0 +1,346 @@
+package e2e
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/clusterlab"
+	"github.com/vipctl/vipctl/test/kubeletlab"
+	"github.com/vipctl/vipctl/test/lab"
+)
+
+// TestCluster: the cluster lab (test/clusterlab, docs/lab.md), a real
+// cluster of three control-plane nodes and a worker, started once and
+// shared by the scenarios below, in order, each leaving it serving for
+// the next. Its start alone proves the day-1 path under real kubelets:
+// the static pods of etcd, kube-apiserver and vipctl come up before any
+// API answers, vipctl renders from the bootstrap node list and brings
+// the API VIP up, the kubelets register through it, and the workloads'
+// Services get addresses from vipctl's allocator.
+func TestCluster(t *testing.T) {
+	start := time.Now()
+	c := clusterlab.Start(t, clusterlab.Options{})
+	t.Logf("cluster serving %s after start", time.Since(start).Round(time.Millisecond))
+	if d, err := time.ParseDuration(os.Getenv("VIPCTL_LAB_HOLD")); err == nil {
+		t.Logf("holding the cluster for %s", d)
+		time.Sleep(d)
+	}
+	for _, s := range []struct {
+		name string
+		run  func(*testing.T, *clusterlab.Cluster)
+	}{
+		{"MirrorPods", testMirrorPods},
+		{"ServiceVIPs", testServiceVIPs},
+		{"IngressVIP", testIngressVIP},
+		{"LocalVIPFollowsPod", testLocalVIPFollowsPod},
+		{"ContainerRestarts", testContainerRestarts},
+		// Last: it deletes a Service the others use.
+		{"BGPServiceDeleted", testBGPServiceDeleted},
+	} {
+		began := time.Now()
+		t.Run(s.name, func(t *testing.T) { s.run(t, c) })
+		t.Logf("%s took %s", s.name, time.Since(began).Round(time.Millisecond))
+	}
+}
+
+// testMirrorPods: every kubelet registered its node with its client
+// certificate and made mirror pods of its static pods, which an
+// administrator lists through the API VIP (kubectl get pods -A): vipctl's
+// keepalived pod on every node, its haproxy pod on every control-plane
+// node, each Running and Ready; and `vipctl status` finds every VIP held
+// exactly once.
+func testMirrorPods(t *testing.T, c *clusterlab.Cluster) {
+	pods, err := c.Admin.CoreV1().Pods("").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]*corev1.Pod{}
+	for i, p := range pods.Items {
+		have[p.Namespace+"/"+p.Name] = &pods.Items[i]
+	}
+	for _, n := range c.Nodes {
+		want := []string{render.KeepalivedPodName}
+		if n.Spec.Role == clusterlab.RoleMaster {
+			want = append(want, render.HaproxyPodName)
+		}
+		for _, w := range want {
+			p := have[render.Namespace+"/"+w+"-"+n.Name]
+			switch {
+			case p == nil:
+				t.Errorf("no mirror pod %s/%s-%s", render.Namespace, w, n.Name)
+			case p.Spec.NodeName != n.Name || p.Status.Phase != corev1.PodRunning || !kubeletlab.PodReady(p):
+				t.Errorf("mirror pod %s/%s: node %s, phase %s, ready %t", p.Namespace, p.Name, p.Spec.NodeName, p.Status.Phase, kubeletlab.PodReady(p))
+			}
+		}
+	}
+	out, err := c.Vipctl("status", "-f", c.ConfigPath)
+	if err != nil {
+		t.Errorf("vipctl status: %v\n%s", err, out)
+	}
+	t.Logf("vipctl status through the API VIP:\n%s", out)
+}
+
+// testServiceVIPs: the client reaches the echo pods through every
+// Service address, IPv4 and IPv6, of every pool. With
+// externalTrafficPolicy Cluster kube-proxy spreads a holder's traffic
+// over every endpoint; with Local the address sits only where a ready
+// endpoint runs (one holder among them for vrrp pools; the router's
+// next hops exactly those nodes for the bgp pool), and the answers come
+// from the holder's own pod. A Cluster Service of the bgp pool is routed
+// through every node.
+func testServiceVIPs(t *testing.T, c *clusterlab.Cluster) {
+	for _, s := range clusterlab.Services {
+		endpoints := c.EndpointNodes(t, s.Name)
+		if len(endpoints) < 2 {
+			t.Fatalf("echo runs on %v, want two nodes", endpoints)
+		}
+		for _, addr := range c.ServiceAddrs(t, s.Name, time.Minute) {
+			what := fmt.Sprintf("%s (%s, %s) %s", s.Name, s.Pool, s.Policy, addr)
+			carriers := clusterCarriers(t, c, s.Pool, addr)
+			answered := map[string]bool{}
+			for range 30 {
+				body, err := c.Get(clusterlab.URL(addr, clusterlab.ServicePort))
+				if err != nil {
+					t.Errorf("%s: %v", what, err)
+					break
+				}
+				answered[body] = true
+			}
+			pods := slices.Sorted(maps.Keys(answered))
+			t.Logf("%s: carried by %v, answered by %v", what, carriers, pods)
+			switch {
+			case s.Policy == corev1.ServiceExternalTrafficPolicyCluster && s.Pool == clusterlab.PoolBGP:
+				if want := clusterNodeNames(c); !slices.Equal(carriers, want) {
+					t.Errorf("%s: routed through %v, want every node %v", what, carriers, want)
+				}
+			case s.Policy == corev1.ServiceExternalTrafficPolicyCluster:
+				if len(carriers) != 1 {
+					t.Errorf("%s: held by %v, want one node", what, carriers)
+				}
+			case s.Pool == clusterlab.PoolBGP:
+				if !slices.Equal(carriers, endpoints) {
+					t.Errorf("%s: routed through %v, want the nodes with endpoints %v", what, carriers, endpoints)
+				}
+			default:
+				if len(carriers) != 1 || !slices.Contains(endpoints, carriers[0]) {
+					t.Errorf("%s: held by %v, want one of the nodes with endpoints %v", what, carriers, endpoints)
+				}
+			}
+			if s.Policy == corev1.ServiceExternalTrafficPolicyCluster && len(pods) < 2 {
+				t.Errorf("%s: answered only by %v, want both echo pods (kube-proxy spreads Cluster traffic)", what, pods)
+			}
+			if s.Policy == corev1.ServiceExternalTrafficPolicyLocal {
+				for _, p := range pods {
+					if _, node, _ := strings.Cut(p, "@"); !slices.Contains(carriers, node) {
+						t.Errorf("%s: answered by %s, a pod on no node that carries the address %v", what, p, carriers)
+					}
+				}
+			}
+		}
+	}
+}
+
+// clusterCarriers are the nodes that take addr's traffic: its holders in a vrrp
+// pool, the router's next hops in the bgp pool.
+func clusterCarriers(t testing.TB, c *clusterlab.Cluster, pool, addr string) []string {
+	t.Helper()
+	if pool == clusterlab.PoolBGP {
+		return c.TorHops(t, addr)
+	}
+	h := c.Holders(t, addr)
+	slices.Sort(h)
+	return h
+}
+
+func clusterNodeNames(c *clusterlab.Cluster) []string {
+	var out []string
+	for _, n := range c.Nodes {
+		out = append(out, n.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// testIngressVIP: the ingress VIP of the default IngressController, in
+// both families, sits on a node running a ready router pod and is
+// answered by that router.
+func testIngressVIP(t *testing.T, c *clusterlab.Cluster) {
+	pods, err := c.Admin.CoreV1().Pods("openshift-ingress").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routers []string
+	for _, p := range pods.Items {
+		if kubeletlab.PodReady(&p) {
+			routers = append(routers, p.Spec.NodeName)
+		}
+	}
+	for _, vip := range []string{clusterlab.IngressVIP4, clusterlab.IngressVIP6} {
+		holders := c.Holders(t, vip)
+		if len(holders) != 1 || !slices.Contains(routers, holders[0]) {
+			t.Errorf("ingress VIP %s held by %v, want one of the router nodes %v", vip, holders, routers)
+			continue
+		}
+		body, err := c.Get(clusterlab.URL(vip, clusterlab.RouterPort))
+		if err != nil || body != "router@"+holders[0] {
+			t.Errorf("ingress VIP %s: %q, %v; want the router on %s", vip, body, err, holders[0])
+		}
+	}
+}
+
+// testLocalVIPFollowsPod: the mover's one pod is rescheduled to another
+// node the way a Deployment rolls (the new pod ready before the old one
+// stops; the old one drains for a while, as an application that stops
+// gracefully does). The addresses of its Local Services follow it in
+// every pool: the old holder leaves the instance's VRRP with a priority
+// 0 advert while its pod still serves (cluster.LocalService.Draining).
+// A client polling each of them loses no request over IPv4 and the bgp
+// pool; IPv6 addresses of the vrrp pools are bounded (below).
+func testLocalVIPFollowsPod(t *testing.T, c *clusterlab.Cluster) {
+	from := c.EndpointNodes(t, clusterlab.MoverServices[0].Name)
+	if len(from) != 1 {
+		t.Fatalf("the mover runs on %v, want one node", from)
+	}
+	to := "master-1"
+	if from[0] == to {
+		to = "master-2"
+	}
+	type polled struct {
+		svc, pool, addr string
+		p               *lab.Poller
+	}
+	var polls []polled
+	for _, s := range clusterlab.MoverServices {
+		for _, addr := range c.ServiceAddrs(t, s.Name, time.Minute) {
+			if got := clusterCarriers(t, c, s.Pool, addr); !slices.Equal(got, from) {
+				t.Fatalf("%s %s carried by %v before the move, want %v", s.Name, addr, got, from)
+			}
+			polls = append(polls, polled{s.Name, s.Pool, addr, c.Poll(clusterlab.URL(addr, clusterlab.ServicePort))})
+		}
+	}
+	defer func() {
+		for _, p := range polls {
+			p.p.Stop()
+		}
+	}()
+	time.Sleep(time.Second)
+	moved := time.Now()
+	c.MoveMover(t, to)
+	for _, p := range polls {
+		lab.WaitFor(t, 2*time.Minute, fmt.Sprintf("%s %s carried by %s only", p.svc, p.addr, to), func() bool {
+			return slices.Equal(clusterCarriers(t, c, p.pool, p.addr), []string{to})
+		})
+	}
+	t.Logf("every address carried by %s %s after the move began", to, time.Since(moved).Round(time.Millisecond))
+	c.WaitMoverGone(t, from[0], 2*time.Minute)
+	for _, p := range polls {
+		what := fmt.Sprintf("%s %s moving from %s to %s", p.svc, p.addr, from[0], to)
+		if p.pool == clusterlab.PoolBGP || !strings.Contains(p.addr, ":") {
+			p.p.WantNoFailures(t, what)
+			continue
+		}
+		// Known gap (issue 25, docs/lab.md): an IPv6 address of a vrrp
+		// pool, moved by its old holder's priority 0 advert, leaves the
+		// client without answers for up to ~3 s, where IPv4 loses none.
+		// Bounded here so that it cannot grow unseen.
+		const bound = 5 * time.Second
+		p.p.FirstFrom(t, func(string) bool { return true }, time.Now(), 30*time.Second)
+		ok, fail := p.p.Stop()
+		gap := p.p.LongestGap()
+		t.Logf("%s: %d answered, %d failed, longest outage %s", what, ok, fail, gap.Round(time.Millisecond))
+		if gap > bound {
+			t.Errorf("%s: outage of %s, want at most %s", what, gap.Round(time.Millisecond), bound)
+		}
+	}
+}
+
+// testContainerRestarts: on a control-plane node that does not hold the
+// API VIP, vipctl's sidecar container, then its keepalived container,
+// then its FRR container are killed; the kubelet restarts each and the
+// pod is Ready again. A client asking the API through the VIP meanwhile
+// loses no request, the VIP stays held exactly once (the restarted
+// keepalived neither blackholes it nor takes it twice), and the restarted
+// FRR announces the bgp pool's Cluster Service again from the frr.conf on
+// disk: the router routes it through the node once more.
+func testContainerRestarts(t *testing.T, c *clusterlab.Cluster) {
+	holders := c.Holders(t, clusterlab.APIVIP4)
+	if len(holders) != 1 {
+		t.Fatalf("API VIP held by %v", holders)
+	}
+	var victim *clusterlab.Node
+	for _, n := range c.Masters() {
+		if n.Name != holders[0] {
+			victim = n
+			break
+		}
+	}
+	p := c.Poll(clusterlab.APIVersionURL(clusterlab.APIVIP4))
+	defer p.Stop()
+	for _, container := range []string{"runtimecfg", "keepalived", "frr"} {
+		pod, err := victim.Pod(t.Context(), render.KeepalivedPodName)
+		if err != nil || pod == nil {
+			t.Fatalf("%s: keepalived pod: %v", victim.Name, err)
+		}
+		id := kubeletlab.ContainerID(pod, container)
+		if id == "" {
+			t.Fatalf("%s: no running %s container", victim.Name, container)
+		}
+		if err := victim.KillContainer(id); err != nil {
+			t.Fatal(err)
+		}
+		lab.WaitFor(t, 2*time.Minute, victim.Name+" "+container+" restarted and Ready", func() bool {
+			pod, err := victim.Pod(t.Context(), render.KeepalivedPodName)
+			if err != nil || !kubeletlab.PodReady(pod) {
+				return false
+			}
+			nid := kubeletlab.ContainerID(pod, container)
+			return nid != "" && nid != id
+		})
+		if h := c.Holders(t, clusterlab.APIVIP4); len(h) != 1 {
+			t.Errorf("after %s's %s restarted the API VIP is held by %v", victim.Name, container, h)
+		}
+	}
+	for _, addr := range c.ServiceAddrs(t, clusterService(clusterlab.PoolBGP, corev1.ServiceExternalTrafficPolicyCluster), time.Minute) {
+		lab.WaitFor(t, time.Minute, fmt.Sprintf("%s routed through %s again after its FRR restarted", addr, victim.Name), func() bool {
+			return slices.Contains(c.TorHops(t, addr), victim.Name)
+		})
+	}
+	p.WantNoFailures(t, "the API VIP while "+victim.Name+"'s vipctl containers restarted")
+}
+
+// testBGPServiceDeleted: the bgp pool's Cluster Service is deleted; every
+// node's FRR (a container of vipctl's static pod) withdraws its
+// addresses, and the router drops the routes.
+func testBGPServiceDeleted(t *testing.T, c *clusterlab.Cluster) {
+	name := clusterService(clusterlab.PoolBGP, corev1.ServiceExternalTrafficPolicyCluster)
+	addrs := c.ServiceAddrs(t, name, time.Minute)
+	for _, a := range addrs {
+		if len(c.TorHops(t, a)) == 0 {
+			t.Fatalf("%s of %s is not routed before the Service is deleted", a, name)
+		}
+	}
+	if err := c.Admin.CoreV1().Services(clusterlab.WorkloadNS).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	for _, a := range addrs {
+		lab.WaitFor(t, time.Minute, a+" withdrawn by every node", func() bool { return len(c.TorHops(t, a)) == 0 })
+	}
+	t.Logf("%v withdrawn %s after %s was deleted", addrs, time.Since(deleted).Round(time.Millisecond), name)
+}
+
+// clusterService names the echo Service of pool with policy.
+func clusterService(pool string, policy corev1.ServiceExternalTrafficPolicy) string {
+	return clusterlab.Services[slices.IndexFunc(clusterlab.Services, func(s clusterlab.Service) bool {
+		return s.Pool == pool && s.Policy == policy
+	})].Name
+}
