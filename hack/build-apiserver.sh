@@ -17,7 +17,7 @@ if [ -x "$bin/kube-apiserver" ] && [ -x "$bin/etcd" ] && [ "$(cat "$stamp" 2>/de
 fi
 cd "$mod"
 echo "build-apiserver: building kube-apiserver and etcd (first time: several minutes)"
-go build -trimpath -o "$bin/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-go build -trimpath -o "$bin/etcd" ./etcd
+"$root/hack/gobuild-cached.sh" "$want" "$bin/kube-apiserver" -trimpath k8s.io/kubernetes/cmd/kube-apiserver
+"$root/hack/gobuild-cached.sh" "$want" "$bin/etcd" -trimpath ./etcd
 echo "$want" > "$stamp"
 "$bin/kube-apiserver" --version

@@ -21,7 +21,7 @@ for c in "${components[@]}"; do [ -x "$bin/$c" ] || built=0; done
 if [ "$built" = 0 ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "build-cluster: building ${components[*]} (first time: several minutes)"
   for c in "${components[@]}"; do
-    (cd "$mod" && go build -trimpath -o "$bin/$c" "k8s.io/kubernetes/cmd/$c")
+    (cd "$mod" && "$root/hack/gobuild-cached.sh" "$want" "$bin/$c" -trimpath "k8s.io/kubernetes/cmd/$c")
   done
   echo "$want" > "$stamp"
   "$bin/kube-proxy" --version

@@ -40,6 +40,13 @@ sources=/etc/apt/sources.list.d/debian.sources
 
 rootfs="$bin/image-rootfs.tar"
 rootfs_want=$( (cat "$0"; cat "$sources") | sha256sum | cut -d' ' -f1)
+# A fresh clone's bin/ is empty: the root filesystem built for the same
+# inputs is kept in the Go cache directory too, which clones share.
+rootfs_kept="$(go env GOCACHE)/vipctl-bin/$rootfs_want/image-rootfs.tar"
+if { [ ! -s "$rootfs" ] || [ "$(cat "$bin/.image-rootfs-stamp" 2>/dev/null)" != "$rootfs_want" ]; } && [ -s "$rootfs_kept" ]; then
+  cp "$rootfs_kept" "$rootfs.tmp" && mv "$rootfs.tmp" "$rootfs"
+  echo "$rootfs_want" > "$bin/.image-rootfs-stamp"
+fi
 if [ ! -s "$rootfs" ] || [ "$(cat "$bin/.image-rootfs-stamp" 2>/dev/null)" != "$rootfs_want" ]; then
   echo "build-image: root filesystem from Debian packages ($packages)"
   # The output's name must end in .tar: mmdebstrap picks the format from it.
@@ -63,6 +70,8 @@ if [ ! -s "$rootfs" ] || [ "$(cat "$bin/.image-rootfs-stamp" 2>/dev/null)" != "$
     bookworm "$bin/image-rootfs.tmp.tar" "$sources"
   mv "$bin/image-rootfs.tmp.tar" "$rootfs"
   echo "$rootfs_want" > "$bin/.image-rootfs-stamp"
+  mkdir -p "$(dirname "$rootfs_kept")"
+  cp "$rootfs" "$rootfs_kept.tmp" && mv "$rootfs_kept.tmp" "$rootfs_kept"
 fi
 
 # The cache is bin/vipctl-image.tar (make image's) and its stamp, the hash

@@ -15,7 +15,7 @@ stamp="$bin/.kubelet-stamp"
 want=$(cat "$mod/go.mod" "$mod/go.sum" | sha256sum | cut -d' ' -f1)
 if [ ! -x "$bin/kubelet" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "build-kubelet: building kubelet (first time: several minutes)"
-  (cd "$mod" && go build -trimpath -o "$bin/kubelet" k8s.io/kubernetes/cmd/kubelet)
+  (cd "$mod" && "$root/hack/gobuild-cached.sh" "$want" "$bin/kubelet" -trimpath k8s.io/kubernetes/cmd/kubelet)
   echo "$want" > "$stamp"
   "$bin/kubelet" --version
 fi
