@@ -174,7 +174,6 @@ func (c *Cluster) WaitServing(t testing.TB, timeout time.Duration) {
 		{render.Namespace, manifests.AllocatorName},
 		{WorkloadNS, EchoName},
 		{v1alpha1.DefaultRouterNamespace, RouterName},
-		{WorkloadNS, MoverName},
 	} {
 		c.waitDeployment(t, d.ns, d.name, time.Until(deadline))
 	}
@@ -192,7 +191,7 @@ func (c *Cluster) WaitServing(t testing.TB, timeout time.Duration) {
 func (c *Cluster) URLs(t testing.TB, timeout time.Duration) []string {
 	t.Helper()
 	urls := []string{APIURL(APIVIP4), APIURL(APIVIP6), URL(IngressVIP4, RouterPort), URL(IngressVIP6, RouterPort)}
-	for _, s := range AllServices() {
+	for _, s := range Services {
 		for _, a := range c.ServiceAddrs(t, s.Name, timeout) {
 			urls = append(urls, URL(a, ServicePort))
 		}

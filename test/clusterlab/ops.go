@@ -8,13 +8,9 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
-	"github.com/vipctl/vipctl/test/kubeletlab"
 	"github.com/vipctl/vipctl/test/lab"
 )
 
@@ -30,18 +26,8 @@ const PollInterval = 50 * time.Millisecond
 
 // Poll asks url from the client every PollInterval, one request at a
 // time, until stopped.
-func (c *Cluster) Poll(url string) *lab.Poller { return c.PollEvery(url, PollInterval) }
-
-// PollEvery is Poll at another pace (many pollers at once share two
-// cores with the cluster).
-func (c *Cluster) PollEvery(url string, interval time.Duration) *lab.Poller {
-	return lab.StartPolling(c.Client, url, interval, RequestTimeout, false)
-}
-
-// Probe is Poll without waiting for answers: a request every interval,
-// for outage measurements (the failover benchmark's probe).
-func (c *Cluster) Probe(url string, interval time.Duration) *lab.Poller {
-	return lab.StartPolling(c.Client, url, interval, RequestTimeout, true)
+func (c *Cluster) Poll(url string) *lab.Poller {
+	return lab.StartPolling(c.Client, url, PollInterval, RequestTimeout, false)
 }
 
 // APIVersionURL is what the API pollers ask through the VIP at vip:
@@ -136,76 +122,4 @@ func (c *Cluster) nodeAddrs(t testing.TB) map[netip.Addr]string {
 		m[netip.MustParseAddr(s.IP6)] = s.Name
 	}
 	return m
-}
-
-// RestartStaticPod makes the node's kubelet replace a static pod, as an
-// OpenShift operator's new revision does: the manifest is written again
-// with a new annotation, the kubelet stops the old pod (SIGTERM, its grace
-// period) and starts the new one. It returns once the new pod is Ready.
-func (c *Cluster) RestartStaticPod(t testing.TB, n *Node, pod string) {
-	t.Helper()
-	path, err := n.ReadFile(ManifestPath(pod))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p corev1.Pod
-	if err := yaml.Unmarshal(path, &p); err != nil {
-		t.Fatal(err)
-	}
-	if p.Annotations == nil {
-		p.Annotations = map[string]string{}
-	}
-	revision := time.Now().Format(time.RFC3339Nano)
-	p.Annotations["lab.vipctl.io/revision"] = revision
-	data, err := yaml.Marshal(&p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.WriteFile(ManifestPath(pod), 0o644, data); err != nil {
-		t.Fatal(err)
-	}
-	lab.WaitFor(t, 3*time.Minute, n.Name+"'s new "+pod+" Ready", func() bool {
-		got, err := n.Pod(t.Context(), pod)
-		return err == nil && got != nil && got.Annotations["lab.vipctl.io/revision"] == revision && kubeletlab.PodReady(got)
-	})
-}
-
-// Lose takes the node off the network, as a dead node: its switch port
-// leaves the segment and it notices nothing.
-func (n *Node) Lose() { n.Host.LinkDown() }
-
-// Return puts a lost node back on the network.
-func (n *Node) Return() { n.Host.LinkUp() }
-
-// Settle waits until the cluster serves as after Start: every running
-// node Ready, the workloads available, every VIP answering, and `vipctl
-// status` finding every VIP held exactly once.
-func (c *Cluster) Settle(t testing.TB, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	c.WaitNodesReady(t, time.Until(deadline))
-	c.WaitServing(t, time.Until(deadline))
-	var out string
-	if !lab.WaitUntil(time.Until(deadline), func() bool {
-		var err error
-		out, err = c.Vipctl("status", "-f", c.ConfigPath)
-		return err == nil
-	}) {
-		c.dumpLogs()
-		fatalf(t, "vipctl status not healthy within %s:\n%s", timeout, out)
-	}
-}
-
-// Cordon marks the node unschedulable (or schedulable again).
-func (c *Cluster) Cordon(t testing.TB, node string, on bool) {
-	t.Helper()
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"unschedulable": on}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := callCtx()
-	defer cancel()
-	if _, err := c.Admin.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
 }

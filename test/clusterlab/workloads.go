@@ -1,24 +1,18 @@
 package clusterlab
 
 import (
-	"encoding/json"
 	"path/filepath"
-	"slices"
-	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/test/kubeletlab"
-	"github.com/vipctl/vipctl/test/lab"
 )
 
 // The workloads.
@@ -54,24 +48,6 @@ var Services = []Service{
 	{Name: "bgp-cluster", Pool: PoolBGP, Policy: corev1.ServiceExternalTrafficPolicyCluster},
 	{Name: "bgp-local", Pool: PoolBGP, Policy: corev1.ServiceExternalTrafficPolicyLocal},
 }
-
-// MoverName is a one-replica Deployment the tests move between nodes,
-// behind Services with externalTrafficPolicy Local: their VIPs must
-// follow it.
-const MoverName = "mover"
-
-// MoverServices are the mover's Services: Local, in each pool.
-var MoverServices = []Service{
-	{Name: "mover-vrrp", Pool: PoolVRRP, Policy: corev1.ServiceExternalTrafficPolicyLocal},
-	{Name: "mover-sidecar", Pool: PoolSidecar, Policy: corev1.ServiceExternalTrafficPolicyLocal},
-	{Name: "mover-bgp", Pool: PoolBGP, Policy: corev1.ServiceExternalTrafficPolicyLocal},
-}
-
-// MoverStart is where the mover runs first.
-const MoverStart = "worker-0"
-
-// AllServices are the echo's and the mover's Services.
-func AllServices() []Service { return append(slices.Clone(Services), MoverServices...) }
 
 // podEnv gives a container its pod's and node's names, which the echo
 // servers answer with.
@@ -201,48 +177,5 @@ func (c *Cluster) workloads() []runtime.Object {
 	for _, s := range Services {
 		objs = append(objs, service(s, EchoName))
 	}
-	mover := c.echoDeployment(MoverName, 1)
-	mover.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: MoverStart}
-	objs = append(objs, mover)
-	for _, s := range MoverServices {
-		objs = append(objs, service(s, MoverName))
-	}
 	return objs
-}
-
-// MoveMover reschedules the mover to node through its nodeSelector: a
-// rollout, the new pod ready before the old one stops.
-func (c *Cluster) MoveMover(t testing.TB, node string) {
-	t.Helper()
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
-		"nodeSelector": map[string]string{corev1.LabelHostname: node}}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := callCtx()
-	defer cancel()
-	if _, err := c.Admin.AppsV1().Deployments(WorkloadNS).Patch(ctx, MoverName, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// WaitMoverGone waits until the mover's rollout is done and no pod of it
-// is left on node.
-func (c *Cluster) WaitMoverGone(t testing.TB, node string, timeout time.Duration) {
-	t.Helper()
-	c.waitDeployment(t, WorkloadNS, MoverName, timeout)
-	lab.WaitFor(t, timeout, "no mover pod left on "+node, func() bool {
-		ctx, cancel := callCtx()
-		defer cancel()
-		pods, err := c.Admin.CoreV1().Pods(WorkloadNS).List(ctx, metav1.ListOptions{LabelSelector: "app=" + MoverName})
-		if err != nil {
-			return false
-		}
-		for _, p := range pods.Items {
-			if p.Spec.NodeName == node {
-				return false
-			}
-		}
-		return true
-	})
 }
