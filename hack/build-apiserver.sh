@@ -16,7 +16,7 @@ if [ -x "$bin/kube-apiserver" ] && [ -x "$bin/etcd" ] && [ "$(cat "$stamp" 2>/de
   exit 0
 fi
 cd "$mod"
-echo "build-apiserver: building kube-apiserver and etcd (first time: several minutes)"
+echo "build-apiserver: kube-apiserver and etcd into bin/ (from the Go cache directory when built before; a first build takes several minutes)"
 "$root/hack/gobuild-cached.sh" "$want" "$bin/kube-apiserver" -trimpath k8s.io/kubernetes/cmd/kube-apiserver
 "$root/hack/gobuild-cached.sh" "$want" "$bin/etcd" -trimpath ./etcd
 echo "$want" > "$stamp"

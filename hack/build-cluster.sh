@@ -19,7 +19,7 @@ components=(kube-controller-manager kube-scheduler kube-proxy)
 built=1
 for c in "${components[@]}"; do [ -x "$bin/$c" ] || built=0; done
 if [ "$built" = 0 ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "build-cluster: building ${components[*]} (first time: several minutes)"
+  echo "build-cluster: ${components[*]} into bin/ (from the Go cache directory when built before; a first build takes several minutes)"
   for c in "${components[@]}"; do
     (cd "$mod" && "$root/hack/gobuild-cached.sh" "$want" "$bin/$c" -trimpath "k8s.io/kubernetes/cmd/$c")
   done

@@ -14,7 +14,7 @@ mkdir -p "$bin"
 stamp="$bin/.kubelet-stamp"
 want=$(cat "$mod/go.mod" "$mod/go.sum" | sha256sum | cut -d' ' -f1)
 if [ ! -x "$bin/kubelet" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "build-kubelet: building kubelet (first time: several minutes)"
+  echo "build-kubelet: kubelet into bin/ (from the Go cache directory when built before; a first build takes several minutes)"
   (cd "$mod" && "$root/hack/gobuild-cached.sh" "$want" "$bin/kubelet" -trimpath k8s.io/kubernetes/cmd/kubelet)
   echo "$want" > "$stamp"
   "$bin/kubelet" --version

@@ -31,7 +31,8 @@ func TestCluster(t *testing.T) {
 	c := clusterlab.Start(t, clusterlab.Options{})
 	t.Logf("cluster serving %s after start", time.Since(start).Round(time.Millisecond))
 	if d, err := time.ParseDuration(os.Getenv("VIPCTL_LAB_HOLD")); err == nil {
-		t.Logf("holding the cluster for %s", d)
+		t.Logf("holding the cluster for %s: administrator's kubeconfig %s, cluster file %s, client namespace %s",
+			d, c.Kubeconfig, c.ConfigPath, c.Client.NS)
 		time.Sleep(d)
 	}
 	for _, s := range []struct {
