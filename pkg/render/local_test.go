@@ -148,16 +148,9 @@ func TestLocalServiceKeepsDrainingNodes(t *testing.T) {
 	r := renderExample(t, "dual-stack.yaml")
 	vip := netip.MustParseAddr("198.51.100.150")
 	ready := r.nodes[0].Name
-	ids := testIDs(r.config)
-	ids[v1alpha1.ServiceKey("shop/web")] = 200
 	plan := func(draining ...string) *Plan {
 		t.Helper()
-		p, err := NewPlan(cluster.Compile(r.config), ids, cluster.State{Nodes: r.nodes,
-			LocalServices: []cluster.LocalService{{Name: "shop/web", Pool: "dual-v4", VIPs: []netip.Addr{vip}, Nodes: []string{ready}, Draining: draining}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
+		return localServicePlan(t, r, cluster.LocalService{Name: "shop/web", Pool: "dual-v4", VIPs: []netip.Addr{vip}, Nodes: []string{ready}, Draining: draining})
 	}
 	member := func(p *Plan, node string) bool {
 		return strings.Contains(confOf(t, p, node), "vrrp_instance service_4_shop_web_v4")
@@ -179,4 +172,19 @@ func TestLocalServiceKeepsDrainingNodes(t *testing.T) {
 			t.Errorf("%s in the instance: %v, want %v", node, got, want)
 		}
 	}
+}
+
+// localServicePlan is r's plan with the one Local Service ls (VRRP ID 200)
+// and no other Service, as the sidecar observes it
+// (cluster.Model.ServiceAddresses): a Local Service's addresses are its
+// own instance's, not its pool's.
+func localServicePlan(t *testing.T, r *renderedExample, ls cluster.LocalService) *Plan {
+	t.Helper()
+	ids := testIDs(r.config)
+	ids[v1alpha1.ServiceKey(ls.Name)] = 200
+	p, err := NewPlan(cluster.Compile(r.config), ids, cluster.State{Nodes: r.nodes, LocalServices: []cluster.LocalService{ls}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

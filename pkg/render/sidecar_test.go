@@ -106,15 +106,7 @@ func TestSidecarLeavesLocalServicesToKeepalived(t *testing.T) {
 	r := renderExample(t, "dual-stack.yaml")
 	vip := netip.MustParseAddr("2001:db8:100::1:20")
 	holder := r.nodes[0].Name
-	ids := testIDs(r.config)
-	ids[v1alpha1.ServiceKey("shop/web")] = 200
-	// As the sidecar observes it (cluster.Model.ServiceAddresses): a
-	// Local Service's address is its own instance's, not the pool's.
-	p, err := NewPlan(cluster.Compile(r.config), ids, cluster.State{Nodes: r.nodes,
-		LocalServices: []cluster.LocalService{{Name: "shop/web", Pool: "dual-v6", VIPs: []netip.Addr{vip}, Nodes: []string{holder}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := localServicePlan(t, r, cluster.LocalService{Name: "shop/web", Pool: "dual-v6", VIPs: []netip.Addr{vip}, Nodes: []string{holder}})
 	h, err := p.Handover(holder)
 	if err != nil {
 		t.Fatal(err)
