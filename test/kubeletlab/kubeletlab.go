@@ -105,7 +105,7 @@ type Node struct {
 	containerd *proc
 	kubelet    *proc
 	// nodeIPs is the kubelet's --node-ip, kubeconfig its --kubeconfig
-	// ("" standalone): what Boot starts it with again.
+	// ("" standalone).
 	nodeIPs    string
 	kubeconfig string
 	cgroupRoot string
