@@ -1,11 +1,10 @@
 package clusterlab
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -26,6 +25,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/test/lab"
+	"github.com/vipctl/vipctl/test/lab/probe"
 )
 
 // connectAdmin makes the administrator's client: cluster-admin by a
@@ -260,19 +260,7 @@ func (c *Cluster) httpClient(timeout time.Duration) *http.Client {
 // Get asks url once from the client (1 s timeout) and returns the body
 // of a 200 answer.
 func (c *Cluster) Get(url string) (string, error) {
-	resp, err := c.httpClient(time.Second).Get(url)
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return string(body), nil
+	return probe.Get(context.Background(), c.httpClient(time.Second), url)
 }
 
 func keys[V any](m map[string]V) []string {

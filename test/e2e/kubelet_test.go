@@ -30,6 +30,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/test/kubeletlab"
 	"github.com/vipctl/vipctl/test/lab"
+	"github.com/vipctl/vipctl/test/lab/probe"
 	"github.com/vipctl/vipctl/test/netlab"
 	"github.com/vipctl/vipctl/test/testapiserver"
 )
@@ -86,13 +87,6 @@ spec:
 `, kubeletAPIVIP, kubeletPoolCIDR, profile, image, image, image)
 }
 
-// imageName reads the image's name from the OCI archive's index, as ctr
-// does when importing it.
-func imageName(t testing.TB, archive string) string {
-	t.Helper()
-	return archiveIndexEntry(t, archive).Annotations["io.containerd.image.name"]
-}
-
 func startKubeletCluster(t testing.TB, profile string) *kubeletCluster {
 	t.Helper()
 	return startKubeletClusterFrom(t, func(image string) string { return kubeletClusterYAML(image, profile) })
@@ -108,7 +102,7 @@ func startKubeletClusterFrom(t testing.TB, clusterYAML func(image string) string
 		t.Fatalf("bin/vipctl not built (make build; make test does): %v", err)
 	}
 	imageTar := filepath.Join(bin, "vipctl-image.tar")
-	image := imageName(t, imageTar)
+	image := kubeletlab.ImageName(t, imageTar)
 
 	api := testapiserver.Start(t)
 	kc := &kubeletCluster{api: api, admin: kubernetes.NewForConfigOrDie(api.AdminConfig()), vipctl: vipctl}
@@ -306,19 +300,7 @@ func (kc *kubeletCluster) get(url string) (string, error) {
 		DisableKeepAlives: true,
 		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // stand-in apiservers
 	}}
-	resp, err := c.Get(url)
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return string(body), nil
+	return probe.Get(context.Background(), c, url)
 }
 
 func apiVIPURL() string {
