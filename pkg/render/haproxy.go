@@ -14,13 +14,18 @@ type haproxyView struct {
 	Frontends     []frontendView
 	HealthBinds   []string
 	APIBackend    string
+	LiveBackend   string
 }
 
 type frontendView struct {
 	Name  string
 	Binds []string
 	// Check is the path haproxy's health check asks each server for.
-	Check   string
+	Check string
+	// Live, when set, is the path of a second check that tells a live
+	// server from a dead one: live servers take the traffic when none
+	// passes Check.
+	Live    string
 	Servers []serverView
 }
 
@@ -28,13 +33,20 @@ type serverView struct {
 	Name, Address string
 }
 
-const apiBackend = "api"
+const (
+	apiBackend = "api"
+	// liveBackend only checks the kube-apiservers' liveness; nothing is
+	// routed to it.
+	liveBackend = "api_live"
+)
 
-// The servers' health endpoints: kube-apiserver's readiness, and the
+// The servers' health endpoints: kube-apiserver's readiness and its
+// liveness without etcd (what is left when etcd has no leader), and the
 // machine config server's only health endpoint (it answers 404 for
 // anything but /healthz and /config/).
 const (
 	apiCheckPath = "/readyz"
+	apiLiveCheck = "/livez?exclude=etcd"
 	mcsCheckPath = "/healthz"
 )
 
@@ -60,7 +72,7 @@ func (p *Plan) haproxyView(node string) (*haproxyView, error) {
 	}
 	primary := netip.MustParseAddr(s.API.VIPs[0])
 	families := apiFamilies(s.API.VIPs)
-	v := &haproxyView{Node: node, Cluster: p.c.Metadata.Name, StatsSocket: p.root + HaproxyStatsSocket, StatsPort: HaproxyStatsPort, APIBackend: apiBackend}
+	v := &haproxyView{Node: node, Cluster: p.c.Metadata.Name, StatsSocket: p.root + HaproxyStatsSocket, StatsPort: HaproxyStatsPort, APIBackend: apiBackend, LiveBackend: liveBackend}
 	// keepalived's check script asks 127.0.0.1, so the health frontend
 	// listens on IPv4 even in an IPv6-only cluster (loopback always has it).
 	v.HealthBinds = binds(withIPv4(families), s.API.HealthPort)
@@ -68,14 +80,14 @@ func (p *Plan) haproxyView(node string) (*haproxyView, error) {
 	type fe struct {
 		name           string
 		listen, target int32
-		check          string
+		check, live    string
 	}
-	fes := []fe{{apiBackend, s.API.LoadBalancerPort, s.API.Port, apiCheckPath}}
+	fes := []fe{{apiBackend, s.API.LoadBalancerPort, s.API.Port, apiCheckPath, apiLiveCheck}}
 	if s.API.InternalPort != 0 {
-		fes = append(fes, fe{"api_int", s.API.InternalLoadBalancerPort, s.API.InternalPort, mcsCheckPath})
+		fes = append(fes, fe{"api_int", s.API.InternalLoadBalancerPort, s.API.InternalPort, mcsCheckPath, ""})
 	}
 	for _, f := range fes {
-		fv := frontendView{Name: f.name, Binds: binds(families, f.listen), Check: f.check}
+		fv := frontendView{Name: f.name, Binds: binds(families, f.listen), Check: f.check, Live: f.live}
 		for _, m := range masters {
 			addr, ok := firstOfFamily(m.Addresses, primary.Is4())
 			if !ok {

@@ -90,11 +90,23 @@ func TestHaproxyBackendsFollowAPIEndpoints(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out []string
+		// The API backend's servers, and its backups (the same
+		// apiservers while only alive) named after them.
+		var out, backups []string
+		var section string
 		for _, line := range strings.Split(string(files[1].Data), "\n") {
-			if f := strings.Fields(line); len(f) > 1 && f[0] == "server" && strings.HasSuffix(f[2], ":6443") {
+			f := strings.Fields(line)
+			switch {
+			case len(f) > 1 && (f[0] == "backend" || f[0] == "frontend" || f[0] == "listen"):
+				section = f[1]
+			case section == "api" && len(f) > 2 && f[0] == "server" && slices.Contains(f, "backup"):
+				backups = append(backups, strings.TrimSuffix(f[1], "_live"))
+			case section == "api" && len(f) > 2 && f[0] == "server":
 				out = append(out, f[1])
 			}
+		}
+		if !slices.Equal(backups, out) {
+			t.Errorf("with endpoints %v: backup servers %v, want the servers' live twins %v", eps, backups, out)
 		}
 		return out
 	}

@@ -68,6 +68,36 @@ func TestAPIVIPThroughHaproxy(t *testing.T) {
 	}
 }
 
+// TestAPIVIPStaysWhenNoAPIServerIsReady: every kube-apiserver fails
+// /readyz at once but stays alive, as while etcd elects a leader after
+// losing one. No node's haproxy turns unhealthy, so the VIP stays on its
+// holder instead of being dropped by every node at once (each one's track
+// script failing), and haproxy sends the requests to the live apiservers
+// meanwhile: none fails.
+func TestAPIVIPStaysWhenNoAPIServerIsReady(t *testing.T) {
+	lc := lab.Start(t, clusterYAML("fast", "unicast", ""), masters(3))
+	holder := lc.Settled(apiVIP)
+	p := lc.Poll("https://"+apiVIP+":9445/", 10*time.Millisecond)
+	lab.WaitFor(t, 10*time.Second, "answers through the VIP", func() bool { ok, _ := p.Counts(); return ok > 20 })
+	for _, n := range lc.Nodes {
+		n.APIServer.SetReady(false)
+	}
+	// haproxy marks them down after fall 2 at fastinter; keepalived's
+	// check would fail after its own fall 2 at 1 s.
+	time.Sleep(4 * time.Second)
+	if got := lc.Holders(apiVIP); !slices.Equal(got, []string{holder}) {
+		t.Errorf("with no apiserver ready the API VIP is held by %v, want %s as before", got, holder)
+	}
+	for _, n := range lc.Nodes {
+		n.APIServer.SetReady(true)
+	}
+	time.Sleep(3 * time.Second)
+	p.WantNoFailures(t, "the API VIP while no apiserver was ready")
+	if got := lc.Holders(apiVIP); !slices.Equal(got, []string{holder}) {
+		t.Errorf("after the apiservers were ready again the API VIP is held by %v, want %s", got, holder)
+	}
+}
+
 // TestNodeLossMovesVIP: the holder's cable is pulled; another control-plane
 // node takes the API VIP and clients get answers again.
 func TestNodeLossMovesVIP(t *testing.T) {

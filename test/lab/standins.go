@@ -41,7 +41,7 @@ func (s *StandIn) serveHealth(w http.ResponseWriter, _ *http.Request) {
 
 // ServeAPIStandIn serves HTTPS on addr at each port inside h like a
 // kube-apiserver (and, on spec.api.internalPort, a machine config
-// server): /readyz and /healthz for haproxy's checks, / answers with name
+// server): /readyz and /healthz for haproxy's checks, /livez always, / answers with name
 // so a client can tell which backend it reached, /config/<pool> with an
 // Ignition-like IgnitionStandIn as the machine config server would. SetReady switches every
 // port's health at once.
@@ -52,6 +52,9 @@ func ServeAPIStandIn(t testing.TB, h *netlab.Host, addr, name string, ports ...i
 	mux := http.NewServeMux()
 	mux.HandleFunc("/readyz", s.serveHealth)
 	mux.HandleFunc("/healthz", s.serveHealth)
+	// Alive as long as it serves, ready or not: as a kube-apiserver's
+	// /livez?exclude=etcd while etcd has no leader.
+	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, name) })
 	mux.HandleFunc("/config/", func(w http.ResponseWriter, r *http.Request) { serveIgnition(w, r, name) })
 	s.srv = httptest.NewUnstartedServer(mux)
