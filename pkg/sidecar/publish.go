@@ -64,13 +64,22 @@ func (s *Sidecar) publishLoop(ctx context.Context) {
 
 // repeat runs step now, then every interval, whenever kick fires (nil:
 // never) and retry after a failure, until ctx ends; a failure is counted
-// under reason and logged.
+// under reason and logged. A step gets Options.StepTimeout: its API calls
+// have no deadline of their own, and a request sent over a connection
+// whose far end died (haproxy still holding it to a lost apiserver) or to
+// an apiserver waiting for etcd could block the loop for minutes, and
+// with it every later publication while the node's VIPs change (seen in
+// the cluster lab: a node that gave the API VIP back stayed published as
+// a holder, a split brain to `vipctl status`, until its pod restarted).
 func (s *Sidecar) repeat(ctx context.Context, interval, retry time.Duration, kick <-chan struct{}, step func(context.Context) error, reason, msg string) {
 	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
 		wait := interval
-		if err := step(ctx); err != nil {
+		stepCtx, cancel := context.WithTimeout(ctx, s.o.StepTimeout)
+		err := step(stepCtx)
+		cancel()
+		if err != nil {
 			s.m.Failures.WithLabelValues(reason).Inc()
 			s.log.Error(msg, "err", cluster.DescribeAPIError(err))
 			wait = retry

@@ -1,14 +1,24 @@
 package sidecar
 
 import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/test/fixture"
 )
 
@@ -76,5 +86,62 @@ func TestVIPHeldSeries(t *testing.T) {
 	m.observeHeld(series, s.known, held)
 	if n := testutil.CollectAndCount(m.VIPHeld); n != len(s.known) {
 		t.Errorf("the API VIP gone: %d vip_held series for %d VIPs", n, len(s.known))
+	}
+}
+
+// TestPublishOutlivesAStuckRequest: the first PATCH of the Node never
+// gets an answer (a connection whose far end died, an apiserver waiting
+// for etcd); the publication is given up after StepTimeout and retried,
+// and the VIPs the node holds reach its Node.
+func TestPublishOutlivesAStuckRequest(t *testing.T) {
+	t.Parallel()
+	var patches atomic.Int32
+	published := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPatch {
+			http.NotFound(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		if patches.Add(1) == 1 {
+			<-r.Context().Done() // never answered: the client gives up
+			return
+		}
+		published <- string(body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"kind":"Node","apiVersion":"v1","metadata":{"name":"master-0"}}`)
+	}))
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fixture.Example(t, "compact-ipv4.yaml")
+	api := netip.MustParseAddr(c.Spec.API.VIPs[0])
+	s := &Sidecar{
+		o: Options{
+			Client: client, OnceOptions: runtimecfg.OnceOptions{NodeName: "master-0"},
+			Addresses:    func() ([]netip.Addr, error) { return []netip.Addr{api}, nil },
+			HeldInterval: 10 * time.Millisecond, StepTimeout: 200 * time.Millisecond,
+		},
+		since:       map[netip.Addr]time.Time{},
+		m:           NewMetrics(nil),
+		log:         slog.New(slog.DiscardHandler),
+		publishKick: make(chan struct{}, 1),
+	}
+	s.rememberVIPs(cluster.Compile(c), cluster.State{})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go s.publishLoop(ctx)
+	select {
+	case body := <-published:
+		if !strings.Contains(body, api.String()) {
+			t.Errorf("published %s, want the API VIP %s", body, api)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("nothing published a minute after the first request got stuck (%d PATCHes)", patches.Load())
+	}
+	if n := testutil.ToFloat64(s.m.Failures.WithLabelValues("publish")); n < 1 {
+		t.Errorf("failures_total{reason=publish} = %v, want the stuck request counted", n)
 	}
 }

@@ -52,6 +52,11 @@ type Options struct {
 	// SessionInterval is how often bgpd's sessions are read (and after
 	// every FRR reload) when the node has bgp pools.
 	SessionInterval time.Duration
+	// StepTimeout bounds one publication of the held VIPs or the BGP
+	// sessions, API calls included (10 s when zero): a request stuck on a
+	// dead connection fails and is retried instead of stopping every
+	// later publication.
+	StepTimeout time.Duration
 	// Addresses lists the addresses on this node's interfaces; nil reads
 	// them with netlink in the current network namespace.
 	Addresses func() ([]netip.Addr, error)
@@ -150,6 +155,9 @@ func New(o Options) (*Sidecar, error) {
 	}
 	if o.SessionInterval <= 0 {
 		o.SessionInterval = 5 * time.Second
+	}
+	if o.StepTimeout <= 0 {
+		o.StepTimeout = 10 * time.Second
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
