@@ -131,10 +131,10 @@ type KeptConn struct {
 	url string
 }
 
-func (lc *Cluster) keptConn(url string) *KeptConn {
+func keptConnFrom(client *netlab.Host, url string) *KeptConn {
 	tr := &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // stand-in servers with throwaway certificates
-		DialContext:     lc.Client.DialContext,
+		DialContext:     client.DialContext,
 		MaxConnsPerHost: 1,
 		IdleConnTimeout: time.Minute,
 	}
@@ -167,7 +167,14 @@ func (p *KeptConn) Close() { p.c.CloseIdleConnections() }
 // over it.
 func (lc *Cluster) OpenKept(t testing.TB, url string) *KeptConn {
 	t.Helper()
-	p := lc.keptConn(url)
+	return OpenKeptFrom(t, lc.Client, url)
+}
+
+// OpenKeptFrom opens a keep-alive connection to url from the client's
+// namespace and makes a first request over it.
+func OpenKeptFrom(t testing.TB, client *netlab.Host, url string) *KeptConn {
+	t.Helper()
+	p := keptConnFrom(client, url)
 	if _, err := p.get(); err != nil {
 		t.Fatalf("opening a keep-alive connection to %s: %v", url, err)
 	}
