@@ -29,7 +29,7 @@ TRIALS ?= 20
 # Each kubelet-lab trial boots three nodes (about a minute).
 KUBELET_TRIALS ?= 3
 
-.PHONY: all build image release demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-announce bench-steady bench-runtimecfg bench-scale clean
+.PHONY: all build image release demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-announce bench-steady bench-runtimecfg bench-scale lab-up lab-down clean
 
 all: build
 
@@ -78,6 +78,17 @@ test: deps image verify
 FUZZTIME ?= 2m
 fuzz:
 	VIPCTL_FUZZ_DAEMONS=1 ./hack/fuzz.sh $(FUZZTIME)
+
+## lab-up: start the cluster lab (docs/lab.md: three control-plane nodes
+## and a worker under real kubelets, vipctl installed as a user installs
+## it) in the background for a demo, held for LAB_HOLD; root
+## lab-down: tear it down
+LAB_HOLD ?= 8h
+lab-up: deps image
+	./hack/lab.sh up $(LAB_HOLD)
+
+lab-down:
+	./hack/lab.sh down
 
 test-unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)

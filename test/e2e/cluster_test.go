@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,13 +30,28 @@ import (
 // the API VIP up, the kubelets register through it, and the workloads'
 // Services get addresses from vipctl's allocator.
 func TestCluster(t *testing.T) {
+	// VIPCTL_LAB_HOLD holds the started cluster for a demo (hack/lab.sh,
+	// make lab-up): SIGTERM or SIGINT, even during the start, ends the
+	// hold and tears the cluster down without running the scenarios.
+	hold, holdErr := time.ParseDuration(os.Getenv("VIPCTL_LAB_HOLD"))
+	holding := t.Context()
+	if holdErr == nil {
+		var stop context.CancelFunc
+		holding, stop = signal.NotifyContext(holding, syscall.SIGTERM, os.Interrupt)
+		defer stop()
+	}
 	start := time.Now()
 	c := clusterlab.Start(t, clusterlab.Options{})
 	t.Logf("cluster serving %s after start", time.Since(start).Round(time.Millisecond))
-	if d, err := time.ParseDuration(os.Getenv("VIPCTL_LAB_HOLD")); err == nil {
+	if holdErr == nil {
 		t.Logf("holding the cluster for %s: administrator's kubeconfig %s, cluster file %s, client namespace %s",
-			d, c.Kubeconfig, c.ConfigPath, c.Client.NS)
-		time.Sleep(d)
+			hold, c.Kubeconfig, c.ConfigPath, c.Client.NS)
+		select {
+		case <-time.After(hold):
+		case <-holding.Done():
+			t.Log("hold ended by a signal: tearing the cluster down")
+			return
+		}
 	}
 	for _, s := range []struct {
 		name string
