@@ -28,6 +28,7 @@ OUT ?= out
 TRIALS ?= 20
 # Each kubelet-lab trial boots three nodes (about a minute).
 KUBELET_TRIALS ?= 3
+CLUSTER_TRIALS ?= 3
 
 .PHONY: all build image release demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-announce bench-steady bench-runtimecfg bench-scale lab-up lab-down clean
 
@@ -113,11 +114,13 @@ bench:
 ## bench-failover: failover outages in the namespace lab (root), TRIALS per case;
 ## VRRP (BenchmarkFailover), bgp pools over FRR (BenchmarkFailoverBGP,
 ## mode=bgp lines) and the kubelet lab (BenchmarkFailoverKubelet,
-## lab=kubelet lines), KUBELET_TRIALS per case. BENCH_ARGS narrows or varies
+## lab=kubelet lines), KUBELET_TRIALS per case, and the cluster lab
+## (BenchmarkFailoverCluster, lab=cluster lines), CLUSTER_TRIALS per case.
+## BENCH_ARGS narrows or varies
 ## it: -profiles=fast -scenarios=node-loss -advert=100ms
 BENCH_ARGS ?=
 bench-failover: deps image
-	$(GO) test -run '^$$' -bench BenchmarkFailover -benchtime 1x -timeout 3h ./test/e2e/ -args -trials=$(TRIALS) -kubelet-trials=$(KUBELET_TRIALS) $(BENCH_ARGS) | grep '^failover '
+	$(GO) test -run '^$$' -bench BenchmarkFailover -benchtime 1x -timeout 3h ./test/e2e/ -args -trials=$(TRIALS) -kubelet-trials=$(KUBELET_TRIALS) -cluster-trials=$(CLUSTER_TRIALS) $(BENCH_ARGS) | grep '^failover '
 
 ## bench-announce: announce: keepalived against announce: sidecar on a small pool
 ## (two nodes, IPv4 and IPv6, real keepalived, apiserver and sidecars), per fault:
@@ -127,7 +130,7 @@ bench-failover: deps image
 ## KUBELET_TRIALS per case). BENCH_ARGS narrows it: -announce-faults=node-loss
 ANNOUNCE_TRIALS ?= 5
 bench-announce: deps image
-	$(GO) test -run '^$$' -bench BenchmarkAnnounce -benchtime 1x -timeout 4h ./test/e2e/ -args -announce-trials=$(ANNOUNCE_TRIALS) -kubelet-trials=$(KUBELET_TRIALS) $(BENCH_ARGS) | grep '^announce '
+	$(GO) test -run '^$$' -bench BenchmarkAnnounce -benchtime 1x -timeout 4h ./test/e2e/ -args -announce-trials=$(ANNOUNCE_TRIALS) -kubelet-trials=$(KUBELET_TRIALS) -cluster-trials=$(CLUSTER_TRIALS) $(BENCH_ARGS) | grep '^announce '
 
 ## bench-runtimecfg: 2000 Nodes and 5000 LoadBalancer Services in the real apiserver,
 ## the allocator and one sidecar as processes; Service created -> VIP in keepalived.conf,

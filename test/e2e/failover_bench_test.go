@@ -83,12 +83,18 @@ func failoverCases(b *testing.B, lab string, scenarios []string, n int, trial fu
 					outages = append(outages, d)
 					failed += f
 				}
-				sort.Slice(outages, func(i, j int) bool { return outages[i] < outages[j] })
-				fmt.Fprintf(os.Stdout, "%s profile=%s advert=%s scenario=%s trials=%d median_ms=%d p95_ms=%d max_ms=%d failed_requests=%d\n",
-					prefix, profile, advertLabel(profile), scenario, len(outages), percentile(outages, 50).Milliseconds(), percentile(outages, 95).Milliseconds(), outages[len(outages)-1].Milliseconds(), failed)
+				printFailover(prefix, profile, advertLabel(profile), scenario, outages, failed)
 			})
 		}
 	}
+}
+
+// printFailover prints one benchmark line: the outages' median, p95 and
+// maximum, and the failed requests of every trial.
+func printFailover(prefix, profile, advert, scenario string, outages []time.Duration, failed int) {
+	sort.Slice(outages, func(i, j int) bool { return outages[i] < outages[j] })
+	fmt.Fprintf(os.Stdout, "%s profile=%s advert=%s scenario=%s trials=%d median_ms=%d p95_ms=%d max_ms=%d failed_requests=%d\n",
+		prefix, profile, advert, scenario, len(outages), percentile(outages, 50).Milliseconds(), percentile(outages, 95).Milliseconds(), outages[len(outages)-1].Milliseconds(), failed)
 }
 
 func percentile(sorted []time.Duration, p int) time.Duration {

@@ -345,6 +345,31 @@ func (p *Poller) FirstFrom(t testing.TB, ok func(string) bool, since time.Time, 
 	return at
 }
 
+// Recovery is how long after since the client went without answers:
+// from since to the first good answer after the first request that
+// failed since then, zero when none failed. The poller asks one request
+// at a time, so that answer came after the failure. It waits up to
+// timeout for the answer.
+func (p *Poller) Recovery(t testing.TB, since time.Time, timeout time.Duration) time.Duration {
+	t.Helper()
+	var outage time.Duration
+	WaitFor(t, timeout, "an answer after the first failure", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		f := slices.IndexFunc(p.failedStarts, func(s time.Time) bool { return !s.Before(since) })
+		if f < 0 {
+			outage = 0
+			return true
+		}
+		i := slices.IndexFunc(p.seen, func(s sighting) bool { return s.at.After(p.failedStarts[f]) })
+		if i >= 0 {
+			outage = p.seen[i].at.Sub(since)
+		}
+		return i >= 0
+	})
+	return outage
+}
+
 // LastBody is the body of the latest good answer.
 func (p *Poller) LastBody() string {
 	p.mu.Lock()
