@@ -42,8 +42,13 @@ type Options struct {
 	Identity string
 	// Lease timing (client-go leader election). Zero: 15s, 10s, 2s.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	Log                                       *slog.Logger
-	Metrics                                   *Metrics
+	// SyncTimeout bounds one Service's sync, its status write included
+	// (10 s when zero). One worker allocates, so a write stuck on a dead
+	// connection or on an apiserver waiting for etcd would hold every
+	// later allocation; it fails instead and the Service is retried.
+	SyncTimeout time.Duration
+	Log         *slog.Logger
+	Metrics     *Metrics
 }
 
 // Controller allocates pool addresses to Services while it leads.
@@ -64,6 +69,9 @@ func NewController(o Options) (*Controller, error) {
 	}
 	if o.LeaseDuration == 0 {
 		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
+	}
+	if o.SyncTimeout <= 0 {
+		o.SyncTimeout = 10 * time.Second
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
@@ -236,7 +244,9 @@ func (t *term) next(ctx context.Context) bool {
 			t.queue.Add(s.Namespace + "/" + s.Name)
 		}
 	} else {
-		err = t.sync(ctx, key)
+		syncCtx, cancel := context.WithTimeout(ctx, t.c.o.SyncTimeout)
+		err = t.sync(syncCtx, key)
+		cancel()
 	}
 	if err != nil {
 		t.c.log.Error("will retry", "service", key, "err", cluster.DescribeAPIError(err))

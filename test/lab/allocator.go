@@ -10,6 +10,7 @@ import (
 	authv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/vipctl/vipctl/pkg/allocator"
@@ -57,15 +58,24 @@ func AllocatorToken(t testing.TB, admin kubernetes.Interface) string {
 // allocator ServiceAccount's token, stopped when the test ends.
 func StartAllocator(t testing.TB, api *testapiserver.Server, token, id string) *Allocator {
 	t.Helper()
+	return StartAllocatorWith(t, api.TokenConfig(token), id, 0)
+}
+
+// StartAllocatorWith runs an allocator replica named id that reaches the
+// API with cfg (through a proxy a test controls, say), each Service's
+// sync bounded by syncTimeout (0: the allocator's default).
+func StartAllocatorWith(t testing.TB, cfg *rest.Config, id string, syncTimeout time.Duration) *Allocator {
+	t.Helper()
 	buf := &LogBuffer{}
 	m := allocator.NewMetrics(nil)
-	cfg := api.TokenConfig(token)
+	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = allocatorQPS, allocatorBurst
 	c, err := allocator.NewController(allocator.Options{
 		Client:    kubernetes.NewForConfigOrDie(cfg),
 		Namespace: render.Namespace, Identity: id,
 		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
-		Log: slog.New(slog.NewTextHandler(buf, nil)), Metrics: m,
+		SyncTimeout: syncTimeout,
+		Log:         slog.New(slog.NewTextHandler(buf, nil)), Metrics: m,
 	})
 	if err != nil {
 		t.Fatal(err)
