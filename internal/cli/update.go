@@ -22,7 +22,7 @@ func connect(kubeconfig, namespace string) (update.Cluster, error) {
 	}
 	cfg.UserAgent = "vipctl"
 	// client-go's default (5 per second, bursts of 10) makes update's
-	// two dozen reads and dry runs of manifests/vipctl.yaml wait seconds
+	// three dozen reads and dry runs of the rendered objects wait seconds
 	// for nothing; kubectl allows as much.
 	cfg.QPS, cfg.Burst = 50, 100
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -53,8 +53,9 @@ between vrrp and bgp with the VRRP IDs it frees or takes), the VRRP IDs new
 pools get, Services whose addresses no pool would contain any more (or that
 become a pool's anchor), whether static parts changed (then new MachineConfigs are written and the
 Machine Config Operator reboots the nodes), and the other objects of
-manifests/vipctl.yaml that differ from the file (the allocator's image,
-RBAC), which are applied server-side. An edit that would orphan addresses
+manifests/vipctl.yaml and manifests/monitoring.yaml that differ from the
+file (the allocator's image, RBAC, the alerts), which are applied
+server-side; kinds the cluster does not serve are left out with a note. An edit that would orphan addresses
 is refused unless --force, which releases them; so are MachineConfigs the
 cluster's release cannot parse (its ClusterVersion older than
 spec.openshiftRelease). Every write carries the resourceVersion read for

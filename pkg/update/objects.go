@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -26,7 +28,8 @@ import (
 const FieldManager = "vipctl"
 
 // ObjectChange is one object `vipctl render` writes to
-// manifests/vipctl.yaml that the live cluster lacks or has otherwise: the
+// manifests/vipctl.yaml or manifests/monitoring.yaml that the live cluster
+// lacks or has otherwise: the
 // allocator's Deployment on an old image after spec.images changed, a
 // node reader Role for a new router namespace, an object deleted by hand.
 // The vipctl ConfigMap is not one: the plan writes it itself.
@@ -53,20 +56,38 @@ func (o ObjectChange) String() string {
 	return o.Kind + " " + o.Namespace + "/" + o.Name
 }
 
-// rendered is one object of manifests/vipctl.yaml, ready to apply.
+// rendered is one object of manifests/vipctl.yaml or
+// manifests/monitoring.yaml, ready to apply.
 type rendered struct {
 	resource schema.GroupVersionResource
 	obj      *unstructured.Unstructured
+	// file is the file of `vipctl render` that holds it.
+	file string
 }
 
-// renderedObjects are the objects of bundle.ManifestsPath for desired, in
-// apply order, without the vipctl ConfigMap.
+func (r rendered) String() string {
+	return ObjectChange{Kind: r.obj.GetKind(), Namespace: r.obj.GetNamespace(), Name: r.obj.GetName()}.String()
+}
+
+// renderedObjects are the objects of bundle.ManifestsPath, then those of
+// bundle.MonitoringPath (none for stack none), for desired, in apply
+// order, without the vipctl ConfigMap; the Namespace both files hold
+// once.
 func renderedObjects(desired *v1alpha1.ClusterVIPs) ([]rendered, error) {
 	objs, err := manifests.Objects(desired)
 	if err != nil {
 		return nil, err
 	}
+	fileOf := map[runtime.Object]string{}
+	for _, o := range objs {
+		fileOf[o] = bundle.ManifestsPath
+	}
+	for _, o := range manifests.Monitoring(desired) {
+		fileOf[o] = bundle.MonitoringPath
+		objs = append(objs, o)
+	}
 	var out []rendered
+	seen := map[string]bool{}
 	for _, o := range objs {
 		if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == v1alpha1.ConfigMapName {
 			continue
@@ -76,12 +97,17 @@ func renderedObjects(desired *v1alpha1.ClusterVIPs) ([]rendered, error) {
 			return nil, err
 		}
 		obj := &unstructured.Unstructured{Object: u}
+		key := obj.GetAPIVersion() + "/" + obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName()
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
 		// Fields the server sets: applying them would claim them.
 		unstructured.RemoveNestedField(obj.Object, "metadata", "creationTimestamp")
 		unstructured.RemoveNestedField(obj.Object, "status")
 		// Every kind pkg/manifests writes has the regular plural.
 		gvr, _ := meta.UnsafeGuessKindToResource(obj.GroupVersionKind())
-		out = append(out, rendered{resource: gvr, obj: obj})
+		out = append(out, rendered{resource: gvr, obj: obj, file: fileOf[o]})
 	}
 	return out, nil
 }
@@ -94,21 +120,71 @@ func (c Cluster) resource(r rendered) dynamic.ResourceInterface {
 	return ri
 }
 
-// ObjectChanges compares every object of manifests/vipctl.yaml for desired
-// (but the vipctl ConfigMap) with the live one, through a server-side
-// dry-run apply, so only what applying would really change shows. An
-// object that cannot be read or applied for lack of permission is named
-// in unreachable, to be applied by someone who may.
-func (c Cluster) ObjectChanges(ctx context.Context, desired *v1alpha1.ClusterVIPs) (changes []ObjectChange, unreachable []string, err error) {
+// Skipped are the rendered objects ObjectChanges leaves as they are.
+type Skipped struct {
+	// Unreachable may not be read or applied by this user: someone who
+	// may applies the files named (Warning).
+	Unreachable []rendered
+	// Unplaced have no place in the cluster: a kind it does not serve
+	// (ServiceMonitor and PrometheusRule without prometheus-operator), or
+	// a namespace that does not exist (the console's dashboard off
+	// OpenShift); by why.
+	Unplaced map[string][]string
+}
+
+// Warning says what to do about objects update may not touch.
+func (s Skipped) Warning() string {
+	if len(s.Unreachable) == 0 {
+		return ""
+	}
+	var names, files []string
+	for _, r := range s.Unreachable {
+		names = append(names, r.String())
+		if !slices.Contains(files, r.file) {
+			files = append(files, r.file)
+		}
+	}
+	return fmt.Sprintf("%s: not allowed to read or apply, left as they are; apply %s of `vipctl render` as a user who may (docs/update.md)",
+		strings.Join(names, ", "), strings.Join(files, " and "))
+}
+
+// Note says what was left out for having no place in the cluster.
+func (s Skipped) Note() string {
+	if len(s.Unplaced) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, why := range slices.Sorted(maps.Keys(s.Unplaced)) {
+		parts = append(parts, strings.Join(s.Unplaced[why], ", ")+" ("+why+")")
+	}
+	return "left out, the cluster has no place for them: " + strings.Join(parts, "; ") +
+		"; install what serves them, or set spec.monitoring.stack to the cluster's (docs/monitoring.md)"
+}
+
+// ObjectChanges compares every object of manifests/vipctl.yaml and
+// manifests/monitoring.yaml for desired (but the vipctl ConfigMap) with
+// the live one, through a server-side dry-run apply, so only what
+// applying would really change shows. An object that cannot be read or
+// applied for lack of permission, or that has no place in the cluster, is
+// named in skipped.
+func (c Cluster) ObjectChanges(ctx context.Context, desired *v1alpha1.ClusterVIPs) (changes []ObjectChange, skipped Skipped, err error) {
 	if c.Dynamic == nil {
-		return nil, nil, nil
+		return nil, skipped, nil
 	}
 	objs, err := renderedObjects(desired)
 	if err != nil {
-		return nil, nil, err
+		return nil, skipped, err
 	}
+	place := c.placer(objs)
 	for _, r := range objs {
 		ch := ObjectChange{Kind: r.obj.GetKind(), Namespace: r.obj.GetNamespace(), Name: r.obj.GetName(), resource: r.resource, applied: r.obj}
+		if why := place(ctx, r); why != "" {
+			if skipped.Unplaced == nil {
+				skipped.Unplaced = map[string][]string{}
+			}
+			skipped.Unplaced[why] = append(skipped.Unplaced[why], ch.String())
+			continue
+		}
 		ri := c.resource(r)
 		live, err := ri.Get(ctx, r.obj.GetName(), metav1.GetOptions{})
 		switch {
@@ -117,33 +193,82 @@ func (c Cluster) ObjectChanges(ctx context.Context, desired *v1alpha1.ClusterVIP
 			changes = append(changes, ch)
 			continue
 		case apierrors.IsForbidden(err):
-			unreachable = append(unreachable, ch.String())
+			skipped.Unreachable = append(skipped.Unreachable, r)
 			continue
 		case err != nil:
-			return nil, nil, fmt.Errorf("reading %s: %w", ch, err)
+			return nil, skipped, fmt.Errorf("reading %s: %w", ch, err)
 		}
 		ch.applied = r.obj.DeepCopy()
 		ch.applied.SetResourceVersion(live.GetResourceVersion())
 		after, err := ri.Apply(ctx, r.obj.GetName(), ch.applied, metav1.ApplyOptions{FieldManager: FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}})
 		if apierrors.IsForbidden(err) {
-			unreachable = append(unreachable, ch.String())
+			skipped.Unreachable = append(skipped.Unreachable, r)
 			continue
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", ch, err)
+			return nil, skipped, fmt.Errorf("%s: %w", ch, err)
 		}
 		if ch.Fields = fieldDiff(live.Object, after.Object); len(ch.Fields) > 0 {
 			ch.Change = "changed"
 			changes = append(changes, ch)
 		}
 	}
-	return changes, unreachable, nil
+	return changes, skipped, nil
 }
 
-// unreachableWarning says what to do about objects update may not touch.
-func unreachableWarning(names []string) string {
-	return fmt.Sprintf("%s: not allowed to read or apply, left as they are; apply %s of `vipctl render` as a user who may (docs/update.md)",
-		strings.Join(names, ", "), bundle.ManifestsPath)
+// placer returns why the cluster has no place for a rendered object ("" if
+// it has): its kind is not served, or its namespace is neither rendered
+// nor there. What cannot be learnt (discovery or the namespace forbidden)
+// counts as a place: the object's own read or apply then says what is
+// wrong.
+func (c Cluster) placer(objs []rendered) func(context.Context, rendered) string {
+	renderedNS := map[string]bool{}
+	for _, r := range objs {
+		if r.obj.GetKind() == "Namespace" {
+			renderedNS[r.obj.GetName()] = true
+		}
+	}
+	served := map[string]map[string]bool{} // group/version → resources; nil: not served
+	nsThere := map[string]bool{}
+	return func(ctx context.Context, r rendered) string {
+		if c.Kube == nil {
+			return ""
+		}
+		gv := r.resource.GroupVersion().String()
+		resources, known := served[gv]
+		if !known {
+			list, err := c.Kube.Discovery().ServerResourcesForGroupVersion(gv)
+			switch {
+			case apierrors.IsNotFound(err):
+				resources = nil
+			case err != nil:
+				return ""
+			default:
+				resources = map[string]bool{}
+				for _, res := range list.APIResources {
+					resources[res.Name] = true
+				}
+			}
+			served[gv] = resources
+		}
+		if !resources[r.resource.Resource] {
+			return "no " + r.resource.Resource + " in " + gv
+		}
+		ns := r.obj.GetNamespace()
+		if ns == "" || renderedNS[ns] {
+			return ""
+		}
+		there, known := nsThere[ns]
+		if !known {
+			_, err := c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			there = !apierrors.IsNotFound(err)
+			nsThere[ns] = there
+		}
+		if !there {
+			return "no namespace " + ns
+		}
+		return ""
+	}
 }
 
 // applyObjects applies each change server-side as FieldManager. A changed

@@ -75,13 +75,16 @@ func (c Cluster) Run(ctx context.Context, r *Request, o RunOptions) error {
 		return err
 	}
 	plan.BootstrapNodes = o.BootstrapNodes
-	objects, unreachable, err := c.ObjectChanges(ctx, plan.Desired)
+	objects, skipped, err := c.ObjectChanges(ctx, plan.Desired)
 	if err != nil {
 		return err
 	}
 	plan.Objects = objects
-	if len(unreachable) > 0 {
-		plan.Warnings = append(plan.Warnings, unreachableWarning(unreachable))
+	if w := skipped.Warning(); w != "" {
+		plan.Warnings = append(plan.Warnings, w)
+	}
+	if note := skipped.Note(); note != "" {
+		_, _ = fmt.Fprintln(o.Log, "note:", note)
 	}
 	if release.Degrades && len(plan.Static) > 0 {
 		plan.Release = &release

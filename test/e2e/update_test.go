@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -314,9 +315,55 @@ func TestUpdateBringsRenderedObjectsInLine(t *testing.T) {
 	}
 	oldImage := allocatorImage(t, e.admin)
 
-	// Objects created from the same render: nothing to do.
+	// The lab applied manifests/vipctl.yaml only: the update adds what
+	// monitoring.yaml holds and the cluster can take, and notes the kinds
+	// it does not serve (no prometheus-operator yet) and the namespace
+	// it lacks (the console's, off OpenShift).
+	code, out, errOut := run("update", "-f", file)
+	for _, want := range []string{"+ ClusterRole vipctl-metrics-reader (new)\n", "+ Role vipctl-system/vipctl-prometheus (new)\n", "+ Service vipctl-system/vipctl-runtimecfg-metrics (new)\n"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("update with monitoring.yaml not applied: %d, want %q\n%s%s", code, want, out, errOut)
+		}
+	}
+	const unplaced = "note: left out, the cluster has no place for them: ConfigMap openshift-config-managed/vipctl-dashboard (no namespace openshift-config-managed); " +
+		"PrometheusRule vipctl-system/vipctl-alerts (no prometheusrules in monitoring.coreos.com/v1); " +
+		"ServiceMonitor vipctl-system/vipctl-runtimecfg-metrics, ServiceMonitor vipctl-system/vipctl-allocator-metrics (no servicemonitors in monitoring.coreos.com/v1)"
+	if !strings.Contains(errOut, unplaced) || strings.Contains(out, "ServiceMonitor") {
+		t.Fatalf("update without prometheus-operator: want stderr to hold %q, stdout no ServiceMonitor\n%s%s", unplaced, out, errOut)
+	}
+	// prometheus-operator installed, on OpenShift: the rest follows.
+	e.api.InstallCRDs(t, testapiserver.PrometheusOperatorCRDs(t, "servicemonitors", "prometheusrules")...)
+	if _, err := e.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: manifests.ConsoleDashboardNamespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = run("update", "-f", file)
+	for _, want := range []string{"+ ServiceMonitor vipctl-system/vipctl-allocator-metrics (new)\n", "+ PrometheusRule vipctl-system/vipctl-alerts (new)\n", "+ ConfigMap openshift-config-managed/vipctl-dashboard (new)\n"} {
+		if code != 0 || !strings.Contains(out, want) || strings.Contains(errOut, "note:") {
+			t.Fatalf("update with prometheus-operator: %d, want %q and no note\n%s%s", code, want, out, errOut)
+		}
+	}
+
+	// Objects as rendered: nothing to do.
 	if code, out, errOut := run("update", "-f", file); code != 0 || out != "no change\n" {
 		t.Fatalf("update with nothing changed: %d\n%s%s", code, out, errOut)
+	}
+	// An alert's rule edited by hand is put back: the PrometheusRule as
+	// rendered is vipctl's.
+	alertRules := dynamic.NewForConfigOrDie(e.api.AdminConfig()).Resource(schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheusrules"}).Namespace(render.Namespace)
+	rule, err := alertRules.Get(ctx, manifests.AlertsName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
+	alerts, _, _ := unstructured.NestedSlice(groups[0].(map[string]any), "rules")
+	alerts[0].(map[string]any)["for"] = "1h"
+	_ = unstructured.SetNestedSlice(groups[0].(map[string]any), alerts, "rules")
+	_ = unstructured.SetNestedSlice(rule.Object, groups, "spec", "groups")
+	if _, err := alertRules.Update(ctx, rule, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := run("update", "-f", file); code != 0 || !strings.Contains(out, "~ PrometheusRule vipctl-system/vipctl-alerts\n    spec.groups[0].rules[0].for: \"1h\" -> ") {
+		t.Fatalf("update after an alert was edited by hand: %d\n%s%s", code, out, errOut)
 	}
 
 	// New images: the plan names the Deployment's field, a dry run
@@ -325,7 +372,7 @@ func TestUpdateBringsRenderedObjectsInLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantField := `spec.template.spec.containers[0].image: "` + oldImage + `" -> "registry.example.test/vipctl/vipctl:v9"`
-	code, out, errOut := run("update", "-f", file, "--dry-run")
+	code, out, errOut = run("update", "-f", file, "--dry-run")
 	if code != 0 || !strings.Contains(out, "~ Deployment vipctl-system/vipctl-allocator\n    "+wantField+"\n") {
 		t.Fatalf("dry run: %d\n%s%s", code, out, errOut)
 	}
@@ -413,7 +460,7 @@ func TestUpdateBringsRenderedObjectsInLine(t *testing.T) {
 	code, out, errOut = vipctl(t, "update", "-f", file, "--kubeconfig", editor, "--add-pool", "extra=198.51.100.64/27")
 	if code != 0 || !strings.Contains(out, "+ pool extra") ||
 		!strings.Contains(out, "! Namespace vipctl-system, ServiceAccount vipctl-system/vipctl-allocator, ") ||
-		!strings.Contains(out, ": not allowed to read or apply, left as they are; apply manifests/vipctl.yaml of `vipctl render` as a user who may") {
+		!strings.Contains(out, ": not allowed to read or apply, left as they are; apply manifests/vipctl.yaml and manifests/monitoring.yaml of `vipctl render` as a user who may") {
 		t.Errorf("update by a pool editor: %d\n%s%s", code, out, errOut)
 	}
 }
@@ -452,7 +499,9 @@ func TestUpdateRefusesMachineConfigsTheClusterCannotParse(t *testing.T) {
 		// A mirror in spec.images: stderr holds the refusal alone, not
 		// also the development image's warning.
 		const mirror = "registry.example.test/vipctl/vipctl:v0.5.0"
-		text := strings.Replace(base, "spec:\n", "spec:\n  openshiftRelease: \""+release+"\"\n  images: {keepalived: "+mirror+", haproxy: "+mirror+", vipctl: "+mirror+"}\n", 1)
+		// No monitoring stack either: the cluster has no
+		// prometheus-operator to take its objects (a note otherwise).
+		text := strings.Replace(base, "spec:\n", "spec:\n  openshiftRelease: \""+release+"\"\n  images: {keepalived: "+mirror+", haproxy: "+mirror+", vipctl: "+mirror+"}\n  monitoring: {stack: none}\n", 1)
 		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
