@@ -35,6 +35,11 @@ const (
 	reasonUnknownPool Reason = "UnknownPool"
 )
 
+// reasons are every Reason, for the failures metric's series to exist at
+// 0 from the start: an alert on their increase sees the first failure.
+var reasons = []Reason{ReasonExhausted, ReasonNotInPool, ReasonInUse, ReasonNoPool, ReasonNotAllowed, ReasonFamily,
+	ReasonBadRequest, ReasonAnchor, ReasonReserved, ReasonNSLimit, reasonUnknownPool}
+
 // Error is an allocation failure with its reason.
 type Error struct {
 	Reason Reason

@@ -350,3 +350,20 @@ func TestNamespaceServicesMetric(t *testing.T) {
 		t.Errorf("after blog released its address: %d series, want only capped/shop", n)
 	}
 }
+
+// TestMetricsSeriesFromTheStart: the counters alerts take increase() of
+// have their series at 0 before the first failure (a series created by
+// its first increment hides that increment from increase()).
+func TestMetricsSeriesFromTheStart(t *testing.T) {
+	t.Parallel()
+	m := NewMetrics(nil)
+	if n := testutil.CollectAndCount(m.Failures); n != len(reasons) {
+		t.Errorf("%d failures_total series, want one per reason (%d)", n, len(reasons))
+	}
+	if v := testutil.ToFloat64(m.Failures.WithLabelValues(string(ReasonNSLimit))); v != 0 {
+		t.Errorf("failures_total{reason=NamespaceLimit} %v, want 0", v)
+	}
+	if n := testutil.CollectAndCount(m.WatchErrors); n != len(watchedResources) {
+		t.Errorf("%d watch_errors_total series, want %d", n, len(watchedResources))
+	}
+}

@@ -188,7 +188,7 @@ func (c *Controller) lead(ctx context.Context) error {
 	})
 	all := func(any) { t.queue.Add(configKey) }
 	_, _ = cmInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: all, UpdateFunc: func(_, o any) { all(o) }, DeleteFunc: all})
-	for what, inf := range map[string]cache.SharedIndexInformer{"services": svcInf.Informer(), "configmaps": cmInf.Informer()} {
+	for what, inf := range map[string]cache.SharedIndexInformer{watchedResources[0]: svcInf.Informer(), watchedResources[1]: cmInf.Informer()} {
 		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 			c.m.WatchErrors.WithLabelValues(what).Inc()
 			c.log.Error("cannot watch "+what, "err", cluster.DescribeAPIError(err))
@@ -529,6 +529,10 @@ type Metrics struct {
 	nsSeen map[[2]string]bool
 }
 
+// watchedResources are what the allocator watches, as the watch_errors
+// metric names them.
+var watchedResources = []string{"services", "configmaps"}
+
 // NewMetrics creates the metrics, registered with reg unless nil.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	const ns, sub = "vipctl", "allocator"
@@ -546,6 +550,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Services of a namespace holding an address of a pool with maxPerNamespace (what the cap counts); other pools are left out."}, []string{"pool", "namespace"}),
 		MaxPerNamespace: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "pool_max_per_namespace",
 			Help: "A pool's maxPerNamespace: the Services one namespace may have in it; pools without a cap are left out."}, []string{"pool"}),
+	}
+	// A counter's series that appears at its first increment hides that
+	// increment from increase(): the alerts on these would miss the
+	// first failure.
+	for _, r := range reasons {
+		m.Failures.WithLabelValues(string(r))
+	}
+	for _, what := range watchedResources {
+		m.WatchErrors.WithLabelValues(what)
 	}
 	if reg != nil {
 		reg.MustRegister(m.Allocations, m.Failures, m.WatchErrors, m.InUse, m.Size, m.Leader, m.ConfigInvalid, m.NamespaceServices, m.MaxPerNamespace)

@@ -75,8 +75,12 @@ func (m *Metrics) observeDaemons(prev, now map[string]int) map[string]int {
 		next[d] = pid
 	}
 	for d, pid := range now {
+		// The series exists at 0 from the first sight of the daemon:
+		// increase() (VipctlDaemonRestarting) misses the increment that
+		// creates a series.
+		restarts := m.DaemonRestarts.WithLabelValues(d)
 		if old, seen := prev[d]; seen && old != pid {
-			m.DaemonRestarts.WithLabelValues(d).Inc()
+			restarts.Inc()
 		}
 		next[d] = pid
 	}

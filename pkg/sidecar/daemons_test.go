@@ -86,6 +86,11 @@ func TestDaemonRestarts(t *testing.T) {
 
 	keepalived(100)
 	look()
+	// Each daemon's series exists at 0 from its first sight, so that
+	// increase() over it sees the first restart.
+	if n := testutil.CollectAndCount(m.DaemonRestarts); n != 2 {
+		t.Errorf("%d daemon_restarts_total series after the first look, want 2 (at 0)", n)
+	}
 	look()
 	if k, h := restarts(DaemonKeepalived), restarts(DaemonHaproxy); k != 0 || h != 0 {
 		t.Errorf("first looks: keepalived %v, haproxy %v restarts, want 0", k, h)

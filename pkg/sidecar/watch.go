@@ -144,6 +144,9 @@ func (s *Sidecar) inform(what string, inf cache.SharedIndexInformer, read func(o
 	if _, err := inf.AddEventHandler(h); err != nil {
 		s.log.Error("adding event handler", "informer", what, "err", err)
 	}
+	// The series exists at 0 before the first error, which increase()
+	// (VipctlSidecarAPIUnreachable) would not see otherwise.
+	s.m.WatchErrors.WithLabelValues(what)
 	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		s.m.WatchErrors.WithLabelValues(what).Inc()
 		s.log.Error("cannot watch "+what+"; keeping the last good config", "err", cluster.DescribeAPIError(err))
