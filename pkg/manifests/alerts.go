@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +14,10 @@ import (
 
 // AlertsName names the PrometheusRule.
 const AlertsName = "vipctl-alerts"
+
+// ForeignRecent is how long, in seconds, VipctlForeignVRRPRouter keeps
+// firing after a foreign router's last advert.
+const ForeignRecent = 180
 
 // RunbookBase is where each alert's runbook_url points: its section of
 // docs/alerts.md, whose headings are the alert names.
@@ -67,7 +72,7 @@ func Alerts() []Alert {
 			// advertising, not the odd advert of a node that joined
 			// before the sidecars knew it. The value is how many nodes
 			// hear it.
-			Expr:        `count by (vrid, family, source) (time() - vipctl_vrrp_foreign_advert_last_seen_timestamp_seconds < 180)`,
+			Expr:        `count by (vrid, family, source) (time() - vipctl_vrrp_foreign_advert_last_seen_timestamp_seconds < ` + strconv.Itoa(ForeignRecent) + `)`,
 			For:         5 * time.Minute,
 			Severity:    severityWarning,
 			Summary:     "A router outside the cluster advertises one of its VRRP IDs.",

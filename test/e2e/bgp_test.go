@@ -526,7 +526,8 @@ func TestBGPUpdateKeepsAddresses(t *testing.T) {
 // them; `vipctl status` shows each node's session Established with the
 // route it announces and exits 0. A node cut off from its router shows
 // its session not Established in its annotation, its metrics and `vipctl
-// status`, which then exits 2.
+// status`, which then exits 2. A router stopped fires VipctlBGPSessionDown
+// and VipctlBFDPeerDown for every node, which resolve when it is back.
 func TestBGPSessions(t *testing.T) {
 	var kc *lab.KubeCluster
 	bl := buildBGPLab(t, true, func(yaml string, specs []lab.NodeSpec) *lab.Cluster {
@@ -585,6 +586,28 @@ func TestBGPSessions(t *testing.T) {
 	if strings.Contains(errOut, "BGP session") {
 		t.Errorf("sessions up, yet status reports a session problem: %s", errOut)
 	}
+	// The router stopped: every session and BFD peer down fires its
+	// alert, for each node, in a real Prometheus evaluating the rendered
+	// rules; the router back, they resolve.
+	cfg, err := v1alpha1.Parse([]byte(bgpLabYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := watchAlerts(t, cfg, sidecarTargets(kc)...)
+	// The lab's API VIP has one eligible node (a0, alone on its
+	// subnet), whose instance is left out: held by nobody, as `vipctl
+	// status` says too.
+	apiNotHeld := "VipctlVIPNotHeld vip=198.51.100.5"
+	w.expect("sessions up", apiNotHeld)
+	bl.router.Stop()
+	down := []string{apiNotHeld}
+	for node, peer := range peerOf {
+		down = append(down, "VipctlBGPSessionDown node="+node+" peer="+peer, "VipctlBFDPeerDown node="+node+" peer="+peer)
+	}
+	w.expect("the router stopped", down...)
+	bl.router = lab.StartFRR(t, bl.router.Host, bl.router.Dir)
+	w.expect("the router back", apiNotHeld)
+
 	published := sessions("a0")
 	writes := func() int { return strings.Count(kc.Sidecars["a0"].Log.String(), "published BGP sessions") }
 	writesBefore := writes()

@@ -164,21 +164,30 @@ func StartProcess(t testing.TB, cmd *exec.Cmd) *LogBuffer {
 	return log
 }
 
-// Targets are the scrape targets' health by job ("up", "down": error).
-func (p *Prometheus) Targets(t testing.TB) map[string]string {
+// Target is one active scrape target.
+type Target struct {
+	ScrapePool string `json:"scrapePool"`
+	Health     string `json:"health"`
+	LastError  string `json:"lastError"`
+}
+
+// TargetList lists the active scrape targets.
+func (p *Prometheus) TargetList(t testing.TB) []Target {
 	t.Helper()
 	var out struct {
 		Data struct {
-			ActiveTargets []struct {
-				ScrapePool string `json:"scrapePool"`
-				Health     string `json:"health"`
-				LastError  string `json:"lastError"`
-			} `json:"activeTargets"`
+			ActiveTargets []Target `json:"activeTargets"`
 		} `json:"data"`
 	}
 	p.get(t, "/api/v1/targets", &out)
+	return out.Data.ActiveTargets
+}
+
+// Targets are the scrape targets' health by job ("up", "down": error).
+func (p *Prometheus) Targets(t testing.TB) map[string]string {
+	t.Helper()
 	h := map[string]string{}
-	for _, tg := range out.Data.ActiveTargets {
+	for _, tg := range p.TargetList(t) {
 		h[tg.ScrapePool] = tg.Health
 		if tg.LastError != "" {
 			h[tg.ScrapePool] += fmt.Sprintf(" (%s)", tg.LastError)
