@@ -406,3 +406,10 @@ func assertNoDuplicates(t testing.TB, c kubernetes.Interface) {
 		}
 	}
 }
+
+func (e *allocEnv) deleteService(t testing.TB, ns, name string) {
+	t.Helper()
+	if err := e.admin.CoreV1().Services(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}

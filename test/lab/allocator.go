@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vipctl/vipctl/pkg/allocator"
 	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
@@ -27,9 +28,11 @@ const allocatorQPS, allocatorBurst = 50, 100
 type Allocator struct {
 	*allocator.Controller
 	Metrics *allocator.Metrics
-	Log     *LogBuffer
-	cancel  context.CancelFunc
-	done    chan struct{}
+	// Registry holds Metrics, for a test that serves them to a scraper.
+	Registry *prometheus.Registry
+	Log      *LogBuffer
+	cancel   context.CancelFunc
+	done     chan struct{}
 }
 
 // Stop ends the replica (releasing its Lease if it leads) and waits for it.
@@ -67,7 +70,8 @@ func StartAllocator(t testing.TB, api *testapiserver.Server, token, id string) *
 func StartAllocatorWith(t testing.TB, cfg *rest.Config, id string, syncTimeout time.Duration) *Allocator {
 	t.Helper()
 	buf := &LogBuffer{}
-	m := allocator.NewMetrics(nil)
+	reg := prometheus.NewRegistry()
+	m := allocator.NewMetrics(reg)
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = allocatorQPS, allocatorBurst
 	c, err := allocator.NewController(allocator.Options{
@@ -81,7 +85,7 @@ func StartAllocatorWith(t testing.TB, cfg *rest.Config, id string, syncTimeout t
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Allocator{Controller: c, Metrics: m, Log: buf, cancel: cancel, done: make(chan struct{})}
+	r := &Allocator{Controller: c, Metrics: m, Registry: reg, Log: buf, cancel: cancel, done: make(chan struct{})}
 	go func() { defer close(r.done); _ = c.Run(ctx) }()
 	var once sync.Once
 	t.Cleanup(func() {
