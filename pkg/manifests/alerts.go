@@ -107,11 +107,14 @@ func Alerts() []Alert {
 			// A sidecar that cannot reach the API cannot authorize its
 			// scraper either once its cache expires: then its target is
 			// down (VipctlMetricsDown) and this alert ends with the data.
-			Expr:        `sum by (node) (increase(vipctl_runtimecfg_watch_errors_total[5m])) > 0`,
+			// Failed watches alone miss an apiserver that refuses
+			// connections (client-go retries those quietly): the
+			// sidecar's probe of /readyz tells.
+			Expr:        `sum by (node) (increase(vipctl_runtimecfg_watch_errors_total[5m])) > 0 or max by (node) (vipctl_runtimecfg_api_reachable) == 0`,
 			For:         5 * time.Minute,
 			Severity:    severityWarning,
-			Summary:     "A sidecar cannot list or watch the API.",
-			Description: "The sidecar on {{ $labels.node }} fails to list or watch the cluster: it renders from what it last saw and cannot publish the VIPs it holds.",
+			Summary:     "A sidecar cannot reach the API.",
+			Description: "The sidecar on {{ $labels.node }} fails to list or watch the cluster, or the API does not answer its probe: it renders from what it last saw and cannot publish the VIPs it holds.",
 		},
 		{
 			Name:        "VipctlMetricsDown",

@@ -20,6 +20,7 @@ type Metrics struct {
 	VIPsHeld       prometheus.Gauge
 	VIPHeld        *prometheus.GaugeVec
 	SyncFailing    prometheus.Gauge
+	APIReachable   prometheus.Gauge
 	Drained        prometheus.Gauge
 	DaemonRestarts *prometheus.CounterVec
 	ConfigInvalid  prometheus.Gauge
@@ -72,6 +73,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 while this node holds the VIP (vrrp: on its interface; bgp: announced to its peers), 0 while not; one series per VIP of the cluster, so that the sum over the nodes is its holders."}, []string{"vip", "via"}),
 		SyncFailing: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "sync_failing",
 			Help: "1 while the last sync failed and the node runs its last good config (the reason is in failures_total and the ConfigKept Event)."}),
+		APIReachable: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "api_reachable",
+			Help: "1 while the API answered the sidecar's last probe of /readyz (every 30 s), 0 while it did not."}),
 		Drained: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "drained",
 			Help: "1 while the node's drain file says drained: keepalived runs at the drained priority and hands its VIPs to peers."}),
 		DaemonRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "daemon_restarts_total",
@@ -112,7 +115,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		},
 	}
 	if reg != nil {
-		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.WatchEvents, m.VIPsHeld, m.VIPHeld, m.SyncFailing, m.Drained, m.DaemonRestarts, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.Lonely, m.Unannounced, m.InterfaceMissing, m.SyncSeconds,
+		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.WatchEvents, m.VIPsHeld, m.VIPHeld, m.SyncFailing, m.APIReachable, m.Drained, m.DaemonRestarts, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.Lonely, m.Unannounced, m.InterfaceMissing, m.SyncSeconds,
 			m.BGP.Up, m.BGP.Since, m.BGP.Drops, m.BGP.Announced, m.BGP.BFDUp,
 			m.VRRP.Received, m.VRRP.Foreign, m.VRRP.ForeignLastSeen)
 	}

@@ -259,3 +259,11 @@ func sortHeld(h v1alpha1.HeldVIPs) {
 		return netip.MustParseAddr(h[i].Address).Less(netip.MustParseAddr(h[j].Address))
 	})
 }
+
+// probeAPI asks the API's /readyz with the node's identity (every
+// identity may) and sets vipctl_runtimecfg_api_reachable by the answer.
+func (s *Sidecar) probeAPI(ctx context.Context) error {
+	err := s.o.Client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+	s.m.APIReachable.Set(b2f(err == nil))
+	return err
+}

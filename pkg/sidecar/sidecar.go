@@ -57,6 +57,11 @@ type Options struct {
 	// dead connection fails and is retried instead of stopping every
 	// later publication.
 	StepTimeout time.Duration
+	// APIProbeInterval is how often the sidecar asks the API's /readyz
+	// (30 s when zero), for vipctl_runtimecfg_api_reachable: a watch
+	// whose apiserver refuses connections retries quietly, so failed
+	// watches alone do not tell that the API is out of reach.
+	APIProbeInterval time.Duration
 	// Addresses lists the addresses on this node's interfaces; nil reads
 	// them with netlink in the current network namespace.
 	Addresses func() ([]netip.Addr, error)
@@ -159,6 +164,9 @@ func New(o Options) (*Sidecar, error) {
 	if o.StepTimeout <= 0 {
 		o.StepTimeout = 10 * time.Second
 	}
+	if o.APIProbeInterval <= 0 {
+		o.APIProbeInterval = 30 * time.Second
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -222,6 +230,11 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); s.sessionsLoop(ctx) }()
 	wg.Add(1)
 	go func() { defer wg.Done(); s.drainLoop(ctx) }()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.repeat(ctx, s.o.APIProbeInterval, s.o.APIProbeInterval, nil, s.probeAPI, "api-probe", "cannot reach the API")
+	}()
 	wg.Add(1)
 	go func() { defer wg.Done(); s.vrrpLoop(ctx) }()
 	wg.Add(1)

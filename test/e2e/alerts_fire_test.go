@@ -32,7 +32,7 @@ import (
 // each real time).
 const (
 	alertFor    = "3s"
-	alertWindow = 20 * time.Second
+	alertWindow = 10 * time.Second
 )
 
 // scrapeTarget is one registry the lab's Prometheus scrapes, with the
@@ -202,7 +202,9 @@ func (w *alertWatch) startTarget(key string) { w.targets[key].serve(w.t) }
 //     VipctlConfigInvalid, and VipctlConfigKept for each node, which
 //     keeps its last good config meanwhile;
 //   - a node drained and left so: VipctlNodeDrainedTooLong;
-//   - a sidecar's metrics endpoint gone: VipctlMetricsDown.
+//   - a sidecar's metrics endpoint gone: VipctlMetricsDown;
+//   - the API away (kube-apiserver stopped): VipctlSidecarAPIUnreachable
+//     for each node.
 //
 // No other alert fires meanwhile.
 func TestAlertsFireOnFaults(t *testing.T) {
@@ -287,4 +289,10 @@ func TestAlertsFireOnFaults(t *testing.T) {
 	expect("the metrics of "+quiet+" unreachable", "VipctlMetricsDown node="+quiet)
 	w.startTarget(quiet)
 	expect("the metrics of " + quiet + " back")
+
+	// The API away: every sidecar's watches fail.
+	kc.API.RestartAPIServer(t, func() {
+		expect("the API away", "VipctlSidecarAPIUnreachable node=master-0", "VipctlSidecarAPIUnreachable node=master-1")
+	})
+	expect("the API back")
 }

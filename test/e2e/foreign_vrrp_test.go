@@ -40,6 +40,8 @@ func TestSidecarCountsForeignVRRPRouter(t *testing.T) {
 	if holder == backup {
 		backup = "master-1"
 	}
+	w := watchAlerts(t, kc.Config, sidecarTargets(kc)...)
+	w.expect("the cluster's own adverts only")
 	received := func(node string) float64 {
 		return testutil.ToFloat64(kc.Sidecars[node].Metrics.VRRP.Received.WithLabelValues("ipv4"))
 	}
@@ -131,6 +133,13 @@ vrrp_instance elsewhere {
 			t.Errorf("%s: %d ForeignVRRPRouter Events, want 1", node, n)
 		}
 	}
+
+	// The rendered alert names the ID and the stranger, once for all the
+	// nodes that hear it; it resolves once the stranger is quiet for
+	// long enough (3 minutes, alertWindow here).
+	w.expect("the stranger advertising", fmt.Sprintf("VipctlForeignVRRPRouter vrid=%d source=%s", api, stranger))
+	p.Stop()
+	w.expect("the stranger stopped")
 }
 
 // TestSidecarOwnMulticastAdvertsNotForeign: in multicast mode, dual

@@ -298,10 +298,13 @@ func (kc *KubeCluster) StartSidecar(t testing.TB, name string) *Sidecar {
 		OnceOptions: kc.onceOptions(name),
 		Client:      kubernetes.NewForConfigOrDie(kc.API.NodeConfig(t, name)),
 		Debounce:    100 * time.Millisecond,
-		Addresses:   func() ([]netip.Addr, error) { return dataplane.HandleAddresses(nl) },
-		Interface:   func(n netip.Prefix) (string, error) { return dataplane.LocalInterface(nl, n) },
-		Log:         slog.New(slog.NewTextHandler(buf, nil)),
-		Metrics:     m,
+		// The API's reach every second, not every 30: the alert tests
+		// cut their waits.
+		APIProbeInterval: time.Second,
+		Addresses:        func() ([]netip.Addr, error) { return dataplane.HandleAddresses(nl) },
+		Interface:        func(n netip.Prefix) (string, error) { return dataplane.LocalInterface(nl, n) },
+		Log:              slog.New(slog.NewTextHandler(buf, nil)),
+		Metrics:          m,
 	})
 	if err != nil {
 		t.Fatal(err)
