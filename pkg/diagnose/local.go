@@ -223,6 +223,7 @@ func Local(ctx context.Context, o LocalOptions) *Archive {
 			a.addJSON(path.Join(dir, "held-vips.json"), held)
 		}
 	}
+	gatherNFTables(ctx, t, a, dir)
 	return a
 }
 

@@ -150,6 +150,9 @@ func TestDiagnose(t *testing.T) {
 	if p := file("nodes/master-0/local/" + diagnose.ProblemsFile); !strings.Contains(p, `"what": "keepalived"`) || !strings.Contains(p, "not running") {
 		t.Errorf("the node's problems.json does not say keepalived is not running:\n%s", p)
 	}
+	if own := file("nodes/master-0/local/network/nftables-vipctl.json"); own != "[]\n" {
+		t.Errorf("vipctl's nftables tables of a node without any: %s", own)
+	}
 
 	// Never over an existing file without --force; with it, replaced.
 	before := readFile(t, out)
