@@ -85,16 +85,7 @@ type ElementDump struct {
 // vipctl's and everyone else's.
 func ListTables(t host.Target) ([]NFTable, error) {
 	var out []NFTable
-	err := t.WithNetnsFd(func(fd int) error {
-		conn, err := nftConn(fd)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = conn.CloseLasting() }()
-		tables, err := conn.ListTables()
-		if err != nil {
-			return fmt.Errorf("nftables: listing tables: %w", err)
-		}
+	err := withTables(t, func(_ *nftables.Conn, tables []*nftables.Table) error {
 		for _, tb := range tables {
 			out = append(out, NFTable{Family: familyName(tb.Family), Name: tb.Name})
 		}
@@ -107,16 +98,7 @@ func ListTables(t host.Target) ([]NFTable, error) {
 // target's network namespace.
 func ReadOwnTables(t host.Target) ([]TableDump, error) {
 	out := []TableDump{}
-	err := t.WithNetnsFd(func(fd int) error {
-		conn, err := nftConn(fd)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = conn.CloseLasting() }()
-		tables, err := conn.ListTables()
-		if err != nil {
-			return fmt.Errorf("nftables: listing tables: %w", err)
-		}
+	err := withTables(t, func(conn *nftables.Conn, tables []*nftables.Table) error {
 		chains, err := conn.ListChains()
 		if err != nil {
 			return fmt.Errorf("nftables: listing chains: %w", err)
@@ -137,6 +119,23 @@ func ReadOwnTables(t host.Target) ([]TableDump, error) {
 		return nil
 	})
 	return out, err
+}
+
+// withTables calls fn with an nftables connection in the target's
+// network namespace and the tables there.
+func withTables(t host.Target, fn func(conn *nftables.Conn, tables []*nftables.Table) error) error {
+	return t.WithNetnsFd(func(fd int) error {
+		conn, err := nftConn(fd)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = conn.CloseLasting() }()
+		tables, err := conn.ListTables()
+		if err != nil {
+			return fmt.Errorf("nftables: listing tables: %w", err)
+		}
+		return fn(conn, tables)
+	})
 }
 
 func readTable(conn *nftables.Conn, tb *nftables.Table, chains []*nftables.Chain) (TableDump, error) {

@@ -95,16 +95,7 @@ func TestLocal(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	a := Local(ctx, LocalOptions{Target: target, Node: "master-0", Now: time.Now()})
-	dir := LocalDir("master-0")
-	file := func(name string) string {
-		t.Helper()
-		b, ok := a.File(path.Join(dir, name))
-		if !ok {
-			t.Fatalf("no %s in %v (problems %v)", name, a.Names(), a.Problems())
-		}
-		return string(b)
-	}
+	a, file := gatherLocal(ctx, t, target, "master-0")
 	// Every rendered file under its node path, byte for byte (but the
 	// redacted line).
 	for _, f := range slices.Concat(desired.Files, scripts, pods) {
@@ -274,16 +265,7 @@ func TestLocalKeepalived(t *testing.T) {
 		t.Fatalf("keepalived's PID file says %d, its PID here: not in a PID namespace of its own", pid)
 	}
 
-	a := Local(ctx, LocalOptions{Target: target, Node: "master-0", Now: time.Now()})
-	dir := LocalDir("master-0")
-	file := func(name string) string {
-		t.Helper()
-		b, ok := a.File(path.Join(dir, name))
-		if !ok {
-			t.Fatalf("no %s in %v (problems %v)", name, a.Names(), a.Problems())
-		}
-		return string(b)
-	}
+	a, file := gatherLocal(ctx, t, target, "master-0")
 	var summary []KeepalivedInstance
 	if err := json.Unmarshal([]byte(file("daemons/keepalived-instances.json")), &summary); err != nil {
 		t.Fatal(err)
@@ -395,5 +377,20 @@ func TestLocalBGP(t *testing.T) {
 		if !ok || strings.Contains(string(got), "bgp-S3cret") || !strings.Contains(string(got), "neighbor 198.51.100.1 password <redacted>") {
 			t.Errorf("%s: %s: %q", name, conf, got)
 		}
+	}
+}
+
+// gatherLocal runs Local on the node and returns the archive and a reader
+// of its files by their names under the node's directory, which fails the
+// test for a file not there.
+func gatherLocal(ctx context.Context, t *testing.T, target host.Target, node string) (*Archive, func(name string) string) {
+	a := Local(ctx, LocalOptions{Target: target, Node: node, Now: time.Now()})
+	return a, func(name string) string {
+		t.Helper()
+		b, ok := a.File(path.Join(LocalDir(node), name))
+		if !ok {
+			t.Fatalf("no %s in %v (problems %v)", name, a.Names(), a.Problems())
+		}
+		return string(b)
 	}
 }
