@@ -35,8 +35,10 @@ vipctl status (table and JSON), each node's published annotations, the
 Events vipctl recorded, and the logs of vipctl's pods (the static pods'
 mirror pods of the NODEs named, every node by default, and the
 allocator's). With --local, run on a node: the files the sidecar renders
-and keeps, the daemons' answers, the addresses on the node's interfaces
-and the VIPs among them. --include adds node bundles to the cluster's.
+and keeps, the daemons' answers (keepalived's state of every instance,
+which it writes when signalled, changing nothing), the addresses on the
+node's interfaces and the VIPs among them, and the nftables tables.
+--include adds node bundles to the cluster's.
 Keys, tokens and passwords are redacted. The bundle is written whole or
 not at all, and never over an existing file without --force.`,
 		RunE: func(cmd *cobra.Command, nodes []string) error {

@@ -8,7 +8,8 @@
 //   - the IPv6 takeover routes (takeover.go): the new master's first SYN;
 //   - the Service addresses of `announce: sidecar` pools (follow.go,
 //     proxyndp.go): added with their anchor, announced, removed with it;
-//   - reading the node's links and addresses (links.go).
+//   - reading the node's links and addresses (links.go), and its nftables
+//     tables, vipctl's whole, for a support bundle (tables.go).
 //
 // Its rule: it is told what to hold (a render.Handover, a config's
 // redirects) and makes the kernel match, changing only the difference; it

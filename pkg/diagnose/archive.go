@@ -2,8 +2,9 @@
 // installation into one tar.gz (`vipctl diagnose`): from the API (Cluster)
 // the version, the config, the status, the nodes' published annotations,
 // vipctl's Events and its pods' logs; on a node (Local) the files the
-// sidecar renders and keeps, the daemons' own answers and the addresses
-// on the node's interfaces. Its rules: every byte that enters an archive
+// sidecar renders and keeps, the daemons' own answers (keepalived's state
+// dumps among them), the addresses on the node's interfaces and its
+// nftables. Its rules: every byte that enters an archive
 // passes redact.Bytes first; what cannot be gathered is recorded in the archive
 // (problems.json) instead of failing the whole; the archive file appears
 // whole or not at all, and never over another unless asked.

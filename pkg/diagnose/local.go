@@ -126,7 +126,10 @@ type Daemons struct {
 
 // Local gathers one node's part of a bundle: what only the node itself
 // can read. Nothing in it fails the whole: a missing file is recorded as
-// missing, a daemon that does not answer as not answering.
+// missing, a daemon that does not answer as not answering. It changes
+// nothing: besides questions on the daemons' sockets it asks keepalived
+// for its dumps (gatherKeepalived), which keepalived writes into its own
+// /tmp without any change of state.
 func Local(ctx context.Context, o LocalOptions) *Archive {
 	dir := LocalDir(o.Node)
 	a := newArchive(dir, o.Now)
@@ -179,6 +182,7 @@ func Local(ctx context.Context, o LocalOptions) *Archive {
 		}
 		a.add(path.Join(dir, "daemons", q.name), out)
 	}
+	gatherKeepalived(ctx, t, a, dir)
 	// Inside the keepalived pod bgpd's sockets are where the sidecar
 	// asks; on the host (oc debug) they are in vipctl's own directory.
 	peers, running, err := frr.ReadSessions(ctx, t)
@@ -219,6 +223,7 @@ func Local(ctx context.Context, o LocalOptions) *Archive {
 			a.addJSON(path.Join(dir, "held-vips.json"), held)
 		}
 	}
+	gatherNFTables(ctx, t, a, dir)
 	return a
 }
 

@@ -28,7 +28,8 @@ import (
 // master-1's), and master-0's mirror pod; the pod's log, which no kubelet
 // serves here, is recorded as unavailable with the API server's reason
 // instead of failing the run. A node's bundle from `diagnose --local`
-// joins with --include. The bundle is never written over an existing
+// joins with --include; its keepalived, not running, is a problem it
+// records, not a failure. The bundle is never written over an existing
 // file without --force, and an unknown node writes nothing.
 func TestDiagnose(t *testing.T) {
 	base := clusterYAML("fast", "unicast", updateBase)
@@ -144,6 +145,13 @@ func TestDiagnose(t *testing.T) {
 	}
 	if ip := file("nodes/master-0/local/network/ip-addr.txt"); !strings.Contains(ip, apiVIP+"/32") {
 		t.Errorf("the included node bundle's addresses:\n%s", ip)
+	}
+	// No keepalived runs on this node: recorded, and the run did not fail.
+	if p := file("nodes/master-0/local/" + diagnose.ProblemsFile); !strings.Contains(p, `"what": "keepalived"`) || !strings.Contains(p, "not running") {
+		t.Errorf("the node's problems.json does not say keepalived is not running:\n%s", p)
+	}
+	if own := file("nodes/master-0/local/network/nftables-vipctl.json"); own != "[]\n" {
+		t.Errorf("vipctl's nftables tables of a node without any: %s", own)
 	}
 
 	// Never over an existing file without --force; with it, replaced.
