@@ -70,7 +70,7 @@ deps:
 # -timeout: test/e2e runs the process lab and the kubelet lab in one
 # binary, longer together than go test's default of 10 minutes.
 test: deps image verify
-	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -timeout 40m ./...
 	./hack/fuzz.sh 3s
 
 ## fuzz: each fuzz target for FUZZTIME (decode+validate+render, the
@@ -95,7 +95,7 @@ test-unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 
 test-e2e: deps image
-	$(GO) test -count=1 -timeout 30m ./test/e2e/...
+	$(GO) test -count=1 -timeout 40m ./test/e2e/...
 
 lint:
 	./hack/lint.sh

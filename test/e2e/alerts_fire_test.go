@@ -31,8 +31,8 @@ import (
 // the lab need not wait minutes (promtool's cases in pkg/manifests prove
 // each real time).
 const (
-	alertFor    = "3s"
-	alertWindow = 10 * time.Second
+	alertFor    = "2s"
+	alertWindow = 8 * time.Second
 )
 
 // scrapeTarget is one registry the lab's Prometheus scrapes, with the

@@ -527,7 +527,7 @@ func TestBGPUpdateKeepsAddresses(t *testing.T) {
 // route it announces and exits 0. A node cut off from its router shows
 // its session not Established in its annotation, its metrics and `vipctl
 // status`, which then exits 2. A router stopped fires VipctlBGPSessionDown
-// and VipctlBFDPeerDown for every node, which resolve when it is back.
+// and VipctlBFDPeerDown for every node, which resolve when it goes on.
 func TestBGPSessions(t *testing.T) {
 	var kc *lab.KubeCluster
 	bl := buildBGPLab(t, true, func(yaml string, specs []lab.NodeSpec) *lab.Cluster {
@@ -586,9 +586,12 @@ func TestBGPSessions(t *testing.T) {
 	if strings.Contains(errOut, "BGP session") {
 		t.Errorf("sessions up, yet status reports a session problem: %s", errOut)
 	}
-	// The router stopped: every session and BFD peer down fires its
+	// The router stopped (its FRR frozen: a hung router, which answers
+	// neither BGP nor BFD): every session and BFD peer down fires its
 	// alert, for each node, in a real Prometheus evaluating the rendered
-	// rules; the router back, they resolve.
+	// rules; the router going on, they resolve. (A restarted router's
+	// bgpd may register its BFD sessions before its zebra connection is
+	// up, and FRR never installs them: BFD would stay down.)
 	cfg, err := v1alpha1.Parse([]byte(bgpLabYAML))
 	if err != nil {
 		t.Fatal(err)
@@ -599,14 +602,21 @@ func TestBGPSessions(t *testing.T) {
 	// status` says too.
 	apiNotHeld := "VipctlVIPNotHeld vip=198.51.100.5"
 	w.expect("sessions up", apiNotHeld)
-	bl.router.Stop()
+	router := func(sig syscall.Signal) {
+		for _, p := range []*netlab.Proc{bl.router.Bgpd, bl.router.Bfdd, bl.router.Zebra} {
+			if err := p.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	router(syscall.SIGSTOP)
 	down := []string{apiNotHeld}
 	for node, peer := range peerOf {
 		down = append(down, "VipctlBGPSessionDown node="+node+" peer="+peer, "VipctlBFDPeerDown node="+node+" peer="+peer)
 	}
 	w.expect("the router stopped", down...)
-	bl.router = lab.StartFRR(t, bl.router.Host, bl.router.Dir)
-	w.expect("the router back", apiNotHeld)
+	router(syscall.SIGCONT)
+	w.expect("the router going on", apiNotHeld)
 
 	published := sessions("a0")
 	writes := func() int { return strings.Count(kc.Sidecars["a0"].Log.String(), "published BGP sessions") }

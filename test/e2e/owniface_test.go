@@ -90,6 +90,9 @@ func TestPoolsOnTheirOwnSegments(t *testing.T) {
 	if got := testutil.ToFloat64(kc.Sidecars["worker-0"].Metrics.InterfaceMissing.WithLabelValues("service pool dmz")); got != 0 {
 		t.Errorf("worker-0 vip_interface_missing{owner=service pool dmz} = %v, want 0", got)
 	}
+	// And the rendered alert, in a real Prometheus, names the node.
+	w := watchAlerts(t, kc.Config, sidecarTargets(kc)...)
+	w.expect("worker-2 lacks br-dmz", "VipctlVIPInterfaceMissing node=worker-2")
 
 	dmzHolder := kc.Settled(dmzVIP)
 	prtHolder := kc.Settled(prtVIP)
