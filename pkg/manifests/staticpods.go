@@ -147,11 +147,6 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 			mount(volConfig, render.ConfigDir, true), // check scripts
 			mount(volKeepalived, render.KeepalivedDir, true),
 			mount(volRun, render.RunDir, false), // PID files
-			// keepalived writes its state and statistics into /tmp when
-			// asked (SIGUSR1, SIGUSR2, the JSON signal: `vipctl diagnose
-			// --local`); the root filesystem is read-only. The pod's /tmp,
-			// so the sidecar's container sees the files too.
-			tmpMount(),
 		},
 		// NET_ADMIN adds and removes VIPs, NET_RAW sends VRRP and
 		// gratuitous ARP/NA. SETUID and SETGID let keepalived run check
