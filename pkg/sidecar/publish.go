@@ -144,6 +144,16 @@ func (s *Sidecar) publish(ctx context.Context) error {
 		return nil
 	}
 	if err := s.annotate(ctx, v1alpha1.AnnotationNodeVIPs, ptr.To(held.String())); err != nil {
+		// A PATCH given up on may still have been applied (an
+		// apiserver answering after the deadline): what the Node says
+		// is unknown now, so the next publication writes whatever it
+		// finds, even what was published before. Without this, a node
+		// that took a VIP and gave it back while its PATCH timed out
+		// stayed published as a holder for good (the cluster lab: a
+		// split brain to `vipctl status` that was not there).
+		s.mu.Lock()
+		s.published = nil
+		s.mu.Unlock()
 		return err
 	}
 	s.mu.Lock()
@@ -237,6 +247,9 @@ func (s *Sidecar) publishSessions(ctx context.Context) error {
 		return readErr
 	}
 	if err := s.annotate(ctx, v1alpha1.AnnotationNodeBGPSessions, want); err != nil {
+		// Maybe applied after all (see publish): read the Node again
+		// before the next comparison.
+		s.onNodeKnown = false
 		return errors.Join(readErr, err)
 	}
 	s.onNode = want

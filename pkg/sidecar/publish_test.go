@@ -145,3 +145,78 @@ func TestPublishOutlivesAStuckRequest(t *testing.T) {
 		t.Errorf("failures_total{reason=publish} = %v, want the stuck request counted", n)
 	}
 }
+
+// TestPublishRewritesAfterAnUnansweredPatch: the node takes a second VIP
+// and gives it back while the PATCH that published it goes unanswered;
+// the apiserver applied it all the same. The node must publish again what
+// it holds, though that equals what it had published before the PATCH:
+// the Node would say it holds the VIP for good.
+func TestPublishRewritesAfterAnUnansweredPatch(t *testing.T) {
+	t.Parallel()
+	c := fixture.Example(t, "compact-ipv4.yaml")
+	api := netip.MustParseAddr(c.Spec.API.VIPs[0])
+	ingress := netip.MustParseAddr(c.Spec.Ingress[0].VIPs[0])
+	var addrs atomic.Pointer[[]netip.Addr]
+	addrs.Store(&[]netip.Addr{api})
+	var patches atomic.Int32
+	var onNode atomic.Pointer[string]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPatch {
+			http.NotFound(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		b := string(body)
+		onNode.Store(&b) // applied, answered or not
+		if patches.Add(1) == 2 {
+			// The VIP leaves again before the client gives up.
+			addrs.Store(&[]netip.Addr{api})
+			<-r.Context().Done()
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"kind":"Node","apiVersion":"v1","metadata":{"name":"master-0"}}`)
+	}))
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Sidecar{
+		o: Options{
+			Client: client, OnceOptions: runtimecfg.OnceOptions{NodeName: "master-0"},
+			Addresses:    func() ([]netip.Addr, error) { return *addrs.Load(), nil },
+			HeldInterval: 10 * time.Millisecond, StepTimeout: 200 * time.Millisecond,
+		},
+		since:       map[netip.Addr]time.Time{},
+		m:           NewMetrics(nil),
+		log:         slog.New(slog.DiscardHandler),
+		publishKick: make(chan struct{}, 1),
+	}
+	s.rememberVIPs(cluster.Compile(c), cluster.State{})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go s.publishLoop(ctx)
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				var last string
+				if p := onNode.Load(); p != nil {
+					last = *p
+				}
+				t.Fatalf("%s: not within a minute (%d PATCHes, the Node says %s)", what, patches.Load(), last)
+			}
+		}
+	}
+	waitFor("the API VIP published", func() bool { return patches.Load() >= 1 })
+	addrs.Store(&[]netip.Addr{api, ingress})
+	s.publishSoon()
+	waitFor("the PATCH with the ingress VIP given up", func() bool {
+		return testutil.ToFloat64(s.m.Failures.WithLabelValues("publish")) >= 1
+	})
+	waitFor("the Node saying the API VIP alone again", func() bool {
+		p := onNode.Load()
+		return patches.Load() >= 3 && p != nil && strings.Contains(*p, api.String()) && !strings.Contains(*p, ingress.String())
+	})
+}
