@@ -152,10 +152,15 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 		// gratuitous ARP/NA. SETUID and SETGID let keepalived run check
 		// scripts as ScriptUser: without them keepalived 2.2 disables the
 		// track scripts ("Unable to set uid:gid ... disabling") and holds
-		// VIPs whatever their checks say. SYS_NICE serves max_auto_priority
-		// in keepalived.conf, which raises keepalived to real-time
-		// priority when its adverts run late.
-		SecurityContext: securityContext("NET_ADMIN", "NET_RAW", "SETGID", "SETUID", "SYS_NICE"),
+		// VIPs whatever their checks say. KILL lets keepalived stop a
+		// check that outlives its timeout: the script runs as another
+		// user, and without it the kill fails (EPERM, "kill -15 of process
+		// ... failed with errno 1", seen on a loaded node), keepalived
+		// waits up to 1000 s for the script to end by itself and skips
+		// every run of that check meanwhile. SYS_NICE serves
+		// max_auto_priority in keepalived.conf, which raises keepalived to
+		// real-time priority when its adverts run late.
+		SecurityContext: securityContext("NET_ADMIN", "NET_RAW", "SETGID", "SETUID", "KILL", "SYS_NICE"),
 	}
 	sidecar := corev1.Container{
 		Name:    containerRuntimecfg,

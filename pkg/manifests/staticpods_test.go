@@ -133,7 +133,7 @@ func TestStaticPodInvariants(t *testing.T) {
 			if keepalived.Image != c.Spec.Images.Keepalived {
 				t.Errorf("keepalived image %q, want %q", keepalived.Image, c.Spec.Images.Keepalived)
 			}
-			wantCaps := []corev1.Capability{"NET_ADMIN", "NET_RAW", "SETGID", "SETUID", "SYS_NICE"}
+			wantCaps := []corev1.Capability{"NET_ADMIN", "NET_RAW", "SETGID", "SETUID", "KILL", "SYS_NICE"}
 			if got := keepalived.SecurityContext.Capabilities.Add; !slices.Equal(got, wantCaps) {
 				t.Errorf("keepalived adds capabilities %v, want exactly %v", got, wantCaps)
 			}
