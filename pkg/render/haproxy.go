@@ -15,6 +15,11 @@ type haproxyView struct {
 	HealthBinds   []string
 	APIBackend    string
 	LiveBackend   string
+	// APIServers names the servers of the API backend, and Quorum is how
+	// many of them must be alive for this haproxy to count as serving
+	// while none is ready (see apiQuorum).
+	APIServers []string
+	Quorum     int
 }
 
 type frontendView struct {
@@ -97,7 +102,30 @@ func (p *Plan) haproxyView(node string) (*haproxyView, error) {
 		}
 		v.Frontends = append(v.Frontends, fv)
 	}
+	for _, sv := range v.Frontends[0].Servers {
+		v.APIServers = append(v.APIServers, sv.Name)
+	}
+	v.Quorum = apiQuorum(len(masters), p.isBootstrap(node))
 	return v, nil
+}
+
+// apiQuorum is how many kube-apiservers must be alive for a node's
+// haproxy to count as serving while none is ready: a majority of its
+// servers. All of them unready but alive is etcd electing a leader, the
+// same everywhere, and the VIP stays where it is (the live ones are
+// haproxy's backups). Unready with most of them unreachable is this node
+// cut off: its own apiserver is the only one alive, and it cannot answer
+// without etcd's quorum. Keeping the VIP there would make the node take
+// it back the moment it returns, before its haproxy sees the ready
+// apiservers again, failing requests on its own unready one; instead its
+// keepalived goes to FAULT while cut off and preempts only once haproxy
+// serves again. The bootstrap host's haproxy serves with any one alive:
+// its own apiserver is the cluster's only one early on.
+func apiQuorum(servers int, bootstrap bool) int {
+	if bootstrap {
+		return 1
+	}
+	return servers/2 + 1
 }
 
 // bootstrapServers is the bootstrap machine as a backend of the bootstrap
