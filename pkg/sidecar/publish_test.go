@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
@@ -97,42 +98,16 @@ func TestPublishOutlivesAStuckRequest(t *testing.T) {
 	t.Parallel()
 	var patches atomic.Int32
 	published := make(chan string, 4)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPatch {
-			http.NotFound(w, r)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
+	client := nodePatchServer(t, func(body string) bool {
 		if patches.Add(1) == 1 {
-			<-r.Context().Done() // never answered: the client gives up
-			return
+			return false // never answered: the client gives up
 		}
-		published <- string(body)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"kind":"Node","apiVersion":"v1","metadata":{"name":"master-0"}}`)
-	}))
-	defer srv.Close()
-	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+		published <- body
+		return true
+	})
 	c := fixture.Example(t, "compact-ipv4.yaml")
 	api := netip.MustParseAddr(c.Spec.API.VIPs[0])
-	s := &Sidecar{
-		o: Options{
-			Client: client, OnceOptions: runtimecfg.OnceOptions{NodeName: "master-0"},
-			Addresses:    func() ([]netip.Addr, error) { return []netip.Addr{api}, nil },
-			HeldInterval: 10 * time.Millisecond, StepTimeout: 200 * time.Millisecond,
-		},
-		since:       map[netip.Addr]time.Time{},
-		m:           NewMetrics(nil),
-		log:         slog.New(slog.DiscardHandler),
-		publishKick: make(chan struct{}, 1),
-	}
-	s.rememberVIPs(cluster.Compile(c), cluster.State{})
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	go s.publishLoop(ctx)
+	s := startPublishing(t, c, client, func() ([]netip.Addr, error) { return []netip.Addr{api}, nil })
 	select {
 	case body := <-published:
 		if !strings.Contains(body, api.String()) {
@@ -160,43 +135,16 @@ func TestPublishRewritesAfterAnUnansweredPatch(t *testing.T) {
 	addrs.Store(&[]netip.Addr{api})
 	var patches atomic.Int32
 	var onNode atomic.Pointer[string]
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPatch {
-			http.NotFound(w, r)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		b := string(body)
-		onNode.Store(&b) // applied, answered or not
+	client := nodePatchServer(t, func(body string) bool {
+		onNode.Store(&body) // applied, answered or not
 		if patches.Add(1) == 2 {
 			// The VIP leaves again before the client gives up.
 			addrs.Store(&[]netip.Addr{api})
-			<-r.Context().Done()
-			return
+			return false
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"kind":"Node","apiVersion":"v1","metadata":{"name":"master-0"}}`)
-	}))
-	defer srv.Close()
-	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &Sidecar{
-		o: Options{
-			Client: client, OnceOptions: runtimecfg.OnceOptions{NodeName: "master-0"},
-			Addresses:    func() ([]netip.Addr, error) { return *addrs.Load(), nil },
-			HeldInterval: 10 * time.Millisecond, StepTimeout: 200 * time.Millisecond,
-		},
-		since:       map[netip.Addr]time.Time{},
-		m:           NewMetrics(nil),
-		log:         slog.New(slog.DiscardHandler),
-		publishKick: make(chan struct{}, 1),
-	}
-	s.rememberVIPs(cluster.Compile(c), cluster.State{})
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	go s.publishLoop(ctx)
+		return true
+	})
+	s := startPublishing(t, c, client, func() ([]netip.Addr, error) { return *addrs.Load(), nil })
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(10 * time.Millisecond) {
@@ -219,4 +167,50 @@ func TestPublishRewritesAfterAnUnansweredPatch(t *testing.T) {
 		p := onNode.Load()
 		return patches.Load() >= 3 && p != nil && strings.Contains(*p, api.String()) && !strings.Contains(*p, ingress.String())
 	})
+}
+
+// startPublishing runs the publication loop of master-0 of c against
+// client until the test ends, its addresses read from addrs, retrying
+// every 10 ms and giving a request up after 200 ms.
+func startPublishing(t *testing.T, c *v1alpha1.ClusterVIPs, client kubernetes.Interface, addrs func() ([]netip.Addr, error)) *Sidecar {
+	s := &Sidecar{
+		o: Options{
+			Client: client, OnceOptions: runtimecfg.OnceOptions{NodeName: "master-0"},
+			Addresses: addrs, HeldInterval: 10 * time.Millisecond, StepTimeout: 200 * time.Millisecond,
+		},
+		since:       map[netip.Addr]time.Time{},
+		m:           NewMetrics(nil),
+		log:         slog.New(slog.DiscardHandler),
+		publishKick: make(chan struct{}, 1),
+	}
+	s.rememberVIPs(cluster.Compile(c), cluster.State{})
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	go s.publishLoop(ctx)
+	return s
+}
+
+// nodePatchServer is an apiserver that takes PATCHes of Node master-0,
+// hands each body to patch, and answers only when patch says so (else
+// the request hangs until the client gives up).
+func nodePatchServer(t *testing.T, patch func(body string) bool) kubernetes.Interface {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPatch {
+			http.NotFound(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		if !patch(string(body)) {
+			<-r.Context().Done()
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"kind":"Node","apiVersion":"v1","metadata":{"name":"master-0"}}`)
+	}))
+	t.Cleanup(srv.Close)
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
 }
