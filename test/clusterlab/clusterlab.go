@@ -26,6 +26,7 @@ package clusterlab
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -313,7 +314,7 @@ func (c *Cluster) dumpLogs() {
 	keep := os.Getenv(KeepEnv)
 	for _, n := range c.Nodes {
 		if n.Running() {
-			c.t.Logf("%s%s", n.Logs(15), n.ContainerLogs(15))
+			c.t.Logf("%s%s%s", n.Logs(15), n.ContainerLogs(15), daemonStates(n.Host.NS))
 		}
 		if keep != "" {
 			dir := filepath.Join(keep, time.Now().Format("150405"), n.Name)
@@ -324,6 +325,39 @@ func (c *Cluster) dumpLogs() {
 			}
 		}
 	}
+}
+
+// daemonStates tells what each keepalived process in netns is doing:
+// a VRRP process that stopped advertising while its addresses stay
+// (seen once: its log ended in the middle of a reload) shows here whether
+// it is blocked and where, or spinning, and at which scheduling policy
+// (keepalived raises itself to real time when its timers run late).
+func daemonStates(netns string) string {
+	out, err := exec.Command("ip", "netns", "pids", netns).Output()
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, pid := range strings.Fields(string(out)) {
+		proc := "/proc/" + pid + "/"
+		if comm, _ := os.ReadFile(proc + "comm"); strings.TrimSpace(string(comm)) != "keepalived" {
+			continue
+		}
+		read := func(f string) string { v, _ := os.ReadFile(proc + f); return strings.TrimSpace(string(v)) }
+		// stat fields after the command: state is the first, utime and
+		// stime the 12th and 13th, policy the 39th.
+		stat := read("stat")
+		fields := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])
+		pick := func(i int) string {
+			if i < len(fields) {
+				return fields[i]
+			}
+			return "?"
+		}
+		fmt.Fprintf(&b, "\n--- keepalived pid %s: state %s utime %s stime %s policy %s wchan %s syscall %s\n%s",
+			pid, pick(0), pick(11), pick(12), pick(38), read("wchan"), read("syscall"), read("stack"))
+	}
+	return b.String()
 }
 
 // KeepEnv names a directory where a failing cluster test leaves every
