@@ -17,7 +17,6 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
-	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/frr"
 	"github.com/vipctl/vipctl/pkg/render"
 )
@@ -59,7 +58,7 @@ func (s *Sidecar) publishSoon() {
 // LocalVIPs sees an address change and after every sync (publishSoon),
 // not on a clock: a node that holds the same VIPs all day reads nothing.
 func (s *Sidecar) publishLoop(ctx context.Context) {
-	s.repeat(ctx, dataplane.LocalResync, s.o.HeldInterval, s.publishKick, s.publish, "publish", "cannot publish the VIPs this node holds")
+	s.repeat(ctx, s.o.HeldResync, s.o.HeldInterval, s.publishKick, s.publish, "publish", "cannot publish the VIPs this node holds")
 }
 
 // repeat runs step now, then every interval, whenever kick fires (nil:
@@ -139,8 +138,16 @@ func (s *Sidecar) publish(ctx context.Context) error {
 	s.mu.Lock()
 	s.heldSeries = s.m.observeHeld(s.heldSeries, s.known, held)
 	same := s.published != nil && reflect.DeepEqual(held, s.published) || (s.published != nil && len(held) == 0 && len(s.published) == 0)
+	fresh := time.Since(s.publishedAt) < s.o.HeldResync/2
 	s.mu.Unlock()
-	if same {
+	// What the Node says may not be what was last written: a PATCH given
+	// up on (an apiserver waiting for etcd) can be applied after a later
+	// one, seen in the cluster lab when a node cut off came back: three
+	// VIPs published by two nodes for good. So an unchanged publication
+	// is written again once it is older than half of HeldResync, at the
+	// next unprompted look: the apiserver writes nothing when the Node
+	// already says so.
+	if same && fresh {
 		return nil
 	}
 	if err := s.annotate(ctx, v1alpha1.AnnotationNodeVIPs, ptr.To(held.String())); err != nil {
@@ -160,9 +167,11 @@ func (s *Sidecar) publish(ctx context.Context) error {
 	if held == nil {
 		held = v1alpha1.HeldVIPs{}
 	}
-	s.published = held
+	s.published, s.publishedAt = held, time.Now()
 	s.mu.Unlock()
-	s.log.Info("published held VIPs", "vips", held.String())
+	if !same {
+		s.log.Info("published held VIPs", "vips", held.String())
+	}
 	return nil
 }
 

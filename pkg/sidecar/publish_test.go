@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -107,7 +108,7 @@ func TestPublishOutlivesAStuckRequest(t *testing.T) {
 	})
 	c := fixture.Example(t, "compact-ipv4.yaml")
 	api := netip.MustParseAddr(c.Spec.API.VIPs[0])
-	s := startPublishing(t, c, client, func() ([]netip.Addr, error) { return []netip.Addr{api}, nil })
+	s := startPublishing(t, c, client, time.Hour, func() ([]netip.Addr, error) { return []netip.Addr{api}, nil })
 	select {
 	case body := <-published:
 		if !strings.Contains(body, api.String()) {
@@ -144,7 +145,7 @@ func TestPublishRewritesAfterAnUnansweredPatch(t *testing.T) {
 		}
 		return true
 	})
-	s := startPublishing(t, c, client, func() ([]netip.Addr, error) { return *addrs.Load(), nil })
+	s := startPublishing(t, c, client, time.Hour, func() ([]netip.Addr, error) { return *addrs.Load(), nil })
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(10 * time.Millisecond) {
@@ -171,12 +172,13 @@ func TestPublishRewritesAfterAnUnansweredPatch(t *testing.T) {
 
 // startPublishing runs the publication loop of master-0 of c against
 // client until the test ends, its addresses read from addrs, retrying
-// every 10 ms and giving a request up after 200 ms.
-func startPublishing(t *testing.T, c *v1alpha1.ClusterVIPs, client kubernetes.Interface, addrs func() ([]netip.Addr, error)) *Sidecar {
+// every 10 ms, giving a request up after 200 ms, and looking unprompted
+// every resync.
+func startPublishing(t *testing.T, c *v1alpha1.ClusterVIPs, client kubernetes.Interface, resync time.Duration, addrs func() ([]netip.Addr, error)) *Sidecar {
 	s := &Sidecar{
 		o: Options{
 			Client: client, OnceOptions: runtimecfg.OnceOptions{NodeName: "master-0"},
-			Addresses: addrs, HeldInterval: 10 * time.Millisecond, StepTimeout: 200 * time.Millisecond,
+			Addresses: addrs, HeldInterval: 10 * time.Millisecond, HeldResync: resync, StepTimeout: 200 * time.Millisecond,
 		},
 		since:       map[netip.Addr]time.Time{},
 		m:           NewMetrics(nil),
@@ -188,6 +190,41 @@ func startPublishing(t *testing.T, c *v1alpha1.ClusterVIPs, client kubernetes.In
 	t.Cleanup(cancel)
 	go s.publishLoop(ctx)
 	return s
+}
+
+// TestPublishRepairsAStaleNode: a PATCH given up on was applied after a
+// later one (an apiserver waiting for etcd), so the Node names a VIP the
+// node no longer holds, while the node's record says it published the
+// truth. The unprompted look writes the publication again.
+func TestPublishRepairsAStaleNode(t *testing.T) {
+	t.Parallel()
+	c := fixture.Example(t, "compact-ipv4.yaml")
+	api := netip.MustParseAddr(c.Spec.API.VIPs[0])
+	ingress := netip.MustParseAddr(c.Spec.Ingress[0].VIPs[0])
+	var patches atomic.Int32
+	var onNode atomic.Pointer[string]
+	client := nodePatchServer(t, func(body string) bool {
+		onNode.Store(&body)
+		patches.Add(1)
+		return true
+	})
+	startPublishing(t, c, client, 100*time.Millisecond, func() ([]netip.Addr, error) { return []netip.Addr{api}, nil })
+	says := func(a netip.Addr) bool { p := onNode.Load(); return p != nil && strings.Contains(*p, a.String()) }
+	for deadline := time.Now().Add(time.Minute); !says(api); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the API VIP not published within a minute")
+		}
+	}
+	stale := fmt.Sprintf(`{"metadata":{"annotations":{"vipctl.io/vips":"[{\"address\":\"%s\"},{\"address\":\"%s\"}]"}}}`, api, ingress)
+	onNode.Store(&stale)
+	for deadline := time.Now().Add(time.Minute); says(ingress); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the Node still names the ingress VIP a minute after it went stale (%d PATCHes)", patches.Load())
+		}
+	}
+	if !says(api) {
+		t.Errorf("the Node says %s, want the API VIP", *onNode.Load())
+	}
 }
 
 // nodePatchServer is an apiserver that takes PATCHes of Node master-0,

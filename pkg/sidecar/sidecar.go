@@ -47,8 +47,13 @@ type Options struct {
 	Debounce time.Duration
 	// HeldInterval is how soon a failed publish of the VIPs this node
 	// holds is retried. They are read when an address changes, after
-	// every sync and every dataplane.LocalResync.
+	// every sync and every HeldResync.
 	HeldInterval time.Duration
+	// HeldResync is how often the held VIPs are read with nothing to
+	// prompt it (dataplane.LocalResync when zero); a publication older
+	// than half of it is then written again, changed or not (see
+	// publish).
+	HeldResync time.Duration
 	// SessionInterval is how often bgpd's sessions are read (and after
 	// every FRR reload) when the node has bgp pools.
 	SessionInterval time.Duration
@@ -122,6 +127,8 @@ type Sidecar struct {
 	lastErr   error
 	applied   bool
 	published v1alpha1.HeldVIPs
+	// publishedAt is when published was last written.
+	publishedAt time.Time
 	// heldSeries are the vip_held series last set (publish only).
 	heldSeries map[[2]string]bool
 	// daemonPIDs are keepalived's and haproxy's PIDs as last seen
@@ -154,6 +161,9 @@ type Sidecar struct {
 func New(o Options) (*Sidecar, error) {
 	if o.Debounce <= 0 {
 		o.Debounce = 200 * time.Millisecond
+	}
+	if o.HeldResync <= 0 {
+		o.HeldResync = dataplane.LocalResync
 	}
 	if o.HeldInterval <= 0 {
 		o.HeldInterval = time.Second
