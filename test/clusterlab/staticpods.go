@@ -171,11 +171,8 @@ func (c *Cluster) apiServerPod(s NodeSpec) *corev1.Pod {
 		"--kubelet-preferred-address-types=InternalIP",
 		// On SIGTERM /readyz fails at once and the apiserver keeps serving
 		// for this long, so haproxy's checks take it out before it closes
-		// its port (OpenShift waits 70 s, for slower load balancers). 3 s
-		// was too short on the loaded two cores: a CI rehearsal had a new
-		// connection reset by the closing apiserver, which haproxy's
-		// checks (a second apart, two failures) had not taken out yet.
-		"--shutdown-delay-duration=10s",
+		// its port (OpenShift waits longer, for slower load balancers).
+		"--shutdown-delay-duration=3s",
 		// Less work on two shared cores: no request fairness queues, no
 		// profiling endpoints.
 		"--enable-priority-and-fairness=false",
