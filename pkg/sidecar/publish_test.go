@@ -146,18 +146,7 @@ func TestPublishRewritesAfterAnUnansweredPatch(t *testing.T) {
 		return true
 	})
 	s := startPublishing(t, c, client, time.Hour, func() ([]netip.Addr, error) { return *addrs.Load(), nil })
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				var last string
-				if p := onNode.Load(); p != nil {
-					last = *p
-				}
-				t.Fatalf("%s: not within a minute (%d PATCHes, the Node says %s)", what, patches.Load(), last)
-			}
-		}
-	}
+	waitFor := func(what string, cond func() bool) { t.Helper(); waitForNode(t, what, &patches, &onNode, cond) }
 	waitFor("the API VIP published", func() bool { return patches.Load() >= 1 })
 	addrs.Store(&[]netip.Addr{api, ingress})
 	s.publishSoon()
@@ -210,20 +199,27 @@ func TestPublishRepairsAStaleNode(t *testing.T) {
 	})
 	startPublishing(t, c, client, 100*time.Millisecond, func() ([]netip.Addr, error) { return []netip.Addr{api}, nil })
 	says := func(a netip.Addr) bool { p := onNode.Load(); return p != nil && strings.Contains(*p, a.String()) }
-	for deadline := time.Now().Add(time.Minute); !says(api); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the API VIP not published within a minute")
-		}
-	}
+	waitForNode(t, "the API VIP published", &patches, &onNode, func() bool { return says(api) })
 	stale := fmt.Sprintf(`{"metadata":{"annotations":{"vipctl.io/vips":"[{\"address\":\"%s\"},{\"address\":\"%s\"}]"}}}`, api, ingress)
 	onNode.Store(&stale)
-	for deadline := time.Now().Add(time.Minute); says(ingress); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the Node still names the ingress VIP a minute after it went stale (%d PATCHes)", patches.Load())
-		}
-	}
+	waitForNode(t, "the stale ingress VIP gone from the Node", &patches, &onNode, func() bool { return !says(ingress) })
 	if !says(api) {
 		t.Errorf("the Node says %s, want the API VIP", *onNode.Load())
+	}
+}
+
+// waitForNode polls cond for up to a minute, failing with what the fake
+// apiserver last took (onNode) and how many PATCHes it had.
+func waitForNode(t *testing.T, what string, patches *atomic.Int32, onNode *atomic.Pointer[string], cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			var last string
+			if p := onNode.Load(); p != nil {
+				last = *p
+			}
+			t.Fatalf("%s: not within a minute (%d PATCHes, the Node says %s)", what, patches.Load(), last)
+		}
 	}
 }
 
