@@ -69,8 +69,10 @@ deps:
 ## and a few seconds of each fuzz target
 # -timeout: test/e2e runs the process lab and the kubelet lab in one
 # binary, longer together than go test's default of 10 minutes.
+# -parallel 4: the e2e tests that need only an apiserver run four at a
+# time, after the others (test/e2e/doc.go).
 test: deps image verify
-	$(GO) test -count=1 -timeout 40m ./...
+	$(GO) test -count=1 -parallel 4 -timeout 40m ./...
 	./hack/fuzz.sh 3s
 
 ## fuzz: each fuzz target for FUZZTIME (decode+validate+render, the
@@ -95,7 +97,7 @@ test-unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 
 test-e2e: deps image
-	$(GO) test -count=1 -timeout 40m ./test/e2e/...
+	$(GO) test -count=1 -parallel 4 -timeout 40m ./test/e2e/...
 
 lint:
 	./hack/lint.sh

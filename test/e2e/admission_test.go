@@ -62,6 +62,7 @@ func mirror(p *corev1.Pod) {
 // in a namespace without those labels is refused: what a mirror pod of
 // the namespace as rendered before met.
 func TestRenderedNamespacePassesPodSecurity(t *testing.T) {
+	t.Parallel() // apiserver only: see doc.go
 	srv := testapiserver.StartWith(t, testapiserver.Options{PodSecurity: "restricted"})
 	cfg := srv.AdminConfig()
 	warned := &warnings{}

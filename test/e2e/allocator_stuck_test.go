@@ -24,6 +24,7 @@ import (
 // a Service created after it gets its address, and the stuck one gets
 // its own on the retry.
 func TestAllocatorOutlivesAStuckStatusWrite(t *testing.T) {
+	t.Parallel() // apiserver only: see doc.go
 	e := startAllocEnv(t, clusterYAML("fast", "unicast", allocPools))
 	target, err := url.Parse(e.api.URL)
 	if err != nil {

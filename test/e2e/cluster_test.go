@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -65,6 +66,7 @@ func TestCluster(t *testing.T) {
 		{"ContainerRestarts", testContainerRestarts},
 		{"APIServerRestart", testAPIServerRestart},
 		{"APIVIPHolderLost", testAPIVIPHolderLost},
+		{"ColdStart", testColdStart},
 		// Last: it deletes a Service the others use.
 		{"BGPServiceDeleted", testBGPServiceDeleted},
 	} {
@@ -385,6 +387,57 @@ func testAPIVIPHolderLost(t *testing.T, c *clusterlab.Cluster) {
 	c.Settle(t, 5*time.Minute)
 	t.Logf("%s back: the cluster settled in %s", lost.Name, time.Since(began).Round(time.Millisecond))
 	back.WantNoFailures(t, "the API VIP while "+lost.Name+" returned and took it back")
+}
+
+// everyVIPURL is what a client asks of every VIP the cluster carries:
+// the API (/version, both families), the ingress VIP and each Service's
+// addresses.
+func everyVIPURL(t *testing.T, c *clusterlab.Cluster) []string {
+	urls := []string{clusterlab.APIVersionURL(clusterlab.APIVIP4), clusterlab.APIVersionURL(clusterlab.APIVIP6),
+		clusterlab.URL(clusterlab.IngressVIP4, clusterlab.RouterPort), clusterlab.URL(clusterlab.IngressVIP6, clusterlab.RouterPort)}
+	for _, s := range clusterlab.Services {
+		for _, a := range c.ServiceAddrs(t, s.Name, time.Minute) {
+			urls = append(urls, clusterlab.URL(a, clusterlab.ServicePort))
+		}
+	}
+	return urls
+}
+
+// testColdStart: every node loses power at once, then they boot one
+// after the other in a random order. Every VIP answers again (the API,
+// the ingress VIP, every Service address, both families), and the time
+// from the first kubelet's start to each one's first answer is logged;
+// the cluster then settles with every VIP held once.
+func testColdStart(t *testing.T, c *clusterlab.Cluster) {
+	urls := everyVIPURL(t, c)
+	c.PowerCut()
+	order, first := c.PowerOn(t)
+	t.Logf("powered on in the order %v", order)
+	answered := make([]time.Duration, len(urls))
+	var wg sync.WaitGroup
+	for i, u := range urls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			deadline := time.Now().Add(10 * time.Minute)
+			for time.Now().Before(deadline) {
+				if _, err := c.Get(u); err == nil {
+					answered[i] = time.Since(first)
+					return
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, u := range urls {
+		if answered[i] == 0 {
+			t.Errorf("%s: no answer within 10 minutes of the first kubelet's start", u)
+			continue
+		}
+		t.Logf("%s answered %s after the first kubelet started", u, answered[i].Round(100*time.Millisecond))
+	}
+	c.Settle(t, 10*time.Minute)
 }
 
 // testBGPServiceDeleted: the bgp pool's Cluster Service is deleted; every

@@ -1,4 +1,10 @@
 // Package e2e holds the end-to-end tests: a real kube-apiserver with etcd
 // (test/testapiserver) and real keepalived/haproxy in network
 // namespaces (test/netlab). They need root; CI runs them as root.
+//
+// Tests that need only an apiserver of their own (no network namespace,
+// no keepalived or haproxy, no request counted against a clock) call
+// t.Parallel(): Go runs them together after every other test of the
+// package has ended, so they never share the machine with a failover
+// being measured. make test runs them four at a time (-parallel 4).
 package e2e

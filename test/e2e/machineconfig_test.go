@@ -27,6 +27,7 @@ import (
 // CRD from the openshift/api module: first a server-side dry run, then a
 // real create whose stored object must read back unchanged.
 func TestMachineConfigsAcceptedByAPIServer(t *testing.T) {
+	t.Parallel() // apiserver only: see doc.go
 	srv := testapiserver.Start(t)
 	srv.InstallCRDs(t, testapiserver.MachineConfigCRD(t))
 	client, err := dynamic.NewForConfig(srv.AdminConfig())
@@ -96,6 +97,7 @@ func TestMachineConfigsAcceptedByAPIServer(t *testing.T) {
 // and 63 the etcd request. The annotation must also stay below a quarter
 // of its limit, so that growth shows here long before a cluster refuses it.
 func TestMachineConfigsApplyAtScale(t *testing.T) {
+	t.Parallel() // apiserver only: see doc.go
 	const nodes = 2000
 	dir := t.TempDir()
 	nodesJSON, err := json.Marshal(corev1.NodeList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}, Items: fixture.OpenShiftNodes(nodes)})

@@ -31,6 +31,7 @@ import (
 // rendered; for OpenShift the console's dashboard, a ConfigMap in
 // openshift-config-managed, is stored as written.
 func TestMonitoringObjectsAccepted(t *testing.T) {
+	t.Parallel() // apiserver only: see doc.go
 	api := testapiserver.Start(t)
 	api.InstallCRDs(t, testapiserver.PrometheusOperatorCRDs(t, "servicemonitors", "prometheusrules")...)
 	resource := lab.Resources(api.AdminConfig())

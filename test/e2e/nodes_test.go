@@ -24,6 +24,7 @@ import (
 // address yet is left out with a warning; and `vipctl render --nodes`
 // takes the list.
 func TestNodesFromCluster(t *testing.T) {
+	t.Parallel() // apiserver only: see doc.go
 	srv := testapiserver.Start(t)
 	admin, err := kubernetes.NewForConfig(srv.AdminConfig())
 	if err != nil {

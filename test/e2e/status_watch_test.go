@@ -96,6 +96,7 @@ func (s *streamed) stop(t *testing.T) int {
 // nothing new (a label on the Node); -o json streams one object per line
 // and change; it ends with exit 0 when interrupted.
 func TestStatusWatch(t *testing.T) {
+	t.Parallel() // apiserver only: see doc.go
 	base := clusterYAML("fast", "unicast", updateBase)
 	e := startAllocEnv(t, base)
 	kubeconfig, _ := updateFiles(t, e.api, base)

@@ -17,6 +17,7 @@ import (
 // dry runs. Not parallel: one case stamps a release version into the
 // process.
 func TestUpdateImageWarning(t *testing.T) {
+	t.Parallel() // apiserver only: see doc.go
 	// No monitoring stack: stderr holds the image warning alone, not also
 	// the note on prometheus-operator's kinds this apiserver lacks.
 	base := strings.Replace(clusterYAML("fast", "unicast", updateBase), "  servicePools:", "  monitoring: {stack: none}\n  servicePools:", 1)

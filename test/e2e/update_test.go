@@ -52,6 +52,7 @@ const updateBase = `  servicePools:
 // conflict, --dry-run and bad edits write nothing, and a static change
 // writes MachineConfigs the CRD accepts.
 func TestUpdateAndStatus(t *testing.T) {
+	t.Parallel() // apiserver only: see doc.go
 	base := clusterYAML("fast", "unicast", updateBase)
 	e := startAllocEnv(t, base)
 	e.api.InstallCRDs(t, testapiserver.MachineConfigCRD(t))
@@ -305,6 +306,7 @@ func allocatorImage(t *testing.T, c kubernetes.Interface) string {
 // fails the update instead of being overwritten; and a user who may edit
 // the ConfigMap but not those objects is told what to re-apply.
 func TestUpdateBringsRenderedObjectsInLine(t *testing.T) {
+	t.Parallel() // apiserver only: see doc.go
 	base := clusterYAML("fast", "unicast", updateBase)
 	e := startAllocEnv(t, base)
 	e.api.InstallCRDs(t, testapiserver.MachineConfigCRD(t))
@@ -473,6 +475,7 @@ func TestUpdateBringsRenderedObjectsInLine(t *testing.T) {
 // nothing; a dry run shows the refusal in the plan; --force writes them;
 // a target the cluster parses writes with no word.
 func TestUpdateRefusesMachineConfigsTheClusterCannotParse(t *testing.T) {
+	t.Parallel() // apiserver only: see doc.go
 	base := clusterYAML("fast", "unicast", updateBase)
 	e := startAllocEnv(t, base)
 	e.api.InstallCRDs(t, testapiserver.MachineConfigCRD(t), testapiserver.ClusterVersionCRD(t))

@@ -104,10 +104,10 @@ type HostOpts struct {
 	Gateways []string
 	// Routes are further routes, each the arguments of `ip route add`
 	// ("203.0.113.32/27 via 198.51.100.12"): a node's static network
-	// configuration.
+	// configuration, which Reboot applies again.
 	Routes []string
 	// Sysctls are further "key=value" settings of the namespace, applied
-	// after the lab's own.
+	// after the lab's own (and again by Reboot).
 	Sysctls []string
 }
 
@@ -121,6 +121,11 @@ type Host struct {
 	// bridge: detaching one from the other takes the host off the network.
 	switchPort string
 	bridge     string
+	// opts and mac are what Reboot builds the namespace from again: the
+	// same attachment, and the same MAC address, as a machine's NIC keeps
+	// across a reboot (peers' neighbour entries stay right).
+	opts HostOpts
+	mac  string
 }
 
 // AddHost creates a namespace, a veth into the segment's bridge, the
@@ -142,11 +147,20 @@ func (l *Lab) AddHost(name string, o HostOpts) *Host {
 	if !ok {
 		l.t.Fatalf("netlab: no segment %q", o.Segment)
 	}
-	h := &Host{Name: name, NS: l.prefix + "-" + name, Iface: o.Iface, lab: l, switchPort: port, bridge: br}
-	l.ip("netns", "add", h.NS)
+	h := &Host{Name: name, NS: l.prefix + "-" + name, Iface: o.Iface, lab: l, switchPort: port, bridge: br, opts: o}
 	l.mu.Lock()
 	l.hosts[name] = h
 	l.mu.Unlock()
+	h.build()
+	return h
+}
+
+// build creates the host's namespace and attachment from h.opts, with
+// h.mac when it is set (a reboot) and a new MAC address otherwise.
+func (h *Host) build() {
+	l, o := h.lab, h.opts
+	l.t.Helper()
+	l.ip("netns", "add", h.NS)
 	for _, kv := range append([]string{
 		"net.ipv4.ip_nonlocal_bind=1",
 		"net.ipv6.ip_nonlocal_bind=1",
@@ -157,7 +171,7 @@ func (l *Lab) AddHost(name string, o HostOpts) *Host {
 		l.ip("netns", "exec", h.NS, "sysctl", "-qw", kv)
 	}
 	l.ip("-n", h.NS, "link", "set", "lo", "up")
-	l.plug(h.NS, o.Iface, br, port, o.Addrs)
+	h.mac = l.plug(h.NS, o.Iface, h.bridge, h.switchPort, h.mac, o.Addrs)
 	for _, gw := range o.Gateways {
 		fam := "-4"
 		if strings.Contains(gw, ":") {
@@ -168,7 +182,23 @@ func (l *Lab) AddHost(name string, o HostOpts) *Host {
 	for _, r := range o.Routes {
 		l.ip(append([]string{"-n", h.NS, "route", "add"}, strings.Fields(r)...)...)
 	}
-	return h
+}
+
+// Reboot deletes the host's namespace and builds it again as AddHost
+// did: the same name, interface and MAC address, addresses, gateways,
+// routes and sysctls, attached to its segment. Everything else the
+// namespace held is gone, as after a machine's reboot: addresses and
+// routes added since, nftables rules, conntrack and neighbour entries,
+// other links. Nothing may still run in it (a process holding the old
+// namespace would keep its link, and the new one could not be made).
+func (h *Host) Reboot() {
+	h.lab.t.Helper()
+	h.lab.ip("netns", "del", h.NS)
+	// The old namespace, and its links with it, goes away only once
+	// nothing holds it, and asynchronously: its veth is deleted from the
+	// switch's side now, so that the new one can take the port's name.
+	_ = exec.Command("ip", "-n", h.lab.switchNS, "link", "del", h.switchPort).Run()
+	h.build()
 }
 
 // AddRouter creates a host with one interface per segment (named eth-<segment>)
@@ -194,7 +224,7 @@ func (l *Lab) AddRouter(name string, addrs map[string][]string) *Host {
 		if !ok {
 			l.t.Fatalf("netlab: no segment %q", seg)
 		}
-		l.plug(h.NS, "eth-"+seg, br, port, cidrs)
+		l.plug(h.NS, "eth-"+seg, br, port, "", cidrs)
 	}
 	return h
 }
@@ -213,16 +243,21 @@ func (l *Lab) AddLink(h *Host, segment, iface string, addrs ...string) {
 	if !ok {
 		l.t.Fatalf("netlab: no segment %q", segment)
 	}
-	l.plug(h.NS, iface, br, port, addrs)
+	l.plug(h.NS, iface, br, port, "", addrs)
 }
 
 // plug connects namespace ns to bridge br through a veth pair, iface
 // inside and port on the bridge, with addrs (CIDR) on iface. The pair is
 // created from ns's side directly: neither end ever exists in the
-// machine's own namespace.
-func (l *Lab) plug(ns, iface, br, port string, addrs []string) {
+// machine's own namespace. iface gets the MAC address mac when it is
+// set; plug returns iface's MAC address.
+func (l *Lab) plug(ns, iface, br, port, mac string, addrs []string) string {
 	l.t.Helper()
-	l.ip("-n", ns, "link", "add", iface, "type", "veth", "peer", "name", "t"+port, "netns", l.switchNS)
+	add := []string{"-n", ns, "link", "add", iface}
+	if mac != "" {
+		add = append(add, "address", mac)
+	}
+	l.ip(append(add, "type", "veth", "peer", "name", "t"+port, "netns", l.switchNS)...)
 	l.ip("-n", l.switchNS, "link", "set", "t"+port, "name", port)
 	l.ip("-n", l.switchNS, "link", "set", port, "master", br, "up")
 	for _, a := range addrs {
@@ -234,6 +269,15 @@ func (l *Lab) plug(ns, iface, br, port string, addrs []string) {
 	}
 	l.ip("-n", ns, "link", "set", iface, "up")
 	l.waitIPv6(ns, addrs)
+	if mac != "" {
+		return mac
+	}
+	out, err := exec.Command("ip", "-n", ns, "-br", "link", "show", iface).Output()
+	f := strings.Fields(string(out))
+	if err != nil || len(f) < 3 {
+		l.t.Fatalf("netlab: %s: reading %s's MAC address: %v %q", ns, iface, err, out)
+	}
+	return f[2]
 }
 
 // waitIPv6 waits until the IPv6 ones of addrs (CIDR notation) are local in
