@@ -20,7 +20,6 @@ import (
 // fires VipctlNamespaceAtCap, a pool given out whole fires
 // VipctlPoolExhausted, and each resolves once the Service is gone.
 func TestAllocatorTenants(t *testing.T) {
-	t.Parallel() // apiserver only: see doc.go
 	cfgYAML := clusterYAML("fast", "unicast", `  servicePools:
     - name: web
       addresses: [198.51.100.128/26]

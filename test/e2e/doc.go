@@ -3,8 +3,10 @@
 // namespaces (test/netlab). They need root; CI runs them as root.
 //
 // Tests that need only an apiserver of their own (no network namespace,
-// no keepalived or haproxy, no request counted against a clock) call
-// t.Parallel(): Go runs them together after every other test of the
+// no keepalived or haproxy, no Prometheus, no request counted against a
+// clock) call t.Parallel(): Go runs them together after every other test of the
 // package has ended, so they never share the machine with a failover
 // being measured. make test runs them four at a time (-parallel 4).
+// TestAllocatorTenants (Prometheus alerts) and TestUpdateAndStatus (once
+// failed among them, cause not found) stay in the sequential run.
 package e2e

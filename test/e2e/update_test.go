@@ -52,7 +52,6 @@ const updateBase = `  servicePools:
 // conflict, --dry-run and bad edits write nothing, and a static change
 // writes MachineConfigs the CRD accepts.
 func TestUpdateAndStatus(t *testing.T) {
-	t.Parallel() // apiserver only: see doc.go
 	base := clusterYAML("fast", "unicast", updateBase)
 	e := startAllocEnv(t, base)
 	e.api.InstallCRDs(t, testapiserver.MachineConfigCRD(t))
