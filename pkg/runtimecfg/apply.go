@@ -63,10 +63,16 @@ func Apply(ctx context.Context, t host.Target, files []render.File) (Result, err
 		}
 	}
 	var changed []render.File
+	// replaced is what each changed config held before, for FRR's reload
+	// of only the difference.
+	replaced := map[string][]byte{}
 	for _, f := range configs {
 		cur, err := os.ReadFile(t.Path(f.Path))
 		if err == nil && bytes.Equal(cur, f.Data) {
 			continue
+		}
+		if err == nil {
+			replaced[f.Path] = cur
 		}
 		// The configs were rendered with t.Root already in their paths, so
 		// the scripts they name are checked where they stand.
@@ -117,7 +123,7 @@ func Apply(ctx context.Context, t host.Target, files []render.File) (Result, err
 				res.Reloaded = append(res.Reloaded, "haproxy")
 			}
 		case render.FRRConfPath:
-			ok, err := frr.Reload(ctx, t)
+			ok, err := frr.Reload(ctx, t, replaced[f.Path], f.Data)
 			if err != nil {
 				return res, err
 			}
