@@ -105,34 +105,40 @@ func Apply(ctx context.Context, t host.Target, files []render.File) (Result, err
 			return res, err
 		}
 		res.Written = append(res.Written, f.Path)
-		switch f.Path {
-		case render.KeepalivedConfPath:
-			ok, err := ReloadKeepalived(t)
-			if err != nil {
-				return res, err
+		daemon, ok, err := reload(ctx, t, f.Path, replaced[f.Path], f.Data)
+		if err != nil {
+			// The daemon runs what it ran before: its file goes back, so
+			// the next sync finds the difference and reloads again,
+			// rather than taking the new file on disk for applied.
+			if old, known := replaced[f.Path]; known {
+				_, _ = t.WriteFile(f.Path, old, f.Mode)
+			} else {
+				_ = os.Remove(t.Path(f.Path))
 			}
-			if ok {
-				res.Reloaded = append(res.Reloaded, "keepalived")
-			}
-		case render.HaproxyConfPath:
-			ok, err := ReloadHaproxy(ctx, t)
-			if err != nil {
-				return res, err
-			}
-			if ok {
-				res.Reloaded = append(res.Reloaded, "haproxy")
-			}
-		case render.FRRConfPath:
-			ok, err := frr.Reload(ctx, t, replaced[f.Path], f.Data)
-			if err != nil {
-				return res, err
-			}
-			if ok {
-				res.Reloaded = append(res.Reloaded, frr.Name)
-			}
+			return res, err
+		}
+		if ok {
+			res.Reloaded = append(res.Reloaded, daemon)
 		}
 	}
 	return res, nil
+}
+
+// reload tells the daemon of the config at path to apply it (data, which
+// replaced old): which daemon, and whether it was running to be told.
+func reload(ctx context.Context, t host.Target, path string, old, data []byte) (string, bool, error) {
+	switch path {
+	case render.KeepalivedConfPath:
+		ok, err := ReloadKeepalived(t)
+		return "keepalived", ok, err
+	case render.HaproxyConfPath:
+		ok, err := ReloadHaproxy(ctx, t)
+		return "haproxy", ok, err
+	case render.FRRConfPath:
+		ok, err := frr.Reload(ctx, t, old, data)
+		return frr.Name, ok, err
+	}
+	return "", false, nil
 }
 
 // ReloadKeepalived sends SIGHUP to keepalived's parent, found through its

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -210,5 +211,55 @@ func TestPruneLocalStatus(t *testing.T) {
 	}
 	if exists(render.LocalServiceStatusFile("shop/web")) {
 		t.Errorf("pruning with no Local Services kept shop/web")
+	}
+}
+
+// TestApplyRetriesAFailedReload: when the daemon fails to take a new
+// config it runs the old one still, so the old file goes back on disk:
+// the next sync finds the difference and reloads again, instead of
+// taking the new file for applied and never telling the daemon.
+func TestApplyRetriesAFailedReload(t *testing.T) {
+	// The judge (vtysh -C) passes; frr-reload.py fails until it is
+	// replaced by one that succeeds.
+	target := host.Target{Root: nodeRoot(t), Vtysh: "/bin/true", FRRReload: "/bin/false"}
+	conf := func(timers string) []render.File {
+		return []render.File{{Path: render.FRRConfPath, Mode: 0o644,
+			Data: []byte("router bgp 64513\n neighbor 198.51.100.1 remote-as 64512\n neighbor 198.51.100.1 timers " + timers + "\nexit\n")}}
+	}
+	ctx := context.Background()
+	if _, err := Apply(ctx, target, conf("1 3")); err != nil {
+		t.Fatal(err)
+	}
+	// bgpd runs from now on: its vty socket is there.
+	run := filepath.Join(target.Root, render.FRRRunDir)
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(run, "bgpd.vty"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	onDisk := func() string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(target.Root, render.FRRConfPath))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	for sync := 1; sync <= 2; sync++ {
+		if _, err := Apply(ctx, target, conf("3 9")); err == nil {
+			t.Fatalf("sync %d: the failed reload went unreported", sync)
+		}
+		if got, want := onDisk(), string(conf("1 3")[0].Data); got != want {
+			t.Fatalf("sync %d: after the failed reload frr.conf holds\n%s\nwant what bgpd still runs:\n%s", sync, got, want)
+		}
+	}
+	target.FRRReload = "/bin/true"
+	res, err := Apply(ctx, target, conf("3 9"))
+	if err != nil || !slices.Contains(res.Reloaded, "frr") {
+		t.Fatalf("once reloading works: %+v, %v; want frr reloaded", res, err)
+	}
+	if got, want := onDisk(), string(conf("3 9")[0].Data); got != want {
+		t.Errorf("frr.conf holds\n%s\nwant\n%s", got, want)
 	}
 }
