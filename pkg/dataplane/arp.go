@@ -82,7 +82,12 @@ func restoreARP(t host.Target) error {
 	if err != nil && !errors.As(err, &notFound) {
 		return err
 	}
-	return os.Remove(t.Path(arpSavedFile))
+	// Undrain and the local-VIPs loop may restore at once (both when the
+	// last local route goes): the file gone means the other one did.
+	if err := os.Remove(t.Path(arpSavedFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // inetConf reads an interface's IPv4 settings (the devconf array that

@@ -26,31 +26,16 @@ const Name = "frr"
 const defaultFRRReload = frrLibDir + "/frr-reload.py"
 
 // Reload brings the running bgpd in line with the frr.conf just
-// written (new, which replaced old; nil when that is unknown). When the
-// two differ only in `network` lines (a Service's address announced or
-// withdrawn) the difference goes to bgpd in one vtysh session, which
-// takes a fraction of a second; anything else, or a session that fails,
-// goes through frr-reload.py: it diffs the file against `show
+// written, through frr-reload.py: it diffs the file against `show
 // running-config` and sends only the difference over the vty sockets, so
-// no BGP session is reset (a full reload would drop every session and
-// every route upstream), but it takes seconds per run (3-5 s measured on
-// an idle lab node, 2026-11-26) and runs twice over. false means bgpd is
-// not running yet: it reads the file when it starts.
-func Reload(ctx context.Context, t host.Target, old, new []byte) (bool, error) {
+// a new or withdrawn /32 is one `network` line and no BGP session is
+// reset (a full reload would drop every session and every route
+// upstream). false means bgpd is not running yet: it reads the file when
+// it starts.
+func Reload(ctx context.Context, t host.Target) (bool, error) {
 	vty, running := bgpdRunning(t)
 	if !running {
 		return false, nil
-	}
-	if cmds, ok := networkDelta(old, new); ok {
-		if cmds == nil {
-			return true, nil
-		}
-		bin, err := exec.LookPath(vtysh(t))
-		if err == nil && configure(ctx, bin, vty, cmds) == nil {
-			return true, nil
-		}
-		// frr-reload.py below converges bgpd on the file, whatever part
-		// of the session was taken.
 	}
 	scratch, err := os.MkdirTemp("", "vipctl-frr-reload-")
 	if err != nil {

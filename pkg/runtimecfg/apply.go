@@ -63,8 +63,8 @@ func Apply(ctx context.Context, t host.Target, files []render.File) (Result, err
 		}
 	}
 	var changed []render.File
-	// replaced is what each changed config held before, for FRR's reload
-	// of only the difference.
+	// replaced is what each changed config held before: it goes back
+	// when the daemon fails to take the new one.
 	replaced := map[string][]byte{}
 	for _, f := range configs {
 		cur, err := os.ReadFile(t.Path(f.Path))
@@ -105,7 +105,7 @@ func Apply(ctx context.Context, t host.Target, files []render.File) (Result, err
 			return res, err
 		}
 		res.Written = append(res.Written, f.Path)
-		daemon, ok, err := reload(ctx, t, f.Path, replaced[f.Path], f.Data)
+		daemon, ok, err := reload(ctx, t, f.Path)
 		if err != nil {
 			// The daemon runs what it ran before: its file goes back, so
 			// the next sync finds the difference and reloads again,
@@ -124,9 +124,9 @@ func Apply(ctx context.Context, t host.Target, files []render.File) (Result, err
 	return res, nil
 }
 
-// reload tells the daemon of the config at path to apply it (data, which
-// replaced old): which daemon, and whether it was running to be told.
-func reload(ctx context.Context, t host.Target, path string, old, data []byte) (string, bool, error) {
+// reload tells the daemon of the config at path to apply it: which
+// daemon, and whether it was running to be told.
+func reload(ctx context.Context, t host.Target, path string) (string, bool, error) {
 	switch path {
 	case render.KeepalivedConfPath:
 		ok, err := ReloadKeepalived(t)
@@ -135,7 +135,7 @@ func reload(ctx context.Context, t host.Target, path string, old, data []byte) (
 		ok, err := ReloadHaproxy(ctx, t)
 		return "haproxy", ok, err
 	case render.FRRConfPath:
-		ok, err := frr.Reload(ctx, t, old, data)
+		ok, err := frr.Reload(ctx, t)
 		return frr.Name, ok, err
 	}
 	return "", false, nil
