@@ -12,7 +12,7 @@ import (
 func (c *Cluster) PowerCut() {
 	done := make(chan struct{}, len(c.Nodes))
 	for _, n := range c.Nodes {
-		go func() { n.PowerOff(false); done <- struct{}{} }()
+		go func() { n.PowerOff(); done <- struct{}{} }()
 	}
 	for range c.Nodes {
 		<-done

@@ -6,41 +6,16 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
-// ShutdownGrace is how long PowerOff(true) gives the containers after
-// SIGTERM, as a node's shutdown waits for its container runtime, before
-// the rest is killed.
-const ShutdownGrace = 15 * time.Second
-
-// PowerOff ends the node as a machine ends, leaving its disk: the files,
-// etcd's data, containerd's images and containers. Graceful is a reboot's
-// shutdown: the kubelet stops, then every container gets SIGTERM from
-// containerd and up to ShutdownGrace to end (preStop hooks do not run: the
-// kubelet is not the one stopping them), then containerd stops. Otherwise
-// it is a power loss: every process of the node is SIGKILLed at once.
-// Either way what lives under /run is gone afterwards (a tmpfs), and the
-// node's network namespace is the caller's to reset (netlab's
-// Host.Reboot) before Boot.
-func (n *Node) PowerOff(graceful bool) {
+// PowerOff ends the node as a power loss does, leaving its disk: the
+// files, etcd's data, containerd's images and containers. Every process
+// of the node is SIGKILLed at once, what lives under /run is gone
+// afterwards (a tmpfs), and the node's network namespace is the caller's
+// to reset (netlab's Host.Reboot) before Boot.
+func (n *Node) PowerOff() {
 	if n.holder == nil {
 		return
-	}
-	if graceful {
-		n.StopKubelet()
-		for _, id := range n.tasks() {
-			_, _ = n.Exec("ctr", "-n", "k8s.io", "tasks", "kill", id)
-		}
-		began := time.Now()
-		if err := wait(ShutdownGrace, func() bool { return len(n.tasks()) == 0 }); err != nil {
-			n.t.Logf("kubeletlab %s: tasks %v still running %s after SIGTERM: killed", n.Name, n.tasks(), ShutdownGrace)
-		} else {
-			n.t.Logf("kubeletlab %s: every container ended %s after SIGTERM", n.Name, time.Since(began).Round(time.Millisecond))
-		}
-		if n.containerd != nil {
-			n.containerd.stop()
-		}
 	}
 	for _, p := range []*proc{n.kubelet, n.containerd} {
 		if p != nil {
