@@ -71,8 +71,11 @@ deps:
 # binary, longer together than go test's default of 10 minutes.
 # -parallel 4: the e2e tests that need only an apiserver run four at a
 # time, after the others (test/e2e/doc.go).
+# hack/testreport prints what go test would and ends with the failed
+# tests' first error lines and the slowest tests: CI shows only the end.
+TESTREPORT = $(GO) run ./hack/testreport $(if $(filter -v,$(GOFLAGS)),-v)
 test: deps image verify
-	$(GO) test -count=1 -parallel 4 -timeout 40m ./...
+	$(GO) test -json -count=1 -parallel 4 -timeout 40m ./... 2>&1 | $(TESTREPORT)
 	./hack/fuzz.sh 3s
 
 ## fuzz: each fuzz target for FUZZTIME (decode+validate+render, the
@@ -97,7 +100,7 @@ test-unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 
 test-e2e: deps image
-	$(GO) test -count=1 -parallel 4 -timeout 40m ./test/e2e/...
+	$(GO) test -json -count=1 -parallel 4 -timeout 40m ./test/e2e/... 2>&1 | $(TESTREPORT)
 
 lint:
 	./hack/lint.sh

@@ -523,9 +523,13 @@ func (l *Lab) cleanup() {
 		nss = append(nss, h.NS)
 	}
 	l.mu.Unlock()
-	for i := len(procs) - 1; i >= 0; i-- {
-		procs[i].Stop()
+	// All at once: keepalived takes about a second to end on SIGTERM, and
+	// one after the other that was seconds per lab, minutes per test run.
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Go(p.Stop)
 	}
+	wg.Wait()
 	for _, ns := range append(nss, l.switchNS) {
 		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
 			l.t.Errorf("netlab cleanup: ip netns del %s: %v: %s", ns, err, out)

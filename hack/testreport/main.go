@@ -1,0 +1,173 @@
+// Command testreport reads `go test -json` and prints what `go test` would
+// print, then a short report: the failed tests with their first error
+// lines and the slowest tests. CI keeps only the end of a run's output, and
+// a failing e2e package prints thousands of lines of daemon logs before
+// its verdict; the report puts the test names and causes where they are
+// read, and the times a CI budget is cut by.
+//
+//	go test -json ./... 2>&1 | go run ./hack/testreport [-v] [-slowest N]
+//
+// It exits 1 when a test, a package or the build failed.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// event is one line of cmd/test2json's output.
+type event struct {
+	Action     string
+	Package    string
+	Test       string
+	Elapsed    float64
+	Output     string
+	ImportPath string
+}
+
+type testKey struct{ pkg, test string }
+
+type result struct {
+	key     testKey
+	elapsed time.Duration
+	// errors are the test's own report lines (file.go:NN: ...), the
+	// first of which usually names the cause.
+	errors []string
+}
+
+// errLine matches a line a test reports through t.Error or t.Fatal.
+var errLine = regexp.MustCompile(`^\s+\S+\.go:\d+: `)
+
+type report struct {
+	out     io.Writer
+	verbose bool
+	// buffered holds each running test's output until it ends: shown when
+	// it fails, dropped when it passes (go test's non-verbose mode).
+	buffered map[testKey][]string
+	failed   []result
+	finished []result
+	badPkgs  []string
+	build    bool
+}
+
+func (r *report) line(l string) {
+	var e event
+	if !strings.HasPrefix(l, "{") || json.Unmarshal([]byte(l), &e) != nil {
+		// go vet and build output, or anything written around go test.
+		r.printf("%s\n", l)
+		return
+	}
+	k := testKey{e.Package, e.Test}
+	switch e.Action {
+	case "build-output":
+		r.printf("%s", e.Output)
+	case "build-fail":
+		r.build = true
+	case "output":
+		if e.Test == "" || r.verbose {
+			r.printf("%s", e.Output)
+		}
+		if e.Test != "" {
+			r.buffered[k] = append(r.buffered[k], e.Output)
+		}
+	case "pass", "skip", "fail":
+		if e.Test == "" {
+			if e.Action == "fail" {
+				r.badPkgs = append(r.badPkgs, e.Package)
+			}
+			return
+		}
+		res := result{key: k, elapsed: time.Duration(e.Elapsed * float64(time.Second))}
+		if e.Action == "fail" {
+			for _, o := range r.buffered[k] {
+				if !r.verbose {
+					r.printf("%s", o)
+				}
+				if errLine.MatchString(o) && len(res.errors) < 3 {
+					res.errors = append(res.errors, strings.TrimSpace(o))
+				}
+			}
+			r.failed = append(r.failed, res)
+		}
+		if !strings.Contains(e.Test, "/") {
+			r.finished = append(r.finished, res)
+		}
+		delete(r.buffered, k)
+	}
+}
+
+// printf writes to the report's output; a closed stdout leaves nothing
+// to report to.
+func (r *report) printf(format string, args ...any) {
+	_, _ = fmt.Fprintf(r.out, format, args...)
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func (r *report) summary(slowest int) {
+	sort.SliceStable(r.finished, func(i, j int) bool { return r.finished[i].elapsed > r.finished[j].elapsed })
+	if len(r.finished) > slowest {
+		r.finished = r.finished[:slowest]
+	}
+	r.printf("\ntestreport: slowest tests\n")
+	for _, t := range r.finished {
+		r.printf("  %7.1fs %s %s\n", t.elapsed.Seconds(), t.key.pkg, t.key.test)
+	}
+	// Tests still buffered when the stream ended were running when a
+	// package timed out or crashed: they are the suspects.
+	for k := range r.buffered {
+		if k.test != "" && !strings.Contains(k.test, "/") {
+			r.printf("testreport: unfinished: %s %s\n", k.pkg, k.test)
+		}
+	}
+	if len(r.failed) == 0 && len(r.badPkgs) == 0 && !r.build {
+		r.printf("testreport: every test passed\n")
+		return
+	}
+	r.printf("testreport: FAILED\n")
+	for _, t := range r.failed {
+		r.printf("  --- FAIL %s %s (%.1fs)\n", t.key.pkg, t.key.test, t.elapsed.Seconds())
+		for _, e := range t.errors {
+			r.printf("        %s\n", shorten(e, 220))
+		}
+	}
+	for _, p := range r.badPkgs {
+		r.printf("  FAIL package %s\n", p)
+	}
+	if r.build {
+		r.printf("  a package did not build\n")
+	}
+}
+
+func main() {
+	verbose := flag.Bool("v", false, "print every test's output as it comes, as go test -v does")
+	slowest := flag.Int("slowest", 12, "how many of the slowest tests to list")
+	flag.Parse()
+	r := &report{out: os.Stdout, verbose: *verbose, buffered: map[testKey][]string{}}
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		r.line(sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		fmt.Fprintln(os.Stderr, "testreport:", err)
+		os.Exit(1)
+	}
+	r.summary(*slowest)
+	if len(r.failed) > 0 || len(r.badPkgs) > 0 || r.build {
+		os.Exit(1)
+	}
+}
