@@ -30,7 +30,7 @@ TRIALS ?= 20
 KUBELET_TRIALS ?= 3
 CLUSTER_TRIALS ?= 3
 
-.PHONY: all build image release demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-announce bench-steady bench-runtimecfg bench-scale lab-up lab-down clean
+.PHONY: all build image release demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-peers bench-announce bench-steady bench-runtimecfg bench-scale lab-up lab-down clean
 
 all: build
 
@@ -126,6 +126,14 @@ bench:
 BENCH_ARGS ?=
 bench-failover: deps image
 	$(GO) test -run '^$$' -bench BenchmarkFailover -benchtime 1x -timeout 3h ./test/e2e/ -args -trials=$(TRIALS) -kubelet-trials=$(KUBELET_TRIALS) -cluster-trials=$(CLUSTER_TRIALS) $(BENCH_ARGS) | grep '^failover '
+
+## bench-peers: vipctl and its peers (hack/peers.env: kube-vip) side by
+## side, the same three nodes, client and faults, PEER_TRIALS per case
+## (BenchmarkPeers, peers lines; root)
+PEER_TRIALS ?= 5
+bench-peers: deps image
+	./hack/build-peers.sh
+	$(GO) test -run '^$$' -bench BenchmarkPeers -benchtime 1x -timeout 2h ./test/e2e/ -args -peer-trials=$(PEER_TRIALS) | grep '^peers '
 
 ## bench-announce: announce: keepalived against announce: sidecar on a small pool
 ## (two nodes, IPv4 and IPv6, real keepalived, apiserver and sidecars), per fault:

@@ -260,7 +260,7 @@ func (s *Server) TokenConfig(token string) *rest.Config {
 func WriteKubeconfig(t testing.TB, cfg *rest.Config, path string) {
 	t.Helper()
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, TLSServerName: cfg.ServerName}
 	kc.AuthInfos["test"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken, ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
 	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
 	kc.CurrentContext = "test"
