@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -50,7 +51,7 @@ func BenchmarkPeers(b *testing.B) {
 			if c == "agent-kill" {
 				scenario = "keepalived-kill"
 			}
-			peerCase(b, "vipctl", "devel", "profile="+profile, c, func(b *testing.B, i int) (time.Duration, int) {
+			peerCase(b, "vipctl", vipctlVersion(), "profile="+profile, c, func(b *testing.B, i int) (time.Duration, int) {
 				return failoverTrial(b, profile, scenario, i)
 			})
 		}
@@ -98,6 +99,17 @@ func printPeer(b *testing.B, peer, version, settings, scenario string, outages [
 	slices.Sort(sorted)
 	fmt.Fprintf(os.Stdout, "peers peer=%s version=%s settings=%s case=%s trials=%d median_ms=%d p95_ms=%d max_ms=%d failed_requests=%d\n",
 		peer, version, settings, scenario, len(sorted), percentile(sorted, 50).Milliseconds(), percentile(sorted, 95).Milliseconds(), sorted[len(sorted)-1].Milliseconds(), failed)
+}
+
+// vipctlVersion is the commit the benchmark runs (with -dirty for
+// uncommitted changes), as make build stamps vipctl; "unknown" outside a
+// git checkout.
+func vipctlVersion() string {
+	out, err := exec.Command("git", "-C", fixture.Repo(""), "describe", "--always", "--dirty").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // peerBinary is a peer's binary in bin/ and the version
