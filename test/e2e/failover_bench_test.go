@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -76,25 +75,39 @@ func failoverCases(b *testing.B, lab string, scenarios []string, n int, trial fu
 				continue
 			}
 			b.Run(profile+"/"+scenario, func(b *testing.B) {
-				var outages []time.Duration
-				failed := 0
-				for i := 0; i < n; i++ {
-					d, f := trial(b, profile, scenario, i)
-					outages = append(outages, d)
-					failed += f
-				}
+				outages, failed := runTrials(n, func(i int) (time.Duration, int) { return trial(b, profile, scenario, i) })
 				printFailover(prefix, profile, advertLabel(profile), scenario, outages, failed)
 			})
 		}
 	}
 }
 
+// runTrials runs trial n times and returns each trial's outage and the
+// failed requests of all of them.
+func runTrials(n int, trial func(i int) (time.Duration, int)) ([]time.Duration, int) {
+	var outages []time.Duration
+	failed := 0
+	for i := 0; i < n; i++ {
+		d, f := trial(i)
+		outages = append(outages, d)
+		failed += f
+	}
+	return outages, failed
+}
+
 // printFailover prints one benchmark line: the outages' median, p95 and
 // maximum, and the failed requests of every trial.
 func printFailover(prefix, profile, advert, scenario string, outages []time.Duration, failed int) {
-	sort.Slice(outages, func(i, j int) bool { return outages[i] < outages[j] })
-	fmt.Fprintf(os.Stdout, "%s profile=%s advert=%s scenario=%s trials=%d median_ms=%d p95_ms=%d max_ms=%d failed_requests=%d\n",
-		prefix, profile, advert, scenario, len(outages), percentile(outages, 50).Milliseconds(), percentile(outages, 95).Milliseconds(), outages[len(outages)-1].Milliseconds(), failed)
+	fmt.Fprintf(os.Stdout, "%s profile=%s advert=%s scenario=%s %s\n", prefix, profile, advert, scenario, outageFields(outages, failed))
+}
+
+// outageFields is the end of a benchmark line: the trials' count, their
+// outages' median, p95 and maximum, and the failed requests of all.
+func outageFields(outages []time.Duration, failed int) string {
+	sorted := slices.Clone(outages)
+	slices.Sort(sorted)
+	return fmt.Sprintf("trials=%d median_ms=%d p95_ms=%d max_ms=%d failed_requests=%d",
+		len(sorted), percentile(sorted, 50).Milliseconds(), percentile(sorted, 95).Milliseconds(), sorted[len(sorted)-1].Milliseconds(), failed)
 }
 
 func percentile(sorted []time.Duration, p int) time.Duration {
@@ -133,18 +146,26 @@ func failoverTrial(b *testing.B, profile, scenario string, i int) (time.Duration
 			time.Sleep(500 * time.Millisecond)
 			old.Keepalived.Stop()
 		}
-		first := w.FirstFrom(t, func(node string) bool { return node != holder }, fault, 30*time.Second)
-		time.Sleep(300 * time.Millisecond)
-		_, failed = w.Stop()
-		outage = first.Sub(fault)
-		if scenario == "planned" {
-			// Make-before-break: the old holder serves until the new one
-			// has the VIP, so the outage is the longest run of failures,
-			// not how long the handover takes.
-			outage = w.LongestGap()
-		}
+		outage, failed = moveOutage(t, w, holder, fault, scenario == "planned", 30*time.Second)
 	})
 	return outage, failed
+}
+
+// moveOutage waits up to timeout for the first answer after fault from
+// another node than holder, stops w, and returns the outage and the
+// failed requests. The outage is the time to that answer, or for a
+// planned move the longest run of failures: make-before-break, the old
+// holder serves until the new one has the VIP, so how long the handover
+// takes is not an outage.
+func moveOutage(t testing.TB, w *lab.Poller, holder string, fault time.Time, planned bool, timeout time.Duration) (time.Duration, int) {
+	t.Helper()
+	first := w.FirstFrom(t, func(node string) bool { return node != holder }, fault, timeout)
+	time.Sleep(300 * time.Millisecond)
+	_, failed := w.Stop()
+	if planned {
+		return w.LongestGap(), failed
+	}
+	return first.Sub(fault), failed
 }
 
 var steadyFor = flag.Duration("steady", 10*time.Minute, "steady-state benchmark: how long to watch")

@@ -228,17 +228,7 @@ func kubeletNodeNames() []string { return []string{"master-0", "master-1", "mast
 func (kc *kubeletCluster) forwardAPI(t testing.TB, h *netlab.Host) {
 	t.Helper()
 	hostport := strings.TrimPrefix(kc.api.URL, "https://")
-	h.Serve(hostport, func(c net.Conn) {
-		up, err := net.Dial("tcp", hostport)
-		if err != nil {
-			return
-		}
-		defer func() { _ = up.Close() }()
-		done := make(chan struct{})
-		go func() { _, _ = io.Copy(up, c); close(done) }()
-		_, _ = io.Copy(c, up)
-		<-done
-	})
+	relayTCP(h, hostport, hostport)
 }
 
 // serveStandInAPIServer answers https://IP:6443/readyz inside the node, as

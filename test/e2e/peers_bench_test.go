@@ -3,13 +3,10 @@ package e2e
 import (
 	"flag"
 	"fmt"
-	"io"
 	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -78,13 +75,7 @@ func peerCase(b *testing.B, peer, version, settings, scenario string, trial func
 		name = peer + "/" + strings.TrimPrefix(settings, "profile=") + "/" + scenario
 	}
 	b.Run(name, func(b *testing.B) {
-		var outages []time.Duration
-		failed := 0
-		for i := 0; i < *peerTrials; i++ {
-			d, f := trial(b, i)
-			outages = append(outages, d)
-			failed += f
-		}
+		outages, failed := runTrials(*peerTrials, func(i int) (time.Duration, int) { return trial(b, i) })
 		printPeer(b, peer, version, settings, scenario, outages, failed)
 	})
 }
@@ -95,10 +86,7 @@ func printPeer(b *testing.B, peer, version, settings, scenario string, outages [
 	if b.Failed() {
 		return
 	}
-	sorted := slices.Clone(outages)
-	slices.Sort(sorted)
-	fmt.Fprintf(os.Stdout, "peers peer=%s version=%s settings=%s case=%s trials=%d median_ms=%d p95_ms=%d max_ms=%d failed_requests=%d\n",
-		peer, version, settings, scenario, len(sorted), percentile(sorted, 50).Milliseconds(), percentile(sorted, 95).Milliseconds(), sorted[len(sorted)-1].Milliseconds(), failed)
+	fmt.Fprintf(os.Stdout, "peers peer=%s version=%s settings=%s case=%s %s\n", peer, version, settings, scenario, outageFields(outages, failed))
 }
 
 // vipctlVersion is the commit the benchmark runs (with -dirty for
@@ -144,7 +132,7 @@ func kubeVIPTrial(b *testing.B, bin, scenario string, i int) (time.Duration, int
 		api := testapiserver.Start(t)
 		l := netlab.New(t)
 		gw := l.AddHost("api", netlab.HostOpts{Addrs: []string{kubeVIPAPIAddr + "/24"}})
-		forwardTo(t, gw, net.JoinHostPort(kubeVIPAPIAddr, "6443"), api.URL)
+		relayTCP(gw, net.JoinHostPort(kubeVIPAPIAddr, "6443"), strings.TrimPrefix(api.URL, "https://"))
 		client := l.AddHost("client", netlab.HostOpts{Addrs: []string{"198.51.100.100/24"}})
 
 		// The admin kubeconfig a control-plane node's kube-vip static pod
@@ -189,8 +177,7 @@ func kubeVIPTrial(b *testing.B, bin, scenario string, i int) (time.Duration, int
 		t.Cleanup(func() {
 			if t.Failed() {
 				for name, p := range agents {
-					data, err := os.ReadFile(p.Log)
-					t.Logf("--- %s kube-vip log %s (%v, exited %v):\n%s", name, p.Log, err, p.Exited(), data)
+					t.Logf("--- %s kube-vip log:\n%s", name, p.LogTail(30))
 				}
 			}
 		})
@@ -210,15 +197,9 @@ func kubeVIPTrial(b *testing.B, bin, scenario string, i int) (time.Duration, int
 				t.Fatal(err)
 			}
 		}
-		first := w.FirstFrom(t, func(node string) bool { return node != holder }, fault, 60*time.Second)
-		time.Sleep(300 * time.Millisecond)
-		_, failed = w.Stop()
-		outage = first.Sub(fault)
-		if scenario == "planned" {
-			// As BenchmarkFailover counts a planned move: the longest run
-			// of failures, not how long the move took.
-			outage = w.LongestGap()
-		}
+		// A planned move counts as BenchmarkFailover counts it: the
+		// longest run of failures.
+		outage, failed = moveOutage(t, w, holder, fault, scenario == "planned", 60*time.Second)
 	})
 	return outage, failed
 }
@@ -252,23 +233,4 @@ func waitOneHolder(t testing.TB, hosts map[string]*netlab.Host, vip string, time
 		return len(have) == 1
 	})
 	return holder
-}
-
-// forwardTo listens on addr inside h and relays every connection to
-// target's host and port in the test's own namespace.
-func forwardTo(t testing.TB, h *netlab.Host, addr, target string) {
-	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Serve(addr, func(c net.Conn) {
-		up, err := net.Dial("tcp", u.Host)
-		if err != nil {
-			return
-		}
-		go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
-		_, _ = io.Copy(c, up)
-		_ = up.Close()
-	})
 }
