@@ -127,13 +127,13 @@ BENCH_ARGS ?=
 bench-failover: deps image
 	$(GO) test -run '^$$' -bench BenchmarkFailover -benchtime 1x -timeout 3h ./test/e2e/ -args -trials=$(TRIALS) -kubelet-trials=$(KUBELET_TRIALS) -cluster-trials=$(CLUSTER_TRIALS) $(BENCH_ARGS) | grep '^failover '
 
-## bench-peers: vipctl and its peers (hack/peers.env: kube-vip) side by
+## bench-peers: vipctl and its peers (hack/peers.env: kube-vip, MetalLB) side by
 ## side, the same three nodes, client and faults, PEER_TRIALS per case
 ## (BenchmarkPeers, peers lines; root)
 PEER_TRIALS ?= 5
 bench-peers: deps image
 	./hack/build-peers.sh
-	$(GO) test -run '^$$' -bench BenchmarkPeers -benchtime 1x -timeout 2h ./test/e2e/ -args -peer-trials=$(PEER_TRIALS) | grep '^peers '
+	$(GO) test -run '^$$' -bench BenchmarkPeers -benchtime 1x -timeout 3h ./test/e2e/ -args -peer-trials=$(PEER_TRIALS) | grep '^peers '
 
 ## bench-announce: announce: keepalived against announce: sidecar on a small pool
 ## (two nodes, IPv4 and IPv6, real keepalived, apiserver and sidecars), per fault:

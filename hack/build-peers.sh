@@ -11,6 +11,17 @@ mkdir -p "$bin"
 # shellcheck source=peers.env
 . "$root/hack/peers.env"
 
+# moddir MODULE VERSION: the module's source from the module proxy, in
+# the module cache. The proxy serves these releases, but the checksum
+# database it mirrors does not list them; their go.sum pins every
+# dependency.
+moddir() {
+  local dir
+  dir=$(GONOSUMDB="$1" go mod download -json "$1@$2" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [ -d "$dir" ] || { echo "build-peers: $1@$2: no source from the module proxy" >&2; exit 1; }
+  echo "$dir"
+}
+
 # build NAME MODULE VERSION PACKAGE: the module's source from the module
 # proxy, then its package PACKAGE (relative to the module root) into
 # bin/NAME, stamped bin/.NAME-version.
@@ -20,14 +31,27 @@ build() {
     return
   fi
   echo "build-peers: $name $version ($module) into bin/"
-  # The proxy serves these releases, but the checksum database it
-  # mirrors does not list them; their go.sum pins every dependency.
   local dir
-  dir=$(GONOSUMDB="$module" go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-  [ -d "$dir" ] || { echo "build-peers: $module@$version: no source from the module proxy" >&2; exit 1; }
-  (cd "$dir" && GONOSUMDB="$module" GOFLAGS=-mod=readonly CGO_ENABLED=0 \
+  dir=$(moddir "$module" "$version")
+  # GOTOOLCHAIN=local: a module's toolchain line asks for a patch release
+  # this machine's Go may not be; its go line is what it needs.
+  (cd "$dir" && GONOSUMDB="$module" GOFLAGS=-mod=readonly CGO_ENABLED=0 GOTOOLCHAIN=local \
     "$root/hack/gobuild-cached.sh" "peer-$name-$version" "$bin/$name" -trimpath "$pkg")
   echo "$version" > "$bin/.$name-version"
 }
 
 build kube-vip "$KUBE_VIP_MODULE" "$KUBE_VIP_VERSION" .
+build metallb-controller "$METALLB_MODULE" "$METALLB_VERSION" ./controller
+build metallb-speaker "$METALLB_MODULE" "$METALLB_VERSION" ./speaker
+
+# MetalLB's CRDs as its release manifests install them, for the
+# benchmark's apiserver: bin/metallb-crds/.
+crds="$bin/metallb-crds"
+if [ "$(cat "$crds/.version" 2>/dev/null)" != "$METALLB_VERSION" ]; then
+  src=$(moddir "$METALLB_MODULE" "$METALLB_VERSION")
+  rm -rf "$crds.tmp" && mkdir -p "$crds.tmp"
+  cp "$src"/config/crd/bases/*.yaml "$crds.tmp/"
+  chmod u+w "$crds.tmp"/*.yaml
+  echo "$METALLB_VERSION" > "$crds.tmp/.version"
+  rm -rf "$crds" && mv "$crds.tmp" "$crds"
+fi

@@ -114,7 +114,7 @@ func BenchmarkAnnounce(b *testing.B) {
 				slices.Reverse(modes)
 			}
 			for _, mode := range modes {
-				got := announceTrial(b, probeBin, mode, fault, i)
+				got := announceTrial(b, probeBin, *announceProfile, 2, mode, fault, i)
 				if len(got) == 0 {
 					unsettled[announceCase{"process", mode, fault, ""}]++
 				}
@@ -214,14 +214,15 @@ type announceLab struct {
 // startAnnounceLab starts the lab for mode and waits until every Service
 // address has one holder; if they never settle, it returns nil and says
 // why (a test fails on it, a benchmark counts the trial as unsettled).
-// probeBin is labprobe (lab.BuildProbe).
-func startAnnounceLab(t testing.TB, probeBin, mode string) (*announceLab, string) {
+// probeBin is labprobe (lab.BuildProbe); the lab has nodes control-plane
+// nodes and runs profile.
+func startAnnounceLab(t testing.TB, probeBin, profile string, nodes int, mode string) (*announceLab, string) {
 	t.Helper()
-	specs := masters(2)
+	specs := masters(nodes)
 	for i := range specs {
 		specs[i].Addr6 = fmt.Sprintf("2001:db8:100::%d/64", 11+i)
 	}
-	kc := lab.StartKube(t, clusterYAML(*announceProfile, "unicast", fmt.Sprintf(announcePool, mode)), specs)
+	kc := lab.StartKube(t, clusterYAML(profile, "unicast", fmt.Sprintf(announcePool, mode)), specs)
 	kc.ApplyManifests(t)
 	for _, n := range kc.Nodes {
 		kc.AddNode(t, n.Name)
@@ -420,13 +421,13 @@ func full(perInstance map[int]int, n, want int) bool {
 // announceTrial runs one fault on a fresh lab in one mode and returns
 // each polled address's sample. A sub-benchmark, so that its lab is torn
 // down before the next trial starts.
-func announceTrial(b *testing.B, probeBin, mode, fault string, i int) map[string]announceSample {
+func announceTrial(b *testing.B, probeBin, profile string, nodes int, mode, fault string, i int) map[string]announceSample {
 	out := map[string]announceSample{}
 	b.Run(fmt.Sprintf("%s-%s-%d", fault, mode, i), func(t *testing.B) {
 		// At 100 ms adverts keepalived's adverts are late on a machine
 		// loaded far past its cores, and the lab flaps; such a lab
 		// measures nothing of the two modes: counted, not failed.
-		al, unsettled := startAnnounceLab(t, probeBin, mode)
+		al, unsettled := startAnnounceLab(t, probeBin, profile, nodes, mode)
 		if al == nil {
 			t.Log(unsettled)
 			return
@@ -468,7 +469,7 @@ func announceTrial(b *testing.B, probeBin, mode, fault string, i int) map[string
 					t.Fatal(err)
 				}
 				for _, a := range al.polled {
-					kc.WaitHolder(a.String(), 30*time.Second, func(n string) bool { return n == other.Name })
+					kc.WaitHolder(a.String(), 30*time.Second, notVictim)
 				}
 				time.Sleep(500 * time.Millisecond)
 				victim.Keepalived.Stop()

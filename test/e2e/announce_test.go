@@ -174,7 +174,7 @@ func TestSidecarAnnouncedPoolAfterKeepalivedCrash(t *testing.T) {
 // (the client's neighbour entries expired meanwhile, so an answer needs
 // a node that answers for the address).
 func TestSidecarAnnouncedPoolColdStartWithoutAPI(t *testing.T) {
-	al, unsettled := startAnnounceLab(t, lab.BuildProbe(t), v1alpha1.AnnounceSidecar)
+	al, unsettled := startAnnounceLab(t, lab.BuildProbe(t), *announceProfile, 2, v1alpha1.AnnounceSidecar)
 	if al == nil {
 		t.Fatal(unsettled)
 	}

@@ -1,0 +1,267 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/vipctl/vipctl/test/fixture"
+	"github.com/vipctl/vipctl/test/lab"
+	"github.com/vipctl/vipctl/test/netlab"
+)
+
+// metallbNS is the namespace MetalLB's manifests install it in.
+const metallbNS = "metallb-system"
+
+// metallbSpeakerLabels are the labels of the speaker pods in MetalLB's
+// manifests; the speakers find each other's memberlist by them.
+const metallbSpeakerLabels = "app=metallb,component=speaker"
+
+// metallbTrial runs MetalLB in L2 mode for one LoadBalancer Service on
+// the peers' three nodes, as its release manifests (metallb-native.yaml)
+// configure it: the controller (which assigns the Service its address
+// from an IPAddressPool and creates the memberlist secret) and a speaker
+// per node with memberlist, its fast dead-node detection, keyed by that
+// secret. They run as processes: the controller on the API's host, each
+// speaker in its node's namespace with the pod environment the manifest
+// gives it, its pod object in the API with the node's address, as the
+// speakers list their peers' pods to join them. MetalLB only answers ARP
+// for the address; kube-proxy is what takes the traffic on the node: an
+// nftables DNAT of the address to the node's own echo server stands in
+// for it. The Service's EndpointSlice names a ready endpoint on every node
+// (externalTrafficPolicy Cluster). It injects the fault into the node
+// MetalLB elected and returns the outage and the failed requests.
+func metallbTrial(b *testing.B, controller, speaker, scenario string, i int) (time.Duration, int) {
+	var outage time.Duration
+	var failed int
+	b.Run(fmt.Sprintf("trial-%d", i), func(t *testing.B) {
+		pl := startPeerLab(t)
+		ctx := context.Background()
+		crds, err := filepath.Glob(fixture.Repo("bin/metallb-crds/*.yaml"))
+		if err != nil || len(crds) == 0 {
+			t.Fatalf("MetalLB's CRDs not in bin/metallb-crds: run hack/build-peers.sh (%v)", err)
+		}
+		pl.api.InstallCRDs(t, crds...)
+		metallbObjects(t, pl)
+
+		env := []string{"env", "KUBECONFIG=" + pl.kubeconfig, "HOME=" + pl.home}
+		agents := map[string]*netlab.Proc{}
+		agents["controller"] = pl.gw.Start("metallb-controller", append(env,
+			"METALLB_NAMESPACE="+metallbNS, "METALLB_ML_SECRET_NAME=memberlist", "METALLB_DEPLOYMENT=controller",
+			controller, "--port=7472", "--log-level=info", "--webhook-mode=disabled", "--disable-cert-rotation")...)
+		logOnFailure(t, "MetalLB", agents)
+
+		// The memberlist secret the controller creates, where the
+		// speakers' pods mount it.
+		keyDir := filepath.Join(pl.home, "ml_secret_key")
+		lab.WaitFor(t, 60*time.Second, "the memberlist secret", func() bool {
+			s, err := pl.admin.CoreV1().Secrets(metallbNS).Get(ctx, "memberlist", metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			if err := os.MkdirAll(keyDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(keyDir, "secretkey"), s.Data["secretkey"], 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return true
+		})
+		for n, name := range pl.names {
+			ip := pl.nodeIP(n)
+			h := pl.hosts[name]
+			// kube-proxy's part: the Service's address taken in on the
+			// node and handed to its local endpoint.
+			h.MustExec("nft", "add table ip lb; add chain ip lb pre { type nat hook prerouting priority -100; }; "+
+				"add rule ip lb pre ip daddr "+peerServiceVIP+" tcp dport 8080 dnat to "+ip+":8080")
+			agents[name] = h.Start("metallb-speaker", append(env,
+				"METALLB_NODE_NAME="+name, "METALLB_POD_NAME=speaker-"+name, "METALLB_HOST="+ip,
+				"METALLB_ML_BIND_ADDR="+ip, "METALLB_ML_LABELS="+metallbSpeakerLabels, "METALLB_ML_BIND_PORT=7946",
+				"METALLB_ML_SECRET_KEY_PATH="+keyDir, "METALLB_NAMESPACE="+metallbNS,
+				speaker, "--port=7472", "--log-level=info")...)
+		}
+		metallbService(t, pl)
+		lab.WaitFor(t, 60*time.Second, "the Service's address from MetalLB", func() bool {
+			s, err := pl.admin.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "echo", metav1.GetOptions{})
+			return err == nil && len(s.Status.LoadBalancer.Ingress) == 1 && s.Status.LoadBalancer.Ingress[0].IP == peerServiceVIP
+		})
+		holder := metallbHolder(t, pl)
+		outage, failed = pl.measure(t, "http://"+peerServiceVIP+":8080/", holder, scenario == "planned", func() {
+			switch scenario {
+			case "node-loss":
+				pl.hosts[holder].LinkDown()
+			case "agent-kill":
+				if err := agents[holder].Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+			case "planned":
+				// MetalLB's way to take a node out of announcing.
+				patch := `{"metadata":{"labels":{"node.kubernetes.io/exclude-from-external-load-balancers":""}}}`
+				if _, err := pl.admin.CoreV1().Nodes().Patch(ctx, holder, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	})
+	return outage, failed
+}
+
+// metallbHolder waits until one speaker alone has announced the
+// Service for 3 s (its ServiceL2Status; until the speakers' memberlist
+// has joined, each takes itself for the only one) and returns its node.
+func metallbHolder(t testing.TB, pl *peerLab) string {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(pl.api.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Group: "metallb.io", Version: "v1beta1", Resource: "servicel2statuses"}
+	var holder string
+	var since time.Time
+	lab.WaitFor(t, 60*time.Second, "one speaker announcing "+peerServiceVIP, func() bool {
+		l, err := dyn.Resource(gvr).Namespace(metallbNS).List(context.Background(), metav1.ListOptions{})
+		if err != nil || len(l.Items) != 1 {
+			since = time.Time{}
+			return false
+		}
+		node, _, _ := unstructured.NestedString(l.Items[0].Object, "status", "node")
+		if node != holder || since.IsZero() {
+			holder, since = node, time.Now()
+		}
+		return time.Since(since) >= 3*time.Second
+	})
+	if pl.hosts[holder] == nil {
+		t.Fatalf("ServiceL2Status names %q, not a node", holder)
+	}
+	return holder
+}
+
+// metallbObjects creates what MetalLB's manifests and a user's
+// configuration put in the API before the Service: the namespace, the
+// controller's Deployment (the memberlist secret's owner; nothing runs
+// it here), the nodes with each speaker's pod, an IPAddressPool holding
+// peerServiceVIP and an L2Advertisement for it.
+func metallbObjects(t testing.TB, pl *peerLab) {
+	t.Helper()
+	ctx := context.Background()
+	c := pl.admin
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metallbNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().ServiceAccounts(metallbNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "speaker"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	zero := int32(0)
+	sel := map[string]string{"app": "metallb", "component": "controller"}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "controller", Namespace: metallbNS, Labels: sel},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &zero,
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: sel},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "controller", Image: "quay.io/metallb/controller"}}},
+			},
+		},
+	}
+	if _, err := c.AppsV1().Deployments(metallbNS).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	no := false
+	for n, name := range pl.names {
+		ip := pl.nodeIP(n)
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
+		created, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
+		created.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+		if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "speaker-" + name, Namespace: metallbNS,
+				Labels: map[string]string{"app": "metallb", "component": "speaker"}},
+			Spec: corev1.PodSpec{NodeName: name, HostNetwork: true, ServiceAccountName: "speaker", AutomountServiceAccountToken: &no,
+				Containers: []corev1.Container{{Name: "speaker", Image: "quay.io/metallb/speaker"}}},
+		}
+		cp, err := c.CoreV1().Pods(metallbNS).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, HostIP: ip,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+		if _, err := c.CoreV1().Pods(metallbNS).UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dyn, err := dynamic.NewForConfig(pl.api.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []struct {
+		resource string
+		obj      map[string]any
+	}{
+		{"ipaddresspools", map[string]any{"kind": "IPAddressPool", "spec": map[string]any{"addresses": []any{peerServiceVIP + "/32"}}}},
+		{"l2advertisements", map[string]any{"kind": "L2Advertisement", "spec": map[string]any{"ipAddressPools": []any{"peers"}}}},
+	} {
+		obj := &unstructured.Unstructured{Object: o.obj}
+		obj.SetAPIVersion("metallb.io/v1beta1")
+		obj.SetName("peers")
+		obj.SetNamespace(metallbNS)
+		gvr := schema.GroupVersionResource{Group: "metallb.io", Version: "v1beta1", Resource: o.resource}
+		if _, err := dyn.Resource(gvr).Namespace(metallbNS).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: %v", o.resource, err)
+		}
+	}
+}
+
+// metallbService creates the echo LoadBalancer Service
+// (externalTrafficPolicy Cluster) and, as the endpoint-slice controller
+// would for its pods, an EndpointSlice with a ready endpoint on every
+// node.
+func metallbService(t testing.TB, pl *peerLab) {
+	t.Helper()
+	ctx := context.Background()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: metav1.NamespaceDefault},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 8080}},
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyTypeCluster},
+	}
+	if _, err := pl.admin.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ready := true
+	port, proto, name := int32(8080), corev1.ProtocolTCP, ""
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "echo-1", Namespace: svc.Namespace,
+			Labels: map[string]string{discoveryv1.LabelServiceName: "echo"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &proto}},
+	}
+	for n, node := range pl.names {
+		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{
+			Addresses:  []string{pl.nodeIP(n)},
+			Conditions: discoveryv1.EndpointConditions{Ready: &ready},
+			NodeName:   &node,
+		})
+	}
+	if _, err := pl.admin.DiscoveryV1().EndpointSlices(svc.Namespace).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
