@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,7 +25,13 @@ import (
 	"github.com/vipctl/vipctl/test/testapiserver"
 )
 
-var peerTrials = flag.Int("peer-trials", 5, "peers benchmark: trials per peer and case")
+var (
+	peerTrials = flag.Int("peer-trials", 5, "peers benchmark: trials per peer and case")
+	peerChart  = flag.String("peer-chart", "", "peers benchmark: draw the lines as an SVG chart at this path (empty: none)")
+)
+
+// peerRun are the lines BenchmarkPeers printed in this run, for its chart.
+var peerRun []peerResult
 
 // BenchmarkPeers measures vipctl and its peers side by side: the same
 // three nodes on one segment, the same client (a new connection every
@@ -61,6 +68,15 @@ func BenchmarkPeers(b *testing.B) {
 	mlbSpeaker, _ := peerBinary(b, "metallb-speaker")
 	probe := lab.BuildProbe(b)
 	version := vipctlVersion()
+	peerRun = nil
+	if *peerChart != "" {
+		b.Cleanup(func() {
+			title := fmt.Sprintf("vipctl %s and its peers, %s, one machine's lab (make bench-peers)", version, time.Now().UTC().Format("2006-01-02"))
+			if err := writePeersChart(*peerChart, title, peerRun); err != nil {
+				b.Error(err)
+			}
+		})
+	}
 	for _, profile := range []string{"default", "fast"} {
 		for _, c := range peerCases {
 			scenario := c
@@ -134,6 +150,10 @@ func printPeer(b *testing.B, vip, peer, version, settings, scenario string, outa
 		return
 	}
 	fmt.Fprintf(os.Stdout, "peers vip=%s peer=%s version=%s settings=%s case=%s %s\n", vip, peer, version, settings, scenario, outageFields(outages, failed))
+	sorted := slices.Clone(outages)
+	slices.Sort(sorted)
+	peerRun = append(peerRun, peerResult{vip: vip, peer: peer, version: version, settings: settings, scenario: scenario,
+		median: percentile(sorted, 50), p95: percentile(sorted, 95), failed: failed, trials: len(sorted)})
 }
 
 // vipctlVersion is the commit the benchmark runs (with -dirty for
