@@ -129,11 +129,13 @@ bench-failover: deps image
 
 ## bench-peers: vipctl and its peers (hack/peers.env: kube-vip, MetalLB) side by
 ## side, the same three nodes, client and faults, PEER_TRIALS per case
-## (BenchmarkPeers, peers lines, and the chart bin/peers.svg; root)
+## (BenchmarkPeers: peers lines, kept in bin/peers.txt, and their chart
+## bin/peers.svg drawn by hack/peerschart; root)
 PEER_TRIALS ?= 5
 bench-peers: deps image
 	./hack/build-peers.sh
-	$(GO) test -run '^$$' -bench BenchmarkPeers -benchtime 1x -timeout 3h ./test/e2e/ -args -peer-trials=$(PEER_TRIALS) -peer-chart=$(CURDIR)/bin/peers.svg | grep '^peers '
+	$(GO) test -run '^$$' -bench BenchmarkPeers -benchtime 1x -timeout 3h ./test/e2e/ -args -peer-trials=$(PEER_TRIALS) | grep '^peers ' | tee bin/peers.txt
+	$(GO) run ./hack/peerschart -o bin/peers.svg -title "vipctl $$(git describe --always --dirty) and its peers, $$(date -u +%F) (make bench-peers)" < bin/peers.txt
 
 ## bench-announce: announce: keepalived against announce: sidecar on a small pool
 ## (two nodes, IPv4 and IPv6, real keepalived, apiserver and sidecars), per fault:

@@ -47,11 +47,16 @@ build metallb-speaker "$METALLB_MODULE" "$METALLB_VERSION" ./speaker
 # MetalLB's CRDs as its release manifests install them, for the
 # benchmark's apiserver: bin/metallb-crds/.
 crds="$bin/metallb-crds"
-if [ "$(cat "$crds/.version" 2>/dev/null)" != "$METALLB_VERSION" ]; then
+if [ "$(cat "$crds/.version" 2>/dev/null)" != "$METALLB_VERSION+asn64" ]; then
   src=$(moddir "$METALLB_MODULE" "$METALLB_VERSION")
   rm -rf "$crds.tmp" && mkdir -p "$crds.tmp"
   cp "$src"/config/crd/bases/*.yaml "$crds.tmp/"
   chmod u+w "$crds.tmp"/*.yaml
-  echo "$METALLB_VERSION" > "$crds.tmp/.version"
+  # v0.15.3's BGPPeer declares its ASNs int32 with a maximum of 2^32-1,
+  # which kube-apiserver 1.36 refuses on every BGPPeer ("Maximum boundary
+  # value must be of type integer with format int32"); v0.16 declares
+  # them int64. The same fix here, nothing else changed.
+  perl -0pi -e 's/format: int32(\n\s+maximum: 4294967295)/format: int64$1/g' "$crds.tmp/metallb.io_bgppeers.yaml"
+  echo "$METALLB_VERSION+asn64" > "$crds.tmp/.version"
   rm -rf "$crds" && mv "$crds.tmp" "$crds"
 fi

@@ -33,11 +33,11 @@ func BenchmarkFailoverBGP(b *testing.B) {
 					bl := startBGPLab(b, bfd)
 					all := bl.announceEverywhere(b, bgpClusterVIP)
 					if bfd {
-						// Sessions up before the fault, or the first
-						// trial would measure BFD's start.
-						time.Sleep(2 * time.Second)
+						// Sessions up before the fault, or the trial
+						// measures the hold timer (bgpLab.waitBFDUp).
+						b.Logf("BFD up %s after the routes", bl.waitBFDUp(b, 3).Round(time.Millisecond))
 					}
-					w, last, f := bl.loseNode(b, bgpClusterVIP, "b1", all[:2])
+					w, last, f := bl.loseNode(b, bgpClusterVIP, bl.lc.ByName["b1"].Host.LinkDown, all[:2])
 					outages = append(outages, last)
 					withdrawals = append(withdrawals, w)
 					failed += f

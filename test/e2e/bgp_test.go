@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net"
@@ -264,10 +265,7 @@ func testBGPTwoRacks(t *testing.T, bfd bool, bound time.Duration) {
 		t.Errorf("the route does not carry community 64512:100:\n%s", out)
 	}
 	if bfd {
-		lab.WaitFor(t, 10*time.Second, "3 BFD sessions up on the router", func() bool {
-			out, _ := bl.router.Vtysh("show bfd peers brief")
-			return strings.Count(out, " up ") >= 3
-		})
+		bl.waitBFDUp(t, 3)
 	}
 	got := bl.ask(t, vip, 60)
 	t.Logf("answers: %v", got)
@@ -280,7 +278,7 @@ func testBGPTwoRacks(t *testing.T, bfd bool, bound time.Duration) {
 		t.Errorf("want answers from both racks through ECMP, got %v", got)
 	}
 
-	gone, lastFail, _ := bl.loseNode(t, vip, "b1", all[:2])
+	gone, lastFail, _ := bl.loseNode(t, vip, bl.lc.ByName["b1"].Host.LinkDown, all[:2])
 	t.Logf("bfd=%v: b1 withdrawn %s after its link went; last failed client connection at %s", bfd, gone.Round(time.Millisecond), lastFail.Round(time.Millisecond))
 	if gone > bound {
 		t.Errorf("withdrawal took %s, want within %s", gone, bound)
@@ -291,13 +289,26 @@ func testBGPTwoRacks(t *testing.T, bfd bool, bound time.Duration) {
 	}
 }
 
-// loseNode takes node off the network without a word (its switch port
-// leaves the bridge) while a client opens a connection to vip every
-// 10 ms (200 ms timeout), and returns when the router's route has the
-// next hops left plus a second: how long the withdrawal took, when the
-// last connection failed (the outage the flows hashed to the lost node
-// saw) and how many failed.
-func (bl *bgpLab) loseNode(t testing.TB, vip, node string, left []string) (withdrawn, lastFail time.Duration, failed int) {
+// waitBFDUp waits until the router has n BFD sessions up, and returns
+// how long that took. A node lost before its session is up is detected
+// by the hold timer alone, whatever BFD would have done.
+func (bl *bgpLab) waitBFDUp(t testing.TB, n int) time.Duration {
+	t.Helper()
+	start := time.Now()
+	lab.WaitFor(t, 10*time.Second, fmt.Sprintf("%d BFD sessions up on the router", n), func() bool {
+		out, _ := bl.router.Vtysh("show bfd peers brief")
+		return strings.Count(out, " up ") >= n
+	})
+	return time.Since(start)
+}
+
+// loseNode takes a node off the network without a word (lose: its
+// switch port leaves the bridge) while a client opens a connection to
+// vip every 10 ms (200 ms timeout), and returns when the router's route
+// has the next hops left plus a second: how long the withdrawal took,
+// when the last connection failed (the outage the flows hashed to the
+// lost node saw) and how many failed.
+func (bl *bgpLab) loseNode(t testing.TB, vip string, lose func(), left []string) (withdrawn, lastFail time.Duration, failed int) {
 	t.Helper()
 	type result struct {
 		last   time.Duration
@@ -327,7 +338,7 @@ func (bl *bgpLab) loseNode(t testing.TB, vip, node string, left []string) (withd
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	bl.lc.ByName[node].Host.LinkDown()
+	lose()
 	withdrawn = bl.waitHops(t, vip, left, 15*time.Second)
 	time.Sleep(time.Second)
 	close(stop)

@@ -1,21 +1,17 @@
 package e2e
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
@@ -25,13 +21,7 @@ import (
 	"github.com/vipctl/vipctl/test/testapiserver"
 )
 
-var (
-	peerTrials = flag.Int("peer-trials", 5, "peers benchmark: trials per peer and case")
-	peerChart  = flag.String("peer-chart", "", "peers benchmark: draw the lines as an SVG chart at this path (empty: none)")
-)
-
-// peerRun are the lines BenchmarkPeers printed in this run, for its chart.
-var peerRun []peerResult
+var peerTrials = flag.Int("peer-trials", 5, "peers benchmark: trials per peer and case")
 
 // BenchmarkPeers measures vipctl and its peers side by side: the same
 // three nodes on one segment, the same client (a new connection every
@@ -68,15 +58,6 @@ func BenchmarkPeers(b *testing.B) {
 	mlbSpeaker, _ := peerBinary(b, "metallb-speaker")
 	probe := lab.BuildProbe(b)
 	version := vipctlVersion()
-	peerRun = nil
-	if *peerChart != "" {
-		b.Cleanup(func() {
-			title := fmt.Sprintf("vipctl %s and its peers, %s, one machine's lab (make bench-peers)", version, time.Now().UTC().Format("2006-01-02"))
-			if err := writePeersChart(*peerChart, title, peerRun); err != nil {
-				b.Error(err)
-			}
-		})
-	}
 	for _, profile := range []string{"default", "fast"} {
 		for _, c := range peerCases {
 			scenario := c
@@ -90,7 +71,7 @@ func BenchmarkPeers(b *testing.B) {
 	}
 	for _, c := range peerCases {
 		peerCase(b, "api", "kube-vip", kubeVIPVersion, "lease=5s/renew=3s/retry=1s", c, func(b *testing.B, i int) (time.Duration, int) {
-			return kubeVIPTrial(b, kubeVIP, c, false, i)
+			return kubeVIPTrial(b, kubeVIP, "api", c, i)
 		})
 	}
 	for _, profile := range []string{"default", "fast"} {
@@ -110,14 +91,50 @@ func BenchmarkPeers(b *testing.B) {
 	}
 	for _, c := range peerCases {
 		peerCase(b, "service", "kube-vip", kubeVIPVersion, "svc_election/lease=5s/renew=3s/retry=1s", c, func(b *testing.B, i int) (time.Duration, int) {
-			return kubeVIPTrial(b, kubeVIP, c, true, i)
+			return kubeVIPTrial(b, kubeVIP, "service", c, i)
 		})
 	}
 	for _, c := range peerCases {
 		peerCase(b, "service", "metallb", metallbVersion, "l2/memberlist", c, func(b *testing.B, i int) (time.Duration, int) {
-			return metallbTrial(b, mlbController, mlbSpeaker, c, i)
+			return metallbTrial(b, mlbController, mlbSpeaker, "l2", c, i)
 		})
 	}
+	// BGP: the lab's router holds sessions 3 s (upstreamFRR), whatever a
+	// peer asks for; vipctl also with BFD, which neither peer speaks in
+	// these modes (MetalLB has BFD only in its FRR mode).
+	for _, bfd := range []bool{false, true} {
+		settings := "hold=3s"
+		if bfd {
+			settings = "bfd=300ms"
+		}
+		peerCase(b, "bgp", "vipctl", version, settings, "node-loss", func(b *testing.B, i int) (time.Duration, int) {
+			return vipctlBGPTrial(b, bfd, i)
+		})
+	}
+	peerCase(b, "bgp", "kube-vip", kubeVIPVersion, "hold=3s", "node-loss", func(b *testing.B, i int) (time.Duration, int) {
+		return kubeVIPTrial(b, kubeVIP, "bgp", "node-loss", i)
+	})
+	peerCase(b, "bgp", "metallb", metallbVersion, "native/hold=3s", "node-loss", func(b *testing.B, i int) (time.Duration, int) {
+		return metallbTrial(b, mlbController, mlbSpeaker, "bgp", "node-loss", i)
+	})
+}
+
+// vipctlBGPTrial is BenchmarkFailoverBGP's trial as one of the peers'
+// lines: a bgp pool's Cluster address announced by three nodes (two
+// racks) to the same router, one node lost.
+func vipctlBGPTrial(b *testing.B, bfd bool, i int) (time.Duration, int) {
+	var outage time.Duration
+	var failed int
+	b.Run(fmt.Sprintf("trial-%d", i), func(b *testing.B) {
+		bl := startBGPLab(b, bfd)
+		all := bl.announceEverywhere(b, bgpClusterVIP)
+		if bfd {
+			// Sessions up before the fault, as BenchmarkFailoverBGP waits.
+			b.Logf("BFD up %s after the routes", bl.waitBFDUp(b, 3).Round(time.Millisecond))
+		}
+		_, outage, failed = bl.loseNode(b, bgpClusterVIP, bl.lc.ByName["b1"].Host.LinkDown, all[:2])
+	})
+	return outage, failed
 }
 
 // peerCases are the faults every peer meets: the holder lost, its agent
@@ -133,14 +150,21 @@ var peerCases = []string{"node-loss", "agent-kill", "planned"}
 // sub-benchmark and prints its line.
 func peerCase(b *testing.B, vip, peer, version, settings, scenario string, trial func(*testing.B, int) (time.Duration, int)) {
 	name := vip + "/" + peer + "/" + scenario
-	if strings.HasPrefix(settings, "profile=") {
-		profile, _, _ := strings.Cut(strings.TrimPrefix(settings, "profile="), "/")
-		name = vip + "/" + peer + "/" + profile + "/" + scenario
+	if peer == "vipctl" {
+		name = vip + "/" + peer + "/" + vipctlVariant(settings) + "/" + scenario
 	}
 	b.Run(name, func(b *testing.B) {
 		outages, failed := runTrials(*peerTrials, func(i int) (time.Duration, int) { return trial(b, i) })
 		printPeer(b, vip, peer, version, settings, scenario, outages, failed)
 	})
+}
+
+// vipctlVariant names vipctl's settings in a sub-benchmark: the first of
+// them, the profile by its name ("fast"), as hack/peerschart names its
+// bars.
+func vipctlVariant(settings string) string {
+	first, _, _ := strings.Cut(settings, "/")
+	return strings.TrimPrefix(first, "profile=")
 }
 
 // printPeer prints one line of BenchmarkPeers; none for a case whose
@@ -150,10 +174,7 @@ func printPeer(b *testing.B, vip, peer, version, settings, scenario string, outa
 		return
 	}
 	fmt.Fprintf(os.Stdout, "peers vip=%s peer=%s version=%s settings=%s case=%s %s\n", vip, peer, version, settings, scenario, outageFields(outages, failed))
-	sorted := slices.Clone(outages)
-	slices.Sort(sorted)
-	peerRun = append(peerRun, peerResult{vip: vip, peer: peer, version: version, settings: settings, scenario: scenario,
-		median: percentile(sorted, 50), p95: percentile(sorted, 95), failed: failed, trials: len(sorted)})
+
 }
 
 // vipctlVersion is the commit the benchmark runs (with -dirty for
@@ -207,11 +228,16 @@ type peerLab struct {
 	// API across the segment (home/.kube/config is kubeconfig).
 	home, kubeconfig string
 	admin            kubernetes.Interface
+	// bgp, in a lab for BGP, is the upstream router the nodes peer with
+	// (real FRR, upstreamFRR: it holds sessions 3 s) and the client
+	// behind it, on 203.0.113.64/26.
+	bgp *bgpLab
 }
 
-// startPeerLab builds a peer's lab and checks that the API answers
-// across the segment before any agent depends on it.
-func startPeerLab(t testing.TB) *peerLab {
+// startPeerLab builds a peer's lab, with the upstream router if bgp,
+// and checks that the API answers across the segment before any agent
+// depends on it.
+func startPeerLab(t testing.TB, bgp bool) *peerLab {
 	t.Helper()
 	api := testapiserver.Start(t)
 	l := netlab.New(t)
@@ -248,12 +274,47 @@ func startPeerLab(t testing.TB) *peerLab {
 	probe := lab.BuildProbe(t)
 	for n := 0; n < 3; n++ {
 		name := fmt.Sprintf("master-%d", n)
-		h := l.AddHost(name, netlab.HostOpts{Addrs: []string{pl.nodeIP(n) + "/24"}})
+		o := netlab.HostOpts{Addrs: []string{pl.nodeIP(n) + "/24"}}
+		if bgp {
+			o.Routes = []string{"203.0.113.64/26 via 198.51.100.1"}
+		}
+		h := l.AddHost(name, o)
 		pl.names = append(pl.names, name)
 		pl.hosts[name] = h
 		lab.StartEchoProcess(t, probe, h, "0.0.0.0:8080", name)
 	}
+	if bgp {
+		lab.RequireFRR(t)
+		l.AddSegment("c")
+		r := l.AddRouter("upstream", map[string][]string{netlab.DefaultSegment: {"198.51.100.1/24"}, "c": {"203.0.113.65/26"}})
+		r.MustExec("sysctl", "-qw", "net.ipv4.fib_multipath_hash_policy=1")
+		dir := lab.SharedDir(t, "peer-router-")
+		lab.WriteFRRConf(t, dir, upstreamFRR...)
+		pl.bgp = &bgpLab{router: lab.StartFRR(t, r, dir)}
+		pl.bgp.client = l.AddHost("outside", netlab.HostOpts{Iface: "eth0", Addrs: []string{"203.0.113.70/26"}, Segment: "c", Gateways: []string{"203.0.113.65"}})
+	}
 	return pl
+}
+
+// peerBGPVIP is the Service address the peers announce over BGP.
+const peerBGPVIP = bgpClusterVIP
+
+// bgpNodeLoss waits until the router routes peerBGPVIP to every node,
+// then loses the last node while the client behind the router connects
+// every 10 ms (bgpLab.loseNode), and returns when the last connection
+// failed (the outage of the flows hashed to the lost node) and how many
+// failed.
+func (pl *peerLab) bgpNodeLoss(t testing.TB) (time.Duration, int) {
+	t.Helper()
+	var all []string
+	for n := range pl.names {
+		all = append(all, pl.nodeIP(n))
+	}
+	pl.bgp.waitHops(t, peerBGPVIP, all, 60*time.Second)
+	lost := pl.hosts[pl.names[len(pl.names)-1]]
+	withdrawn, last, failed := pl.bgp.loseNode(t, peerBGPVIP, lost.LinkDown, all[:len(all)-1])
+	t.Logf("%s withdrawn %s after its link went; last failed connection at %s", lost.Name, withdrawn.Round(time.Millisecond), last.Round(time.Millisecond))
+	return last, failed
 }
 
 // nodeIP is node n's address on the segment.
@@ -286,46 +347,51 @@ func (pl *peerLab) measure(t testing.TB, url, holder string, planned bool, fault
 	return moveOutage(t, w, holder, at, planned, 60*time.Second)
 }
 
-// kubeVIPTrial builds three nodes running kube-vip for the API VIP
-// (service=false) or for a LoadBalancer Service's address (service=true),
-// injects the fault into the holder and returns the outage and the
-// failed requests.
-func kubeVIPTrial(b *testing.B, bin, scenario string, service bool, i int) (time.Duration, int) {
+// kubeVIPTrial builds three nodes running kube-vip for the API VIP (kind
+// "api"), for a LoadBalancer Service's address over ARP ("service") or
+// over BGP to the lab's router ("bgp", every node announcing, the fault
+// node-loss alone: peerLab.bgpNodeLoss), injects the fault into the
+// holder and returns the outage and the failed requests.
+func kubeVIPTrial(b *testing.B, bin, kind, scenario string, i int) (time.Duration, int) {
 	var outage time.Duration
 	var failed int
 	b.Run(fmt.Sprintf("trial-%d", i), func(t *testing.B) {
-		pl := startPeerLab(t)
-		vip := apiVIP
-		if service {
-			// A LoadBalancer Service whose address is given by kube-vip's
-			// own annotation, as kube-vip's cloud provider would set it.
-			svc := &corev1.Service{
-				ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: metav1.NamespaceDefault,
-					Annotations: map[string]string{"kube-vip.io/loadbalancerIPs": peerServiceVIP}},
-				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 8080}}},
-			}
-			if _, err := pl.admin.CoreV1().Services(svc.Namespace).Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			vip = peerServiceVIP
+		pl := startPeerLab(t, kind == "bgp")
+		vip := map[string]string{"api": apiVIP, "service": peerServiceVIP, "bgp": peerBGPVIP}[kind]
+		if kind != "api" {
+			// The Service's address given by kube-vip's own annotation,
+			// as kube-vip's cloud provider would set it.
+			pl.echoService(t, map[string]string{"kube-vip.io/loadbalancerIPs": vip})
 		}
 		agents := map[string]*netlab.Proc{}
-		for _, name := range pl.names {
+		for n, name := range pl.names {
 			// kube-vip's documented settings (its manifest generator's
 			// vip_arp, vip_leaderelection or svc_election with the
-			// default 5/3/1 s lease), as flags: the control plane's VIP,
-			// or Services with an election per Service.
-			args := []string{"HOME=" + pl.home, bin, "manager", "--interface", "br-ex", "--arp",
-				"--leaseDuration", "5", "--leaseRenewDuration", "3", "--leaseRetry", "1",
-				"--nodeName", name, "--prometheusHTTPServer", ""}
-			if service {
-				args = append(args, "--services", "--servicesElection")
-			} else {
-				args = append(args, "--address", apiVIP, "--vipSubnet", "32", "--port", "6443", "--controlplane", "--leaderElection")
+			// default 5/3/1 s lease; or bgp_enable with a peer), as
+			// flags: the control plane's VIP, or Services with an
+			// election per Service, or Services over BGP.
+			args := []string{"HOME=" + pl.home, bin, "manager", "--nodeName", name, "--prometheusHTTPServer", ""}
+			switch kind {
+			case "api":
+				args = append(args, "--interface", "br-ex", "--arp", "--leaseDuration", "5", "--leaseRenewDuration", "3", "--leaseRetry", "1",
+					"--address", apiVIP, "--vipSubnet", "32", "--port", "6443", "--controlplane", "--leaderElection")
+			case "service":
+				args = append(args, "--interface", "br-ex", "--arp", "--leaseDuration", "5", "--leaseRenewDuration", "3", "--leaseRetry", "1",
+					"--services", "--servicesElection")
+			case "bgp":
+				// The manager reads its peers from the environment
+				// alone (bgp_peers, as its generated manifests set it),
+				// not from --bgppeers.
+				args = append([]string{"bgp_peers=198.51.100.1:64512::false"}, args...)
+				args = append(args, "--interface", "lo", "--services", "--bgp", "--localAS", "64513", "--bgpRouterID", pl.nodeIP(n))
 			}
 			agents[name] = pl.hosts[name].Start("kube-vip", append([]string{"env"}, args...)...)
 		}
 		logOnFailure(t, "kube-vip", agents)
+		if kind == "bgp" {
+			outage, failed = pl.bgpNodeLoss(t)
+			return
+		}
 		holder := waitOneHolder(t, pl.hosts, vip, 60*time.Second)
 		outage, failed = pl.measure(t, "http://"+vip+":8080/", holder, scenario == "planned", func() {
 			switch scenario {

@@ -44,18 +44,28 @@ const metallbSpeakerLabels = "app=metallb,component=speaker"
 // for it. The Service's EndpointSlice names a ready endpoint on every node
 // (externalTrafficPolicy Cluster). It injects the fault into the node
 // MetalLB elected and returns the outage and the failed requests.
-func metallbTrial(b *testing.B, controller, speaker, scenario string, i int) (time.Duration, int) {
+//
+// In BGP mode (mode "bgp", MetalLB's native BGP speaker) every speaker
+// peers with the lab's upstream router and announces the address; the
+// fault is node-loss alone, measured by the client behind the router
+// (peerLab.bgpNodeLoss).
+func metallbTrial(b *testing.B, controller, speaker, mode, scenario string, i int) (time.Duration, int) {
 	var outage time.Duration
 	var failed int
 	b.Run(fmt.Sprintf("trial-%d", i), func(t *testing.B) {
-		pl := startPeerLab(t)
+		bgp := mode == "bgp"
+		pl := startPeerLab(t, bgp)
+		vip := peerServiceVIP
+		if bgp {
+			vip = peerBGPVIP
+		}
 		ctx := context.Background()
 		crds, err := filepath.Glob(fixture.Repo("bin/metallb-crds/*.yaml"))
 		if err != nil || len(crds) == 0 {
 			t.Fatalf("MetalLB's CRDs not in bin/metallb-crds: run hack/build-peers.sh (%v)", err)
 		}
 		pl.api.InstallCRDs(t, crds...)
-		metallbObjects(t, pl)
+		metallbObjects(t, pl, bgp, vip)
 
 		env := []string{"env", "KUBECONFIG=" + pl.kubeconfig, "HOME=" + pl.home}
 		agents := map[string]*netlab.Proc{}
@@ -86,18 +96,22 @@ func metallbTrial(b *testing.B, controller, speaker, scenario string, i int) (ti
 			// kube-proxy's part: the Service's address taken in on the
 			// node and handed to its local endpoint.
 			h.MustExec("nft", "add table ip lb; add chain ip lb pre { type nat hook prerouting priority -100; }; "+
-				"add rule ip lb pre ip daddr "+peerServiceVIP+" tcp dport 8080 dnat to "+ip+":8080")
+				"add rule ip lb pre ip daddr "+vip+" tcp dport 8080 dnat to "+ip+":8080")
 			agents[name] = h.Start("metallb-speaker", append(env,
 				"METALLB_NODE_NAME="+name, "METALLB_POD_NAME=speaker-"+name, "METALLB_HOST="+ip,
 				"METALLB_ML_BIND_ADDR="+ip, "METALLB_ML_LABELS="+metallbSpeakerLabels, "METALLB_ML_BIND_PORT=7946",
 				"METALLB_ML_SECRET_KEY_PATH="+keyDir, "METALLB_NAMESPACE="+metallbNS,
 				speaker, "--port=7472", "--log-level=info")...)
 		}
-		metallbService(t, pl)
+		pl.echoService(t, nil)
 		lab.WaitFor(t, 60*time.Second, "the Service's address from MetalLB", func() bool {
 			s, err := pl.admin.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "echo", metav1.GetOptions{})
-			return err == nil && len(s.Status.LoadBalancer.Ingress) == 1 && s.Status.LoadBalancer.Ingress[0].IP == peerServiceVIP
+			return err == nil && len(s.Status.LoadBalancer.Ingress) == 1 && s.Status.LoadBalancer.Ingress[0].IP == vip
 		})
+		if bgp {
+			outage, failed = pl.bgpNodeLoss(t)
+			return
+		}
 		holder := metallbHolder(t, pl)
 		outage, failed = pl.measure(t, "http://"+peerServiceVIP+":8080/", holder, scenario == "planned", func() {
 			switch scenario {
@@ -153,8 +167,9 @@ func metallbHolder(t testing.TB, pl *peerLab) string {
 // configuration put in the API before the Service: the namespace, the
 // controller's Deployment (the memberlist secret's owner; nothing runs
 // it here), the nodes with each speaker's pod, an IPAddressPool holding
-// peerServiceVIP and an L2Advertisement for it.
-func metallbObjects(t testing.TB, pl *peerLab) {
+// vip and an L2Advertisement for it, or with bgp a BGPAdvertisement and
+// a BGPPeer for the lab's router.
+func metallbObjects(t testing.TB, pl *peerLab, bgp bool, vip string) {
 	t.Helper()
 	ctx := context.Background()
 	c := pl.admin
@@ -213,33 +228,40 @@ func metallbObjects(t testing.TB, pl *peerLab) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range []struct {
-		resource string
-		obj      map[string]any
-	}{
-		{"ipaddresspools", map[string]any{"kind": "IPAddressPool", "spec": map[string]any{"addresses": []any{peerServiceVIP + "/32"}}}},
-		{"l2advertisements", map[string]any{"kind": "L2Advertisement", "spec": map[string]any{"ipAddressPools": []any{"peers"}}}},
-	} {
+	type object struct {
+		version, resource string
+		obj               map[string]any
+	}
+	objects := []object{{"v1beta1", "ipaddresspools", map[string]any{"kind": "IPAddressPool", "spec": map[string]any{"addresses": []any{vip + "/32"}}}}}
+	if bgp {
+		objects = append(objects,
+			object{"v1beta2", "bgppeers", map[string]any{"kind": "BGPPeer", "spec": map[string]any{"myASN": int64(64513), "peerASN": int64(64512), "peerAddress": "198.51.100.1"}}},
+			object{"v1beta1", "bgpadvertisements", map[string]any{"kind": "BGPAdvertisement", "spec": map[string]any{"ipAddressPools": []any{"peers"}}}})
+	} else {
+		objects = append(objects, object{"v1beta1", "l2advertisements", map[string]any{"kind": "L2Advertisement", "spec": map[string]any{"ipAddressPools": []any{"peers"}}}})
+	}
+	for _, o := range objects {
 		obj := &unstructured.Unstructured{Object: o.obj}
-		obj.SetAPIVersion("metallb.io/v1beta1")
+		obj.SetAPIVersion("metallb.io/" + o.version)
 		obj.SetName("peers")
 		obj.SetNamespace(metallbNS)
-		gvr := schema.GroupVersionResource{Group: "metallb.io", Version: "v1beta1", Resource: o.resource}
+		gvr := schema.GroupVersionResource{Group: "metallb.io", Version: o.version, Resource: o.resource}
 		if _, err := dyn.Resource(gvr).Namespace(metallbNS).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("%s: %v", o.resource, err)
 		}
 	}
 }
 
-// metallbService creates the echo LoadBalancer Service
-// (externalTrafficPolicy Cluster) and, as the endpoint-slice controller
-// would for its pods, an EndpointSlice with a ready endpoint on every
-// node.
-func metallbService(t testing.TB, pl *peerLab) {
+// echoService creates the echo LoadBalancer Service
+// (externalTrafficPolicy Cluster) with annotations and, as the
+// endpoint-slice and endpoints controllers would for its pods, an
+// EndpointSlice and an Endpoints with a ready endpoint on every node
+// (kube-vip reads Endpoints unless told otherwise).
+func (pl *peerLab) echoService(t testing.TB, annotations map[string]string) {
 	t.Helper()
 	ctx := context.Background()
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: metav1.NamespaceDefault},
+		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: metav1.NamespaceDefault, Annotations: annotations},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 8080}},
 			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyTypeCluster},
 	}
@@ -254,14 +276,24 @@ func metallbService(t testing.TB, pl *peerLab) {
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &proto}},
 	}
+	//nolint:staticcheck // Endpoints: what kube-vip reads by default.
+	subset := corev1.EndpointSubset{Ports: []corev1.EndpointPort{{Port: port, Protocol: proto}}}
 	for n, node := range pl.names {
 		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{
 			Addresses:  []string{pl.nodeIP(n)},
 			Conditions: discoveryv1.EndpointConditions{Ready: &ready},
 			NodeName:   &node,
 		})
+		//nolint:staticcheck // Endpoints: what kube-vip reads by default.
+		subset.Addresses = append(subset.Addresses, corev1.EndpointAddress{IP: pl.nodeIP(n), NodeName: &node})
 	}
 	if _, err := pl.admin.DiscoveryV1().EndpointSlices(svc.Namespace).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	//nolint:staticcheck // Endpoints: what kube-vip reads by default.
+	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: svc.Namespace}, Subsets: []corev1.EndpointSubset{subset}}
+	//nolint:staticcheck // Endpoints: what kube-vip reads by default.
+	if _, err := pl.admin.CoreV1().Endpoints(svc.Namespace).Create(ctx, ep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,0 +1,205 @@
+// Command peerschart draws BenchmarkPeers' lines (make bench-peers) as an
+// SVG bar chart: a group per VIP and case, a bar per peer and settings
+// whose length is the median outage, a whisker to the p95, and the
+// numbers and failed requests beside it. It reads the lines, and skips
+// anything else, from standard input:
+//
+//	... | grep '^peers ' | go run ./hack/peerschart -o bin/peers.svg -title "..."
+//
+// A chart drawn from the lines a run printed, or from the lines
+// docs/benchmarks.md records, cannot drift from them.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"html"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	out := flag.String("o", "", "write the SVG here (atomically); standard output if empty")
+	title := flag.String("title", "vipctl and its peers (make bench-peers)", "the chart's title")
+	flag.Parse()
+	results, err := parse(os.Stdin)
+	if err == nil && len(results) == 0 {
+		err = fmt.Errorf("no peers lines on standard input")
+	}
+	if err == nil {
+		err = write(*out, *title, results)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "peerschart:", err)
+		os.Exit(1)
+	}
+}
+
+// parse reads the peers lines of r:
+//
+//	peers vip=V peer=P version=X settings=S case=C trials=N median_ms=M p95_ms=Q max_ms=Z failed_requests=F
+func parse(r io.Reader) ([]peerResult, error) {
+	var results []peerResult
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || f[0] != "peers" {
+			continue
+		}
+		kv := map[string]string{}
+		for _, field := range f[1:] {
+			k, v, _ := strings.Cut(field, "=")
+			kv[k] = v
+		}
+		var res peerResult
+		res.vip, res.peer, res.version, res.settings, res.scenario = kv["vip"], kv["peer"], kv["version"], kv["settings"], kv["case"]
+		ints := map[string]*int{"trials": &res.trials, "failed_requests": &res.failed}
+		durs := map[string]*time.Duration{"median_ms": &res.median, "p95_ms": &res.p95}
+		for k, p := range ints {
+			v, err := strconv.Atoi(kv[k])
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %s: %v", n, k, err)
+			}
+			*p = v
+		}
+		for k, p := range durs {
+			v, err := strconv.Atoi(kv[k])
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %s: %v", n, k, err)
+			}
+			*p = time.Duration(v) * time.Millisecond
+		}
+		if res.vip == "" || res.peer == "" || res.scenario == "" {
+			return nil, fmt.Errorf("line %d: no vip, peer or case", n)
+		}
+		results = append(results, res)
+	}
+	return results, sc.Err()
+}
+
+// vipctlVariant names vipctl's settings on its bar: the first of them,
+// the profile by its name ("fast").
+func vipctlVariant(settings string) string {
+	first, _, _ := strings.Cut(settings, "/")
+	return strings.TrimPrefix(first, "profile=")
+}
+
+// peerResult is one line of BenchmarkPeers.
+type peerResult struct {
+	vip, peer, version, settings, scenario string
+	median, p95                            time.Duration
+	failed, trials                         int
+}
+
+// label names the bar: vipctl with its settings' variant, a peer with
+// its version.
+func (r peerResult) label() string {
+	if r.peer == "vipctl" {
+		return r.peer + " " + vipctlVariant(r.settings)
+	}
+	return r.peer + " " + r.version
+}
+
+// peerColors are the bars' colours by peer, and for vipctl by variant
+// (the slower in the darker blue).
+var peerColors = map[string]string{
+	"vipctl default": "#1f77b4", "vipctl hold=3s": "#1f77b4", "vipctl fast": "#6baed6", "vipctl bfd=300ms": "#6baed6",
+	"kube-vip": "#ff7f0e", "metallb": "#2ca02c",
+}
+
+func (r peerResult) color() string {
+	if c, ok := peerColors[r.label()]; ok {
+		return c
+	}
+	if c, ok := peerColors[r.peer]; ok {
+		return c
+	}
+	return "#7f7f7f"
+}
+
+// peerCaseTitles title the chart's groups.
+var peerCaseTitles = map[string]string{
+	"node-loss":  "node lost: fault → answer from another node",
+	"agent-kill": "agent killed (SIGKILL): fault → answer from another node",
+	"planned":    "planned move: longest run of failed requests",
+}
+
+// write draws results to path (atomically), or to standard output.
+func write(path, title string, results []peerResult) error {
+	var groups []string
+	byGroup := map[string][]peerResult{}
+	var top time.Duration
+	for _, r := range results {
+		g := r.vip + "|" + r.scenario
+		if _, ok := byGroup[g]; !ok {
+			groups = append(groups, g)
+		}
+		byGroup[g] = append(byGroup[g], r)
+		top = max(top, r.p95)
+	}
+	// The axis ends on the next whole second above the longest p95.
+	axis := (top/time.Second + 1) * time.Second
+	const (
+		left, barW, rowH, groupGap, headH, width = 150, 560, 18, 34, 60, 960
+	)
+	height := headH + 30
+	for _, g := range groups {
+		height += groupGap + rowH*len(byGroup[g])
+	}
+	x := func(d time.Duration) float64 { return left + barW*float64(d)/float64(axis) }
+
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
+	fmt.Fprintf(&b, `<text x="10" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", html.EscapeString(title))
+	fmt.Fprintf(&b, `<text x="10" y="40" fill="#555">bar: median outage; whisker: p95; right: median / p95, failed requests over all trials</text>`+"\n")
+	// Gridlines every second.
+	for s := time.Duration(0); s <= axis; s += time.Second {
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>`+"\n", x(s), headH, x(s), height-30)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#555">%d s</text>`+"\n", x(s), height-14, s/time.Second)
+	}
+	y := headH
+	for _, g := range groups {
+		vip, scenario, _ := strings.Cut(g, "|")
+		what := map[string]string{"api": "API VIP", "service": "Service VIP (ARP)", "bgp": "Service VIP (BGP)"}[vip]
+		if what == "" {
+			what = vip
+		}
+		y += groupGap
+		caseTitle := peerCaseTitles[scenario]
+		if vip == "bgp" {
+			caseTitle = "node lost: fault → last failed connection through the router (ECMP)"
+		}
+		fmt.Fprintf(&b, `<text x="10" y="%d" font-weight="bold">%s · %s</text>`+"\n", y-8, what, html.EscapeString(caseTitle))
+		for _, r := range byGroup[g] {
+			mid := y + rowH/2
+			fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", left-6, mid+4, html.EscapeString(r.label()))
+			w := max(x(r.median)-left, 1)
+			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>`+"\n", left, y+2, w, rowH-4, r.color())
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="black"/>`+"\n", x(r.median), mid, x(r.p95), mid)
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="black"/>`+"\n", x(r.p95), mid-4, x(r.p95), mid+4)
+			fmt.Fprintf(&b, `<text x="%d" y="%d">%d / %d ms, %d failed (%d trials)</text>`+"\n", left+barW+10, mid+4,
+				r.median.Milliseconds(), r.p95.Milliseconds(), r.failed, r.trials)
+			y += rowH
+		}
+	}
+	b.WriteString("</svg>\n")
+
+	if path == "" {
+		_, err := os.Stdout.WriteString(b.String())
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
