@@ -596,7 +596,7 @@ func announceKubeletTrial(b *testing.B, mode, fault string, i int) announceSampl
 			t.Fatalf("%s held by %v, want one node", vip, holders)
 		}
 		holder := kc.node(holders[0])
-		p := kc.poll(url, benchRequestTimeout)
+		p := kc.poll(url, benchRequestTimeout, true)
 		time.Sleep(500 * time.Millisecond)
 		moved := func() bool {
 			return slices.ContainsFunc(kc.holders(t, vip), func(h string) bool { return h != holder.Name })

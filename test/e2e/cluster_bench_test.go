@@ -90,7 +90,7 @@ func clusterFailoverTrial(b *testing.B, c *clusterlab.Cluster, scenario string) 
 	if _, err := c.Client.Exec("ip", "neigh", "flush", "to", addr); err != nil {
 		b.Fatal(err)
 	}
-	p := lab.StartPolling(c.Client, clusterlab.URL(addr, clusterlab.ServicePort), 10*time.Millisecond, lab.PollTimeout, false)
+	p := lab.StartPolling(c.Client, clusterlab.URL(addr, clusterlab.ServicePort), 10*time.Millisecond, lab.PollTimeout, true)
 	defer p.Stop()
 	time.Sleep(500 * time.Millisecond)
 	fault := time.Now()

@@ -32,7 +32,7 @@ func kubeletFailoverTrial(b *testing.B, profile, scenario string, i int) (time.D
 	b.Run(fmt.Sprintf("trial-%d", i), func(t *testing.B) {
 		kc := startKubeletCluster(t, profile)
 		n := kc.node(kc.serving(t))
-		p := kc.poll(apiVIPURL(), benchRequestTimeout)
+		p := kc.poll(apiVIPURL(), benchRequestTimeout, true)
 		time.Sleep(500 * time.Millisecond)
 		fault := time.Now()
 		switch scenario {

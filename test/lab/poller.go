@@ -347,9 +347,9 @@ func (p *Poller) FirstFrom(t testing.TB, ok func(string) bool, since time.Time, 
 
 // Recovery is how long after since the client went without answers:
 // from since to the first good answer after the first request that
-// failed since then, zero when none failed. The poller asks one request
-// at a time, so that answer came after the failure. It waits up to
-// timeout for the answer.
+// failed since then, zero when none failed (an answer that arrived
+// after the failed request started). It waits up to timeout for the
+// answer.
 func (p *Poller) Recovery(t testing.TB, since time.Time, timeout time.Duration) time.Duration {
 	t.Helper()
 	var outage time.Duration
