@@ -30,7 +30,7 @@ TRIALS ?= 20
 KUBELET_TRIALS ?= 3
 CLUSTER_TRIALS ?= 3
 
-.PHONY: all build image release demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-peers bench-announce bench-steady bench-runtimecfg bench-scale lab-up lab-down clean
+.PHONY: all build image release demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-peers bench-peers-scale bench-announce bench-steady bench-runtimecfg bench-scale lab-up lab-down clean
 
 all: build
 
@@ -136,6 +136,14 @@ bench-peers: deps image
 	./hack/build-peers.sh
 	$(GO) test -run '^$$' -bench BenchmarkPeers -benchtime 1x -timeout 3h ./test/e2e/ -args -peer-trials=$(PEER_TRIALS) | grep '^peers ' | tee bin/peers.txt
 	$(GO) run ./hack/peerschart -o bin/peers.svg -title "vipctl $$(git describe --always --dirty) and its peers, $$(date -u +%F) (make bench-peers)" < bin/peers.txt
+
+## bench-peers-scale: kube-vip and MetalLB with PEER_SERVICES Services
+## loaded in the peers' lab (BenchmarkPeersScale, peers-scale lines; root;
+## vipctl's counterpart is bench-scale)
+PEER_SERVICES ?= 1000
+bench-peers-scale: deps image
+	./hack/build-peers.sh
+	$(GO) test -run '^$$' -bench BenchmarkPeersScale -benchtime 1x -timeout 2h ./test/e2e/ -args -peer-scale-services=$(PEER_SERVICES) | grep '^peers-scale '
 
 ## bench-announce: announce: keepalived against announce: sidecar on a small pool
 ## (two nodes, IPv4 and IPv6, real keepalived, apiserver and sidecars), per fault:

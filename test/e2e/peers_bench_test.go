@@ -216,7 +216,7 @@ const peerServiceVIP = "198.51.100.200"
 // peerLab is one trial's lab for a peer: a fresh test apiserver (so
 // trials share no lease or state), reached across the segment through
 // peerAPIAddr, the client, and three nodes with an echo server on :8080
-// that names its node.
+// that names its node, IPv4 and IPv6 (2001:db8:100::/64).
 type peerLab struct {
 	api    *testapiserver.Server
 	client *netlab.Host
@@ -244,7 +244,7 @@ func startPeerLab(t testing.TB, bgp bool) *peerLab {
 	pl := &peerLab{api: api, hosts: map[string]*netlab.Host{}}
 	pl.gw = l.AddHost("api", netlab.HostOpts{Addrs: []string{peerAPIAddr + "/24"}})
 	relayTCP(pl.gw, net.JoinHostPort(peerAPIAddr, "6443"), strings.TrimPrefix(api.URL, "https://"))
-	pl.client = l.AddHost("client", netlab.HostOpts{Addrs: []string{"198.51.100.100/24"}})
+	pl.client = l.AddHost("client", netlab.HostOpts{Addrs: []string{"198.51.100.100/24", "2001:db8:100::100/64"}})
 
 	// The admin kubeconfig a control-plane node's static pod mounts,
 	// pointed at the API across the segment. The apiserver's serving
@@ -261,7 +261,11 @@ func startPeerLab(t testing.TB, bgp bool) *peerLab {
 	}
 	pl.kubeconfig = filepath.Join(pl.home, ".kube", "config")
 	testapiserver.WriteKubeconfig(t, cfg, pl.kubeconfig)
-	admin, err := kubernetes.NewForConfig(api.AdminConfig())
+	// The benchmark's own client loads thousands of objects at scale:
+	// not at client-go's default 5 requests a second.
+	adminCfg := api.AdminConfig()
+	adminCfg.QPS, adminCfg.Burst = 1000, 2000
+	admin, err := kubernetes.NewForConfig(adminCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,14 +278,14 @@ func startPeerLab(t testing.TB, bgp bool) *peerLab {
 	probe := lab.BuildProbe(t)
 	for n := 0; n < 3; n++ {
 		name := fmt.Sprintf("master-%d", n)
-		o := netlab.HostOpts{Addrs: []string{pl.nodeIP(n) + "/24"}}
+		o := netlab.HostOpts{Addrs: []string{pl.nodeIP(n) + "/24", pl.nodeIP6(n) + "/64"}}
 		if bgp {
 			o.Routes = []string{"203.0.113.64/26 via 198.51.100.1"}
 		}
 		h := l.AddHost(name, o)
 		pl.names = append(pl.names, name)
 		pl.hosts[name] = h
-		lab.StartEchoProcess(t, probe, h, "0.0.0.0:8080", name)
+		lab.StartEchoProcess(t, probe, h, "[::]:8080", name)
 	}
 	if bgp {
 		lab.RequireFRR(t)
@@ -320,6 +324,9 @@ func (pl *peerLab) bgpNodeLoss(t testing.TB) (time.Duration, int) {
 // nodeIP is node n's address on the segment.
 func (pl *peerLab) nodeIP(n int) string { return fmt.Sprintf("198.51.100.%d", 11+n) }
 
+// nodeIP6 is node n's IPv6 address on the segment.
+func (pl *peerLab) nodeIP6(n int) string { return fmt.Sprintf("2001:db8:100::%d", 11+n) }
+
 // logOnFailure logs each agent's log tail if the trial fails.
 func logOnFailure(t testing.TB, what string, agents map[string]*netlab.Proc) {
 	t.Cleanup(func() {
@@ -347,6 +354,37 @@ func (pl *peerLab) measure(t testing.TB, url, holder string, planned bool, fault
 	return moveOutage(t, w, holder, at, planned, 60*time.Second)
 }
 
+// startKubeVIP starts kube-vip on every node for kind (kubeVIPTrial)
+// and returns each node's process.
+func (pl *peerLab) startKubeVIP(t testing.TB, bin, kind string) map[string]*netlab.Proc {
+	t.Helper()
+	agents := map[string]*netlab.Proc{}
+	for n, name := range pl.names {
+		// kube-vip's documented settings (its manifest generator's
+		// vip_arp, vip_leaderelection or svc_election with the
+		// default 5/3/1 s lease; or bgp_enable with a peer), as
+		// flags: the control plane's VIP, or Services with an
+		// election per Service, or Services over BGP.
+		args := []string{"HOME=" + pl.home, bin, "manager", "--nodeName", name, "--prometheusHTTPServer", ""}
+		switch kind {
+		case "api":
+			args = append(args, "--interface", "br-ex", "--arp", "--leaseDuration", "5", "--leaseRenewDuration", "3", "--leaseRetry", "1",
+				"--address", apiVIP, "--vipSubnet", "32", "--port", "6443", "--controlplane", "--leaderElection")
+		case "service":
+			args = append(args, "--interface", "br-ex", "--arp", "--leaseDuration", "5", "--leaseRenewDuration", "3", "--leaseRetry", "1",
+				"--services", "--servicesElection")
+		case "bgp":
+			// The manager reads its peers from the environment
+			// alone (bgp_peers, as its generated manifests set it),
+			// not from --bgppeers.
+			args = append([]string{"bgp_peers=198.51.100.1:64512::false"}, args...)
+			args = append(args, "--interface", "lo", "--services", "--bgp", "--localAS", "64513", "--bgpRouterID", pl.nodeIP(n))
+		}
+		agents[name] = pl.hosts[name].Start("kube-vip", append([]string{"env"}, args...)...)
+	}
+	return agents
+}
+
 // kubeVIPTrial builds three nodes running kube-vip for the API VIP (kind
 // "api"), for a LoadBalancer Service's address over ARP ("service") or
 // over BGP to the lab's router ("bgp", every node announcing, the fault
@@ -363,30 +401,7 @@ func kubeVIPTrial(b *testing.B, bin, kind, scenario string, i int) (time.Duratio
 			// as kube-vip's cloud provider would set it.
 			pl.echoService(t, map[string]string{"kube-vip.io/loadbalancerIPs": vip})
 		}
-		agents := map[string]*netlab.Proc{}
-		for n, name := range pl.names {
-			// kube-vip's documented settings (its manifest generator's
-			// vip_arp, vip_leaderelection or svc_election with the
-			// default 5/3/1 s lease; or bgp_enable with a peer), as
-			// flags: the control plane's VIP, or Services with an
-			// election per Service, or Services over BGP.
-			args := []string{"HOME=" + pl.home, bin, "manager", "--nodeName", name, "--prometheusHTTPServer", ""}
-			switch kind {
-			case "api":
-				args = append(args, "--interface", "br-ex", "--arp", "--leaseDuration", "5", "--leaseRenewDuration", "3", "--leaseRetry", "1",
-					"--address", apiVIP, "--vipSubnet", "32", "--port", "6443", "--controlplane", "--leaderElection")
-			case "service":
-				args = append(args, "--interface", "br-ex", "--arp", "--leaseDuration", "5", "--leaseRenewDuration", "3", "--leaseRetry", "1",
-					"--services", "--servicesElection")
-			case "bgp":
-				// The manager reads its peers from the environment
-				// alone (bgp_peers, as its generated manifests set it),
-				// not from --bgppeers.
-				args = append([]string{"bgp_peers=198.51.100.1:64512::false"}, args...)
-				args = append(args, "--interface", "lo", "--services", "--bgp", "--localAS", "64513", "--bgpRouterID", pl.nodeIP(n))
-			}
-			agents[name] = pl.hosts[name].Start("kube-vip", append([]string{"env"}, args...)...)
-		}
+		agents := pl.startKubeVIP(t, bin, kind)
 		logOnFailure(t, "kube-vip", agents)
 		if kind == "bgp" {
 			outage, failed = pl.bgpNodeLoss(t)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -60,49 +61,7 @@ func metallbTrial(b *testing.B, controller, speaker, mode, scenario string, i in
 			vip = peerBGPVIP
 		}
 		ctx := context.Background()
-		crds, err := filepath.Glob(fixture.Repo("bin/metallb-crds/*.yaml"))
-		if err != nil || len(crds) == 0 {
-			t.Fatalf("MetalLB's CRDs not in bin/metallb-crds: run hack/build-peers.sh (%v)", err)
-		}
-		pl.api.InstallCRDs(t, crds...)
-		metallbObjects(t, pl, bgp, vip)
-
-		env := []string{"env", "KUBECONFIG=" + pl.kubeconfig, "HOME=" + pl.home}
-		agents := map[string]*netlab.Proc{}
-		agents["controller"] = pl.gw.Start("metallb-controller", append(env,
-			"METALLB_NAMESPACE="+metallbNS, "METALLB_ML_SECRET_NAME=memberlist", "METALLB_DEPLOYMENT=controller",
-			controller, "--port=7472", "--log-level=info", "--webhook-mode=disabled", "--disable-cert-rotation")...)
-		logOnFailure(t, "MetalLB", agents)
-
-		// The memberlist secret the controller creates, where the
-		// speakers' pods mount it.
-		keyDir := filepath.Join(pl.home, "ml_secret_key")
-		lab.WaitFor(t, 60*time.Second, "the memberlist secret", func() bool {
-			s, err := pl.admin.CoreV1().Secrets(metallbNS).Get(ctx, "memberlist", metav1.GetOptions{})
-			if err != nil {
-				return false
-			}
-			if err := os.MkdirAll(keyDir, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(keyDir, "secretkey"), s.Data["secretkey"], 0o600); err != nil {
-				t.Fatal(err)
-			}
-			return true
-		})
-		for n, name := range pl.names {
-			ip := pl.nodeIP(n)
-			h := pl.hosts[name]
-			// kube-proxy's part: the Service's address taken in on the
-			// node and handed to its local endpoint.
-			h.MustExec("nft", "add table ip lb; add chain ip lb pre { type nat hook prerouting priority -100; }; "+
-				"add rule ip lb pre ip daddr "+vip+" tcp dport 8080 dnat to "+ip+":8080")
-			agents[name] = h.Start("metallb-speaker", append(env,
-				"METALLB_NODE_NAME="+name, "METALLB_POD_NAME=speaker-"+name, "METALLB_HOST="+ip,
-				"METALLB_ML_BIND_ADDR="+ip, "METALLB_ML_LABELS="+metallbSpeakerLabels, "METALLB_ML_BIND_PORT=7946",
-				"METALLB_ML_SECRET_KEY_PATH="+keyDir, "METALLB_NAMESPACE="+metallbNS,
-				speaker, "--port=7472", "--log-level=info")...)
-		}
+		agents := pl.startMetalLB(t, controller, speaker, bgp, vip+"/32")
 		pl.echoService(t, nil)
 		lab.WaitFor(t, 60*time.Second, "the Service's address from MetalLB", func() bool {
 			s, err := pl.admin.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "echo", metav1.GetOptions{})
@@ -131,6 +90,65 @@ func metallbTrial(b *testing.B, controller, speaker, mode, scenario string, i in
 		})
 	})
 	return outage, failed
+}
+
+// startMetalLB installs MetalLB's CRDs and the objects of its release
+// manifest and of a user's configuration (metallbObjects: an
+// IPAddressPool holding pool, CIDR, advertised over L2 or with bgp over
+// BGP), starts the controller on the API's host and a speaker on every
+// node with a DNAT of pool to the node's echo server (kube-proxy's part),
+// and returns the processes, the controller's under "controller".
+func (pl *peerLab) startMetalLB(t testing.TB, controller, speaker string, bgp bool, pool string) map[string]*netlab.Proc {
+	t.Helper()
+	ctx := context.Background()
+	crds, err := filepath.Glob(fixture.Repo("bin/metallb-crds/*.yaml"))
+	if err != nil || len(crds) == 0 {
+		t.Fatalf("MetalLB's CRDs not in bin/metallb-crds: run hack/build-peers.sh (%v)", err)
+	}
+	pl.api.InstallCRDs(t, crds...)
+	metallbObjects(t, pl, bgp, pool)
+
+	env := []string{"env", "KUBECONFIG=" + pl.kubeconfig, "HOME=" + pl.home}
+	agents := map[string]*netlab.Proc{}
+	agents["controller"] = pl.gw.Start("metallb-controller", append(env,
+		"METALLB_NAMESPACE="+metallbNS, "METALLB_ML_SECRET_NAME=memberlist", "METALLB_DEPLOYMENT=controller",
+		controller, "--port=7472", "--log-level=info", "--webhook-mode=disabled", "--disable-cert-rotation")...)
+	logOnFailure(t, "MetalLB", agents)
+
+	// The memberlist secret the controller creates, where the
+	// speakers' pods mount it.
+	keyDir := filepath.Join(pl.home, "ml_secret_key")
+	lab.WaitFor(t, 60*time.Second, "the memberlist secret", func() bool {
+		s, err := pl.admin.CoreV1().Secrets(metallbNS).Get(ctx, "memberlist", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		if err := os.MkdirAll(keyDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(keyDir, "secretkey"), s.Data["secretkey"], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return true
+	})
+	for n, name := range pl.names {
+		ip := pl.nodeIP(n)
+		h := pl.hosts[name]
+		// kube-proxy's part: the Services' addresses taken in on the
+		// node and handed to its local endpoint.
+		family, to := "ip", ip+":8080"
+		if strings.Contains(pool, ":") {
+			family, to = "ip6", "["+pl.nodeIP6(n)+"]:8080"
+		}
+		h.MustExec("nft", "add table "+family+" lb; add chain "+family+" lb pre { type nat hook prerouting priority -100; }; "+
+			"add rule "+family+" lb pre "+family+" daddr "+pool+" tcp dport 8080 dnat to "+to)
+		agents[name] = h.Start("metallb-speaker", append(env,
+			"METALLB_NODE_NAME="+name, "METALLB_POD_NAME=speaker-"+name, "METALLB_HOST="+ip,
+			"METALLB_ML_BIND_ADDR="+ip, "METALLB_ML_LABELS="+metallbSpeakerLabels, "METALLB_ML_BIND_PORT=7946",
+			"METALLB_ML_SECRET_KEY_PATH="+keyDir, "METALLB_NAMESPACE="+metallbNS,
+			speaker, "--port=7472", "--log-level=info")...)
+	}
+	return agents
 }
 
 // metallbHolder waits until one speaker alone has announced the
@@ -167,9 +185,9 @@ func metallbHolder(t testing.TB, pl *peerLab) string {
 // configuration put in the API before the Service: the namespace, the
 // controller's Deployment (the memberlist secret's owner; nothing runs
 // it here), the nodes with each speaker's pod, an IPAddressPool holding
-// vip and an L2Advertisement for it, or with bgp a BGPAdvertisement and
-// a BGPPeer for the lab's router.
-func metallbObjects(t testing.TB, pl *peerLab, bgp bool, vip string) {
+// pool (CIDR) and an L2Advertisement for it, or with bgp a
+// BGPAdvertisement and a BGPPeer for the lab's router.
+func metallbObjects(t testing.TB, pl *peerLab, bgp bool, pool string) {
 	t.Helper()
 	ctx := context.Background()
 	c := pl.admin
@@ -232,7 +250,7 @@ func metallbObjects(t testing.TB, pl *peerLab, bgp bool, vip string) {
 		version, resource string
 		obj               map[string]any
 	}
-	objects := []object{{"v1beta1", "ipaddresspools", map[string]any{"kind": "IPAddressPool", "spec": map[string]any{"addresses": []any{vip + "/32"}}}}}
+	objects := []object{{"v1beta1", "ipaddresspools", map[string]any{"kind": "IPAddressPool", "spec": map[string]any{"addresses": []any{pool}}}}}
 	if bgp {
 		objects = append(objects,
 			object{"v1beta2", "bgppeers", map[string]any{"kind": "BGPPeer", "spec": map[string]any{"myASN": int64(64513), "peerASN": int64(64512), "peerAddress": "198.51.100.1"}}},
@@ -259,41 +277,53 @@ func metallbObjects(t testing.TB, pl *peerLab, bgp bool, vip string) {
 // (kube-vip reads Endpoints unless told otherwise).
 func (pl *peerLab) echoService(t testing.TB, annotations map[string]string) {
 	t.Helper()
-	ctx := context.Background()
+	if err := pl.createEchoService(context.Background(), "echo", false, annotations); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// createEchoService is echoService for a Service called name, IPv6 alone
+// if ipv6.
+func (pl *peerLab) createEchoService(ctx context.Context, name string, ipv6 bool, annotations map[string]string) error {
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: metav1.NamespaceDefault, Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault, Annotations: annotations},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 8080}},
 			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyTypeCluster},
 	}
+	addressType, nodeIP := discoveryv1.AddressTypeIPv4, pl.nodeIP
+	if ipv6 {
+		single := corev1.IPFamilyPolicySingleStack
+		svc.Spec.IPFamilyPolicy, svc.Spec.IPFamilies = &single, []corev1.IPFamily{corev1.IPv6Protocol}
+		addressType, nodeIP = discoveryv1.AddressTypeIPv6, pl.nodeIP6
+	}
 	if _, err := pl.admin.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	ready := true
-	port, proto, name := int32(8080), corev1.ProtocolTCP, ""
+	port, proto, portName := int32(8080), corev1.ProtocolTCP, ""
 	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: "echo-1", Namespace: svc.Namespace,
-			Labels: map[string]string{discoveryv1.LabelServiceName: "echo"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &proto}},
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-1", Namespace: svc.Namespace,
+			Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+		AddressType: addressType,
+		Ports:       []discoveryv1.EndpointPort{{Name: &portName, Port: &port, Protocol: &proto}},
 	}
 	//nolint:staticcheck // Endpoints: what kube-vip reads by default.
 	subset := corev1.EndpointSubset{Ports: []corev1.EndpointPort{{Port: port, Protocol: proto}}}
 	for n, node := range pl.names {
 		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{
-			Addresses:  []string{pl.nodeIP(n)},
+			Addresses:  []string{nodeIP(n)},
 			Conditions: discoveryv1.EndpointConditions{Ready: &ready},
 			NodeName:   &node,
 		})
 		//nolint:staticcheck // Endpoints: what kube-vip reads by default.
-		subset.Addresses = append(subset.Addresses, corev1.EndpointAddress{IP: pl.nodeIP(n), NodeName: &node})
+		subset.Addresses = append(subset.Addresses, corev1.EndpointAddress{IP: nodeIP(n), NodeName: &node})
 	}
 	if _, err := pl.admin.DiscoveryV1().EndpointSlices(svc.Namespace).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	//nolint:staticcheck // Endpoints: what kube-vip reads by default.
-	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: svc.Namespace}, Subsets: []corev1.EndpointSubset{subset}}
+	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: svc.Namespace}, Subsets: []corev1.EndpointSubset{subset}}
 	//nolint:staticcheck // Endpoints: what kube-vip reads by default.
-	if _, err := pl.admin.CoreV1().Endpoints(svc.Namespace).Create(ctx, ep, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	_, err := pl.admin.CoreV1().Endpoints(svc.Namespace).Create(ctx, ep, metav1.CreateOptions{})
+	return err
 }
