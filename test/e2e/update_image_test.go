@@ -15,9 +15,10 @@ import (
 // binary says "devel"), and says nothing when spec.images names the
 // user's mirror or when vipctl is a release. Against the real apiserver,
 // dry runs. Not parallel: one case stamps a release version into the
-// process.
+// process, which the parallel tests' in-process vipctl would read (a
+// CI run caught TestUpdateBringsRenderedObjectsInLine rendering the
+// release's image): it runs before them, alone.
 func TestUpdateImageWarning(t *testing.T) {
-	t.Parallel() // apiserver only: see doc.go
 	// No monitoring stack: stderr holds the image warning alone, not also
 	// the note on prometheus-operator's kinds this apiserver lacks.
 	base := strings.Replace(clusterYAML("fast", "unicast", updateBase), "  servicePools:", "  monitoring: {stack: none}\n  servicePools:", 1)
