@@ -60,12 +60,8 @@ func BenchmarkPeers(b *testing.B) {
 	version := vipctlVersion()
 	for _, profile := range []string{"default", "fast"} {
 		for _, c := range peerCases {
-			scenario := c
-			if c == "agent-kill" {
-				scenario = "keepalived-kill"
-			}
 			peerCase(b, "api", "vipctl", version, "profile="+profile, c, func(b *testing.B, i int) (time.Duration, int) {
-				return failoverTrial(b, profile, scenario, i)
+				return failoverTrial(b, profile, vipctlFault(c), i)
 			})
 		}
 	}
@@ -76,12 +72,8 @@ func BenchmarkPeers(b *testing.B) {
 	}
 	for _, profile := range []string{"default", "fast"} {
 		for _, c := range peerCases {
-			fault := map[string]string{"agent-kill": "keepalived-kill"}[c]
-			if fault == "" {
-				fault = c
-			}
 			peerCase(b, "service", "vipctl", version, "profile="+profile+"/announce=keepalived", c, func(b *testing.B, i int) (time.Duration, int) {
-				got, ok := announceTrial(b, probe, profile, 3, v1alpha1.AnnounceKeepalived, fault, i)["ipv4"]
+				got, ok := announceTrial(b, probe, profile, 3, v1alpha1.AnnounceKeepalived, vipctlFault(c), i)["ipv4"]
 				if !ok {
 					b.Fatalf("trial %d: the Service addresses never settled", i)
 				}
@@ -108,7 +100,8 @@ func BenchmarkPeers(b *testing.B) {
 			settings = "bfd=300ms"
 		}
 		peerCase(b, "bgp", "vipctl", version, settings, "node-loss", func(b *testing.B, i int) (time.Duration, int) {
-			return vipctlBGPTrial(b, bfd, i)
+			_, outage, failed := bgpFailoverTrial(b, bfd, i)
+			return outage, failed
 		})
 	}
 	peerCase(b, "bgp", "kube-vip", kubeVIPVersion, "hold=3s", "node-loss", func(b *testing.B, i int) (time.Duration, int) {
@@ -119,24 +112,6 @@ func BenchmarkPeers(b *testing.B) {
 	})
 }
 
-// vipctlBGPTrial is BenchmarkFailoverBGP's trial as one of the peers'
-// lines: a bgp pool's Cluster address announced by three nodes (two
-// racks) to the same router, one node lost.
-func vipctlBGPTrial(b *testing.B, bfd bool, i int) (time.Duration, int) {
-	var outage time.Duration
-	var failed int
-	b.Run(fmt.Sprintf("trial-%d", i), func(b *testing.B) {
-		bl := startBGPLab(b, bfd)
-		all := bl.announceEverywhere(b, bgpClusterVIP)
-		if bfd {
-			// Sessions up before the fault, as BenchmarkFailoverBGP waits.
-			b.Logf("BFD up %s after the routes", bl.waitBFDUp(b, 3).Round(time.Millisecond))
-		}
-		_, outage, failed = bl.loseNode(b, bgpClusterVIP, bl.lc.ByName["b1"].Host.LinkDown, all[:2])
-	})
-	return outage, failed
-}
-
 // peerCases are the faults every peer meets: the holder lost, its agent
 // killed, and the planned move off it by the peer's own maintenance
 // path (vipctl: the node drained, as the keepalived pod's preStop does;
@@ -144,6 +119,15 @@ func vipctlBGPTrial(b *testing.B, bfd bool, i int) (time.Duration, int) {
 // gives its Lease up; MetalLB: the node labelled
 // node.kubernetes.io/exclude-from-external-load-balancers).
 var peerCases = []string{"node-loss", "agent-kill", "planned"}
+
+// vipctlFault is a peer case as vipctl's failover and announce trials
+// name it: its agent is keepalived.
+func vipctlFault(c string) string {
+	if c == "agent-kill" {
+		return "keepalived-kill"
+	}
+	return c
+}
 
 // peerCase runs -peer-trials trials of one peer's case for one kind of
 // VIP (api: the control plane's; service: a LoadBalancer Service's) as a
@@ -174,7 +158,6 @@ func printPeer(b *testing.B, vip, peer, version, settings, scenario string, outa
 		return
 	}
 	fmt.Fprintf(os.Stdout, "peers vip=%s peer=%s version=%s settings=%s case=%s %s\n", vip, peer, version, settings, scenario, outageFields(outages, failed))
-
 }
 
 // vipctlVersion is the commit the benchmark runs (with -dirty for
@@ -338,11 +321,13 @@ func logOnFailure(t testing.TB, what string, agents map[string]*netlab.Proc) {
 	})
 }
 
-// measure polls url from the client until it answers, injects the fault
-// into holder (fault), and returns the outage and the failed requests
-// as BenchmarkFailover counts them: to the first answer from another
-// node, or for a planned move the longest run of failures.
-func (pl *peerLab) measure(t testing.TB, url, holder string, planned bool, fault func()) (time.Duration, int) {
+// measure polls url from the client until holder answers, injects
+// scenario's fault into holder (node-loss: its switch port dropped;
+// agent-kill: agent, its agent there, SIGKILLed; planned: the peer's own
+// maintenance path, planned), and returns the outage and the failed
+// requests as BenchmarkFailover counts them: to the first answer from
+// another node, or for a planned move the longest run of failures.
+func (pl *peerLab) measure(t testing.TB, url, holder, scenario string, agent *netlab.Proc, planned func()) (time.Duration, int) {
 	t.Helper()
 	w := lab.StartPolling(pl.client, url, 10*time.Millisecond, lab.PollTimeout, true)
 	lab.WaitFor(t, 30*time.Second, "answers from "+holder, func() bool {
@@ -350,8 +335,19 @@ func (pl *peerLab) measure(t testing.TB, url, holder string, planned bool, fault
 		return ok > 20 && strings.TrimSpace(w.LastBody()) == holder
 	})
 	at := time.Now()
-	fault()
-	return moveOutage(t, w, holder, at, planned, 60*time.Second)
+	switch scenario {
+	case "node-loss":
+		pl.hosts[holder].LinkDown()
+	case "agent-kill":
+		if err := agent.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	case "planned":
+		planned()
+	default:
+		t.Fatalf("unknown case %q", scenario)
+	}
+	return moveOutage(t, w, holder, at, scenario == "planned", 60*time.Second)
 }
 
 // startKubeVIP starts kube-vip on every node for kind (kubeVIPTrial)
@@ -408,20 +404,11 @@ func kubeVIPTrial(b *testing.B, bin, kind, scenario string, i int) (time.Duratio
 			return
 		}
 		holder := waitOneHolder(t, pl.hosts, vip, 60*time.Second)
-		outage, failed = pl.measure(t, "http://"+vip+":8080/", holder, scenario == "planned", func() {
-			switch scenario {
-			case "node-loss":
-				pl.hosts[holder].LinkDown()
-			case "agent-kill":
-				if err := agents[holder].Signal(syscall.SIGKILL); err != nil {
-					t.Fatal(err)
-				}
-			case "planned":
-				// kube-vip has no drain: its pod stopped, SIGTERM, after
-				// which it gives its Lease up.
-				if err := agents[holder].Signal(syscall.SIGTERM); err != nil {
-					t.Fatal(err)
-				}
+		outage, failed = pl.measure(t, "http://"+vip+":8080/", holder, scenario, agents[holder], func() {
+			// kube-vip has no drain: its pod stopped, SIGTERM, after which
+			// it gives its Lease up.
+			if err := agents[holder].Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
 			}
 		})
 	})

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -72,20 +71,11 @@ func metallbTrial(b *testing.B, controller, speaker, mode, scenario string, i in
 			return
 		}
 		holder := metallbHolder(t, pl)
-		outage, failed = pl.measure(t, "http://"+peerServiceVIP+":8080/", holder, scenario == "planned", func() {
-			switch scenario {
-			case "node-loss":
-				pl.hosts[holder].LinkDown()
-			case "agent-kill":
-				if err := agents[holder].Signal(syscall.SIGKILL); err != nil {
-					t.Fatal(err)
-				}
-			case "planned":
-				// MetalLB's way to take a node out of announcing.
-				patch := `{"metadata":{"labels":{"node.kubernetes.io/exclude-from-external-load-balancers":""}}}`
-				if _, err := pl.admin.CoreV1().Nodes().Patch(ctx, holder, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-					t.Fatal(err)
-				}
+		outage, failed = pl.measure(t, "http://"+vip+":8080/", holder, scenario, agents[holder], func() {
+			// MetalLB's way to take a node out of announcing.
+			patch := `{"metadata":{"labels":{"node.kubernetes.io/exclude-from-external-load-balancers":""}}}`
+			if _, err := pl.admin.CoreV1().Nodes().Patch(ctx, holder, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
 			}
 		})
 	})

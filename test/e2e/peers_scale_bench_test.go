@@ -130,7 +130,7 @@ func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents
 		}
 		sampled = append(sampled, a)
 	}
-	holders := answerAll(b, pl.client, sampled, func(string) bool { return true }, start, 200*time.Millisecond, 10*time.Minute)
+	holders := answerAll(b, pl.client, sampled, start, 200*time.Millisecond, 10*time.Minute)
 	var bulk time.Duration
 	for _, h := range holders {
 		bulk = max(bulk, h.after)
@@ -167,13 +167,13 @@ func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents
 		if !annotate {
 			a = waitLBAddr(b, pl, fmt.Sprintf("svc-%d", i), time.Minute)
 		}
-		got := answerAll(b, pl.client, []netip.Addr{a}, func(string) bool { return true }, t0, 20*time.Millisecond, 2*time.Minute)
+		got := answerAll(b, pl.client, []netip.Addr{a}, t0, 20*time.Millisecond, 2*time.Minute)
 		adds = append(adds, got[a].after)
 	}
 	slices.Sort(adds)
 
 	// The node answering for the most sampled addresses is lost.
-	current := answerAll(b, pl.client, sampled, func(string) bool { return true }, time.Now(), 200*time.Millisecond, time.Minute)
+	current := answerAll(b, pl.client, sampled, time.Now(), 200*time.Millisecond, time.Minute)
 	count := map[string]int{}
 	for _, h := range current {
 		count[h.node]++
@@ -240,11 +240,11 @@ type answer struct {
 	after time.Duration
 }
 
-// answerAll is answerUntil that fails t unless every address answered
-// within timeout.
-func answerAll(t testing.TB, client *netlab.Host, addrs []netip.Addr, ok func(node string) bool, since time.Time, every, timeout time.Duration) map[netip.Addr]answer {
+// answerAll is answerUntil with any node's answer, failing t unless
+// every address answered within timeout.
+func answerAll(t testing.TB, client *netlab.Host, addrs []netip.Addr, since time.Time, every, timeout time.Duration) map[netip.Addr]answer {
 	t.Helper()
-	got := answerUntil(client, addrs, ok, since, every, timeout)
+	got := answerUntil(client, addrs, func(string) bool { return true }, since, every, timeout)
 	if len(got) != len(addrs) {
 		var missing []string
 		for _, a := range addrs {
