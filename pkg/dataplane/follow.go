@@ -218,15 +218,43 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 	if err := errors.Join(addrBurst(ifindex, movedAddr, false), proxyBurst(ifindex, movedProxy, false)); err != nil {
 		errs = append(errs, err)
 	}
-	// What else to announce now: again GARPDelay after the first round,
-	// and every held address each GARPRefresh.
-	var due []netip.Addr
+	due, after := dueAnnouncements(l.announced, wanted, now)
+	if !after.IsZero() && (next.IsZero() || after.Before(next)) {
+		next = after
+	}
+	if !next.IsZero() {
+		l.wakeAt(next)
+	}
+	if len(due) > 0 {
+		errs = append(errs, announce(link, due, render.GARPRepeat))
+	}
+	return f, errors.Join(errs...)
+}
+
+// dueAnnouncements picks the addresses of wanted to announce at now,
+// records them in announced, and tells when the next one is due (zero:
+// none): an address again GARPDelay after its first round, and every held
+// address each GARPRefresh. Refreshes go out together: once one is due,
+// every address refreshed more than refreshSlack ago goes with it.
+// Addresses added at many different times (Services created one by one,
+// a bulk over a minute) would otherwise each wake a sync of their own
+// every GARPRefresh, and a sync lists every address and local route: at
+// 1000 Services that was most of an idle sidecar's CPU
+// (docs/benchmarks.md). They settle into one or two rounds a refresh.
+func dueAnnouncements(announced map[netip.Addr]announcement, wanted map[netip.Addr]bool, now time.Time) (due []netip.Addr, next time.Time) {
+	refresh := render.GARPRefresh
 	for a := range wanted {
-		an := l.announced[a]
+		if an := announced[a]; an.rounds >= 2 && now.Sub(an.last) >= render.GARPRefresh {
+			refresh = render.GARPRefresh - refreshSlack
+			break
+		}
+	}
+	for a := range wanted {
+		an := announced[a]
 		switch {
 		case an.rounds == 0:
 		case an.rounds == 1 && now.Sub(an.last) >= render.GARPDelay:
-		case now.Sub(an.last) >= render.GARPRefresh:
+		case an.rounds >= 2 && now.Sub(an.last) >= refresh:
 		default:
 			wait := an.last.Add(render.GARPRefresh)
 			if an.rounds == 1 {
@@ -238,21 +266,17 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 			continue
 		}
 		due = append(due, a)
-		l.announced[a] = announcement{rounds: an.rounds + 1, last: now}
+		announced[a] = announcement{rounds: an.rounds + 1, last: now}
+		wait := now.Add(render.GARPRefresh)
 		if an.rounds == 0 {
-			if wait := now.Add(render.GARPDelay); next.IsZero() || wait.Before(next) {
-				next = wait
-			}
+			wait = now.Add(render.GARPDelay)
+		}
+		if next.IsZero() || wait.Before(next) {
+			next = wait
 		}
 	}
-	if !next.IsZero() {
-		l.wakeAt(next)
-	}
-	if len(due) > 0 {
-		slices.SortFunc(due, netip.Addr.Compare)
-		errs = append(errs, announce(link, due, render.GARPRepeat))
-	}
-	return f, errors.Join(errs...)
+	slices.SortFunc(due, netip.Addr.Compare)
+	return due, next
 }
 
 // partition splits addrs into those that satisfy f and the rest.
@@ -266,6 +290,10 @@ func partition(addrs []netip.Addr, f func(netip.Addr) bool) (yes, no []netip.Add
 	}
 	return yes, no
 }
+
+// refreshSlack is how early an address is refreshed to go with one
+// that is due (Follow).
+const refreshSlack = render.GARPRefresh / 2
 
 // announcement is how often an address was announced, and when last.
 type announcement struct {
