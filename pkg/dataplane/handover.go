@@ -85,11 +85,18 @@ type HandoverWriter struct {
 	// wrote is each family's sets as last written, by family and set
 	// name; a family not in it is read from the kernel.
 	wrote map[string]map[string]map[netip.Addr][]byte
+	// rules is each family's rules as last written (ruleKey): while they
+	// stay the same, a rewrite changes set elements alone, and nothing
+	// at all when those stay the same too (a sync runs for every Service
+	// added, on every node). At least every LocalResync they are
+	// written again, which also finds a table someone else removed.
+	rules   map[string]string
+	rulesAt time.Time
 }
 
 // NewHandoverWriter writes the target's tables with records lasting grace.
 func NewHandoverWriter(t host.Target, grace time.Duration) *HandoverWriter {
-	return &HandoverWriter{t: t, grace: grace, wrote: map[string]map[string]map[netip.Addr][]byte{}}
+	return &HandoverWriter{t: t, grace: grace, wrote: map[string]map[string]map[netip.Addr][]byte{}, rules: map[string]string{}}
 }
 
 // Apply makes the tables match h. What the tables learned (the old_masters
@@ -111,13 +118,19 @@ func (w *HandoverWriter) Apply(h render.Handover) error {
 				return err
 			}
 		}
+		fresh := time.Since(w.rulesAt) < LocalResync
+		if !fresh {
+			w.rulesAt = time.Now()
+		}
 		for _, f := range handoverFamilies {
-			wrote, err := f.ensure(conn, h, ifindex, w.grace, w.wrote[f.name])
+			rules := f.ruleKey(h, ifindex, w.grace)
+			wrote, err := f.ensure(conn, h, ifindex, w.grace, w.wrote[f.name], fresh && rules == w.rules[f.name])
 			if err != nil {
 				delete(w.wrote, f.name)
+				delete(w.rules, f.name)
 				return fmt.Errorf("nftables: table %s %s: %w", f.name, HandoverTable, err)
 			}
-			w.wrote[f.name] = wrote
+			w.wrote[f.name], w.rules[f.name] = wrote, rules
 		}
 		return nil
 	})
@@ -163,9 +176,27 @@ func linkIndex(netnsFd int, name string) (int, error) {
 // 64 KiB attribute limit (an IPv6 map element takes about 40 bytes).
 const elementsPerFlush = 500
 
+// ruleKey is what one family's rules are written from (ensure): each
+// instance's VRID and priority, the interface and the grace.
+func (f handoverFamily) ruleKey(h render.Handover, ifindex int, grace time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %s", ifindex, grace)
+	learned := map[uint8]bool{}
+	for _, in := range h.Instances {
+		if (in.Family == 4) != f.is4 || learned[in.VRID] {
+			continue
+		}
+		learned[in.VRID] = true
+		fmt.Fprintf(&b, " %d:%d", in.VRID, in.Priority)
+	}
+	return b.String()
+}
+
 // ensure writes one family's table and returns its sets' contents. known
-// is what the last call returned (nil: read what the table holds).
-func (f handoverFamily) ensure(conn *nftables.Conn, h render.Handover, ifindex int, grace time.Duration, known map[string]map[netip.Addr][]byte) (map[string]map[netip.Addr][]byte, error) {
+// is what the last call returned (nil: read what the table holds);
+// sameRules says the rules were last written from the same ruleKey, so
+// that with known only set elements change.
+func (f handoverFamily) ensure(conn *nftables.Conn, h render.Handover, ifindex int, grace time.Duration, known map[string]map[netip.Addr][]byte, sameRules bool) (map[string]map[netip.Addr][]byte, error) {
 	vips, peers := map[netip.Addr][]byte{}, map[netip.Addr][]byte{}
 	for _, in := range h.Instances {
 		if (in.Family == 4) != f.is4 {
@@ -179,11 +210,25 @@ func (f handoverFamily) ensure(conn *nftables.Conn, h render.Handover, ifindex i
 		}
 	}
 	wrote := map[string]map[netip.Addr][]byte{setVIPs: vips, setPeers: peers}
+	table := &nftables.Table{Family: f.family, Name: HandoverTable}
+	sets := map[string]*nftables.Set{
+		setOldMasters: {Table: table, Name: setOldMasters, IsMap: true, Dynamic: true, HasTimeout: true, Timeout: grace,
+			KeyType: nftables.TypeMark, DataType: f.addrType},
+		setVIPs:  {Table: table, Name: setVIPs, IsMap: true, KeyType: f.addrType, DataType: nftables.TypeMark},
+		setPeers: {Table: table, Name: setPeers, KeyType: f.addrType},
+	}
+	if known != nil && sameRules && len(vips) > 0 {
+		// The table is as last written but for the elements.
+		var changes []elementChange
+		for name, want := range wrote {
+			changes = append(changes, diffElements(sets[name], known[name], want)...)
+		}
+		return wrote, flushChanges(conn, changes)
+	}
 	tables, err := conn.ListTablesOfFamily(f.family)
 	if err != nil {
 		return nil, fmt.Errorf("listing tables: %w", err)
 	}
-	table := &nftables.Table{Family: f.family, Name: HandoverTable}
 	exists := false
 	for _, t := range tables {
 		exists = exists || t.Name == HandoverTable
@@ -193,12 +238,6 @@ func (f handoverFamily) ensure(conn *nftables.Conn, h render.Handover, ifindex i
 			conn.DelTable(table)
 		}
 		return nil, conn.Flush()
-	}
-	sets := map[string]*nftables.Set{
-		setOldMasters: {Table: table, Name: setOldMasters, IsMap: true, Dynamic: true, HasTimeout: true, Timeout: grace,
-			KeyType: nftables.TypeMark, DataType: f.addrType},
-		setVIPs:  {Table: table, Name: setVIPs, IsMap: true, KeyType: f.addrType, DataType: nftables.TypeMark},
-		setPeers: {Table: table, Name: setPeers, KeyType: f.addrType},
 	}
 	chain := &nftables.Chain{Name: chainName, Table: table, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityMangle}
@@ -239,8 +278,17 @@ func (f handoverFamily) ensure(conn *nftables.Conn, h render.Handover, ifindex i
 		}
 	}
 	conn.AddRule(&nftables.Rule{Table: table, Chain: chain, Exprs: f.handOnExprs(sets, ifindex)})
-	// Deletions first: a VIP that moved to another instance is deleted
-	// and added again with its new VRID.
+	if err := flushChanges(conn, changes); err != nil {
+		return nil, err
+	}
+	return wrote, conn.Flush()
+}
+
+// flushChanges sends set element changes, deletions first (a VIP that
+// moved to another instance is deleted and added again with its new
+// VRID), in transactions of at most elementsPerFlush; the first also
+// carries whatever conn has queued.
+func flushChanges(conn *nftables.Conn, changes []elementChange) error {
 	slices.SortStableFunc(changes, func(a, b elementChange) int {
 		if c := cmpBool(b.del, a.del); c != 0 {
 			return c
@@ -256,22 +304,23 @@ func (f handoverFamily) ensure(conn *nftables.Conn, h render.Handover, ifindex i
 			for ; j < n && changes[j].set == changes[i].set && changes[j].del == changes[i].del; j++ {
 				elems = append(elems, changes[j].elem)
 			}
+			var err error
 			if changes[i].del {
 				err = conn.SetDeleteElements(changes[i].set, elems)
 			} else {
 				err = conn.SetAddElements(changes[i].set, elems)
 			}
 			if err != nil {
-				return nil, err
+				return err
 			}
 			i = j
 		}
 		if err := conn.Flush(); err != nil {
-			return nil, err
+			return err
 		}
 		changes = changes[n:]
 	}
-	return wrote, conn.Flush()
+	return nil
 }
 
 // elementMap is a set's elements by address.

@@ -459,6 +459,32 @@ func TestHandoverTableAtScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("the writer's rewrite", h)
+	// Its rules were left as they were (the same instances): one learning
+	// rule per VRID, one hand-on rule, whatever the rewrites.
+	if err := w.Apply(h); err != nil {
+		t.Fatal(err)
+	}
+	var rules []*nftables.Rule
+	if err := tn.WithNetnsFd(func(fd int) error {
+		conn, err := nftConn(fd)
+		if err != nil {
+			return err
+		}
+		table := &nftables.Table{Family: nftables.TableFamilyIPv6, Name: HandoverTable}
+		rules, err = conn.GetRules(table, &nftables.Chain{Name: chainName, Table: table})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// IPv6: a learning rule and a link-local one per VRID, and the
+	// hand-on rule.
+	learning := map[uint8]bool{}
+	for _, in := range h.Instances {
+		learning[in.VRID] = true
+	}
+	if got, want := len(rules), 2*len(learning)+1; got != want {
+		t.Errorf("%d rules after three writes, want %d", got, want)
+	}
 	if err := ApplyHandover(tn, bigHandover()); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -44,6 +45,29 @@ const (
 // ApplyTakeoverRoutes makes the rule and routes match h's IPv6 VIPs;
 // without any, it removes them.
 func ApplyTakeoverRoutes(t host.Target, h render.Handover) error {
+	return NewTakeoverWriter(t).Apply(h)
+}
+
+// TakeoverWriter applies takeover routes as ApplyTakeoverRoutes does,
+// but once it has read the table it changes only the difference from its
+// last success: a sync runs for every Service added, and reading a table
+// of thousands of routes each time was a fifth of a loaded node's sync
+// (docs/benchmarks.md). It reads the rule and the table again at least
+// every LocalResync (a route someone else removed), after a failure, and
+// when the interface changes.
+type TakeoverWriter struct {
+	t     host.Target
+	iface string
+	have  map[netip.Addr]bool // nil: read the table first
+	read  time.Time
+}
+
+// NewTakeoverWriter writes t's takeover routes.
+func NewTakeoverWriter(t host.Target) *TakeoverWriter { return &TakeoverWriter{t: t} }
+
+// Apply makes the rule and routes match h's IPv6 VIPs; without any, it
+// removes them.
+func (w *TakeoverWriter) Apply(h render.Handover) error {
 	want := map[netip.Addr]bool{}
 	for _, in := range h.Instances {
 		for _, v := range in.VIPs {
@@ -56,39 +80,76 @@ func ApplyTakeoverRoutes(t host.Target, h render.Handover) error {
 	if len(want) == 0 {
 		iface = ""
 	}
-	return t.InNetns(func() error {
-		if err := ensureTakeoverRule(iface); err != nil {
-			return err
+	now := time.Now()
+	known := w.have != nil && w.iface == iface && now.Sub(w.read) < LocalResync
+	err := w.t.InNetns(func() error {
+		have := w.have
+		if !known {
+			if err := ensureTakeoverRule(iface); err != nil {
+				return err
+			}
+			routes, err := localRoutes(takeoverTable)
+			if err != nil {
+				return err
+			}
+			have = map[netip.Addr]bool{}
+			for ip, r := range routes {
+				if !want[ip] {
+					if err := delLocalRoute(r); err != nil {
+						return err
+					}
+					continue
+				}
+				have[ip] = true
+			}
 		}
-		have, err := localRoutes(takeoverTable)
+		var add, del []netip.Addr
+		for vip := range have {
+			if !want[vip] {
+				del = append(del, vip)
+			}
+		}
+		for vip := range want {
+			if !have[vip] {
+				add = append(add, vip)
+			}
+		}
+		if len(add)+len(del) == 0 {
+			return nil
+		}
+		l, err := netlink.LinkByName("lo")
 		if err != nil {
 			return err
 		}
-		for ip, r := range have {
-			if want[ip] {
-				delete(want, ip)
-				continue
-			}
-			if err := delLocalRoute(r); err != nil {
+		lo := l.Attrs().Index
+		for _, vip := range del {
+			if err := delLocalRoute(*takeoverRoute(lo, vip)); err != nil {
 				return err
 			}
 		}
-		if len(want) == 0 {
-			return nil
-		}
-		lo, err := netlink.LinkByName("lo")
-		if err != nil {
-			return err
-		}
-		for vip := range want {
-			r := localRoute(lo.Attrs().Index, vip)
-			r.Table, r.Priority = takeoverTable, 0
-			if err := netlink.RouteAdd(r); err != nil && !errors.Is(err, unix.EEXIST) {
+		for _, vip := range add {
+			if err := netlink.RouteAdd(takeoverRoute(lo, vip)); err != nil && !errors.Is(err, unix.EEXIST) {
 				return fmt.Errorf("takeover route for %s: %w", vip, err)
 			}
 		}
 		return nil
 	})
+	if err != nil {
+		w.have = nil
+		return err
+	}
+	if !known {
+		w.read, w.iface = now, iface
+	}
+	w.have = want
+	return nil
+}
+
+// takeoverRoute is vip's local route in takeoverTable.
+func takeoverRoute(lo int, vip netip.Addr) *netlink.Route {
+	r := localRoute(lo, vip)
+	r.Table, r.Priority = takeoverTable, 0
+	return r
 }
 
 // ensureTakeoverRule leaves exactly one IPv6 rule to takeoverTable, for

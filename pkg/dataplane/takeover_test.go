@@ -97,3 +97,59 @@ func TestTakeoverRoutesAcceptTheFirstSYN(t *testing.T) {
 		t.Errorf("an empty Handover left rule or routes:\n%s", out)
 	}
 }
+
+// TestTakeoverWriterChangesTheDifference: one writer, as the sidecar keeps
+// it across syncs. After its first write it adds and removes only the
+// routes whose VIPs came and went, and leaves the rest as they are; a
+// route someone else removed comes back once the writer reads the table
+// again (a new writer here, LocalResync later in the sidecar), and an
+// empty Handover still removes rule and routes.
+func TestTakeoverWriterChangesTheDifference(t *testing.T) {
+	lab := netlab.New(t)
+	b := lab.AddHost("b", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"2001:db8:100::12/64"}})
+	tb := labTarget(t, b)
+	handover := func(vips ...string) render.Handover {
+		h := render.Handover{Interface: "br-ex"}
+		for _, v := range vips {
+			h.Instances = append(h.Instances, render.HandoverInstance{Family: 6, VRID: 51, Priority: 88,
+				VIPs: []netip.Addr{netip.MustParseAddr(v)}, Peers: []netip.Addr{netip.MustParseAddr("2001:db8:100::11")}})
+		}
+		return h
+	}
+	routes := func() []string {
+		out, _ := b.Exec("ip", "-6", "route", "show", "table", "30326")
+		var dst []string
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if f := strings.Fields(l); len(f) > 1 {
+				dst = append(dst, f[1])
+			}
+		}
+		return dst
+	}
+	want := func(what string, vips ...string) {
+		t.Helper()
+		if got := routes(); strings.Join(got, " ") != strings.Join(vips, " ") {
+			t.Errorf("%s: routes to %v, want %v", what, got, vips)
+		}
+	}
+	w := NewTakeoverWriter(tb)
+	if err := w.Apply(handover("2001:db8:100::5", "2001:db8:100::6")); err != nil {
+		t.Fatal(err)
+	}
+	want("first write", "2001:db8:100::5", "2001:db8:100::6")
+	b.MustExec("ip", "-6", "route", "del", "local", "2001:db8:100::5", "dev", "lo", "table", "30326", "proto", "118")
+	if err := w.Apply(handover("2001:db8:100::5", "2001:db8:100::7")); err != nil {
+		t.Fatal(err)
+	}
+	want("one VIP gone, one new, one route removed behind the writer's back: only the difference", "2001:db8:100::7")
+	if err := NewTakeoverWriter(tb).Apply(handover("2001:db8:100::5", "2001:db8:100::7")); err != nil {
+		t.Fatal(err)
+	}
+	want("the table read again", "2001:db8:100::5", "2001:db8:100::7")
+	if err := w.Apply(render.Handover{Interface: "br-ex"}); err != nil {
+		t.Fatal(err)
+	}
+	if out := string(b.MustExec("ip", "-6", "rule")); strings.Contains(out, "30326") || len(routes()) > 0 {
+		t.Errorf("an empty Handover left rule or routes: %s %v", out, routes())
+	}
+}

@@ -3,7 +3,9 @@ package runtimecfg
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"time"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
@@ -23,13 +25,21 @@ type Node struct {
 	// Local keeps the VIPs held here local across handovers; nil where
 	// nothing runs it (--once exits; the sidecar that follows runs it).
 	Local *dataplane.LocalVIPs
-	// handover rewrites the tables with only the difference.
+	// handover and takeover rewrite the tables and routes with only the
+	// difference.
 	handover *dataplane.HandoverWriter
+	takeover *dataplane.TakeoverWriter
+	// redirected is the API table's input last written, and when: a sync
+	// runs for every Service added, and writing the same table again is
+	// an nftables transaction each time.
+	redirected   string
+	redirectedAt time.Time
 }
 
 // NewNode prepares a node for Reconcile.
 func NewNode(t host.Target, name string, local *dataplane.LocalVIPs) *Node {
-	return &Node{Target: t, Name: name, Local: local, handover: dataplane.NewHandoverWriter(t, dataplane.HandoverGrace)}
+	return &Node{Target: t, Name: name, Local: local, handover: dataplane.NewHandoverWriter(t, dataplane.HandoverGrace),
+		takeover: dataplane.NewTakeoverWriter(t)}
 }
 
 // Input is what a node is brought in line with.
@@ -65,8 +75,10 @@ type Outcome struct {
 // safe: the track files keepalived reads; the render; the real daemons'
 // judgement, atomic writes and reloads (Apply: keepalived, haproxy and,
 // with bgp pools, FRR's frr.conf through vtysh -C and frr-reload.py); the status files no config
-// reads any more; the API redirect and the internal API's guard; the handover tables and the IPv6
-// takeover routes; the local routes.
+// reads any more; then the local routes' keeper is told (it also adds and announces the Service
+// addresses of announce: sidecar pools, on its own goroutine, so a new Service's address does not
+// wait for what follows); the API redirect and the internal API's guard; the handover tables and
+// the IPv6 takeover routes.
 // An error means the node kept its last good config; its Reason is one of
 // the sidecar's failure labels.
 func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
@@ -96,15 +108,35 @@ func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
 	if err := PruneLocalStatus(n.Target, vrrpLocal); err != nil {
 		return out, &StepError{"write", err}
 	}
-	if err := dataplane.ApplyRedirects(n.Target, in.Model.Config, d.Files, d.Guard); err != nil {
-		return out, &StepError{"redirect", err}
-	}
-	out.HandoverErr = errors.Join(n.handover.Apply(d.Handover), dataplane.ApplyTakeoverRoutes(n.Target, d.Handover))
 	if n.Local != nil {
 		n.Local.SetHandover(d.Handover)
 		n.Local.Kick()
 	}
+	if err := n.redirect(in.Model.Config, d); err != nil {
+		return out, &StepError{"redirect", err}
+	}
+	out.HandoverErr = errors.Join(n.handover.Apply(d.Handover), n.takeover.Apply(d.Handover))
 	return out, nil
+}
+
+// redirect writes the API redirects and guard (dataplane.ApplyRedirects)
+// unless the same were written less than LocalResync ago.
+func (n *Node) redirect(c *v1alpha1.ClusterVIPs, d NodeState) error {
+	var guard render.InternalGuard
+	if d.Guard != nil {
+		guard = *d.Guard
+	}
+	haproxy := slices.ContainsFunc(d.Files, func(f render.File) bool { return f.Path == render.HaproxyConfPath })
+	key := fmt.Sprintf("%v %t %+v %t", dataplane.APIRedirects(c), d.Guard != nil, guard, haproxy)
+	if key == n.redirected && time.Since(n.redirectedAt) < dataplane.LocalResync {
+		return nil
+	}
+	n.redirected = ""
+	if err := dataplane.ApplyRedirects(n.Target, c, d.Files, d.Guard); err != nil {
+		return err
+	}
+	n.redirected, n.redirectedAt = key, time.Now()
+	return nil
 }
 
 // Desired is what Reconcile brings the node in line with, rendered from
