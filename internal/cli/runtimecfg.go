@@ -59,7 +59,7 @@ comes up before the cluster does.
 
 Without --once (the sidecar) it then watches the cluster with the node's own
 credentials (Nodes, the API endpoints, router pods, LoadBalancer Services,
-the vipctl ConfigMap), re-renders on every change (debounced), has the real
+the vipctl ConfigMap), re-renders on every change (at once after a quiet spell, at most once per --debounce in a burst), has the real
 daemons check each new config, swaps it in atomically and reloads keepalived
 (SIGHUP) and haproxy (master socket). On any failure the files stay as they
 were. It publishes the VIPs this node holds in its Node's vipctl.io/vips
@@ -110,7 +110,7 @@ with a SubjectAccessReview, both with the node's credentials.`,
 	f.StringVar(&o.listen, "listen", net.JoinHostPort("127.0.0.1", fmt.Sprint(render.SidecarPort)), "address of /healthz, /readyz and /metrics; empty to disable")
 	o.metrics.add(f, render.KubeletServingCert, render.KubeletServingCert)
 	f.StringVar(&o.namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap")
-	f.DurationVar(&o.debounce, "debounce", 200*time.Millisecond, "quiet time after a cluster change before rendering")
+	f.DurationVar(&o.debounce, "debounce", 200*time.Millisecond, "longest a change waits after a render: one after a quiet spell renders at once, one right after a render waits four times that render's length, at most this")
 	return cmd
 }
 

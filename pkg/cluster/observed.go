@@ -27,6 +27,14 @@ func Served(s *corev1.Service) bool {
 // announce (ExternalIPs).
 func Read(s *corev1.Service) bool { return Served(s) || len(s.Spec.ExternalIPs) > 0 }
 
+// Addressed tells whether a Service can change a render: one rendering
+// reads (Read) that has an address, in its status (one vipctl serves) or
+// among its external IPs. A new Service waiting for the allocator
+// renders nothing until its address comes (ServiceAddresses skips it).
+func Addressed(s *corev1.Service) bool {
+	return (Served(s) && len(s.Status.LoadBalancer.Ingress) > 0) || len(s.Spec.ExternalIPs) > 0
+}
+
 // ExternalIPs are the addresses of s.Spec.ExternalIPs a pool announces
 // (Pools.ExternalIP). A Service of another load-balancer class is left to
 // it.

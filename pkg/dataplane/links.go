@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 
 	"github.com/vipctl/vipctl/pkg/host"
 )
@@ -93,4 +94,33 @@ func LinkNames(t host.Target) ([]string, error) {
 		return nil
 	})
 	return names, err
+}
+
+// inTarget runs fn with a netlink handle in t's network namespace (nil:
+// the current one, a real node's).
+func inTarget[T any](t host.Target, fn func(h *netlink.Handle) (T, error)) (out T, err error) {
+	err = t.WithNetnsFd(func(fd int) error {
+		var h *netlink.Handle
+		if fd >= 0 {
+			nh, err := netlink.NewHandleAt(netns.NsHandle(fd))
+			if err != nil {
+				return err
+			}
+			defer nh.Close()
+			h = nh
+		}
+		out, err = fn(h)
+		return err
+	})
+	return out, err
+}
+
+// TargetAddresses is HandleAddresses in t's network namespace.
+func TargetAddresses(t host.Target) ([]netip.Addr, error) {
+	return inTarget(t, HandleAddresses)
+}
+
+// TargetInterface is LocalInterface in t's network namespace.
+func TargetInterface(t host.Target, network netip.Prefix) (string, error) {
+	return inTarget(t, func(h *netlink.Handle) (string, error) { return LocalInterface(h, network) })
 }

@@ -72,7 +72,10 @@ func keptMeta(m *metav1.ObjectMeta, labels, annotations map[string]string) metav
 }
 
 // nodeAnnotations are the annotations of a Node that the sidecar reads.
-var nodeAnnotations = []string{cluster.InterfaceAnnotation, v1alpha1.AnnotationNodeVIPs, cluster.DrainAnnotation}
+// Not the VIPs each node publishes (v1alpha1.AnnotationNodeVIPs), which
+// nothing renders from: each publication made every node render again,
+// two or three renders for every Service added to a small cluster.
+var nodeAnnotations = []string{cluster.InterfaceAnnotation, cluster.DrainAnnotation}
 
 // kept is m narrowed to keys (an EndpointSlice's Service label, a Node's
 // annotations); nil when none is set.
@@ -160,7 +163,7 @@ func (s *Sidecar) inform(what string, inf cache.SharedIndexInformer, read func(o
 func (s *Sidecar) watch() {
 	all := s.factory()
 	s.nodes = s.inform("nodes", all.Core().V1().Nodes().Informer(), nil)
-	s.services = s.inform("services", all.Core().V1().Services().Informer(), servedService)
+	s.services = s.inform("services", all.Core().V1().Services().Informer(), addressedService)
 	cm := s.factory(informers.WithNamespace(s.o.Namespace), informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", v1alpha1.ConfigMapName).String()
 	}))
@@ -262,12 +265,15 @@ func tombstoned(obj any) any {
 	return obj
 }
 
-// servedService tells whether rendering reads a Service (cluster.Read):
-// ClusterIP and other classes' Services without external IPs come and go
-// without a render.
-func servedService(obj any) bool {
+// addressedService tells whether a Service can change the render
+// (cluster.Addressed): ClusterIP and other classes' Services without
+// external IPs come and go without a render, and so does a new
+// LoadBalancer Service until the allocator writes its address, which
+// then renders at once rather than in the window of its creation's
+// render (Run).
+func addressedService(obj any) bool {
 	svc, ok := tombstoned(obj).(*corev1.Service)
-	return !ok || cluster.Read(svc)
+	return !ok || cluster.Addressed(svc)
 }
 
 // sliceRead tells whether rendering reads an EndpointSlice

@@ -93,6 +93,12 @@ func TestWatchRendersOnlyOnRelevantEvents(t *testing.T) {
 			_, err := core.Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
 			return err
 		}},
+		{"the VIPs a Node publishes", "nodes", "ignored", func(kubernetes.Interface) error {
+			n := node.DeepCopy()
+			n.Annotations = map[string]string{v1alpha1.AnnotationNodeVIPs: `[{"address":"198.51.100.130","instance":"pool/shop/0"}]`}
+			_, err := core.Nodes().Update(ctx, n, metav1.UpdateOptions{})
+			return err
+		}},
 		{"a Node's label", "nodes", "sync", func(kubernetes.Interface) error {
 			n := node.DeepCopy()
 			n.Labels["pool"] = "b"
@@ -117,6 +123,16 @@ func TestWatchRendersOnlyOnRelevantEvents(t *testing.T) {
 			c := lb("local", corev1.ServiceExternalTrafficPolicyLocal, "198.51.100.140")
 			c.Labels = map[string]string{"app": "shop"}
 			_, err := core.Services("shop").Update(ctx, c, metav1.UpdateOptions{})
+			return err
+		}},
+		{"a new LoadBalancer Service, no address yet", "services", "ignored", func(kubernetes.Interface) error {
+			c := lb("new", corev1.ServiceExternalTrafficPolicyCluster, "")
+			c.Status.LoadBalancer.Ingress = nil
+			_, err := core.Services("shop").Create(ctx, c, metav1.CreateOptions{})
+			return err
+		}},
+		{"its address written", "services", "sync", func(kubernetes.Interface) error {
+			_, err := core.Services("shop").UpdateStatus(ctx, lb("new", corev1.ServiceExternalTrafficPolicyCluster, "198.51.100.132"), metav1.UpdateOptions{})
 			return err
 		}},
 		{"a LoadBalancer Service's address", "services", "sync", func(kubernetes.Interface) error {
