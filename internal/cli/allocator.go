@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/vipctl/vipctl/pkg/allocator"
 	"github.com/vipctl/vipctl/pkg/manifests"
@@ -53,10 +54,18 @@ out twice. See docs/allocator.md.`,
 				return err
 			}
 			cfg.UserAgent = "vipctl-allocator/" + o.Identity
-			// Each allocation writes a status and an Event: client-go's
-			// default of 5 requests/s would allocate 2.5 Services/s.
+			// Each allocation writes a status and records an Event, on
+			// clients of their own: client-go's default of 5 requests/s
+			// would allocate 5 Services/s; a shared limit of 50 held a
+			// burst of 1000 new Services to 25/s (40 s in the peers'
+			// scale benchmark, docs/benchmarks.md). The Events may lag.
+			events := rest.CopyConfig(cfg)
 			cfg.QPS, cfg.Burst = 50, 100
+			events.QPS, events.Burst = 25, 100
 			if o.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+				return err
+			}
+			if o.EventClient, err = kubernetes.NewForConfig(events); err != nil {
 				return err
 			}
 			o.Log = slog.New(slog.NewTextHandler(streams.ErrOut, nil))

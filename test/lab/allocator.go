@@ -20,8 +20,11 @@ import (
 	"github.com/vipctl/vipctl/test/testapiserver"
 )
 
-// As the CLI sets them: two writes per allocation (status, Event).
-const allocatorQPS, allocatorBurst = 50, 100
+// As the CLI sets them: the status writes' client, and the Events' own.
+const (
+	allocatorQPS, allocatorBurst   = 50, 100
+	allocatorEventQPS, eventsBurst = 25, 100
+)
 
 // Allocator is one in-process allocator replica using the
 // ServiceAccount's token.
@@ -73,10 +76,13 @@ func StartAllocatorWith(t testing.TB, cfg *rest.Config, id string, syncTimeout t
 	reg := prometheus.NewRegistry()
 	m := allocator.NewMetrics(reg)
 	cfg = rest.CopyConfig(cfg)
+	events := rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = allocatorQPS, allocatorBurst
+	events.QPS, events.Burst = allocatorEventQPS, eventsBurst
 	c, err := allocator.NewController(allocator.Options{
-		Client:    kubernetes.NewForConfigOrDie(cfg),
-		Namespace: render.Namespace, Identity: id,
+		Client:      kubernetes.NewForConfigOrDie(cfg),
+		EventClient: kubernetes.NewForConfigOrDie(events),
+		Namespace:   render.Namespace, Identity: id,
 		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
 		SyncTimeout: syncTimeout,
 		Log:         slog.New(slog.NewTextHandler(buf, nil)), Metrics: m,
