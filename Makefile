@@ -134,16 +134,18 @@ bench-failover: deps image
 PEER_TRIALS ?= 5
 bench-peers: deps image
 	./hack/build-peers.sh
-	$(GO) test -run '^$$' -bench BenchmarkPeers -benchtime 1x -timeout 3h ./test/e2e/ -args -peer-trials=$(PEER_TRIALS) | grep '^peers ' | tee bin/peers.txt
+	$(GO) test -run '^$$' -bench '^BenchmarkPeers$$' -benchtime 1x -timeout 3h ./test/e2e/ -args -peer-trials=$(PEER_TRIALS) | grep '^peers ' | tee bin/peers.txt
 	$(GO) run ./hack/peerschart -o bin/peers.svg -title "vipctl $$(git describe --always --dirty) and its peers, $$(date -u +%F) (make bench-peers)" < bin/peers.txt
 
-## bench-peers-scale: kube-vip and MetalLB with PEER_SERVICES Services
-## loaded in the peers' lab (BenchmarkPeersScale, peers-scale lines; root;
-## vipctl's counterpart is bench-scale)
+## bench-peers-scale: vipctl, kube-vip and MetalLB with PEER_SERVICES
+## Services loaded in the peers' lab, each part of vipctl a process of its
+## own as in its pods (BenchmarkPeersScale, peers-scale lines; root;
+## PEERS=vipctl,metallb to leave one out)
 PEER_SERVICES ?= 1000
+PEERS ?= vipctl,kube-vip,metallb
 bench-peers-scale: deps image
 	./hack/build-peers.sh
-	$(GO) test -run '^$$' -bench BenchmarkPeersScale -benchtime 1x -timeout 2h ./test/e2e/ -args -peer-scale-services=$(PEER_SERVICES) | grep '^peers-scale '
+	$(GO) test -run '^$$' -bench BenchmarkPeersScale -benchtime 1x -timeout 2h ./test/e2e/ -args -peer-scale-services=$(PEER_SERVICES) -peer-scale-peers=$(PEERS) | grep '^peers-scale '
 
 ## bench-announce: announce: keepalived against announce: sidecar on a small pool
 ## (two nodes, IPv4 and IPv6, real keepalived, apiserver and sidecars), per fault:

@@ -97,10 +97,14 @@ type peerResult struct {
 }
 
 // label names the bar: vipctl with its settings' variant, a peer with
-// its version.
+// its version, and "fast" where its settings are its quickest ones
+// (they start with "fast/") rather than its defaults.
 func (r peerResult) label() string {
 	if r.peer == "vipctl" {
 		return r.peer + " " + vipctlVariant(r.settings)
+	}
+	if strings.HasPrefix(r.settings, "fast/") {
+		return r.peer + " " + r.version + " fast"
 	}
 	return r.peer + " " + r.version
 }
@@ -109,12 +113,17 @@ func (r peerResult) label() string {
 // (the slower in the darker blue).
 var peerColors = map[string]string{
 	"vipctl default": "#1f77b4", "vipctl hold=3s": "#1f77b4", "vipctl fast": "#6baed6", "vipctl bfd=300ms": "#6baed6",
-	"kube-vip": "#ff7f0e", "metallb": "#2ca02c",
+	"kube-vip": "#ff7f0e", "kube-vip fast": "#fdae6b", "metallb": "#2ca02c",
 }
 
 func (r peerResult) color() string {
 	if c, ok := peerColors[r.label()]; ok {
 		return c
+	}
+	if strings.HasPrefix(r.settings, "fast/") {
+		if c, ok := peerColors[r.peer+" fast"]; ok {
+			return c
+		}
 	}
 	if c, ok := peerColors[r.peer]; ok {
 		return c

@@ -9,16 +9,21 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
+	"github.com/vipctl/vipctl/test/testapiserver"
 )
 
 var (
@@ -26,7 +31,10 @@ var (
 	peerScaleSample   = flag.Int("peer-scale-sample", 100, "BenchmarkPeersScale: loaded addresses the client asks "+
 		"(the kernel's IPv6 neighbour table, shared by every namespace of the machine, holds 1024 entries)")
 	peerScaleAdds   = flag.Int("peer-scale-adds", 20, "BenchmarkPeersScale: Services added one at a time after the load, each timed to its first answer")
+	peerScaleAddGap = flag.Duration("peer-scale-add-gap", time.Second, "BenchmarkPeersScale: the pause between one added Service answering and the next created (0: back to back)")
 	peerScaleSteady = flag.Duration("peer-scale-steady", 30*time.Second, "BenchmarkPeersScale: how long CPU is measured with the Services loaded")
+	peerScalePolled = flag.Int("peer-scale-polled", 10, "BenchmarkPeersScale: loaded addresses asked every 100 ms while Services are added")
+	peerScalePeers  = flag.String("peer-scale-peers", "vipctl,kube-vip,metallb", "BenchmarkPeersScale: the peers to run, in order")
 )
 
 // peerScalePool holds the peers' Service addresses at scale: IPv6, as
@@ -46,46 +54,104 @@ func peerScaleAddr(i int) netip.Addr {
 // BenchmarkPeersScale loads -peer-scale-services LoadBalancer Services
 // (IPv6, a ready endpoint on every node) into a peer's lab of
 // BenchmarkPeers (three nodes, the peer as its docs configure it over
-// ARP/NDP) and measures from the client:
+// ARP/NDP; vipctl with the pool's announce: sidecar, the one its docs
+// give for thousands of Services) and measures from the client:
 //
-//	peers-scale peer=P version=V settings=S services=N sampled=K bulk_ms=B add_p50_ms= add_p95_ms= add_max_ms= \
-//	  loss_vips=L loss_median_ms= loss_max_ms= unrecovered=U node_cpu_pct= node_rss_mib= controller_cpu_pct= controller_rss_mib= agents_exited=E
+//	peers-scale peer=P version=V settings=S services=N sampled=K bulk_ms=B add_p50_ms= add_p95_ms= add_max_ms= add_assigned_p50_ms= \
+//	  untouched_requests= untouched_failed= loss_vips=L loss_median_ms= loss_max_ms= unrecovered=U \
+//	  node_cpu_pct= node_rss_mib= controller_cpu_pct= controller_rss_mib= agents_exited=E
 //
 // bulk: from the first Service created to every sampled address (K of
 // them, evenly spread) answering; add: Services created one at a time
-// after that, each to its first answer; loss: the node answering for the
-// most sampled addresses loses its switch port, and each of its sampled
-// addresses is asked every 50 ms until another node answers (from the
-// fault; unrecovered after two minutes); node_cpu_pct and node_rss_mib:
-// the busiest node's agent over -peer-scale-steady with the Services
-// loaded, in % of one core and MiB; controller_*: MetalLB's controller
-// (kube-vip has none); agents_exited: agents that died during the run
-// (not restarted, where the kubelet would restart their pods). vipctl's own numbers at scale come from
-// BenchmarkScale (docs/benchmarks.md).
+// after that, -peer-scale-add-gap apart, each to its first answer
+// (assigned: to its address in its status, as a watch on it hears; n/a
+// where the Service names it); untouched: requests to -peer-scale-polled
+// of the sampled addresses, every 100 ms each, while those Services are
+// added, and how many failed; loss: the node answering for the most
+// sampled addresses loses its switch port, and each of its sampled
+// addresses is asked every 50 ms (answerUntil: a new request each time,
+// not waiting for the last) until another node
+// answers (from the fault; unrecovered after two minutes); node_cpu_pct
+// and node_rss_mib: the busiest node's agents over -peer-scale-steady
+// with the Services loaded, in % of one core and MiB (every process the
+// peer runs on a node, with its children: vipctl's keepalived and its
+// sidecar); controller_*: the peer's controller (MetalLB's, vipctl's
+// allocator; kube-vip has none); agents_exited: agents that died during
+// the run (not restarted, where the kubelet would restart their pods).
 //
 // Run with `make bench-peers-scale`.
 func BenchmarkPeersScale(b *testing.B) {
 	kubeVIP, kubeVIPVersion := peerBinary(b, "kube-vip")
 	controller, metallbVersion := peerBinary(b, "metallb-controller")
 	speaker, _ := peerBinary(b, "metallb-speaker")
-	b.Run("kube-vip", func(b *testing.B) {
-		pl := startPeerLab(b, false)
-		agents := pl.startKubeVIP(b, kubeVIP, "service")
-		logOnFailure(b, "kube-vip", agents)
-		peerScale(b, pl, "kube-vip", kubeVIPVersion, "svc_election/lease=5s/renew=3s/retry=1s", agents, true)
-	})
-	b.Run("metallb", func(b *testing.B) {
-		pl := startPeerLab(b, false)
-		agents := pl.startMetalLB(b, controller, speaker, false, peerScalePool.String())
-		peerScale(b, pl, "metallb", metallbVersion, "l2/memberlist", agents, false)
-	})
+	for _, peer := range strings.Split(*peerScalePeers, ",") {
+		switch peer {
+		case "vipctl":
+			b.Run("vipctl", func(b *testing.B) {
+				pl, agents := startVipctlPeer(b, "fast")
+				peerScale(b, pl, "vipctl", vipctlVersion(), "profile=fast/announce=sidecar", agents, false)
+			})
+		case "kube-vip":
+			b.Run("kube-vip", func(b *testing.B) {
+				pl := startPeerLab(b, false)
+				agents := pl.startKubeVIP(b, kubeVIP, "service", kubeVIPLeases[0])
+				logOnFailure(b, "kube-vip", agents)
+				peerScale(b, pl, "kube-vip", kubeVIPVersion, "svc_election/lease=5s/renew=3s/retry=1s", oneAgentEach(agents), true)
+			})
+		case "metallb":
+			b.Run("metallb", func(b *testing.B) {
+				pl := startPeerLab(b, false)
+				agents := pl.startMetalLB(b, controller, speaker, false, peerScalePool.String())
+				peerScale(b, pl, "metallb", metallbVersion, "l2/memberlist", oneAgentEach(agents), false)
+			})
+		default:
+			b.Fatalf("-peer-scale-peers: unknown peer %q (vipctl, kube-vip, metallb)", peer)
+		}
+	}
+}
+
+// scaleAgent is a process a peer runs (netlab.Proc, benchProc).
+type scaleAgent interface {
+	PID() int
+	Exited() bool
+	LogTail(n int) string
+}
+
+func oneAgentEach(procs map[string]*netlab.Proc) map[string][]scaleAgent {
+	out := map[string][]scaleAgent{}
+	for name, p := range procs {
+		out[name] = []scaleAgent{p}
+	}
+	return out
+}
+
+// processTree is pid and every process below it (keepalived's VRRP and
+// checker children).
+func processTree(pid int) []int {
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		out = append(out, childPIDs(out[i])...)
+	}
+	return out
+}
+
+// agentsUsage is the CPU seconds and resident KiB of agents' processes
+// with their children, as /proc has them now.
+func agentsUsage(b *testing.B, agents []scaleAgent) (cpu float64, rssKB int) {
+	for _, a := range agents {
+		for _, pid := range processTree(a.PID()) {
+			cpu += cpuSeconds(b, pid)
+			rssKB += procStatusKB(pid, "VmRSS:")
+		}
+	}
+	return cpu, rssKB
 }
 
 // peerScale runs BenchmarkPeersScale's measurements on a lab whose peer
-// runs as agents (by node; MetalLB's controller under "controller").
+// runs as agents (by node; its controller under "controller").
 // With annotate each Service names its address in kube-vip's annotation;
 // else the peer's controller assigns it.
-func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents map[string]*netlab.Proc, annotate bool) {
+func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents map[string][]scaleAgent, annotate bool) {
 	ctx := context.Background()
 	n := *peerScaleServices
 	create := func(i int) error {
@@ -120,7 +186,7 @@ func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents
 	b.Logf("%d Services created in %s", n, time.Since(start).Round(time.Millisecond))
 
 	// The sampled Services' addresses: kube-vip's are the annotations,
-	// MetalLB's come from its controller.
+	// MetalLB's and vipctl's come from their controllers.
 	var sampled []netip.Addr
 	for k := range *peerScaleSample {
 		i := k * n / *peerScaleSample
@@ -140,14 +206,15 @@ func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents
 	// Steady state: the agents' CPU over the window, their RSS after it.
 	time.Sleep(10 * time.Second)
 	cpu0 := map[string]float64{}
-	for name, p := range agents {
-		cpu0[name] = cpuSeconds(b, p.PID())
+	for name, procs := range agents {
+		cpu0[name], _ = agentsUsage(b, procs)
 	}
 	time.Sleep(*peerScaleSteady)
 	nodeCPU, nodeRSS, ctlCPU, ctlRSS := 0.0, 0, 0.0, 0
-	for name, p := range agents {
-		pct := 100 * (cpuSeconds(b, p.PID()) - cpu0[name]) / peerScaleSteady.Seconds()
-		rss := (procStatusKB(p.PID(), "VmRSS:") + 1023) / 1024
+	for name, procs := range agents {
+		cpu, kb := agentsUsage(b, procs)
+		pct := 100 * (cpu - cpu0[name]) / peerScaleSteady.Seconds()
+		rss := (kb + 1023) / 1024
 		if name == "controller" {
 			ctlCPU, ctlRSS = pct, rss
 			continue
@@ -155,22 +222,51 @@ func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents
 		nodeCPU, nodeRSS = max(nodeCPU, pct), max(nodeRSS, rss)
 	}
 
-	// Services added one at a time.
-	var adds []time.Duration
+	// Services added one at a time, while the client asks some loaded
+	// addresses, each every 100 ms.
+	var pollers []*lab.Poller
+	for _, a := range sampled[:min(*peerScalePolled, len(sampled))] {
+		pollers = append(pollers, lab.StartPolling(pl.client, "http://"+netip.AddrPortFrom(a, 8080).String()+"/", 100*time.Millisecond, lab.PollTimeout, true))
+	}
+	var adds, assigns []time.Duration
 	for j := range *peerScaleAdds {
 		i := n + j
+		time.Sleep(*peerScaleAddGap)
+		name := fmt.Sprintf("svc-%d", i)
+		var assigned <-chan netip.Addr
+		if !annotate {
+			assigned = watchLBAddr(b, pl, name)
+		}
 		t0 := time.Now()
 		if err := create(i); err != nil {
 			b.Fatal(err)
 		}
 		a := peerScaleAddr(i)
 		if !annotate {
-			a = waitLBAddr(b, pl, fmt.Sprintf("svc-%d", i), time.Minute)
+			select {
+			case a = <-assigned:
+				assigns = append(assigns, time.Since(t0))
+			case <-time.After(time.Minute):
+				b.Fatalf("%s got no address within a minute", name)
+			}
 		}
 		got := answerAll(b, pl.client, []netip.Addr{a}, t0, 20*time.Millisecond, 2*time.Minute)
 		adds = append(adds, got[a].after)
 	}
 	slices.Sort(adds)
+	slices.Sort(assigns)
+	assign := "n/a" // kube-vip: the Service names its own address
+	if len(assigns) > 0 {
+		assign = fmt.Sprint(percentile(assigns, 50).Milliseconds())
+	}
+	untouched, untouchedFailed := 0, 0
+	for i, p := range pollers {
+		ok, failed := p.Stop()
+		untouched, untouchedFailed = untouched+ok+failed, untouchedFailed+failed
+		if failed > 0 {
+			b.Logf("%s failed %d of %d requests while Services were added: %v", sampled[i], failed, ok+failed, p.Errors())
+		}
+	}
 
 	// The node answering for the most sampled addresses is lost.
 	current := answerAll(b, pl.client, sampled, time.Now(), 200*time.Millisecond, time.Minute)
@@ -207,16 +303,19 @@ func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents
 	// is not restarted here as the kubelet would restart its pod: the
 	// line says so, and its log tail is kept.
 	exited := 0
-	for name, p := range agents {
-		if p.Exited() {
-			exited++
-			b.Logf("%s's agent exited; its log ends:\n%s", name, p.LogTail(15))
+	for name, procs := range agents {
+		for _, p := range procs {
+			if p.Exited() {
+				exited++
+				b.Logf("an agent of %s exited; its log ends:\n%s", name, p.LogTail(15))
+			}
 		}
 	}
-	fmt.Fprintf(os.Stdout, "peers-scale peer=%s version=%s settings=%s services=%d sampled=%d bulk_ms=%d add_p50_ms=%d add_p95_ms=%d add_max_ms=%d "+
-		"loss_vips=%d loss_median_ms=%d loss_max_ms=%d unrecovered=%d node_cpu_pct=%.1f node_rss_mib=%d controller_cpu_pct=%.1f controller_rss_mib=%d agents_exited=%d\n",
-		peer, version, settings, n, len(sampled), bulk.Milliseconds(), percentile(adds, 50).Milliseconds(), percentile(adds, 95).Milliseconds(), adds[len(adds)-1].Milliseconds(),
-		len(lost), lossMedian.Milliseconds(), lossMax.Milliseconds(), unrecovered, nodeCPU, nodeRSS, ctlCPU, ctlRSS, exited)
+	fmt.Fprintf(os.Stdout, "peers-scale peer=%s version=%s settings=%s services=%d sampled=%d bulk_ms=%d add_p50_ms=%d add_p95_ms=%d add_max_ms=%d add_assigned_p50_ms=%s "+
+		"untouched_requests=%d untouched_failed=%d loss_vips=%d loss_median_ms=%d loss_max_ms=%d unrecovered=%d "+
+		"node_cpu_pct=%.1f node_rss_mib=%d controller_cpu_pct=%.1f controller_rss_mib=%d agents_exited=%d\n",
+		peer, version, settings, n, len(sampled), bulk.Milliseconds(), percentile(adds, 50).Milliseconds(), percentile(adds, 95).Milliseconds(), adds[len(adds)-1].Milliseconds(), assign,
+		untouched, untouchedFailed, len(lost), lossMedian.Milliseconds(), lossMax.Milliseconds(), unrecovered, nodeCPU, nodeRSS, ctlCPU, ctlRSS, exited)
 }
 
 // waitLBAddr waits for the address a Service's status gives it.
@@ -232,6 +331,34 @@ func waitLBAddr(t testing.TB, pl *peerLab, name string, timeout time.Duration) n
 		return err == nil
 	})
 	return a
+}
+
+// watchLBAddr watches the Service name, which may not exist yet, and
+// sends the first address its status gives it, as soon as the API has
+// it: so that a Service's own time to answer is not stretched by polling
+// for its address.
+func watchLBAddr(t testing.TB, pl *peerLab, name string) <-chan netip.Addr {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	w, err := pl.admin.CoreV1().Services(metav1.NamespaceDefault).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	out := make(chan netip.Addr, 1)
+	go func() {
+		defer cancel()
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if s, ok := ev.Object.(*corev1.Service); ok && len(s.Status.LoadBalancer.Ingress) > 0 {
+				if a, err := netip.ParseAddr(s.Status.LoadBalancer.Ingress[0].IP); err == nil {
+					out <- a
+					return
+				}
+			}
+		}
+	}()
+	return out
 }
 
 // answer is when an address first answered, and which node answered.
@@ -257,9 +384,13 @@ func answerAll(t testing.TB, client *netlab.Host, addrs []netip.Addr, since time
 	return got
 }
 
-// answerUntil asks every address http://[a]:8080/ from client, every
-// interval (250 ms timeout), until a node for which ok holds answers it,
-// for up to timeout, and returns those first answers, timed from since.
+// answerUntil asks every address http://[a]:8080/ from client, a new
+// request every interval without waiting for the earlier ones (250 ms
+// timeout each, as the failover benchmarks' client), until a node for
+// which ok holds answers it, for up to timeout, and returns those first
+// answers, timed from since to the answer's arrival. Not one request at
+// a time: a request to a lost holder would hold the next back for its
+// whole timeout, and the answers would land on a 250 ms grid.
 func answerUntil(client *netlab.Host, addrs []netip.Addr, ok func(node string) bool, since time.Time, every, timeout time.Duration) map[netip.Addr]answer {
 	c := &http.Client{
 		Timeout: lab.PollTimeout,
@@ -277,23 +408,82 @@ func answerUntil(client *netlab.Host, addrs []netip.Addr, ok func(node string) b
 	for _, a := range addrs {
 		wg.Go(func() {
 			url := "http://" + netip.AddrPortFrom(a, 8080).String() + "/"
+			answered := make(chan struct{})
+			var once sync.Once
+			var requests sync.WaitGroup
+			defer requests.Wait()
+			tick := time.NewTicker(every)
+			defer tick.Stop()
 			for time.Now().Before(deadline) {
-				asked := time.Now()
-				resp, err := c.Get(url)
-				if err == nil {
+				requests.Go(func() {
+					resp, err := c.Get(url)
+					if err != nil {
+						return
+					}
 					body, _ := io.ReadAll(resp.Body)
 					_ = resp.Body.Close()
 					if node := strings.TrimSpace(string(body)); ok(node) {
-						mu.Lock()
-						got[a] = answer{node: node, after: time.Since(since)}
-						mu.Unlock()
-						return
+						once.Do(func() {
+							mu.Lock()
+							got[a] = answer{node: node, after: time.Since(since)}
+							mu.Unlock()
+							close(answered)
+						})
 					}
+				})
+				select {
+				case <-answered:
+					return
+				case <-tick.C:
 				}
-				time.Sleep(time.Until(asked.Add(every)))
 			}
 		})
 	}
 	wg.Wait()
 	return got
+}
+
+// startVipctlPeer runs vipctl in a lab of three nodes as its pods would,
+// each part a process of its own, next to the peers' labs: keepalived
+// and the sidecar (`vipctl runtimecfg`, with the node's client
+// certificate) on every node, the allocator (`vipctl allocator`, with its
+// ServiceAccount's token) beside them; one pool on peerScalePool with
+// announce: sidecar; on every node an echo answering with the node's
+// name, as in the peers' labs. It returns the lab as peerScale reads it,
+// and the agents by node, the allocator under "controller".
+func startVipctlPeer(b *testing.B, profile string) (*peerLab, map[string][]scaleAgent) {
+	bin, err := buildVipctl()
+	if err != nil {
+		b.Fatal(err)
+	}
+	specs := masters(3)
+	for i := range specs {
+		specs[i].Addr6 = fmt.Sprintf("2001:db8:100::%d/64", 11+i)
+	}
+	pools := fmt.Sprintf("  servicePools:\n    - name: scale\n      addresses: [%q]\n      announce: sidecar\n", peerScalePool)
+	kc := lab.StartKube(b, clusterYAML(profile, "unicast", pools), specs)
+	kc.ApplyManifests(b)
+	dir := b.TempDir()
+	allocatorKubeconfig := filepath.Join(dir, "allocator.kubeconfig")
+	testapiserver.WriteKubeconfig(b, kc.API.TokenConfig(lab.AllocatorToken(b, kc.Admin)), allocatorKubeconfig)
+	agents := map[string][]scaleAgent{
+		"controller": {startProcess(b, bin, "allocator", "--kubeconfig", allocatorKubeconfig, "--id", "allocator-0", "--listen", "")},
+	}
+	adminCfg := kc.API.AdminConfig()
+	adminCfg.QPS, adminCfg.Burst = 1000, 2000
+	pl := &peerLab{api: kc.API, client: kc.Client, hosts: map[string]*netlab.Host{}, admin: kubernetes.NewForConfigOrDie(adminCfg)}
+	probe := lab.BuildProbe(b)
+	for _, n := range kc.Nodes {
+		kc.AddNode(b, n.Name)
+		lab.StartEchoProcess(b, probe, n.Host, "[::]:8080", n.Name)
+		nodeKubeconfig := filepath.Join(dir, n.Name+".kubeconfig")
+		testapiserver.WriteKubeconfig(b, kc.API.NodeConfig(b, n.Name), nodeKubeconfig)
+		n.StopLocal() // the sidecar keeps the VIPs local from now on
+		sidecar := startProcess(b, bin, "runtimecfg", "--config", kc.ConfigPath, "--bootstrap-nodes", n.Target.Path(render.BootstrapNodesPath),
+			"--node-name", n.Name, "--kubeconfig", nodeKubeconfig, "--listen", "", "--metrics-listen", "", "--root", n.Target.Root, "--netns", n.Host.NS)
+		agents[n.Name] = []scaleAgent{n.Keepalived, sidecar}
+		pl.names = append(pl.names, n.Name)
+		pl.hosts[n.Name] = n.Host
+	}
+	return pl, agents
 }

@@ -272,28 +272,41 @@ func parallel(b *testing.B, n, workers int, f func(i int) error) {
 
 // benchProc is a vipctl process the bench started; it is stopped by PID.
 type benchProc struct {
-	cmd *exec.Cmd
-	log *lab.LogBuffer
+	cmd    *exec.Cmd
+	log    *lab.LogBuffer
+	exited chan struct{}
 }
 
 func (p *benchProc) PID() int { return p.cmd.Process.Pid }
 
+// Exited tells whether the process has ended.
+func (p *benchProc) Exited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// LogTail is the last n lines of its output.
+func (p *benchProc) LogTail(n int) string { return p.log.Tail(n) }
+
 func startProcess(b *testing.B, bin string, args ...string) *benchProc {
 	b.Helper()
-	p := &benchProc{cmd: exec.Command(bin, args...), log: &lab.LogBuffer{}}
+	p := &benchProc{cmd: exec.Command(bin, args...), log: &lab.LogBuffer{}, exited: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(exited) }()
+	go func() { _ = p.cmd.Wait(); close(p.exited) }()
 	b.Cleanup(func() {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-exited:
+		case <-p.exited:
 		case <-time.After(10 * time.Second):
 			_ = p.cmd.Process.Kill()
-			<-exited
+			<-p.exited
 		}
 		if b.Failed() {
 			b.Logf("--- vipctl %s log:\n%s", args[0], p.log.Tail(40))
