@@ -15,10 +15,11 @@ import (
 // A running Local must be stopped first, or it puts the routes back. The
 // files stay: they say what ran.
 func (n *Node) Leave() error {
+	n.redirected = "" // a Reconcile after this writes the redirects again
 	return errors.Join(
 		n.WithNetnsFd(func(fd int) error { return dataplane.EnsureRedirects(fd, nil) }),
 		n.handover.Apply(render.Handover{}),
-		dataplane.ApplyTakeoverRoutes(n.Target, render.Handover{}),
+		n.takeover.Apply(render.Handover{}),
 		dataplane.Undrain(n.Target),
 	)
 }
