@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 
 	"github.com/vipctl/vipctl/test/fixture"
 	"github.com/vipctl/vipctl/test/lab"
@@ -277,8 +278,10 @@ func (pl *peerLab) echoService(t testing.TB, annotations map[string]string) {
 func (pl *peerLab) createEchoService(ctx context.Context, name string, ipv6 bool, annotations map[string]string) error {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault, Annotations: annotations},
+		// No node ports: nothing here takes traffic through them, and
+		// 5000 Services would exhaust their range.
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 8080}},
-			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyTypeCluster},
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyTypeCluster, AllocateLoadBalancerNodePorts: ptr.To(false)},
 	}
 	addressType, nodeIP := discoveryv1.AddressTypeIPv4, pl.nodeIP
 	if ipv6 {
