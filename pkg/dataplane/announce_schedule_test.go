@@ -10,9 +10,10 @@ import (
 
 // TestRefreshesGoOutTogether: 100 Service addresses added one by one over
 // 40 s (as a bulk of Services arrives) are each announced at once, again
-// GARPDelay later, and then refreshed at least every GARPRefresh; but the
-// refreshes go out together, so once they have settled the follower
-// wakes about once a refresh period, not once per address.
+// GARPDelay later (full rounds), and then refreshed (one advertisement)
+// at least every GARPRefresh; but the refreshes go out together, so once
+// they have settled the follower wakes about once a refresh period, not
+// once per address.
 func TestRefreshesGoOutTogether(t *testing.T) {
 	start := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
 	announced := map[netip.Addr]announcement{}
@@ -23,8 +24,18 @@ func TestRefreshesGoOutTogether(t *testing.T) {
 	// step runs a sync at now (as a wake or an addition would) and
 	// returns when the next wake is due.
 	step := func(now time.Time) time.Time {
-		due, next := dueAnnouncements(announced, wanted, now)
+		due, refresh, next := dueAnnouncements(announced, wanted, now)
+		for _, a := range refresh {
+			if rounds[a] < 2 {
+				t.Errorf("%s refreshed (one advertisement) after %d rounds, before its first two full ones", a, rounds[a])
+			}
+		}
 		for _, a := range due {
+			if rounds[a] >= 2 {
+				t.Errorf("%s announced in a full round after its first two: a refresh is one advertisement", a)
+			}
+		}
+		for _, a := range append(due, refresh...) {
 			if rounds[a] >= 2 && now.Sub(last[a]) > render.GARPRefresh {
 				t.Errorf("%s refreshed %s after its last announcement, more than GARPRefresh", a, now.Sub(last[a]))
 			}

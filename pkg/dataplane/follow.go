@@ -218,7 +218,7 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 	if err := errors.Join(addrBurst(ifindex, movedAddr, false), proxyBurst(ifindex, movedProxy, false)); err != nil {
 		errs = append(errs, err)
 	}
-	due, after := dueAnnouncements(l.announced, wanted, now)
+	due, refresh, after := dueAnnouncements(l.announced, wanted, now)
 	if !after.IsZero() && (next.IsZero() || after.Before(next)) {
 		next = after
 	}
@@ -228,24 +228,28 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 	if len(due) > 0 {
 		errs = append(errs, announce(link, due, render.GARPRepeat))
 	}
+	if len(refresh) > 0 {
+		errs = append(errs, announce(link, refresh, render.GARPRefreshRepeat))
+	}
 	return f, errors.Join(errs...)
 }
 
 // dueAnnouncements picks the addresses of wanted to announce at now,
 // records them in announced, and tells when the next one is due (zero:
-// none): an address again GARPDelay after its first round, and every held
-// address each GARPRefresh. Refreshes go out together: once one is due,
+// none): due are announced in full rounds (GARPRepeat; an address again
+// GARPDelay after its first round), refresh once each (GARPRefreshRepeat),
+// every held address each GARPRefresh. Refreshes go out together: once one is due,
 // every address refreshed more than refreshSlack ago goes with it.
 // Addresses added at many different times (Services created one by one,
 // a bulk over a minute) would otherwise each wake a sync of their own
 // every GARPRefresh, and a sync lists every address and local route: at
 // 1000 Services that was most of an idle sidecar's CPU
 // (docs/benchmarks.md). They settle into one or two rounds a refresh.
-func dueAnnouncements(announced map[netip.Addr]announcement, wanted map[netip.Addr]bool, now time.Time) (due []netip.Addr, next time.Time) {
-	refresh := render.GARPRefresh
+func dueAnnouncements(announced map[netip.Addr]announcement, wanted map[netip.Addr]bool, now time.Time) (due, refresh []netip.Addr, next time.Time) {
+	age := render.GARPRefresh
 	for a := range wanted {
 		if an := announced[a]; an.rounds >= 2 && now.Sub(an.last) >= render.GARPRefresh {
-			refresh = render.GARPRefresh - refreshSlack
+			age = render.GARPRefresh - refreshSlack
 			break
 		}
 	}
@@ -254,7 +258,7 @@ func dueAnnouncements(announced map[netip.Addr]announcement, wanted map[netip.Ad
 		switch {
 		case an.rounds == 0:
 		case an.rounds == 1 && now.Sub(an.last) >= render.GARPDelay:
-		case an.rounds >= 2 && now.Sub(an.last) >= refresh:
+		case an.rounds >= 2 && now.Sub(an.last) >= age:
 		default:
 			wait := an.last.Add(render.GARPRefresh)
 			if an.rounds == 1 {
@@ -265,7 +269,11 @@ func dueAnnouncements(announced map[netip.Addr]announcement, wanted map[netip.Ad
 			}
 			continue
 		}
-		due = append(due, a)
+		if an.rounds >= 2 {
+			refresh = append(refresh, a)
+		} else {
+			due = append(due, a)
+		}
 		announced[a] = announcement{rounds: an.rounds + 1, last: now}
 		wait := now.Add(render.GARPRefresh)
 		if an.rounds == 0 {
@@ -276,7 +284,8 @@ func dueAnnouncements(announced map[netip.Addr]announcement, wanted map[netip.Ad
 		}
 	}
 	slices.SortFunc(due, netip.Addr.Compare)
-	return due, next
+	slices.SortFunc(refresh, netip.Addr.Compare)
+	return due, refresh, next
 }
 
 // partition splits addrs into those that satisfy f and the rest.

@@ -48,11 +48,13 @@ const (
 // master, as keepalived.conf sets them (vrrp_garp_master_*) and as the
 // sidecar repeats them for the Service addresses it adds (announce:
 // sidecar): GARPRepeat at once, as many again GARPDelay later, and every
-// address again each GARPRefresh while held.
+// address again each GARPRefresh while held, GARPRefreshRepeat times
+// (keepalived's default vrrp_garp_master_refresh_repeat).
 const (
-	GARPRepeat  = 3
-	GARPDelay   = time.Second
-	GARPRefresh = 60 * time.Second
+	GARPRepeat        = 3
+	GARPDelay         = time.Second
+	GARPRefresh       = 60 * time.Second
+	GARPRefreshRepeat = 1
 )
 
 // DrainFile is the track file the sidecar writes "1" to before a planned
