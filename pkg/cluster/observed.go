@@ -129,15 +129,7 @@ func (m *Model) ServiceAddresses(services []*corev1.Service) (byPool map[string]
 		if !Read(s) {
 			continue
 		}
-		var addrs []netip.Addr
-		if Served(s) {
-			for _, in := range s.Status.LoadBalancer.Ingress {
-				if a, err := netip.ParseAddr(in.IP); err == nil {
-					addrs = append(addrs, a.Unmap())
-				}
-			}
-		}
-		addrs = append(addrs, m.ExternalIPs(s)...)
+		addrs := m.addresses(s)
 		var ls *LocalService
 		if isLocal(s) {
 			local = append(local, LocalService{Name: NamespacedName(s)})
@@ -166,6 +158,51 @@ func (m *Model) ServiceAddresses(services []*corev1.Service) (byPool map[string]
 	sort.Slice(orphans, func(i, j int) bool { return orphans[i].Less(orphans[j]) })
 	local = slices.DeleteFunc(local, func(l LocalService) bool { return len(l.VIPs) == 0 })
 	return byPool, local, orphans
+}
+
+// addresses are the addresses of a Service rendering reads (Read): those
+// in its status if vipctl serves it, and the external IPs pools announce.
+func (m *Model) addresses(s *corev1.Service) []netip.Addr {
+	var addrs []netip.Addr
+	if Served(s) {
+		for _, in := range s.Status.LoadBalancer.Ingress {
+			if a, err := netip.ParseAddr(in.IP); err == nil {
+				addrs = append(addrs, a.Unmap())
+			}
+		}
+	}
+	return append(addrs, m.ExternalIPs(s)...)
+}
+
+// Follower is a Service address that follows its instance's anchor: the
+// sidecar puts it on the interface of the node that holds Anchor (a pool
+// with announce: sidecar).
+type Follower struct {
+	Addr, Anchor netip.Addr
+}
+
+// Followers are the addresses of s that follow an anchor, each with it,
+// as a render places them (render.HandoverInstance.Sidecar): a Service
+// with externalTrafficPolicy Cluster (a Local Service's addresses take a
+// VRRP instance of their own), in a pool with announce: sidecar, not an
+// anchor. It reads s alone, so the sidecar can add a new Service's
+// address before the render that follows (LocalVIPs.AddEarly); a render
+// still decides, since an address two Services claim is the older's.
+func (m *Model) Followers(s *corev1.Service) []Follower {
+	if !Read(s) || isLocal(s) {
+		return nil
+	}
+	var out []Follower
+	for _, a := range m.addresses(s) {
+		p := m.PoolOf(a)
+		if p == nil || !p.SidecarAnnounced() || p.IsAnchor(a) {
+			continue
+		}
+		if anchors := p.Anchors(a.Is4()); p.Instance(a) < len(anchors) {
+			out = append(out, Follower{Addr: a, Anchor: anchors[p.Instance(a)]})
+		}
+	}
+	return out
 }
 
 // Endpoints fills each Local Service's Nodes (the nodes that run a ready

@@ -139,9 +139,13 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 	// the node's instances, so for those the route in table local (for
 	// the node's own connections and the handover grace) follows once
 	// every window answers; an address without one (a Service newer than
-	// the last apply's takeover routes) gets its route first.
+	// the last apply's takeover routes) gets its route first. Reading the
+	// takeover routes lists one per IPv6 VIP of the node: worth it for a
+	// failover's burst, not for a window or less (Services added one at a
+	// time, where it took most of the sync), whose addresses all get
+	// their routes first.
 	accepted := map[netip.Addr]netlink.Route{}
-	if slices.ContainsFunc(f.added, byProxy) {
+	if len(f.added) > addrBurstWindow && slices.ContainsFunc(f.added, byProxy) {
 		if accepted, err = localRoutes(takeoverTable); err != nil {
 			return f, err
 		}

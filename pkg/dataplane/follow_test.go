@@ -210,3 +210,62 @@ func TestFollowerMarksItsAddressesNotTheNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestFollowerAddsEarly: a Service address handed over ahead of its
+// render (AddEarly, as the sidecar does when its Service gets it) goes on
+// the interface while its anchor is held, and one naming an anchor of no
+// instance here does not. A render read before the address came keeps
+// it (SetHandoverAsOf); one read after decides, and without the address
+// removes it.
+func TestFollowerAddsEarly(t *testing.T) {
+	n, _, tn := followLab(t)
+	anchor4, anchor6 := "198.51.100.191", "2001:db8:100::1:ffff"
+	h := followHandover(anchor4, anchor6, fixture.Addrs("198.51.100.130"), fixture.Addrs("2001:db8:100::1:5"))
+	l, stop := runLocal(t, tn, h)
+	defer stop()
+	n.MustExec("ip", "addr", "add", anchor4+"/32", "dev", "br-ex")
+	n.MustExec("ip", "addr", "add", anchor6+"/128", "dev", "br-ex", "nodad")
+	waitOnIf(t, n, true, "198.51.100.130", "2001:db8:100::1:5")
+
+	seen := time.Now()
+	l.AddEarly(netip.MustParseAddr("198.51.100.132"), netip.MustParseAddr(anchor4), seen)
+	l.AddEarly(netip.MustParseAddr("2001:db8:100::1:7"), netip.MustParseAddr(anchor6), seen)
+	l.AddEarly(netip.MustParseAddr("198.51.100.133"), netip.MustParseAddr("198.51.100.190"), seen)
+	waitOnIf(t, n, true, "198.51.100.132", "2001:db8:100::1:7")
+
+	l.SetHandoverAsOf(h, seen.Add(-time.Second))
+	if err := l.Sync(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	waitOnIf(t, n, true, "198.51.100.132", "2001:db8:100::1:7")
+	waitOnIf(t, n, false, "198.51.100.133")
+
+	l.SetHandoverAsOf(h, seen.Add(time.Millisecond))
+	if err := l.Sync(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	waitOnIf(t, n, false, "198.51.100.132", "2001:db8:100::1:7")
+	waitOnIf(t, n, true, "198.51.100.130", "2001:db8:100::1:5")
+}
+
+// waitOnIf waits up to 5 s until every address is on br-ex (on) or none
+// is (!on), and fails the test otherwise.
+func waitOnIf(t *testing.T, n *netlab.Host, on bool, addrs ...string) {
+	t.Helper()
+	var out string
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out = string(n.MustExec("ip", "-o", "addr", "show", "dev", "br-ex"))
+		ok := true
+		for _, a := range addrs {
+			ok = ok && strings.Contains(out, " "+a+"/") == on
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("want %v on br-ex %t; it has:\n%s", addrs, on, out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

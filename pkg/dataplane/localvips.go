@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -54,6 +55,25 @@ type LocalVIPs struct {
 	// when that changes.
 	proxying *bool
 	log      *slog.Logger
+	// early are Service addresses put in an instance ahead of the render
+	// that will carry them (AddEarly); pending are those not yet merged
+	// into h, guarded by earlyMu alone so that AddEarly never waits for
+	// a sync.
+	early   map[netip.Addr]earlyAddr
+	earlyMu sync.Mutex
+	pending []earlyAddr
+	// anchorsHeld are the anchors on the interface as of the last sync
+	// (guarded by earlyMu): AddEarly wakes a sync only for an address
+	// whose anchor is here. The others wait for the next sync, which an
+	// anchor's arrival starts.
+	anchorsHeld map[netip.Addr]bool
+}
+
+// earlyAddr is an address added ahead of its render, the anchor it
+// follows, and when.
+type earlyAddr struct {
+	addr, anchor netip.Addr
+	at           time.Time
 }
 
 // NewLocalVIPs keeps routes grace long after their VIP left.
@@ -76,10 +96,102 @@ func (l *LocalVIPs) OnAddressChange(f func()) { l.addrsChanged = f }
 func (l *LocalVIPs) SetLog(log *slog.Logger) { l.log = log }
 
 // SetHandover sets the VIPs and the interface to watch.
-func (l *LocalVIPs) SetHandover(h render.Handover) {
+func (l *LocalVIPs) SetHandover(h render.Handover) { l.SetHandoverAsOf(h, time.Time{}) }
+
+// SetHandoverAsOf sets a handover rendered from the cluster as read at
+// asOf (zero: now). Addresses added early (AddEarly) since then stay in
+// it: the render may have read the cluster before their Service got
+// them, and removing such an address only for the next render to add
+// it back would break the new Service's first connections. Those added
+// before asOf are the render's to keep or drop.
+func (l *LocalVIPs) SetHandoverAsOf(h render.Handover, asOf time.Time) {
+	if asOf.IsZero() {
+		asOf = time.Now()
+	}
 	l.mu.Lock()
-	l.h = h
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	l.takePending()
+	for a, e := range l.early {
+		if e.at.Before(asOf) {
+			delete(l.early, a)
+		}
+	}
+	l.h = withEarly(h, l.early)
+}
+
+// AddEarly puts a Service address in the instance whose anchor it
+// follows (announce: sidecar) at once, ahead of the render that will
+// carry it, and has Run sync: a new Service's address then answers
+// without waiting for the whole node's render. at is when its Service
+// was seen with it (SetHandoverAsOf). Nothing happens unless the
+// handover has that anchor's instance, and the address goes on the
+// interface only while the anchor is held, as in every sync. It returns
+// at once: a running sync does not hold it up.
+func (l *LocalVIPs) AddEarly(addr, anchor netip.Addr, at time.Time) {
+	l.earlyMu.Lock()
+	l.pending = append(l.pending, earlyAddr{addr: addr, anchor: anchor, at: at})
+	held := l.anchorsHeld[anchor]
+	l.earlyMu.Unlock()
+	if held {
+		l.Kick()
+	}
+}
+
+// takePending merges what AddEarly left into early and h. Call it with
+// mu held.
+func (l *LocalVIPs) takePending() {
+	l.earlyMu.Lock()
+	pending := l.pending
+	l.pending = nil
+	l.earlyMu.Unlock()
+	if len(pending) == 0 {
+		return
+	}
+	if l.early == nil {
+		l.early = map[netip.Addr]earlyAddr{}
+	}
+	for _, e := range pending {
+		l.early[e.addr] = e
+	}
+	l.h = withEarly(l.h, l.early)
+}
+
+// noteAnchors records which anchors are on the interface (onIf: its
+// host addresses) for AddEarly. Call it with mu held.
+func (l *LocalVIPs) noteAnchors(onIf map[netip.Addr]bool) {
+	held := map[netip.Addr]bool{}
+	for _, in := range l.h.Instances {
+		for _, a := range in.Anchors {
+			if onIf[a] {
+				held[a] = true
+			}
+		}
+	}
+	l.earlyMu.Lock()
+	l.anchorsHeld = held
+	l.earlyMu.Unlock()
+}
+
+// withEarly is h with each early address in the instance of its anchor,
+// where h has that instance and lacks the address; h's slices are not
+// written to.
+func withEarly(h render.Handover, early map[netip.Addr]earlyAddr) render.Handover {
+	cloned := false
+	for _, e := range early {
+		i := slices.IndexFunc(h.Instances, func(in render.HandoverInstance) bool {
+			return (in.Family == 4) == e.addr.Is4() && slices.Contains(in.Anchors, e.anchor)
+		})
+		if i < 0 || slices.Contains(h.Instances[i].Sidecar, e.addr) {
+			continue
+		}
+		if !cloned {
+			h.Instances, cloned = slices.Clone(h.Instances), true
+		}
+		in := &h.Instances[i]
+		in.Sidecar = append(slices.Clip(in.Sidecar), e.addr)
+		in.VIPs = append(slices.Clip(in.VIPs), e.addr)
+	}
+	return h
 }
 
 // Kick asks a running LocalVIPs to sync now (the drain file changed).
@@ -266,6 +378,7 @@ func drainAddrUpdates(updates chan netlink.AddrUpdate) chan netlink.AddrUpdate {
 func (l *LocalVIPs) Sync(now time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.takePending()
 	drained, _ := os.ReadFile(l.t.Path(render.DrainFile))
 	isDrained := strings.TrimSpace(string(drained)) == "1"
 	vips := map[netip.Addr]bool{}
@@ -282,6 +395,7 @@ func (l *LocalVIPs) Sync(now time.Time) error {
 		var followErr error
 		if link != nil {
 			f, err := l.follow(link, onIf, now)
+			l.noteAnchors(onIf)
 			followErr = err
 			onIf = f.here
 			if len(f.added)+len(f.removed) > 0 && l.addrsChanged != nil {

@@ -1,10 +1,14 @@
 package render
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
@@ -123,3 +127,74 @@ func TestSidecarLeavesLocalServicesToKeepalived(t *testing.T) {
 		t.Errorf("%s's keepalived.conf lacks the Local Service's %s", holder, vip)
 	}
 }
+
+// TestFollowersMatchTheRender: what the sidecar adds ahead of a render
+// (cluster.Model.Followers, from one Service alone) is what the render
+// then carries: every such address is in the Sidecar list of an instance
+// whose anchors hold the one Followers names, on every node whose
+// handover has it, and on one node at least; and every address a
+// handover gives the sidecar is some Service's follower. A Service of the
+// keepalived-announced pool, one with externalTrafficPolicy Local and one
+// of another class have none.
+func TestFollowersMatchTheRender(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "dual-stack.yaml")
+	m := cluster.Compile(r.config)
+	svc := func(name string, ips ...string) *corev1.Service {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
+		for _, ip := range ips {
+			s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+		}
+		return s
+	}
+	var services []*corev1.Service
+	for i := range 40 {
+		services = append(services, svc(fmt.Sprintf("v6-%d", i), fmt.Sprintf("2001:db8:100::1:%x", 0x10+i)))
+	}
+	services = append(services, svc("v4", "198.51.100.140"))
+	local := svc("local", "2001:db8:100::1:200")
+	local.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	other := svc("other", "2001:db8:100::1:201")
+	other.Spec.LoadBalancerClass = ptr("example.com/other")
+	for _, s := range []*corev1.Service{services[len(services)-1], local, other} {
+		if f := m.Followers(s); len(f) > 0 {
+			t.Errorf("Service %s: followers %v, want none", s.Name, f)
+		}
+	}
+	byPool, _, _ := m.ServiceAddresses(services)
+	p, err := NewPlan(m, testIDs(r.config), cluster.State{Nodes: r.nodes, ServiceVIPs: byPool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchorsOf := map[netip.Addr][]netip.Addr{} // a Sidecar address → the anchors of its instance, every node
+	for _, n := range r.nodes {
+		h, err := p.Handover(n.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range h.Instances {
+			for _, a := range in.Sidecar {
+				anchorsOf[a] = append(anchorsOf[a], in.Anchors...)
+			}
+		}
+	}
+	followers := 0
+	for _, s := range services {
+		for _, f := range m.Followers(s) {
+			followers++
+			if len(anchorsOf[f.Addr]) == 0 {
+				t.Errorf("Service %s: %s follows %s, but no node's handover gives it to the sidecar", s.Name, f.Addr, f.Anchor)
+			}
+			for _, a := range anchorsOf[f.Addr] {
+				if a != f.Anchor {
+					t.Errorf("Service %s: %s follows %s, but a node's handover has it in the instance of %s", s.Name, f.Addr, f.Anchor, a)
+				}
+			}
+		}
+	}
+	if followers != 40 || len(anchorsOf) != 40 {
+		t.Errorf("%d followers, %d addresses in the handovers' Sidecar lists, want 40 each", followers, len(anchorsOf))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

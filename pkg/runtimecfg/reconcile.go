@@ -55,6 +55,9 @@ type Input struct {
 	// Warnings are what it ignored on the way (BootInput).
 	From     string
 	Warnings []string
+	// ReadAt is when State was read (zero: now): Service addresses the
+	// sidecar added since stay (dataplane.LocalVIPs.SetHandoverAsOf).
+	ReadAt time.Time
 	// HoldBack renders this node at the lowest priority (render.WithHeldBack):
 	// --once before the pod's sidecar has synced.
 	HoldBack bool
@@ -109,7 +112,7 @@ func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
 		return out, &StepError{"write", err}
 	}
 	if n.Local != nil {
-		n.Local.SetHandover(d.Handover)
+		n.Local.SetHandoverAsOf(d.Handover, in.ReadAt)
 		n.Local.Kick()
 	}
 	if err := n.redirect(in.Model.Config, d); err != nil {

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -147,6 +148,8 @@ type Sidecar struct {
 	onNode      *string
 	onNodeKnown bool
 	since       map[netip.Addr]time.Time
+	// model is the config of the last sync, compiled (followEarly).
+	model atomic.Pointer[cluster.Model]
 	// node is what every sync brings in line; its LocalVIPs keep the VIPs
 	// held here local for a while after they leave.
 	node *runtimecfg.Node
@@ -441,16 +444,18 @@ func (s *Sidecar) config() (*v1alpha1.ClusterVIPs, error) {
 }
 
 func (s *Sidecar) sync(ctx context.Context) error {
+	readAt := time.Now()
 	c, err := s.config()
 	if err != nil {
 		return err
 	}
 	m := cluster.Compile(c)
+	s.model.Store(m)
 	st, ready, err := s.state(m)
 	if err != nil {
 		return err
 	}
-	out, err := s.node.Reconcile(ctx, runtimecfg.Input{Model: m, State: st, IngressReady: ready})
+	out, err := s.node.Reconcile(ctx, runtimecfg.Input{Model: m, State: st, IngressReady: ready, ReadAt: readAt})
 	if out.Files != nil {
 		s.m.Renders.Inc()
 		s.m.Lonely.Set(float64(len(out.Lonely)))

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -164,6 +165,12 @@ func (s *Sidecar) watch() {
 	all := s.factory()
 	s.nodes = s.inform("nodes", all.Core().V1().Nodes().Informer(), nil)
 	s.services = s.inform("services", all.Core().V1().Services().Informer(), addressedService)
+	if _, err := all.Core().V1().Services().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.followEarly(nil, obj) },
+		UpdateFunc: s.followEarly,
+	}); err != nil {
+		s.log.Error("adding event handler", "informer", "services", "err", err)
+	}
 	cm := s.factory(informers.WithNamespace(s.o.Namespace), informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", v1alpha1.ConfigMapName).String()
 	}))
@@ -274,6 +281,32 @@ func tombstoned(obj any) any {
 func addressedService(obj any) bool {
 	svc, ok := tombstoned(obj).(*corev1.Service)
 	return !ok || cluster.Addressed(svc)
+}
+
+// followEarly hands a Service's new addresses that follow an anchor
+// (cluster.Model.Followers: pools with announce: sidecar) to the
+// follower at once (dataplane.LocalVIPs.AddEarly), ahead of the render
+// the same event starts: the node holding the anchor answers for the
+// address within milliseconds of the allocator writing it, as it would
+// after the render, which at thousands of Services takes tens of
+// milliseconds on every node. Nothing before the first sync (no model
+// yet), nothing for a Service that had the address already.
+func (s *Sidecar) followEarly(old, obj any) {
+	m := s.model.Load()
+	svc, ok := obj.(*corev1.Service)
+	if m == nil || !ok {
+		return
+	}
+	var had []cluster.Follower
+	if o, ok := old.(*corev1.Service); ok {
+		had = m.Followers(o)
+	}
+	now := time.Now()
+	for _, f := range m.Followers(svc) {
+		if !slices.Contains(had, f) {
+			s.node.Local.AddEarly(f.Addr, f.Anchor, now)
+		}
+	}
 }
 
 // sliceRead tells whether rendering reads an EndpointSlice
