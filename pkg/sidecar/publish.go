@@ -58,11 +58,21 @@ func (s *Sidecar) publishSoon() {
 // LocalVIPs sees an address change and after every sync (publishSoon),
 // not on a clock: a node that holds the same VIPs all day reads nothing.
 func (s *Sidecar) publishLoop(ctx context.Context) {
-	s.repeat(ctx, s.o.HeldResync, s.o.HeldInterval, s.publishKick, s.publish, "publish", "cannot publish the VIPs this node holds")
+	s.repeat(ctx, s.o.HeldResync, s.o.HeldInterval, publishGap, s.publishKick, s.publish, "publish", "cannot publish the VIPs this node holds")
 }
 
+// publishGap is the least time between two publications while the held
+// VIPs keep changing (Services created one after another, a takeover
+// that adds thousands of addresses in windows): the first change after
+// a quiet spell is published at once, the rest together a second later.
+// A node holding 1700 Service addresses publishes ~170 KB, and every
+// Node watcher (each sidecar, the allocator, the kubelet's own) receives
+// and decodes all of it on every change.
+const publishGap = time.Second
+
 // repeat runs step now, then every interval, whenever kick fires (nil:
-// never) and retry after a failure, until ctx ends; a failure is counted
+// never; but not sooner than gap after the step before) and retry after
+// a failure, until ctx ends; a failure is counted
 // under reason and logged. A step gets Options.StepTimeout: its API calls
 // have no deadline of their own, and a request sent over a connection
 // whose far end died (haproxy still holding it to a lost apiserver) or to
@@ -70,11 +80,12 @@ func (s *Sidecar) publishLoop(ctx context.Context) {
 // with it every later publication while the node's VIPs change (seen in
 // the cluster lab: a node that gave the API VIP back stayed published as
 // a holder, a split brain to `vipctl status`, until its pod restarted).
-func (s *Sidecar) repeat(ctx context.Context, interval, retry time.Duration, kick <-chan struct{}, step func(context.Context) error, reason, msg string) {
+func (s *Sidecar) repeat(ctx context.Context, interval, retry, gap time.Duration, kick <-chan struct{}, step func(context.Context) error, reason, msg string) {
 	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
 		wait := interval
+		started := time.Now()
 		stepCtx, cancel := context.WithTimeout(ctx, s.o.StepTimeout)
 		err := step(stepCtx)
 		cancel()
@@ -89,6 +100,14 @@ func (s *Sidecar) repeat(ctx context.Context, interval, retry time.Duration, kic
 			return
 		case <-t.C:
 		case <-kick:
+			// Reset discards a value the timer may have sent meanwhile
+			// (Go 1.23 timers).
+			t.Reset(time.Until(started.Add(gap)))
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
 		}
 	}
 }
@@ -167,12 +186,48 @@ func (s *Sidecar) publish(ctx context.Context) error {
 	if held == nil {
 		held = v1alpha1.HeldVIPs{}
 	}
+	before := s.published
 	s.published, s.publishedAt = held, time.Now()
 	s.mu.Unlock()
 	if !same {
-		s.log.Info("published held VIPs", "vips", held.String())
+		added, removed := heldChange(before, held)
+		s.log.Info("published held VIPs", "held", len(held), "added", added, "removed", removed)
 	}
 	return nil
+}
+
+// heldLogged is how many addresses a log line of a publication names
+// per change (the rest are counted): the whole list at thousands of
+// Service addresses was the size of the annotation itself.
+const heldLogged = 10
+
+// heldChange names the addresses held now and not before, and those held
+// before and not now, for the log: at most heldLogged of each, then how
+// many more.
+func heldChange(before, now v1alpha1.HeldVIPs) (added, removed []string) {
+	was, is := map[string]bool{}, map[string]bool{}
+	for _, h := range before {
+		was[h.Address] = true
+	}
+	for _, h := range now {
+		is[h.Address] = true
+	}
+	list := func(from v1alpha1.HeldVIPs, not map[string]bool) []string {
+		var out []string
+		n := 0
+		for _, h := range from {
+			if !not[h.Address] {
+				if n++; n <= heldLogged {
+					out = append(out, h.Address)
+				}
+			}
+		}
+		if n > heldLogged {
+			out = append(out, fmt.Sprintf("and %d more", n-heldLogged))
+		}
+		return out
+	}
+	return list(now, was), list(before, is)
 }
 
 // annotate sets one annotation of this node's Node, or removes it when
@@ -208,7 +263,7 @@ func (s *Sidecar) readSessionsSoon() {
 // every FRR reload, keeps the per-session metrics, and publishes them in
 // the Node's vipctl.io/bgp-sessions annotation when one changes.
 func (s *Sidecar) sessionsLoop(ctx context.Context) {
-	s.repeat(ctx, s.o.SessionInterval, s.o.SessionInterval, s.sessionKick, s.publishSessions, "bgp-sessions", "cannot read or publish the BGP sessions")
+	s.repeat(ctx, s.o.SessionInterval, s.o.SessionInterval, 0, s.sessionKick, s.publishSessions, "bgp-sessions", "cannot read or publish the BGP sessions")
 }
 
 func (s *Sidecar) publishSessions(ctx context.Context) error {

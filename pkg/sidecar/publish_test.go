@@ -247,3 +247,62 @@ func nodePatchServer(t *testing.T, patch func(body string) bool) kubernetes.Inte
 	}
 	return client
 }
+
+// TestRepeatSpacesKickedSteps: kicked all the time, a step starts at once
+// the first time and then no sooner than gap after the one before (a
+// publication of thousands of VIPs is not rewritten for every address
+// added); unkicked, it waits for its interval.
+func TestRepeatSpacesKickedSteps(t *testing.T) {
+	t.Parallel()
+	const gap = 50 * time.Millisecond
+	s := &Sidecar{o: Options{StepTimeout: time.Second}, m: NewMetrics(nil), log: slog.New(slog.DiscardHandler)}
+	kick := make(chan struct{}, 1)
+	starts := make(chan time.Time, 10)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go s.repeat(ctx, time.Hour, time.Hour, gap, kick, func(context.Context) error {
+		select {
+		case starts <- time.Now():
+		default:
+		}
+		return nil
+	}, "test", "test")
+	go func() {
+		for ctx.Err() == nil {
+			select {
+			case kick <- struct{}{}:
+			default:
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	last := <-starts
+	for range 5 {
+		next := <-starts
+		if d := next.Sub(last); d < gap {
+			t.Errorf("a kicked step started %s after the one before, want at least %s", d, gap)
+		}
+		last = next
+	}
+}
+
+// TestHeldChange: the log line of a publication names what changed, at
+// most heldLogged addresses each way, and counts the rest.
+func TestHeldChange(t *testing.T) {
+	t.Parallel()
+	held := func(from, n int) v1alpha1.HeldVIPs {
+		var out v1alpha1.HeldVIPs
+		for i := from; i < from+n; i++ {
+			out = append(out, v1alpha1.HeldVIP{Address: fmt.Sprintf("198.51.100.%d", i)})
+		}
+		return out
+	}
+	added, removed := heldChange(held(1, 3), held(2, 3))
+	if fmt.Sprint(added) != "[198.51.100.4]" || fmt.Sprint(removed) != "[198.51.100.1]" {
+		t.Errorf("1-3 → 2-4: added %v, removed %v; want [198.51.100.4] and [198.51.100.1]", added, removed)
+	}
+	added, removed = heldChange(nil, held(1, 25))
+	if len(added) != heldLogged+1 || added[heldLogged] != "and 15 more" || len(removed) != 0 {
+		t.Errorf("none → 25: added %v, removed %v; want %d addresses and \"and 15 more\", none removed", added, removed, heldLogged)
+	}
+}

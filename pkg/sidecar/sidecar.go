@@ -250,7 +250,7 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		s.repeat(ctx, s.o.APIProbeInterval, s.o.APIProbeInterval, nil, s.probeAPI, "api-probe", "cannot reach the API")
+		s.repeat(ctx, s.o.APIProbeInterval, s.o.APIProbeInterval, 0, nil, s.probeAPI, "api-probe", "cannot reach the API")
 	}()
 	wg.Add(1)
 	go func() { defer wg.Done(); s.vrrpLoop(ctx) }()
