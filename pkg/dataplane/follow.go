@@ -441,3 +441,71 @@ func sendNAs(ifindex int, mac net.HardwareAddr, addrs []netip.Addr, rounds int) 
 	}
 	return nil
 }
+
+// earlySync adds and announces the addresses AddEarly left whose anchor
+// was on the interface at the last sync, without listing what the node
+// has: a new Service's address costs a few requests here whatever the
+// number of addresses held, where a sync lists every address, proxy
+// entry and local route (at 5000 Services, on every Service added). An
+// IPv6 address proxied (proxyndp.go) gets its local route and entry,
+// like one the takeover routes do not accept yet. The requests replace
+// what is there, so an address a sync added meanwhile is left as it is.
+// The next sync (the render's, an address change's, a due announcement's)
+// checks everything as ever, this address too.
+func (l *LocalVIPs) earlySync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	taken := l.takePending()
+	l.earlyMu.Lock()
+	held := l.anchorsHeld
+	l.earlyMu.Unlock()
+	var add []netip.Addr
+	for _, e := range taken {
+		if _, done := l.announced[e.addr]; done || !held[e.anchor] {
+			continue
+		}
+		if slices.ContainsFunc(l.h.Instances, func(in render.HandoverInstance) bool {
+			return slices.Contains(in.Anchors, e.anchor) && slices.Contains(in.Sidecar, e.addr)
+		}) {
+			add = append(add, e.addr)
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	began := time.Now()
+	err := l.t.InNetns(func() error {
+		link, err := netlink.LinkByName(l.h.Interface)
+		if err != nil {
+			return fmt.Errorf("VRRP interface %s: %w", l.h.Interface, err)
+		}
+		ifindex := link.Attrs().Index
+		proxy := slices.ContainsFunc(add, netip.Addr.Is6) && l.proxyMode(link)
+		asProxy, asAddr := partition(add, func(a netip.Addr) bool { return proxy && a.Is6() })
+		if err := errors.Join(addrBurst(ifindex, asAddr, true), localRouteBurst(asProxy), proxyBurst(ifindex, asProxy, true)); err != nil {
+			return err
+		}
+		err = announce(link, add, render.GARPRepeat)
+		at := time.Now()
+		if l.announced == nil {
+			l.announced = map[netip.Addr]announcement{}
+		}
+		for _, a := range add {
+			l.announced[a] = announcement{rounds: 1, last: at}
+		}
+		// The second round is due then; a sync already due sooner
+		// sends it when its time comes.
+		if second := at.Add(render.GARPDelay); !l.wakeDue.After(at) || second.Before(l.wakeDue) {
+			l.wakeAt(second)
+		}
+		if l.log != nil {
+			l.log.Info("Service addresses added", "interface", link.Attrs().Name, "added", len(add), "ahead_of_render", true,
+				"done_ms", time.Since(began).Milliseconds())
+		}
+		return err
+	})
+	if l.addrsChanged != nil {
+		l.addrsChanged()
+	}
+	return err
+}

@@ -1,11 +1,14 @@
 package dataplane
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"net"
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -212,60 +215,111 @@ func TestFollowerMarksItsAddressesNotTheNodes(t *testing.T) {
 }
 
 // TestFollowerAddsEarly: a Service address handed over ahead of its
-// render (AddEarly, as the sidecar does when its Service gets it) goes on
-// the interface while its anchor is held, and one naming an anchor of no
-// instance here does not. A render read before the address came keeps
-// it (SetHandoverAsOf); one read after decides, and without the address
-// removes it.
+// render (AddEarly, as the sidecar does when its Service gets it) is put
+// in place while its anchor is held, by the early sync that lists
+// nothing: the IPv4 one on the interface, the IPv6 one as a proxy entry
+// with its local route (the node's settings allow it), each announced
+// in a full round, as a client on the segment hears. One naming an
+// anchor of no instance here is not. A render read before the address
+// came keeps it (SetHandoverAsOf); one read after decides, and without
+// the address removes it.
 func TestFollowerAddsEarly(t *testing.T) {
-	n, _, tn := followLab(t)
+	n, c, tn := followLab(t)
+	cfg := &v1alpha1.ClusterVIPs{Spec: v1alpha1.ClusterVIPsSpec{VRRP: v1alpha1.VRRPSpec{Interface: "br-ex"}, ServicePools: []v1alpha1.ServicePool{
+		{Name: "v6", Announce: v1alpha1.AnnounceSidecar, Addresses: []string{"2001:db8:100::1:0/112"}},
+	}}}
+	if err := n.ApplySysctl(render.SysctlFiles(cfg)[0].Data); err != nil {
+		t.Fatal(err)
+	}
+	cap := c.CaptureAnnouncements(t)
 	anchor4, anchor6 := "198.51.100.191", "2001:db8:100::1:ffff"
 	h := followHandover(anchor4, anchor6, fixture.Addrs("198.51.100.130"), fixture.Addrs("2001:db8:100::1:5"))
-	l, stop := runLocal(t, tn, h)
-	defer stop()
+	l := NewLocalVIPs(tn, 10*time.Second)
+	var log syncBuffer
+	l.SetLog(slog.New(slog.NewTextHandler(&log, nil)))
+	l.SetHandover(h)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.Run(ctx, time.Hour, func(err error) { t.Errorf("LocalVIPs: %v", err) })
+	}()
+	defer func() { cancel(); <-done }()
 	n.MustExec("ip", "addr", "add", anchor4+"/32", "dev", "br-ex")
 	n.MustExec("ip", "addr", "add", anchor6+"/128", "dev", "br-ex", "nodad")
-	waitOnIf(t, n, true, "198.51.100.130", "2001:db8:100::1:5")
+	waitFollowed(t, n, true, "198.51.100.130", "2001:db8:100::1:5")
 
+	before := len(log.String())
 	seen := time.Now()
 	l.AddEarly(netip.MustParseAddr("198.51.100.132"), netip.MustParseAddr(anchor4), seen)
 	l.AddEarly(netip.MustParseAddr("2001:db8:100::1:7"), netip.MustParseAddr(anchor6), seen)
 	l.AddEarly(netip.MustParseAddr("198.51.100.133"), netip.MustParseAddr("198.51.100.190"), seen)
-	waitOnIf(t, n, true, "198.51.100.132", "2001:db8:100::1:7")
+	waitFollowed(t, n, true, "198.51.100.132", "2001:db8:100::1:7")
+	mac := linkMAC(t, n)
+	for _, a := range fixture.Addrs("198.51.100.132", "2001:db8:100::1:7") {
+		if got := cap.Wait(a, mac, render.GARPRepeat, 5*time.Second); got < render.GARPRepeat {
+			t.Errorf("%s: %d announcements naming %s seen from the segment, want %d", a, got, mac, render.GARPRepeat)
+		}
+	}
+	if since := log.String()[before:]; !strings.Contains(since, "added=2 ahead_of_render=true") || strings.Count(since, "added=") != 1 {
+		t.Errorf("the addresses were not added by the early sync, at once; LocalVIPs logged since:\n%s", since)
+	}
+	if routes := string(n.MustExec("ip", "-6", "route", "show", "table", "local", "proto", "118")); !strings.Contains(routes, "2001:db8:100::1:7 dev lo") {
+		t.Errorf("no local route for the proxied 2001:db8:100::1:7: %q", routes)
+	}
 
 	l.SetHandoverAsOf(h, seen.Add(-time.Second))
 	if err := l.Sync(time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	waitOnIf(t, n, true, "198.51.100.132", "2001:db8:100::1:7")
-	waitOnIf(t, n, false, "198.51.100.133")
+	waitFollowed(t, n, true, "198.51.100.132", "2001:db8:100::1:7")
+	waitFollowed(t, n, false, "198.51.100.133")
 
 	l.SetHandoverAsOf(h, seen.Add(time.Millisecond))
 	if err := l.Sync(time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	waitOnIf(t, n, false, "198.51.100.132", "2001:db8:100::1:7")
-	waitOnIf(t, n, true, "198.51.100.130", "2001:db8:100::1:5")
+	waitFollowed(t, n, false, "198.51.100.132", "2001:db8:100::1:7")
+	waitFollowed(t, n, true, "198.51.100.130", "2001:db8:100::1:5")
 }
 
-// waitOnIf waits up to 5 s until every address is on br-ex (on) or none
-// is (!on), and fails the test otherwise.
-func waitOnIf(t *testing.T, n *netlab.Host, on bool, addrs ...string) {
+// waitFollowed waits up to 5 s until every address is answered on br-ex
+// (on: on the interface or a proxy entry there) or none is (!on), and
+// fails the test otherwise.
+func waitFollowed(t *testing.T, n *netlab.Host, on bool, addrs ...string) {
 	t.Helper()
 	var out string
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		out = string(n.MustExec("ip", "-o", "addr", "show", "dev", "br-ex"))
+		out = string(n.MustExec("ip", "-o", "addr", "show", "dev", "br-ex")) + string(n.MustExec("ip", "-6", "neigh", "show", "proxy", "dev", "br-ex"))
 		ok := true
 		for _, a := range addrs {
-			ok = ok && strings.Contains(out, " "+a+"/") == on
+			ok = ok && (strings.Contains(out, " "+a+"/") || strings.Contains(out, "\n"+a+" ") || strings.HasPrefix(out, a+" ")) == on
 		}
 		if ok {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("want %v on br-ex %t; it has:\n%s", addrs, on, out)
+			t.Fatalf("want %v answered on br-ex %t; it has:\n%s", addrs, on, out)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger on another goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

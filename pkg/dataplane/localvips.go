@@ -39,6 +39,8 @@ type LocalVIPs struct {
 	t     host.Target
 	grace time.Duration
 	kick  chan struct{}
+	// early asks Run for an early sync (earlySync) only.
+	early chan struct{}
 	// addrsChanged, when set, is told of every address change Run sees.
 	addrsChanged func()
 
@@ -50,16 +52,17 @@ type LocalVIPs struct {
 	// (follow.go); wake kicks a sync when the next announcement is due.
 	announced map[netip.Addr]announcement
 	wake      *time.Timer
+	wakeDue   time.Time
 	// proxying is whether IPv6 Service addresses were last answered by
 	// proxy entries (proxyndp.go), nil before the first look; log hears
 	// when that changes.
 	proxying *bool
 	log      *slog.Logger
-	// early are Service addresses put in an instance ahead of the render
+	// added are Service addresses put in an instance ahead of the render
 	// that will carry them (AddEarly); pending are those not yet merged
 	// into h, guarded by earlyMu alone so that AddEarly never waits for
 	// a sync.
-	early   map[netip.Addr]earlyAddr
+	added   map[netip.Addr]earlyAddr
 	earlyMu sync.Mutex
 	pending []earlyAddr
 	// anchorsHeld are the anchors on the interface as of the last sync
@@ -78,7 +81,7 @@ type earlyAddr struct {
 
 // NewLocalVIPs keeps routes grace long after their VIP left.
 func NewLocalVIPs(t host.Target, grace time.Duration) *LocalVIPs {
-	return &LocalVIPs{t: t, grace: grace, kick: make(chan struct{}, 1), lost: map[netip.Addr]time.Time{}}
+	return &LocalVIPs{t: t, grace: grace, kick: make(chan struct{}, 1), early: make(chan struct{}, 1), lost: map[netip.Addr]time.Time{}}
 }
 
 // OnAddressChange has Run call f after every address change in the
@@ -111,12 +114,12 @@ func (l *LocalVIPs) SetHandoverAsOf(h render.Handover, asOf time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.takePending()
-	for a, e := range l.early {
+	for a, e := range l.added {
 		if e.at.Before(asOf) {
-			delete(l.early, a)
+			delete(l.added, a)
 		}
 	}
-	l.h = withEarly(h, l.early)
+	l.h = withEarly(h, l.added)
 }
 
 // AddEarly puts a Service address in the instance whose anchor it
@@ -133,27 +136,31 @@ func (l *LocalVIPs) AddEarly(addr, anchor netip.Addr, at time.Time) {
 	held := l.anchorsHeld[anchor]
 	l.earlyMu.Unlock()
 	if held {
-		l.Kick()
+		select {
+		case l.early <- struct{}{}:
+		default:
+		}
 	}
 }
 
-// takePending merges what AddEarly left into early and h. Call it with
-// mu held.
-func (l *LocalVIPs) takePending() {
+// takePending merges what AddEarly left into added and h, and returns
+// it. Call it with mu held.
+func (l *LocalVIPs) takePending() []earlyAddr {
 	l.earlyMu.Lock()
 	pending := l.pending
 	l.pending = nil
 	l.earlyMu.Unlock()
 	if len(pending) == 0 {
-		return
+		return nil
 	}
-	if l.early == nil {
-		l.early = map[netip.Addr]earlyAddr{}
+	if l.added == nil {
+		l.added = map[netip.Addr]earlyAddr{}
 	}
 	for _, e := range pending {
-		l.early[e.addr] = e
+		l.added[e.addr] = e
 	}
-	l.h = withEarly(l.h, l.early)
+	l.h = withEarly(l.h, l.added)
+	return pending
 }
 
 // noteAnchors records which anchors are on the interface (onIf: its
@@ -207,7 +214,7 @@ func (l *LocalVIPs) wakeAt(t time.Time) {
 	if l.wake != nil {
 		l.wake.Stop()
 	}
-	l.wake = time.AfterFunc(time.Until(t), l.Kick)
+	l.wake, l.wakeDue = time.AfterFunc(time.Until(t), l.Kick), t
 }
 
 // Run syncs whenever an address changes in the target's namespace (so a
@@ -226,7 +233,7 @@ func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(e
 	defer t.Stop()
 	var sub *addrSubscription
 	defer func() { sub.close() }()
-	resubscribe, atTick, changed := true, false, false
+	resubscribe, atTick, changed, onlyEarly := true, false, false, false
 	for {
 		if resubscribe {
 			// (Re)subscribe before the sync, so that nothing between the
@@ -238,7 +245,13 @@ func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(e
 			sub.close()
 			sub = l.subscribe(ctx, report)
 		}
-		err := l.Sync(time.Now())
+		var err error
+		if onlyEarly {
+			err = l.earlySync()
+		} else {
+			err = l.Sync(time.Now())
+		}
+		onlyEarly = false
 		if err != nil {
 			report(err)
 		}
@@ -264,6 +277,8 @@ func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(e
 			resubscribe, atTick = atTick, false
 			changed = sub.updates == nil
 		case <-l.kick:
+		case <-l.early:
+			onlyEarly = true
 		case _, ok := <-sub.updates:
 			if ok {
 				sub.updates = drainAddrUpdates(sub.updates)
