@@ -34,7 +34,7 @@ var (
 	peerScaleAddGap = flag.Duration("peer-scale-add-gap", time.Second, "BenchmarkPeersScale: the pause between one added Service answering and the next created (0: back to back)")
 	peerScaleSteady = flag.Duration("peer-scale-steady", 30*time.Second, "BenchmarkPeersScale: how long CPU is measured with the Services loaded")
 	peerScalePolled = flag.Int("peer-scale-polled", 10, "BenchmarkPeersScale: loaded addresses asked every 100 ms while Services are added")
-	peerScalePeers  = flag.String("peer-scale-peers", "vipctl,kube-vip,metallb", "BenchmarkPeersScale: the peers to run, in order")
+	peerScalePeers  = flag.String("peer-scale-peers", "vipctl,kube-vip,metallb", "BenchmarkPeersScale: the peers to run, in order (vipctl-default: vipctl with its default profile)")
 )
 
 // peerScalePool holds the peers' Service addresses at scale: IPv6, as
@@ -86,10 +86,16 @@ func BenchmarkPeersScale(b *testing.B) {
 	speaker, _ := peerBinary(b, "metallb-speaker")
 	for _, peer := range strings.Split(*peerScalePeers, ",") {
 		switch peer {
-		case "vipctl":
-			b.Run("vipctl", func(b *testing.B) {
-				pl, agents := startVipctlPeer(b, "fast")
-				peerScale(b, pl, "vipctl", vipctlVersion(), "profile=fast/announce=sidecar", agents, false)
+		case "vipctl", "vipctl-default":
+			// vipctl's fast profile, or its default one (an advert a
+			// second instead of ten: less CPU, a slower failover).
+			profile := "fast"
+			if peer == "vipctl-default" {
+				profile = "default"
+			}
+			b.Run(peer, func(b *testing.B) {
+				pl, agents := startVipctlPeer(b, profile)
+				peerScale(b, pl, "vipctl", vipctlVersion(), "profile="+profile+"/announce=sidecar", agents, false)
 			})
 		case "kube-vip":
 			b.Run("kube-vip", func(b *testing.B) {
@@ -105,7 +111,7 @@ func BenchmarkPeersScale(b *testing.B) {
 				peerScale(b, pl, "metallb", metallbVersion, "l2/memberlist", oneAgentEach(agents), false)
 			})
 		default:
-			b.Fatalf("-peer-scale-peers: unknown peer %q (vipctl, kube-vip, metallb)", peer)
+			b.Fatalf("-peer-scale-peers: unknown peer %q (vipctl, vipctl-default, kube-vip, metallb)", peer)
 		}
 	}
 }
