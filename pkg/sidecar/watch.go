@@ -289,8 +289,9 @@ func addressedService(obj any) bool {
 // the same event starts: the node holding the anchor answers for the
 // address within milliseconds of the allocator writing it, as it would
 // after the render, which at thousands of Services takes tens of
-// milliseconds on every node. Nothing before the first sync (no model
-// yet), nothing for a Service that had the address already.
+// milliseconds on every node; that render waits earlyYield, so that it
+// does not compete with the early sync. Nothing before the first sync
+// (no model yet), nothing for a Service that had the address already.
 func (s *Sidecar) followEarly(old, obj any) {
 	m := s.model.Load()
 	svc, ok := obj.(*corev1.Service)
@@ -305,6 +306,7 @@ func (s *Sidecar) followEarly(old, obj any) {
 	for _, f := range m.Followers(svc) {
 		if !slices.Contains(had, f) {
 			s.node.Local.AddEarly(f.Addr, f.Anchor, now)
+			s.earlyAt.Store(now.UnixNano())
 		}
 	}
 }
