@@ -140,7 +140,8 @@ bench-peers: deps image
 ## bench-peers-scale: vipctl, kube-vip and MetalLB with PEER_SERVICES
 ## Services loaded in the peers' lab, each part of vipctl a process of its
 ## own as in its pods (BenchmarkPeersScale, peers-scale lines; root;
-## PEERS=vipctl,metallb to leave one out)
+## PEERS=vipctl,metallb to leave one out, vipctl-default for vipctl with
+## its default profile)
 PEER_SERVICES ?= 1000
 PEERS ?= vipctl,kube-vip,metallb
 bench-peers-scale: deps image
