@@ -1,14 +1,12 @@
 package dataplane
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -133,7 +131,16 @@ func followHandover(anchor4, anchor6 string, svc4, svc6 []netip.Addr) render.Han
 // runLocal runs a LocalVIPs for tn with h (10 s grace) until the returned
 // stop is called; a failed sync fails the test.
 func runLocal(t *testing.T, tn host.Target, h render.Handover) (*LocalVIPs, func()) {
+	return runLocalLogged(t, tn, h, nil)
+}
+
+// runLocalLogged is runLocal with LocalVIPs logging to log (nil: not at
+// all).
+func runLocalLogged(t *testing.T, tn host.Target, h render.Handover, log *slog.Logger) (*LocalVIPs, func()) {
 	l := NewLocalVIPs(tn, 10*time.Second)
+	if log != nil {
+		l.SetLog(log)
+	}
 	l.SetHandover(h)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
@@ -234,17 +241,9 @@ func TestFollowerAddsEarly(t *testing.T) {
 	cap := c.CaptureAnnouncements(t)
 	anchor4, anchor6 := "198.51.100.191", "2001:db8:100::1:ffff"
 	h := followHandover(anchor4, anchor6, fixture.Addrs("198.51.100.130"), fixture.Addrs("2001:db8:100::1:5"))
-	l := NewLocalVIPs(tn, 10*time.Second)
-	var log syncBuffer
-	l.SetLog(slog.New(slog.NewTextHandler(&log, nil)))
-	l.SetHandover(h)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		l.Run(ctx, time.Hour, func(err error) { t.Errorf("LocalVIPs: %v", err) })
-	}()
-	defer func() { cancel(); <-done }()
+	var log fixture.LogBuffer
+	l, stop := runLocalLogged(t, tn, h, slog.New(slog.NewTextHandler(&log, nil)))
+	defer stop()
 	n.MustExec("ip", "addr", "add", anchor4+"/32", "dev", "br-ex")
 	n.MustExec("ip", "addr", "add", anchor6+"/128", "dev", "br-ex", "nodad")
 	waitFollowed(t, n, true, "198.51.100.130", "2001:db8:100::1:5")
@@ -304,22 +303,4 @@ func waitFollowed(t *testing.T, n *netlab.Host, on bool, addrs ...string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger on another goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,8 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,36 +35,13 @@ import (
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/pkg/sidecar"
+	"github.com/vipctl/vipctl/test/fixture"
 	"github.com/vipctl/vipctl/test/testapiserver"
 )
 
 // LogBuffer collects a component's log for assertions, written and read
 // from different goroutines.
-type LogBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *LogBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *LogBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// Tail is the log's last n lines, for a failing test's report.
-func (s *LogBuffer) Tail(n int) string {
-	lines := strings.Split(strings.TrimRight(s.String(), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+type LogBuffer = fixture.LogBuffer
 
 // Sidecar is one node's running runtimecfg sidecar, in process but with
 // the node's own credentials, its namespace's addresses and its daemons.
