@@ -123,13 +123,14 @@ func (l *LocalVIPs) SetHandoverAsOf(h render.Handover, asOf time.Time) {
 }
 
 // AddEarly puts a Service address in the instance whose anchor it
-// follows (announce: sidecar) at once, ahead of the render that will
-// carry it, and has Run sync: a new Service's address then answers
-// without waiting for the whole node's render. at is when its Service
-// was seen with it (SetHandoverAsOf). Nothing happens unless the
-// handover has that anchor's instance, and the address goes on the
-// interface only while the anchor is held, as in every sync. It returns
-// at once: a running sync does not hold it up.
+// follows (announce: sidecar), ahead of the render that will carry it:
+// where the anchor was held at the last sync, Run adds it at once
+// (earlySync), so a new Service's address answers without waiting for
+// the whole node's render; elsewhere the next sync takes it in. at is
+// when its Service was seen with it (SetHandoverAsOf). Nothing happens
+// unless the handover has that anchor's instance, and the address goes
+// on the interface only while the anchor is held, as in every sync. It
+// returns at once: a running sync does not hold it up.
 func (l *LocalVIPs) AddEarly(addr, anchor netip.Addr, at time.Time) {
 	l.earlyMu.Lock()
 	l.pending = append(l.pending, earlyAddr{addr: addr, anchor: anchor, at: at})
