@@ -250,9 +250,13 @@ func TestFollowerAddsEarly(t *testing.T) {
 
 	before := len(log.String())
 	seen := time.Now()
+	// Handed over together, as one Service's addresses would be: held
+	// off, the early sync takes all three at once.
+	l.mu.Lock()
 	l.AddEarly(netip.MustParseAddr("198.51.100.132"), netip.MustParseAddr(anchor4), seen)
 	l.AddEarly(netip.MustParseAddr("2001:db8:100::1:7"), netip.MustParseAddr(anchor6), seen)
 	l.AddEarly(netip.MustParseAddr("198.51.100.133"), netip.MustParseAddr("198.51.100.190"), seen)
+	l.mu.Unlock()
 	waitFollowed(t, n, true, "198.51.100.132", "2001:db8:100::1:7")
 	mac := linkMAC(t, n)
 	for _, a := range fixture.Addrs("198.51.100.132", "2001:db8:100::1:7") {
