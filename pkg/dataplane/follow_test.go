@@ -131,16 +131,7 @@ func followHandover(anchor4, anchor6 string, svc4, svc6 []netip.Addr) render.Han
 // runLocal runs a LocalVIPs for tn with h (10 s grace) until the returned
 // stop is called; a failed sync fails the test.
 func runLocal(t *testing.T, tn host.Target, h render.Handover) (*LocalVIPs, func()) {
-	return runLocalLogged(t, tn, h, nil)
-}
-
-// runLocalLogged is runLocal with LocalVIPs logging to log (nil: not at
-// all).
-func runLocalLogged(t *testing.T, tn host.Target, h render.Handover, log *slog.Logger) (*LocalVIPs, func()) {
 	l := NewLocalVIPs(tn, 10*time.Second)
-	if log != nil {
-		l.SetLog(log)
-	}
 	l.SetHandover(h)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
@@ -222,14 +213,16 @@ func TestFollowerMarksItsAddressesNotTheNodes(t *testing.T) {
 }
 
 // TestFollowerAddsEarly: a Service address handed over ahead of its
-// render (AddEarly, as the sidecar does when its Service gets it) is put
-// in place while its anchor is held, by the early sync that lists
-// nothing: the IPv4 one on the interface, the IPv6 one as a proxy entry
-// with its local route (the node's settings allow it), each announced
-// in a full round, as a client on the segment hears. One naming an
-// anchor of no instance here is not. A render read before the address
-// came keeps it (SetHandoverAsOf); one read after decides, and without
-// the address removes it.
+// render (AddEarly, as the sidecar does when its Service gets it) asks
+// for an early sync where its anchor is held, and that sync, which lists
+// nothing, puts it in place: the IPv4 one on the interface, the IPv6 one
+// as a proxy entry with its local route (the node's settings allow it),
+// each announced in a full round, as a client on the segment hears. One
+// naming an anchor of no instance here asks for nothing and is not
+// added. A render read before the address came keeps it
+// (SetHandoverAsOf); one read after decides, and without the address
+// removes it. The syncs are called one by one here (Run would also sync
+// on the address notifications), so that each step is the one checked.
 func TestFollowerAddsEarly(t *testing.T) {
 	n, c, tn := followLab(t)
 	cfg := &v1alpha1.ClusterVIPs{Spec: v1alpha1.ClusterVIPsSpec{VRRP: v1alpha1.VRRPSpec{Interface: "br-ex"}, ServicePools: []v1alpha1.ServicePool{
@@ -241,22 +234,46 @@ func TestFollowerAddsEarly(t *testing.T) {
 	cap := c.CaptureAnnouncements(t)
 	anchor4, anchor6 := "198.51.100.191", "2001:db8:100::1:ffff"
 	h := followHandover(anchor4, anchor6, fixture.Addrs("198.51.100.130"), fixture.Addrs("2001:db8:100::1:5"))
+	l := NewLocalVIPs(tn, 10*time.Second)
 	var log fixture.LogBuffer
-	l, stop := runLocalLogged(t, tn, h, slog.New(slog.NewTextHandler(&log, nil)))
-	defer stop()
+	l.SetLog(slog.New(slog.NewTextHandler(&log, nil)))
+	l.SetHandover(h)
+	sync := func() {
+		t.Helper()
+		if err := l.Sync(time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	n.MustExec("ip", "addr", "add", anchor4+"/32", "dev", "br-ex")
 	n.MustExec("ip", "addr", "add", anchor6+"/128", "dev", "br-ex", "nodad")
+	sync()
 	waitFollowed(t, n, true, "198.51.100.130", "2001:db8:100::1:5")
 
-	before := len(log.String())
+	asked := func() bool {
+		select {
+		case <-l.early:
+			return true
+		default:
+			return false
+		}
+	}
 	seen := time.Now()
-	// Handed over together, as one Service's addresses would be: held
-	// off, the early sync takes all three at once.
-	l.mu.Lock()
+	l.AddEarly(netip.MustParseAddr("198.51.100.133"), netip.MustParseAddr("198.51.100.190"), seen)
+	if asked() {
+		t.Error("an address of an anchor not held here asked for an early sync")
+	}
 	l.AddEarly(netip.MustParseAddr("198.51.100.132"), netip.MustParseAddr(anchor4), seen)
 	l.AddEarly(netip.MustParseAddr("2001:db8:100::1:7"), netip.MustParseAddr(anchor6), seen)
-	l.AddEarly(netip.MustParseAddr("198.51.100.133"), netip.MustParseAddr("198.51.100.190"), seen)
-	l.mu.Unlock()
+	if !asked() {
+		t.Error("addresses of held anchors asked for no early sync")
+	}
+	before := len(log.String())
+	if err := l.earlySync(); err != nil {
+		t.Fatal(err)
+	}
+	if since := log.String()[before:]; !strings.Contains(since, "added=2 ahead_of_render=true") {
+		t.Errorf("the early sync did not add both addresses; LocalVIPs logged:\n%s", since)
+	}
 	waitFollowed(t, n, true, "198.51.100.132", "2001:db8:100::1:7")
 	mac := linkMAC(t, n)
 	for _, a := range fixture.Addrs("198.51.100.132", "2001:db8:100::1:7") {
@@ -264,24 +281,17 @@ func TestFollowerAddsEarly(t *testing.T) {
 			t.Errorf("%s: %d announcements naming %s seen from the segment, want %d", a, got, mac, render.GARPRepeat)
 		}
 	}
-	if since := log.String()[before:]; !strings.Contains(since, "added=2 ahead_of_render=true") || strings.Count(since, "added=") != 1 {
-		t.Errorf("the addresses were not added by the early sync, at once; LocalVIPs logged since:\n%s", since)
-	}
 	if routes := string(n.MustExec("ip", "-6", "route", "show", "table", "local", "proto", "118")); !strings.Contains(routes, "2001:db8:100::1:7 dev lo") {
 		t.Errorf("no local route for the proxied 2001:db8:100::1:7: %q", routes)
 	}
 
 	l.SetHandoverAsOf(h, seen.Add(-time.Second))
-	if err := l.Sync(time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	sync()
 	waitFollowed(t, n, true, "198.51.100.132", "2001:db8:100::1:7")
 	waitFollowed(t, n, false, "198.51.100.133")
 
 	l.SetHandoverAsOf(h, seen.Add(time.Millisecond))
-	if err := l.Sync(time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	sync()
 	waitFollowed(t, n, false, "198.51.100.132", "2001:db8:100::1:7")
 	waitFollowed(t, n, true, "198.51.100.130", "2001:db8:100::1:5")
 }
