@@ -257,12 +257,16 @@ func TestRepeatSpacesKickedSteps(t *testing.T) {
 	const gap = 50 * time.Millisecond
 	s := &Sidecar{o: Options{StepTimeout: time.Second}, m: NewMetrics(nil), log: slog.New(slog.DiscardHandler)}
 	kick := make(chan struct{}, 1)
-	starts := make(chan time.Time, 10)
+	// Each step reports when it began and when it returned.
+	type span struct{ begin, end time.Time }
+	steps := make(chan span, 10)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	go s.repeat(ctx, time.Hour, time.Hour, gap, kick, func(context.Context) error {
+		sp := span{begin: time.Now()}
+		sp.end = time.Now()
 		select {
-		case starts <- time.Now():
+		case steps <- sp:
 		default:
 		}
 		return nil
@@ -276,17 +280,18 @@ func TestRepeatSpacesKickedSteps(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}()
-	// The step reads the clock a little after repeat does, so two
-	// readings may stand a few microseconds closer than gap; unspaced,
-	// they would be about the kicker's millisecond apart.
-	const slack = 5 * time.Millisecond
-	last := <-starts
+	// repeat reads its clock for step n after step n-1 returned, and
+	// starts step n+1 no sooner than gap after that reading. So step
+	// n+1 begins at least gap after step n-1 returned, however late a
+	// loaded machine runs either goroutine; unspaced, the steps would
+	// follow the kicker's millisecond.
+	prev, last := <-steps, <-steps
 	for range 5 {
-		next := <-starts
-		if d := next.Sub(last); d < gap-slack {
-			t.Errorf("a kicked step started %s after the one before, want at least %s", d, gap)
+		next := <-steps
+		if d := next.begin.Sub(prev.end); d < gap {
+			t.Errorf("a kicked step began %s after the step two before it returned, want at least %s", d, gap)
 		}
-		last = next
+		prev, last = last, next
 	}
 }
 
