@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 
 	"github.com/vishvananda/netns"
 )
@@ -81,11 +82,16 @@ func (t Target) WriteFile(p string, data []byte, mode fs.FileMode) (changed bool
 // WriteFlag writes a run file keepalived tracks: "1" for on, "0" for off
 // (keepalived counts a non-zero track file as a fault).
 func (t Target) WriteFlag(path string, on bool) error {
-	v := "0\n"
+	v := 0
 	if on {
-		v = "1\n"
+		v = 1
 	}
-	_, err := t.WriteFile(path, []byte(v), 0o644)
+	return t.WriteTrackValue(path, v)
+}
+
+// WriteTrackValue writes the number a keepalived track file holds.
+func (t Target) WriteTrackValue(path string, v int) error {
+	_, err := t.WriteFile(path, []byte(strconv.Itoa(v)+"\n"), 0o644)
 	return err
 }
 

@@ -3,17 +3,57 @@ package render
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 )
 
-// LocalServiceStatusFile is where the sidecar says whether this node runs
-// a ready endpoint of the Service ("0" yes, "1" no).
+// LocalServiceStatusFile is where the sidecar says what this node runs of
+// the Local Service: one of LocalReady, LocalDraining or LocalNone,
+// which keepalived adds to the node's priority in the Service's instance
+// (track_file weight 1). Earlier builds wrote service-*.status, 0 or 1
+// under weight 0; the new name keeps a sidecar and a keepalived.conf of
+// different builds, side by side during an upgrade, from reading each
+// other's numbers.
 func LocalServiceStatusFile(name string) string {
-	return fmt.Sprintf("%s/service-%s.status", RunDir, strings.ReplaceAll(name, "/", "_"))
+	return fmt.Sprintf("%s/service-%s.track", RunDir, strings.ReplaceAll(name, "/", "_"))
+}
+
+// LegacyLocalStatusGlob matches the status files of Local Services that
+// earlier versions wrote, which nothing reads once this version's
+// keepalived.conf is in place.
+const LegacyLocalStatusGlob = RunDir + "/service-*.status"
+
+// What a Local Service's status file holds. keepalived adds the number
+// to the member's priority, keeps the result within 1..254, and puts
+// the instance in FAULT below -253.
+const (
+	// LocalReady: a ready endpoint runs here; the member's own priority.
+	LocalReady = 0
+	// LocalDraining: only endpoints that are terminating but still serve
+	// (a rollout's old pod in its preStop). Priority 1: the node keeps
+	// the VIP until a member with a ready endpoint preempts it, however
+	// late that member's sidecar loads the instance, and never takes it
+	// from one.
+	LocalDraining = -253
+	// LocalNone: no endpoint that serves; FAULT, so never the holder
+	// (a holder leaves with a priority 0 advert).
+	LocalNone = -254
+)
+
+// LocalServiceStatus is what node's status file of ls holds.
+func LocalServiceStatus(ls cluster.LocalService, node string) int {
+	switch {
+	case slices.Contains(ls.Nodes, node):
+		return LocalReady
+	case slices.Contains(ls.Draining, node):
+		return LocalDraining
+	}
+	return LocalNone
 }
 
 // Script and track-file names inside keepalived.conf, and what they watch.

@@ -57,8 +57,8 @@ func TestLocalServiceInstance(t *testing.T) {
 		if got := strings.Contains(conf, "vrrp_instance service_4_shop_web_v4"); got != want {
 			t.Errorf("%s renders the Local Service's instance: %v, want %v", node, got, want)
 		}
-		if want && !strings.Contains(conf, `file "`+LocalServiceStatusFile("shop/web")+`"`) {
-			t.Errorf("%s: the instance does not track the Service's status file", node)
+		if want && !strings.Contains(conf, `file "`+LocalServiceStatusFile("shop/web")+`"`+"\n    weight 1\n") {
+			t.Errorf("%s: the instance does not track the Service's status file with weight 1", node)
 		}
 	}
 	if got := peersOf(t, confOf(t, p, "worker-a1"), "service_4_shop_web_v4"); len(got) != 1 {
@@ -72,6 +72,18 @@ func TestLocalServiceInstance(t *testing.T) {
 	for _, n := range []string{"worker-a0", "worker-a1"} {
 		if strings.Contains(confOf(t, p, n), "service_4_shop_web") {
 			t.Errorf("%s renders a Local Service without endpoints", n)
+		}
+	}
+}
+
+// TestLocalServiceStatus: a node's status file of a Local Service keeps
+// its priority with a ready endpoint, lowers it to 1 with only a draining
+// one, and puts it in FAULT with none.
+func TestLocalServiceStatus(t *testing.T) {
+	ls := cluster.LocalService{Name: "shop/web", Nodes: []string{"worker-a1"}, Draining: []string{"worker-a0"}}
+	for node, want := range map[string]int{"worker-a1": 0, "worker-a0": -253, "edge-0": -254} {
+		if got := LocalServiceStatus(ls, node); got != want {
+			t.Errorf("%s: %d, want %d", node, got, want)
 		}
 	}
 }

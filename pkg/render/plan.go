@@ -285,8 +285,9 @@ func (p *Plan) isBootstrap(node string) bool { return p.bootstrap != nil && node
 // pool's nodes with a ready endpoint, those whose endpoint is stopping
 // gracefully (Draining), plus, when fewer than two, other pool nodes so
 // that the instance has a peer; every member tracks the Service's status
-// file, so a member without a ready endpoint is in FAULT and never holds
-// the VIP.
+// file (LocalServiceStatus), so a member without an endpoint is in FAULT
+// and never holds the VIP, and a draining one holds it at priority 1
+// until a member with a ready endpoint takes it.
 func (p *Plan) addLocal(ls cluster.LocalService) error {
 	pool := p.model.Pool(ls.Pool)
 	if pool == nil || len(ls.VIPs) == 0 || len(ls.Nodes) == 0 {
@@ -294,8 +295,9 @@ func (p *Plan) addLocal(ls cluster.LocalService) error {
 	}
 	key := v1alpha1.ServiceKey(ls.Name)
 	track := keyIdent(key)
-	p.tracks = append(p.tracks, trackFileView{Name: track, Path: p.root + LocalServiceStatusFile(ls.Name), Weight: 0,
-		Why: "0 while a ready endpoint of Service " + ls.Name + " runs on this node (written by the sidecar)"})
+	p.tracks = append(p.tracks, trackFileView{Name: track, Path: p.root + LocalServiceStatusFile(ls.Name), Weight: 1,
+		Why: fmt.Sprintf("written by the sidecar: %d while a ready endpoint of Service %s runs on this node, %d (priority 1) while only a terminating one serves, %d (FAULT) otherwise",
+			LocalReady, ls.Name, LocalDraining, LocalNone)})
 	endpoint := map[string]bool{}
 	for _, n := range append(slices.Clone(ls.Nodes), ls.Draining...) {
 		endpoint[n] = true

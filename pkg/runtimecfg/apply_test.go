@@ -173,7 +173,8 @@ func TestInitRunFiles(t *testing.T) {
 }
 
 // TestPruneLocalStatus: the status file of a Local Service that is gone
-// goes; those of current ones and every other run file stay.
+// goes, and so does one an earlier build wrote under the old name; those
+// of current ones and every other run file stay.
 func TestPruneLocalStatus(t *testing.T) {
 	target := host.Target{Root: nodeRoot(t)}
 	c, err := v1alpha1.Load("../../examples/ingress-shards.yaml")
@@ -187,6 +188,10 @@ func TestPruneLocalStatus(t *testing.T) {
 		if err := target.WriteFlag(render.LocalServiceStatusFile(name), false); err != nil {
 			t.Fatal(err)
 		}
+	}
+	legacy := render.RunDir + "/service-shop_web.status"
+	if err := target.WriteFlag(legacy, false); err != nil {
+		t.Fatal(err)
 	}
 	keep := []cluster.LocalService{{Name: "shop/web"}, {Name: "db/primary"}}
 	if err := PruneLocalStatus(target, keep); err != nil {
@@ -202,8 +207,10 @@ func TestPruneLocalStatus(t *testing.T) {
 			t.Errorf("%s was removed", p)
 		}
 	}
-	if exists(render.LocalServiceStatusFile("shop/old")) {
-		t.Errorf("%s is still there", render.LocalServiceStatusFile("shop/old"))
+	for _, p := range []string{render.LocalServiceStatusFile("shop/old"), legacy} {
+		if exists(p) {
+			t.Errorf("%s is still there", p)
+		}
 	}
 	// Nothing left to prune is not an error.
 	if err := PruneLocalStatus(target, nil); err != nil {

@@ -95,7 +95,7 @@ func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
 	// pool's are announced or not by frr.conf instead.
 	vrrpLocal := in.Model.VRRPLocalServices(in.State)
 	for _, ls := range vrrpLocal {
-		if err := n.WriteFlag(render.LocalServiceStatusFile(ls.Name), !slices.Contains(ls.Nodes, n.Name)); err != nil {
+		if err := n.WriteTrackValue(render.LocalServiceStatusFile(ls.Name), render.LocalServiceStatus(ls, n.Name)); err != nil {
 			return out, &StepError{"write", err}
 		}
 	}

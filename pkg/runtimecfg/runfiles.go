@@ -57,8 +57,9 @@ func SetIngressReady(t host.Target, controller string, ready bool) error {
 }
 
 // PruneLocalStatus removes the status files of Local Services that are no
-// longer in keep. Call it only once the keepalived.conf that tracked them
-// has been replaced: until then keepalived still reads them.
+// longer in keep, and those an earlier build wrote under another name.
+// Call it only once the keepalived.conf that tracked them has been
+// replaced: until then keepalived still reads them.
 func PruneLocalStatus(t host.Target, keep []cluster.LocalService) error {
 	want := make(map[string]bool, len(keep))
 	for _, ls := range keep {
@@ -68,6 +69,11 @@ func PruneLocalStatus(t host.Target, keep []cluster.LocalService) error {
 	if err != nil {
 		return err
 	}
+	legacy, err := filepath.Glob(t.Path(render.LegacyLocalStatusGlob))
+	if err != nil {
+		return err
+	}
+	found = append(found, legacy...)
 	for _, f := range found {
 		if !want[f] {
 			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +18,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/test/lab"
 )
@@ -346,7 +349,7 @@ func TestSidecarLocalTrafficPolicy(t *testing.T) {
 	if c := kc.KeepalivedConf(t, "master-0"); strings.Contains(c, vip+"/32") {
 		t.Errorf("master-0 (outside the pool) renders the Local Service's instance")
 	}
-	waitFile(t, filepath.Join(kc.ByName["worker-0"].Target.Root, render.LocalServiceStatusFile("default/local")), "1\n")
+	waitFile(t, filepath.Join(kc.ByName["worker-0"].Target.Root, render.LocalServiceStatusFile("default/local")), "-254\n")
 
 	// The endpoint moves to worker-0: so does the VIP, and worker-1 lets
 	// go of it.
@@ -375,9 +378,88 @@ func TestSidecarLocalTrafficPolicy(t *testing.T) {
 	}
 }
 
+// TestSidecarLocalEndpointMovesMakeBeforeBreak: a Local Service's only
+// endpoint moves to another node whose sidecar is late (stopped, as a
+// sidecar seconds behind on a loaded node is): the old holder, its pod
+// terminating but still serving, keeps the VIP at priority 1 instead of
+// leaving it unheld, and the new node takes it as soon as its sidecar
+// says its endpoint is ready. No request fails on the way.
+func TestSidecarLocalEndpointMovesMakeBeforeBreak(t *testing.T) {
+	kc := lab.StartKube(t, clusterYAML("fast", "unicast", sidecarPools), sidecarSpecs())
+	kc.GrantNodeReaders(t)
+	for _, n := range kc.Nodes {
+		kc.AddNode(t, n.Name)
+		kc.StartSidecar(t, n.Name)
+	}
+	ctx := context.Background()
+	svc := kc.CreateLBService(t, "mover", "")
+	svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	if _, err := kc.Admin.CoreV1().Services(svc.Namespace).Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const vip = "198.51.100.151"
+	kc.SetLBStatus(t, svc.Name, vip)
+	ready := discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)}
+	draining := discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true), Terminating: ptr.To(true)}
+	setEndpointConditions(t, kc.Admin, svc.Name, map[string]discoveryv1.EndpointConditions{"worker-1": ready})
+	if h := kc.WaitHolder(vip, 30*time.Second, func(string) bool { return true }); h != "worker-1" {
+		t.Fatalf("%s held by %s; want worker-1, the only node with a ready endpoint", vip, h)
+	}
+	status := func(node string) string {
+		return filepath.Join(kc.ByName[node].Target.Root, render.LocalServiceStatusFile("default/mover"))
+	}
+	// worker-0 pads the instance (a peer is needed), in FAULT.
+	waitFile(t, status("worker-0"), "-254\n")
+	for _, w := range []string{"worker-0", "worker-1"} {
+		kc.ByName[w].StartEcho(t, "0.0.0.0:8080")
+	}
+	p := kc.Poll("http://"+vip+":8080/", 10*time.Millisecond)
+
+	// The rollout: the new pod on worker-0 is ready, the old one on
+	// worker-1 terminating; worker-0's sidecar has not caught up.
+	kc.Sidecars["worker-0"].Stop()
+	setEndpointConditions(t, kc.Admin, svc.Name, map[string]discoveryv1.EndpointConditions{"worker-0": ready, "worker-1": draining})
+	waitFile(t, status("worker-1"), "-253\n")
+	// Many Master_Down intervals of the fast profile (~0.4 s), and longer
+	// than a node keeps a VIP it gave up local (dataplane.HandoverGrace):
+	// in FAULT, worker-1 would have left the VIP to nobody, and the
+	// client's requests, still sent to worker-1, would fail by now.
+	time.Sleep(dataplane.HandoverGrace + 2*time.Second)
+	if h := kc.Holders(vip); !slices.Equal(h, []string{"worker-1"}) {
+		t.Errorf("%s held by %v while worker-1's endpoint drains and worker-0's sidecar is behind; want worker-1 still", vip, h)
+	}
+
+	// worker-0's sidecar catches up: its ready endpoint outranks the
+	// draining one.
+	kc.StartSidecar(t, "worker-0")
+	waitFile(t, status("worker-0"), "0\n")
+	kc.WaitHolder(vip, 30*time.Second, func(h string) bool { return h == "worker-0" })
+	lab.WaitFor(t, 30*time.Second, vip+" held by worker-0 alone", func() bool { return slices.Equal(kc.Holders(vip), []string{"worker-0"}) })
+
+	// The old pod is gone: worker-1 is in FAULT again, worker-0 keeps it.
+	setEndpointConditions(t, kc.Admin, svc.Name, map[string]discoveryv1.EndpointConditions{"worker-0": ready})
+	waitFile(t, status("worker-1"), "-254\n")
+	time.Sleep(time.Second)
+	if h := kc.Holders(vip); !slices.Equal(h, []string{"worker-0"}) {
+		t.Errorf("%s held by %v after the old pod went; want worker-0", vip, h)
+	}
+	p.WantNoFailures(t, vip+" while its endpoint moved from worker-1 to worker-0")
+}
+
 // setEndpoints writes the Service's EndpointSlice as the EndpointSlice
 // controller would: one endpoint per node, ready or not.
 func setEndpoints(t *testing.T, c kubernetes.Interface, svc string, nodes map[string]bool) {
+	t.Helper()
+	conds := map[string]discoveryv1.EndpointConditions{}
+	for n, ready := range nodes {
+		conds[n] = discoveryv1.EndpointConditions{Ready: ptr.To(ready)}
+	}
+	setEndpointConditions(t, c, svc, conds)
+}
+
+// setEndpointConditions writes the Service's EndpointSlice: one endpoint
+// per node, with its conditions.
+func setEndpointConditions(t *testing.T, c kubernetes.Interface, svc string, nodes map[string]discoveryv1.EndpointConditions) {
 	t.Helper()
 	ctx := context.Background()
 	es := &discoveryv1.EndpointSlice{
@@ -386,7 +468,7 @@ func setEndpoints(t *testing.T, c kubernetes.Interface, svc string, nodes map[st
 	}
 	i := 0
 	for _, n := range []string{"master-0", "master-1", "worker-0", "worker-1"} {
-		ready, ok := nodes[n]
+		conds, ok := nodes[n]
 		if !ok {
 			continue
 		}
@@ -394,7 +476,7 @@ func setEndpoints(t *testing.T, c kubernetes.Interface, svc string, nodes map[st
 		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{
 			Addresses:  []string{fmt.Sprintf("203.0.113.%d", 10+i)},
 			NodeName:   &n,
-			Conditions: discoveryv1.EndpointConditions{Ready: &ready},
+			Conditions: conds,
 		})
 	}
 	cur, err := c.DiscoveryV1().EndpointSlices(es.Namespace).Get(ctx, es.Name, metav1.GetOptions{})
