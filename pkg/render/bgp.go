@@ -4,7 +4,10 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"net/netip"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/vipctl/vipctl/pkg/cluster"
 )
@@ -13,7 +16,22 @@ import (
 type Announced struct {
 	Pool  string
 	Addrs []netip.Addr
+	// Backup are addresses announced with a longer AS path
+	// (backupPrepend): the routers use them only while no node announces
+	// them plainly. A node announces so the Local Services whose only
+	// endpoints here are terminating but still serve (a rollout's old
+	// pod in its preStop), so that the route stays until the new pod's
+	// node announces it.
+	Backup []netip.Addr
 }
+
+// backupPrepend is how many times a backup route repeats the nodes' ASN
+// before the one every route carries: a path four ASNs long loses to the
+// plain one, and is no equal-cost partner of it.
+const backupPrepend = 3
+
+// backupRouteMap names the route-map of backup routes in frr.conf.
+const backupRouteMap = "vipctl-backup"
 
 // frrView feeds frr.conf.tmpl: one node's BGP sessions and the /32 and
 // /128 routes it announces.
@@ -26,6 +44,8 @@ type frrView struct {
 	// a family without peers is left out.
 	Families    []frrFamilyView
 	Communities []string
+	// BackupPrepend is what backup routes prepend to their AS path.
+	BackupPrepend string
 }
 
 type frrPeerView struct {
@@ -38,7 +58,13 @@ type frrPeerView struct {
 type frrFamilyView struct {
 	Name     string // ipv4, ipv6
 	Peers    []string
-	Networks []string
+	Networks []frrNetworkView
+}
+
+type frrNetworkView struct {
+	Prefix string
+	// RouteMap is set on backup routes.
+	RouteMap string
 }
 
 // HasBGP tells whether the nodes run BGP: with spec.bgp set every node
@@ -51,7 +77,8 @@ func (p *Plan) HasBGP() bool { return p.c.Spec.BGP != nil }
 // with policy Cluster every address of a pool whose nodeSelector the node
 // matches (so the routers spread the traffic over all of them, ECMP);
 // with policy Local only those of Services with a ready endpoint here,
-// since kube-proxy drops Local traffic on a node without one.
+// since kube-proxy drops Local traffic on a node without one, and as
+// Backup those whose endpoints here are only draining.
 func (p *Plan) Announced(node string) []Announced {
 	n := p.nodes[node]
 	if n == nil || !p.HasBGP() || p.isBootstrap(node) {
@@ -67,14 +94,15 @@ func (p *Plan) Announced(node string) []Announced {
 			if ls.Pool != pool.Name {
 				continue
 			}
-			for _, name := range ls.Nodes {
-				if name == node {
-					a.Addrs = append(a.Addrs, ls.VIPs...)
-					break
-				}
+			switch {
+			case slices.Contains(ls.Nodes, node):
+				a.Addrs = append(a.Addrs, ls.VIPs...)
+			case slices.Contains(ls.Draining, node):
+				a.Backup = append(a.Backup, ls.VIPs...)
 			}
 		}
 		sort.Slice(a.Addrs, func(i, j int) bool { return a.Addrs[i].Less(a.Addrs[j]) })
+		sort.Slice(a.Backup, func(i, j int) bool { return a.Backup[i].Less(a.Backup[j]) })
 		out = append(out, a)
 	}
 	return out
@@ -85,7 +113,8 @@ func (p *Plan) Announced(node string) []Announced {
 func (p *Plan) frrView(node string) *frrView {
 	b := p.c.Spec.BGP
 	n := p.nodes[node]
-	v := &frrView{Node: node, ASN: b.ASN, Communities: b.Communities}
+	v := &frrView{Node: node, ASN: b.ASN, Communities: b.Communities,
+		BackupPrepend: strings.TrimSpace(strings.Repeat(strconv.FormatUint(uint64(b.ASN), 10)+" ", backupPrepend))}
 	v.RouterID = routerID(node, n.Addresses)
 	fams := map[bool]*frrFamilyView{true: {Name: "ipv4"}, false: {Name: "ipv6"}}
 	for _, peer := range b.Peers {
@@ -99,7 +128,10 @@ func (p *Plan) frrView(node string) *frrView {
 	}
 	for _, an := range p.Announced(node) {
 		for _, a := range an.Addrs {
-			fams[a.Is4()].Networks = append(fams[a.Is4()].Networks, netip.PrefixFrom(a, a.BitLen()).String())
+			fams[a.Is4()].Networks = append(fams[a.Is4()].Networks, frrNetworkView{Prefix: netip.PrefixFrom(a, a.BitLen()).String()})
+		}
+		for _, a := range an.Backup {
+			fams[a.Is4()].Networks = append(fams[a.Is4()].Networks, frrNetworkView{Prefix: netip.PrefixFrom(a, a.BitLen()).String(), RouteMap: backupRouteMap})
 		}
 	}
 	for _, v4 := range []bool{true, false} {

@@ -3,6 +3,7 @@ package render
 import (
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -64,6 +65,53 @@ func TestBGPAnnounced(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestBGPAnnouncedDraining: a node whose endpoints of a Local Service are
+// all terminating but still serving announces the address as a backup
+// route, with the nodes' ASN prepended three times; a node with a ready
+// endpoint announces it plainly; the others not at all.
+func TestBGPAnnouncedDraining(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "bgp-two-racks.yaml")
+	local := netip.MustParseAddr("203.0.113.230")
+	st := cluster.State{
+		Nodes:         r.nodes,
+		LocalServices: []cluster.LocalService{{Name: "web/local", Pool: "racks", VIPs: []netip.Addr{local}, Nodes: []string{"worker-b1"}, Draining: []string{"worker-a0"}}},
+	}
+	p, err := NewPlan(cluster.Compile(r.config), testIDs(r.config), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asn := strconv.FormatUint(uint64(r.config.Spec.BGP.ASN), 10)
+	for node, want := range map[string]string{
+		"worker-b1": "network 203.0.113.230/32\n",
+		"worker-a0": "network 203.0.113.230/32 route-map vipctl-backup\n",
+		"worker-b0": "",
+	} {
+		var conf string
+		files, err := p.NodeFiles(node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if f.Path == FRRConfPath {
+				conf = string(f.Data)
+			}
+		}
+		if !strings.Contains(conf, "route-map vipctl-backup permit 10\n set as-path prepend "+asn+" "+asn+" "+asn+"\n") {
+			t.Errorf("%s: frr.conf lacks the backup route-map:\n%s", node, conf)
+		}
+		switch {
+		case want == "" && strings.Contains(conf, "203.0.113.230"):
+			t.Errorf("%s announces the Local address without an endpoint:\n%s", node, conf)
+		case want != "" && !strings.Contains(conf, want):
+			t.Errorf("%s: frr.conf lacks %q:\n%s", node, want, conf)
+		}
+	}
+	if got := p.Announced("worker-a0"); len(got) != 1 || len(got[0].Addrs) != 0 || !slices.Equal(got[0].Backup, []netip.Addr{local}) {
+		t.Errorf("worker-a0 announces %+v, want %s as a backup only", got, local)
 	}
 }
 

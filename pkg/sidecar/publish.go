@@ -32,12 +32,14 @@ func (s *Sidecar) rememberVIPs(m *cluster.Model, st cluster.State) {
 }
 
 // rememberAnnounced records the routes bgpd was given by the last
-// successful apply: a bgp pool's addresses sit on no interface, so Held
+// successful apply, backup routes too (the node still carries what the
+// routers send it): a bgp pool's addresses sit on no interface, so Held
 // cannot find them there.
 func (s *Sidecar) rememberAnnounced(pools []render.Announced) {
 	var addrs []netip.Addr
 	for _, p := range pools {
 		addrs = append(addrs, p.Addrs...)
+		addrs = append(addrs, p.Backup...)
 	}
 	s.mu.Lock()
 	s.announced = addrs

@@ -356,10 +356,11 @@ func TestBGPLocalPolicy(t *testing.T) {
 	for _, n := range bl.lc.Nodes {
 		onLo(t, n.Host, vip)
 	}
-	local := func(nodes ...string) {
-		bl.lc.State.LocalServices = []cluster.LocalService{{Name: "web/local", Pool: "racks", VIPs: []netip.Addr{netip.MustParseAddr(vip)}, Nodes: nodes}}
+	drainingLocal := func(nodes, draining []string) {
+		bl.lc.State.LocalServices = []cluster.LocalService{{Name: "web/local", Pool: "racks", VIPs: []netip.Addr{netip.MustParseAddr(vip)}, Nodes: nodes, Draining: draining}}
 		bl.applyAll(t)
 	}
+	local := func(nodes ...string) { drainingLocal(nodes, nil) }
 	local("b0")
 	bl.waitHops(t, vip, []string{"203.0.113.21"}, 20*time.Second)
 	if got := bl.ask(t, vip, 10); got["b0"] != 10 {
@@ -371,10 +372,28 @@ func TestBGPLocalPolicy(t *testing.T) {
 	if got := bl.ask(t, vip, 20); got["b0"] != 0 || got["a0"]+got["b1"] != 20 {
 		t.Errorf("answers %v: want all from a0 and b1", got)
 	}
+	// A rollout: b1's pod goes, a0's stops (terminating, still
+	// serving) before the new one on b0 is ready. a0 keeps a backup
+	// route, the router's only one, so the address stays reachable.
+	drainingLocal(nil, []string{"a0"})
+	took = bl.waitHops(t, vip, []string{"198.51.100.21"}, 20*time.Second)
+	t.Logf("only a draining endpoint left: routed to a0 alone in %s", took.Round(time.Millisecond))
+	if got := bl.ask(t, vip, 10); got["a0"] != 10 {
+		t.Errorf("answers %v: want all from a0, the draining endpoint's node", got)
+	}
+	// b0's new pod is ready: its plain route beats a0's backup one,
+	// which is no equal-cost partner of it.
+	drainingLocal([]string{"b0"}, []string{"a0"})
+	took = bl.waitHops(t, vip, []string{"203.0.113.21"}, 20*time.Second)
+	t.Logf("a ready endpoint on b0: routed to b0 alone in %s", took.Round(time.Millisecond))
+	out, err := bl.router.Vtysh("show bgp ipv4 unicast " + vip + "/32")
+	if err != nil || !strings.Contains(out, "64513 64513 64513 64513") {
+		t.Errorf("the router does not keep a0's backup path (AS path 64513 ×4) beside b0's: %v\n%s", err, out)
+	}
 	// The sessions never reset on a reload: frr-reload.py sent only the
 	// changed network lines, so each node's session was established once
 	// and never dropped.
-	out, _ := bl.router.Vtysh("show bgp neighbors")
+	out, _ = bl.router.Vtysh("show bgp neighbors")
 	if n := strings.Count(out, "Connections established 1; dropped 0"); n != 3 {
 		t.Errorf("%d of 3 sessions established once and never dropped:\n%s", n, out)
 	}
