@@ -89,12 +89,22 @@ func Apply(ctx context.Context, t host.Target, files []render.File) (Result, err
 		}
 		changed = append(changed, f)
 	}
-	// FRR first: when a pool moves from vrrp to bgp, the routers learn its
-	// /32s while keepalived still holds the addresses, and only then does
-	// keepalived let them go (make before break). The other way round
-	// VRRP needs its master-down interval anyway, which no order saves.
-	rank := func(f render.File) int {
+	// keepalived and haproxy first: their reloads take milliseconds,
+	// frr-reload.py seconds (3-5 s on a loaded node), and a VIP that
+	// moves (a Local Service's new endpoint, a node's drain) must not
+	// wait for FRR. FRR first only when a pool moves from vrrp to bgp:
+	// the routers learn its /32s while keepalived still holds the
+	// addresses, and only then does keepalived let them go (make before
+	// break). The other way round VRRP needs its master-down interval
+	// anyway, which no order saves.
+	frrFirst := false
+	for _, f := range changed {
 		if f.Path == render.FRRConfPath {
+			frrFirst = frrTakesOver(replaced[render.KeepalivedConfPath], f.Data)
+		}
+	}
+	rank := func(f render.File) int {
+		if (f.Path == render.FRRConfPath) == frrFirst {
 			return 0
 		}
 		return 1
@@ -122,6 +132,27 @@ func Apply(ctx context.Context, t host.Target, files []render.File) (Result, err
 		}
 	}
 	return res, nil
+}
+
+// frrTakesOver tells whether frr.conf announces an address that the
+// keepalived.conf being replaced carries as a VIP (a line of its own
+// starting "ADDR/"): the address moves from VRRP to BGP.
+func frrTakesOver(oldKeepalived, frrConf []byte) bool {
+	vips := map[string]bool{}
+	for _, line := range strings.Split(string(oldKeepalived), "\n") {
+		if addr, _, ok := strings.Cut(strings.TrimSpace(line), "/"); ok && !strings.ContainsAny(addr, " \t") {
+			vips[addr] = true
+		}
+	}
+	for _, line := range strings.Split(string(frrConf), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "network" {
+			if addr, _, _ := strings.Cut(f[1], "/"); vips[addr] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // reload tells the daemon of the config at path to apply it: which

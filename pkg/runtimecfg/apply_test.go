@@ -270,3 +270,81 @@ func TestApplyRetriesAFailedReload(t *testing.T) {
 		t.Errorf("frr.conf holds\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestFRRTakesOver: FRR goes first only when its new frr.conf announces
+// an address the old keepalived.conf carried as a VIP.
+func TestFRRTakesOver(t *testing.T) {
+	t.Parallel()
+	keepalived := []byte(`vrrp_instance pool_web_0_v4 {
+    unicast_src_ip 198.51.100.21
+    unicast_peer {
+        198.51.100.22
+    }
+    virtual_ipaddress {
+        198.51.100.130/32 dev br-ex
+    }
+    track_file {
+        vipctl_drain weight -99
+    }
+}
+`)
+	for _, tc := range []struct {
+		frr  string
+		want bool
+	}{
+		{" address-family ipv4 unicast\n  network 198.51.100.130/32\n", true},
+		{" address-family ipv4 unicast\n  network 198.51.100.131/32 route-map vipctl-backup\n", false},
+		// A node's own address or a peer is no VIP.
+		{"  network 198.51.100.22/32\n  network 198.51.100.21/32\n", false},
+	} {
+		if got := frrTakesOver(keepalived, []byte(tc.frr)); got != tc.want {
+			t.Errorf("%q: %t, want %t", tc.frr, got, tc.want)
+		}
+	}
+	if frrTakesOver(nil, []byte("  network 198.51.100.130/32\n")) {
+		t.Errorf("no keepalived.conf before: FRR taking over")
+	}
+}
+
+// TestApplyOrdersReloads: keepalived's config goes in before FRR's (its
+// reload is quick, frr-reload.py's takes seconds), unless the new frr.conf
+// announces an address the old keepalived.conf held: then FRR first, so
+// the routers learn it before keepalived lets it go.
+func TestApplyOrdersReloads(t *testing.T) {
+	h := netlab.New(t).AddHost("worker-0", netlab.HostOpts{Addrs: []string{"198.51.100.21/24"}})
+	target := host.Target{Root: nodeRoot(t), Netns: h.NS, Vtysh: "/bin/true", FRRReload: "/bin/true"}
+	keepalived := func(vip string) render.File {
+		return render.File{Path: render.KeepalivedConfPath, Mode: 0o644, Data: []byte(`vrrp_instance web {
+    state BACKUP
+    interface ` + h.Iface + `
+    virtual_router_id 51
+    priority 100
+    virtual_ipaddress {
+        ` + vip + `/32
+    }
+}
+`)}
+	}
+	frrConf := func(network string) render.File {
+		return render.File{Path: render.FRRConfPath, Mode: 0o644,
+			Data: []byte("router bgp 64513\n address-family ipv4 unicast\n  network " + network + "/32\n exit-address-family\nexit\n")}
+	}
+	ctx := context.Background()
+	if _, err := Apply(ctx, target, []render.File{keepalived("198.51.100.130"), frrConf("203.0.113.1")}); err != nil {
+		t.Fatal(err)
+	}
+	order := func(files ...render.File) []string {
+		t.Helper()
+		res, err := Apply(ctx, target, files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Written
+	}
+	if got, want := order(keepalived("198.51.100.131"), frrConf("203.0.113.2")), []string{render.KeepalivedConfPath, render.FRRConfPath}; !slices.Equal(got, want) {
+		t.Errorf("a VIP and a route changing apart: written %v, want %v", got, want)
+	}
+	if got, want := order(keepalived("198.51.100.132"), frrConf("198.51.100.131")), []string{render.FRRConfPath, render.KeepalivedConfPath}; !slices.Equal(got, want) {
+		t.Errorf("198.51.100.131 moving from keepalived to FRR: written %v, want %v", got, want)
+	}
+}
