@@ -57,7 +57,7 @@ func (c *Cluster) WaitAPI(t testing.TB, timeout time.Duration) {
 		_, last = c.Admin.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
 		return last == nil
 	}) {
-		c.dumpLogs()
+		c.DumpLogs()
 		fatalf(t, "the API through the API VIP: not within %s: %v (%s)", timeout, last, c.apiState(t))
 	}
 }
@@ -108,7 +108,7 @@ func (c *Cluster) labelNodes(t testing.TB, timeout time.Duration) {
 			}
 		}
 		if time.Now().After(deadline) {
-			c.dumpLogs()
+			c.DumpLogs()
 			fatalf(t, "nodes not registered within %s: %v", timeout, keys(pending))
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -134,7 +134,7 @@ func (c *Cluster) WaitNodesReady(t testing.TB, timeout time.Duration) {
 		}
 		return len(notReady) == 0
 	}) {
-		c.dumpLogs()
+		c.DumpLogs()
 		fatalf(t, "nodes not Ready within %s: %v", timeout, notReady)
 	}
 }
@@ -180,7 +180,7 @@ func (c *Cluster) WaitServing(t testing.TB, timeout time.Duration) {
 	for _, u := range c.URLs(t, time.Until(deadline)) {
 		var last error
 		if !lab.WaitUntil(time.Until(deadline), func() bool { _, last = c.Get(u); return last == nil }) {
-			c.dumpLogs()
+			c.DumpLogs()
 			fatalf(t, "%s not answering: %v", u, last)
 		}
 	}
@@ -223,7 +223,7 @@ func (c *Cluster) ServiceAddrs(t testing.TB, name string, timeout time.Duration)
 		}
 		return len(addrs) == 2
 	}) {
-		c.dumpLogs()
+		c.DumpLogs()
 		fatalf(t, "Service %s/%s not given two addresses within %s: %v", WorkloadNS, name, timeout, addrs)
 	}
 	return addrs
@@ -240,7 +240,7 @@ func (c *Cluster) waitDeployment(t testing.TB, ns, name string, timeout time.Dur
 		return err == nil && d.Spec.Replicas != nil && d.Status.ObservedGeneration >= d.Generation &&
 			d.Status.UpdatedReplicas == *d.Spec.Replicas && d.Status.AvailableReplicas == *d.Spec.Replicas && d.Status.Replicas == *d.Spec.Replicas
 	}) {
-		c.dumpLogs()
+		c.DumpLogs()
 		fatalf(t, "Deployment %s/%s not available within %s: %+v", ns, name, timeout, d)
 	}
 }

@@ -218,7 +218,7 @@ func Start(t testing.TB, o Options) *Cluster {
 	t.Cleanup(func() { kubeletlab.StopAll(c.kubeletNodes()) })
 	t.Cleanup(func() {
 		if t.Failed() {
-			c.dumpLogs()
+			c.DumpLogs()
 		}
 	})
 	t.Logf("clusterlab: %d nodes booted in %s", len(c.Nodes), time.Since(start).Round(time.Millisecond))
@@ -308,9 +308,9 @@ func (c *Cluster) Vipctl(args ...string) (string, error) {
 	return string(out), err
 }
 
-// dumpLogs logs what a failing test needs: each node's kubelet and
+// DumpLogs logs what a failing test needs: each node's kubelet and
 // containerd, every container's log tail.
-func (c *Cluster) dumpLogs() {
+func (c *Cluster) DumpLogs() {
 	keep := os.Getenv(KeepEnv)
 	for _, n := range c.Nodes {
 		if n.Running() {

@@ -52,7 +52,7 @@ func (c *Cluster) RestartStaticPod(t testing.TB, n *Node, pod string) {
 		got, err := n.Pod(t.Context(), pod)
 		return err == nil && got != nil && got.Annotations[revisionAnnotation] == revision && kubeletlab.PodReady(got)
 	}) {
-		c.dumpLogs()
+		c.DumpLogs()
 		fatalf(t, "%s: the new revision of %s not Ready within 3m", n.Name, pod)
 	}
 }
@@ -79,7 +79,7 @@ func (c *Cluster) Settle(t testing.TB, timeout time.Duration) {
 		out, err = c.Vipctl("status", "-f", c.ConfigPath)
 		return err == nil
 	}) {
-		c.dumpLogs()
+		c.DumpLogs()
 		fatalf(t, "vipctl status not healthy within %s:\n%s", timeout, out)
 	}
 }

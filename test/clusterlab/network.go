@@ -51,6 +51,25 @@ func (c *Cluster) startNetwork(t testing.TB) {
 		Sysctls: []string{"net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1",
 			"net.ipv4.fib_multipath_hash_policy=1", "net.ipv6.fib_multipath_hash_policy=1"},
 	})
+	// A router on the nodes' own LAN sends the client, which shares that
+	// LAN, ICMP redirects for a bgp pool's addresses: "reach it through
+	// that node directly". The client then bypasses the router, its ECMP
+	// and its withdrawals, and keeps sending to a node that announces the
+	// address no more (a Local Service's pod moved away, a node lost)
+	// until the redirect expires, minutes later. Seen here: a Local
+	// address stopped answering after its pod moved. A router facing the
+	// nodes' LAN is to send none (docs/bgp.md); Linux has no IPv6 switch
+	// for it, so the router drops both kinds on their way out.
+	for _, cmd := range [][]string{
+		{"nft", "add", "table", "inet", "router"},
+		{"nft", "add", "chain", "inet", "router", "out", "{ type filter hook output priority 0 ; }"},
+		{"nft", "add", "rule", "inet", "router", "out", "icmp", "type", "redirect", "drop"},
+		{"nft", "add", "rule", "inet", "router", "out", "icmpv6", "type", "nd-redirect", "drop"},
+	} {
+		if out, err := c.Tor.Exec(cmd...); err != nil {
+			t.Fatalf("router: %v: %v: %s", cmd, err, out)
+		}
+	}
 	dir := lab.SharedDir(t, "vipctl-cluster-tor-")
 	lab.WriteFRRConf(t, dir, routerConf(c.opts.BFD)...)
 	c.Router = lab.StartFRR(t, c.Tor, dir)

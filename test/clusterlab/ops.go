@@ -2,6 +2,7 @@ package clusterlab
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vipctl/vipctl/test/lab"
+	"github.com/vipctl/vipctl/test/netlab"
 )
 
 // RequestTimeout is how long a poller's request may take before it counts
@@ -127,4 +129,34 @@ func (c *Cluster) nodeAddrs(t testing.TB) map[netip.Addr]string {
 		m[netip.MustParseAddr(s.IP6)] = s.Name
 	}
 	return m
+}
+
+// DescribePath is what an administrator looks at when addr does not
+// answer: the client's route to it (a redirect it took shows there), the
+// router's route, and every running node's route for it.
+func (c *Cluster) DescribePath(addr string) string {
+	var b strings.Builder
+	family := "-4"
+	if strings.Contains(addr, ":") {
+		family = "-6"
+	}
+	for _, h := range []*netlab.Host{c.Client, c.Tor} {
+		out, err := h.Exec("ip", family, "route", "get", addr)
+		fmt.Fprintf(&b, "%s: ip route get %s: %s%v\n", h.Name, addr, strings.TrimSpace(string(out)), errOrEmpty(err))
+	}
+	for _, n := range c.Nodes {
+		if !n.Running() {
+			continue
+		}
+		out, err := n.Host.Exec("ip", family, "route", "get", addr)
+		fmt.Fprintf(&b, "%s: ip route get %s: %s%v\n", n.Name, addr, strings.TrimSpace(string(out)), errOrEmpty(err))
+	}
+	return b.String()
+}
+
+func errOrEmpty(err error) any {
+	if err == nil {
+		return ""
+	}
+	return err
 }

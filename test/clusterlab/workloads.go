@@ -2,17 +2,23 @@ package clusterlab
 
 import (
 	"path/filepath"
+	"slices"
+	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/test/kubeletlab"
+	"github.com/vipctl/vipctl/test/lab"
 )
 
 // The workloads.
@@ -178,4 +184,73 @@ func (c *Cluster) workloads() []runtime.Object {
 		objs = append(objs, service(s, EchoName))
 	}
 	return objs
+}
+
+// MoverName is a one-pod echo Deployment pinned to one node at a time,
+// behind a Local Service of each pool (MoverServices): moving it to
+// another node moves each Service's only endpoint, make-before-break
+// (the new pod ready first, the old one serving through its preStop).
+const MoverName = "mover"
+
+// MoverServices are the mover's Services, Local in each pool.
+var MoverServices = []Service{
+	{Name: "mover-vrrp", Pool: PoolVRRP, Policy: corev1.ServiceExternalTrafficPolicyLocal},
+	{Name: "mover-sidecar", Pool: PoolSidecar, Policy: corev1.ServiceExternalTrafficPolicyLocal},
+	{Name: "mover-bgp", Pool: PoolBGP, Policy: corev1.ServiceExternalTrafficPolicyLocal},
+}
+
+// PlaceMover runs the mover on node: it creates the Deployment and its
+// Services, or moves the one pod there by the Deployment's node
+// selector, and waits until the pod runs there alone, ready, and every
+// Service's endpoints say so.
+func (c *Cluster) PlaceMover(t testing.TB, node string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	ds := c.Admin.AppsV1().Deployments(WorkloadNS)
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		ctx, cancel := callCtx()
+		defer cancel()
+		d, err := ds.Get(ctx, MoverName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			d = c.echoDeployment(MoverName, 1)
+			d.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+			if _, err := ds.Create(ctx, d, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			for _, s := range MoverServices {
+				if _, err := c.Admin.CoreV1().Services(WorkloadNS).Create(ctx, service(s, MoverName), metav1.CreateOptions{}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+		_, err = ds.Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("placing %s on %s: %v", MoverName, node, err)
+	}
+	c.waitDeployment(t, WorkloadNS, MoverName, time.Until(deadline))
+	// The old pod is gone (not merely terminating): its preStop and
+	// grace are over.
+	pods := c.Admin.CoreV1().Pods(WorkloadNS)
+	if !lab.WaitUntil(time.Until(deadline), func() bool {
+		ctx, cancel := callCtx()
+		defer cancel()
+		l, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app=" + MoverName})
+		return err == nil && len(l.Items) == 1 && l.Items[0].Spec.NodeName == node && l.Items[0].DeletionTimestamp == nil
+	}) {
+		c.DumpLogs()
+		fatalf(t, "%s's pods not one on %s within %s", MoverName, node, timeout)
+	}
+	for _, s := range MoverServices {
+		if !lab.WaitUntil(time.Until(deadline), func() bool { return slices.Equal(c.EndpointNodes(t, s.Name), []string{node}) }) {
+			c.DumpLogs()
+			fatalf(t, "Service %s: endpoints on %v, want %s alone", s.Name, c.EndpointNodes(t, s.Name), node)
+		}
+	}
 }

@@ -63,6 +63,7 @@ func TestCluster(t *testing.T) {
 		{"MirrorPods", testMirrorPods},
 		{"ServiceVIPs", testServiceVIPs},
 		{"IngressVIP", testIngressVIP},
+		{"LocalPodMoves", testLocalPodMoves},
 		{"ContainerRestarts", testContainerRestarts},
 		{"APIServerRestart", testAPIServerRestart},
 		{"APIVIPHolderLost", testAPIVIPHolderLost},
@@ -232,6 +233,92 @@ func testIngressVIP(t *testing.T, c *clusterlab.Cluster) {
 		body, err := c.Get(clusterlab.URL(vip, clusterlab.RouterPort))
 		if err != nil || body != "router@"+holders[0] {
 			t.Errorf("ingress VIP %s: %q, %v; want the router on %s", vip, body, err, holders[0])
+		}
+	}
+}
+
+// testLocalPodMoves: a Local Service's only pod moves to another node
+// and back (its Deployment's node selector changed, a rolling update: the
+// new pod ready first, the old one serving through its preStop), in each
+// pool. The address follows the pod, make-before-break: no request
+// fails, and afterwards only the pod's node carries it.
+func testLocalPodMoves(t *testing.T, c *clusterlab.Cluster) {
+	nodes := []string{"worker-0", "master-2", "worker-0"}
+	began := time.Now()
+	c.PlaceMover(t, nodes[0], 3*time.Minute)
+	type watched struct {
+		what string
+		pool string
+		addr string
+	}
+	var ws []watched
+	for _, s := range clusterlab.MoverServices {
+		for _, a := range c.ServiceAddrs(t, s.Name, time.Minute) {
+			ws = append(ws, watched{what: fmt.Sprintf("%s (%s) %s", s.Name, s.Pool, a), pool: s.Pool, addr: a})
+		}
+	}
+	for _, w := range ws {
+		lab.WaitFor(t, 2*time.Minute, w.what+" answered from "+nodes[0], func() bool {
+			body, err := c.Get(clusterlab.URL(w.addr, clusterlab.ServicePort))
+			return err == nil && strings.HasSuffix(body, "@"+nodes[0])
+		})
+	}
+	t.Logf("%s serving on %s after %s", clusterlab.MoverName, nodes[0], time.Since(began).Round(time.Millisecond))
+	for i, to := range nodes[1:] {
+		from := nodes[i]
+		polls := make([]*lab.Poller, len(ws))
+		for j, w := range ws {
+			polls[j] = c.Poll(clusterlab.URL(w.addr, clusterlab.ServicePort))
+		}
+		// Who carries each address, logged with the time as it changes,
+		// to match against the nodes' logs where a hole shows.
+		ctx, stop := context.WithCancel(t.Context())
+		var logged sync.WaitGroup
+		logged.Add(1)
+		go func() {
+			defer logged.Done()
+			last := map[string]string{}
+			for ctx.Err() == nil {
+				for _, w := range ws {
+					if now := fmt.Sprint(clusterCarriers(t, c, w.pool, w.addr)); now != last[w.addr] {
+						t.Logf("%s %s: carried by %s", time.Now().Format("15:04:05.000"), w.what, now)
+						last[w.addr] = now
+					}
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}()
+		time.Sleep(time.Second)
+		moved := time.Now()
+		t.Logf("%s moving %s from %s to %s", moved.Format("15:04:05.000"), clusterlab.MoverName, from, to)
+		c.PlaceMover(t, to, 3*time.Minute)
+		t.Logf("%s moved from %s to %s, the old pod gone, in %s", clusterlab.MoverName, from, to, time.Since(moved).Round(time.Millisecond))
+		for _, w := range ws {
+			lab.WaitFor(t, time.Minute, w.what+" carried by "+to+" alone", func() bool {
+				return slices.Equal(clusterCarriers(t, c, w.pool, w.addr), []string{to})
+			})
+		}
+		stop()
+		logged.Wait()
+		for _, w := range ws {
+			if _, err := c.Get(clusterlab.URL(w.addr, clusterlab.ServicePort)); err != nil {
+				t.Logf("%s not answering after the move: %v\n%s", w.what, err, c.DescribePath(w.addr))
+			}
+		}
+		for j, w := range ws {
+			what := w.what + " while its pod moved from " + from + " to " + to
+			if w.pool == clusterlab.PoolBGP {
+				// The router's next hops change twice: the new node joins
+				// (both pods ready), the old one leaves (its route only a
+				// backup now); each may move the one request in flight.
+				polls[j].WantOnlyRehashResets(t, what, 2)
+				continue
+			}
+			polls[j].WantNoFailures(t, what)
+		}
+		if t.Failed() {
+			c.DumpLogs()
+			return
 		}
 	}
 }

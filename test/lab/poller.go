@@ -260,12 +260,18 @@ func (p *Poller) record(started, now time.Time, body string, err error) {
 
 // WantNoFailures waits for 50 more good answers (the new holder serves),
 // stops polling, and fails t for every request that failed since it
-// started, with how far each got.
+// started, with how far each got (the last 20 if answers never came
+// back, which fails t too).
 func (p *Poller) WantNoFailures(t testing.TB, what string) {
 	t.Helper()
 	ok0, _ := p.Counts()
-	WaitFor(t, 30*time.Second, "answers after "+what, func() bool { ok, _ := p.Counts(); return ok > ok0+50 })
+	answering := WaitUntil(30*time.Second, func() bool { ok, _ := p.Counts(); return ok > ok0+50 })
 	ok, fail := p.Stop()
+	if !answering {
+		errs := p.Errors()
+		t.Fatalf("%s: no 50 answers within 30s; %d of %d requests failed, the last:\n%s",
+			what, fail, ok+fail, strings.Join(errs[max(0, len(errs)-20):], "\n"))
+	}
 	p.mu.Lock()
 	slowest := p.slowest
 	p.mu.Unlock()
@@ -276,6 +282,37 @@ func (p *Poller) WantNoFailures(t testing.TB, what string) {
 		what, fail, ok+fail, slowest.Round(time.Millisecond), tcpRetrans(p.client)-p.retrans0)
 	if fail > 0 {
 		t.Errorf("%s: %d requests failed; want none:\n%s", what, fail, strings.Join(p.errs, "\n"))
+	}
+}
+
+// WantOnlyRehashResets is WantNoFailures for an address routed over
+// ECMP while its set of next hops changes: a router hashing flows over
+// its next hops (hash-threshold, Linux's and most routers' default) moves
+// some established flows to another node when a next hop comes or goes,
+// and that node, which has no state for them, resets them. Only such
+// resets are allowed, at most max (one request runs at a time, so each
+// change of next hops resets at most one); a request that fails in any
+// other way (refused, unreachable, timed out: a hole in the routes)
+// fails t.
+func (p *Poller) WantOnlyRehashResets(t testing.TB, what string, max int) {
+	t.Helper()
+	ok0, _ := p.Counts()
+	WaitFor(t, 30*time.Second, "answers after "+what, func() bool { ok, _ := p.Counts(); return ok > ok0+50 })
+	ok, fail := p.Stop()
+	var resets, others []string
+	for _, e := range p.Errors() {
+		if strings.HasSuffix(e, "connection reset by peer") && !strings.Contains(e, "connecting") {
+			resets = append(resets, e)
+		} else {
+			others = append(others, e)
+		}
+	}
+	t.Logf("%s: %d of %d requests failed, %d of them established connections reset (ECMP rehash)", what, fail, ok+fail, len(resets))
+	if len(others) > 0 {
+		t.Errorf("%s: %d requests failed otherwise than by a reset; want none:\n%s", what, len(others), strings.Join(others, "\n"))
+	}
+	if len(resets) > max {
+		t.Errorf("%s: %d established connections reset, want at most %d:\n%s", what, len(resets), max, strings.Join(resets, "\n"))
 	}
 }
 
