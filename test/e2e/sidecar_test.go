@@ -321,20 +321,9 @@ func waitFile(t *testing.T, path, want string) {
 // gets a VRRP instance of its own whose VIP sits only on a node with a
 // ready endpoint, and follows the endpoint when it moves.
 func TestSidecarLocalTrafficPolicy(t *testing.T) {
-	kc := lab.StartKube(t, clusterYAML("fast", "unicast", sidecarPools), sidecarSpecs())
-	kc.GrantNodeReaders(t)
-	for _, n := range kc.Nodes {
-		kc.AddNode(t, n.Name)
-		kc.StartSidecar(t, n.Name)
-	}
-	ctx := context.Background()
-	svc := kc.CreateLBService(t, "local", "")
-	svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
-	if _, err := kc.Admin.CoreV1().Services(svc.Namespace).Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	const vip = "198.51.100.150"
-	kc.SetLBStatus(t, svc.Name, vip)
+	kc, svc := startLocalService(t, "local", vip)
+	ctx := context.Background()
 	setEndpoints(t, kc.Admin, svc.Name, map[string]bool{"worker-1": true, "worker-0": false})
 	holder := kc.WaitHolder(vip, 30*time.Second, func(string) bool { return true })
 	if holder != "worker-1" {
@@ -385,20 +374,8 @@ func TestSidecarLocalTrafficPolicy(t *testing.T) {
 // leaving it unheld, and the new node takes it as soon as its sidecar
 // says its endpoint is ready. No request fails on the way.
 func TestSidecarLocalEndpointMovesMakeBeforeBreak(t *testing.T) {
-	kc := lab.StartKube(t, clusterYAML("fast", "unicast", sidecarPools), sidecarSpecs())
-	kc.GrantNodeReaders(t)
-	for _, n := range kc.Nodes {
-		kc.AddNode(t, n.Name)
-		kc.StartSidecar(t, n.Name)
-	}
-	ctx := context.Background()
-	svc := kc.CreateLBService(t, "mover", "")
-	svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
-	if _, err := kc.Admin.CoreV1().Services(svc.Namespace).Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	const vip = "198.51.100.151"
-	kc.SetLBStatus(t, svc.Name, vip)
+	kc, svc := startLocalService(t, "mover", vip)
 	ready := discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)}
 	draining := discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true), Terminating: ptr.To(true)}
 	setEndpointConditions(t, kc.Admin, svc.Name, map[string]discoveryv1.EndpointConditions{"worker-1": ready})
@@ -444,6 +421,27 @@ func TestSidecarLocalEndpointMovesMakeBeforeBreak(t *testing.T) {
 		t.Errorf("%s held by %v after the old pod went; want worker-0", vip, h)
 	}
 	p.WantNoFailures(t, vip+" while its endpoint moved from worker-1 to worker-0")
+}
+
+// startLocalService starts the sidecar lab, every node with its sidecar,
+// and a LoadBalancer Service name with externalTrafficPolicy Local whose
+// address is vip.
+func startLocalService(t *testing.T, name, vip string) (*lab.KubeCluster, *corev1.Service) {
+	t.Helper()
+	kc := lab.StartKube(t, clusterYAML("fast", "unicast", sidecarPools), sidecarSpecs())
+	kc.GrantNodeReaders(t)
+	for _, n := range kc.Nodes {
+		kc.AddNode(t, n.Name)
+		kc.StartSidecar(t, n.Name)
+	}
+	svc := kc.CreateLBService(t, name, "")
+	svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	svc, err := kc.Admin.CoreV1().Services(svc.Namespace).Update(context.Background(), svc, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc.SetLBStatus(t, svc.Name, vip)
+	return kc, svc
 }
 
 // setEndpoints writes the Service's EndpointSlice as the EndpointSlice
