@@ -115,6 +115,23 @@ func (p *Pool) Instance(a netip.Addr) int {
 	return int(Hash(a.AsSlice()) % uint64(p.Instances))
 }
 
+// InstanceAnchor is the address instance k of the pool advertises in the
+// family v4 tells; false when the pool's ranges of that family have no
+// anchor for it (fewer addresses than instances).
+func (p *Pool) InstanceAnchor(k int, v4 bool) (netip.Addr, bool) {
+	anchors := p.Anchors(v4)
+	if k >= len(anchors) {
+		return netip.Addr{}, false
+	}
+	return anchors[k], true
+}
+
+// AnchorOf is the anchor of the instance that carries the Service
+// address a (announce: sidecar: a follows that anchor).
+func (p *Pool) AnchorOf(a netip.Addr) (netip.Addr, bool) {
+	return p.InstanceAnchor(p.Instance(a), a.Is4())
+}
+
 // Key is the VRRP instance key that carries a Service address of this
 // pool; for a bgp pool, the key its announced routes are published under.
 func (p *Pool) Key(a netip.Addr) v1alpha1.InstanceKey {

@@ -198,8 +198,8 @@ func (m *Model) Followers(s *corev1.Service) []Follower {
 		if p == nil || !p.SidecarAnnounced() || p.IsAnchor(a) {
 			continue
 		}
-		if anchors := p.Anchors(a.Is4()); p.Instance(a) < len(anchors) {
-			out = append(out, Follower{Addr: a, Anchor: anchors[p.Instance(a)]})
+		if anchor, ok := p.AnchorOf(a); ok {
+			out = append(out, Follower{Addr: a, Anchor: anchor})
 		}
 	}
 	return out

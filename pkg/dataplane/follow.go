@@ -61,7 +61,7 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 		return f, err
 	}
 	if len(l.h.SidecarRanges) == 0 && len(proxied) == 0 {
-		l.announced = nil
+		clear(l.announced)
 		return f, nil
 	}
 	proxy := slices.ContainsFunc(l.h.SidecarRanges, func(r v1alpha1.AddressRange) bool { return !r.Is4() }) && l.proxyMode(link)
@@ -124,9 +124,6 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 	maps.Copy(f.here, proxied)
 	for _, a := range f.removed {
 		delete(f.here, a)
-	}
-	if l.announced == nil {
-		l.announced = map[netip.Addr]announcement{}
 	}
 	for a := range l.announced {
 		if !wanted[a] {
@@ -461,12 +458,7 @@ func (l *LocalVIPs) earlySync() error {
 	l.earlyMu.Unlock()
 	var add []netip.Addr
 	for _, e := range taken {
-		if _, done := l.announced[e.addr]; done || !held[e.anchor] {
-			continue
-		}
-		if slices.ContainsFunc(l.h.Instances, func(in render.HandoverInstance) bool {
-			return slices.Contains(in.Anchors, e.anchor) && slices.Contains(in.Sidecar, e.addr)
-		}) {
+		if _, done := l.announced[e.addr]; !done && held[e.anchor] {
 			add = append(add, e.addr)
 		}
 	}
@@ -487,9 +479,6 @@ func (l *LocalVIPs) earlySync() error {
 		}
 		err = announce(link, add, render.GARPRepeat)
 		at := time.Now()
-		if l.announced == nil {
-			l.announced = map[netip.Addr]announcement{}
-		}
 		for _, a := range add {
 			l.announced[a] = announcement{rounds: 1, last: at}
 		}

@@ -81,7 +81,8 @@ type earlyAddr struct {
 
 // NewLocalVIPs keeps routes grace long after their VIP left.
 func NewLocalVIPs(t host.Target, grace time.Duration) *LocalVIPs {
-	return &LocalVIPs{t: t, grace: grace, kick: make(chan struct{}, 1), early: make(chan struct{}, 1), lost: map[netip.Addr]time.Time{}}
+	return &LocalVIPs{t: t, grace: grace, kick: make(chan struct{}, 1), early: make(chan struct{}, 1), lost: map[netip.Addr]time.Time{},
+		announced: map[netip.Addr]announcement{}}
 }
 
 // OnAddressChange has Run call f after every address change in the
@@ -119,7 +120,7 @@ func (l *LocalVIPs) SetHandoverAsOf(h render.Handover, asOf time.Time) {
 			delete(l.added, a)
 		}
 	}
-	l.h = withEarly(h, l.added)
+	l.h, _ = withEarly(h, l.added)
 }
 
 // AddEarly puts a Service address in the instance whose anchor it
@@ -145,7 +146,8 @@ func (l *LocalVIPs) AddEarly(addr, anchor netip.Addr, at time.Time) {
 }
 
 // takePending merges what AddEarly left into added and h, and returns
-// it. Call it with mu held.
+// those of it that h now has in their anchor's instance. Call it with mu
+// held.
 func (l *LocalVIPs) takePending() []earlyAddr {
 	l.earlyMu.Lock()
 	pending := l.pending
@@ -160,8 +162,9 @@ func (l *LocalVIPs) takePending() []earlyAddr {
 	for _, e := range pending {
 		l.added[e.addr] = e
 	}
-	l.h = withEarly(l.h, l.added)
-	return pending
+	var placed map[netip.Addr]bool
+	l.h, placed = withEarly(l.h, l.added)
+	return slices.DeleteFunc(pending, func(e earlyAddr) bool { return !placed[e.addr] })
 }
 
 // noteAnchors records which anchors are on the interface (onIf: its
@@ -182,14 +185,20 @@ func (l *LocalVIPs) noteAnchors(onIf map[netip.Addr]bool) {
 
 // withEarly is h with each early address in the instance of its anchor,
 // where h has that instance and lacks the address; h's slices are not
-// written to.
-func withEarly(h render.Handover, early map[netip.Addr]earlyAddr) render.Handover {
+// written to. placed are the early addresses the result has in their
+// anchor's instance (put there now or by the render already).
+func withEarly(h render.Handover, early map[netip.Addr]earlyAddr) (_ render.Handover, placed map[netip.Addr]bool) {
 	cloned := false
+	placed = map[netip.Addr]bool{}
 	for _, e := range early {
 		i := slices.IndexFunc(h.Instances, func(in render.HandoverInstance) bool {
 			return (in.Family == 4) == e.addr.Is4() && slices.Contains(in.Anchors, e.anchor)
 		})
-		if i < 0 || slices.Contains(h.Instances[i].Sidecar, e.addr) {
+		if i < 0 {
+			continue
+		}
+		placed[e.addr] = true
+		if slices.Contains(h.Instances[i].Sidecar, e.addr) {
 			continue
 		}
 		if !cloned {
@@ -199,7 +208,7 @@ func withEarly(h render.Handover, early map[netip.Addr]earlyAddr) render.Handove
 		in.Sidecar = append(slices.Clip(in.Sidecar), e.addr)
 		in.VIPs = append(slices.Clip(in.VIPs), e.addr)
 	}
-	return h
+	return h, placed
 }
 
 // Kick asks a running LocalVIPs to sync now (the drain file changed).

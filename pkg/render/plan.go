@@ -187,15 +187,14 @@ func NewPlan(m *cluster.Model, ids map[v1alpha1.InstanceKey]uint8, st cluster.St
 		}
 		sel := pool.NodeSelector
 		first := len(p.instances)
-		anchors4, anchors6 := pool.Anchors(true), pool.Anchors(false)
 		for k, vips := range byInstance {
 			// Every instance runs from the start, advertising only its
 			// constant anchor; the Services' addresses come and go as
 			// excluded addresses without changing the adverts.
 			var anchors []netip.Addr
-			for _, a := range [][]netip.Addr{anchors4, anchors6} {
-				if k < len(a) {
-					anchors = append(anchors, a[k])
+			for _, v4 := range []bool{true, false} {
+				if a, ok := pool.InstanceAnchor(k, v4); ok {
+					anchors = append(anchors, a)
 				}
 			}
 			from := len(p.instances)
