@@ -192,6 +192,10 @@ func (c *Cluster) workloads() []runtime.Object {
 // (the new pod ready first, the old one serving through its preStop).
 const MoverName = "mover"
 
+// moverPreStop is how long, in seconds, the mover's old pod serves
+// after it starts terminating.
+const moverPreStop = 20
+
 // MoverServices are the mover's Services, Local in each pool.
 var MoverServices = []Service{
 	{Name: "mover-vrrp", Pool: PoolVRRP, Policy: corev1.ServiceExternalTrafficPolicyLocal},
@@ -213,6 +217,13 @@ func (c *Cluster) PlaceMover(t testing.TB, node string, timeout time.Duration) {
 		d, err := ds.Get(ctx, MoverName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			d = c.echoDeployment(MoverName, 1)
+			// A longer drain than the echo Deployment's: the old pod
+			// serves until the new node holds the address, which on
+			// CI's loaded cores may take the new node's sync plus
+			// Master_Down and more (docs/runtimecfg.md advises a few
+			// seconds; this leaves CI room).
+			d.Spec.Template.Spec.Containers[0].Lifecycle.PreStop.Sleep.Seconds = moverPreStop
+			d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To(int64(moverPreStop + 10))
 			d.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
 			if _, err := ds.Create(ctx, d, metav1.CreateOptions{}); err != nil {
 				return err
