@@ -30,8 +30,15 @@ type Announced struct {
 // plain one, and is no equal-cost partner of it.
 const backupPrepend = 3
 
-// backupRouteMap names the route-map of backup routes in frr.conf.
-const backupRouteMap = "vipctl-backup"
+// The prefix-lists naming the backup routes in frr.conf, one per family,
+// which the outbound route-map matches to prepend: a route turning into
+// a backup keeps its network line, since frr-reload.py would replace a
+// changed one by withdrawing it first (seen in the cluster lab: ~0.5 s
+// without a route).
+const (
+	backupPrefixList4 = "vipctl-backup4"
+	backupPrefixList6 = "vipctl-backup6"
+)
 
 // frrView feeds frr.conf.tmpl: one node's BGP sessions and the /32 and
 // /128 routes it announces.
@@ -44,8 +51,10 @@ type frrView struct {
 	// a family without peers is left out.
 	Families    []frrFamilyView
 	Communities []string
-	// BackupPrepend is what backup routes prepend to their AS path.
-	BackupPrepend string
+	// BackupPrepend is what backup routes prepend to their AS path;
+	// Backup4 and Backup6 are those routes.
+	BackupPrepend    string
+	Backup4, Backup6 []string
 }
 
 type frrPeerView struct {
@@ -58,13 +67,7 @@ type frrPeerView struct {
 type frrFamilyView struct {
 	Name     string // ipv4, ipv6
 	Peers    []string
-	Networks []frrNetworkView
-}
-
-type frrNetworkView struct {
-	Prefix string
-	// RouteMap is set on backup routes.
-	RouteMap string
+	Networks []string
 }
 
 // HasBGP tells whether the nodes run BGP: with spec.bgp set every node
@@ -127,11 +130,15 @@ func (p *Plan) frrView(node string) *frrView {
 		fams[a.Is4()].Peers = append(fams[a.Is4()].Peers, peer.Address)
 	}
 	for _, an := range p.Announced(node) {
-		for _, a := range an.Addrs {
-			fams[a.Is4()].Networks = append(fams[a.Is4()].Networks, frrNetworkView{Prefix: netip.PrefixFrom(a, a.BitLen()).String()})
+		for _, a := range slices.Concat(an.Addrs, an.Backup) {
+			fams[a.Is4()].Networks = append(fams[a.Is4()].Networks, netip.PrefixFrom(a, a.BitLen()).String())
 		}
 		for _, a := range an.Backup {
-			fams[a.Is4()].Networks = append(fams[a.Is4()].Networks, frrNetworkView{Prefix: netip.PrefixFrom(a, a.BitLen()).String(), RouteMap: backupRouteMap})
+			if p := netip.PrefixFrom(a, a.BitLen()).String(); a.Is4() {
+				v.Backup4 = append(v.Backup4, p)
+			} else {
+				v.Backup6 = append(v.Backup6, p)
+			}
 		}
 	}
 	for _, v4 := range []bool{true, false} {

@@ -70,8 +70,11 @@ func TestBGPAnnounced(t *testing.T) {
 
 // TestBGPAnnouncedDraining: a node whose endpoints of a Local Service are
 // all terminating but still serving announces the address as a backup
-// route, with the nodes' ASN prepended three times; a node with a ready
-// endpoint announces it plainly; the others not at all.
+// route: the same network line (frr-reload.py would withdraw a changed
+// one first), named in the family's backup prefix-list, which the
+// outbound route-map matches to prepend the nodes' ASN three times. A
+// node with a ready endpoint announces it plainly; the others not at
+// all.
 func TestBGPAnnouncedDraining(t *testing.T) {
 	t.Parallel()
 	r := renderExample(t, "bgp-two-racks.yaml")
@@ -85,10 +88,11 @@ func TestBGPAnnouncedDraining(t *testing.T) {
 		t.Fatal(err)
 	}
 	asn := strconv.FormatUint(uint64(r.config.Spec.BGP.ASN), 10)
-	for node, want := range map[string]string{
-		"worker-b1": "network 203.0.113.230/32\n",
-		"worker-a0": "network 203.0.113.230/32 route-map vipctl-backup\n",
-		"worker-b0": "",
+	const network, backup = "  network 203.0.113.230/32\n", "ip prefix-list vipctl-backup4 seq 10 permit 203.0.113.230/32\n"
+	for node, want := range map[string][]bool{ // announced, as a backup
+		"worker-b1": {true, false},
+		"worker-a0": {true, true},
+		"worker-b0": {false, false},
 	} {
 		var conf string
 		files, err := p.NodeFiles(node)
@@ -100,14 +104,11 @@ func TestBGPAnnouncedDraining(t *testing.T) {
 				conf = string(f.Data)
 			}
 		}
-		if !strings.Contains(conf, "route-map vipctl-backup permit 10\n set as-path prepend "+asn+" "+asn+" "+asn+"\n") {
-			t.Errorf("%s: frr.conf lacks the backup route-map:\n%s", node, conf)
+		if !strings.Contains(conf, "route-map vipctl-out permit 5\n match ip address prefix-list vipctl-backup4\n set as-path prepend "+asn+" "+asn+" "+asn+"\n") {
+			t.Errorf("%s: frr.conf lacks the backup entry of vipctl-out:\n%s", node, conf)
 		}
-		switch {
-		case want == "" && strings.Contains(conf, "203.0.113.230"):
-			t.Errorf("%s announces the Local address without an endpoint:\n%s", node, conf)
-		case want != "" && !strings.Contains(conf, want):
-			t.Errorf("%s: frr.conf lacks %q:\n%s", node, want, conf)
+		if got := []bool{strings.Contains(conf, network), strings.Contains(conf, backup)}; !slices.Equal(got, want) {
+			t.Errorf("%s: announces 203.0.113.230, as a backup: %v, want %v:\n%s", node, got, want, conf)
 		}
 	}
 	if got := p.Announced("worker-a0"); len(got) != 1 || len(got[0].Addrs) != 0 || !slices.Equal(got[0].Backup, []netip.Addr{local}) {

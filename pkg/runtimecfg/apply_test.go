@@ -293,7 +293,7 @@ func TestFRRTakesOver(t *testing.T) {
 		want bool
 	}{
 		{" address-family ipv4 unicast\n  network 198.51.100.130/32\n", true},
-		{" address-family ipv4 unicast\n  network 198.51.100.131/32 route-map vipctl-backup\n", false},
+		{" address-family ipv4 unicast\n  network 198.51.100.131/32 route-map other\n", false},
 		// A node's own address or a peer is no VIP.
 		{"  network 198.51.100.22/32\n  network 198.51.100.21/32\n", false},
 	} {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -375,9 +376,32 @@ func TestBGPLocalPolicy(t *testing.T) {
 	// A rollout: b1's pod goes, a0's stops (terminating, still
 	// serving) before the new one on b0 is ready. a0 keeps a backup
 	// route, the router's only one, so the address stays reachable.
+	// a0's route turns into a backup without being withdrawn on the way
+	// (its network line stays; only the outbound policy changes).
+	var gone atomic.Bool
+	watching, stopWatching := context.WithCancel(t.Context())
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for watching.Err() == nil {
+			if len(bl.nextHops(vip)) == 0 {
+				gone.Store(true)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
 	drainingLocal(nil, []string{"a0"})
 	took = bl.waitHops(t, vip, []string{"198.51.100.21"}, 20*time.Second)
 	t.Logf("only a draining endpoint left: routed to a0 alone in %s", took.Round(time.Millisecond))
+	lab.WaitFor(t, 20*time.Second, "a0's route a backup (AS path 64513 ×4)", func() bool {
+		out, err := bl.router.Vtysh("show bgp ipv4 unicast " + vip + "/32")
+		return err == nil && strings.Contains(out, "64513 64513 64513 64513")
+	})
+	stopWatching()
+	<-watched
+	if gone.Load() {
+		t.Errorf("the router had no route to %s while a0's turned into a backup", vip)
+	}
 	if got := bl.ask(t, vip, 10); got["a0"] != 10 {
 		t.Errorf("answers %v: want all from a0, the draining endpoint's node", got)
 	}

@@ -271,9 +271,12 @@ func testLocalPodMoves(t *testing.T, c *clusterlab.Cluster) {
 			polls[j] = c.Poll(clusterlab.URL(w.addr, clusterlab.ServicePort))
 		}
 		// Who carries each address, logged with the time as it changes,
-		// to match against the nodes' logs where a hole shows.
+		// to match against the nodes' logs where a hole shows; stopped
+		// before the scenario ends, however it ends.
 		ctx, stop := context.WithCancel(t.Context())
 		var logged sync.WaitGroup
+		stopLogging := func() { stop(); logged.Wait() }
+		defer stopLogging()
 		logged.Add(1)
 		go func() {
 			defer logged.Done()
@@ -298,8 +301,7 @@ func testLocalPodMoves(t *testing.T, c *clusterlab.Cluster) {
 				return slices.Equal(clusterCarriers(t, c, w.pool, w.addr), []string{to})
 			})
 		}
-		stop()
-		logged.Wait()
+		stopLogging()
 		for _, w := range ws {
 			if _, err := c.Get(clusterlab.URL(w.addr, clusterlab.ServicePort)); err != nil {
 				t.Logf("%s not answering after the move: %v\n%s", w.what, err, c.DescribePath(w.addr))
