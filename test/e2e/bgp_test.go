@@ -656,20 +656,28 @@ func TestBGPSessions(t *testing.T) {
 	// status` says too.
 	apiNotHeld := "VipctlVIPNotHeld vip=198.51.100.5"
 	w.expect("sessions up", apiNotHeld)
-	router := func(sig syscall.Signal) {
-		for _, p := range []*netlab.Proc{bl.router.Bgpd, bl.router.Bfdd, bl.router.Zebra} {
+	router := func(sig syscall.Signal, procs ...*netlab.Proc) {
+		for _, p := range procs {
 			if err := p.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	router(syscall.SIGSTOP)
+	router(syscall.SIGSTOP, bl.router.Bgpd, bl.router.Bfdd, bl.router.Zebra)
 	down := []string{apiNotHeld}
 	for node, peer := range peerOf {
 		down = append(down, "VipctlBGPSessionDown node="+node+" peer="+peer, "VipctlBFDPeerDown node="+node+" peer="+peer)
 	}
 	w.expect("the router stopped", down...)
-	router(syscall.SIGCONT)
+	// zebra and bfdd go on first, bgpd once they have worked off what
+	// piled up while stopped: a node whose session came up the moment
+	// all three went on together (its connect retry due right then) once
+	// had its BFD session never installed on the router, which kept its
+	// BFD peer down for good (a CI rehearsal, 2026-11-27). That is FRR's
+	// race on the router, not the nodes'.
+	router(syscall.SIGCONT, bl.router.Zebra, bl.router.Bfdd)
+	time.Sleep(2 * time.Second)
+	router(syscall.SIGCONT, bl.router.Bgpd)
 	w.expect("the router going on", apiNotHeld)
 
 	published := sessions("a0")
