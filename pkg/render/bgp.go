@@ -30,16 +30,6 @@ type Announced struct {
 // plain one, and is no equal-cost partner of it.
 const backupPrepend = 3
 
-// The prefix-lists naming the backup routes in frr.conf, one per family,
-// which the outbound route-map matches to prepend: a route turning into
-// a backup keeps its network line, since frr-reload.py would replace a
-// changed one by withdrawing it first (seen in the cluster lab: ~0.5 s
-// without a route).
-const (
-	backupPrefixList4 = "vipctl-backup4"
-	backupPrefixList6 = "vipctl-backup6"
-)
-
 // frrView feeds frr.conf.tmpl: one node's BGP sessions and the /32 and
 // /128 routes it announces.
 type frrView struct {
@@ -52,7 +42,12 @@ type frrView struct {
 	Families    []frrFamilyView
 	Communities []string
 	// BackupPrepend is what backup routes prepend to their AS path;
-	// Backup4 and Backup6 are those routes.
+	// Backup4 and Backup6 are those routes, which frr.conf lists in the
+	// prefix-lists vipctl-backup4 and vipctl-backup6 for the outbound
+	// route-map to match. A route turning into a backup keeps its
+	// network line: frr-reload.py would replace a changed one by
+	// withdrawing it first (seen in the cluster lab: ~0.5 s without a
+	// route).
 	BackupPrepend    string
 	Backup4, Backup6 []string
 }
