@@ -285,34 +285,40 @@ func (p *Poller) WantNoFailures(t testing.TB, what string) {
 	}
 }
 
-// WantOnlyRehashResets is WantNoFailures for an address routed over
-// ECMP while its set of next hops changes: a router hashing flows over
-// its next hops (hash-threshold, Linux's and most routers' default) moves
-// some established flows to another node when a next hop comes or goes,
-// and that node, which has no state for them, resets them. Only such
-// resets are allowed, at most max (one request runs at a time, so each
-// change of next hops resets at most one); a request that fails in any
-// other way (refused, unreachable, timed out: a hole in the routes)
-// fails t.
-func (p *Poller) WantOnlyRehashResets(t testing.TB, what string, max int) {
+// WantOnlyECMPChurn is WantNoFailures for an address routed over ECMP
+// while its set of next hops changes. Two failures come from the router,
+// not from the nodes: a router hashing flows over its next hops
+// (hash-threshold, Linux's and most routers' default) moves some
+// established flows to another node when a next hop comes or goes, and
+// that node, having no state for them, resets them; and the lab's Linux
+// router (FRR's zebra) was seen answering "network unreachable" for
+// ~50-100 ms while it replaced a route's one next hop by two (a CI
+// rehearsal, 2026-11-27). At most max of those are allowed (one request
+// runs at a time); any other failure (refused, timed out, an address
+// dead for good) fails t. A short withdrawal by a node looks like the
+// second kind, so what changes a node's announcements must be checked
+// apart (render's TestBGPAnnouncedDraining: a backup keeps its line).
+func (p *Poller) WantOnlyECMPChurn(t testing.TB, what string, max int) {
 	t.Helper()
 	ok0, _ := p.Counts()
 	WaitFor(t, 30*time.Second, "answers after "+what, func() bool { ok, _ := p.Counts(); return ok > ok0+50 })
 	ok, fail := p.Stop()
-	var resets, others []string
+	var churn, others []string
 	for _, e := range p.Errors() {
-		if strings.HasSuffix(e, "connection reset by peer") && !strings.Contains(e, "connecting") {
-			resets = append(resets, e)
+		reset := strings.HasSuffix(e, "connection reset by peer") && !strings.Contains(e, "connecting")
+		unreachable := strings.HasSuffix(e, "connect: network is unreachable")
+		if reset || unreachable {
+			churn = append(churn, e)
 		} else {
 			others = append(others, e)
 		}
 	}
-	t.Logf("%s: %d of %d requests failed, %d of them established connections reset (ECMP rehash)", what, fail, ok+fail, len(resets))
+	t.Logf("%s: %d of %d requests failed, %d of them by the router's ECMP churn (a reset flow, a moment unreachable)", what, fail, ok+fail, len(churn))
 	if len(others) > 0 {
-		t.Errorf("%s: %d requests failed otherwise than by a reset; want none:\n%s", what, len(others), strings.Join(others, "\n"))
+		t.Errorf("%s: %d requests failed otherwise; want none:\n%s", what, len(others), strings.Join(others, "\n"))
 	}
-	if len(resets) > max {
-		t.Errorf("%s: %d established connections reset, want at most %d:\n%s", what, len(resets), max, strings.Join(resets, "\n"))
+	if len(churn) > max {
+		t.Errorf("%s: %d requests lost to ECMP churn, want at most %d:\n%s", what, len(churn), max, strings.Join(churn, "\n"))
 	}
 }
 
