@@ -264,14 +264,7 @@ func (p *Poller) record(started, now time.Time, body string, err error) {
 // back, which fails t too).
 func (p *Poller) WantNoFailures(t testing.TB, what string) {
 	t.Helper()
-	ok0, _ := p.Counts()
-	answering := WaitUntil(30*time.Second, func() bool { ok, _ := p.Counts(); return ok > ok0+50 })
-	ok, fail := p.Stop()
-	if !answering {
-		errs := p.Errors()
-		t.Fatalf("%s: no 50 answers within 30s; %d of %d requests failed, the last:\n%s",
-			what, fail, ok+fail, strings.Join(errs[max(0, len(errs)-20):], "\n"))
-	}
+	ok, fail := p.stopAfterAnswers(t, what)
 	p.mu.Lock()
 	slowest := p.slowest
 	p.mu.Unlock()
@@ -283,6 +276,22 @@ func (p *Poller) WantNoFailures(t testing.TB, what string) {
 	if fail > 0 {
 		t.Errorf("%s: %d requests failed; want none:\n%s", what, fail, strings.Join(p.errs, "\n"))
 	}
+}
+
+// stopAfterAnswers waits for 50 more good answers, stops polling and
+// returns the counts; if the answers never come back it fails t with
+// the last 20 failed requests.
+func (p *Poller) stopAfterAnswers(t testing.TB, what string) (ok, fail int) {
+	t.Helper()
+	ok0, _ := p.Counts()
+	answering := WaitUntil(30*time.Second, func() bool { ok, _ := p.Counts(); return ok > ok0+50 })
+	ok, fail = p.Stop()
+	if !answering {
+		errs := p.Errors()
+		t.Fatalf("%s: no 50 answers within 30s; %d of %d requests failed, the last:\n%s",
+			what, fail, ok+fail, strings.Join(errs[max(0, len(errs)-20):], "\n"))
+	}
+	return ok, fail
 }
 
 // WantOnlyECMPChurn is WantNoFailures for an address routed over ECMP
@@ -300,9 +309,7 @@ func (p *Poller) WantNoFailures(t testing.TB, what string) {
 // apart (render's TestBGPAnnouncedDraining: a backup keeps its line).
 func (p *Poller) WantOnlyECMPChurn(t testing.TB, what string, max int) {
 	t.Helper()
-	ok0, _ := p.Counts()
-	WaitFor(t, 30*time.Second, "answers after "+what, func() bool { ok, _ := p.Counts(); return ok > ok0+50 })
-	ok, fail := p.Stop()
+	ok, fail := p.stopAfterAnswers(t, what)
 	var churn, others []string
 	for _, e := range p.Errors() {
 		reset := strings.HasSuffix(e, "connection reset by peer") && !strings.Contains(e, "connecting")
