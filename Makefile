@@ -30,7 +30,7 @@ TRIALS ?= 20
 KUBELET_TRIALS ?= 3
 CLUSTER_TRIALS ?= 3
 
-.PHONY: all build image release demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-peers bench-peers-scale bench-announce bench-steady bench-runtimecfg bench-scale lab-up lab-down clean
+.PHONY: all build image next-image release demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-peers bench-peers-scale bench-announce bench-steady bench-runtimecfg bench-scale lab-up lab-down clean
 
 all: build
 
@@ -43,6 +43,12 @@ build:
 image: build
 	./hack/install-image-tools.sh
 	./hack/build-image.sh $(VERSION) $(VIPCTL_BIN) $(VIPCTL_IMAGE)
+
+## next-image: the image of "the next version" the cluster lab's rolling
+## upgrade moves to (this tree's vipctl stamped $(VERSION)-next, one layer
+## over make image's), bin/vipctl-image-next.tar; cached
+next-image: image
+	./hack/build-next-image.sh $(VERSION) $(VIPCTL_IMAGE) bin/vipctl-image-next.tar
 
 ## release: bin/release/VERSION/ with the static vipctl, the image as an OCI
 ## archive and SHA256SUMS (docs/image.md); VERSION is the tag at HEAD, the
@@ -74,7 +80,7 @@ deps:
 # hack/testreport prints what go test would and ends with the failed
 # tests' first error lines and the slowest tests: CI shows only the end.
 TESTREPORT = $(GO) run ./hack/testreport $(if $(filter -v,$(GOFLAGS)),-v)
-test: deps image verify
+test: deps image next-image verify
 	$(GO) test -json -count=1 -parallel 4 -timeout 40m ./... 2>&1 | $(TESTREPORT)
 	./hack/fuzz.sh 3s
 
@@ -99,7 +105,7 @@ lab-down:
 test-unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 
-test-e2e: deps image
+test-e2e: deps image next-image
 	$(GO) test -json -count=1 -parallel 4 -timeout 40m ./test/e2e/... 2>&1 | $(TESTREPORT)
 
 lint:

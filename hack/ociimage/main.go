@@ -1,6 +1,8 @@
 // Command ociimage writes a one-layer OCI image layout into a tar (an "OCI
 // archive", which `ctr images import` and `skopeo copy oci-archive:` read)
-// from a root filesystem tar plus added files.
+// from a root filesystem tar plus added files; with -base, the added files
+// are one layer over another such archive's image (its layers copied as
+// they are, its configuration kept).
 //
 // It exists so that `make image` needs no umoci, skopeo or registry: the
 // layout is three JSON documents and a gzipped tar, and writing them here
@@ -101,6 +103,7 @@ func (a *addFlag) Set(v string) error { *a = append(*a, v); return nil }
 
 type options struct {
 	rootfs     string
+	base       string
 	adds       addFlag
 	name       string
 	out        string
@@ -112,6 +115,7 @@ type options struct {
 func main() {
 	var o options
 	flag.StringVar(&o.rootfs, "rootfs", "", "root filesystem tar (mmdebstrap's output); empty for an image of only the added files")
+	flag.StringVar(&o.base, "base", "", "an OCI archive (this command's output) whose image the added files are a layer over; excludes -rootfs")
 	flag.Var(&o.adds, "add", "SRC:DST, a file added to the layer as root-owned, mode of SRC (repeatable)")
 	flag.StringVar(&o.name, "name", "", "image name with tag, e.g. quay.io/vipctl/vipctl:v0.1.0")
 	flag.StringVar(&o.out, "o", "", "output OCI archive")
@@ -140,6 +144,9 @@ func run(o options) error {
 	if o.name == "" || o.out == "" {
 		return errors.New("-name and -o are required")
 	}
+	if o.base != "" && o.rootfs != "" {
+		return errors.New("-base and -rootfs exclude each other: the base image has its root filesystem")
+	}
 	tag := o.name[strings.LastIndex(o.name, ":")+1:]
 	if !strings.Contains(o.name, ":") || strings.Contains(tag, "/") {
 		return fmt.Errorf("-name %q has no tag", o.name)
@@ -159,9 +166,20 @@ func run(o options) error {
 	created := o.created.Format(time.RFC3339)
 	cfg := imageConfig{
 		Created: created, Architecture: "amd64", OS: "linux",
-		Config:  runConfig{User: o.user, Env: []string{defaultPath}},
-		RootFS:  rootFS{Type: "layers", DiffIDs: []string{diffID}},
-		History: []history{{Created: created, CreatedBy: "vipctl hack/build-image.sh"}},
+		Config: runConfig{Env: []string{defaultPath}},
+		RootFS: rootFS{Type: "layers"},
+	}
+	var baseLayers []descriptor
+	if o.base != "" {
+		if cfg, baseLayers, err = readBase(o.base); err != nil {
+			return err
+		}
+		cfg.Created = created
+	}
+	cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, diffID)
+	cfg.History = append(cfg.History, history{Created: created, CreatedBy: "vipctl hack/ociimage"})
+	if o.user != "" {
+		cfg.Config.User = o.user
 	}
 	if o.entrypoint != "" {
 		cfg.Config.Entrypoint = []string{o.entrypoint}
@@ -171,7 +189,7 @@ func run(o options) error {
 		return err
 	}
 	cfgDesc := blobDescriptor(mediaConfig, cfgJSON)
-	man, err := json.Marshal(manifest{SchemaVersion: 2, MediaType: mediaManifest, Config: cfgDesc, Layers: []descriptor{layer}})
+	man, err := json.Marshal(manifest{SchemaVersion: 2, MediaType: mediaManifest, Config: cfgDesc, Layers: append(baseLayers, layer)})
 	if err != nil {
 		return err
 	}
@@ -209,6 +227,11 @@ func run(o options) error {
 	}
 	if _, err := io.Copy(tw, layerFile); err != nil {
 		return fmt.Errorf("%s: layer: %w", o.out, err)
+	}
+	if o.base != "" {
+		if err := copyBlobs(tw, o.base, baseLayers); err != nil {
+			return err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return err
@@ -251,28 +274,111 @@ func writeLayer(w io.Writer, o options) (string, descriptor, error) {
 	return digest(uncompressed), descriptor{MediaType: mediaLayer, Digest: digest(compressed), Size: counter.n}, nil
 }
 
-func copyTar(tw *tar.Writer, path string) error {
-	f, err := os.Open(path)
+// readBase reads an OCI archive's one image: its configuration and its
+// layers' descriptors.
+func readBase(archive string) (imageConfig, []descriptor, error) {
+	var cfg imageConfig
+	var idx index
+	if err := readJSON(archive, "index.json", &idx); err != nil {
+		return cfg, nil, err
+	}
+	if len(idx.Manifests) != 1 {
+		return cfg, nil, fmt.Errorf("%s: %d images in index.json, want one", archive, len(idx.Manifests))
+	}
+	var man manifest
+	if err := readJSON(archive, blobPath(idx.Manifests[0].Digest), &man); err != nil {
+		return cfg, nil, err
+	}
+	if err := readJSON(archive, blobPath(man.Config.Digest), &cfg); err != nil {
+		return cfg, nil, err
+	}
+	if len(cfg.RootFS.DiffIDs) != len(man.Layers) {
+		return cfg, nil, fmt.Errorf("%s: %d layers but %d diff IDs", archive, len(man.Layers), len(cfg.RootFS.DiffIDs))
+	}
+	return cfg, man.Layers, nil
+}
+
+// readJSON decodes the archive's file name into v.
+func readJSON(archive, name string, v any) error {
+	found := false
+	err := eachEntry(archive, func(h *tar.Header, r io.Reader) error {
+		if h.Name != name {
+			return nil
+		}
+		found = true
+		return json.NewDecoder(r).Decode(v)
+	})
+	if err == nil && !found {
+		err = errors.New("missing")
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", archive, name, err)
+	}
+	return nil
+}
+
+// copyBlobs copies the archive's blobs of layers into tw, as they are.
+func copyBlobs(tw *tar.Writer, archive string, layers []descriptor) error {
+	want := map[string]bool{}
+	for _, l := range layers {
+		want[blobPath(l.Digest)] = true
+	}
+	err := eachEntry(archive, func(h *tar.Header, r io.Reader) error {
+		if !want[h.Name] {
+			return nil
+		}
+		delete(want, h.Name)
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		_, err := io.Copy(tw, r)
+		return err
+	})
+	if err == nil && len(want) > 0 {
+		err = fmt.Errorf("%d layer blobs missing", len(want))
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", archive, err)
+	}
+	return nil
+}
+
+// eachEntry calls f with each entry of the tar at path.
+func eachEntry(path string, f func(*tar.Header, io.Reader) error) error {
+	file, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = f.Close() }() // read only
-	tr := tar.NewReader(f)
+	defer func() { _ = file.Close() }() // read only
+	tr := tar.NewReader(file)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return err
 		}
-		if err := tw.WriteHeader(h); err != nil {
-			return fmt.Errorf("%s: %s: %w", path, h.Name, err)
-		}
-		if _, err := io.Copy(tw, tr); err != nil {
-			return fmt.Errorf("%s: %s: %w", path, h.Name, err)
+		if err := f(h, tr); err != nil {
+			return err
 		}
 	}
+}
+
+func copyTar(tw *tar.Writer, path string) error {
+	err := eachEntry(path, func(h *tar.Header, r io.Reader) error {
+		if err := tw.WriteHeader(h); err != nil {
+			return fmt.Errorf("%s: %w", h.Name, err)
+		}
+		if _, err := io.Copy(tw, r); err != nil {
+			return fmt.Errorf("%s: %w", h.Name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
 
 func addFile(tw *tar.Writer, src, dst string, mtime time.Time) error {
