@@ -34,6 +34,9 @@ type Node struct {
 	// an nftables transaction each time.
 	redirected   string
 	redirectedAt time.Time
+	// bypassCheckedAt is the redirectedAt of the table after which
+	// resetBypassing last ran without an error.
+	bypassCheckedAt time.Time
 }
 
 // NewNode prepares a node for Reconcile.
@@ -72,6 +75,12 @@ type Outcome struct {
 	// at stake, so it is reported apart from the error that means "last
 	// good config kept".
 	HandoverErr error
+	// Bypassing is how many of the node's own connections to the API VIP
+	// that bypassed the redirect were reset (dataplane.ResetBypassing),
+	// BypassErr why some could not be. Like HandoverErr, it is reported
+	// apart: the config is in place.
+	Bypassing int
+	BypassErr error
 }
 
 // Reconcile brings the node into line with in, in the one order that is
@@ -118,6 +127,7 @@ func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
 	if err := n.redirect(in.Model.Config, d); err != nil {
 		return out, &StepError{"redirect", err}
 	}
+	out.Bypassing, out.BypassErr = n.resetBypassing(in.Model.Config, d)
 	out.HandoverErr = errors.Join(n.handover.Apply(d.Handover), n.takeover.Apply(d.Handover))
 	return out, nil
 }
@@ -140,6 +150,23 @@ func (n *Node) redirect(c *v1alpha1.ClusterVIPs, d NodeState) error {
 	}
 	n.redirected, n.redirectedAt = key, time.Now()
 	return nil
+}
+
+// resetBypassing resets, on a control-plane node (one with the API
+// redirect), the node's own connections to the API VIP that the redirect
+// did not turn to haproxy (dataplane.ResetBypassing): opened before the
+// table, they break silently once this node takes the VIP. Once the
+// table has been written there are no new ones, so it runs only when the
+// table was written (n.redirectedAt moved), not on every sync.
+func (n *Node) resetBypassing(c *v1alpha1.ClusterVIPs, d NodeState) (int, error) {
+	if n.redirectedAt.Equal(n.bypassCheckedAt) || !slices.ContainsFunc(d.Files, func(f render.File) bool { return f.Path == render.HaproxyConfPath }) {
+		return 0, nil
+	}
+	reset, err := dataplane.ResetBypassing(n.Target, dataplane.APIRedirects(c))
+	if err == nil {
+		n.bypassCheckedAt = n.redirectedAt
+	}
+	return reset, err
 }
 
 // Desired is what Reconcile brings the node in line with, rendered from

@@ -515,6 +515,12 @@ func (s *Sidecar) sync(ctx context.Context) error {
 		s.m.Failures.WithLabelValues("drain").Inc()
 		s.log.Error("following the drain annotation", "err", err)
 	}
+	if out.Bypassing > 0 {
+		s.log.Info("reset this node's own connections to the API VIP that bypassed the redirect to haproxy: their clients reconnect through it", "connections", out.Bypassing)
+	}
+	if out.BypassErr != nil {
+		s.log.Error("this node's own connections to the API VIP that bypass the redirect could not be reset: if the node takes the VIP, their clients stall until they notice", "err", out.BypassErr)
+	}
 	if out.HandoverErr != nil {
 		s.m.Failures.WithLabelValues("handover").Inc()
 		s.log.Error("handover table or takeover routes not written: moves of this node's VIPs may reset open connections or drop a first SYN", "err", out.HandoverErr)
