@@ -76,7 +76,8 @@ func (p *Plan) HasBGP() bool { return p.c.Spec.BGP != nil }
 // matches (so the routers spread the traffic over all of them, ECMP);
 // with policy Local only those of Services with a ready endpoint here,
 // since kube-proxy drops Local traffic on a node without one, and as
-// Backup those whose endpoints here are only draining.
+// Backup those whose endpoints here are only draining; on a drained node
+// (WithDrained) every one of them as Backup.
 func (p *Plan) Announced(node string) []Announced {
 	n := p.nodes[node]
 	if n == nil || !p.HasBGP() || p.isBootstrap(node) {
@@ -98,6 +99,9 @@ func (p *Plan) Announced(node string) []Announced {
 			case slices.Contains(ls.Draining, node):
 				a.Backup = append(a.Backup, ls.VIPs...)
 			}
+		}
+		if node == p.drained {
+			a.Addrs, a.Backup = nil, append(a.Addrs, a.Backup...)
 		}
 		sort.Slice(a.Addrs, func(i, j int) bool { return a.Addrs[i].Less(a.Addrs[j]) })
 		sort.Slice(a.Backup, func(i, j int) bool { return a.Backup[i].Less(a.Backup[j]) })

@@ -2,6 +2,7 @@ package render
 
 import (
 	"net/netip"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,6 +114,60 @@ func TestBGPAnnouncedDraining(t *testing.T) {
 	}
 	if got := p.Announced("worker-a0"); len(got) != 1 || len(got[0].Addrs) != 0 || !slices.Equal(got[0].Backup, []netip.Addr{local}) {
 		t.Errorf("worker-a0 announces %+v, want %s as a backup only", got, local)
+	}
+}
+
+// TestBGPAnnouncedDrained: a drained node (`vipctl drain`) announces
+// every address it announced, Cluster and Local alike, as a backup, with
+// the same network lines (frr-reload.py changes only the prefix lists);
+// the other nodes announce as before.
+func TestBGPAnnouncedDrained(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "bgp-two-racks.yaml")
+	local := netip.MustParseAddr("203.0.113.230")
+	st := cluster.State{
+		Nodes:         r.nodes,
+		ServiceVIPs:   map[string][]netip.Addr{"racks": {netip.MustParseAddr("203.0.113.231")}},
+		LocalServices: []cluster.LocalService{{Name: "web/local", Pool: "racks", VIPs: []netip.Addr{local}, Nodes: []string{"worker-a0", "worker-b1"}}},
+	}
+	m, ids := cluster.Compile(r.config), testIDs(r.config)
+	plain, err := NewPlan(m, ids, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drained, err := NewPlan(m, ids, st, WithDrained("worker-a0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, after := plain.Announced("worker-a0"), drained.Announced("worker-a0")
+	if len(before) != 1 || len(before[0].Addrs) < 2 || !slices.Contains(before[0].Addrs, local) {
+		t.Fatalf("worker-a0 undrained announces %+v, want the pool's addresses and %s", before, local)
+	}
+	if len(after) != 1 || len(after[0].Addrs) != 0 || !slices.Equal(after[0].Backup, before[0].Addrs) {
+		t.Errorf("worker-a0 drained announces %+v, want %v as backups only", after, before[0].Addrs)
+	}
+	if a, b := plain.Announced("worker-b1"), drained.Announced("worker-b1"); !reflect.DeepEqual(a, b) {
+		t.Errorf("worker-b1 announces %+v with worker-a0 drained, %+v without", b, a)
+	}
+	networks := func(p *Plan) []string {
+		var out []string
+		files, err := p.NodeFiles("worker-a0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if f.Path == FRRConfPath {
+				for _, l := range strings.Split(string(f.Data), "\n") {
+					if strings.HasPrefix(strings.TrimSpace(l), "network ") {
+						out = append(out, l)
+					}
+				}
+			}
+		}
+		return out
+	}
+	if a, b := networks(plain), networks(drained); len(a) == 0 || !slices.Equal(a, b) {
+		t.Errorf("network lines undrained %q, drained %q: want the same", a, b)
 	}
 }
 

@@ -65,6 +65,9 @@ type Plan struct {
 	skipLonely bool
 	// heldBack is a node rendered at the lowest priority everywhere.
 	heldBack string
+	// drained is a node `vipctl drain` drained: its BGP announcements
+	// are all backups (Announced).
+	drained string
 	// bootstrap is the bootstrap host (spec.bootstrap), rendered as the
 	// node BootstrapNode; nil without one.
 	bootstrap *cluster.Node
@@ -102,6 +105,15 @@ func WithLonelySkipped() PlanOption {
 // make-before-break.
 func WithHeldBack(node string) PlanOption {
 	return func(p *Plan) { p.heldBack = node }
+}
+
+// WithDrained renders node as drained (`vipctl drain`, the Node's
+// cluster.DrainAnnotation): every address it announces over BGP becomes
+// a backup route, which the routers use only while no other node
+// announces the address plainly. Its VRRP instances drain by the drain
+// file instead, which needs no render.
+func WithDrained(node string) PlanOption {
+	return func(p *Plan) { p.drained = node }
 }
 
 // NewPlan computes every VRRP instance of a compiled config and which

@@ -64,6 +64,9 @@ type Input struct {
 	// HoldBack renders this node at the lowest priority (render.WithHeldBack):
 	// --once before the pod's sidecar has synced.
 	HoldBack bool
+	// Drained says the node's Node asks to be drained (`vipctl drain`):
+	// its BGP announcements become backups (render.WithDrained).
+	Drained bool
 }
 
 // Outcome is what a Reconcile did and what the node's state is now.
@@ -173,6 +176,9 @@ func (n *Node) resetBypassing(c *v1alpha1.ClusterVIPs, d NodeState) (int, error)
 // in without touching the node.
 func (n *Node) Desired(in Input) (NodeState, error) {
 	var extra []render.PlanOption
+	if in.Drained {
+		extra = append(extra, render.WithDrained(n.Name))
+	}
 	if in.HoldBack {
 		extra = append(extra, render.WithHeldBack(n.Name))
 	}

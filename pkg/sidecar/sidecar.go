@@ -465,7 +465,7 @@ func (s *Sidecar) sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.node.Reconcile(ctx, runtimecfg.Input{Model: m, State: st, IngressReady: ready, ReadAt: readAt})
+	out, err := s.node.Reconcile(ctx, runtimecfg.Input{Model: m, State: st, IngressReady: ready, ReadAt: readAt, Drained: s.drainAsked})
 	if out.Files != nil {
 		s.m.Renders.Inc()
 		s.m.Lonely.Set(float64(len(out.Lonely)))
