@@ -228,7 +228,7 @@ func Start(t testing.TB, o Options) *Cluster {
 	// What an installer applies with the cluster's first manifests, so
 	// that the namespace of the mirror pods and the sidecars' RBAC exist
 	// when the kubelets register.
-	c.applyManifests(t)
+	c.applyManifests(t, c.ConfigPath, c.namespaces()...)
 	c.labelNodes(t, 3*time.Minute)
 	c.WaitNodesReady(t, 3*time.Minute)
 	t.Logf("clusterlab: every node registered and Ready %s after start", time.Since(start).Round(time.Millisecond))

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -174,11 +175,29 @@ func (c *Cluster) namespaces() []runtime.Object {
 	return out
 }
 
-// workloads are the echo Deployment, its Services and the routers.
+// disruptionBudget keeps one pod of the app available through voluntary
+// disruptions (a node's drain evicts the other first, and the last only
+// once a replacement is ready elsewhere), as any workload with two
+// replicas that must not go down has.
+func disruptionBudget(ns, name string, labels map[string]string) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt(1)),
+			Selector:     &metav1.LabelSelector{MatchLabels: labels},
+		},
+	}
+}
+
+// workloads are the echo Deployment, its Services and the routers, each
+// Deployment with its PodDisruptionBudget.
 func (c *Cluster) workloads() []runtime.Object {
 	objs := []runtime.Object{
 		c.echoDeployment(EchoName, 2),
+		disruptionBudget(WorkloadNS, EchoName, map[string]string{"app": EchoName}),
 		c.routerDeployment(),
+		disruptionBudget(v1alpha1.DefaultRouterNamespace, RouterName, map[string]string{v1alpha1.RouterDeploymentLabel: v1alpha1.DefaultIngressController}),
 	}
 	for _, s := range Services {
 		objs = append(objs, service(s, EchoName))
@@ -264,4 +283,39 @@ func (c *Cluster) PlaceMover(t testing.TB, node string, timeout time.Duration) {
 			fatalf(t, "Service %s: endpoints on %v, want %s alone", s.Name, c.EndpointNodes(t, s.Name), node)
 		}
 	}
+}
+
+// RemoveMover deletes the mover's Deployment and Services (PlaceMover),
+// so that later scenarios' drains find no pod pinned to a node. Its pod
+// ends in the background, through its preStop.
+func (c *Cluster) RemoveMover(t testing.TB) {
+	t.Helper()
+	ctx, cancel := callCtx()
+	defer cancel()
+	for _, s := range MoverServices {
+		if err := c.Admin.CoreV1().Services(WorkloadNS).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("deleting Service %s: %v", s.Name, err)
+		}
+	}
+	if err := c.Admin.AppsV1().Deployments(WorkloadNS).Delete(ctx, MoverName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("deleting Deployment %s: %v", MoverName, err)
+	}
+}
+
+// ScaleEcho sets the echo Deployment's replicas and waits until they are
+// all available.
+func (c *Cluster) ScaleEcho(t testing.TB, replicas int32) {
+	t.Helper()
+	ctx, cancel := callCtx()
+	defer cancel()
+	ds := c.Admin.AppsV1().Deployments(WorkloadNS)
+	s, err := ds.GetScale(ctx, EchoName, metav1.GetOptions{})
+	if err == nil {
+		s.Spec.Replicas = replicas
+		_, err = ds.UpdateScale(ctx, EchoName, s, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		t.Fatalf("scaling %s to %d: %v", EchoName, replicas, err)
+	}
+	c.waitDeployment(t, WorkloadNS, EchoName, 3*time.Minute)
 }

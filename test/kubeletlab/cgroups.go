@@ -34,32 +34,39 @@ func cgroupHierarchies() ([]string, error) {
 // stopped can outlive containerd (seen: a /pause left behind, its cgroups
 // busy).
 func killCgroups(root string) {
-	hs, err := cgroupHierarchies()
-	if err != nil {
-		return
-	}
 	for round := 0; round < 50; round++ {
-		left := 0
-		for _, h := range hs {
-			_ = filepath.Walk(filepath.Join(h, root), func(p string, info os.FileInfo, err error) error {
-				if err != nil || info.IsDir() || info.Name() != "cgroup.procs" {
-					return nil
-				}
-				data, _ := os.ReadFile(p)
-				for _, f := range strings.Fields(string(data)) {
-					if pid, err := strconv.Atoi(f); err == nil {
-						_ = syscall.Kill(pid, syscall.SIGKILL)
-						left++
-					}
-				}
-				return nil
-			})
-		}
-		if left == 0 {
+		if signalCgroups(root, syscall.SIGKILL) == 0 {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// signalCgroups sends sig, by PID, to every process in the node's cgroups
+// (the pods' containers: containerd and its shims live outside them) and
+// returns how many it signalled.
+func signalCgroups(root string, sig syscall.Signal) int {
+	hs, err := cgroupHierarchies()
+	if err != nil {
+		return 0
+	}
+	signalled := map[int]bool{}
+	for _, h := range hs {
+		_ = filepath.Walk(filepath.Join(h, root), func(p string, info os.FileInfo, err error) error {
+			if err != nil || info.IsDir() || info.Name() != "cgroup.procs" {
+				return nil
+			}
+			data, _ := os.ReadFile(p)
+			for _, f := range strings.Fields(string(data)) {
+				if pid, err := strconv.Atoi(f); err == nil && !signalled[pid] {
+					_ = syscall.Kill(pid, sig)
+					signalled[pid] = true
+				}
+			}
+			return nil
+		})
+	}
+	return len(signalled)
 }
 
 // setupCgroups creates the node's cgroup root in every hierarchy: the

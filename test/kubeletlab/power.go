@@ -1,11 +1,14 @@
 package kubeletlab
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // PowerOff ends the node as a power loss does, leaving its disk: the
@@ -74,4 +77,56 @@ func (p *proc) kill() {
 	}
 	_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
 	<-p.done
+}
+
+// Shutdown ends the node as a reboot does on a machine without the
+// kubelet's graceful node shutdown: the kubelet stops first, then every
+// process of every container gets SIGTERM at once, by PID (systemd
+// stopping the containers' scopes), they have up to grace to end, and
+// what still runs is killed with the rest as PowerOff does. No preStop hook runs: the kubelet that would run it is
+// gone. The node's network namespace is the caller's to reset before
+// Boot, as after PowerOff.
+func (n *Node) Shutdown(grace time.Duration) {
+	if n.holder == nil {
+		return
+	}
+	n.StopKubelet()
+	signalCgroups(n.cgroupRoot, syscall.SIGTERM)
+	if err := wait(grace, func() bool { return signalCgroups(n.cgroupRoot, 0) == 0 }); err != nil {
+		var names []string
+		for _, id := range n.runningTasks() {
+			names = append(names, n.containerName(id))
+		}
+		n.t.Logf("kubeletlab %s: containers still running %s after SIGTERM, killed: %s", n.Name, grace, strings.Join(names, ", "))
+	}
+	n.PowerOff()
+}
+
+// ImportImage imports an OCI archive into the running node's containerd,
+// as a pull from a registry would put it there.
+func (n *Node) ImportImage(archive string) error {
+	if out, err := n.Exec("ctr", "-n", "k8s.io", "images", "import", "--no-unpack=false", archive); err != nil {
+		return fmt.Errorf("%s: importing %s: %w\n%s", n.Name, archive, err, out)
+	}
+	return nil
+}
+
+// containerName is the pod/container a task of the kubelet's runs for,
+// from its container's labels; the ID if they cannot be read.
+func (n *Node) containerName(id string) string {
+	out, err := n.Exec("ctr", "-n", "k8s.io", "containers", "info", id)
+	if err != nil {
+		return id
+	}
+	var info struct {
+		Labels map[string]string `json:"Labels"`
+	}
+	if json.Unmarshal(out, &info) != nil || info.Labels["io.kubernetes.pod.name"] == "" {
+		return id
+	}
+	name := info.Labels["io.kubernetes.pod.name"] + "/" + info.Labels["io.kubernetes.container.name"]
+	if info.Labels["io.kubernetes.container.name"] == "" {
+		name += "(sandbox)"
+	}
+	return name
 }

@@ -138,3 +138,19 @@ func wait(d time.Duration, cond func() bool) error {
 	}
 	return nil
 }
+
+// runningTasks are the IDs of the node's tasks still running (a task that
+// ended stays listed, STOPPED, until deleted).
+func (n *Node) runningTasks() []string {
+	out, err := n.Exec("ctr", "-n", "k8s.io", "tasks", "ls")
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, line := range strings.Split(string(out), "\n")[1:] {
+		if f := strings.Fields(line); len(f) == 3 && f[2] == "RUNNING" {
+			ids = append(ids, f[0])
+		}
+	}
+	return ids
+}

@@ -42,8 +42,11 @@ type Poller struct {
 	slowest      time.Duration // the longest a good answer took
 	client       *netlab.Host
 	retrans0     int // the client's TCP retransmissions when polling began
-	stop         chan struct{}
-	done         chan struct{}
+	// answersSeen: AwaitAnswers saw the 50 answers the judgements wait
+	// for.
+	answersSeen bool
+	stop        chan struct{}
+	done        chan struct{}
 }
 
 // sighting is one good answer: when, and the body (the node's name for the
@@ -283,8 +286,12 @@ func (p *Poller) WantNoFailures(t testing.TB, what string) {
 // the last 20 failed requests.
 func (p *Poller) stopAfterAnswers(t testing.TB, what string) (ok, fail int) {
 	t.Helper()
-	ok0, _ := p.Counts()
-	answering := WaitUntil(30*time.Second, func() bool { ok, _ := p.Counts(); return ok > ok0+50 })
+	p.mu.Lock()
+	answering := p.answersSeen
+	p.mu.Unlock()
+	if !answering {
+		answering = awaitAnswers(p, time.Now().Add(30*time.Second))
+	}
 	ok, fail = p.Stop()
 	if !answering {
 		errs := p.Errors()
@@ -292,6 +299,33 @@ func (p *Poller) stopAfterAnswers(t testing.TB, what string) (ok, fail int) {
 			what, fail, ok+fail, strings.Join(errs[max(0, len(errs)-20):], "\n"))
 	}
 	return ok, fail
+}
+
+// AwaitAnswers waits, for up to 30 s, until each poller has had 50
+// more good answers, all at once: the judgements of several pollers that
+// follow (WantNoFailures, WantOnlyECMPChurn) take those as their wait,
+// instead of each waiting for its own 50 one after the other.
+func AwaitAnswers(polls ...*Poller) {
+	deadline := time.Now().Add(30 * time.Second)
+	var wg sync.WaitGroup
+	for _, p := range polls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if awaitAnswers(p, deadline) {
+				p.mu.Lock()
+				p.answersSeen = true
+				p.mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// awaitAnswers waits until p has had 50 more good answers, or deadline.
+func awaitAnswers(p *Poller, deadline time.Time) bool {
+	ok0, _ := p.Counts()
+	return WaitUntil(time.Until(deadline), func() bool { ok, _ := p.Counts(); return ok > ok0+50 })
 }
 
 // WantOnlyECMPChurn is WantNoFailures for an address routed over ECMP

@@ -1,0 +1,211 @@
+package clusterlab
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/vipctl/vipctl/pkg/manifests"
+	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/kubeletlab"
+	"github.com/vipctl/vipctl/test/lab"
+)
+
+// NextImageArchive is the image of "the next version" in bin/ (make
+// next-image): this tree's vipctl stamped VERSION-next.
+const NextImageArchive = "vipctl-image-next.tar"
+
+// rebootGrace is how long a node's containers may take to end on
+// SIGTERM when it reboots: the apiserver's shutdown delay and drain, with
+// room for the loaded cores.
+const rebootGrace = 10 * time.Second
+
+// Upgrade is vipctl's move to another image, as an administrator makes
+// it: spec.images of the cluster file set to the new image, `vipctl
+// render` run again, the manifests applied (the allocator Deployment
+// rolls to the new image), and the MachineConfigs applied, which the
+// machine-config daemon lays down node by node (UpdateNode).
+type Upgrade struct {
+	c *Cluster
+	// Image is the new image's name, ConfigPath the new cluster file.
+	Image      string
+	ConfigPath string
+	roleFiles  map[string][]kubeletlab.File
+}
+
+// StartUpgrade renders the cluster with the image of archive (in bin/),
+// makes it pullable on every node (imported into each node's containerd,
+// as a registry serves it) and applies the new manifests. The nodes run
+// the old static pods until UpdateNode.
+func (c *Cluster) StartUpgrade(t testing.TB, archive string) *Upgrade {
+	t.Helper()
+	path := filepath.Join(c.bin, archive)
+	u := &Upgrade{c: c, Image: kubeletlab.ImageName(t, path), ConfigPath: filepath.Join(c.dir, "cluster-upgrade.yaml")}
+	if u.Image == c.Image {
+		t.Fatalf("%s is the running image %s", archive, c.Image)
+	}
+	if err := os.WriteFile(u.ConfigPath, []byte(ClusterYAML(u.Image, c.opts.Profile, c.opts.BFD)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u.roleFiles = c.renderFiles(t, u.ConfigPath, filepath.Join(c.dir, "out-upgrade"))
+	for _, n := range c.Nodes {
+		if err := n.ImportImage(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.applyManifests(t, u.ConfigPath)
+	c.waitDeployment(t, render.Namespace, manifests.AllocatorName, 3*time.Minute)
+	return u
+}
+
+// UpdateNode applies the new MachineConfig to one node the way the
+// machine-config daemon does, with vipctl's step of docs/operations.md
+// before it: the node cordoned, `vipctl drain NODE --wait`, its pods
+// evicted (PodDisruptionBudgets respected, as oc adm drain does), the
+// new files written, the node rebooted (containerd and the kubelet start
+// again from its disk), and once it is Ready with every static pod
+// Ready, uncordoned and `vipctl undrain`ed; it returns when the cluster
+// has settled (every VIP held once), so the next node may go.
+func (u *Upgrade) UpdateNode(t testing.TB, n *Node) {
+	t.Helper()
+	c := u.c
+	began := time.Now()
+	step := func(what string) {
+		t.Logf("%s upgrade %s: %s (%s)", time.Now().Format("15:04:05.000"), n.Name, what, time.Since(began).Round(time.Millisecond))
+	}
+	c.setUnschedulable(t, n, true)
+	if out, err := c.Vipctl("drain", n.Name, "--wait", "--timeout", "2m"); err != nil {
+		c.DumpLogs()
+		fatalf(t, "vipctl drain %s --wait: %v\n%s", n.Name, err, out)
+	}
+	step("cordoned, VIPs drained")
+	c.evictPods(t, n, 3*time.Minute)
+	step("pods evicted")
+	disk, _ := splitSysctls(u.roleFiles[n.Spec.Role])
+	for _, f := range disk {
+		if err := n.WriteFile(f.Path, f.Mode, f.Data); err != nil {
+			t.Fatalf("%s: %s: %v", n.Name, f.Path, err)
+		}
+	}
+	n.Shutdown(rebootGrace)
+	step("files written, shut down")
+	c.bootNode(t, n)
+	c.waitNodePods(t, n, u.Image, 5*time.Minute)
+	step("booted, Ready, its static pods Ready on the new image")
+	c.setUnschedulable(t, n, false)
+	if out, err := c.Vipctl("undrain", n.Name); err != nil {
+		fatalf(t, "vipctl undrain %s: %v\n%s", n.Name, err, out)
+	}
+	c.Settle(t, 5*time.Minute)
+	step("uncordoned, undrained, settled")
+}
+
+// Finish makes the new cluster file and image the cluster's, once every
+// node runs it.
+func (u *Upgrade) Finish() {
+	u.c.ConfigPath, u.c.Image, u.c.roleFiles = u.ConfigPath, u.Image, u.roleFiles
+}
+
+// setUnschedulable cordons or uncordons the node (kubectl cordon).
+func (c *Cluster) setUnschedulable(t testing.TB, n *Node, on bool) {
+	t.Helper()
+	ctx, cancel := callCtx()
+	defer cancel()
+	patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, on)
+	if _, err := c.Admin.CoreV1().Nodes().Patch(ctx, n.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("cordon %s (%t): %v", n.Name, on, err)
+	}
+}
+
+// evictPods evicts the node's pods as `oc adm drain` does: every pod but
+// the mirror pods of static pods, by the Eviction API (a
+// PodDisruptionBudget that allows none now is asked again), and waits
+// until they are gone.
+func (c *Cluster) evictPods(t testing.TB, n *Node, timeout time.Duration) {
+	t.Helper()
+	var left []string
+	if !lab.WaitUntil(timeout, func() bool {
+		ctx, cancel := callCtx()
+		defer cancel()
+		pods, err := c.Admin.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.Name})
+		if err != nil {
+			return false
+		}
+		left = nil
+		for _, p := range pods.Items {
+			if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+				continue
+			}
+			left = append(left, p.Namespace+"/"+p.Name)
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			err := c.Admin.CoreV1().Pods(p.Namespace).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}})
+			if err != nil && !apierrors.IsTooManyRequests(err) && !apierrors.IsNotFound(err) {
+				t.Logf("evicting %s/%s: %v", p.Namespace, p.Name, err)
+			}
+		}
+		return len(left) == 0
+	}) {
+		c.DumpLogs()
+		fatalf(t, "%s: pods not evicted within %s: %v", n.Name, timeout, left)
+	}
+}
+
+// waitNodePods waits until the node is Ready and every static pod of its
+// (vipctl's, and a control-plane node's etcd and apiserver) is Ready,
+// vipctl's running image.
+func (c *Cluster) waitNodePods(t testing.TB, n *Node, image string, timeout time.Duration) {
+	t.Helper()
+	want := []string{render.KeepalivedPodName}
+	if n.Spec.Role == RoleMaster {
+		want = append(want, render.HaproxyPodName, EtcdPod, APIServerPod)
+	}
+	var problems []string
+	if !lab.WaitUntil(timeout, func() bool {
+		problems = nil
+		pods, err := n.Pods(t.Context())
+		if err != nil {
+			problems = append(problems, err.Error())
+			return false
+		}
+		for _, name := range want {
+			i := slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name == name+"-"+n.Name })
+			switch {
+			case i < 0:
+				problems = append(problems, "no pod "+name)
+			case !kubeletlab.PodReady(&pods[i]):
+				problems = append(problems, name+" not Ready")
+			case name == render.KeepalivedPodName || name == render.HaproxyPodName:
+				for _, ct := range pods[i].Spec.Containers {
+					if ct.Image != image {
+						problems = append(problems, fmt.Sprintf("%s/%s runs %s", name, ct.Name, ct.Image))
+					}
+				}
+			}
+		}
+		if len(problems) > 0 {
+			return false
+		}
+		ctx, cancel := callCtx()
+		defer cancel()
+		node, err := c.Admin.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil || !nodeReady(node) {
+			problems = append(problems, "Node not Ready")
+			return false
+		}
+		return true
+	}) {
+		c.DumpLogs()
+		fatalf(t, "%s not back within %s: %v", n.Name, timeout, problems)
+	}
+}
