@@ -180,11 +180,12 @@ func (c *Cluster) apiServerPod(s NodeSpec) *corev1.Pod {
 		"--v=1",
 	}, httpProbe(corev1.URISchemeHTTPS, apiServerPort, "/readyz"))
 	// After the shutdown delay it stops listening and drains its
-	// requests at once, but then waits for its watch connections to go
-	// idle, up to a minute, which here only delays the new revision
-	// (APIServerRestart: 40 s with 30): cut them after 10 s. OpenShift
-	// gives its apiservers longer, for its slower load balancers.
-	p.Spec.TerminationGracePeriodSeconds = ptr.To(int64(10))
+	// requests at once, then waits for its watch connections to go idle,
+	// up to a minute: APIServerRestart takes 40 s for it. Cut after 10 s
+	// instead, the rolling upgrade failed twice of two full runs (a
+	// kube-proxy sent traffic to gone pods for ~20 s, a minute later,
+	// 2026-11-27; not understood), so it stays 30.
+	p.Spec.TerminationGracePeriodSeconds = ptr.To(int64(30))
 	return p
 }
 
