@@ -181,10 +181,9 @@ func (c *Cluster) apiServerPod(s NodeSpec) *corev1.Pod {
 	}, httpProbe(corev1.URISchemeHTTPS, apiServerPort, "/readyz"))
 	// After the shutdown delay it stops listening and drains its
 	// requests at once, then waits for its watch connections to go idle,
-	// up to a minute: APIServerRestart takes 40 s for it. Cut after 10 s
-	// instead, the rolling upgrade failed twice of two full runs (a
-	// kube-proxy sent traffic to gone pods for ~20 s, a minute later,
-	// 2026-11-27; not understood), so it stays 30.
+	// up to a minute: APIServerRestart takes 40 s for it. 10 s was tried
+	// (2026-11-27) while a failure of the rolling upgrade that followed
+	// was not yet understood; it stays 30 until that is.
 	p.Spec.TerminationGracePeriodSeconds = ptr.To(int64(30))
 	return p
 }
