@@ -142,7 +142,7 @@ func (n *Node) redirect(c *v1alpha1.ClusterVIPs, d NodeState) error {
 	if d.Guard != nil {
 		guard = *d.Guard
 	}
-	haproxy := slices.ContainsFunc(d.Files, func(f render.File) bool { return f.Path == render.HaproxyConfPath })
+	haproxy := hasHaproxy(d.Files)
 	key := fmt.Sprintf("%v %t %+v %t", dataplane.APIRedirects(c), d.Guard != nil, guard, haproxy)
 	if key == n.redirected && time.Since(n.redirectedAt) < dataplane.LocalResync {
 		return nil
@@ -162,7 +162,7 @@ func (n *Node) redirect(c *v1alpha1.ClusterVIPs, d NodeState) error {
 // table has been written there are no new ones, so it runs only when the
 // table was written (n.redirectedAt moved), not on every sync.
 func (n *Node) resetBypassing(c *v1alpha1.ClusterVIPs, d NodeState) (int, error) {
-	if n.redirectedAt.Equal(n.bypassCheckedAt) || !slices.ContainsFunc(d.Files, func(f render.File) bool { return f.Path == render.HaproxyConfPath }) {
+	if n.redirectedAt.Equal(n.bypassCheckedAt) || !hasHaproxy(d.Files) {
 		return 0, nil
 	}
 	reset, err := dataplane.ResetBypassing(n.Target, dataplane.APIRedirects(c))
@@ -170,6 +170,12 @@ func (n *Node) resetBypassing(c *v1alpha1.ClusterVIPs, d NodeState) (int, error)
 		n.bypassCheckedAt = n.redirectedAt
 	}
 	return reset, err
+}
+
+// hasHaproxy tells whether files include haproxy.cfg: a control-plane
+// node's, the one with the API redirect.
+func hasHaproxy(files []render.File) bool {
+	return slices.ContainsFunc(files, func(f render.File) bool { return f.Path == render.HaproxyConfPath })
 }
 
 // Desired is what Reconcile brings the node in line with, rendered from

@@ -147,8 +147,8 @@ func prepare(t testing.TB, o Options) *Node {
 	n.setupCgroups(t)
 	n.startContainerd(t)
 	for _, img := range append([]string{filepath.Join(bin, "pause-image.tar")}, o.Images...) {
-		if out, err := n.Exec("ctr", "-n", "k8s.io", "images", "import", "--no-unpack=false", img); err != nil {
-			t.Fatalf("%s: importing %s: %v\n%s", n.Name, img, err, out)
+		if err := n.ImportImage(img); err != nil {
+			t.Fatal(err)
 		}
 	}
 	for name, src := range o.Tags {

@@ -83,9 +83,9 @@ func (p *proc) kill() {
 // kubelet's graceful node shutdown: the kubelet stops first, then every
 // process of every container gets SIGTERM at once, by PID (systemd
 // stopping the containers' scopes), they have up to grace to end, and
-// what still runs is killed with the rest as PowerOff does. No preStop hook runs: the kubelet that would run it is
-// gone. The node's network namespace is the caller's to reset before
-// Boot, as after PowerOff.
+// what still runs is killed with the rest as PowerOff does. No preStop
+// hook runs: the kubelet that would run it is gone. The node's network
+// namespace is the caller's to reset before Boot, as after PowerOff.
 func (n *Node) Shutdown(grace time.Duration) {
 	if n.holder == nil {
 		return
