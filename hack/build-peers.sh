@@ -60,3 +60,16 @@ if [ "$(cat "$crds/.version" 2>/dev/null)" != "$METALLB_VERSION+asn64" ]; then
   echo "$METALLB_VERSION+asn64" > "$crds.tmp/.version"
   rm -rf "$crds" && mv "$crds.tmp" "$crds"
 fi
+
+# MetalLB's FRR mode: the reloader its speaker pods run beside FRR
+# (frr-tools/reloader/frr-reloader.sh, which the release image's
+# cp-reloader init container copies into the pod), unchanged:
+# bin/metallb-frr/.
+frrdir="$bin/metallb-frr"
+if [ "$(cat "$frrdir/.version" 2>/dev/null)" != "$METALLB_VERSION" ]; then
+  src=$(moddir "$METALLB_MODULE" "$METALLB_VERSION")
+  rm -rf "$frrdir.tmp" && mkdir -p "$frrdir.tmp"
+  install -m 0755 "$src/frr-tools/reloader/frr-reloader.sh" "$frrdir.tmp/frr-reloader.sh"
+  echo "$METALLB_VERSION" > "$frrdir.tmp/.version"
+  rm -rf "$frrdir" && mv "$frrdir.tmp" "$frrdir"
+fi

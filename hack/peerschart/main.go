@@ -97,33 +97,51 @@ type peerResult struct {
 }
 
 // label names the bar: vipctl with its settings' variant, a peer with
-// its version, and "fast" where its settings are its quickest ones
-// (they start with "fast/") rather than its defaults.
+// its version and its variant (peerVariant).
 func (r peerResult) label() string {
 	if r.peer == "vipctl" {
 		return r.peer + " " + vipctlVariant(r.settings)
 	}
-	if strings.HasPrefix(r.settings, "fast/") {
-		return r.peer + " " + r.version + " fast"
+	if v := r.peerVariant(); v != "" {
+		return r.peer + " " + r.version + " " + v
 	}
 	return r.peer + " " + r.version
 }
 
-// peerColors are the bars' colours by peer, and for vipctl by variant
-// (the slower in the darker blue).
+// peerVariant is what sets a peer's bar apart from its defaults: "fast"
+// where its settings are its quickest ones (they start with "fast/"),
+// "frr" for MetalLB's FRR mode, with "bfd" where BFD is on ("frr bfd").
+func (r peerResult) peerVariant() string {
+	first, rest, _ := strings.Cut(r.settings, "/")
+	switch first {
+	case "fast":
+		return "fast"
+	case "frr":
+		if strings.HasPrefix(rest, "bfd=") {
+			return "frr bfd"
+		}
+		return "frr"
+	}
+	return ""
+}
+
+// peerColors are the bars' colours by peer and variant (the slower in
+// the darker shade).
 var peerColors = map[string]string{
 	"vipctl default": "#1f77b4", "vipctl hold=3s": "#1f77b4", "vipctl fast": "#6baed6", "vipctl bfd=300ms": "#6baed6",
-	"kube-vip": "#ff7f0e", "kube-vip fast": "#fdae6b", "metallb": "#2ca02c",
+	"kube-vip": "#ff7f0e", "kube-vip fast": "#fdae6b",
+	"metallb": "#2ca02c", "metallb frr": "#2ca02c", "metallb frr bfd": "#98df8a",
 }
 
 func (r peerResult) color() string {
-	if c, ok := peerColors[r.label()]; ok {
-		return c
+	key := r.peer
+	if r.peer == "vipctl" {
+		key = r.label()
+	} else if v := r.peerVariant(); v != "" {
+		key += " " + v
 	}
-	if strings.HasPrefix(r.settings, "fast/") {
-		if c, ok := peerColors[r.peer+" fast"]; ok {
-			return c
-		}
+	if c, ok := peerColors[key]; ok {
+		return c
 	}
 	if c, ok := peerColors[r.peer]; ok {
 		return c

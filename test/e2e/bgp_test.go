@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -107,7 +108,7 @@ func buildBGPLab(t testing.TB, bfd bool, start func(yaml string, specs []lab.Nod
 	yaml, routerConf := bgpLabYAML, upstreamFRR
 	if bfd {
 		yaml = strings.ReplaceAll(yaml, "keepaliveTime: 1s\n", "keepaliveTime: 1s\n        bfd: true\n")
-		routerConf = slices.Insert(slices.Clone(routerConf), 9, " neighbor nodes bfd")
+		routerConf = withRouterBFD(routerConf)
 	}
 	lab.RequireFRR(t)
 	specs := []lab.NodeSpec{
@@ -120,6 +121,13 @@ func buildBGPLab(t testing.TB, bfd bool, start func(yaml string, specs []lab.Nod
 		netlab.DefaultSegment: {"198.51.100.1/24"},
 		"b":                   {"203.0.113.1/26"},
 	}, routerConf)
+}
+
+// withRouterBFD is upstreamFRR with BFD on its sessions with the nodes
+// (FRR's defaults: 300 ms intervals, multiplier 3).
+func withRouterBFD(conf []string) []string {
+	i := slices.Index(conf, " neighbor nodes timers 1 3")
+	return slices.Insert(slices.Clone(conf), i+1, " neighbor nodes bfd")
 }
 
 // newBGPLab adds to lc the upstream router (real FRR with routerConf) on
@@ -309,8 +317,16 @@ func (bl *bgpLab) waitBFDUp(t testing.TB, n int) time.Duration {
 // has the next hops left plus a second: how long the withdrawal took,
 // when the last connection failed (the outage the flows hashed to the
 // lost node saw) and how many failed.
+//
+// The fault comes at a random moment of the sessions' keepalive second
+// (keepalivePhase): the router's hold timer runs from the last message
+// it heard from the node, and right after the route appeared that
+// message is the UPDATE that carried it, so a fault injected at once
+// would always meet the full hold time, never the keepalive cycle a
+// failure at any other moment meets.
 func (bl *bgpLab) loseNode(t testing.TB, vip string, lose func(), left []string) (withdrawn, lastFail time.Duration, failed int) {
 	t.Helper()
+	time.Sleep(keepalivePhase())
 	type result struct {
 		last   time.Duration
 		failed int
@@ -345,6 +361,13 @@ func (bl *bgpLab) loseNode(t testing.TB, vip string, lose func(), left []string)
 	close(stop)
 	r := <-done
 	return withdrawn, r.last, r.failed
+}
+
+// keepalivePhase is a wait of one keepalive interval of the labs'
+// sessions (1 s) plus a random part of another: a fault after it falls
+// anywhere in the keepalive cycle, as a real one does.
+func keepalivePhase() time.Duration {
+	return time.Second + rand.N(time.Second)
 }
 
 // TestBGPLocalPolicy: a Local-policy Service address is announced only by

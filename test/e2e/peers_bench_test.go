@@ -92,12 +92,12 @@ func BenchmarkPeers(b *testing.B) {
 	}
 	for _, c := range peerCases {
 		peerCase(b, "service", "metallb", metallbVersion, "l2/memberlist", c, func(b *testing.B, i int) (time.Duration, int) {
-			return metallbTrial(b, mlbController, mlbSpeaker, "l2", c, i)
+			return metallbTrial(b, mlbController, mlbSpeaker, metallbL2, c, i)
 		})
 	}
 	// BGP: the lab's router holds sessions 3 s (upstreamFRR), whatever a
-	// peer asks for; vipctl also with BFD, which neither peer speaks in
-	// these modes (MetalLB has BFD only in its FRR mode).
+	// peer asks for; with BFD for vipctl and MetalLB's FRR mode, which
+	// speak it (kube-vip's BGP does not).
 	for _, bfd := range []bool{false, true} {
 		settings := "hold=3s"
 		if bfd {
@@ -111,9 +111,16 @@ func BenchmarkPeers(b *testing.B) {
 	peerCase(b, "bgp", "kube-vip", kubeVIPVersion, "hold=3s", "node-loss", func(b *testing.B, i int) (time.Duration, int) {
 		return kubeVIPTrial(b, kubeVIP, "bgp", kubeVIPLeases[0], "node-loss", i)
 	})
-	peerCase(b, "bgp", "metallb", metallbVersion, "native/hold=3s", "node-loss", func(b *testing.B, i int) (time.Duration, int) {
-		return metallbTrial(b, mlbController, mlbSpeaker, "bgp", "node-loss", i)
-	})
+	// MetalLB announces over BGP from its own speaker (native) or
+	// through FRR beside it, where it also speaks BFD.
+	for _, m := range []struct {
+		mode     metallbMode
+		settings string
+	}{{metallbNative, "native/hold=3s"}, {metallbFRR, "frr/hold=3s"}, {metallbFRRBFD, "frr/bfd=300ms"}} {
+		peerCase(b, "bgp", "metallb", metallbVersion, m.settings, "node-loss", func(b *testing.B, i int) (time.Duration, int) {
+			return metallbTrial(b, mlbController, mlbSpeaker, m.mode, "node-loss", i)
+		})
+	}
 }
 
 // peerCases are the faults every peer meets: the holder lost, its agent
@@ -141,6 +148,9 @@ func peerCase(b *testing.B, vip, peer, version, settings, scenario string, trial
 	switch {
 	case peer == "vipctl":
 		name = vip + "/" + peer + "/" + vipctlVariant(settings) + "/" + scenario
+	case vip == "bgp" && peer == "metallb":
+		// Its modes: bgp/metallb/frr/bfd=300ms/node-loss.
+		name = vip + "/" + peer + "/" + settings + "/" + scenario
 	case strings.HasPrefix(settings, "fast/"):
 		name = vip + "/" + peer + "/fast/" + scenario
 	}
@@ -227,7 +237,7 @@ type peerLab struct {
 // startPeerLab builds a peer's lab, with the upstream router if bgp,
 // and checks that the API answers across the segment before any agent
 // depends on it.
-func startPeerLab(t testing.TB, bgp bool) *peerLab {
+func startPeerLab(t testing.TB, bgp, bfd bool) *peerLab {
 	t.Helper()
 	api := testapiserver.Start(t)
 	l := netlab.New(t)
@@ -283,7 +293,11 @@ func startPeerLab(t testing.TB, bgp bool) *peerLab {
 		r := l.AddRouter("upstream", map[string][]string{netlab.DefaultSegment: {"198.51.100.1/24"}, "c": {"203.0.113.65/26"}})
 		r.MustExec("sysctl", "-qw", "net.ipv4.fib_multipath_hash_policy=1")
 		dir := lab.SharedDir(t, "peer-router-")
-		lab.WriteFRRConf(t, dir, upstreamFRR...)
+		conf := upstreamFRR
+		if bfd {
+			conf = withRouterBFD(conf)
+		}
+		lab.WriteFRRConf(t, dir, conf...)
 		pl.bgp = &bgpLab{router: lab.StartFRR(t, r, dir)}
 		pl.bgp.client = l.AddHost("outside", netlab.HostOpts{Iface: "eth0", Addrs: []string{"203.0.113.70/26"}, Segment: "c", Gateways: []string{"203.0.113.65"}})
 	}
@@ -298,13 +312,16 @@ const peerBGPVIP = bgpClusterVIP
 // every 10 ms (bgpLab.loseNode), and returns when the last connection
 // failed (the outage of the flows hashed to the lost node) and how many
 // failed.
-func (pl *peerLab) bgpNodeLoss(t testing.TB) (time.Duration, int) {
+func (pl *peerLab) bgpNodeLoss(t testing.TB, bfd bool) (time.Duration, int) {
 	t.Helper()
 	var all []string
 	for n := range pl.names {
 		all = append(all, pl.nodeIP(n))
 	}
 	pl.bgp.waitHops(t, peerBGPVIP, all, 60*time.Second)
+	if bfd {
+		t.Logf("BFD up %s after the routes", pl.bgp.waitBFDUp(t, len(all)).Round(time.Millisecond))
+	}
 	lost := pl.hosts[pl.names[len(pl.names)-1]]
 	withdrawn, last, failed := pl.bgp.loseNode(t, peerBGPVIP, lost.LinkDown, all[:len(all)-1])
 	t.Logf("%s withdrawn %s after its link went; last failed connection at %s", lost.Name, withdrawn.Round(time.Millisecond), last.Round(time.Millisecond))
@@ -428,7 +445,7 @@ func kubeVIPTrial(b *testing.B, bin, kind string, lease kubeVIPLease, scenario s
 	var outage time.Duration
 	var failed int
 	b.Run(fmt.Sprintf("trial-%d", i), func(t *testing.B) {
-		pl := startPeerLab(t, kind == "bgp")
+		pl := startPeerLab(t, kind == "bgp", false)
 		vip := map[string]string{"api": apiVIP, "service": peerServiceVIP, "bgp": peerBGPVIP}[kind]
 		if kind != "api" {
 			// The Service's address given by kube-vip's own annotation,
@@ -438,7 +455,7 @@ func kubeVIPTrial(b *testing.B, bin, kind string, lease kubeVIPLease, scenario s
 		agents := pl.startKubeVIP(t, bin, kind, lease)
 		logOnFailure(t, "kube-vip", agents)
 		if kind == "bgp" {
-			outage, failed = pl.bgpNodeLoss(t)
+			outage, failed = pl.bgpNodeLoss(t, false)
 			return
 		}
 		holder := waitOneHolder(t, pl.hosts, vip, 60*time.Second)

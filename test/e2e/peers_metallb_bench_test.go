@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +25,21 @@ import (
 	"github.com/vipctl/vipctl/test/fixture"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
+)
+
+// metallbMode is how MetalLB announces in a trial.
+type metallbMode string
+
+const (
+	// metallbL2: L2 mode, ARP from the elected speaker.
+	metallbL2 metallbMode = "l2"
+	// metallbNative: BGP from the speaker's own BGP implementation
+	// (metallb-native.yaml).
+	metallbNative metallbMode = "native"
+	// metallbFRR: BGP through FRR beside each speaker (metallb-frr.yaml).
+	metallbFRR metallbMode = "frr"
+	// metallbFRRBFD: metallbFRR with a BFDProfile on the BGPPeer.
+	metallbFRRBFD metallbMode = "frr-bfd"
 )
 
 // metallbNS is the namespace MetalLB's manifests install it in.
@@ -46,29 +64,30 @@ const metallbSpeakerLabels = "app=metallb,component=speaker"
 // (externalTrafficPolicy Cluster). It injects the fault into the node
 // MetalLB elected and returns the outage and the failed requests.
 //
-// In BGP mode (mode "bgp", MetalLB's native BGP speaker) every speaker
-// peers with the lab's upstream router and announces the address; the
-// fault is node-loss alone, measured by the client behind the router
-// (peerLab.bgpNodeLoss).
-func metallbTrial(b *testing.B, controller, speaker, mode, scenario string, i int) (time.Duration, int) {
+// In BGP modes every speaker peers with the lab's upstream router and
+// announces the address; the fault is node-loss alone, measured by the
+// client behind the router (peerLab.bgpNodeLoss). metallbBGP: MetalLB's
+// own BGP speaker (native), or its FRR mode, with BFD (MetalLB's
+// quickest detection, 300 ms × 3 as vipctl's) or without.
+func metallbTrial(b *testing.B, controller, speaker string, mode metallbMode, scenario string, i int) (time.Duration, int) {
 	var outage time.Duration
 	var failed int
 	b.Run(fmt.Sprintf("trial-%d", i), func(t *testing.B) {
-		bgp := mode == "bgp"
-		pl := startPeerLab(t, bgp)
+		bgp := mode != metallbL2
+		pl := startPeerLab(t, bgp, mode == metallbFRRBFD)
 		vip := peerServiceVIP
 		if bgp {
 			vip = peerBGPVIP
 		}
 		ctx := context.Background()
-		agents := pl.startMetalLB(t, controller, speaker, bgp, vip+"/32")
+		agents := pl.startMetalLB(t, controller, speaker, mode, vip+"/32")
 		pl.echoService(t, nil)
 		lab.WaitFor(t, 60*time.Second, "the Service's address from MetalLB", func() bool {
 			s, err := pl.admin.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "echo", metav1.GetOptions{})
 			return err == nil && len(s.Status.LoadBalancer.Ingress) == 1 && s.Status.LoadBalancer.Ingress[0].IP == vip
 		})
 		if bgp {
-			outage, failed = pl.bgpNodeLoss(t)
+			outage, failed = pl.bgpNodeLoss(t, mode == metallbFRRBFD)
 			return
 		}
 		holder := metallbHolder(t, pl)
@@ -85,11 +104,12 @@ func metallbTrial(b *testing.B, controller, speaker, mode, scenario string, i in
 
 // startMetalLB installs MetalLB's CRDs and the objects of its release
 // manifest and of a user's configuration (metallbObjects: an
-// IPAddressPool holding pool, CIDR, advertised over L2 or with bgp over
-// BGP), starts the controller on the API's host and a speaker on every
-// node with a DNAT of pool to the node's echo server (kube-proxy's part),
-// and returns the processes, the controller's under "controller".
-func (pl *peerLab) startMetalLB(t testing.TB, controller, speaker string, bgp bool, pool string) map[string]*netlab.Proc {
+// IPAddressPool holding pool, CIDR, advertised as mode says), starts the
+// controller on the API's host and a speaker on every node (in FRR
+// modes with FRR and MetalLB's reloader beside it, metallbFRRNode) with
+// a DNAT of pool to the node's echo server (kube-proxy's part), and
+// returns the processes, the controller's under "controller".
+func (pl *peerLab) startMetalLB(t testing.TB, controller, speaker string, mode metallbMode, pool string) map[string]*netlab.Proc {
 	t.Helper()
 	ctx := context.Background()
 	crds, err := filepath.Glob(fixture.Repo("bin/metallb-crds/*.yaml"))
@@ -97,9 +117,14 @@ func (pl *peerLab) startMetalLB(t testing.TB, controller, speaker string, bgp bo
 		t.Fatalf("MetalLB's CRDs not in bin/metallb-crds: run hack/build-peers.sh (%v)", err)
 	}
 	pl.api.InstallCRDs(t, crds...)
-	metallbObjects(t, pl, bgp, pool)
+	metallbObjects(t, pl, mode, pool)
 
 	env := []string{"env", "KUBECONFIG=" + pl.kubeconfig, "HOME=" + pl.home}
+	frrMode := mode == metallbFRR || mode == metallbFRRBFD
+	if frrMode {
+		// metallb-frr.yaml's controller and speakers.
+		env = append(env, "METALLB_BGP_TYPE=frr")
+	}
 	agents := map[string]*netlab.Proc{}
 	agents["controller"] = pl.gw.Start("metallb-controller", append(env,
 		"METALLB_NAMESPACE="+metallbNS, "METALLB_ML_SECRET_NAME=memberlist", "METALLB_DEPLOYMENT=controller",
@@ -133,13 +158,110 @@ func (pl *peerLab) startMetalLB(t testing.TB, controller, speaker string, bgp bo
 		}
 		h.MustExec("nft", "add table "+family+" lb; add chain "+family+" lb pre { type nat hook prerouting priority -100; }; "+
 			"add rule "+family+" lb pre "+family+" daddr "+pool+" tcp dport 8080 dnat to "+to)
-		agents[name] = h.Start("metallb-speaker", append(env,
+		nodeEnv := env
+		if frrMode {
+			reloader := pl.metallbFRRNode(t, h, agents)
+			nodeEnv = append(slices.Clone(env), "FRR_CONFIG_FILE="+filepath.Join(reloader, "frr.conf"),
+				"FRR_RELOADER_PID_FILE="+filepath.Join(reloader, "reloader.pid"))
+		}
+		agents[name] = h.Start("metallb-speaker", append(nodeEnv,
 			"METALLB_NODE_NAME="+name, "METALLB_POD_NAME=speaker-"+name, "METALLB_HOST="+ip,
 			"METALLB_ML_BIND_ADDR="+ip, "METALLB_ML_LABELS="+metallbSpeakerLabels, "METALLB_ML_BIND_PORT=7946",
 			"METALLB_ML_SECRET_KEY_PATH="+keyDir, "METALLB_NAMESPACE="+metallbNS,
 			speaker, "--port=7472", "--log-level=info")...)
 	}
 	return agents
+}
+
+// metallbFRRStartup is the frr.conf FRR starts from in MetalLB's speaker
+// pods (the frr-startup ConfigMap of metallb-frr.yaml), until the
+// speaker renders its own.
+var metallbFRRStartup = []string{
+	"frr version 8.0",
+	"frr defaults traditional",
+	"hostname Router",
+	"line vty",
+	"log file /etc/frr/frr.log informational",
+}
+
+// metallbFRRNode starts on node h what a speaker pod of metallb-frr.yaml
+// runs beside the speaker: FRR's zebra, bgpd and bfdd with the pod's
+// options (the frr-startup ConfigMap's daemons file) and MetalLB's
+// reloader (bin/metallb-frr/frr-reloader.sh), which applies the frr.conf
+// the speaker writes with frr-reload.py on SIGHUP. The pod's volumes
+// (/etc/frr, /var/run/frr, /var/log/frr) are directories of the trial
+// bound over those paths in each process's own mount namespace, so the
+// machine's FRR directories are not touched. The processes go into
+// agents under the node's name and returns the reloader's directory
+// (the pod's /etc/frr_reloader), where the speaker writes frr.conf and
+// finds the reloader's PID.
+func (pl *peerLab) metallbFRRNode(t testing.TB, h *netlab.Host, agents map[string]*netlab.Proc) string {
+	t.Helper()
+	script := fixture.Repo("bin/metallb-frr/frr-reloader.sh")
+	if _, err := os.Stat(script); err != nil {
+		t.Fatalf("MetalLB's FRR reloader not in bin/metallb-frr: run hack/build-peers.sh (%v)", err)
+	}
+	lab.RequireFRR(t)
+	dir := lab.SharedDir(t, "metallb-frr-"+h.Name+"-")
+	etc, run, logs, reloader := filepath.Join(dir, "etc"), filepath.Join(dir, "run"), filepath.Join(dir, "log"), filepath.Join(dir, "reloader")
+	u, err := user.Lookup("frr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	for _, d := range []string{etc, run, logs, reloader} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if d != reloader {
+			if err := os.Chown(d, uid, gid); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	files := map[string]string{
+		"frr.conf":   strings.Join(metallbFRRStartup, "\n") + "\n",
+		"vtysh.conf": "service integrated-vtysh-config\n",
+	}
+	for name, text := range files {
+		p := filepath.Join(etc, name)
+		if err := os.WriteFile(p, []byte(text), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(p, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// pod runs argv with the pod's volumes at their paths.
+	pod := func(argv ...string) []string {
+		return append([]string{"unshare", "--mount", "--propagation", "private", "sh", "-c",
+			`mount --bind "$0" /etc/frr && mount --bind "$1" /var/run/frr && mount --bind "$2" /var/log/frr && shift 2 && exec "$@"`,
+			etc, run, logs}, argv...)
+	}
+	// The daemons file's options; vty ports off (-P 0) as the lab's
+	// own FRR runs, and logs on standard output for the trial's log.
+	daemons := []struct{ name, ready string }{{"zebra", "zserv.api"}, {"bfdd", "bfdd.sock"}, {"bgpd", "bgpd.vty"}}
+	for _, d := range daemons {
+		argv := []string{"/usr/lib/frr/" + d.name, "-A", "127.0.0.1", "-P", "0", "--log", "stdout", "-f", os.DevNull}
+		switch d.name {
+		case "zebra":
+			argv = append(argv, "-s", "90000000")
+		case "bgpd":
+			argv = append(argv, "-p", "0")
+		}
+		agents[h.Name+"-"+d.name] = h.Start("metallb-"+d.name, pod(argv...)...)
+		lab.WaitFor(t, 10*time.Second, h.Name+" "+d.name+" up", func() bool {
+			_, err := os.Stat(filepath.Join(run, d.ready))
+			return err == nil
+		})
+	}
+	agents[h.Name+"-reloader"] = h.Start("metallb-frr-reloader", pod("env", "SHARED_VOLUME="+reloader, "bash", script)...)
+	lab.WaitFor(t, 10*time.Second, h.Name+" reloader up", func() bool {
+		_, err := os.Stat(filepath.Join(reloader, "reloader.pid"))
+		return err == nil
+	})
+	return reloader
 }
 
 // metallbHolder waits until one speaker alone has announced the
@@ -177,8 +299,10 @@ func metallbHolder(t testing.TB, pl *peerLab) string {
 // controller's Deployment (the memberlist secret's owner; nothing runs
 // it here), the nodes with each speaker's pod, an IPAddressPool holding
 // pool (CIDR) and an L2Advertisement for it, or with bgp a
-// BGPAdvertisement and a BGPPeer for the lab's router.
-func metallbObjects(t testing.TB, pl *peerLab, bgp bool, pool string) {
+// BGPAdvertisement and a BGPPeer for the lab's router (in metallbFRRBFD
+// with a BFDProfile of 300 ms intervals, multiplier 3: MetalLB's
+// defaults, and vipctl's).
+func metallbObjects(t testing.TB, pl *peerLab, mode metallbMode, pool string) {
 	t.Helper()
 	ctx := context.Background()
 	c := pl.admin
@@ -242,9 +366,15 @@ func metallbObjects(t testing.TB, pl *peerLab, bgp bool, pool string) {
 		obj               map[string]any
 	}
 	objects := []object{{"v1beta1", "ipaddresspools", map[string]any{"kind": "IPAddressPool", "spec": map[string]any{"addresses": []any{pool}}}}}
-	if bgp {
+	if mode != metallbL2 {
+		peer := map[string]any{"myASN": int64(64513), "peerASN": int64(64512), "peerAddress": "198.51.100.1"}
+		if mode == metallbFRRBFD {
+			objects = append(objects, object{"v1beta1", "bfdprofiles", map[string]any{"kind": "BFDProfile",
+				"spec": map[string]any{"receiveInterval": int64(300), "transmitInterval": int64(300), "detectMultiplier": int64(3)}}})
+			peer["bfdProfile"] = "peers"
+		}
 		objects = append(objects,
-			object{"v1beta2", "bgppeers", map[string]any{"kind": "BGPPeer", "spec": map[string]any{"myASN": int64(64513), "peerASN": int64(64512), "peerAddress": "198.51.100.1"}}},
+			object{"v1beta2", "bgppeers", map[string]any{"kind": "BGPPeer", "spec": peer}},
 			object{"v1beta1", "bgpadvertisements", map[string]any{"kind": "BGPAdvertisement", "spec": map[string]any{"ipAddressPools": []any{"peers"}}}})
 	} else {
 		objects = append(objects, object{"v1beta1", "l2advertisements", map[string]any{"kind": "L2Advertisement", "spec": map[string]any{"ipAddressPools": []any{"peers"}}}})

@@ -99,15 +99,15 @@ func BenchmarkPeersScale(b *testing.B) {
 			})
 		case "kube-vip":
 			b.Run("kube-vip", func(b *testing.B) {
-				pl := startPeerLab(b, false)
+				pl := startPeerLab(b, false, false)
 				agents := pl.startKubeVIP(b, kubeVIP, "service", kubeVIPLeases[0])
 				logOnFailure(b, "kube-vip", agents)
 				peerScale(b, pl, "kube-vip", kubeVIPVersion, "svc_election/lease=5s/renew=3s/retry=1s", oneAgentEach(agents), true)
 			})
 		case "metallb":
 			b.Run("metallb", func(b *testing.B) {
-				pl := startPeerLab(b, false)
-				agents := pl.startMetalLB(b, controller, speaker, false, peerScalePool.String())
+				pl := startPeerLab(b, false, false)
+				agents := pl.startMetalLB(b, controller, speaker, metallbL2, peerScalePool.String())
 				peerScale(b, pl, "metallb", metallbVersion, "l2/memberlist", oneAgentEach(agents), false)
 			})
 		default:
