@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/render"
@@ -92,4 +94,50 @@ func benchFollowerBurst(b *testing.B, mode string) {
 	}
 	fmt.Printf("follower case=burst mode=%s addresses=2500 held=2500 told_ms=%d up_ms=%d down_ms=%d\n", mode,
 		told.Milliseconds()/int64(b.N), up.Milliseconds()/int64(b.N), down.Milliseconds()/int64(b.N))
+}
+
+// BenchmarkAnnounceRound: one round of announcements for 2500 addresses
+// of a family (a refresh round of a node holding them, as sendGARPs and
+// sendNAs send it), on a segment with three other hosts, whose kernels'
+// share of the work the sender's CPU carries (veth and bridge deliver in
+// the sender's context). It is what showed that neighbour
+// advertisements sent as whole frames from a packet socket cost no less
+// than through the ICMPv6 socket (docs/benchmarks.md).
+//
+//	go test -run '^$' -bench BenchmarkAnnounceRound -benchtime 20x ./pkg/dataplane/
+func BenchmarkAnnounceRound(b *testing.B) {
+	lab := netlab.New(b)
+	n := lab.AddHost("n", netlab.HostOpts{Addrs: []string{"198.51.100.11/24", "2001:db8:100::11/64"}})
+	for i := range 3 {
+		lab.AddHost(fmt.Sprintf("c%d", i), netlab.HostOpts{Addrs: []string{fmt.Sprintf("198.51.100.%d/24", 21+i), fmt.Sprintf("2001:db8:100::%d/64", 21+i)}})
+	}
+	for _, family := range []string{"ipv4", "ipv6"} {
+		// IPv4: the lab's /24 ten times over (the cost is per
+		// message, and no address outside it may be announced).
+		var addrs []netip.Addr
+		for i := range 2500 {
+			a := netip.AddrFrom4([4]byte{198, 51, 100, byte(i)})
+			if family == "ipv6" {
+				a = netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0x01, 0x00, 12: 0, 13: 1, 14: byte(i >> 8), 15: byte(i)})
+			}
+			addrs = append(addrs, a)
+		}
+		b.Run(family, func(b *testing.B) {
+			if err := n.Do(func() error {
+				link, err := netlink.LinkByName("br-ex")
+				if err != nil {
+					return err
+				}
+				for b.Loop() {
+					if err := announce(link, addrs, 1); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(addrs)), "µs/address")
+		})
+	}
 }

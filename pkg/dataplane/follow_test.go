@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/render"
@@ -316,5 +318,44 @@ func waitFollowed(t *testing.T, n *netlab.Host, on bool, addrs ...string) {
 			t.Fatalf("want %v answered on br-ex %t; it has:\n%s", addrs, on, out)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestAnnouncementsMoveNeighbours: a host on the segment whose neighbour
+// entries for two addresses (one per family) name another MAC moves them
+// to the node's on its announcements: the receiving kernel drops a
+// neighbour advertisement unless it is valid (RFC 4861 7.1.2: hop limit
+// 255, the checksum) and moves an entry only with the Override flag.
+func TestAnnouncementsMoveNeighbours(t *testing.T) {
+	n, c, _ := followLab(t)
+	addrs := fixture.Addrs("198.51.100.140", "2001:db8:100::1:40")
+	for _, a := range addrs {
+		n.MustExec("ip", "addr", "add", netip.PrefixFrom(a, a.BitLen()).String(), "dev", "br-ex", "nodad")
+		c.MustExec("ip", "neigh", "replace", a.String(), "lladdr", "02:00:00:00:00:99", "dev", "br-ex", "nud", "stale")
+	}
+	var mac string
+	if err := n.Do(func() error {
+		link, err := netlink.LinkByName("br-ex")
+		if err != nil {
+			return err
+		}
+		mac = link.Attrs().HardwareAddr.String()
+		return announce(link, addrs, 1)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		deadline := time.Now().Add(2 * time.Second)
+		var out string
+		for {
+			out = string(c.MustExec("ip", "neigh", "show", a.String(), "dev", "br-ex"))
+			if strings.Contains(out, mac) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if !strings.Contains(out, mac) {
+			t.Errorf("%s: the client's neighbour entry %q, want the node's %s", a, strings.TrimSpace(out), mac)
+		}
 	}
 }

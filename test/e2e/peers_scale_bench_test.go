@@ -211,15 +211,29 @@ func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents
 
 	// Steady state: the agents' CPU over the window, their RSS after it.
 	time.Sleep(10 * time.Second)
-	cpu0 := map[string]float64{}
+	// The CPU seconds of each agent (with its children) at the start.
+	cpu0 := map[string][]float64{}
 	for name, procs := range agents {
-		cpu0[name], _ = agentsUsage(b, procs)
+		for i := range procs {
+			c, _ := agentsUsage(b, procs[i:i+1])
+			cpu0[name] = append(cpu0[name], c)
+		}
 	}
 	time.Sleep(*peerScaleSteady)
 	nodeCPU, nodeRSS, ctlCPU, ctlRSS := 0.0, 0, 0.0, 0
 	for name, procs := range agents {
-		cpu, kb := agentsUsage(b, procs)
-		pct := 100 * (cpu - cpu0[name]) / peerScaleSteady.Seconds()
+		// Each agent's share, logged in the agents' order (on vipctl's
+		// nodes keepalived, then the sidecar).
+		var pct float64
+		kb := 0
+		var each []string
+		for i, p := range procs {
+			c, k := agentsUsage(b, procs[i:i+1])
+			share := 100 * (c - cpu0[name][i]) / peerScaleSteady.Seconds()
+			pct, kb = pct+share, kb+k
+			each = append(each, fmt.Sprintf("pid %d %.2f %%, %d MiB", p.PID(), share, (k+1023)/1024))
+		}
+		b.Logf("%s: %.2f %% of a core over %s (%s)", name, pct, *peerScaleSteady, strings.Join(each, "; "))
 		rss := (kb + 1023) / 1024
 		if name == "controller" {
 			ctlCPU, ctlRSS = pct, rss
