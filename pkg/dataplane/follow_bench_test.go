@@ -115,10 +115,10 @@ func BenchmarkAnnounceRound(b *testing.B) {
 		// IPv4: the lab's /24 ten times over (the cost is per
 		// message, and no address outside it may be announced).
 		var addrs []netip.Addr
-		for i := range 2500 {
+		for i, a6 := 0, netip.MustParseAddr("2001:db8:100::1:0"); i < 2500; i, a6 = i+1, a6.Next() {
 			a := netip.AddrFrom4([4]byte{198, 51, 100, byte(i)})
 			if family == "ipv6" {
-				a = netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0x01, 0x00, 12: 0, 13: 1, 14: byte(i >> 8), 15: byte(i)})
+				a = a6
 			}
 			addrs = append(addrs, a)
 		}

@@ -230,18 +230,20 @@ type peerLab struct {
 	admin            kubernetes.Interface
 	// bgp, in a lab for BGP, is the upstream router the nodes peer with
 	// (real FRR, upstreamFRR: it holds sessions 3 s) and the client
-	// behind it, on 203.0.113.64/26.
+	// behind it, on 203.0.113.64/26; bfd, that the router runs BFD with
+	// the nodes (withRouterBFD).
 	bgp *bgpLab
+	bfd bool
 }
 
-// startPeerLab builds a peer's lab, with the upstream router if bgp,
-// and checks that the API answers across the segment before any agent
+// startPeerLab builds a peer's lab, with the upstream router if bgp
+// (speaking BFD with the nodes if bfd), and checks that the API answers across the segment before any agent
 // depends on it.
 func startPeerLab(t testing.TB, bgp, bfd bool) *peerLab {
 	t.Helper()
 	api := testapiserver.Start(t)
 	l := netlab.New(t)
-	pl := &peerLab{api: api, hosts: map[string]*netlab.Host{}}
+	pl := &peerLab{api: api, hosts: map[string]*netlab.Host{}, bfd: bgp && bfd}
 	pl.gw = l.AddHost("api", netlab.HostOpts{Addrs: []string{peerAPIAddr + "/24"}})
 	relayTCP(pl.gw, net.JoinHostPort(peerAPIAddr, "6443"), strings.TrimPrefix(api.URL, "https://"))
 	pl.client = l.AddHost("client", netlab.HostOpts{Addrs: []string{"198.51.100.100/24", "2001:db8:100::100/64"}})
@@ -294,7 +296,7 @@ func startPeerLab(t testing.TB, bgp, bfd bool) *peerLab {
 		r.MustExec("sysctl", "-qw", "net.ipv4.fib_multipath_hash_policy=1")
 		dir := lab.SharedDir(t, "peer-router-")
 		conf := upstreamFRR
-		if bfd {
+		if pl.bfd {
 			conf = withRouterBFD(conf)
 		}
 		lab.WriteFRRConf(t, dir, conf...)
@@ -307,19 +309,20 @@ func startPeerLab(t testing.TB, bgp, bfd bool) *peerLab {
 // peerBGPVIP is the Service address the peers announce over BGP.
 const peerBGPVIP = bgpClusterVIP
 
-// bgpNodeLoss waits until the router routes peerBGPVIP to every node,
-// then loses the last node while the client behind the router connects
+// bgpNodeLoss waits until the router routes peerBGPVIP to every node
+// (and, in a lab whose router speaks BFD, until every BFD session is
+// up), then loses the last node while the client behind the router connects
 // every 10 ms (bgpLab.loseNode), and returns when the last connection
 // failed (the outage of the flows hashed to the lost node) and how many
 // failed.
-func (pl *peerLab) bgpNodeLoss(t testing.TB, bfd bool) (time.Duration, int) {
+func (pl *peerLab) bgpNodeLoss(t testing.TB) (time.Duration, int) {
 	t.Helper()
 	var all []string
 	for n := range pl.names {
 		all = append(all, pl.nodeIP(n))
 	}
 	pl.bgp.waitHops(t, peerBGPVIP, all, 60*time.Second)
-	if bfd {
+	if pl.bfd {
 		t.Logf("BFD up %s after the routes", pl.bgp.waitBFDUp(t, len(all)).Round(time.Millisecond))
 	}
 	lost := pl.hosts[pl.names[len(pl.names)-1]]
@@ -455,7 +458,7 @@ func kubeVIPTrial(b *testing.B, bin, kind string, lease kubeVIPLease, scenario s
 		agents := pl.startKubeVIP(t, bin, kind, lease)
 		logOnFailure(t, "kube-vip", agents)
 		if kind == "bgp" {
-			outage, failed = pl.bgpNodeLoss(t, false)
+			outage, failed = pl.bgpNodeLoss(t)
 			return
 		}
 		holder := waitOneHolder(t, pl.hosts, vip, 60*time.Second)

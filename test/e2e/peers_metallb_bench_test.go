@@ -66,7 +66,7 @@ const metallbSpeakerLabels = "app=metallb,component=speaker"
 //
 // In BGP modes every speaker peers with the lab's upstream router and
 // announces the address; the fault is node-loss alone, measured by the
-// client behind the router (peerLab.bgpNodeLoss). metallbBGP: MetalLB's
+// client behind the router (peerLab.bgpNodeLoss). The BGP modes: MetalLB's
 // own BGP speaker (native), or its FRR mode, with BFD (MetalLB's
 // quickest detection, 300 ms × 3 as vipctl's) or without.
 func metallbTrial(b *testing.B, controller, speaker string, mode metallbMode, scenario string, i int) (time.Duration, int) {
@@ -87,7 +87,7 @@ func metallbTrial(b *testing.B, controller, speaker string, mode metallbMode, sc
 			return err == nil && len(s.Status.LoadBalancer.Ingress) == 1 && s.Status.LoadBalancer.Ingress[0].IP == vip
 		})
 		if bgp {
-			outage, failed = pl.bgpNodeLoss(t, mode == metallbFRRBFD)
+			outage, failed = pl.bgpNodeLoss(t)
 			return
 		}
 		holder := metallbHolder(t, pl)

@@ -141,14 +141,12 @@ func processTree(pid int) []int {
 	return out
 }
 
-// agentsUsage is the CPU seconds and resident KiB of agents' processes
-// with their children, as /proc has them now.
-func agentsUsage(b *testing.B, agents []scaleAgent) (cpu float64, rssKB int) {
-	for _, a := range agents {
-		for _, pid := range processTree(a.PID()) {
-			cpu += cpuSeconds(b, pid)
-			rssKB += procStatusKB(pid, "VmRSS:")
-		}
+// agentUsage is the CPU seconds and resident KiB of an agent's process
+// with its children, as /proc has them now.
+func agentUsage(b *testing.B, a scaleAgent) (cpu float64, rssKB int) {
+	for _, pid := range processTree(a.PID()) {
+		cpu += cpuSeconds(b, pid)
+		rssKB += procStatusKB(pid, "VmRSS:")
 	}
 	return cpu, rssKB
 }
@@ -214,8 +212,8 @@ func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents
 	// The CPU seconds of each agent (with its children) at the start.
 	cpu0 := map[string][]float64{}
 	for name, procs := range agents {
-		for i := range procs {
-			c, _ := agentsUsage(b, procs[i:i+1])
+		for _, p := range procs {
+			c, _ := agentUsage(b, p)
 			cpu0[name] = append(cpu0[name], c)
 		}
 	}
@@ -228,7 +226,7 @@ func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents
 		kb := 0
 		var each []string
 		for i, p := range procs {
-			c, k := agentsUsage(b, procs[i:i+1])
+			c, k := agentUsage(b, p)
 			share := 100 * (c - cpu0[name][i]) / peerScaleSteady.Seconds()
 			pct, kb = pct+share, kb+k
 			each = append(each, fmt.Sprintf("pid %d %.2f %%, %d MiB", p.PID(), share, (k+1023)/1024))
