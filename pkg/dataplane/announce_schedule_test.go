@@ -10,10 +10,11 @@ import (
 
 // TestRefreshesGoOutTogether: 100 Service addresses added one by one over
 // 40 s (as a bulk of Services arrives) are each announced at once, again
-// GARPDelay later (full rounds), and then refreshed (one advertisement)
-// at least every GARPRefresh; but the refreshes go out together, so once
-// they have settled the follower wakes about once a refresh period, not
-// once per address.
+// GARPDelay later (full rounds), then refreshed (one advertisement) at
+// least every GARPRefresh for GARPRefreshEarly refreshes, and after that
+// every GARPRefreshSettled, not more often than every half of it. The
+// refreshes go out together, so once they have settled the follower wakes
+// about once a refresh period, not once per address.
 func TestRefreshesGoOutTogether(t *testing.T) {
 	start := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
 	announced := map[netip.Addr]announcement{}
@@ -21,9 +22,21 @@ func TestRefreshesGoOutTogether(t *testing.T) {
 	last := map[netip.Addr]time.Time{}
 	rounds := map[netip.Addr]int{}
 	base := netip.MustParseAddr("2001:db8:100::1:0")
+	wakes := map[string]int{}
+	// phase names the part of the run a wake at now is counted in.
+	phase := func(now time.Time) string {
+		switch {
+		case now.Before(start.Add(40*time.Second + 2*render.GARPRefresh)):
+			return "settling"
+		case now.Before(start.Add(40*time.Second + (2+render.GARPRefreshEarly)*render.GARPRefresh)):
+			return "early"
+		}
+		return "settled"
+	}
 	// step runs a sync at now (as a wake or an addition would) and
 	// returns when the next wake is due.
 	step := func(now time.Time) time.Time {
+		wakes[phase(now)]++
 		due, refresh, next := dueAnnouncements(announced, wanted, now)
 		for _, a := range refresh {
 			if rounds[a] < 2 {
@@ -36,11 +49,14 @@ func TestRefreshesGoOutTogether(t *testing.T) {
 			}
 		}
 		for _, a := range append(due, refresh...) {
-			if rounds[a] >= 2 && now.Sub(last[a]) > render.GARPRefresh {
-				t.Errorf("%s refreshed %s after its last announcement, more than GARPRefresh", a, now.Sub(last[a]))
-			}
-			if rounds[a] == 1 && now.Sub(last[a]) < render.GARPDelay {
-				t.Errorf("%s announced again %s after its first round, before GARPDelay", a, now.Sub(last[a]))
+			gap := now.Sub(last[a])
+			switch early := rounds[a] < 2+render.GARPRefreshEarly; {
+			case rounds[a] == 1 && gap < render.GARPDelay:
+				t.Errorf("%s announced again %s after its first round, before GARPDelay", a, gap)
+			case rounds[a] >= 2 && early && gap > render.GARPRefresh:
+				t.Errorf("%s refreshed %s after its last announcement (refresh %d), more than GARPRefresh", a, gap, rounds[a]-1)
+			case !early && (gap > render.GARPRefreshSettled || gap < render.GARPRefreshSettled/2):
+				t.Errorf("%s refreshed %s after its last announcement (refresh %d), want between half GARPRefreshSettled and all of it", a, gap, rounds[a]-1)
 			}
 			rounds[a]++
 			last[a] = now
@@ -63,27 +79,24 @@ func TestRefreshesGoOutTogether(t *testing.T) {
 			t.Fatalf("%s: announced %d times when added, want once", a, rounds[a])
 		}
 	}
-	// The first two refresh periods settle the rounds; the next ten are
-	// counted.
-	counted := start.Add(40*time.Second + 2*render.GARPRefresh)
-	end := counted.Add(10 * render.GARPRefresh)
-	wakes := 0
+	wakes = map[string]int{}
+	end := start.Add(40*time.Second + (2+render.GARPRefreshEarly)*render.GARPRefresh + 6*render.GARPRefreshSettled)
 	for !next.IsZero() && next.Before(end) {
-		if !next.Before(counted) {
-			wakes++
-		}
 		next = step(next)
 	}
 	for a := range wanted {
-		if rounds[a] < 12 {
-			t.Errorf("%s announced %d times in 12 refresh periods", a, rounds[a])
+		if want := 2 + render.GARPRefreshEarly + 5; rounds[a] < want {
+			t.Errorf("%s announced %d times, want at least %d", a, rounds[a], want)
 		}
-		if end.Sub(last[a]) > render.GARPRefresh {
+		if end.Sub(last[a]) > render.GARPRefreshSettled {
 			t.Errorf("%s last announced %s before the end", a, end.Sub(last[a]))
 		}
 	}
-	if wakes > 20 {
-		t.Errorf("%d wakes in 10 refresh periods for 100 addresses, want at most 2 a period", wakes)
+	if wakes["early"] > 2*render.GARPRefreshEarly {
+		t.Errorf("%d wakes in %d early refresh periods for 100 addresses, want at most 2 a period", wakes["early"], render.GARPRefreshEarly)
 	}
-	t.Logf("%d wakes in 10 refresh periods", wakes)
+	if wakes["settled"] > 2*6 {
+		t.Errorf("%d wakes in 6 settled refresh periods for 100 addresses, want at most 2 a period", wakes["settled"])
+	}
+	t.Logf("wakes: %v", wakes)
 }

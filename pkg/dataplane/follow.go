@@ -239,29 +239,33 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 // records them in announced, and tells when the next one is due (zero:
 // none): due are announced in full rounds (GARPRepeat; an address again
 // GARPDelay after its first round), refresh once each (GARPRefreshRepeat),
-// every held address each GARPRefresh. Refreshes go out together: once one is due,
-// every address refreshed more than refreshSlack ago goes with it.
-// Addresses added at many different times (Services created one by one,
-// a bulk over a minute) would otherwise each wake a sync of their own
-// every GARPRefresh, and a sync lists every address and local route: at
+// every held address each refreshPeriod. Refreshes go out together: once
+// one is due, every address refreshed more than half its period ago goes
+// with it. Addresses added at many different times (Services created one
+// by one, a bulk over a minute) would otherwise each wake a sync of their
+// own every period, and a sync lists every address and local route: at
 // 1000 Services that was most of an idle sidecar's CPU
-// (docs/benchmarks.md). They settle into one or two rounds a refresh.
+// (docs/benchmarks.md). They settle into one or two rounds a period.
 func dueAnnouncements(announced map[netip.Addr]announcement, wanted map[netip.Addr]bool, now time.Time) (due, refresh []netip.Addr, next time.Time) {
-	age := render.GARPRefresh
+	batch := false
 	for a := range wanted {
-		if an := announced[a]; an.rounds >= 2 && now.Sub(an.last) >= render.GARPRefresh {
-			age = render.GARPRefresh - refreshSlack
+		if an := announced[a]; an.rounds >= 2 && now.Sub(an.last) >= an.refreshPeriod() {
+			batch = true
 			break
 		}
 	}
 	for a := range wanted {
 		an := announced[a]
+		period := an.refreshPeriod()
+		if batch {
+			period -= period / 2
+		}
 		switch {
 		case an.rounds == 0:
 		case an.rounds == 1 && now.Sub(an.last) >= render.GARPDelay:
-		case an.rounds >= 2 && now.Sub(an.last) >= age:
+		case an.rounds >= 2 && now.Sub(an.last) >= period:
 		default:
-			wait := an.last.Add(render.GARPRefresh)
+			wait := an.last.Add(an.refreshPeriod())
 			if an.rounds == 1 {
 				wait = an.last.Add(render.GARPDelay)
 			}
@@ -275,8 +279,9 @@ func dueAnnouncements(announced map[netip.Addr]announcement, wanted map[netip.Ad
 		} else {
 			due = append(due, a)
 		}
-		announced[a] = announcement{rounds: an.rounds + 1, last: now}
-		wait := now.Add(render.GARPRefresh)
+		done := announcement{rounds: an.rounds + 1, last: now}
+		announced[a] = done
+		wait := now.Add(done.refreshPeriod())
 		if an.rounds == 0 {
 			wait = now.Add(render.GARPDelay)
 		}
@@ -301,14 +306,20 @@ func partition(addrs []netip.Addr, f func(netip.Addr) bool) (yes, no []netip.Add
 	return yes, no
 }
 
-// refreshSlack is how early an address is refreshed to go with one
-// that is due (Follow).
-const refreshSlack = render.GARPRefresh / 2
-
 // announcement is how often an address was announced, and when last.
 type announcement struct {
 	rounds int
 	last   time.Time
+}
+
+// refreshPeriod is how long after its last announcement an address held
+// since is refreshed: GARPRefresh for its first GARPRefreshEarly
+// refreshes (its two full rounds come first), GARPRefreshSettled after.
+func (an announcement) refreshPeriod() time.Duration {
+	if an.rounds < 2+render.GARPRefreshEarly {
+		return render.GARPRefresh
+	}
+	return render.GARPRefreshSettled
 }
 
 // addrBurstWindow is how many requests go out before their
