@@ -147,12 +147,14 @@ bench-peers: deps image
 ## Services loaded in the peers' lab, each part of vipctl a process of its
 ## own as in its pods (BenchmarkPeersScale, peers-scale lines; root;
 ## PEERS=vipctl,metallb to leave one out, vipctl-default for vipctl with
-## its default profile)
+## its default profile; PEER_SCALE_FLAGS for the benchmark's other flags,
+## e.g. '-peer-scale-steady=10m -peer-scale-settle=6m -peer-scale-adds=100')
 PEER_SERVICES ?= 1000
 PEERS ?= vipctl,kube-vip,metallb
+PEER_SCALE_FLAGS ?=
 bench-peers-scale: deps image
 	./hack/build-peers.sh
-	$(GO) test -run '^$$' -bench BenchmarkPeersScale -benchtime 1x -timeout 2h ./test/e2e/ -args -peer-scale-services=$(PEER_SERVICES) -peer-scale-peers=$(PEERS) | grep '^peers-scale '
+	$(GO) test -run '^$$' -bench BenchmarkPeersScale -benchtime 1x -timeout 2h ./test/e2e/ -args -peer-scale-services=$(PEER_SERVICES) -peer-scale-peers=$(PEERS) $(PEER_SCALE_FLAGS) | grep '^peers-scale '
 
 ## bench-announce: announce: keepalived against announce: sidecar on a small pool
 ## (two nodes, IPv4 and IPv6, real keepalived, apiserver and sidecars), per fault:

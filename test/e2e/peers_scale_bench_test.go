@@ -33,6 +33,8 @@ var (
 	peerScaleAdds   = flag.Int("peer-scale-adds", 20, "BenchmarkPeersScale: Services added one at a time after the load, each timed to its first answer")
 	peerScaleAddGap = flag.Duration("peer-scale-add-gap", time.Second, "BenchmarkPeersScale: the pause between one added Service answering and the next created (0: back to back)")
 	peerScaleSteady = flag.Duration("peer-scale-steady", 30*time.Second, "BenchmarkPeersScale: how long CPU is measured with the Services loaded")
+	peerScaleSettle = flag.Duration("peer-scale-settle", 10*time.Second, "BenchmarkPeersScale: the pause between every sampled address answering and the CPU window "+
+		"(vipctl's sidecar refreshes an address every minute for five minutes after it came, every ten after that: 6m measures past that)")
 	peerScalePolled = flag.Int("peer-scale-polled", 10, "BenchmarkPeersScale: loaded addresses asked every 100 ms while Services are added")
 	peerScalePeers  = flag.String("peer-scale-peers", "vipctl,kube-vip,metallb", "BenchmarkPeersScale: the peers to run, in order (vipctl-default: vipctl with its default profile)")
 )
@@ -57,23 +59,24 @@ func peerScaleAddr(i int) netip.Addr {
 // ARP/NDP; vipctl with the pool's announce: sidecar, the one its docs
 // give for thousands of Services) and measures from the client:
 //
-//	peers-scale peer=P version=V settings=S services=N sampled=K bulk_ms=B add_p50_ms= add_p95_ms= add_max_ms= add_assigned_p50_ms= \
-//	  untouched_requests= untouched_failed= loss_vips=L loss_median_ms= loss_max_ms= unrecovered=U \
+//	peers-scale peer=P version=V settings=S services=N sampled=K bulk_ms=B add_p50_ms= add_p95_ms= add_max_ms= add_assigned_p50_ms= add_assigned_p95_ms= \
+//	  add_answered_p50_ms= add_answered_p95_ms= untouched_requests= untouched_failed= loss_vips=L loss_median_ms= loss_max_ms= unrecovered=U \
 //	  node_cpu_pct= node_rss_mib= controller_cpu_pct= controller_rss_mib= agents_exited=E
 //
 // bulk: from the first Service created to every sampled address (K of
 // them, evenly spread) answering; add: Services created one at a time
 // after that, -peer-scale-add-gap apart, each to its first answer
-// (assigned: to its address in its status, as a watch on it hears; n/a
-// where the Service names it); untouched: requests to -peer-scale-polled
+// (assigned: to its address in its status, as a watch on it hears;
+// answered: from there to the first answer; n/a where the Service names
+// its address); untouched: requests to -peer-scale-polled
 // of the sampled addresses, every 100 ms each, while those Services are
 // added, and how many failed; loss: the node answering for the most
 // sampled addresses loses its switch port, and each of its sampled
 // addresses is asked every 50 ms (answerUntil: a new request each time,
 // not waiting for the last) until another node
 // answers (from the fault; unrecovered after two minutes); node_cpu_pct
-// and node_rss_mib: the busiest node's agents over -peer-scale-steady
-// with the Services loaded, in % of one core and MiB (every process the
+// and node_rss_mib: the busiest node's agents over -peer-scale-steady,
+// from -peer-scale-settle after every sampled address answered, in % of one core and MiB (every process the
 // peer runs on a node, with its children: vipctl's keepalived and its
 // sidecar); controller_*: the peer's controller (MetalLB's, vipctl's
 // allocator; kube-vip has none); agents_exited: agents that died during
@@ -208,7 +211,7 @@ func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents
 	b.Logf("every sampled address answering %s after the first Service", bulk.Round(time.Millisecond))
 
 	// Steady state: the agents' CPU over the window, their RSS after it.
-	time.Sleep(10 * time.Second)
+	time.Sleep(*peerScaleSettle)
 	// The CPU seconds of each agent (with its children) at the start.
 	cpu0 := map[string][]float64{}
 	for name, procs := range agents {
@@ -246,7 +249,7 @@ func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents
 	for _, a := range sampled[:min(*peerScalePolled, len(sampled))] {
 		pollers = append(pollers, lab.StartPolling(pl.client, "http://"+netip.AddrPortFrom(a, 8080).String()+"/", 100*time.Millisecond, lab.PollTimeout, true))
 	}
-	var adds, assigns []time.Duration
+	var adds, assigns, afterAssign []time.Duration
 	for j := range *peerScaleAdds {
 		i := n + j
 		time.Sleep(*peerScaleAddGap)
@@ -270,12 +273,19 @@ func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents
 		}
 		got := answerAll(b, pl.client, []netip.Addr{a}, t0, 20*time.Millisecond, 2*time.Minute)
 		adds = append(adds, got[a].after)
+		if !annotate {
+			afterAssign = append(afterAssign, got[a].after-assigns[len(assigns)-1])
+		}
 	}
 	slices.Sort(adds)
-	slices.Sort(assigns)
-	assign := "n/a" // kube-vip: the Service names its own address
+	// kube-vip: the Service names its own address.
+	assign, assign95, after, after95 := "n/a", "n/a", "n/a", "n/a"
 	if len(assigns) > 0 {
-		assign = fmt.Sprint(percentile(assigns, 50).Milliseconds())
+		slices.Sort(assigns)
+		slices.Sort(afterAssign)
+		ms := func(d time.Duration) string { return fmt.Sprint(d.Milliseconds()) }
+		assign, assign95 = ms(percentile(assigns, 50)), ms(percentile(assigns, 95))
+		after, after95 = ms(percentile(afterAssign, 50)), ms(percentile(afterAssign, 95))
 	}
 	untouched, untouchedFailed := 0, 0
 	for i, p := range pollers {
@@ -329,10 +339,10 @@ func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents
 			}
 		}
 	}
-	fmt.Fprintf(os.Stdout, "peers-scale peer=%s version=%s settings=%s services=%d sampled=%d bulk_ms=%d add_p50_ms=%d add_p95_ms=%d add_max_ms=%d add_assigned_p50_ms=%s "+
+	fmt.Fprintf(os.Stdout, "peers-scale peer=%s version=%s settings=%s services=%d sampled=%d bulk_ms=%d add_p50_ms=%d add_p95_ms=%d add_max_ms=%d add_assigned_p50_ms=%s add_assigned_p95_ms=%s add_answered_p50_ms=%s add_answered_p95_ms=%s "+
 		"untouched_requests=%d untouched_failed=%d loss_vips=%d loss_median_ms=%d loss_max_ms=%d unrecovered=%d "+
 		"node_cpu_pct=%.1f node_rss_mib=%d controller_cpu_pct=%.1f controller_rss_mib=%d agents_exited=%d\n",
-		peer, version, settings, n, len(sampled), bulk.Milliseconds(), percentile(adds, 50).Milliseconds(), percentile(adds, 95).Milliseconds(), adds[len(adds)-1].Milliseconds(), assign,
+		peer, version, settings, n, len(sampled), bulk.Milliseconds(), percentile(adds, 50).Milliseconds(), percentile(adds, 95).Milliseconds(), adds[len(adds)-1].Milliseconds(), assign, assign95, after, after95,
 		untouched, untouchedFailed, len(lost), lossMedian.Milliseconds(), lossMax.Milliseconds(), unrecovered, nodeCPU, nodeRSS, ctlCPU, ctlRSS, exited)
 }
 
