@@ -556,6 +556,13 @@ func testRollingUpgrade(t *testing.T, c *clusterlab.Cluster) {
 			polls[i].WantOnlyECMPChurn(t, what, 4*len(c.Nodes))
 			continue
 		}
+		if starts := polls[i].FailedStarts(); len(starts) > 0 {
+			// What every node logged around the failures: the log
+			// tails a failed test ends with start long after.
+			for _, n := range c.Nodes {
+				t.Logf("%s", n.ContainerLogsBetween(starts[0].Add(-5*time.Second), starts[len(starts)-1].Add(5*time.Second), 100))
+			}
+		}
 		polls[i].WantNoFailures(t, what)
 	}
 	for n, img := range keepalivedImages(t, c) {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -99,6 +100,38 @@ func (n *Node) ContainerLogs(lines int) string {
 			return nil
 		}
 		fmt.Fprintf(&b, "--- %s %s\n%s\n", n.Name, strings.TrimPrefix(p, root), tail(p, lines))
+		return nil
+	})
+	return b.String()
+}
+
+// ContainerLogsBetween is every container log line of the node written
+// from from to to (the CRI log's own timestamps), at most limit lines a
+// container, for a failure that happened in between.
+func (n *Node) ContainerLogsBetween(from, to time.Time, limit int) string {
+	var b strings.Builder
+	root := filepath.Join(n.dir, "root", "/var/log/pods")
+	_ = filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return nil
+		}
+		data, _ := os.ReadFile(p)
+		var in []string
+		for _, line := range strings.Split(string(data), "\n") {
+			stamp, _, _ := strings.Cut(line, " ")
+			at, err := time.Parse(time.RFC3339Nano, stamp)
+			if err == nil && !at.Before(from) && !at.After(to) {
+				in = append(in, line)
+			}
+		}
+		if len(in) == 0 {
+			return nil
+		}
+		if len(in) > limit {
+			in = append(in[:limit], fmt.Sprintf("(%d more)", len(in)-limit))
+		}
+		fmt.Fprintf(&b, "--- %s %s from %s to %s\n%s\n", n.Name, strings.TrimPrefix(p, root),
+			from.Format("15:04:05.000"), to.Format("15:04:05.000"), strings.Join(in, "\n"))
 		return nil
 	})
 	return b.String()

@@ -461,6 +461,13 @@ func (p *Poller) LastBody() string {
 	return p.lastBody
 }
 
+// FailedStarts lists when each failed request was sent.
+func (p *Poller) FailedStarts() []time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.failedStarts)
+}
+
 // Errors lists every failed request with how far it got.
 func (p *Poller) Errors() []string {
 	p.mu.Lock()
