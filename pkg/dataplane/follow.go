@@ -450,6 +450,56 @@ func sendNAs(ifindex int, mac net.HardwareAddr, addrs []netip.Addr, rounds int) 
 	return nil
 }
 
+// announceDue sends the announcements due at now (a new address's
+// second round, the refreshes) without a sync, and tells whether it
+// could: it lists the interface's addresses only, to see which anchors
+// are held, and leaves everything to a sync (false) unless the addresses
+// those call for are exactly those the follower announced, which a sync
+// or an early sync added. A sync lists every address, proxy entry and
+// local route (tens of milliseconds at 5000 Services) and holds mu
+// meanwhile: an early sync for a Service created then waited for it, a
+// second after the last one's (docs/benchmarks.md).
+func (l *LocalVIPs) announceDue(now time.Time) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	done := false
+	err := l.t.InNetns(func() error {
+		link, onIf, err := hostAddrs(l.h.Interface, len(l.announced) > 0)
+		if err != nil || link == nil {
+			return nil
+		}
+		wanted := map[netip.Addr]bool{}
+		for _, in := range l.h.Instances {
+			if !slices.ContainsFunc(in.Anchors, func(a netip.Addr) bool { return onIf[a] }) {
+				continue
+			}
+			for _, a := range in.Sidecar {
+				if _, ok := l.announced[a]; !ok {
+					return nil
+				}
+				wanted[a] = true
+			}
+		}
+		if len(wanted) != len(l.announced) {
+			return nil
+		}
+		done = true
+		due, refresh, next := dueAnnouncements(l.announced, wanted, now)
+		if !next.IsZero() {
+			l.wakeAt(next)
+		}
+		var errs []error
+		if len(due) > 0 {
+			errs = append(errs, announce(link, due, render.GARPRepeat))
+		}
+		if len(refresh) > 0 {
+			errs = append(errs, announce(link, refresh, render.GARPRefreshRepeat))
+		}
+		return errors.Join(errs...)
+	})
+	return done, err
+}
+
 // earlySync adds and announces the addresses AddEarly left whose anchor
 // was on the interface at the last sync, without listing what the node
 // has: a new Service's address costs a few requests here whatever the

@@ -359,3 +359,75 @@ func TestAnnouncementsMoveNeighbours(t *testing.T) {
 		}
 	}
 }
+
+// TestAnnounceDueWithoutSync: the announcements due after a sync (a new
+// address's second round, the refreshes) go out from the interface's
+// addresses alone while the follower's addresses are exactly what the
+// held anchors call for; once an anchor has left, or the handover names
+// an address not yet added, it announces nothing and leaves the work to
+// a sync.
+func TestAnnounceDueWithoutSync(t *testing.T) {
+	n, c, tn := followLab(t)
+	cap := c.CaptureAnnouncements(t)
+	anchor4, anchor6 := "198.51.100.191", "2001:db8:100::1:ffff"
+	svc4, svc6 := fixture.Addrs("198.51.100.130"), fixture.Addrs("2001:db8:100::1:5")
+	h := followHandover(anchor4, anchor6, svc4, svc6)
+	n.MustExec("ip", "addr", "add", anchor4+"/32", "dev", "br-ex")
+	n.MustExec("ip", "addr", "add", anchor6+"/128", "dev", "br-ex", "nodad")
+	l := NewLocalVIPs(tn, 10*time.Second)
+	l.SetHandover(h)
+	now := time.Now()
+	if err := l.Sync(now); err != nil {
+		t.Fatal(err)
+	}
+	mac := linkMAC(t, n)
+	both := append(slices.Clone(svc4), svc6...)
+	for _, a := range both {
+		if got := cap.Wait(a, mac, render.GARPRepeat, 5*time.Second); got != render.GARPRepeat {
+			t.Fatalf("%s: %d announcements after the sync, want %d", a, got, render.GARPRepeat)
+		}
+	}
+
+	// The second round, without a sync (the first went out after now).
+	now = time.Now().Add(render.GARPDelay)
+	if done, err := l.announceDue(now); !done || err != nil {
+		t.Fatalf("second round: done %v, %v; want done without a sync", done, err)
+	}
+	for _, a := range both {
+		if got := cap.Wait(a, mac, 2*render.GARPRepeat, 5*time.Second); got != 2*render.GARPRepeat {
+			t.Errorf("%s: %d announcements after the second round, want %d", a, got, 2*render.GARPRepeat)
+		}
+	}
+
+	// The IPv4 anchor leaves: its address is a sync's to remove, and not
+	// to be refreshed meanwhile.
+	n.MustExec("ip", "addr", "del", anchor4+"/32", "dev", "br-ex")
+	now = now.Add(render.GARPRefresh)
+	if done, err := l.announceDue(now); done || err != nil {
+		t.Errorf("anchor gone: done %v, %v; want a sync", done, err)
+	}
+	n.MustExec("ip", "addr", "add", anchor4+"/32", "dev", "br-ex")
+
+	// A Service address the follower has not added yet.
+	l.SetHandover(followHandover(anchor4, anchor6, fixture.Addrs("198.51.100.130", "198.51.100.131"), svc6))
+	if done, err := l.announceDue(now); done || err != nil {
+		t.Errorf("address not added yet: done %v, %v; want a sync", done, err)
+	}
+	time.Sleep(200 * time.Millisecond) // what was sent has arrived
+	for _, a := range both {
+		if got := cap.Count(a, mac); got != 2*render.GARPRepeat {
+			t.Errorf("%s: %d announcements, want still %d", a, got, 2*render.GARPRepeat)
+		}
+	}
+
+	// Back as it was: the refresh, one advertisement each.
+	l.SetHandover(h)
+	if done, err := l.announceDue(now); !done || err != nil {
+		t.Fatalf("refresh: done %v, %v; want done without a sync", done, err)
+	}
+	for _, a := range both {
+		if got := cap.Wait(a, mac, 2*render.GARPRepeat+render.GARPRefreshRepeat, 5*time.Second); got != 2*render.GARPRepeat+render.GARPRefreshRepeat {
+			t.Errorf("%s: %d announcements after the refresh, want %d", a, got, 2*render.GARPRepeat+render.GARPRefreshRepeat)
+		}
+	}
+}

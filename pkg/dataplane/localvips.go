@@ -39,8 +39,9 @@ type LocalVIPs struct {
 	t     host.Target
 	grace time.Duration
 	kick  chan struct{}
-	// early asks Run for an early sync (earlySync) only.
-	early chan struct{}
+	// early asks Run for an early sync (earlySync) only; due for the
+	// announcements that are due (announceDue), which wakeAt sets.
+	early, due chan struct{}
 	// addrsChanged, when set, is told of every address change Run sees.
 	addrsChanged func()
 
@@ -81,7 +82,7 @@ type earlyAddr struct {
 
 // NewLocalVIPs keeps routes grace long after their VIP left.
 func NewLocalVIPs(t host.Target, grace time.Duration) *LocalVIPs {
-	return &LocalVIPs{t: t, grace: grace, kick: make(chan struct{}, 1), early: make(chan struct{}, 1), lost: map[netip.Addr]time.Time{},
+	return &LocalVIPs{t: t, grace: grace, kick: make(chan struct{}, 1), early: make(chan struct{}, 1), due: make(chan struct{}, 1), lost: map[netip.Addr]time.Time{},
 		announced: map[netip.Addr]announcement{}}
 }
 
@@ -219,12 +220,18 @@ func (l *LocalVIPs) Kick() {
 	}
 }
 
-// wakeAt kicks a sync at t (the earliest asked for wins).
+// wakeAt asks Run to send the announcements due at t (the earliest
+// asked for wins).
 func (l *LocalVIPs) wakeAt(t time.Time) {
 	if l.wake != nil {
 		l.wake.Stop()
 	}
-	l.wake, l.wakeDue = time.AfterFunc(time.Until(t), l.Kick), t
+	l.wake, l.wakeDue = time.AfterFunc(time.Until(t), func() {
+		select {
+		case l.due <- struct{}{}:
+		default:
+		}
+	}), t
 }
 
 // Run syncs whenever an address changes in the target's namespace (so a
@@ -243,7 +250,7 @@ func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(e
 	defer t.Stop()
 	var sub *addrSubscription
 	defer func() { sub.close() }()
-	resubscribe, atTick, changed, onlyEarly := true, false, false, false
+	resubscribe, atTick, changed, onlyEarly, onlyDue := true, false, false, false, false
 	for {
 		if resubscribe {
 			// (Re)subscribe before the sync, so that nothing between the
@@ -256,12 +263,17 @@ func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(e
 			sub = l.subscribe(ctx, report)
 		}
 		var err error
-		if onlyEarly {
-			err = l.earlySync()
-		} else {
+		done := false
+		switch {
+		case onlyEarly:
+			err, done = l.earlySync(), true
+		case onlyDue:
+			done, err = l.announceDue(time.Now())
+		}
+		if !done {
 			err = l.Sync(time.Now())
 		}
-		onlyEarly = false
+		onlyEarly, onlyDue = false, false
 		if err != nil {
 			report(err)
 		}
@@ -289,6 +301,8 @@ func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(e
 		case <-l.kick:
 		case <-l.early:
 			onlyEarly = true
+		case <-l.due:
+			onlyDue = true
 		case _, ok := <-sub.updates:
 			if ok {
 				sub.updates = drainAddrUpdates(sub.updates)
