@@ -36,7 +36,8 @@ var (
 	peerScaleSettle = flag.Duration("peer-scale-settle", 10*time.Second, "BenchmarkPeersScale: the pause between every sampled address answering and the CPU window "+
 		"(vipctl's sidecar refreshes an address every minute for five minutes after it came, every ten after that: 6m measures past that)")
 	peerScalePolled = flag.Int("peer-scale-polled", 10, "BenchmarkPeersScale: loaded addresses asked every 100 ms while Services are added")
-	peerScalePeers  = flag.String("peer-scale-peers", "vipctl,kube-vip,metallb", "BenchmarkPeersScale: the peers to run, in order (vipctl-default: vipctl with its default profile)")
+	peerScalePeers  = flag.String("peer-scale-peers", "vipctl,kube-vip,metallb", "BenchmarkPeersScale: the peers to run, in order "+
+		"(vipctl-default: vipctl with its default profile; vipctl-pools: the pool alone, spec.mode poolsOnly, without the API VIP)")
 )
 
 // peerScalePool holds the peers' Service addresses at scale: IPv6, as
@@ -89,16 +90,20 @@ func BenchmarkPeersScale(b *testing.B) {
 	speaker, _ := peerBinary(b, "metallb-speaker")
 	for _, peer := range strings.Split(*peerScalePeers, ",") {
 		switch peer {
-		case "vipctl", "vipctl-default":
+		case "vipctl", "vipctl-default", "vipctl-pools":
 			// vipctl's fast profile, or its default one (an advert a
-			// second instead of ten: less CPU, a slower failover).
-			profile := "fast"
+			// second instead of ten: less CPU, a slower failover); with
+			// the API VIP, or the pool alone as the peers run.
+			profile, settings := "fast", "/announce=sidecar"
 			if peer == "vipctl-default" {
 				profile = "default"
 			}
+			if peer == "vipctl-pools" {
+				settings = "/mode=poolsOnly" + settings
+			}
 			b.Run(peer, func(b *testing.B) {
-				pl, agents := startVipctlPeer(b, profile)
-				peerScale(b, pl, "vipctl", vipctlVersion(), "profile="+profile+"/announce=sidecar", agents, false)
+				pl, agents := startVipctlPeer(b, profile, peer == "vipctl-pools")
+				peerScale(b, pl, "vipctl", vipctlVersion(), "profile="+profile+settings, agents, false)
 			})
 		case "kube-vip":
 			b.Run("kube-vip", func(b *testing.B) {
@@ -114,7 +119,7 @@ func BenchmarkPeersScale(b *testing.B) {
 				peerScale(b, pl, "metallb", metallbVersion, "l2/memberlist", oneAgentEach(agents), false)
 			})
 		default:
-			b.Fatalf("-peer-scale-peers: unknown peer %q (vipctl, vipctl-default, kube-vip, metallb)", peer)
+			b.Fatalf("-peer-scale-peers: unknown peer %q (vipctl, vipctl-default, vipctl-pools, kube-vip, metallb)", peer)
 		}
 	}
 }
@@ -477,9 +482,12 @@ func answerUntil(client *netlab.Host, addrs []netip.Addr, ok func(node string) b
 // certificate) on every node, the allocator (`vipctl allocator`, with its
 // ServiceAccount's token) beside them; one pool on peerScalePool with
 // announce: sidecar; on every node an echo answering with the node's
-// name, as in the peers' labs. It returns the lab as peerScale reads it,
-// and the agents by node, the allocator under "controller".
-func startVipctlPeer(b *testing.B, profile string) (*peerLab, map[string][]scaleAgent) {
+// name, as in the peers' labs. poolsOnly: the pool alone (spec.mode
+// poolsOnly), no API VIP, its haproxy and its check, as MetalLB and
+// kube-vip's Services run; else the API VIP too. It returns the lab as
+// peerScale reads it, and the agents by node, the allocator under
+// "controller".
+func startVipctlPeer(b *testing.B, profile string, poolsOnly bool) (*peerLab, map[string][]scaleAgent) {
 	bin, err := buildVipctl()
 	if err != nil {
 		b.Fatal(err)
@@ -489,7 +497,19 @@ func startVipctlPeer(b *testing.B, profile string) (*peerLab, map[string][]scale
 		specs[i].Addr6 = fmt.Sprintf("2001:db8:100::%d/64", 11+i)
 	}
 	pools := fmt.Sprintf("  servicePools:\n    - name: scale\n      addresses: [%q]\n      announce: sidecar\n", peerScalePool)
-	kc := lab.StartKube(b, clusterYAML(profile, "unicast", pools), specs)
+	cfg := clusterYAML(profile, "unicast", pools)
+	if poolsOnly {
+		cfg = fmt.Sprintf(`apiVersion: vipctl.io/v1alpha1
+kind: ClusterVIPs
+metadata: {name: lab}
+spec:
+  baseDomain: example.test
+  mode: poolsOnly
+  machineNetworks: [198.51.100.0/24, "2001:db8:100::/64"]
+%s  vrrp: {profile: %s, mode: unicast}
+`, pools, profile)
+	}
+	kc := lab.StartKube(b, cfg, specs)
 	kc.ApplyManifests(b)
 	dir := b.TempDir()
 	allocatorKubeconfig := filepath.Join(dir, "allocator.kubeconfig")
