@@ -50,7 +50,8 @@ type LocalVIPs struct {
 	// lost is when each kept VIP was first seen gone from the interface.
 	lost map[netip.Addr]time.Time
 	// announced is when each address the follower added was announced
-	// (follow.go); wake kicks a sync when the next announcement is due.
+	// (follow.go); wake asks Run for the next announcements when they are
+	// due (announceDue).
 	announced map[netip.Addr]announcement
 	wake      *time.Timer
 	wakeDue   time.Time
@@ -237,9 +238,10 @@ func (l *LocalVIPs) wakeAt(t time.Time) {
 // Run syncs whenever an address changes in the target's namespace (so a
 // VIP keepalived adds gets its route at once, and the follower sees an
 // anchor come and go), on Kick, when the grace of a kept route ends, and
-// every resync, until ctx ends. While it cannot follow address changes,
-// and after a failed sync, it syncs every second instead. report gets
-// every failed sync.
+// every resync, until ctx ends; an early sync (AddEarly) and the due
+// announcements (announceDue) run without a sync where they can. While
+// it cannot follow address changes, and after a failed sync, it syncs
+// every second instead. report gets every failed sync.
 func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(error)) {
 	addrsChanged := func() {
 		if l.addrsChanged != nil {
