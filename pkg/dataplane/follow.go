@@ -226,13 +226,14 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 	if !next.IsZero() {
 		l.wakeAt(next)
 	}
-	if len(due) > 0 {
-		errs = append(errs, announce(link, due, render.GARPRepeat))
-	}
-	if len(refresh) > 0 {
-		errs = append(errs, announce(link, refresh, render.GARPRefreshRepeat))
-	}
+	errs = append(errs, announceDueRounds(link, due, refresh))
 	return f, errors.Join(errs...)
+}
+
+// announceDueRounds announces what dueAnnouncements picked: due in full
+// rounds, refresh once each.
+func announceDueRounds(link netlink.Link, due, refresh []netip.Addr) error {
+	return errors.Join(announce(link, due, render.GARPRepeat), announce(link, refresh, render.GARPRefreshRepeat))
 }
 
 // dueAnnouncements picks the addresses of wanted to announce at now,
@@ -488,14 +489,7 @@ func (l *LocalVIPs) announceDue(now time.Time) (bool, error) {
 		if !next.IsZero() {
 			l.wakeAt(next)
 		}
-		var errs []error
-		if len(due) > 0 {
-			errs = append(errs, announce(link, due, render.GARPRepeat))
-		}
-		if len(refresh) > 0 {
-			errs = append(errs, announce(link, refresh, render.GARPRefreshRepeat))
-		}
-		return errors.Join(errs...)
+		return announceDueRounds(link, due, refresh)
 	})
 	return done, err
 }

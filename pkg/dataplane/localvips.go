@@ -140,10 +140,7 @@ func (l *LocalVIPs) AddEarly(addr, anchor netip.Addr, at time.Time) {
 	held := l.anchorsHeld[anchor]
 	l.earlyMu.Unlock()
 	if held {
-		select {
-		case l.early <- struct{}{}:
-		default:
-		}
+		signal(l.early)
 	}
 }
 
@@ -214,9 +211,13 @@ func withEarly(h render.Handover, early map[netip.Addr]earlyAddr) (_ render.Hand
 }
 
 // Kick asks a running LocalVIPs to sync now (the drain file changed).
-func (l *LocalVIPs) Kick() {
+func (l *LocalVIPs) Kick() { signal(l.kick) }
+
+// signal leaves a wake on ch (buffered, one deep) unless one waits there
+// already.
+func signal(ch chan struct{}) {
 	select {
-	case l.kick <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -227,12 +228,7 @@ func (l *LocalVIPs) wakeAt(t time.Time) {
 	if l.wake != nil {
 		l.wake.Stop()
 	}
-	l.wake, l.wakeDue = time.AfterFunc(time.Until(t), func() {
-		select {
-		case l.due <- struct{}{}:
-		default:
-		}
-	}), t
+	l.wake, l.wakeDue = time.AfterFunc(time.Until(t), func() { signal(l.due) }), t
 }
 
 // Run syncs whenever an address changes in the target's namespace (so a

@@ -94,15 +94,22 @@ func (n *Node) Logs(lines int) string {
 // ContainerLogs is the tail of every container log of the node.
 func (n *Node) ContainerLogs(lines int) string {
 	var b strings.Builder
-	root := filepath.Join(n.dir, "root", "/var/log/pods")
-	_ = filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
-		if err != nil || info.IsDir() {
-			return nil
-		}
-		fmt.Fprintf(&b, "--- %s %s\n%s\n", n.Name, strings.TrimPrefix(p, root), tail(p, lines))
-		return nil
+	n.eachContainerLog(func(p, rel string) {
+		fmt.Fprintf(&b, "--- %s %s\n%s\n", n.Name, rel, tail(p, lines))
 	})
 	return b.String()
+}
+
+// eachContainerLog calls f with the path of every container log file of
+// the node and that path under /var/log/pods.
+func (n *Node) eachContainerLog(f func(path, rel string)) {
+	root := filepath.Join(n.dir, "root", "/var/log/pods")
+	_ = filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			f(p, strings.TrimPrefix(p, root))
+		}
+		return nil
+	})
 }
 
 // ContainerLogsBetween is every container log line of the node written
@@ -110,11 +117,7 @@ func (n *Node) ContainerLogs(lines int) string {
 // container, for a failure that happened in between.
 func (n *Node) ContainerLogsBetween(from, to time.Time, limit int) string {
 	var b strings.Builder
-	root := filepath.Join(n.dir, "root", "/var/log/pods")
-	_ = filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
-		if err != nil || info.IsDir() {
-			return nil
-		}
+	n.eachContainerLog(func(p, rel string) {
 		data, _ := os.ReadFile(p)
 		var in []string
 		for _, line := range strings.Split(string(data), "\n") {
@@ -125,14 +128,13 @@ func (n *Node) ContainerLogsBetween(from, to time.Time, limit int) string {
 			}
 		}
 		if len(in) == 0 {
-			return nil
+			return
 		}
 		if len(in) > limit {
 			in = append(in[:limit], fmt.Sprintf("(%d more)", len(in)-limit))
 		}
-		fmt.Fprintf(&b, "--- %s %s from %s to %s\n%s\n", n.Name, strings.TrimPrefix(p, root),
+		fmt.Fprintf(&b, "--- %s %s from %s to %s\n%s\n", n.Name, rel,
 			from.Format("15:04:05.000"), to.Format("15:04:05.000"), strings.Join(in, "\n"))
-		return nil
 	})
 	return b.String()
 }
