@@ -36,6 +36,7 @@ type runtimecfgOptions struct {
 	metrics    metricsFlags
 	namespace  string
 	debounce   time.Duration
+	cpuProfile string
 }
 
 // sidecarGCPercent is the sidecar's GOGC unless the environment sets one.
@@ -104,8 +105,10 @@ with a SubjectAccessReview, both with the node's credentials.`,
 	f.BoolVar(&o.once.KeepDrain, "keep-drain", false, "with --once: leave a drain in place (the haproxy pod; only keepalived's pod ends a drain)")
 	f.StringVar(&o.once.Root, "root", "", "prefix of every node path (tests and labs only)")
 	f.StringVar(&o.once.Netns, "netns", "", "the node's network namespace (labs only; a real node uses the host's)")
+	f.StringVar(&o.cpuProfile, "cpu-profile", "", "write a CPU profile to this file between two SIGUSR1 (labs and benchmarks)")
 	_ = f.MarkHidden("root")
 	_ = f.MarkHidden("netns")
+	_ = f.MarkHidden("cpu-profile")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig with the node's credentials (default $KUBECONFIG, then in-cluster)")
 	f.StringVar(&o.listen, "listen", net.JoinHostPort("127.0.0.1", fmt.Sprint(render.SidecarPort)), "address of /healthz, /readyz and /metrics; empty to disable")
 	o.metrics.add(f, render.KubeletServingCert, render.KubeletServingCert)
@@ -124,6 +127,9 @@ func orNothing(from string) string {
 
 func runSidecar(ctx context.Context, o *runtimecfgOptions, streams IOStreams) error {
 	log := slog.New(slog.NewTextHandler(streams.ErrOut, nil))
+	if o.cpuProfile != "" {
+		defer profileOnSignal(ctx, o.cpuProfile, log)()
+	}
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(sidecarGCPercent)
 	}

@@ -234,6 +234,10 @@ type peerLab struct {
 	// the nodes (withRouterBFD).
 	bgp *bgpLab
 	bfd bool
+	// profiled are agents started with --cpu-profile
+	// (-peer-scale-profile): told when BenchmarkPeersScale's CPU window
+	// starts and ends.
+	profiled []*benchProc
 }
 
 // startPeerLab builds a peer's lab, with the upstream router if bgp

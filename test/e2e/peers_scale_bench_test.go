@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,8 +36,9 @@ var (
 	peerScaleSteady = flag.Duration("peer-scale-steady", 30*time.Second, "BenchmarkPeersScale: how long CPU is measured with the Services loaded")
 	peerScaleSettle = flag.Duration("peer-scale-settle", 10*time.Second, "BenchmarkPeersScale: the pause between every sampled address answering and the CPU window "+
 		"(vipctl's sidecar refreshes an address every minute for five minutes after it came, every ten after that: 6m measures past that)")
-	peerScalePolled = flag.Int("peer-scale-polled", 10, "BenchmarkPeersScale: loaded addresses asked every 100 ms while Services are added")
-	peerScalePeers  = flag.String("peer-scale-peers", "vipctl,kube-vip,metallb", "BenchmarkPeersScale: the peers to run, in order "+
+	peerScaleProfile = flag.String("peer-scale-profile", "", "BenchmarkPeersScale: a directory for CPU profiles of vipctl's sidecars over the CPU window, one per node (NODE.pprof)")
+	peerScalePolled  = flag.Int("peer-scale-polled", 10, "BenchmarkPeersScale: loaded addresses asked every 100 ms while Services are added")
+	peerScalePeers   = flag.String("peer-scale-peers", "vipctl,kube-vip,metallb", "BenchmarkPeersScale: the peers to run, in order "+
 		"(vipctl-default: vipctl with its default profile; vipctl-pools: the pool alone, spec.mode poolsOnly, without the API VIP)")
 )
 
@@ -217,6 +219,7 @@ func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents
 
 	// Steady state: the agents' CPU over the window, their RSS after it.
 	time.Sleep(*peerScaleSettle)
+	pl.toggleProfiles(b)
 	// The CPU seconds of each agent (with its children) at the start.
 	cpu0 := map[string][]float64{}
 	for name, procs := range agents {
@@ -226,6 +229,7 @@ func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents
 		}
 	}
 	time.Sleep(*peerScaleSteady)
+	pl.toggleProfiles(b)
 	nodeCPU, nodeRSS, ctlCPU, ctlRSS := 0.0, 0, 0.0, 0
 	for name, procs := range agents {
 		// Each agent's share, logged in the agents' order (on vipctl's
@@ -476,6 +480,16 @@ func answerUntil(client *netlab.Host, addrs []netip.Addr, ok func(node string) b
 	return got
 }
 
+// toggleProfiles starts or ends the CPU profiles of the agents run with
+// --cpu-profile.
+func (pl *peerLab) toggleProfiles(b *testing.B) {
+	for _, p := range pl.profiled {
+		if err := p.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+			b.Fatalf("profiling pid %d: %v", p.PID(), err)
+		}
+	}
+}
+
 // startVipctlPeer runs vipctl in a lab of three nodes as its pods would,
 // each part a process of its own, next to the peers' labs: keepalived
 // and the sidecar (`vipctl runtimecfg`, with the node's client
@@ -527,8 +541,15 @@ spec:
 		nodeKubeconfig := filepath.Join(dir, n.Name+".kubeconfig")
 		testapiserver.WriteKubeconfig(b, kc.API.NodeConfig(b, n.Name), nodeKubeconfig)
 		n.StopLocal() // the sidecar keeps the VIPs local from now on
-		sidecar := startProcess(b, bin, "runtimecfg", "--config", kc.ConfigPath, "--bootstrap-nodes", n.Target.Path(render.BootstrapNodesPath),
-			"--node-name", n.Name, "--kubeconfig", nodeKubeconfig, "--listen", "", "--metrics-listen", "", "--root", n.Target.Root, "--netns", n.Host.NS)
+		args := []string{"runtimecfg", "--config", kc.ConfigPath, "--bootstrap-nodes", n.Target.Path(render.BootstrapNodesPath),
+			"--node-name", n.Name, "--kubeconfig", nodeKubeconfig, "--listen", "", "--metrics-listen", "", "--root", n.Target.Root, "--netns", n.Host.NS}
+		if *peerScaleProfile != "" {
+			args = append(args, "--cpu-profile", filepath.Join(*peerScaleProfile, n.Name+".pprof"))
+		}
+		sidecar := startProcess(b, bin, args...)
+		if *peerScaleProfile != "" {
+			pl.profiled = append(pl.profiled, sidecar)
+		}
 		agents[n.Name] = []scaleAgent{n.Keepalived, sidecar}
 		pl.names = append(pl.names, n.Name)
 		pl.hosts[n.Name] = n.Host
