@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
-	"sort"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +26,7 @@ func (s *Sidecar) rememberVIPs(m *cluster.Model, st cluster.State) {
 	known := m.VIPKeys(st)
 	s.mu.Lock()
 	s.known = known
+	s.knownGen++
 	s.mu.Unlock()
 	s.publishSoon()
 }
@@ -127,25 +127,29 @@ func (s *Sidecar) Held() (v1alpha1.HeldVIPs, error) {
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	on := map[netip.Addr]bool{}
-	var held v1alpha1.HeldVIPs
+	var mine []netip.Addr
 	for _, a := range append(addrs, s.announced...) {
-		key, ok := s.known[a.Unmap()]
-		if !ok || on[a.Unmap()] {
+		a = a.Unmap()
+		if _, ok := s.known[a]; !ok || on[a] {
 			continue
 		}
-		a = a.Unmap()
 		on[a] = true
+		mine = append(mine, a)
+	}
+	// In address order, sorted before they are strings.
+	slices.SortFunc(mine, netip.Addr.Compare)
+	var held v1alpha1.HeldVIPs
+	for _, a := range mine {
 		if _, ok := s.since[a]; !ok {
 			s.since[a] = now
 		}
-		held = append(held, v1alpha1.HeldVIP{Address: a.String(), Instance: key, Since: s.since[a]})
+		held = append(held, v1alpha1.HeldVIP{Address: a.String(), Instance: s.known[a], Since: s.since[a]})
 	}
 	for a := range s.since {
 		if !on[a] {
 			delete(s.since, a)
 		}
 	}
-	sortHeld(held)
 	return held, nil
 }
 
@@ -157,7 +161,10 @@ func (s *Sidecar) publish(ctx context.Context) error {
 	}
 	s.m.VIPsHeld.Set(float64(len(held)))
 	s.mu.Lock()
-	s.heldSeries = s.m.observeHeld(s.heldSeries, s.known, held)
+	if s.heldSeries == nil || s.heldSeriesGen != s.knownGen || !sameAddresses(held, s.heldSeriesFrom) {
+		s.heldSeries = s.m.observeHeld(s.heldSeries, s.known, held)
+		s.heldSeriesFrom, s.heldSeriesGen = held, s.knownGen
+	}
 	same := s.published != nil && reflect.DeepEqual(held, s.published) || (s.published != nil && len(held) == 0 && len(s.published) == 0)
 	fresh := time.Since(s.publishedAt) < s.o.HeldResync/2
 	s.mu.Unlock()
@@ -196,6 +203,12 @@ func (s *Sidecar) publish(ctx context.Context) error {
 		s.log.Info("published held VIPs", "held", len(held), "added", added, "removed", removed)
 	}
 	return nil
+}
+
+// sameAddresses tells whether a and b name the same addresses in the
+// same order.
+func sameAddresses(a, b v1alpha1.HeldVIPs) bool {
+	return slices.EqualFunc(a, b, func(x, y v1alpha1.HeldVIP) bool { return x.Address == y.Address })
 }
 
 // heldLogged is how many addresses a log line of a publication names
@@ -331,12 +344,6 @@ func unknownPeers(prev v1alpha1.BGPSessions) []frr.PeerState {
 		out = append(out, frr.PeerState{Peer: p.Peer, ASN: p.ASN, State: v1alpha1.BGPStateUnknown, Dropped: p.Dropped})
 	}
 	return out
-}
-
-func sortHeld(h v1alpha1.HeldVIPs) {
-	sort.Slice(h, func(i, j int) bool {
-		return netip.MustParseAddr(h[i].Address).Less(netip.MustParseAddr(h[j].Address))
-	})
 }
 
 // probeAPI asks the API's /readyz with the node's identity (every

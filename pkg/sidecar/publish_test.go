@@ -91,6 +91,56 @@ func TestVIPHeldSeries(t *testing.T) {
 	}
 }
 
+// TestVIPHeldSeriesFollowPublications: publish sets the vip_held series
+// again only when the held VIPs or the render's VIPs changed, and then
+// does: a render that brings a VIP while the node holds the same ones
+// gives it its series, and a VIP taken sets its series to 1.
+func TestVIPHeldSeriesFollowPublications(t *testing.T) {
+	t.Parallel()
+	c := fixture.Example(t, "bgp-two-racks.yaml")
+	ingress := netip.MustParseAddr(c.Spec.Ingress[0].VIPs[0])
+	api := netip.MustParseAddr(c.Spec.API.VIPs[0])
+	added := netip.MustParseAddr("203.0.113.224")
+	var addrs atomic.Pointer[[]netip.Addr]
+	addrs.Store(&[]netip.Addr{ingress})
+	s := &Sidecar{
+		o: Options{Client: nodePatchServer(t, func(string) bool { return true }), OnceOptions: runtimecfg.OnceOptions{NodeName: "master-0"},
+			Addresses: func() ([]netip.Addr, error) { return *addrs.Load(), nil }, HeldResync: time.Hour, StepTimeout: 10 * time.Second},
+		since:       map[netip.Addr]time.Time{},
+		m:           NewMetrics(nil),
+		log:         slog.New(slog.DiscardHandler),
+		publishKick: make(chan struct{}, 1),
+	}
+	m := cluster.Compile(c)
+	publish := func(what string) {
+		t.Helper()
+		if err := s.publish(t.Context()); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	series := func() int { return testutil.CollectAndCount(s.m.VIPHeld) }
+	held := func(a netip.Addr, via string) float64 {
+		return testutil.ToFloat64(s.m.VIPHeld.WithLabelValues(a.String(), via))
+	}
+
+	s.rememberVIPs(m, cluster.State{})
+	publish("first publication")
+	before := series()
+	if held(ingress, "vrrp") != 1 || held(api, "vrrp") != 0 {
+		t.Fatalf("vip_held: ingress %v, API %v; want 1, 0", held(ingress, "vrrp"), held(api, "vrrp"))
+	}
+	s.rememberVIPs(m, cluster.State{ServiceVIPs: map[string][]netip.Addr{"racks": {added}}})
+	publish("after a render with a Service VIP")
+	if n := series(); n != before+1 {
+		t.Errorf("%d vip_held series after a render added a VIP, want %d", n, before+1)
+	}
+	addrs.Store(&[]netip.Addr{ingress, api})
+	publish("after taking the API VIP")
+	if held(api, "vrrp") != 1 {
+		t.Errorf("vip_held of the API VIP = %v after taking it, want 1", held(api, "vrrp"))
+	}
+}
+
 // TestPublishOutlivesAStuckRequest: the first PATCH of the Node never
 // gets an answer (a connection whose far end died, an apiserver waiting
 // for etcd); the publication is given up after StepTimeout and retried,
