@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vipctl/vipctl/pkg/vrid"
 )
 
@@ -48,6 +50,10 @@ type foreignRouters struct {
 	series map[foreignKey]bool
 	// evented is when each router's Event was last recorded.
 	evented map[foreignKey]time.Time
+	// received is the counter of adverts heard, by family: looked up
+	// once, not for each of the cluster's own adverts (tens a second
+	// with the fast profile).
+	received map[string]prometheus.Counter
 }
 
 type foreignKey struct {
@@ -57,7 +63,8 @@ type foreignKey struct {
 }
 
 func newForeignRouters(m *Metrics, log *slog.Logger, event func(string)) *foreignRouters {
-	return &foreignRouters{m: m, log: log, now: time.Now, event: event, series: map[foreignKey]bool{}, evented: map[foreignKey]time.Time{}}
+	return &foreignRouters{m: m, log: log, now: time.Now, event: event, series: map[foreignKey]bool{}, evented: map[foreignKey]time.Time{},
+		received: map[string]prometheus.Counter{}}
 }
 
 // setMembers takes the cluster's routers from the last render.
@@ -69,9 +76,14 @@ func (f *foreignRouters) setMembers(m vrid.Members) {
 
 // heard takes one advert the tap on iface heard.
 func (f *foreignRouters) heard(iface string, a vrid.Advert) {
-	f.m.VRRP.Received.WithLabelValues(a.Family).Inc()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	c, ok := f.received[a.Family]
+	if !ok {
+		c = f.m.VRRP.Received.WithLabelValues(a.Family)
+		f.received[a.Family] = c
+	}
+	c.Inc()
 	// Before the first render nothing is known to be the cluster's.
 	if f.members == nil || !f.members.Foreign(a) {
 		return
