@@ -8,6 +8,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,24 +33,60 @@ func localRoute(lo int, vip netip.Addr) *netlink.Route {
 // reads the route dump itself, headers first: a node answering for
 // thousands of Service addresses has thousands of routes in table local,
 // and the netlink package's full decoding of each cost a failover's
-// sync 0.3 s of CPU (BenchmarkScale's profile).
+// sync 0.3 s of CPU (BenchmarkScale's profile). Where the kernel filters
+// dumps (strict checking, Linux 4.20), it is asked for vipctl's routes of
+// table alone: table local also holds the kernel's route for every
+// address on the node, thousands more to copy and skip, and the
+// sidecar's repair sync (LocalResync) dumped them every minute.
 func localRoutes(table int) (map[netip.Addr]netlink.Route, error) {
 	out := map[netip.Addr]netlink.Route{}
 	for _, family := range []int{unix.AF_INET, unix.AF_INET6} {
-		req := nl.NewNetlinkRequest(unix.RTM_GETROUTE, unix.NLM_F_DUMP)
-		req.AddData(&nl.RtMsg{RtMsg: unix.RtMsg{Family: uint8(family)}})
-		msgs, err := req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWROUTE)
-		if err != nil {
-			return nil, fmt.Errorf("listing vipctl's local routes: %w", err)
-		}
-		for _, m := range msgs {
+		err := dumpRoutes(family, table, func(m []byte) {
 			if r, ok := parseLocalRoute(m, table); ok {
 				ip, _ := netip.AddrFromSlice(r.Dst.IP)
 				out[ip.Unmap()] = r
 			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("listing vipctl's local routes: %w", err)
 		}
 	}
 	return out, nil
+}
+
+// dumpRoutes hands each route of family that the kernel dumps to fn:
+// with strict checking, only vipctl's of table (none when the table does
+// not exist), else all of them.
+func dumpRoutes(family, table int, fn func(m []byte)) error {
+	s, err := nl.GetNetlinkSocketAt(netns.None(), netns.None(), unix.NETLINK_ROUTE)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if err := s.SetReceiveTimeout(&nl.SocketTimeoutTv); err != nil {
+		return err
+	}
+	strict := unix.SetsockoptInt(s.GetFd(), unix.SOL_NETLINK, unix.NETLINK_GET_STRICT_CHK, 1) == nil
+	req := nl.NewNetlinkRequest(unix.RTM_GETROUTE, unix.NLM_F_DUMP)
+	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: {Socket: s}}
+	msg := &nl.RtMsg{RtMsg: unix.RtMsg{Family: uint8(family)}}
+	req.AddData(msg)
+	if strict {
+		msg.Protocol = uint8(localRouteProtocol)
+		if table < 256 {
+			msg.Table = uint8(table)
+		} else {
+			req.AddData(nl.NewRtAttr(unix.RTA_TABLE, nl.Uint32Attr(uint32(table))))
+		}
+	}
+	err = req.ExecuteIter(unix.NETLINK_ROUTE, unix.RTM_NEWROUTE, func(m []byte) bool {
+		fn(m)
+		return true
+	})
+	if strict && errors.Is(err, unix.ENOENT) {
+		return nil // no such table: no routes in it
+	}
+	return err
 }
 
 // parseLocalRoute reads one route of a dump if it is vipctl's (protocol
