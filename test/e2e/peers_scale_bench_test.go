@@ -39,7 +39,7 @@ var (
 	peerScaleProfile = flag.String("peer-scale-profile", "", "BenchmarkPeersScale: a directory for CPU profiles of vipctl's sidecars over the CPU window, one per node (NODE.pprof)")
 	peerScalePolled  = flag.Int("peer-scale-polled", 10, "BenchmarkPeersScale: loaded addresses asked every 100 ms while Services are added")
 	peerScalePeers   = flag.String("peer-scale-peers", "vipctl,kube-vip,metallb", "BenchmarkPeersScale: the peers to run, in order "+
-		"(vipctl-default: vipctl with its default profile; vipctl-pools: the pool alone, spec.mode poolsOnly, without the API VIP)")
+		"(vipctl-default: vipctl with its default profile; vipctl-pools: the pool alone, spec.mode poolsOnly, without the API VIP; vipctl-pools-default: both)")
 )
 
 // peerScalePool holds the peers' Service addresses at scale: IPv6, as
@@ -92,19 +92,20 @@ func BenchmarkPeersScale(b *testing.B) {
 	speaker, _ := peerBinary(b, "metallb-speaker")
 	for _, peer := range strings.Split(*peerScalePeers, ",") {
 		switch peer {
-		case "vipctl", "vipctl-default", "vipctl-pools":
+		case "vipctl", "vipctl-default", "vipctl-pools", "vipctl-pools-default":
 			// vipctl's fast profile, or its default one (an advert a
 			// second instead of ten: less CPU, a slower failover); with
 			// the API VIP, or the pool alone as the peers run.
 			profile, settings := "fast", "/announce=sidecar"
-			if peer == "vipctl-default" {
+			if strings.HasSuffix(peer, "-default") {
 				profile = "default"
 			}
-			if peer == "vipctl-pools" {
+			poolsOnly := strings.HasPrefix(peer, "vipctl-pools")
+			if poolsOnly {
 				settings = "/mode=poolsOnly" + settings
 			}
 			b.Run(peer, func(b *testing.B) {
-				pl, agents := startVipctlPeer(b, profile, peer == "vipctl-pools")
+				pl, agents := startVipctlPeer(b, profile, poolsOnly)
 				peerScale(b, pl, "vipctl", vipctlVersion(), "profile="+profile+settings, agents, false)
 			})
 		case "kube-vip":
@@ -121,7 +122,7 @@ func BenchmarkPeersScale(b *testing.B) {
 				peerScale(b, pl, "metallb", metallbVersion, "l2/memberlist", oneAgentEach(agents), false)
 			})
 		default:
-			b.Fatalf("-peer-scale-peers: unknown peer %q (vipctl, vipctl-default, vipctl-pools, kube-vip, metallb)", peer)
+			b.Fatalf("-peer-scale-peers: unknown peer %q (vipctl, vipctl-default, vipctl-pools, vipctl-pools-default, kube-vip, metallb)", peer)
 		}
 	}
 }
