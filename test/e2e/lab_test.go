@@ -19,16 +19,28 @@ import (
 
 const apiVIP = "198.51.100.5"
 
+// clusterYAML is the lab's ClusterVIPs with the API VIP and extra.
 func clusterYAML(profile, mode string, extra string) string {
+	return labYAML(fmt.Sprintf("  api: {vips: [%s]}\n", apiVIP), profile, mode, extra)
+}
+
+// poolsOnlyYAML is the lab's ClusterVIPs with spec.mode poolsOnly: the
+// Service pools of extra alone, no API VIP.
+func poolsOnlyYAML(profile, mode string, extra string) string {
+	return labYAML("  mode: poolsOnly\n", profile, mode, extra)
+}
+
+// labYAML is the lab's ClusterVIPs with head and extra (each whole lines
+// of spec) and the VRRP profile and mode.
+func labYAML(head, profile, mode, extra string) string {
 	return fmt.Sprintf(`apiVersion: vipctl.io/v1alpha1
 kind: ClusterVIPs
 metadata: {name: lab}
 spec:
   baseDomain: example.test
   machineNetworks: [198.51.100.0/24, "2001:db8:100::/64"]
-  api: {vips: [%s]}
-%s  vrrp: {profile: %s, mode: %s}
-`, apiVIP, extra, profile, mode)
+%s%s  vrrp: {profile: %s, mode: %s}
+`, head, extra, profile, mode)
 }
 
 func masters(n int) []lab.NodeSpec {

@@ -514,15 +514,7 @@ func startVipctlPeer(b *testing.B, profile string, poolsOnly bool) (*peerLab, ma
 	pools := fmt.Sprintf("  servicePools:\n    - name: scale\n      addresses: [%q]\n      announce: sidecar\n", peerScalePool)
 	cfg := clusterYAML(profile, "unicast", pools)
 	if poolsOnly {
-		cfg = fmt.Sprintf(`apiVersion: vipctl.io/v1alpha1
-kind: ClusterVIPs
-metadata: {name: lab}
-spec:
-  baseDomain: example.test
-  mode: poolsOnly
-  machineNetworks: [198.51.100.0/24, "2001:db8:100::/64"]
-%s  vrrp: {profile: %s, mode: unicast}
-`, pools, profile)
+		cfg = poolsOnlyYAML(profile, "unicast", pools)
 	}
 	kc := lab.StartKube(b, cfg, specs)
 	kc.ApplyManifests(b)
