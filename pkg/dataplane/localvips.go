@@ -248,7 +248,7 @@ func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(e
 	defer t.Stop()
 	var sub *addrSubscription
 	defer func() { sub.close() }()
-	resubscribe, atTick, changed, onlyEarly, onlyDue := true, false, false, false, false
+	resubscribe, atTick, changed, step := true, false, false, syncAll
 	for {
 		if resubscribe {
 			// (Re)subscribe before the sync, so that nothing between the
@@ -262,16 +262,16 @@ func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(e
 		}
 		var err error
 		done := false
-		switch {
-		case onlyEarly:
+		switch step {
+		case syncEarly:
 			err, done = l.earlySync(), true
-		case onlyDue:
+		case sendDue:
 			done, err = l.announceDue(time.Now())
 		}
 		if !done {
 			err = l.Sync(time.Now())
 		}
-		onlyEarly, onlyDue = false, false
+		step = syncAll
 		if err != nil {
 			report(err)
 		}
@@ -298,9 +298,9 @@ func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(e
 			changed = sub.updates == nil
 		case <-l.kick:
 		case <-l.early:
-			onlyEarly = true
+			step = syncEarly
 		case <-l.due:
-			onlyDue = true
+			step = sendDue
 		case _, ok := <-sub.updates:
 			if ok {
 				sub.updates = drainAddrUpdates(sub.updates)
@@ -320,6 +320,17 @@ func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(e
 		}
 	}
 }
+
+// runStep is what one turn of Run does: a whole sync, or where a wake
+// needs less, only the early sync or only the due announcements (each
+// falls back to a sync where it cannot do without).
+type runStep int
+
+const (
+	syncAll runStep = iota
+	syncEarly
+	sendDue
+)
 
 // nextLapse tells how long until the grace of the first kept route ends,
 // if one is running.
