@@ -31,6 +31,10 @@ const (
 	// is not there yet: OVN-Kubernetes makes br-ex at boot) or that failed
 	// is opened again.
 	tapRetry = 30 * time.Second
+	// tapBatch is how long the tap lets adverts queue between reads
+	// (vrid.TapOptions.Batch): with the fast profile the cluster's own
+	// adverts came tens a second, each a wake of the sidecar.
+	tapBatch = time.Second
 	// ReasonForeignVRRPRouter is the Node Event's reason.
 	ReasonForeignVRRPRouter = "ForeignVRRPRouter"
 )
@@ -188,7 +192,7 @@ func (s *Sidecar) tapLoop(ctx context.Context, iface string) {
 		var tap *vrid.Tap
 		// The socket belongs to the namespace it is opened in; reading it
 		// needs no thread locked there.
-		err := s.o.InNetns(func() (err error) { tap, err = vrid.OpenTap(iface, vrid.TapOptions{}); return err })
+		err := s.o.InNetns(func() (err error) { tap, err = vrid.OpenTap(iface, vrid.TapOptions{Batch: tapBatch}); return err })
 		if err == nil {
 			s.log.Info("watching VRRP adverts for routers outside the cluster", "interface", iface)
 			said = ""

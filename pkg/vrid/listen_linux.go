@@ -51,6 +51,13 @@ type TapOptions struct {
 	// Outgoing also hears this host's own adverts. Without it the
 	// kernel drops them before they reach the tap.
 	Outgoing bool
+	// Batch, when set, has Read take every advert queued after a wake
+	// and then pause this long before it waits for the next: a node
+	// that hears tens of adverts a second (the fast profile) wakes once
+	// per Batch instead of once per advert. Adverts queue in the socket
+	// meanwhile (its buffer holds hundreds). For a watcher that may
+	// learn of an advert late (the sidecar's), not for a capture.
+	Batch time.Duration
 }
 
 // Tap hears the VRRP advertisements of one interface. Its packet socket
@@ -61,6 +68,9 @@ type Tap struct {
 	iface string
 	f     *os.File
 	buf   []byte
+	batch time.Duration
+	// wakes counts the reads that waited in the poller (tests).
+	wakes int
 }
 
 // OpenTap opens a tap on iface in the current network namespace (call it
@@ -106,7 +116,12 @@ func OpenTap(iface string, o TapOptions) (*Tap, error) {
 	if err := unix.SetNonblock(fd, true); err != nil {
 		return fail(err)
 	}
-	return &Tap{iface: iface, f: os.NewFile(uintptr(fd), "vrrp-tap-"+iface), buf: make([]byte, 65536)}, nil
+	if o.Batch > 0 {
+		// A second of a busy segment's adverts (best effort: the
+		// kernel caps it at net.core.rmem_max).
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, tapBatchBuffer)
+	}
+	return &Tap{iface: iface, f: os.NewFile(uintptr(fd), "vrrp-tap-"+iface), buf: make([]byte, 65536), batch: o.Batch}, nil
 }
 
 func multicastMreq(ifi *net.Interface, mac [6]byte) unix.PacketMreq {
@@ -129,26 +144,67 @@ func (t *Tap) Read(ctx context.Context, until time.Time, fn func(Advert)) error 
 	if err != nil {
 		return err
 	}
+	// wait: the next read waits in the poller for an advert; else it
+	// takes what is queued, and the queue drained, Read pauses (Batch).
+	wait := true
 	for {
 		var n int
 		var rerr error
+		waited := false
 		err := rc.Read(func(fd uintptr) bool {
 			n, _, rerr = unix.Recvfrom(int(fd), t.buf, 0)
-			return !errors.Is(rerr, unix.EAGAIN)
+			if wait && errors.Is(rerr, unix.EAGAIN) {
+				waited = true
+				return false
+			}
+			return true
 		})
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case err != nil:
 			return err
+		case errors.Is(rerr, unix.EAGAIN):
+			if err := t.pause(ctx, until); err != nil {
+				return err
+			}
+			wait = true
+			continue
 		case errors.Is(rerr, unix.EINTR):
 			continue
 		case rerr != nil:
 			return fmt.Errorf("reading from %s: %w", t.iface, rerr)
 		}
+		if waited {
+			t.wakes++
+		}
+		wait = t.batch <= 0
 		if a, ok := parseAdvert(t.buf[:n]); ok {
 			fn(a)
 		}
+	}
+}
+
+// tapBatchBuffer is the receive buffer a batching tap asks for.
+const tapBatchBuffer = 1 << 20
+
+// pause waits the tap's Batch, or until ctx ends (its error) or until
+// passes.
+func (t *Tap) pause(ctx context.Context, until time.Time) error {
+	d := t.batch
+	if !until.IsZero() {
+		d = min(d, time.Until(until))
+	}
+	if d <= 0 {
+		return nil // the next read finds the deadline passed
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
 	}
 }
 

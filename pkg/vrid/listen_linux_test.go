@@ -293,3 +293,36 @@ func TestTapHearsWhatArrives(t *testing.T) {
 		t.Errorf("a, asking for outgoing adverts, heard %v; want 77, 78 and 79", atA)
 	}
 }
+
+// TestTapBatches: a tap with Batch hears every advert a tap without it
+// hears, but wakes once per Batch, not once per advert: node c hears
+// six adverts a second (78 every second, 79 five times a second).
+func TestTapBatches(t *testing.T) {
+	lab := netlab.New(t)
+	c := lab.AddHost("c", netlab.HostOpts{Addrs: []string{"198.51.100.13/24", "2001:db8:100::13/64"}})
+	startAdvertiser(t, lab)
+	read := func(o TapOptions) (adverts, wakes int) {
+		t.Helper()
+		var tap *Tap
+		if err := c.Do(func() (err error) { tap, err = OpenTap("br-ex", o); return err }); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tap.Close() }()
+		if err := tap.Read(context.Background(), time.Now().Add(3500*time.Millisecond), func(Advert) { adverts++ }); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("reading the tap (%+v): %v", o, err)
+		}
+		return adverts, tap.wakes
+	}
+	each, eachWakes := read(TapOptions{})
+	batched, batchedWakes := read(TapOptions{Batch: time.Second})
+	t.Logf("without Batch: %d adverts, %d wakes; Batch 1s: %d adverts, %d wakes", each, eachWakes, batched, batchedWakes)
+	if each < 15 || eachWakes < each/2 {
+		t.Fatalf("without Batch: %d adverts in 3.5 s, %d wakes; want about 21, a wake each", each, eachWakes)
+	}
+	if batched < each*2/3 {
+		t.Errorf("Batch 1s heard %d adverts, without it %d", batched, each)
+	}
+	if batchedWakes > 4 {
+		t.Errorf("Batch 1s woke %d times in 3.5 s, want at most 4", batchedWakes)
+	}
+}
