@@ -147,9 +147,11 @@ bench-peers: deps image
 ## Services loaded in the peers' lab, each part of vipctl a process of its
 ## own as in its pods (BenchmarkPeersScale, peers-scale lines; root;
 ## PEERS=vipctl,metallb to leave one out, vipctl-default for vipctl with
-## its default profile, vipctl-pools for the pool alone (poolsOnly);
-## PEER_SCALE_FLAGS for the benchmark's other flags,
-## e.g. '-peer-scale-steady=10m -peer-scale-settle=6m -peer-scale-adds=100')
+## its default profile, vipctl-pools for the pool alone (poolsOnly),
+## vipctl-pools-default for both; PEER_SCALE_FLAGS for the benchmark's
+## other flags, e.g. '-peer-scale-steady=10m -peer-scale-settle=6m
+## -peer-scale-adds=100', and -peer-scale-profile=DIR for CPU profiles of
+## vipctl's sidecars over the CPU window)
 PEER_SERVICES ?= 1000
 PEERS ?= vipctl,kube-vip,metallb
 PEER_SCALE_FLAGS ?=
