@@ -103,14 +103,7 @@ func TestVIPHeldSeriesFollowPublications(t *testing.T) {
 	added := netip.MustParseAddr("203.0.113.224")
 	var addrs atomic.Pointer[[]netip.Addr]
 	addrs.Store(&[]netip.Addr{ingress})
-	s := &Sidecar{
-		o: Options{Client: nodePatchServer(t, func(string) bool { return true }), OnceOptions: runtimecfg.OnceOptions{NodeName: "master-0"},
-			Addresses: func() ([]netip.Addr, error) { return *addrs.Load(), nil }, HeldResync: time.Hour, StepTimeout: 10 * time.Second},
-		since:       map[netip.Addr]time.Time{},
-		m:           NewMetrics(nil),
-		log:         slog.New(slog.DiscardHandler),
-		publishKick: make(chan struct{}, 1),
-	}
+	s := newPublisher(nodePatchServer(t, func(string) bool { return true }), time.Hour, func() ([]netip.Addr, error) { return *addrs.Load(), nil })
 	m := cluster.Compile(c)
 	publish := func(what string) {
 		t.Helper()
@@ -210,11 +203,21 @@ func TestPublishRewritesAfterAnUnansweredPatch(t *testing.T) {
 }
 
 // startPublishing runs the publication loop of master-0 of c against
-// client until the test ends, its addresses read from addrs, retrying
-// every 10 ms, giving a request up after 200 ms, and looking unprompted
-// every resync.
+// client until the test ends (newPublisher).
 func startPublishing(t *testing.T, c *v1alpha1.ClusterVIPs, client kubernetes.Interface, resync time.Duration, addrs func() ([]netip.Addr, error)) *Sidecar {
-	s := &Sidecar{
+	s := newPublisher(client, resync, addrs)
+	s.rememberVIPs(cluster.Compile(c), cluster.State{})
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	go s.publishLoop(ctx)
+	return s
+}
+
+// newPublisher is the part of master-0's sidecar that publishes what it
+// holds to client: its addresses read from addrs, retrying every 10 ms,
+// giving a request up after 200 ms, and looking unprompted every resync.
+func newPublisher(client kubernetes.Interface, resync time.Duration, addrs func() ([]netip.Addr, error)) *Sidecar {
+	return &Sidecar{
 		o: Options{
 			Client: client, OnceOptions: runtimecfg.OnceOptions{NodeName: "master-0"},
 			Addresses: addrs, HeldInterval: 10 * time.Millisecond, HeldResync: resync, StepTimeout: 200 * time.Millisecond,
@@ -224,11 +227,6 @@ func startPublishing(t *testing.T, c *v1alpha1.ClusterVIPs, client kubernetes.In
 		log:         slog.New(slog.DiscardHandler),
 		publishKick: make(chan struct{}, 1),
 	}
-	s.rememberVIPs(cluster.Compile(c), cluster.State{})
-	ctx, cancel := context.WithCancel(t.Context())
-	t.Cleanup(cancel)
-	go s.publishLoop(ctx)
-	return s
 }
 
 // TestPublishRepairsAStaleNode: a PATCH given up on was applied after a
