@@ -70,14 +70,15 @@ func dumpRoutes(family, table int, fn func(m []byte)) error {
 	req := nl.NewNetlinkRequest(unix.RTM_GETROUTE, unix.NLM_F_DUMP)
 	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: {Socket: s}}
 	msg := &nl.RtMsg{RtMsg: unix.RtMsg{Family: uint8(family)}}
-	req.AddData(msg)
 	if strict {
 		msg.Protocol = uint8(localRouteProtocol)
 		if table < 256 {
 			msg.Table = uint8(table)
-		} else {
-			req.AddData(nl.NewRtAttr(unix.RTA_TABLE, nl.Uint32Attr(uint32(table))))
 		}
+	}
+	req.AddData(msg)
+	if strict && table >= 256 {
+		req.AddData(nl.NewRtAttr(unix.RTA_TABLE, nl.Uint32Attr(uint32(table))))
 	}
 	err = req.ExecuteIter(unix.NETLINK_ROUTE, unix.RTM_NEWROUTE, func(m []byte) bool {
 		fn(m)

@@ -322,8 +322,8 @@ func (l *LocalVIPs) Run(ctx context.Context, resync time.Duration, report func(e
 }
 
 // runStep is what one turn of Run does: a whole sync, or where a wake
-// needs less, only the early sync or only the due announcements (each
-// falls back to a sync where it cannot do without).
+// needs less, only the early sync or only the due announcements (which
+// fall back to a sync where they cannot do without).
 type runStep int
 
 const (
