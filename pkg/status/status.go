@@ -86,15 +86,26 @@ func Compute(c *v1alpha1.ClusterVIPs, nodes []corev1.Node, services []corev1.Ser
 		since time.Time
 	}
 	holders := map[netip.Addr][]held{}
+	// A node whose list was too long to publish says which instances it
+	// holds: it holds each of their addresses it does not list.
+	unlisted := map[v1alpha1.InstanceKey][]held{}
 	errs := published(nodes, v1alpha1.AnnotationNodeVIPs, v1alpha1.ParseHeldVIPs, func(node string, h v1alpha1.HeldVIP) {
-		if a, err := netip.ParseAddr(h.Address); err == nil {
+		if h.Unlisted > 0 {
+			unlisted[h.Instance] = append(unlisted[h.Instance], held{node, h.Since})
+		} else if a, err := netip.ParseAddr(h.Address); err == nil {
 			holders[a.Unmap()] = append(holders[a.Unmap()], held{node, h.Since})
 		}
 	})
 	var rows []VIPStatus
 	add := func(key string, a netip.Addr, svcs []string) {
 		r := VIPStatus{Instance: key, Address: a.String(), Services: svcs, Holders: []string{}}
-		for _, h := range holders[a] {
+		hs := holders[a]
+		for _, u := range unlisted[v1alpha1.InstanceKey(key)] {
+			if !slices.ContainsFunc(hs, func(h held) bool { return h.node == u.node }) {
+				hs = append(hs, u)
+			}
+		}
+		for _, h := range hs {
 			r.Holders = append(r.Holders, h.node)
 			if r.Since == nil || h.since.After(*r.Since) {
 				t := h.since

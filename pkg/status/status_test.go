@@ -135,3 +135,34 @@ func TestStatusBGPSessions(t *testing.T) {
 		t.Errorf("every session up, every VIP held once: problems %q", p)
 	}
 }
+
+// TestStatusUnlisted: a node whose list was too long to publish names
+// the instances it holds; it holds each of their addresses (a second
+// holder of one another node lists), and no other instance's.
+func TestStatusUnlisted(t *testing.T) {
+	c := fixture.Example(t, "pools-node-groups.yaml")
+	since := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	annotate := func(name string, h v1alpha1.HeldVIPs) corev1.Node {
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{v1alpha1.AnnotationNodeVIPs: h.String()}}}
+	}
+	rows, errs := Compute(c, []corev1.Node{
+		annotate("master-0", v1alpha1.HeldVIPs{{Instance: "pool/rack-a/0", Since: since, Unlisted: 2000}}),
+		annotate("master-1", v1alpha1.HeldVIPs{{Address: "198.51.100.130", Instance: "pool/rack-a/0", Since: since}}),
+	}, []corev1.Service{fixture.LBService("a", "198.51.100.130"), fixture.LBService("b", "198.51.100.133"), fixture.LBService("c", "198.51.100.131")})
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	byAddr := map[string]VIPStatus{}
+	for _, r := range rows {
+		byAddr[r.Address] = r
+	}
+	if r := byAddr["198.51.100.133"]; r.Instance != "pool/rack-a/0" || r.State != StateOK || strings.Join(r.Holders, ",") != "master-0" {
+		t.Errorf("an address of the unlisted instance: %+v", r)
+	}
+	if r := byAddr["198.51.100.130"]; r.State != StateSplitBrain || strings.Join(r.Holders, ",") != "master-0,master-1" {
+		t.Errorf("listed by master-1 too: %+v", r)
+	}
+	if r := byAddr["198.51.100.131"]; r.Instance == "pool/rack-a/0" || r.State != StateNoHolder {
+		t.Errorf("another instance's address: %+v", r)
+	}
+}

@@ -48,7 +48,7 @@ type Moved struct {
 }
 
 func (m Moved) String() string {
-	return fmt.Sprintf("%s (%s) to %s", m.Address, m.Instance, strings.Join(m.To, ", "))
+	return fmt.Sprintf("%s (%s) to %s", heldLabel(m.HeldVIP), m.Instance, strings.Join(m.To, ", "))
 }
 
 // ErrDrainTimeout is DrainAndWait's error when the VIPs did not all move
@@ -78,7 +78,7 @@ func (c Cluster) DrainAndWait(ctx context.Context, node string, timeout, poll ti
 	}
 	addrs := make([]string, len(before))
 	for i, h := range before {
-		addrs[i] = h.Address
+		addrs[i] = heldLabel(h)
 	}
 	_, _ = fmt.Fprintf(log, "node %s: waiting up to %s for its sidecar to hand over %s\n", node, timeout, strings.Join(addrs, ", "))
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -143,19 +143,49 @@ func movedOff(nodes []corev1.Node, node string, before v1alpha1.HeldVIPs) (moved
 	if err != nil {
 		return nil, nil, err
 	}
+	// What each node publishes: its addresses, and the instances it
+	// holds unlisted (a list too long to publish), all of whose
+	// addresses it holds.
+	type holds struct{ addrs, unlisted map[string]bool }
+	by := map[string]holds{}
+	for name, held := range all {
+		h := holds{map[string]bool{}, map[string]bool{}}
+		for _, o := range held {
+			if o.Unlisted > 0 {
+				h.unlisted[string(o.Instance)] = true
+			} else {
+				h.addrs[o.Address] = true
+			}
+		}
+		by[name] = h
+	}
 	for _, h := range before {
 		m := Moved{HeldVIP: h}
-		for name, held := range all {
-			if slices.ContainsFunc(held, func(o v1alpha1.HeldVIP) bool { return o.Address == h.Address }) {
+		for name, o := range by {
+			if o.unlisted[string(h.Instance)] || (h.Unlisted == 0 && o.addrs[h.Address]) || (h.Unlisted > 0 && instanceListed(all[name], h.Instance)) {
 				m.To = append(m.To, name)
 			}
 		}
 		sort.Strings(m.To)
 		if len(m.To) == 0 || slices.Contains(m.To, node) {
-			left = append(left, h.Address)
+			left = append(left, heldLabel(h))
 			continue
 		}
 		moved = append(moved, m)
 	}
 	return moved, left, nil
+}
+
+// instanceListed tells whether held lists an address of instance.
+func instanceListed(held v1alpha1.HeldVIPs, instance v1alpha1.InstanceKey) bool {
+	return slices.ContainsFunc(held, func(o v1alpha1.HeldVIP) bool { return o.Unlisted == 0 && o.Instance == instance })
+}
+
+// heldLabel names a published entry: its address, or for an unlisted
+// one how many of which instance.
+func heldLabel(h v1alpha1.HeldVIP) string {
+	if h.Unlisted > 0 {
+		return fmt.Sprintf("%d unlisted addresses of %s", h.Unlisted, h.Instance)
+	}
+	return h.Address
 }

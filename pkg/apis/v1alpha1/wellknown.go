@@ -42,29 +42,6 @@ const (
 	AllocatorLeaseName = "vipctl-allocator"
 )
 
-// HeldVIP is one address a node holds, as published in AnnotationNodeVIPs.
-type HeldVIP struct {
-	// Address is the VIP.
-	Address string `json:"address"`
-	// Instance is the key of the VRRP instance carrying it (InstanceKey),
-	// empty when the address is on the interface but in no instance this
-	// node renders.
-	Instance InstanceKey `json:"instance,omitempty"`
-	// Since is when this node was first seen holding it.
-	Since time.Time `json:"since"`
-}
-
-// HeldVIPs is the value of AnnotationNodeVIPs, sorted by address.
-type HeldVIPs []HeldVIP
-
-// ParseHeldVIPs decodes an AnnotationNodeVIPs value; empty means none.
-func ParseHeldVIPs(s string) (HeldVIPs, error) {
-	return parseNodeAnnotation[HeldVIPs](AnnotationNodeVIPs, s)
-}
-
-// String encodes the annotation value.
-func (h HeldVIPs) String() string { return nodeAnnotation(h) }
-
 // BGPSession is one of a node's BGP sessions, as published in
 // AnnotationNodeBGPSessions.
 type BGPSession struct {
