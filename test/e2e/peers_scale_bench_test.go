@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/test/lab"
+	"github.com/vipctl/vipctl/test/lab/probe"
 	"github.com/vipctl/vipctl/test/netlab"
 	"github.com/vipctl/vipctl/test/testapiserver"
 )
@@ -430,15 +430,7 @@ func answerAll(t testing.TB, client *netlab.Host, addrs []netip.Addr, since time
 // a time: a request to a lost holder would hold the next back for its
 // whole timeout, and the answers would land on a 250 ms grid.
 func answerUntil(client *netlab.Host, addrs []netip.Addr, ok func(node string) bool, since time.Time, every, timeout time.Duration) map[netip.Addr]answer {
-	c := &http.Client{
-		Timeout: lab.PollTimeout,
-		Transport: &http.Transport{
-			DisableKeepAlives: true,
-			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				return client.DialContext(ctx, network, addr)
-			},
-		},
-	}
+	c := &http.Client{Timeout: lab.PollTimeout, Transport: probe.Transport(client.DialContext, lab.PollTimeout)}
 	var mu sync.Mutex
 	got := map[netip.Addr]answer{}
 	deadline := time.Now().Add(timeout)

@@ -84,17 +84,14 @@ func (lc *Cluster) startPolling(url string, interval time.Duration, concurrent b
 // lab's).
 func StartPolling(client *netlab.Host, url string, interval, timeout time.Duration, concurrent bool) *Poller {
 	p := &Poller{stop: make(chan struct{}), done: make(chan struct{}), client: client, retrans0: tcpRetrans(client)}
-	tr := &http.Transport{
-		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // stand-in servers with throwaway certificates
-		DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := client.DialContext(ctx, network, addr)
-			if tr, ok := ctx.Value(requestTraceKey{}).(*requestTrace); ok && err == nil {
-				tr.set(conn.LocalAddr().String(), "connected")
-			}
-			return conn, err
-		},
-	}
+	tr := probe.Transport(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := client.DialContext(ctx, network, addr)
+		if tr, ok := ctx.Value(requestTraceKey{}).(*requestTrace); ok && err == nil {
+			tr.set(conn.LocalAddr().String(), "connected")
+		}
+		return conn, err
+	}, timeout)
+	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // stand-in servers with throwaway certificates
 	c := &http.Client{Transport: tr, Timeout: timeout}
 	request := func() {
 		started := time.Now()
