@@ -150,8 +150,9 @@ bench-peers: deps image
 ## its default profile, vipctl-pools for the pool alone (poolsOnly),
 ## vipctl-pools-default for both; PEER_SCALE_FLAGS for the benchmark's
 ## other flags, e.g. '-peer-scale-steady=10m -peer-scale-settle=6m
-## -peer-scale-adds=100', and -peer-scale-profile=DIR for CPU profiles of
-## vipctl's sidecars over the CPU window)
+## -peer-scale-adds=100', -peer-scale-profile=DIR for CPU profiles of
+## vipctl's sidecars over the CPU window, and -peer-scale-trace=DIR for the
+## node loss's announcements per lost address and every agent's log)
 PEER_SERVICES ?= 1000
 PEERS ?= vipctl,kube-vip,metallb
 PEER_SCALE_FLAGS ?=

@@ -1,15 +1,18 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,8 +40,11 @@ var (
 	peerScaleSettle = flag.Duration("peer-scale-settle", 10*time.Second, "BenchmarkPeersScale: the pause between every sampled address answering and the CPU window "+
 		"(vipctl's sidecar refreshes an address every minute for five minutes after it came, every ten after that: 6m measures past that)")
 	peerScaleProfile = flag.String("peer-scale-profile", "", "BenchmarkPeersScale: a directory for CPU profiles of vipctl's sidecars over the CPU window, one per node (NODE.pprof)")
-	peerScalePolled  = flag.Int("peer-scale-polled", 10, "BenchmarkPeersScale: loaded addresses asked every 100 ms while Services are added")
-	peerScalePeers   = flag.String("peer-scale-peers", "vipctl,kube-vip,metallb", "BenchmarkPeersScale: the peers to run, in order "+
+	peerScaleTrace   = flag.String("peer-scale-trace", "", "BenchmarkPeersScale: a directory for what explains the node loss: "+
+		"trace.txt (per lost address its outage, the announcements the client heard, its neighbour entry's changes and the handshakes "+
+		"each host saw after the fault; every host's kernel counters) and every agent's log (AGENT-I.log)")
+	peerScalePolled = flag.Int("peer-scale-polled", 10, "BenchmarkPeersScale: loaded addresses asked every 100 ms while Services are added")
+	peerScalePeers  = flag.String("peer-scale-peers", "vipctl,kube-vip,metallb", "BenchmarkPeersScale: the peers to run, in order "+
 		"(vipctl-default: vipctl with its default profile; vipctl-pools: the pool alone, spec.mode poolsOnly, without the API VIP; vipctl-pools-default: both)")
 )
 
@@ -324,7 +330,12 @@ func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents
 			lost = append(lost, a)
 		}
 	}
+	var trace *lossTrace
+	if *peerScaleTrace != "" {
+		trace = startLossTrace(b, pl, lost)
+	}
 	fault := time.Now()
+	trace.fault(fault)
 	pl.hosts[victim].LinkDown()
 	moved := answerUntil(pl.client, lost, func(node string) bool { return node != victim }, fault, 50*time.Millisecond, 2*time.Minute)
 	var outages []time.Duration
@@ -336,6 +347,11 @@ func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents
 	lossMedian, lossMax := time.Duration(0), time.Duration(0)
 	if len(outages) > 0 {
 		lossMedian, lossMax = percentile(outages, 50), outages[len(outages)-1]
+	}
+	if trace != nil {
+		// The new holders' syncs and repeats finish after the first answers.
+		time.Sleep(5 * time.Second)
+		trace.write(b, agents, victim, moved)
 	}
 	// An agent that died (kube-vip v0.9.2 can, on a burst of Services)
 	// is not restarted here as the kubelet would restart its pod: the
@@ -540,4 +556,222 @@ func startVipctlPeer(b *testing.B, profile string, poolsOnly bool) (*peerLab, ma
 		pl.hosts[n.Name] = n.Host
 	}
 	return pl, agents
+}
+
+// lossTrace is what -peer-scale-trace records around the node loss:
+// the announcements the client hears, the client's neighbour entries of
+// the lost addresses, every host's handshakes on the echo port and
+// kernel counters.
+type lossTrace struct {
+	pl        *peerLab
+	lost      []netip.Addr
+	at        time.Time
+	heard     *netlab.Announcements
+	segments  map[string]*netlab.Segments
+	counters0 map[string]map[string]int64
+	neigh     *neighTrace
+}
+
+// startLossTrace starts recording before the fault.
+func startLossTrace(b *testing.B, pl *peerLab, lost []netip.Addr) *lossTrace {
+	lt := &lossTrace{pl: pl, lost: slices.Clone(lost), heard: pl.client.CaptureAnnouncements(b),
+		segments: map[string]*netlab.Segments{"client": pl.client.CaptureSegments(b, 8080)}}
+	for name, h := range pl.hosts {
+		lt.segments[name] = h.CaptureSegments(b, 8080)
+	}
+	lt.counters0 = pl.counters()
+	return lt
+}
+
+// fault marks the fault's moment (nothing without a trace).
+func (lt *lossTrace) fault(at time.Time) {
+	if lt == nil {
+		return
+	}
+	lt.at = at
+	lt.heard.Forget()
+	lt.neigh = traceNeighbours(lt.pl.client, lt.lost, at)
+}
+
+// write writes the directory's files: trace.txt, for each lost address
+// by outage, the node that answered after the fault, every announcement
+// of it the client heard, the client's neighbour entry's changes and the
+// handshakes each host saw (by node, ms after the fault), then each
+// host's counters that changed; and every agent's log.
+func (lt *lossTrace) write(b *testing.B, agents map[string][]scaleAgent, victim string, moved map[netip.Addr]answer) {
+	pl, fault, lost, heard, segments := lt.pl, lt.at, lt.lost, lt.heard, lt.segments
+	neigh := lt.neigh.stop()
+	dir := *peerScaleTrace
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	byMAC := map[string]string{}
+	for name, h := range pl.hosts {
+		byMAC[h.MAC()] = name
+	}
+	// By outage, the unrecovered last.
+	slices.SortFunc(lost, func(x, y netip.Addr) int {
+		_, okx := moved[x]
+		_, oky := moved[y]
+		if okx != oky {
+			return map[bool]int{true: -1, false: 1}[okx]
+		}
+		return cmp.Compare(moved[x].after, moved[y].after)
+	})
+	var out strings.Builder
+	fmt.Fprintf(&out, "fault %s: %s's port dropped\n", fault.UTC().Format("15:04:05.000000"), victim)
+	for _, a := range lost {
+		m, ok := moved[a]
+		for i, e := range neigh[a] {
+			// MAC/STATE@ms: the node's name for its MAC.
+			for mac, name := range byMAC {
+				e = strings.Replace(e, mac, name, 1)
+			}
+			neigh[a][i] = e
+		}
+		if !ok {
+			fmt.Fprintf(&out, "%s unrecovered", a)
+		} else {
+			fmt.Fprintf(&out, "%s outage %d ms by %s", a, m.after.Milliseconds(), m.node)
+		}
+		fmt.Fprint(&out, " heard")
+		for _, h := range heard.Heard(a) {
+			node := byMAC[h.MAC]
+			if node == "" {
+				node = h.MAC
+			}
+			fmt.Fprintf(&out, " %s@%d", node, h.At.Sub(fault).Milliseconds())
+		}
+		fmt.Fprintf(&out, " neighbour %s", strings.Join(neigh[a], " "))
+		// The handshakes: the client's SYNs by the node they were sent
+		// to, and its SYN-ACKs; each node's SYNs in and SYN-ACKs out.
+		for _, name := range append([]string{"client"}, pl.names...) {
+			syns, synacks := map[string][]int64{}, map[string][]int64{}
+			for _, seg := range segments[name].Since(fault) {
+				switch {
+				case seg.SYN && !seg.ACK && seg.Dst.Addr() == a:
+					to := byMAC[seg.DstMAC]
+					syns[to] = append(syns[to], seg.At.Sub(fault).Milliseconds())
+				case seg.SYN && seg.ACK && seg.Src.Addr() == a:
+					from := byMAC[seg.SrcMAC]
+					synacks[from] = append(synacks[from], seg.At.Sub(fault).Milliseconds())
+				}
+			}
+			for _, to := range slices.Sorted(maps.Keys(syns)) {
+				fmt.Fprintf(&out, " %s:syn→%s%s", name, to, spanMs(syns[to]))
+			}
+			for _, from := range slices.Sorted(maps.Keys(synacks)) {
+				fmt.Fprintf(&out, " %s:synack←%s%s", name, from, spanMs(synacks[from]))
+			}
+		}
+		fmt.Fprintln(&out)
+	}
+	// What each node's and the client's kernel counted meanwhile.
+	counters := pl.counters()
+	for _, name := range slices.Sorted(maps.Keys(counters)) {
+		fmt.Fprintf(&out, "%s counters since the fault:", name)
+		for _, k := range slices.Sorted(maps.Keys(counters[name])) {
+			if d := counters[name][k] - lt.counters0[name][k]; d != 0 {
+				fmt.Fprintf(&out, " %s=%d", k, d)
+			}
+		}
+		fmt.Fprintln(&out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "trace.txt"), []byte(out.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for name, procs := range agents {
+		for i, p := range procs {
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.log", name, i)), []byte(p.LogTail(5000)+"\n"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Logf("the node loss's trace is in %s", dir)
+}
+
+// neighTrace follows the client's neighbour entries of some addresses:
+// every change of link-layer address or state, with when after since.
+type neighTrace struct {
+	done    chan struct{}
+	stopped chan map[netip.Addr][]string
+}
+
+func traceNeighbours(client *netlab.Host, addrs []netip.Addr, since time.Time) *neighTrace {
+	nt := &neighTrace{done: make(chan struct{}), stopped: make(chan map[netip.Addr][]string, 1)}
+	watched := map[netip.Addr]bool{}
+	for _, a := range addrs {
+		watched[a] = true
+	}
+	go func() {
+		changes := map[netip.Addr][]string{}
+		last := map[netip.Addr]string{}
+		for {
+			out, _ := client.Exec("ip", "-6", "neigh", "show")
+			at := time.Since(since).Milliseconds()
+			for _, line := range strings.Split(string(out), "\n") {
+				f := strings.Fields(line)
+				if len(f) < 2 {
+					continue
+				}
+				a, err := netip.ParseAddr(f[0])
+				if err != nil || !watched[a] {
+					continue
+				}
+				// "ADDR dev IF [lladdr MAC] [router] STATE"
+				state := f[len(f)-1]
+				mac := ""
+				if i := slices.Index(f, "lladdr"); i >= 0 && i+1 < len(f) {
+					mac = f[i+1]
+				}
+				if now := mac + "/" + state; now != last[a] {
+					last[a] = now
+					changes[a] = append(changes[a], fmt.Sprintf("%s@%d", now, at))
+				}
+			}
+			select {
+			case <-nt.done:
+				nt.stopped <- changes
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return nt
+}
+
+func (nt *neighTrace) stop() map[netip.Addr][]string {
+	close(nt.done)
+	return <-nt.stopped
+}
+
+// counters are the kernel's network counters (nstat) of the client and
+// every node, by host.
+func (pl *peerLab) counters() map[string]map[string]int64 {
+	out := map[string]map[string]int64{}
+	for name, h := range pl.hosts {
+		out[name] = nstat(h)
+	}
+	out["client"] = nstat(pl.client)
+	return out
+}
+
+func nstat(h *netlab.Host) map[string]int64 {
+	data, _ := h.Exec("nstat", "-asz")
+	out := map[string]int64{}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		if v, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+			out[f[0]] = v
+		}
+	}
+	return out
+}
+
+// spanMs is "@first-last×n" of times in ms.
+func spanMs(ms []int64) string {
+	return fmt.Sprintf("@%d-%d×%d", ms[0], ms[len(ms)-1], len(ms))
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -16,14 +17,40 @@ import (
 // said each address is where, and when each address was first heard.
 type Announcements struct {
 	mu    sync.Mutex
-	seen  map[netip.Addr][]string
+	seen  map[netip.Addr][]Heard
 	first map[netip.Addr]time.Time
+}
+
+// Heard is one announcement: the sender's hardware address, and when.
+type Heard struct {
+	MAC string
+	At  time.Time
 }
 
 // CaptureAnnouncements records what h hears on its interface until the
 // test ends. The socket's buffer holds thousands of announcements sent at
 // once (a takeover of a pool's addresses).
 func (h *Host) CaptureAnnouncements(t testing.TB) *Announcements {
+	t.Helper()
+	fd := h.packetSocket(t)
+	c := &Announcements{seen: map[netip.Addr][]Heard{}, first: map[netip.Addr]time.Time{}}
+	h.readFrames(t, fd, func(f []byte, at time.Time) {
+		if a, mac, ok := parseAnnouncement(f); ok {
+			c.mu.Lock()
+			if len(c.seen[a]) == 0 {
+				c.first[a] = at
+			}
+			c.seen[a] = append(c.seen[a], Heard{MAC: mac, At: at})
+			c.mu.Unlock()
+		}
+	})
+	return c
+}
+
+// packetSocket opens a socket that receives every frame h's interface
+// sends and receives, with a buffer for thousands sent at once (a
+// takeover of a pool's addresses).
+func (h *Host) packetSocket(t testing.TB) int {
 	t.Helper()
 	proto := int(htons(unix.ETH_P_ALL))
 	var fd int
@@ -48,35 +75,51 @@ func (h *Host) CaptureAnnouncements(t testing.TB) *Announcements {
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		t.Fatal(err)
 	}
-	c := &Announcements{seen: map[netip.Addr][]string{}, first: map[netip.Addr]time.Time{}}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+// readFrames hands each frame fd receives to each, with when the kernel
+// received it, until the test ends; then it closes fd.
+func (h *Host) readFrames(t testing.TB, fd int, each func(f []byte, at time.Time)) {
 	done := make(chan struct{})
 	stop := make(chan struct{})
 	go func() {
 		defer close(done)
 		buf := make([]byte, 2048)
+		oob := make([]byte, 128)
 		for {
 			select {
 			case <-stop:
 				return
 			default:
 			}
-			k, _, err := unix.Recvfrom(fd, buf, 0)
+			k, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, 0)
 			if err != nil {
 				continue
 			}
-			if a, mac, ok := parseAnnouncement(buf[:k]); ok {
-				at := time.Now()
-				c.mu.Lock()
-				if len(c.seen[a]) == 0 {
-					c.first[a] = at
-				}
-				c.seen[a] = append(c.seen[a], mac)
-				c.mu.Unlock()
-			}
+			each(buf[:k], receivedAt(oob[:oobn]))
 		}
 	}()
 	t.Cleanup(func() { close(stop); <-done; _ = unix.Close(fd) })
-	return c
+}
+
+// receivedAt reads SO_TIMESTAMPNS's time from a message's control data;
+// now if it has none.
+func receivedAt(oob []byte) time.Time {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err == nil {
+		for _, m := range msgs {
+			if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPNS && len(m.Data) >= 16 {
+				sec := int64(binary.NativeEndian.Uint64(m.Data[0:8]))
+				nsec := int64(binary.NativeEndian.Uint64(m.Data[8:16]))
+				return time.Unix(sec, nsec)
+			}
+		}
+	}
+	return time.Now()
 }
 
 // parseAnnouncement reads a gratuitous ARP request (sender and target
@@ -114,12 +157,19 @@ func (c *Announcements) Count(a netip.Addr, mac net.HardwareAddr) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := 0
-	for _, m := range c.seen[a] {
-		if mac == nil || m == mac.String() {
+	for _, h := range c.seen[a] {
+		if mac == nil || h.MAC == mac.String() {
 			k++
 		}
 	}
 	return k
+}
+
+// Heard is every announcement of a since the last Forget, in order.
+func (c *Announcements) Heard(a netip.Addr) []Heard {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.seen[a])
 }
 
 // Wait waits up to d for at least want announcements of a at mac.

@@ -184,6 +184,9 @@ func (h *Host) build() {
 	}
 }
 
+// MAC is the host's hardware address on Iface.
+func (h *Host) MAC() string { return h.mac }
+
 // Reboot deletes the host's namespace and builds it again as AddHost
 // did: the same name, interface and MAC address, addresses, gateways,
 // routes and sysctls, attached to its segment. Everything else the
