@@ -545,6 +545,10 @@ func startVipctlPeer(b *testing.B, profile string, poolsOnly bool) (*peerLab, ma
 		args := []string{"runtimecfg", "--config", kc.ConfigPath, "--bootstrap-nodes", n.Target.Path(render.BootstrapNodesPath),
 			"--node-name", n.Name, "--kubeconfig", nodeKubeconfig, "--listen", "", "--metrics-listen", "", "--root", n.Target.Root, "--netns", n.Host.NS}
 		if *peerScaleProfile != "" {
+			// The sidecar only logs a profile it cannot create.
+			if err := os.MkdirAll(*peerScaleProfile, 0o755); err != nil {
+				b.Fatal(err)
+			}
 			args = append(args, "--cpu-profile", filepath.Join(*peerScaleProfile, n.Name+".pprof"))
 		}
 		sidecar := startProcess(b, bin, args...)
