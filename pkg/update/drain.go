@@ -80,7 +80,7 @@ func (c Cluster) DrainAndWait(ctx context.Context, node string, timeout, poll ti
 	for i, h := range before {
 		addrs[i] = heldLabel(h)
 	}
-	_, _ = fmt.Fprintf(log, "node %s: waiting up to %s for its sidecar to hand over %s\n", node, timeout, strings.Join(addrs, ", "))
+	_, _ = fmt.Fprintf(log, "node %s: waiting up to %s for its sidecar to hand over %s\n", node, timeout, someOf(addrs))
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var left []string
@@ -99,7 +99,7 @@ func (c Cluster) DrainAndWait(ctx context.Context, node string, timeout, poll ti
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("%w: after %s node %s still holds %s, or no other node does (is its sidecar running? vipctl status shows the holders; vipctl undrain %s ends the drain)",
-				ErrDrainTimeout, timeout, node, strings.Join(left, ", "), node)
+				ErrDrainTimeout, timeout, node, someOf(left), node)
 		case <-time.After(poll):
 		}
 	}
@@ -179,6 +179,16 @@ func movedOff(nodes []corev1.Node, node string, before v1alpha1.HeldVIPs) (moved
 // instanceListed tells whether held lists an address of instance.
 func instanceListed(held v1alpha1.HeldVIPs, instance v1alpha1.InstanceKey) bool {
 	return slices.ContainsFunc(held, func(o v1alpha1.HeldVIP) bool { return o.Unlisted == 0 && o.Instance == instance })
+}
+
+// someOf lists up to ten of list and counts the rest: a node holding a
+// pool of thousands would otherwise print every address on one line.
+func someOf(list []string) string {
+	const shown = 10
+	if len(list) <= shown {
+		return strings.Join(list, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(list[:shown], ", "), len(list)-shown)
 }
 
 // heldLabel names a published entry: its address, or for an unlisted
