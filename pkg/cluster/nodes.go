@@ -380,6 +380,15 @@ func NameMismatch(name string, listed []string) string {
 	return ""
 }
 
+// SomeOf lists up to shown of list and counts the rest, for a message
+// that must stay one readable line however long the list.
+func SomeOf(list []string, shown int) string {
+	if len(list) <= shown {
+		return strings.Join(list, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(list[:shown], ", "), len(list)-shown)
+}
+
 // NotListed explains why node is missing from a node list (names, read
 // from what) and what follows: the name that probably means it (an FQDN
 // against a short name) before anything else.
@@ -388,11 +397,7 @@ func NotListed(node, what string, names []string) string {
 		return fmt.Sprintf("node %s is not in %s, which lists %s: if that is this node, list it by its Node name %s, as `oc get nodes` shows it (vipctl nodes --from-cluster writes the list with those names)", node, what, m, node)
 	}
 	names = slices.Sorted(slices.Values(names))
-	const shown = 5
-	list := strings.Join(names, ", ")
-	if len(names) > shown {
-		list = strings.Join(names[:shown], ", ") + fmt.Sprintf(" and %d more", len(names)-shown)
-	}
+	list := SomeOf(names, 5)
 	if list == "" {
 		list = "no node"
 	}

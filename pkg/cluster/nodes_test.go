@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -174,5 +175,26 @@ func TestDecodeNodeListJSON(t *testing.T) {
 	flow, err := DecodeNodeList("flow.yaml", []byte(`{kind: List, items: [{metadata: {name: master-0}}]}`))
 	if err != nil || len(flow) != 1 || flow[0].Name != "master-0" {
 		t.Errorf("flow YAML: %v %+v", err, flow)
+	}
+}
+
+// TestSomeOf: a message names a few of a list and counts the rest (a
+// drain of a node holding a pool of 5000 printed all 5000).
+func TestSomeOf(t *testing.T) {
+	var many []string
+	for i := range 5000 {
+		many = append(many, fmt.Sprintf("2001:db8::%x", i))
+	}
+	for _, tc := range []struct {
+		list []string
+		want string
+	}{
+		{[]string{"198.51.100.5"}, "198.51.100.5"},
+		{many[:10], strings.Join(many[:10], ", ")},
+		{many, strings.Join(many[:10], ", ") + " and 4990 more"},
+	} {
+		if got := SomeOf(tc.list, 10); got != tc.want {
+			t.Errorf("%d addresses: %q, want %q", len(tc.list), got, tc.want)
+		}
 	}
 }

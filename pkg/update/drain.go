@@ -80,7 +80,7 @@ func (c Cluster) DrainAndWait(ctx context.Context, node string, timeout, poll ti
 	for i, h := range before {
 		addrs[i] = heldLabel(h)
 	}
-	_, _ = fmt.Fprintf(log, "node %s: waiting up to %s for its sidecar to hand over %s\n", node, timeout, someOf(addrs))
+	_, _ = fmt.Fprintf(log, "node %s: waiting up to %s for its sidecar to hand over %s\n", node, timeout, cluster.SomeOf(addrs, drainShown))
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var left []string
@@ -99,7 +99,7 @@ func (c Cluster) DrainAndWait(ctx context.Context, node string, timeout, poll ti
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("%w: after %s node %s still holds %s, or no other node does (is its sidecar running? vipctl status shows the holders; vipctl undrain %s ends the drain)",
-				ErrDrainTimeout, timeout, node, someOf(left), node)
+				ErrDrainTimeout, timeout, node, cluster.SomeOf(left, drainShown), node)
 		case <-time.After(poll):
 		}
 	}
@@ -143,18 +143,19 @@ func movedOff(nodes []corev1.Node, node string, before v1alpha1.HeldVIPs) (moved
 	if err != nil {
 		return nil, nil, err
 	}
-	// What each node publishes: its addresses, and the instances it
-	// holds unlisted (a list too long to publish), all of whose
-	// addresses it holds.
-	type holds struct{ addrs, unlisted map[string]bool }
+	// What each node publishes: its addresses and the instances it
+	// lists addresses of, and the instances it holds unlisted (a list
+	// too long to publish), all of whose addresses it holds.
+	type holds struct{ addrs, unlisted, listed map[string]bool }
 	by := map[string]holds{}
 	for name, held := range all {
-		h := holds{map[string]bool{}, map[string]bool{}}
+		h := holds{map[string]bool{}, map[string]bool{}, map[string]bool{}}
 		for _, o := range held {
 			if o.Unlisted > 0 {
 				h.unlisted[string(o.Instance)] = true
 			} else {
 				h.addrs[o.Address] = true
+				h.listed[string(o.Instance)] = true
 			}
 		}
 		by[name] = h
@@ -162,7 +163,7 @@ func movedOff(nodes []corev1.Node, node string, before v1alpha1.HeldVIPs) (moved
 	for _, h := range before {
 		m := Moved{HeldVIP: h}
 		for name, o := range by {
-			if o.unlisted[string(h.Instance)] || (h.Unlisted == 0 && o.addrs[h.Address]) || (h.Unlisted > 0 && instanceListed(all[name], h.Instance)) {
+			if o.unlisted[string(h.Instance)] || (h.Unlisted == 0 && o.addrs[h.Address]) || (h.Unlisted > 0 && o.listed[string(h.Instance)]) {
 				m.To = append(m.To, name)
 			}
 		}
@@ -176,20 +177,10 @@ func movedOff(nodes []corev1.Node, node string, before v1alpha1.HeldVIPs) (moved
 	return moved, left, nil
 }
 
-// instanceListed tells whether held lists an address of instance.
-func instanceListed(held v1alpha1.HeldVIPs, instance v1alpha1.InstanceKey) bool {
-	return slices.ContainsFunc(held, func(o v1alpha1.HeldVIP) bool { return o.Unlisted == 0 && o.Instance == instance })
-}
-
-// someOf lists up to ten of list and counts the rest: a node holding a
-// pool of thousands would otherwise print every address on one line.
-func someOf(list []string) string {
-	const shown = 10
-	if len(list) <= shown {
-		return strings.Join(list, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(list[:shown], ", "), len(list)-shown)
-}
+// drainShown is how many addresses a drain's lines name before they
+// count the rest: a node holding a pool of thousands would otherwise
+// print every address on one line.
+const drainShown = 10
 
 // heldLabel names a published entry: its address, or for an unlisted
 // one how many of which instance.

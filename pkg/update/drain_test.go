@@ -1,7 +1,6 @@
 package update
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -45,26 +44,5 @@ func TestMovedOffUnlisted(t *testing.T) {
 				t.Errorf("moved %v and left %v of %d", moved, left, len(before))
 			}
 		})
-	}
-}
-
-// TestSomeOf: a drain's lines name ten addresses at most and count the
-// rest.
-func TestSomeOf(t *testing.T) {
-	var many []string
-	for i := range 5000 {
-		many = append(many, fmt.Sprintf("2001:db8::%x", i))
-	}
-	for _, tc := range []struct {
-		list []string
-		want string
-	}{
-		{[]string{"198.51.100.5"}, "198.51.100.5"},
-		{many[:10], strings.Join(many[:10], ", ")},
-		{many, strings.Join(many[:10], ", ") + " and 4990 more"},
-	} {
-		if got := someOf(tc.list); got != tc.want {
-			t.Errorf("%d addresses: %q, want %q", len(tc.list), got, tc.want)
-		}
 	}
 }
