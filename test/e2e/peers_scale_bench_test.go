@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -749,29 +748,14 @@ func (nt *neighTrace) stop() map[netip.Addr][]string {
 	return <-nt.stopped
 }
 
-// counters are the kernel's network counters (nstat) of the client and
-// every node, by host.
+// counters are the kernel's network counters of the client and every
+// node, by host (none for a host whose counters cannot be read).
 func (pl *peerLab) counters() map[string]map[string]int64 {
 	out := map[string]map[string]int64{}
 	for name, h := range pl.hosts {
-		out[name] = nstat(h)
+		out[name], _ = h.Counters()
 	}
-	out["client"] = nstat(pl.client)
-	return out
-}
-
-func nstat(h *netlab.Host) map[string]int64 {
-	data, _ := h.Exec("nstat", "-asz")
-	out := map[string]int64{}
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 || strings.HasPrefix(f[0], "#") {
-			continue
-		}
-		if v, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-			out[f[0]] = v
-		}
-	}
+	out["client"], _ = pl.client.Counters()
 	return out
 }
 

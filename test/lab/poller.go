@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -360,32 +359,15 @@ func (p *Poller) WantOnlyECMPChurn(t testing.TB, what string, max int) {
 	}
 }
 
-// tcpRetrans is how many TCP segments the host has retransmitted
-// (RetransSegs of /proc/net/snmp, read inside its namespace); -1 if that
-// cannot be read.
+// tcpRetrans is how many TCP segments the host has retransmitted, read
+// inside its namespace; -1 if that cannot be read.
 func tcpRetrans(h *netlab.Host) int {
-	out, err := h.Exec("cat", "/proc/net/snmp")
-	if err != nil {
+	c, err := h.Counters()
+	n, ok := c["TcpRetransSegs"]
+	if err != nil || !ok {
 		return -1
 	}
-	var names []string
-	for _, line := range strings.Split(string(out), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) == 0 || fields[0] != "Tcp:" {
-			continue
-		}
-		if names == nil {
-			names = fields
-			continue
-		}
-		if i := slices.Index(names, "RetransSegs"); i > 0 && i < len(fields) {
-			n, err := strconv.Atoi(fields[i])
-			if err == nil {
-				return n
-			}
-		}
-	}
-	return -1
+	return int(n)
 }
 
 // Stop ends the polling and returns the final counts; calling it again

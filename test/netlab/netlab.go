@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -182,6 +183,26 @@ func (h *Host) build() {
 	for _, r := range o.Routes {
 		l.ip(append([]string{"-n", h.NS, "route", "add"}, strings.Fields(r)...)...)
 	}
+}
+
+// Counters are the kernel's network counters in the host's namespace,
+// by nstat's names (TcpRetransSegs, Icmp6InNeighborAdvertisements, ...).
+func (h *Host) Counters() (map[string]int64, error) {
+	data, err := h.Exec("nstat", "-asz")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		if v, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+			out[f[0]] = v
+		}
+	}
+	return out, nil
 }
 
 // MAC is the host's hardware address on Iface.
