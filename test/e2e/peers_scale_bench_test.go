@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"net/netip"
 	"os"
@@ -612,51 +613,49 @@ func (lt *lossTrace) write(b *testing.B, agents map[string][]scaleAgent, victim 
 	for name, h := range pl.hosts {
 		byMAC[h.MAC()] = name
 	}
+	// nodeOf names a node by its MAC address (the address itself for
+	// another host, the client's or the gateway's).
+	nodeOf := func(mac string) string { return cmp.Or(byMAC[mac], mac) }
 	// By outage, the unrecovered last.
-	slices.SortFunc(lost, func(x, y netip.Addr) int {
-		_, okx := moved[x]
-		_, oky := moved[y]
-		if okx != oky {
-			return map[bool]int{true: -1, false: 1}[okx]
+	outage := func(a netip.Addr) time.Duration {
+		if m, ok := moved[a]; ok {
+			return m.after
 		}
-		return cmp.Compare(moved[x].after, moved[y].after)
-	})
+		return time.Duration(math.MaxInt64)
+	}
+	slices.SortFunc(lost, func(x, y netip.Addr) int { return cmp.Compare(outage(x), outage(y)) })
+	hosts := append([]string{"client"}, pl.names...)
+	seen := map[string][]netlab.Segment{}
+	for _, name := range hosts {
+		seen[name] = segments[name].Since(fault)
+	}
 	var out strings.Builder
 	fmt.Fprintf(&out, "fault %s: %s's port dropped\n", fault.UTC().Format("15:04:05.000000"), victim)
 	for _, a := range lost {
-		m, ok := moved[a]
-		for i, e := range neigh[a] {
-			// MAC/STATE@ms: the node's name for its MAC.
-			for mac, name := range byMAC {
-				e = strings.Replace(e, mac, name, 1)
-			}
-			neigh[a][i] = e
-		}
-		if !ok {
+		if m, ok := moved[a]; !ok {
 			fmt.Fprintf(&out, "%s unrecovered", a)
 		} else {
 			fmt.Fprintf(&out, "%s outage %d ms by %s", a, m.after.Milliseconds(), m.node)
 		}
 		fmt.Fprint(&out, " heard")
 		for _, h := range heard.Heard(a) {
-			node := byMAC[h.MAC]
-			if node == "" {
-				node = h.MAC
-			}
-			fmt.Fprintf(&out, " %s@%d", node, h.At.Sub(fault).Milliseconds())
+			fmt.Fprintf(&out, " %s@%d", nodeOf(h.MAC), h.At.Sub(fault).Milliseconds())
 		}
-		fmt.Fprintf(&out, " neighbour %s", strings.Join(neigh[a], " "))
+		fmt.Fprint(&out, " neighbour")
+		for _, c := range neigh[a] {
+			fmt.Fprintf(&out, " %s/%s@%d", nodeOf(c.mac), c.state, c.at)
+		}
 		// The handshakes: the client's SYNs by the node they were sent
 		// to, and its SYN-ACKs; each node's SYNs in and SYN-ACKs out.
-		for _, name := range append([]string{"client"}, pl.names...) {
+		for _, name := range hosts {
 			syns, synacks := map[string][]int64{}, map[string][]int64{}
-			for _, seg := range segments[name].Since(fault) {
+			for _, seg := range seen[name] {
 				switch {
 				case seg.SYN && !seg.ACK && seg.Dst.Addr() == a:
-					to := byMAC[seg.DstMAC]
+					to := nodeOf(seg.DstMAC)
 					syns[to] = append(syns[to], seg.At.Sub(fault).Milliseconds())
 				case seg.SYN && seg.ACK && seg.Src.Addr() == a:
-					from := byMAC[seg.SrcMAC]
+					from := nodeOf(seg.SrcMAC)
 					synacks[from] = append(synacks[from], seg.At.Sub(fault).Milliseconds())
 				}
 			}
@@ -697,18 +696,25 @@ func (lt *lossTrace) write(b *testing.B, agents map[string][]scaleAgent, victim 
 // every change of link-layer address or state, with when after since.
 type neighTrace struct {
 	done    chan struct{}
-	stopped chan map[netip.Addr][]string
+	stopped chan map[netip.Addr][]neighChange
+}
+
+// neighChange is a neighbour entry as it became: its link-layer address
+// (none while unresolved) and state, ms after the fault.
+type neighChange struct {
+	mac, state string
+	at         int64
 }
 
 func traceNeighbours(client *netlab.Host, addrs []netip.Addr, since time.Time) *neighTrace {
-	nt := &neighTrace{done: make(chan struct{}), stopped: make(chan map[netip.Addr][]string, 1)}
+	nt := &neighTrace{done: make(chan struct{}), stopped: make(chan map[netip.Addr][]neighChange, 1)}
 	watched := map[netip.Addr]bool{}
 	for _, a := range addrs {
 		watched[a] = true
 	}
 	go func() {
-		changes := map[netip.Addr][]string{}
-		last := map[netip.Addr]string{}
+		changes := map[netip.Addr][]neighChange{}
+		last := map[netip.Addr]neighChange{}
 		for {
 			out, _ := client.Exec("ip", "-6", "neigh", "show")
 			at := time.Since(since).Milliseconds()
@@ -727,9 +733,9 @@ func traceNeighbours(client *netlab.Host, addrs []netip.Addr, since time.Time) *
 				if i := slices.Index(f, "lladdr"); i >= 0 && i+1 < len(f) {
 					mac = f[i+1]
 				}
-				if now := mac + "/" + state; now != last[a] {
-					last[a] = now
-					changes[a] = append(changes[a], fmt.Sprintf("%s@%d", now, at))
+				if l, seen := last[a]; !seen || l.mac != mac || l.state != state {
+					last[a] = neighChange{mac, state, at}
+					changes[a] = append(changes[a], last[a])
 				}
 			}
 			select {
@@ -743,7 +749,7 @@ func traceNeighbours(client *netlab.Host, addrs []netip.Addr, since time.Time) *
 	return nt
 }
 
-func (nt *neighTrace) stop() map[netip.Addr][]string {
+func (nt *neighTrace) stop() map[netip.Addr][]neighChange {
 	close(nt.done)
 	return <-nt.stopped
 }
