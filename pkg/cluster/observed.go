@@ -399,8 +399,9 @@ func (m *Model) dropReserved(st *State) []error {
 
 // Observe turns the observed objects into the render State.
 // A controller whose routers are nowhere yet (or on one node) keeps every
-// node as a candidate: an instance needs two members, and the track file
-// still decides who may hold it.
+// node its routers may run on (its nodeSelector) as a candidate: an
+// instance needs two members, and the track file still decides who may
+// hold it.
 func (m *Model) Observe(o Observed) Observation {
 	var out Observation
 	st := &out.State

@@ -13,8 +13,8 @@ type State struct {
 	// are scheduled on (ready or not). When a controller is listed, only
 	// those nodes take part in its VRRP instance: in a large cluster the
 	// peer list stays as short as the router deployment. Unlisted (no API
-	// yet, or `vipctl render`): every node takes part, and the track file
-	// decides.
+	// yet, or `vipctl render`): every node its routers may run on
+	// (spec.ingress[].nodeSelector) takes part, and the track file decides.
 	RouterNodes map[string][]string
 	// APIServers are the addresses of the kube-apiservers that serve right
 	// now (the default/kubernetes EndpointSlice). When known, haproxy

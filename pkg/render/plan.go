@@ -165,23 +165,15 @@ func NewPlan(m *cluster.Model, ids map[v1alpha1.InstanceKey]uint8, st cluster.St
 	if err := p.addBootstrap(); err != nil {
 		return nil, err
 	}
-	for _, in := range s.Ingress {
+	for i, in := range s.Ingress {
 		script := "chk_ingress_" + scriptSafe(in.Name)
 		track := "ingress_" + scriptSafe(in.Name)
 		p.scripts = append(p.scripts, scriptView{Name: script, Command: fmt.Sprintf("%s/%s %d %s", p.root+ScriptsDir, checkScript, in.HealthPort, routerReadyPath),
 			Interval: scriptInterval, Timeout: scriptTimeout, Fall: fall, Rise: rise})
 		p.tracks = append(p.tracks, trackFileView{Name: track, Path: p.root + IngressStatusFile(in.Name), Weight: 0,
 			Why: "0 while a ready router pod of IngressController " + in.Name + " runs on this node (written by the sidecar)"})
-		eligible := func(*cluster.Node) bool { return true }
-		if placed, known := st.RouterNodes[in.Name]; known {
-			on := map[string]bool{}
-			for _, n := range placed {
-				on[n] = true
-			}
-			eligible = func(n *cluster.Node) bool { return on[n.Name] }
-		}
-		if err := p.add(instanceSpec{key: v1alpha1.IngressKey(in.Name), vips: addrs(in.VIPs), eligible: eligible, on: in.VIPInterface(), owner: "ingress " + in.Name,
-			scripts: []string{script}, files: []string{track}, why: "held by a node running a ready router of IngressController " + in.Name}); err != nil {
+		if err := p.add(instanceSpec{key: v1alpha1.IngressKey(in.Name), vips: addrs(in.VIPs), eligible: routerCandidates(in, st), on: in.VIPInterface(), owner: "ingress " + in.Name,
+			scripts: []string{script}, files: []string{track}, why: routerWhy(i, in)}); err != nil {
 			return nil, err
 		}
 	}
@@ -247,6 +239,34 @@ func NewPlan(m *cluster.Model, ids map[v1alpha1.InstanceKey]uint8, st cluster.St
 		}
 	}
 	return p, nil
+}
+
+// routerCandidates are the nodes that take part in an IngressController's
+// instance: where its routers are scheduled, once they are known on two
+// nodes or more (State.RouterNodes); before that (no API yet, `vipctl
+// render`) every node its routers may run on (spec.ingress[].nodeSelector,
+// every node without one), and the track file decides which may hold it.
+// Without a selector the instance has every node of the cluster: 5000
+// unicast peers in each node's keepalived.conf at 5000 nodes.
+func routerCandidates(in v1alpha1.IngressSpec, st cluster.State) func(*cluster.Node) bool {
+	if placed, known := st.RouterNodes[in.Name]; known {
+		on := map[string]bool{}
+		for _, n := range placed {
+			on[n] = true
+		}
+		return func(n *cluster.Node) bool { return on[n.Name] }
+	}
+	return func(n *cluster.Node) bool { return cluster.Matches(in.NodeSelector, n.Labels) }
+}
+
+// routerWhy says who may hold an IngressController's VIPs, in keepalived.conf
+// and in the message for an instance no node can hold.
+func routerWhy(i int, in v1alpha1.IngressSpec) string {
+	why := "held by a node running a ready router of IngressController " + in.Name
+	if len(in.NodeSelector) > 0 {
+		why += fmt.Sprintf(" on a node matching spec.ingress[%d].nodeSelector %v", i, in.NodeSelector)
+	}
+	return why
 }
 
 // addBootstrap makes the bootstrap host a member of the API instances

@@ -155,6 +155,14 @@ type IngressSpec struct {
 	// RouterSelector picks this controller's router pods. Default:
 	// ingresscontroller.operator.openshift.io/deployment-ingresscontroller=<name>.
 	RouterSelector map[string]string `json:"routerSelector,omitempty"`
+	// NodeSelector names the nodes this controller's routers may run on:
+	// the labels of the IngressController's
+	// spec.nodePlacement.nodeSelector.matchLabels, copied. Only those nodes
+	// take part in its VRRP instance, in `vipctl render` as in the
+	// sidecar before it sees the routers: in a large cluster the peer
+	// lists stay as short as the router's node pool. Empty means every
+	// node (a router may be scheduled anywhere).
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	// HealthPort is the router's readiness port (/healthz/ready). Default 1936.
 	HealthPort int32 `json:"healthPort,omitempty"`
 	// Interface puts the VIPs on this node interface (a DMZ VLAN, say)

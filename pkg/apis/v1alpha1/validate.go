@@ -260,6 +260,7 @@ func (v *validator) ingress(list []IngressSpec, path *field.Path, validName bool
 		errs = append(errs, v.vipInterface(in.VIPInterface(), parsedAddrs(in.VIPs), p)...)
 		errs = append(errs, validateName(in.RouterNamespace, p.Child("routerNamespace"))...)
 		errs = append(errs, validateLabels(in.RouterSelector, p.Child("routerSelector"))...)
+		errs = append(errs, validateLabels(in.NodeSelector, p.Child("nodeSelector"))...)
 		errs = append(errs, validatePort(in.HealthPort, p.Child("healthPort"))...)
 		errs = append(errs, v.nodePort(in.HealthPort, p.Child("healthPort"))...)
 	}

@@ -269,6 +269,11 @@ func TestParseErrors(t *testing.T) {
 			want: []string{`spec.ingress[0].routerSelector[bad key!]: Invalid value: "bad key!": name part must consist of alphanumeric characters`},
 		},
 		{
+			name: "bad node selector of an IngressController",
+			edit: replace("      vips: [198.51.100.6]\n", "      vips: [198.51.100.6]\n      nodeSelector: {node-role.kubernetes.io/infra: \"not a value!\"}\n"),
+			want: []string{`spec.ingress[0].nodeSelector[node-role.kubernetes.io/infra]: Invalid value: "not a value!": a valid label must be an empty string or consist of alphanumeric characters`},
+		},
+		{
 			name: "several errors at once",
 			edit: func(s string) string {
 				return strings.NewReplacer("198.51.100.128/26", "nope", "vips: [198.51.100.5]", "vips: [198.51.100.500]").Replace(s)
