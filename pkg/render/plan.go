@@ -458,6 +458,7 @@ func (p *Plan) add(s instanceSpec) error {
 			return fmt.Errorf("%s: %s is outside every machine network", s.key, mine[0])
 		}
 		inst := &instance{key: s.key, family: fam, vrid: id, vips: mine, network: network, scripts: s.scripts, files: s.files, why: s.why, on: s.on}
+		best := ranked{max: s.maxMembers}
 		for _, n := range p.state.Nodes {
 			node := p.nodes[n.Name]
 			if !s.eligible(node) {
@@ -467,17 +468,9 @@ func (p *Plan) add(s instanceSpec) error {
 			if !ok || !p.hasVIPInterface(node, s) {
 				continue
 			}
-			inst.eligible = append(inst.eligible, member{node: node, src: src, priority: priority(s.key, node.Name)})
+			best.offer(member{node: node, src: src, priority: priority(s.key, node.Name)})
 		}
-		if s.maxMembers > 0 && len(inst.eligible) > s.maxMembers {
-			// Keep the members the hash likes best: a node joining or
-			// leaving changes the set only where it ranks among them.
-			sort.SliceStable(inst.eligible, func(i, j int) bool {
-				a, b := inst.eligible[i], inst.eligible[j]
-				return a.priority > b.priority || (a.priority == b.priority && a.node.Name < b.node.Name)
-			})
-			inst.eligible = inst.eligible[:s.maxMembers]
-		}
+		inst.eligible = best.members
 		// Peers are listed by node name whatever order the nodes came in.
 		sort.SliceStable(inst.eligible, func(i, j int) bool { return inst.eligible[i].node.Name < inst.eligible[j].node.Name })
 		p.instances = append(p.instances, inst)
@@ -486,6 +479,47 @@ func (p *Plan) add(s instanceSpec) error {
 		}
 	}
 	return nil
+}
+
+// ranked keeps the max members the hash likes best (all of them when max
+// is 0): a node joining or leaving changes the set only where it ranks
+// among them. It holds max members at most, never every eligible node: at
+// 5000 nodes a pool's 80 instances would otherwise collect 400,000
+// members to keep 640 (issue 47).
+type ranked struct {
+	max     int
+	members []member
+	// worst indexes the lowest-ranked member once max are held.
+	worst int
+}
+
+func (r *ranked) offer(m member) {
+	if r.max <= 0 || len(r.members) < r.max {
+		r.members = append(r.members, m)
+		if len(r.members) == r.max {
+			r.findWorst()
+		}
+		return
+	}
+	if !ranksAbove(m, r.members[r.worst]) {
+		return
+	}
+	r.members[r.worst] = m
+	r.findWorst()
+}
+
+func (r *ranked) findWorst() {
+	r.worst = 0
+	for i := range r.members {
+		if ranksAbove(r.members[r.worst], r.members[i]) {
+			r.worst = i
+		}
+	}
+}
+
+// ranksAbove orders members by priority, then name (names are unique).
+func ranksAbove(a, b member) bool {
+	return a.priority > b.priority || (a.priority == b.priority && a.node.Name < b.node.Name)
 }
 
 // checkPoolHolders notes a pool that no node could ever hold, whether or
