@@ -62,18 +62,27 @@ func (e *ValidationError) Error() string {
 // Decode only decodes: unknown and duplicate fields are errors naming their
 // path, so a misspelt option never silently falls back to its default.
 func Decode(data []byte) (*ClusterVIPs, error) {
-	doc, err := singleDocument(data)
+	doc, data, err := singleDocument(data)
 	if err != nil {
 		return nil, err
 	}
+	if errs := yamlOnlyValues(doc); len(errs) > 0 {
+		return nil, &ValidationError{Errors: errs}
+	}
 	js, err := yaml.YAMLToJSONStrict(releaseAsWritten(doc, data))
 	if err != nil {
-		return nil, fmt.Errorf("not valid YAML: %w", err)
+		// The conversion's own words name JSON, which the file is not.
+		return nil, fmt.Errorf("not valid YAML: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if errs := kindErrors(js); len(errs) > 0 {
+		return nil, &ValidationError{Errors: errs}
 	}
 	var c ClusterVIPs
 	strict, err := kjson.UnmarshalStrict(js, &c)
 	if err != nil {
-		return nil, fmt.Errorf("decoding: %s", strings.TrimPrefix(err.Error(), "json: "))
+		// kindErrors finds every mismatch this can report; should one
+		// slip through, its words still name no Go type.
+		return nil, fmt.Errorf("decoding: %s", goTypesOut(strings.TrimPrefix(err.Error(), "json: ")))
 	}
 	var errs field.ErrorList
 	for _, e := range strict {
@@ -94,25 +103,57 @@ func Decode(data []byte) (*ClusterVIPs, error) {
 
 // singleDocument refuses a second YAML document: the JSON conversion reads
 // only the first, so anything after a "---" (a second ClusterVIPs, a pool
-// pasted below the marker) would be silently ignored. It returns the one
-// document's node tree (nil for an empty file).
-func singleDocument(data []byte) (*yamlv3.Node, error) {
+// pasted below the marker) would be silently ignored. Empty documents (a
+// "---" with nothing but comments after it, before or after the one that
+// counts) are no second document. It returns the one document's node
+// tree (nil for an empty file) and the data the JSON conversion is to
+// read: with the empty documents before it blanked out, line for line,
+// so that the conversion's first document is that one and every line
+// number stays right.
+func singleDocument(data []byte) (*yamlv3.Node, []byte, error) {
 	dec := yamlv3.NewDecoder(bytes.NewReader(data))
-	var doc yamlv3.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, nil // empty: the field errors say what is missing
+	var doc *yamlv3.Node
+	for {
+		var next yamlv3.Node
+		err := dec.Decode(&next)
+		switch {
+		case errors.Is(err, io.EOF):
+			if doc == nil {
+				return nil, data, nil // empty: the field errors say what is missing
+			}
+			return doc, blankLinesBefore(data, doc.Line), nil
+		case err != nil:
+			return nil, nil, fmt.Errorf("not valid YAML: %w", err)
+		case emptyDocument(&next):
+			continue
+		case doc != nil:
+			return nil, nil, fmt.Errorf("line %d: a second YAML document; the file must hold exactly one ClusterVIPs", next.Line)
 		}
-		return nil, fmt.Errorf("not valid YAML: %w", err)
+		doc = &next
 	}
-	var next yamlv3.Node
-	switch err := dec.Decode(&next); {
-	case errors.Is(err, io.EOF):
-		return &doc, nil
-	case err != nil:
-		return nil, fmt.Errorf("not valid YAML: %w", err)
+}
+
+// emptyDocument tells a document with nothing in it (a bare "---", or
+// one with comments alone) from one that holds something, if only an
+// explicit null.
+func emptyDocument(n *yamlv3.Node) bool {
+	if n.Kind != yamlv3.DocumentNode || len(n.Content) != 1 {
+		return false
 	}
-	return nil, fmt.Errorf("line %d: a second YAML document; the file must hold exactly one ClusterVIPs", next.Line)
+	c := n.Content[0]
+	return c.Kind == yamlv3.ScalarNode && c.Tag == "!!null" && c.Value == "" && c.Style == 0
+}
+
+// blankLinesBefore empties the lines before line (1-based), keeping their
+// line breaks.
+func blankLinesBefore(data []byte, line int) []byte {
+	off := offset(data, line, 1)
+	if line <= 1 || off < 0 {
+		return data
+	}
+	out := make([]byte, 0, len(data))
+	out = append(out, bytes.Repeat([]byte{'\n'}, line-1)...)
+	return append(out, data[off:]...)
 }
 
 // releaseAsWritten quotes an unquoted spec.openshiftRelease in place.

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -105,8 +106,15 @@ func validateMonitoring(m *MonitoringSpec, path *field.Path) field.ErrorList {
 	if p := m.Prometheus; p != nil {
 		pp := path.Child("prometheus")
 		errs = append(errs, validateName(p.Namespace, pp.Child("namespace"))...)
-		errs = append(errs, validateName(p.Name, pp.Child("name"))...)
+		errs = append(errs, validateServiceAccountName(p.Name, pp.Child("name"))...)
 	}
 	errs = append(errs, validateLabels(m.Labels, path.Child("labels"))...)
 	return errs
+}
+
+// validateServiceAccountName checks a ServiceAccount's name by
+// Kubernetes' own rule for it, a DNS-1123 subdomain: dots are allowed
+// (prometheus.k8s), unlike in a namespace's name.
+func validateServiceAccountName(name string, path *field.Path) field.ErrorList {
+	return validateNameBy(validation.IsDNS1123Subdomain, name, path)
 }

@@ -396,12 +396,18 @@ func (v *validator) vipsOutsidePools() field.ErrorList {
 	return errs
 }
 
+// validateName checks a required name that must be a DNS-1123 label.
 func validateName(name string, path *field.Path) field.ErrorList {
+	return validateNameBy(validation.IsDNS1123Label, name, path)
+}
+
+// validateNameBy checks a required name by one of Kubernetes' rules.
+func validateNameBy(rule func(string) []string, name string, path *field.Path) field.ErrorList {
 	if name == "" {
 		return field.ErrorList{field.Required(path, "")}
 	}
 	var errs field.ErrorList
-	for _, m := range validation.IsDNS1123Label(name) {
+	for _, m := range rule(name) {
 		errs = append(errs, field.Invalid(path, name, m))
 	}
 	return errs

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -343,11 +344,13 @@ func TestParseErrors(t *testing.T) {
 }
 
 // parseErrorCase edits a valid document and lists messages (path
-// included) the error must contain.
+// included) the error must contain; with exact, the whole list of
+// errors, each in full, in order.
 type parseErrorCase struct {
-	name string
-	edit func(string) string
-	want []string
+	name  string
+	edit  func(string) string
+	want  []string
+	exact bool
 }
 
 func runParseErrors(t *testing.T, doc string, cases []parseErrorCase) {
@@ -358,6 +361,12 @@ func runParseErrors(t *testing.T, doc string, cases []parseErrorCase) {
 			_, err := Parse([]byte(tc.edit(doc)))
 			if err == nil {
 				t.Fatal("no error")
+			}
+			if tc.exact {
+				if got := errorLines(err); !slices.Equal(got, tc.want) {
+					t.Errorf("errors\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "))
+				}
+				return
 			}
 			got := err.Error()
 			for _, w := range tc.want {
