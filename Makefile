@@ -5,11 +5,14 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -o pipefail -c
 GO ?= go
 # Read before the default below: make release takes a VERSION given on the
-# command line or in the environment, and otherwise the tag at HEAD.
+# command line or in the environment, and otherwise the tree's own.
 GIVEN_VERSION := $(if $(filter-out undefined,$(origin VERSION)),$(VERSION))
-# Expanded once: bin/vipctl and the image tag must name the same version,
-# also when a commit lands between the two steps of one make run.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# The tree's version from the file VERSION and hack/releases.txt, no git
+# tags needed: VERSION at the release commit, v0.1.0-N-gHASH[-dirty] after
+# it (hack/releaseversion). Expanded once: bin/vipctl and the image tag
+# must name the same version, also when a commit lands between the two
+# steps of one make run.
+VERSION ?= $(or $(shell $(GO) run ./hack/releaseversion),$(error cannot name this tree's version: go run ./hack/releaseversion says why))
 VERSION := $(VERSION)
 # Where build and image write; make release points them into its directory.
 VIPCTL_BIN ?= bin/vipctl

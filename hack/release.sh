@@ -7,13 +7,15 @@
 #     vipctl-image.tar  the image as an OCI archive, quay.io/vipctl/vipctl:VERSION
 #     SHA256SUMS        of both: sha256sum -c SHA256SUMS
 #
-# VERSION is GIVEN_VERSION (make release VERSION=...) or else the tag at HEAD
-# (git describe --tags --exact-match). A release is refused when the tree has
-# changes git has not committed, when HEAD has no tag and no version is
-# given, when the given version is not HEAD's tag, and when the version is
-# not a release's (vipctl version says so: pkg/version.IsRelease). DEV=1
-# builds a development release of whatever is checked out, named DEV_VERSION
-# (the Makefile's VERSION, git describe --tags --always --dirty).
+# The version is the tree's own (hack/releaseversion: the file VERSION at
+# the commit that set it; git tags are not needed, but when present they
+# must agree with VERSION and hack/releases.txt). A release is refused when
+# the tree has changes git has not committed, when HEAD is not a release
+# commit (its version is v0.1.0-N-gHASH, a commit after the release), when
+# the tags disagree, and when a VERSION given (make release VERSION=...)
+# is not the tree's. DEV=1 builds a development release of whatever is
+# checked out, named DEV_VERSION (the Makefile's VERSION, v0.1.0-N-gHASH
+# or -dirty).
 #
 # Both files are built by make build and make image, so they are what the
 # tests ran and as reproducible as those: the same commit, Go and apt
@@ -26,6 +28,10 @@ dev=${DEV:-}
 version=${GIVEN_VERSION:-}
 make=${MAKE:-make}
 
+tools=$(mktemp -d)
+trap 'rm -rf "$tools"' EXIT
+go build -o "$tools/releaseversion" ./hack/releaseversion
+
 problems=()
 if [ -z "$dev" ] && ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   # A source archive: nothing to check the version against.
@@ -34,17 +40,23 @@ elif [ -z "$dev" ]; then
   if [ -n "$(git status --porcelain)" ]; then
     problems+=("the tree has changes git has not committed (git status): a release is built from a commit")
   fi
-  tags=$(git tag --points-at HEAD)
-  if [ -z "$version" ]; then
-    version=$(git describe --tags --exact-match 2>/dev/null || true)
-    [ -n "$version" ] || problems+=("HEAD has no tag: tag the commit to release (git tag -a v1.2.3)")
-  elif [ -n "$tags" ] && ! grep -qxF -- "$version" <<<"$tags"; then
-    problems+=("VERSION=$version, but HEAD is tagged ${tags//$'\n'/ }")
+  if ! check=$("$tools/releaseversion" -check 2>&1); then
+    problems+=("$check")
   fi
+  # The tree's own, also when make's VERSION is the one given.
+  own=$("$tools/releaseversion") || own=unknown
+  if [ -n "$version" ] && [ "$version" != "$own" ]; then
+    problems+=("VERSION=$version, but this commit is $own (the file VERSION and hack/releases.txt)")
+  fi
+  version=${version:-$own}
 else
   version=${version:-${DEV_VERSION:?set by make release}}
 fi
-
+# The rule render's image warning and vipctl version follow
+# (pkg/version.IsRelease).
+if [ -z "$dev" ] && ! judged=$("$tools/releaseversion" -judge "$version" 2>&1); then
+  problems+=("$judged")
+fi
 dir=${RELEASE_DIR:-bin/release/$version}
 stage="$(dirname "$dir")/.$(basename "$dir").tmp"
 refuse() {
@@ -54,19 +66,12 @@ refuse() {
   echo "(make release DEV=1 makes a development build of any tree)" >&2
   exit 1
 }
-# Refused before anything is built; the version's own shape is judged by
-# the binary, below.
+# Refused before anything is built.
 [ ${#problems[@]} -eq 0 ] || refuse
 
 rm -rf "$stage"
 mkdir -p "$stage"
 "$make" --no-print-directory build VERSION="$version" VIPCTL_BIN="$stage/vipctl"
-# The binary judges its own version: the one definition of a release's is
-# the one that decides whether render warns about the image.
-if [ -z "$dev" ] && ! "$stage/vipctl" version -o yaml | grep -qx 'release: true'; then
-  problems+=("$version is not a release version: v1.2.3, or v1.2.3-rc.1 (also -alpha.N, -beta.N) for a candidate")
-fi
-[ ${#problems[@]} -eq 0 ] || refuse
 # -o build: the binary is built already; make image would link it again.
 "$make" --no-print-directory -o build image VERSION="$version" VIPCTL_BIN="$stage/vipctl" VIPCTL_IMAGE="$stage/vipctl-image.tar"
 (cd "$stage" && sha256sum vipctl vipctl-image.tar > SHA256SUMS)

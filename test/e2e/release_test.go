@@ -22,115 +22,6 @@ import (
 	"github.com/vipctl/vipctl/test/kubeletlab"
 )
 
-// makeRelease runs `make release` in dir with the variables given, as a
-// maintainer would from a shell: nothing of the make that may run this
-// test leaks in.
-func makeRelease(t *testing.T, dir string, vars ...string) (stdout, stderr string, err error) {
-	t.Helper()
-	cmd := exec.Command("make", append([]string{"--no-print-directory", "-s", "release"}, vars...)...)
-	cmd.Dir = dir
-	for _, kv := range os.Environ() {
-		switch name, _, _ := strings.Cut(kv, "="); name {
-		case "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "VERSION", "DEV", "RELEASE_DIR", "VIPCTL_BIN", "VIPCTL_IMAGE":
-		default:
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err = cmd.Run()
-	return out.String(), errOut.String(), err
-}
-
-// TestReleaseRefusals: make release builds nothing from a tree git has
-// not committed, from a commit without a tag, with a VERSION that is not
-// HEAD's tag, or for a tag that is not a release's version; each refusal
-// says why and leaves no directory. In a copy of the sources committed to
-// a repository of its own, so the tags are the test's.
-func TestReleaseRefusals(t *testing.T) {
-	src := filepath.Join(t.TempDir(), "src")
-	copySources(t, src)
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=vipctl test", "-c", "user.email=test@example.test"}, args...)...)
-		cmd.Dir = src
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	git("init", "-q")
-	git("add", "-A")
-	git("commit", "-qm", "vipctl")
-	out := filepath.Join(t.TempDir(), "release")
-
-	for _, tc := range []struct {
-		name  string
-		setup func()
-		vars  []string
-		want  string
-	}{
-		{"untagged", func() {}, nil, "HEAD has no tag: tag the commit to release (git tag -a v1.2.3)"},
-		{"uncommitted", func() {
-			git("tag", "v1.2.3")
-			if err := os.WriteFile(filepath.Join(src, "extra.go"), []byte("package main\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}, nil, "the tree has changes git has not committed (git status): a release is built from a commit"},
-		{"another version", func() {
-			if err := os.Remove(filepath.Join(src, "extra.go")); err != nil {
-				t.Fatal(err)
-			}
-		}, []string{"VERSION=v1.2.4"}, "VERSION=v1.2.4, but HEAD is tagged v1.2.3"},
-		// Judged by the binary it built: the rule render's warning follows.
-		{"not a release version", func() {
-			git("tag", "-d", "v1.2.3")
-			git("tag", "nightly")
-		}, nil, "nightly is not a release version: v1.2.3, or v1.2.3-rc.1 (also -alpha.N, -beta.N) for a candidate"},
-	} {
-		tc.setup()
-		_, stderr, err := makeRelease(t, src, append(tc.vars, "RELEASE_DIR="+out)...)
-		if err == nil || !strings.Contains(stderr, "release: refused:\n  "+tc.want+"\n") {
-			t.Errorf("%s: err %v, stderr:\n%s\nwant a refusal saying %q", tc.name, err, stderr, tc.want)
-		}
-		if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 0 {
-			t.Errorf("%s: the refused release left %v", tc.name, entries)
-		}
-	}
-}
-
-// copySources copies the repository's sources (what git tracks, and new
-// files it does not ignore) to dst: the tree under test, not its last
-// commit.
-func copySources(t *testing.T, dst string) {
-	t.Helper()
-	root := fixture.Repo("")
-	cmd := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-	cmd.Dir = root
-	list, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name := range strings.SplitSeq(strings.TrimSuffix(string(list), "\x00"), "\x00") {
-		st, err := os.Stat(filepath.Join(root, name))
-		if os.IsNotExist(err) {
-			continue // deleted, not yet committed
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := os.ReadFile(filepath.Join(root, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, name), data, st.Mode().Perm()); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestReleaseDevelopmentBuild runs `make release DEV=1` on this tree: a
 // directory with exactly the binary, the image archive and SHA256SUMS;
 // the binary is stamped with the version its image is tagged with, and
@@ -151,7 +42,7 @@ func TestReleaseDevelopmentBuild(t *testing.T) {
 		t.Fatal("the docs' mirror recipe needs skopeo: run hack/install-deps.sh (make test does)")
 	}
 	dir := filepath.Join(t.TempDir(), "release")
-	stdout, stderr, err := makeRelease(t, fixture.Repo(""), "DEV=1", "RELEASE_DIR="+dir)
+	stdout, stderr, err := fixture.MakeRelease(t, fixture.Repo(""), "DEV=1", "RELEASE_DIR="+dir)
 	if err != nil {
 		t.Fatalf("make release DEV=1: %v\n%s%s", err, stdout, stderr)
 	}
