@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"sync"
 
 	"github.com/vipctl/vipctl/templates"
 )
@@ -74,19 +75,31 @@ func (p *Plan) nodeFiles(node string, kv *keepalivedView) ([]File, error) {
 	return append(files, scripts...), nil
 }
 
-// ScriptFiles are the check scripts, identical on every node.
+// ScriptFiles are the check scripts, identical on every node: every node's
+// File shares one copy of the bytes, which nobody changes.
 func ScriptFiles() ([]File, error) {
-	data, err := templates.Script(checkScript)
+	data, err := checkScriptData()
 	if err != nil {
 		return nil, err
 	}
 	return []File{{Path: ScriptsDir + "/" + checkScript, Mode: scriptMode, Data: data}}, nil
 }
 
+var checkScriptData = sync.OnceValues(func() ([]byte, error) { return templates.Script(checkScript) })
+
+// buffers are the templates' scratch space: a render of every node of a
+// large cluster would otherwise grow a buffer from nothing for each file,
+// allocating about twice the output (issue 47).
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 func execute(name string, view any) ([]byte, error) {
-	var b bytes.Buffer
-	if err := templates.Parsed.ExecuteTemplate(&b, name, view); err != nil {
+	b := buffers.Get().(*bytes.Buffer)
+	defer func() {
+		b.Reset()
+		buffers.Put(b)
+	}()
+	if err := templates.Parsed.ExecuteTemplate(b, name, view); err != nil {
 		return nil, fmt.Errorf("rendering %s: %w", name, err)
 	}
-	return b.Bytes(), nil
+	return bytes.Clone(b.Bytes()), nil
 }
