@@ -48,7 +48,8 @@ type MonitoringSpec struct {
 	// every address of every node (TLS, the scraper authorized by the API
 	// server), and the allocator in its pod. It must not clash with a
 	// port the nodes bind already: spec.api's ports, spec.ingress[].
-	// healthPort, 9447 and 9448. Default 9449.
+	// healthPort, and the table of ports vipctl never takes
+	// (docs/config-reference.md). Default 9449.
 	Port int32 `json:"port,omitempty"`
 	// Labels are set on the ServiceMonitors, PodMonitors and the
 	// PrometheusRule, for a Prometheus whose selectors ask for some

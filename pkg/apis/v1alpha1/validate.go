@@ -82,7 +82,7 @@ func Validate(c *ClusterVIPs) field.ErrorList {
 		}
 	}
 
-	v := validator{metricsPortSet: s.Monitoring != nil && s.Monitoring.Port != 0}
+	v := validator{spec: s, metricsPortSet: s.Monitoring != nil && s.Monitoring.Port != 0}
 	errs = append(errs, v.machineNetworks(s.MachineNetworks, spec.Child("machineNetworks"))...)
 	switch s.Mode {
 	case "", ModeFull:
@@ -113,6 +113,7 @@ func Validate(c *ClusterVIPs) field.ErrorList {
 // validator carries what one part of the config needs to check another:
 // the machine networks for every VIP, every VIP seen so far for duplicates.
 type validator struct {
+	spec     *ClusterVIPsSpec
 	networks []netip.Prefix
 	vips     []seenVIP
 	ranges   []seenRange
@@ -262,7 +263,7 @@ func (v *validator) ingress(list []IngressSpec, path *field.Path, validName bool
 		errs = append(errs, validateLabels(in.RouterSelector, p.Child("routerSelector"))...)
 		errs = append(errs, validateLabels(in.NodeSelector, p.Child("nodeSelector"))...)
 		errs = append(errs, validatePort(in.HealthPort, p.Child("healthPort"))...)
-		errs = append(errs, v.nodePort(in.HealthPort, p.Child("healthPort"))...)
+		errs = append(errs, v.nodePort(in.HealthPort, p.Child("healthPort"), probes)...)
 	}
 	return errs
 }

@@ -31,17 +31,28 @@ func (v *validator) api(a *APISpec, path *field.Path) field.ErrorList {
 	for _, p := range []struct {
 		name string
 		val  int32
-	}{{"port", a.Port}, {"internalPort", a.InternalPort}, {"internalLoadBalancerPort", a.InternalLoadBalancerPort}, {"loadBalancerPort", a.LoadBalancerPort}, {"healthPort", a.HealthPort}} {
+		use  portUse
+	}{
+		{"port", a.Port, forwardsTo},
+		{"internalPort", a.InternalPort, forwardsTo},
+		{"internalLoadBalancerPort", a.InternalLoadBalancerPort, listens},
+		{"loadBalancerPort", a.LoadBalancerPort, listens},
+		{"healthPort", a.HealthPort, listens},
+	} {
 		if p.val == 0 && (p.name == "internalPort" || p.name == "internalLoadBalancerPort") {
 			continue
 		}
 		fp := path.Child(p.name)
-		errs = append(errs, validatePort(p.val, fp)...)
-		errs = append(errs, v.nodePort(p.val, fp)...)
+		if bad := validatePort(p.val, fp); len(bad) > 0 {
+			errs = append(errs, bad...)
+			continue
+		}
 		if prev, dup := ports[p.val]; dup {
 			errs = append(errs, field.Duplicate(fp, fmt.Sprintf("%d (also %s)", p.val, prev)))
+			continue
 		}
 		ports[p.val] = fp
+		errs = append(errs, v.nodePort(p.val, fp, p.use)...)
 	}
 	return errs
 }

@@ -140,7 +140,7 @@ func TestParseErrors(t *testing.T) {
 			want: []string{
 				`spec.api.loadBalancerPort: Invalid value: 9447: vipctl's sidecar serves its health probes on 127.0.0.1 on 9447 on every node`,
 				`spec.api.healthPort: Invalid value: 9449: vipctl's sidecar serves /metrics to the cluster's Prometheus on 9449 on every node (spec.monitoring.port moves it)`,
-				`spec.ingress[0].healthPort: Invalid value: 9448: haproxy serves its stats page on 127.0.0.1 on 9448 on every node`,
+				`spec.ingress[0].healthPort: Invalid value: 9448: haproxy serves its stats page on 127.0.0.1 on 9448 on control-plane nodes`,
 			},
 		},
 		{
@@ -160,7 +160,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "monitoring.port on haproxy's stats port",
 			edit: func(s string) string { return s + "  monitoring:\n    port: 9448\n" },
-			want: []string{`spec.monitoring.port: Invalid value: 9448: haproxy serves its stats page on 127.0.0.1 on 9448 on every node`},
+			want: []string{`spec.monitoring.port: Invalid value: 9448: haproxy serves its stats page on 127.0.0.1 on 9448 on control-plane nodes`},
 		},
 		{
 			name: "monitoring.port out of range",
