@@ -94,6 +94,17 @@ func TestCLIGolden(t *testing.T) {
 		{"diagnose-local-with-node", []string{"diagnose", "--local", "master-0", "-o", "never-written.tar.gz"}, 1},
 		{"diagnose-local-include", []string{"diagnose", "--local", "--include", "node.tar.gz", "-o", "never-written.tar.gz"}, 1},
 		{"render-newer-release", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", "never-written", "--openshift-release", "4.23"}, 1},
+		// Node lists and installer files checked like a cluster file
+		// (issue 47): every problem with its file and field path.
+		{"validate-nodes-one-address", []string{"validate", "-f", repo("examples/compact-ipv4.yaml"), "--nodes", repo("testdata/bad-input/nodes-one-address.yaml")}, 1},
+		{"render-nodes-bad-names", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", "never-written", "--nodes", repo("testdata/bad-input/nodes-bad-names.yaml")}, 1},
+		{"render-nodes-empty", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", "never-written", "--nodes", repo("testdata/bad-input/nodes-empty.yaml")}, 1},
+		{"validate-nodes-list-of-services", []string{"validate", "-f", repo("examples/compact-ipv4.yaml"), "--nodes", repo("testdata/bad-input/nodes-list-of-services.yaml")}, 1},
+		{"validate-nodes-off-network", []string{"validate", "-f", repo("examples/bgp-two-racks.yaml"), "--nodes", repo("testdata/bad-input/nodes-off-network.yaml")}, 1},
+		{"update-nodes-bad-names", []string{"update", "-f", repo("examples/compact-ipv4.yaml"), "--kubeconfig", "never-read", "--nodes", repo("testdata/bad-input/nodes-bad-names.yaml")}, 1},
+		{"bootstrap-nodes-one-address", []string{"bootstrap", "-f", repo("examples/day1-bootstrap.yaml"), "--nodes", repo("testdata/bad-input/nodes-one-address.yaml")}, 1},
+		{"nodes-install-config-host-bits", []string{"nodes", "--install-config", repo("testdata/bad-input/install-config-host-bits.yaml")}, 1},
+		{"nodes-install-config-one-address", []string{"nodes", "--install-config", repo("testdata/bad-input/install-config-one-address.yaml")}, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/bundle"
-	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/nodelist"
 	"github.com/vipctl/vipctl/pkg/openshiftrelease"
 )
 
@@ -70,7 +70,7 @@ release parses too.`,
 				if iface == "" {
 					iface = c.Spec.VRRP.Interface
 				}
-				list, err := cluster.LoadNodeListFile(o.nodes, iface)
+				list, err := nodelist.Input{Path: o.nodes, Config: c, ConfigPath: o.file, Interface: iface}.Load()
 				if err != nil {
 					return fmt.Errorf("--nodes: %w", err)
 				}

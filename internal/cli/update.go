@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/nodelist"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/update"
 )
@@ -92,7 +92,7 @@ edit concerns change, comments and layout stay). Nothing is written with
 			}
 			var bootstrap []corev1.Node
 			if nodes != "" {
-				list, err := cluster.LoadNodeListFile(nodes, req.Config.Spec.VRRP.Interface)
+				list, err := nodelist.Input{Path: nodes, Config: req.Config, ConfigPath: file, Interface: req.Config.Spec.VRRP.Interface}.Load()
 				if err != nil {
 					return fmt.Errorf("--nodes: %w", err)
 				}

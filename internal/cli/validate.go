@@ -9,6 +9,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/bundle"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/nodelist"
 	"github.com/vipctl/vipctl/pkg/vrid"
 )
 
@@ -40,7 +41,7 @@ func NewValidateCommand(streams IOStreams) *cobra.Command {
 			// --nodes what no node could hold or a node lacks.
 			var list cluster.NodeListFile
 			if o.nodes != "" {
-				if list, err = cluster.LoadNodeListFile(o.nodes, c.Spec.VRRP.Interface); err != nil {
+				if list, err = (nodelist.Input{Path: o.nodes, Config: c, ConfigPath: o.file, Interface: c.Spec.VRRP.Interface}).Load(); err != nil {
 					return fmt.Errorf("--nodes: %w", err)
 				}
 			}

@@ -33,6 +33,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/host"
+	"github.com/vipctl/vipctl/pkg/nodelist"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 )
@@ -200,10 +201,11 @@ func prepare(o Options) (*machine, error) {
 	if c.Spec.Bootstrap == nil {
 		return nil, fmt.Errorf("%s: spec.bootstrap: Required value: the bootstrap host's addresses; the control-plane nodes accept VRRP adverts for the API VIP only from them (docs/bootstrap.md)", o.Config)
 	}
-	nodes, err := cluster.LoadNodeList(o.Nodes, c.Spec.VRRP.Interface)
+	list, err := nodelist.Input{Path: o.Nodes, Config: c, ConfigPath: o.Config, Interface: c.Spec.VRRP.Interface}.Load()
 	if err != nil {
 		return nil, fmt.Errorf("--nodes: %w", err)
 	}
+	nodes := list.Nodes
 	if errs := v1alpha1.ValidateNodes(c, cluster.Addresses(nodes)); len(errs) > 0 {
 		return nil, fmt.Errorf("%s with --nodes %s: %w", o.Config, o.Nodes, &v1alpha1.ValidationError{Errors: errs})
 	}

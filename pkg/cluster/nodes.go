@@ -275,6 +275,12 @@ func parseNodeListFile(path string, data []byte, defaultInterface string) (NodeL
 	if err != nil {
 		return NodeListFile{}, err
 	}
+	return NodeListFromObjects(path, items, defaultInterface)
+}
+
+// NodeListFromObjects is a node list file's decoded items (DecodeNodeList)
+// as rendering reads them; path says where they came from in errors.
+func NodeListFromObjects(path string, items []corev1.Node, defaultInterface string) (NodeListFile, error) {
 	nodes := make([]Node, 0, len(items))
 	seen := map[string]bool{}
 	for i := range items {
@@ -309,12 +315,41 @@ func DecodeNodeList(path string, data []byte) ([]corev1.Node, error) {
 	}
 	var list corev1.NodeList
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &list); err != nil {
+		// Another kind's fields may not fit a Node's: say what it is.
+		var kinds struct {
+			Items []metav1.TypeMeta `json:"items"`
+		}
+		if json.Unmarshal(js, &kinds) == nil {
+			if err := itemKinds(path, kinds.Items); err != nil {
+				return nil, err
+			}
+		}
 		return nil, fmt.Errorf("%s: not a NodeList: %w; want, as `oc get nodes -o yaml` or `vipctl nodes` write it:\n%s", path, err, NodeListExample)
 	}
 	if list.Kind != "List" && list.Kind != "NodeList" {
 		return nil, fmt.Errorf("%s: kind %q: want a NodeList, as `oc get nodes -o yaml` or `vipctl nodes` write it:\n%s", path, list.Kind, NodeListExample)
 	}
+	types := make([]metav1.TypeMeta, len(list.Items))
+	for i := range list.Items {
+		types[i] = list.Items[i].TypeMeta
+	}
+	if err := itemKinds(path, types); err != nil {
+		return nil, err
+	}
 	return list.Items, nil
+}
+
+// itemKinds refuses a List whose items are not Nodes (`oc get services -o
+// yaml`), naming what they are: read as Nodes they would only lack an
+// address. An item without a kind is taken as a Node, as `vipctl nodes`
+// writes them.
+func itemKinds(path string, items []metav1.TypeMeta) error {
+	for i, it := range items {
+		if it.Kind != "" && it.Kind != "Node" {
+			return fmt.Errorf("%s: items[%d].kind: %q: a List of %s objects, not of Nodes; want a NodeList, as `oc get nodes -o yaml` or `vipctl nodes` write it:\n%s", path, i, it.Kind, it.Kind, NodeListExample)
+		}
+	}
+	return nil
 }
 
 // Addresses are the nodes' own addresses, for v1alpha1.ValidateNodes and

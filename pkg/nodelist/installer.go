@@ -196,8 +196,9 @@ func FromInstaller(in Installer) (nodes []corev1.Node, notes []string, err error
 	}
 	var errs []error
 	seen := map[string]string{}
+	owner := map[netip.Addr]string{}
 	for _, h := range hosts {
-		n, err := h.node(networks, arch, compact)
+		n, addrs, err := h.node(networks, arch, compact)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -207,6 +208,16 @@ func FromInstaller(in Installer) (nodes []corev1.Node, notes []string, err error
 			continue
 		}
 		seen[n.Name] = h.field
+		// Two hosts with one address (a copied host block): the node
+		// list would make a node its own VRRP peer.
+		for _, a := range addrs {
+			where := h.field + "." + a.field
+			if first, dup := owner[a.addr]; dup {
+				errs = append(errs, fmt.Errorf("%s: %s: Invalid value: %q: also the address of %s: two hosts cannot have one address", h.path, where, a.addr, first))
+				continue
+			}
+			owner[a.addr] = fmt.Sprintf("%s (%s)", n.Name, where)
+		}
 		nodes = append(nodes, n)
 	}
 	if len(errs) > 0 {
@@ -272,19 +283,27 @@ func article(kind string) string {
 	return "a " + kind
 }
 
+// machineNetworks are install-config's machine networks, each refused as
+// spec.machineNetworks would be: host bits set are a typo, not a network.
 func machineNetworks(path string, ic installConfig) ([]netip.Prefix, error) {
 	if len(ic.Networking.MachineNetwork) == 0 {
 		return []netip.Prefix{netip.MustParsePrefix(defaultMachineNetwork)}, nil
 	}
 	var out []netip.Prefix
+	var errs []error
 	for i, mn := range ic.Networking.MachineNetwork {
 		p, err := netip.ParsePrefix(mn.CIDR)
-		if err != nil {
-			return nil, fmt.Errorf("%s: networking.machineNetwork[%d].cidr: %q is not a CIDR (such as 198.51.100.0/24)", path, i, mn.CIDR)
+		where := fmt.Sprintf("%s: networking.machineNetwork[%d].cidr: Invalid value: %q", path, i, mn.CIDR)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: not a CIDR (such as 198.51.100.0/24)", where))
+		case p.Masked() != p:
+			errs = append(errs, fmt.Errorf("%s: invalid CIDR: host bits set, did you mean %s", where, p.Masked()))
+		default:
+			out = append(out, p)
 		}
-		out = append(out, p.Masked())
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 func agentHosts(path string) ([]host, error) {
@@ -305,17 +324,17 @@ func agentHosts(path string) ([]host, error) {
 	return hosts, nil
 }
 
-// node is the Node h becomes.
-func (h host) node(networks []netip.Prefix, arch string, compact bool) (corev1.Node, error) {
+// node is the Node h becomes, and its addresses with their fields.
+func (h host) node(networks []netip.Prefix, arch string, compact bool) (corev1.Node, []hostAddr, error) {
 	where := h.path + ": " + h.field
 	if h.name == "" {
-		return corev1.Node{}, fmt.Errorf("%s: no name: the Node is named after the host's hostname", where)
+		return corev1.Node{}, nil, fmt.Errorf("%s: no name: the Node is named after the host's hostname", where)
 	}
 	// The kubelet names its Node after the hostname, lower-cased.
 	name := strings.ToLower(h.name)
 	where += " (" + h.name + ")"
 	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
-		return corev1.Node{}, fmt.Errorf("%s: not a Node name: %s", where, strings.Join(msgs, "; "))
+		return corev1.Node{}, nil, fmt.Errorf("%s: not a Node name: %s", where, strings.Join(msgs, "; "))
 	}
 	labels := map[string]string{
 		corev1.LabelHostname:   name,
@@ -332,7 +351,7 @@ func (h host) node(networks []netip.Prefix, arch string, compact bool) (corev1.N
 	case "worker":
 		labels[cluster.RoleLabel("worker")] = ""
 	default:
-		return corev1.Node{}, fmt.Errorf("%s: role %q: want master or worker (the installer picks one for a host without, which vipctl cannot know)", where, h.role)
+		return corev1.Node{}, nil, fmt.Errorf("%s: role %q: want master or worker (the installer picks one for a host without, which vipctl cannot know)", where, h.role)
 	}
 	addrs, found := h.addresses(networks)
 	if len(addrs) == 0 {
@@ -344,7 +363,7 @@ func (h host) node(networks []netip.Prefix, arch string, compact bool) (corev1.N
 		if len(found) > 0 {
 			only = ", only " + strings.Join(found, ", ")
 		}
-		return corev1.Node{}, fmt.Errorf("%s: networkConfig has no static address in the machine network (%s)%s: a DHCP address is known only once the node runs (then: vipctl nodes --from-cluster)",
+		return corev1.Node{}, nil, fmt.Errorf("%s: networkConfig has no static address in the machine network (%s)%s: a DHCP address is known only once the node runs (then: vipctl nodes --from-cluster)",
 			where, strings.Join(nets, ", "), only)
 	}
 	n := corev1.Node{
@@ -352,40 +371,50 @@ func (h host) node(networks []netip.Prefix, arch string, compact bool) (corev1.N
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 	}
 	for _, a := range addrs {
-		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a.String()})
+		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a.addr.String()})
 	}
 	n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: name})
-	return n, nil
+	return n, addrs, nil
+}
+
+// hostAddr is a static address of a host and its field under the host.
+type hostAddr struct {
+	addr  netip.Addr
+	field string
 }
 
 // addresses are h's static addresses inside the machine networks, in the
 // machine networks' order (the first is the node's primary address, as
 // the installer orders a dual-stack cluster's networks), and every static
 // address found, for a message when none is inside.
-func (h host) addresses(networks []netip.Prefix) (inside []netip.Addr, found []string) {
+func (h host) addresses(networks []netip.Prefix) (inside []hostAddr, found []string) {
 	if h.network == nil {
 		return nil, nil
 	}
-	var all []netip.Addr
-	for _, iface := range h.network.Interfaces {
-		for _, ipc := range []ipConfig{iface.IPv4, iface.IPv6} {
+	var all []hostAddr
+	for i, iface := range h.network.Interfaces {
+		for _, fam := range []struct {
+			name string
+			ipc  ipConfig
+		}{{"ipv4", iface.IPv4}, {"ipv6", iface.IPv6}} {
+			family, ipc := fam.name, fam.ipc
 			if ipc.Enabled != nil && !*ipc.Enabled {
 				continue
 			}
-			for _, a := range ipc.Address {
+			for j, a := range ipc.Address {
 				ip, err := netip.ParseAddr(a.IP)
 				if err != nil {
 					found = append(found, fmt.Sprintf("%q (%s, not an IP address)", a.IP, iface.Name))
 					continue
 				}
-				all = append(all, ip.Unmap())
+				all = append(all, hostAddr{addr: ip.Unmap(), field: fmt.Sprintf("networkConfig.interfaces[%d].%s.address[%d].ip", i, family, j)})
 				found = append(found, fmt.Sprintf("%s (%s)", ip, iface.Name))
 			}
 		}
 	}
 	for _, n := range networks {
 		for _, a := range all {
-			if n.Contains(a) {
+			if n.Contains(a.addr) {
 				inside = append(inside, a)
 				break
 			}

@@ -103,7 +103,7 @@ func TestFromInstallerAgent(t *testing.T) {
 }
 
 // TestGeneratedListRenders: what `vipctl nodes` writes is what `render
-// --nodes` takes: every node's files render and the control-plane
+// --nodes` takes (its checks pass): every node's files render and the control-plane
 // MachineConfig ships the control-plane nodes.
 func TestGeneratedListRenders(t *testing.T) {
 	t.Parallel()
@@ -127,11 +127,13 @@ func TestGeneratedListRenders(t *testing.T) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		list, err := cluster.LoadNodeListFile(path, "br-ex")
+		// As render --nodes reads it: checked against the cluster file.
+		c := fixture.Example(t, tc.example)
+		list, err := Input{Path: path, Config: c, ConfigPath: tc.example, Interface: "br-ex"}.Load()
 		if err != nil {
 			t.Fatal(err)
 		}
-		files, err := bundle.Build(fixture.Example(t, tc.example), bundle.Options{Nodes: list.Nodes, BootstrapNodes: list.Objects})
+		files, err := bundle.Build(c, bundle.Options{Nodes: list.Nodes, BootstrapNodes: list.Objects})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.example, err)
 		}
@@ -174,6 +176,10 @@ func TestFromInstallerErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	agentInstall, err := os.ReadFile(agentIC)
+	if err != nil {
+		t.Fatal(err)
+	}
 	edit := func(s []byte, old, new string) string {
 		if !strings.Contains(string(s), old) {
 			t.Fatalf("edit does not apply: %q", old)
@@ -204,7 +210,17 @@ func TestFromInstallerErrors(t *testing.T) {
 			want: "install-config.yaml: platform.baremetal.hosts[3] (worker-0): networkConfig has no static address in the machine network (198.51.100.0/28), only 203.0.113.120 (eno2), 198.51.100.21 (eno1): a DHCP address is known only once the node runs (then: vipctl nodes --from-cluster)\n" +
 				"install-config.yaml: platform.baremetal.hosts[4] (worker-1): networkConfig has no static address in the machine network (198.51.100.0/28), only 198.51.100.22 (eno1): a DHCP address is known only once the node runs (then: vipctl nodes --from-cluster)\nwant, for example:", wantExampleOf: "install"},
 		{name: "bad machine network", installConfig: edit(base, "- cidr: 198.51.100.0/24", "- cidr: 198.51.100.0"),
-			want: `install-config.yaml: networking.machineNetwork[0].cidr: "198.51.100.0" is not a CIDR (such as 198.51.100.0/24)`},
+			want: `install-config.yaml: networking.machineNetwork[0].cidr: Invalid value: "198.51.100.0": not a CIDR (such as 198.51.100.0/24)`},
+		{name: "machine network with host bits", installConfig: edit(base, "- cidr: 198.51.100.0/24", "- cidr: 198.51.100.7/24"),
+			want: `install-config.yaml: networking.machineNetwork[0].cidr: Invalid value: "198.51.100.7/24": invalid CIDR: host bits set, did you mean 198.51.100.0/24`},
+		{name: "every bad machine network at once", installConfig: edit(base, "- cidr: 198.51.100.0/24", "- cidr: 198.51.100.0/24\n  - cidr: 203.0.113.1/24\n  - cidr: 2001:db8:100::1/64\n  - cidr: nope"),
+			want: "install-config.yaml: networking.machineNetwork[1].cidr: Invalid value: \"203.0.113.1/24\": invalid CIDR: host bits set, did you mean 203.0.113.0/24\n" +
+				"install-config.yaml: networking.machineNetwork[2].cidr: Invalid value: \"2001:db8:100::1/64\": invalid CIDR: host bits set, did you mean 2001:db8:100::/64\n" +
+				"install-config.yaml: networking.machineNetwork[3].cidr: Invalid value: \"nope\": not a CIDR (such as 198.51.100.0/24)"},
+		{name: "two hosts with one address", installConfig: edit(base, "            - ip: 198.51.100.22\n", "            - ip: 198.51.100.12\n"),
+			want: "install-config.yaml: platform.baremetal.hosts[4].networkConfig.interfaces[0].ipv4.address[0].ip: Invalid value: \"198.51.100.12\": also the address of master-1 (platform.baremetal.hosts[1].networkConfig.interfaces[0].ipv4.address[0].ip): two hosts cannot have one address\nwant, for example:", wantExampleOf: "install"},
+		{name: "two agent hosts with one IPv6 address", installConfig: string(agentInstall), agentConfig: edit(agent, "        - ip: 2001:db8:100::13\n", "        - ip: 2001:db8:100:0::12\n"),
+			want: "agent-config.yaml: hosts[2].networkConfig.interfaces[1].ipv6.address[0].ip: Invalid value: \"2001:db8:100::12\": also the address of master-1 (hosts[1].networkConfig.interfaces[0].ipv6.address[0].ip): two hosts cannot have one address\nwant, for example:", wantExampleOf: "agent"},
 		{name: "no role", installConfig: edit(base, "    - name: worker-1\n      role: worker\n", "    - name: worker-1\n"),
 			want: "install-config.yaml: platform.baremetal.hosts[4] (worker-1): role \"\": want master or worker (the installer picks one for a host without, which vipctl cannot know)\nwant, for example:", wantExampleOf: "install"},
 		{name: "name twice", installConfig: edit(base, "    - name: worker-1\n", "    - name: Worker-0\n"),
