@@ -2,7 +2,10 @@
 // archive", which `ctr images import` and `skopeo copy oci-archive:` read)
 // from a root filesystem tar plus added files; with -base, the added files
 // are one layer over another such archive's image (its layers copied as
-// they are, its configuration kept).
+// they are, its configuration kept). With -index, it writes no image but
+// one archive holding several (one per architecture, each this command's
+// output) under an OCI image index, the multi-architecture image a
+// registry serves under one tag.
 //
 // It exists so that `make image` needs no umoci, skopeo or registry: the
 // layout is three JSON documents and a gzipped tar, and writing them here
@@ -27,12 +30,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vipctl/vipctl/hack/internal/ociarchive"
 )
 
 const (
-	mediaManifest = "application/vnd.oci.image.manifest.v1+json"
+	mediaManifest = ociarchive.MediaManifest
+	mediaIndex    = ociarchive.MediaIndex
 	mediaConfig   = "application/vnd.oci.image.config.v1+json"
-	mediaLayer    = "application/vnd.oci.image.layer.v1.tar+gzip"
+	mediaLayer    = ociarchive.MediaLayer
 	// refNameAnnotation is the tag skopeo and the OCI layout spec read;
 	// containerNameAnnotation the full name `ctr images import` gives the
 	// image.
@@ -41,33 +47,13 @@ const (
 	defaultPath             = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
 
-type descriptor struct {
-	MediaType   string            `json:"mediaType"`
-	Digest      string            `json:"digest"`
-	Size        int64             `json:"size"`
-	Annotations map[string]string `json:"annotations,omitempty"`
-	// Platform on the index entry: `ctr images import` keeps only the
-	// entries that match the machine's platform.
-	Platform *platform `json:"platform,omitempty"`
-}
-
-type platform struct {
-	Architecture string `json:"architecture"`
-	OS           string `json:"os"`
-}
-
-type manifest struct {
-	SchemaVersion int          `json:"schemaVersion"`
-	MediaType     string       `json:"mediaType"`
-	Config        descriptor   `json:"config"`
-	Layers        []descriptor `json:"layers"`
-}
-
-type index struct {
-	SchemaVersion int          `json:"schemaVersion"`
-	MediaType     string       `json:"mediaType"`
-	Manifests     []descriptor `json:"manifests"`
-}
+// The layout's documents, as ociarchive reads them.
+type (
+	descriptor = ociarchive.Descriptor
+	platform   = ociarchive.Platform
+	manifest   = ociarchive.Manifest
+	index      = ociarchive.Index
+)
 
 type imageConfig struct {
 	Created      string    `json:"created"`
@@ -104,6 +90,8 @@ func (a *addFlag) Set(v string) error { *a = append(*a, v); return nil }
 type options struct {
 	rootfs     string
 	base       string
+	arch       string
+	images     addFlag
 	adds       addFlag
 	name       string
 	out        string
@@ -116,6 +104,8 @@ func main() {
 	var o options
 	flag.StringVar(&o.rootfs, "rootfs", "", "root filesystem tar (mmdebstrap's output); empty for an image of only the added files")
 	flag.StringVar(&o.base, "base", "", "an OCI archive (this command's output) whose image the added files are a layer over; excludes -rootfs")
+	flag.StringVar(&o.arch, "arch", "amd64", "the image's architecture (GOARCH's names: amd64, arm64); with -base, the base's")
+	flag.Var(&o.images, "index", "an OCI archive of one image (this command's output), one per architecture (repeatable): write them under one image index instead of an image")
 	flag.Var(&o.adds, "add", "SRC:DST, a file added to the layer as root-owned, mode of SRC (repeatable)")
 	flag.StringVar(&o.name, "name", "", "image name with tag, e.g. quay.io/vipctl/vipctl:v0.1.0")
 	flag.StringVar(&o.out, "o", "", "output OCI archive")
@@ -151,6 +141,15 @@ func run(o options) error {
 	if !strings.Contains(o.name, ":") || strings.Contains(tag, "/") {
 		return fmt.Errorf("-name %q has no tag", o.name)
 	}
+	if len(o.images) > 0 {
+		if o.base != "" || o.rootfs != "" || len(o.adds) > 0 {
+			return errors.New("-index writes an index of images built already: no -base, -rootfs or -add")
+		}
+		return writeIndex(o, tag)
+	}
+	if o.arch == "" {
+		o.arch = "amd64"
+	}
 	layerFile, err := os.CreateTemp(filepath.Dir(o.out), ".layer-*")
 	if err != nil {
 		return err
@@ -165,7 +164,7 @@ func run(o options) error {
 	}
 	created := o.created.Format(time.RFC3339)
 	cfg := imageConfig{
-		Created: created, Architecture: "amd64", OS: "linux",
+		Created: created, Architecture: o.arch, OS: "linux",
 		Config: runConfig{Env: []string{defaultPath}},
 		RootFS: rootFS{Type: "layers"},
 	}
@@ -195,34 +194,15 @@ func run(o options) error {
 	}
 	manDesc := blobDescriptor(mediaManifest, man)
 	manDesc.Annotations = map[string]string{refNameAnnotation: tag, containerNameAnnotation: o.name}
-	manDesc.Platform = &platform{Architecture: "amd64", OS: "linux"}
-	idx, err := json.Marshal(index{SchemaVersion: 2, MediaType: "application/vnd.oci.image.index.v1+json", Manifests: []descriptor{manDesc}})
+	manDesc.Platform = &platform{Architecture: cfg.Architecture, OS: cfg.OS}
+	out, tw, err := createLayout(o, manDesc, namedBlob{ociarchive.BlobPath(manDesc.Digest), man}, namedBlob{ociarchive.BlobPath(cfgDesc.Digest), cfgJSON})
 	if err != nil {
 		return err
-	}
-
-	out, err := os.Create(o.out)
-	if err != nil {
-		return err
-	}
-	tw := tar.NewWriter(out)
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{
-		{"oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)},
-		{"index.json", idx},
-		{blobPath(manDesc.Digest), man},
-		{blobPath(cfgDesc.Digest), cfgJSON},
-	} {
-		if err := writeBytes(tw, f.name, f.data, o.created); err != nil {
-			return fmt.Errorf("%s: %w", o.out, err)
-		}
 	}
 	if _, err := layerFile.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	if err := tw.WriteHeader(&tar.Header{Name: blobPath(layer.Digest), Mode: 0o444, Size: layer.Size, ModTime: o.created, Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Name: ociarchive.BlobPath(layer.Digest), Mode: 0o444, Size: layer.Size, ModTime: o.created, Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
 		return err
 	}
 	if _, err := io.Copy(tw, layerFile); err != nil {
@@ -231,6 +211,89 @@ func run(o options) error {
 	if o.base != "" {
 		if err := copyBlobs(tw, o.base, baseLayers); err != nil {
 			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return out.Close()
+}
+
+type namedBlob struct {
+	name string
+	data []byte
+}
+
+// createLayout starts the archive o.out: the layout's marker, index.json
+// naming top (the image or the image index) and the blobs given.
+func createLayout(o options, top descriptor, blobs ...namedBlob) (*os.File, *tar.Writer, error) {
+	idx, err := json.Marshal(index{SchemaVersion: 2, MediaType: mediaIndex, Manifests: []descriptor{top}})
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := os.Create(o.out)
+	if err != nil {
+		return nil, nil, err
+	}
+	tw := tar.NewWriter(out)
+	for _, f := range append([]namedBlob{{"oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)}, {"index.json", idx}}, blobs...) {
+		if err := writeBytes(tw, f.name, f.data, o.created); err != nil {
+			_ = out.Close()
+			return nil, nil, fmt.Errorf("%s: %w", o.out, err)
+		}
+	}
+	return out, tw, nil
+}
+
+// writeIndex writes the archive o.out with the images of o.images (one
+// each, of different platforms) under one image index named o.name: their
+// manifests, configurations and layers copied as they are, so each
+// image's digest is the one of its own archive.
+func writeIndex(o options, tag string) error {
+	var manifests []descriptor
+	seen := map[platform]string{}
+	for _, archive := range o.images {
+		var idx index
+		if err := ociarchive.ReadJSON(archive, "index.json", &idx); err != nil {
+			return err
+		}
+		if len(idx.Manifests) != 1 || idx.Manifests[0].MediaType != mediaManifest || idx.Manifests[0].Platform == nil {
+			return fmt.Errorf("%s: want one image with its platform in index.json", archive)
+		}
+		d := idx.Manifests[0]
+		if other, ok := seen[*d.Platform]; ok {
+			return fmt.Errorf("%s: a second image for %s/%s (the first: %s)", archive, d.Platform.OS, d.Platform.Architecture, other)
+		}
+		seen[*d.Platform] = archive
+		d.Annotations = nil
+		manifests = append(manifests, d)
+	}
+	data, err := json.Marshal(index{SchemaVersion: 2, MediaType: mediaIndex, Manifests: manifests})
+	if err != nil {
+		return err
+	}
+	top := blobDescriptor(mediaIndex, data)
+	top.Annotations = map[string]string{refNameAnnotation: tag, containerNameAnnotation: o.name}
+	out, tw, err := createLayout(o, top, namedBlob{ociarchive.BlobPath(top.Digest), data})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = out.Close() }() // closed below; this is for the errors
+	copied := map[string]bool{}
+	for _, archive := range o.images {
+		err := ociarchive.EachEntry(archive, func(h *tar.Header, r io.Reader) error {
+			if !strings.HasPrefix(h.Name, "blobs/") || copied[h.Name] {
+				return nil
+			}
+			copied[h.Name] = true
+			if err := tw.WriteHeader(h); err != nil {
+				return err
+			}
+			_, err := io.Copy(tw, r)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", archive, err)
 		}
 	}
 	if err := tw.Close(); err != nil {
@@ -279,17 +342,17 @@ func writeLayer(w io.Writer, o options) (string, descriptor, error) {
 func readBase(archive string) (imageConfig, []descriptor, error) {
 	var cfg imageConfig
 	var idx index
-	if err := readJSON(archive, "index.json", &idx); err != nil {
+	if err := ociarchive.ReadJSON(archive, "index.json", &idx); err != nil {
 		return cfg, nil, err
 	}
 	if len(idx.Manifests) != 1 {
 		return cfg, nil, fmt.Errorf("%s: %d images in index.json, want one", archive, len(idx.Manifests))
 	}
 	var man manifest
-	if err := readJSON(archive, blobPath(idx.Manifests[0].Digest), &man); err != nil {
+	if err := ociarchive.ReadJSON(archive, ociarchive.BlobPath(idx.Manifests[0].Digest), &man); err != nil {
 		return cfg, nil, err
 	}
-	if err := readJSON(archive, blobPath(man.Config.Digest), &cfg); err != nil {
+	if err := ociarchive.ReadJSON(archive, ociarchive.BlobPath(man.Config.Digest), &cfg); err != nil {
 		return cfg, nil, err
 	}
 	if len(cfg.RootFS.DiffIDs) != len(man.Layers) {
@@ -298,32 +361,13 @@ func readBase(archive string) (imageConfig, []descriptor, error) {
 	return cfg, man.Layers, nil
 }
 
-// readJSON decodes the archive's file name into v.
-func readJSON(archive, name string, v any) error {
-	found := false
-	err := eachEntry(archive, func(h *tar.Header, r io.Reader) error {
-		if h.Name != name {
-			return nil
-		}
-		found = true
-		return json.NewDecoder(r).Decode(v)
-	})
-	if err == nil && !found {
-		err = errors.New("missing")
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %s: %w", archive, name, err)
-	}
-	return nil
-}
-
 // copyBlobs copies the archive's blobs of layers into tw, as they are.
 func copyBlobs(tw *tar.Writer, archive string, layers []descriptor) error {
 	want := map[string]bool{}
 	for _, l := range layers {
-		want[blobPath(l.Digest)] = true
+		want[ociarchive.BlobPath(l.Digest)] = true
 	}
-	err := eachEntry(archive, func(h *tar.Header, r io.Reader) error {
+	err := ociarchive.EachEntry(archive, func(h *tar.Header, r io.Reader) error {
 		if !want[h.Name] {
 			return nil
 		}
@@ -343,30 +387,8 @@ func copyBlobs(tw *tar.Writer, archive string, layers []descriptor) error {
 	return nil
 }
 
-// eachEntry calls f with each entry of the tar at path.
-func eachEntry(path string, f func(*tar.Header, io.Reader) error) error {
-	file, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = file.Close() }() // read only
-	tr := tar.NewReader(file)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := f(h, tr); err != nil {
-			return err
-		}
-	}
-}
-
 func copyTar(tw *tar.Writer, path string) error {
-	err := eachEntry(path, func(h *tar.Header, r io.Reader) error {
+	err := ociarchive.EachEntry(path, func(h *tar.Header, r io.Reader) error {
 		if err := tw.WriteHeader(h); err != nil {
 			return fmt.Errorf("%s: %w", h.Name, err)
 		}
@@ -413,8 +435,6 @@ func blobDescriptor(mediaType string, data []byte) descriptor {
 	sum := sha256.Sum256(data)
 	return descriptor{MediaType: mediaType, Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: int64(len(data))}
 }
-
-func blobPath(d string) string { return "blobs/sha256/" + strings.TrimPrefix(d, "sha256:") }
 
 func digest(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil)) }
 

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/vipctl/vipctl/hack/internal/ociarchive"
 )
 
 // TestBaseAddsOneLayer: an image written with -base is the base image's
@@ -50,15 +52,85 @@ func TestBaseAddsOneLayer(t *testing.T) {
 		t.Errorf("config user %q, %d history entries; want the base's user and two", cfg.Config.User, len(cfg.History))
 	}
 	names := map[string]bool{}
-	if err := eachEntry(next, func(h *tar.Header, _ io.Reader) error { names[h.Name] = true; return nil }); err != nil {
+	if err := ociarchive.EachEntry(next, func(h *tar.Header, _ io.Reader) error { names[h.Name] = true; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range layers {
-		if !names[blobPath(l.Digest)] {
+		if !names[ociarchive.BlobPath(l.Digest)] {
 			t.Errorf("layer %s not in the archive", l.Digest)
 		}
 	}
 	if err := run(options{base: base, rootfs: base, name: "example.test/tool:v3", out: filepath.Join(dir, "bad.tar"), created: created}); err == nil {
 		t.Error("-base with -rootfs accepted")
+	}
+}
+
+// TestIndex: -index puts images of different architectures under one
+// image index, each image's manifest, configuration and layers copied as
+// they are (the same digests as in its own archive), the index named by
+// the tag; two images of one platform are refused.
+func TestIndex(t *testing.T) {
+	dir := t.TempDir()
+	created := time.Unix(1767225600, 0).UTC()
+	bin := filepath.Join(dir, "tool")
+	if err := os.WriteFile(bin, []byte("tool"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	archives := map[string]string{}
+	for _, arch := range []string{"amd64", "arm64"} {
+		archives[arch] = filepath.Join(dir, arch+".tar")
+		if err := run(options{adds: addFlag{bin + ":/usr/bin/tool"}, arch: arch, name: "example.test/tool:v1", out: archives[arch], created: created}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "index.tar")
+	if err := run(options{images: addFlag{archives["amd64"], archives["arm64"]}, name: "example.test/tool:v1", out: out, created: created}); err != nil {
+		t.Fatal(err)
+	}
+	var top index
+	if err := ociarchive.ReadJSON(out, "index.json", &top); err != nil {
+		t.Fatal(err)
+	}
+	if len(top.Manifests) != 1 || top.Manifests[0].MediaType != mediaIndex || top.Manifests[0].Annotations[refNameAnnotation] != "v1" || top.Manifests[0].Annotations[containerNameAnnotation] != "example.test/tool:v1" {
+		t.Fatalf("index.json names %+v, want one image index tagged v1", top.Manifests)
+	}
+	var idx index
+	if err := ociarchive.ReadJSON(out, ociarchive.BlobPath(top.Manifests[0].Digest), &idx); err != nil {
+		t.Fatal(err)
+	}
+	if len(idx.Manifests) != 2 {
+		t.Fatalf("the image index lists %d images, want 2", len(idx.Manifests))
+	}
+	for i, arch := range []string{"amd64", "arm64"} {
+		var own index
+		if err := ociarchive.ReadJSON(archives[arch], "index.json", &own); err != nil {
+			t.Fatal(err)
+		}
+		got := idx.Manifests[i]
+		if got.Digest != own.Manifests[0].Digest || got.Platform == nil || *got.Platform != (platform{Architecture: arch, OS: "linux"}) || got.Annotations != nil {
+			t.Errorf("the index's image %d is %+v, want %s's own manifest %s for linux/%s", i, got, archives[arch], own.Manifests[0].Digest, arch)
+		}
+		cfg, layers, err := readBase(archives[arch])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Architecture != arch {
+			t.Errorf("%s: config's architecture %q", arch, cfg.Architecture)
+		}
+		var man manifest
+		if err := ociarchive.ReadJSON(out, ociarchive.BlobPath(got.Digest), &man); err != nil {
+			t.Fatal(err)
+		}
+		var inIndex imageConfig
+		if err := ociarchive.ReadJSON(out, ociarchive.BlobPath(man.Config.Digest), &inIndex); err != nil || inIndex.Architecture != arch {
+			t.Errorf("%s: the index's config: %v, architecture %q", arch, err, inIndex.Architecture)
+		}
+		if len(man.Layers) != len(layers) || man.Layers[0].Digest != layers[0].Digest {
+			t.Errorf("%s: layers %v in the index, %v in its archive", arch, man.Layers, layers)
+		}
+	}
+	err := run(options{images: addFlag{archives["amd64"], archives["amd64"]}, name: "example.test/tool:v1", out: filepath.Join(dir, "bad.tar"), created: created})
+	if want := archives["amd64"] + ": a second image for linux/amd64 (the first: " + archives["amd64"] + ")"; err == nil || err.Error() != want {
+		t.Errorf("two amd64 images: %v, want %q", err, want)
 	}
 }
