@@ -25,6 +25,7 @@ func TestPlanNamesLostExternalIPs(t *testing.T) {
 	t.Parallel()
 	live := fixture.Example(t, "compact-ipv4.yaml")
 	live.Spec.ServicePools[0].ExternalIPs = true
+	live.Spec.ServicePools[0].Namespaces = []string{"team", "web"} // externalIPs needs them
 	first, err := Compute(nil, live, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -85,5 +86,19 @@ func TestPlanNamesLostExternalIPs(t *testing.T) {
 	}
 	if len(p.Orphans) != 1 || p.Orphans[0].Service != "team/other" || !strings.Contains(p.Orphans[0].Reason, "admits Services of namespaces web only") {
 		t.Errorf("namespaces narrowed: orphans %+v, want team/other alone, refused by namespace", p.Orphans)
+	}
+}
+
+// TestPlanRefusesExternalIPsForEveryone: update refuses to write a pool
+// whose external IPs any namespace's Services could claim, as validate
+// and render refuse the file (CVE-2020-8554).
+func TestPlanRefusesExternalIPsForEveryone(t *testing.T) {
+	t.Parallel()
+	open := fixture.Example(t, "compact-ipv4.yaml")
+	open.Spec.ServicePools[0].ExternalIPs = true
+	_, err := Compute(nil, open, nil)
+	want := `spec.servicePools[0].namespaces: Required value: externalIPs: true lets Services of these namespaces claim the pool's addresses in spec.externalIPs; without namespaces every tenant could (CVE-2020-8554)`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Compute: %v, want %s", err, want)
 	}
 }

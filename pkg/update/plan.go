@@ -270,7 +270,13 @@ func pinIDs(live, desired *v1alpha1.ClusterVIPs) (*v1alpha1.ClusterVIPs, error) 
 	for k := range poolKeys {
 		out.Spec.VRRP.VirtualRouterIDs[k.String()] = int(ids[k])
 	}
-	if errs := v1alpha1.Validate(&out); len(errs) > 0 {
+	// What validate and render refuse in a file, update refuses in the
+	// edit it writes (the nodes are not known here).
+	errs := v1alpha1.Validate(&out)
+	if len(errs) == 0 {
+		errs = v1alpha1.ValidateNodes(&out, nil)
+	}
+	if len(errs) > 0 {
 		return nil, &v1alpha1.ValidationError{Errors: errs}
 	}
 	return &out, nil

@@ -70,19 +70,23 @@ func networkReserved(n netip.Prefix) []Reserved {
 	return out
 }
 
-// ValidateNodes is what `vipctl validate` and `vipctl render` check on
-// top of Validate, with the nodes when known (the `--nodes` list): no VIP
-// may be a node's own address and no pool may contain a reserved address.
+// ValidateNodes is what `vipctl validate`, `vipctl render` and `vipctl
+// update` check on top of Validate, with the nodes when known (the
+// `--nodes` list): no VIP may be a node's own address, no pool may
+// contain a reserved address, and a pool with externalIPs must name its
+// namespaces.
 //
 // Pools are checked here and not in Validate because the sidecar and the
 // allocator parse the cluster's ConfigMap with Validate: a pool that
-// worked before this check (a /25 ending on the broadcast address) must
-// not stop every VIP of a running cluster. At run time the allocator
-// skips reserved addresses instead.
+// worked before this check (a /25 ending on the broadcast address, an
+// externalIPs pool open to every namespace) must not stop every VIP of a
+// running cluster. At run time the allocator skips reserved addresses
+// instead.
 func ValidateNodes(c *ClusterVIPs, nodes []NodeAddresses) field.ErrorList {
 	errs := reservedVIPs(c, nodesReserved(nodes))
 	errs = append(errs, bootstrapNotANode(c, nodes)...)
-	return append(errs, reservedInPools(c, c.ReservedAddresses(nodes))...)
+	errs = append(errs, reservedInPools(c, c.ReservedAddresses(nodes))...)
+	return append(errs, externalIPsGuard(c)...)
 }
 
 // bootstrapNotANode refuses a bootstrap address that a node has: the

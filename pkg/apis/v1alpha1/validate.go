@@ -87,6 +87,7 @@ func Validate(c *ClusterVIPs) field.ErrorList {
 	switch s.Mode {
 	case "", ModeFull:
 		errs = append(errs, v.api(&s.API, spec.Child("api"))...)
+		errs = append(errs, internalGuard(s, spec)...)
 		errs = append(errs, v.bootstrap(s, spec.Child("bootstrap"))...)
 		errs = append(errs, v.ingress(s.Ingress, spec.Child("ingress"), len(validation.IsDNS1123Label(c.Metadata.Name)) == 0)...)
 	case ModePoolsOnly:
