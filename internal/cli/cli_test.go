@@ -105,6 +105,9 @@ func TestCLIGolden(t *testing.T) {
 		{"bootstrap-nodes-one-address", []string{"bootstrap", "-f", repo("examples/day1-bootstrap.yaml"), "--nodes", repo("testdata/bad-input/nodes-one-address.yaml")}, 1},
 		{"nodes-install-config-host-bits", []string{"nodes", "--install-config", repo("testdata/bad-input/install-config-host-bits.yaml")}, 1},
 		{"nodes-install-config-one-address", []string{"nodes", "--install-config", repo("testdata/bad-input/install-config-one-address.yaml")}, 1},
+		// bootstrap's flags, every one refused before anything starts.
+		{"bootstrap-bad-flags", []string{"bootstrap", "-f", repo("examples/day1-bootstrap.yaml"), "--nodes", repo("examples/nodes/compact.yaml"), "--yield-after", "-1s", "--grace", "0s", "--bootstrap-address", "0.0.0.0", "--dir", ""}, 1},
+		{"bootstrap-address-api-vip", []string{"bootstrap", "-f", repo("examples/day1-bootstrap.yaml"), "--nodes", repo("examples/nodes/compact.yaml"), "--bootstrap-address", "198.51.100.5"}, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

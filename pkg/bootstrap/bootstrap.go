@@ -136,6 +136,9 @@ type machine struct {
 // stopped, or at once when the nodes already answer. ctx ending stops it
 // early, yielding first when the nodes answer.
 func Run(ctx context.Context, o Options) (*Result, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	h, err := prepare(o)
 	if err != nil {
 		return nil, err
@@ -191,8 +194,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return res, err
 }
 
-// prepare reads the inputs and checks them, naming the flag or field at
-// fault.
+// prepare reads the inputs and checks them against each other, naming the
+// flag or field at fault; the options alone passed Validate.
 func prepare(o Options) (*machine, error) {
 	c, err := v1alpha1.Load(o.Config)
 	if err != nil {
@@ -226,11 +229,11 @@ func prepare(o Options) (*machine, error) {
 	for _, v := range slices.Concat(c.Spec.API.VIPs, c.Spec.API.InternalVIPs) {
 		h.vips = append(h.vips, netip.MustParseAddr(v))
 	}
-	iface, err := bootstrapInterface(c.Spec.Bootstrap, o.Interface)
-	if err != nil {
+	servers, err := checkServers(o.Servers, h.vips[0])
+	if err = errors.Join(err, checkServersAgainst(c, o.Config, o.Servers)); err != nil {
 		return nil, err
 	}
-	servers, err := checkServers(o.Servers, h.vips[0])
+	iface, err := bootstrapInterface(c.Spec.Bootstrap, o.Interface)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +270,8 @@ func bootstrapInterface(b *v1alpha1.BootstrapSpec, want string) (string, error) 
 		}
 	}
 	if msg := v1alpha1.InterfaceNameError(iface); msg != "" {
-		return "", fmt.Errorf("--interface %q: %s", iface, msg)
+		// Found on the host rather than given (Validate checked --interface).
+		return "", fmt.Errorf("interface %q of spec.bootstrap.addresses: %s", iface, msg)
 	}
 	return iface, nil
 }
