@@ -87,6 +87,7 @@ func generate() ([]byte, error) {
 		b.WriteString("\n")
 	}
 	writeNodePorts(&b)
+	writeSpecialRanges(&b)
 	return b.Bytes(), nil
 }
 
@@ -144,4 +145,18 @@ func typeString(e ast.Expr) string {
 		return "map[" + typeString(t.Key) + "]" + typeString(t.Value)
 	}
 	return fmt.Sprintf("%T", e)
+}
+
+// writeSpecialRanges prints the address blocks validation refuses, as
+// v1alpha1 holds them.
+func writeSpecialRanges(b *bytes.Buffer) {
+	b.WriteString("## Addresses vipctl never takes\n\n")
+	b.WriteString("No VIP, `spec.bootstrap` address, pool address (of any mode, on any interface) or BGP peer may lie in these blocks. ")
+	b.WriteString("Besides, no VIP or pool may be a machine network's network or broadcast address or a node's own address, ")
+	b.WriteString("and a BGP peer may be no VIP, no pool address and no machine network's network or broadcast address.\n\n")
+	b.WriteString("| block | what it is |\n|---|---|\n")
+	for _, r := range v1alpha1.SpecialRanges() {
+		fmt.Fprintf(b, "| `%s` | %s |\n", r.Prefix, r.Why)
+	}
+	b.WriteString("\n")
 }

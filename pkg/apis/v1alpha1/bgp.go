@@ -41,6 +41,9 @@ func validateBGP(c *ClusterVIPs, path *field.Path) field.ErrorList {
 		case err != nil:
 			errs = append(errs, field.Invalid(p.Child("address"), peer.Address, err.Error()))
 		default:
+			if why := peerAddress(c, a); why != "" {
+				errs = append(errs, field.Invalid(p.Child("address"), peer.Address, why))
+			}
 			if prev, dup := seen[a]; dup {
 				errs = append(errs, field.Duplicate(p.Child("address"), peer.Address+" (also "+path.Child("peers").Index(prev).Child("address").String()+")"))
 			}

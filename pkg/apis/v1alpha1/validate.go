@@ -96,6 +96,7 @@ func Validate(c *ClusterVIPs) field.ErrorList {
 		errs = append(errs, field.NotSupported(spec.Child("mode"), s.Mode, []string{ModeFull, ModePoolsOnly}))
 	}
 	errs = append(errs, v.pools(s.ServicePools, spec.Child("servicePools"))...)
+	errs = append(errs, specialPools(s.ServicePools, spec.Child("servicePools"))...)
 	errs = append(errs, v.vipsOutsidePools()...)
 	errs = append(errs, reservedVIPs(c, c.ReservedAddresses(nil))...)
 	errs = append(errs, validateVRRP(c, spec.Child("vrrp"))...)
@@ -171,8 +172,8 @@ func (v *validator) vipList(vips []string, path *field.Path, ownInterface bool) 
 			errs = append(errs, field.Invalid(p, s, fmt.Sprintf("a second %s VIP; %s already has one (one VIP per family)", familyName(a), path.Index(prev))))
 		}
 		families[a.Is4()] = i
-		if a.IsUnspecified() || a.IsLoopback() || a.IsMulticast() || a.IsLinkLocalUnicast() {
-			errs = append(errs, field.Invalid(p, s, "not a usable unicast address"))
+		if sr, bad := specialOf(AddressRange{First: a, Last: a}); bad {
+			errs = append(errs, field.Invalid(p, s, "not a usable unicast address: in "+sr.String()))
 			continue
 		}
 		for _, seen := range v.vips {

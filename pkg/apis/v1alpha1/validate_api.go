@@ -126,8 +126,8 @@ func (v *validator) bootstrap(s *ClusterVIPsSpec, path *field.Path) field.ErrorL
 			continue
 		}
 		families[a.Is4()] = i
-		if a.IsUnspecified() || a.IsLoopback() || a.IsMulticast() || a.IsLinkLocalUnicast() {
-			errs = append(errs, field.Invalid(p, str, "not a usable unicast address"))
+		if sr, bad := specialOf(AddressRange{First: a, Last: a}); bad {
+			errs = append(errs, field.Invalid(p, str, "not a usable unicast address: in "+sr.String()))
 			continue
 		}
 		vip, ok := apiVIPs[a.Is4()]
