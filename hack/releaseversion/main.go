@@ -28,26 +28,22 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 
+	"github.com/vipctl/vipctl/hack/releases"
 	"github.com/vipctl/vipctl/pkg/version"
 )
 
 // The files this command reads, from the repository's root.
 const (
-	VersionFile  = "VERSION"
-	ReleasesFile = "hack/releases.txt"
-	// unreleased is what VERSION holds before the first release.
-	unreleased = "v0.0.0"
+	VersionFile  = releases.VersionFile
+	ReleasesFile = releases.ReleasesFile
+	unreleased   = releases.Unreleased
 )
 
 func main() {
@@ -81,7 +77,7 @@ func run(dir string, check bool, commit string) error {
 		}
 		return nil
 	case commit != "":
-		records, err := ReadReleases(dir)
+		records, err := releases.ReadReleases(dir)
 		if err != nil {
 			return err
 		}
@@ -101,67 +97,6 @@ func run(dir string, check bool, commit string) error {
 	return nil
 }
 
-// Release is one line of ReleasesFile.
-type Release struct {
-	Version, Commit string
-}
-
-var fullHash = regexp.MustCompile(`^[0-9a-f]{40}$`)
-
-// ReadVersionFile is VERSION's one line, which must be a release's
-// version (or v0.0.0, nothing released yet).
-func ReadVersionFile(dir string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(dir, VersionFile))
-	if err != nil {
-		return "", err
-	}
-	v := strings.TrimSpace(string(data))
-	if !version.IsRelease(v) {
-		return "", fmt.Errorf("%s: %q is not a release's version (vMAJOR.MINOR.PATCH, or -rc.N, -alpha.N, -beta.N for a candidate)", VersionFile, v)
-	}
-	return v, nil
-}
-
-// ReadReleases reads ReleasesFile; a missing file records nothing.
-// Every problem names its line.
-func ReadReleases(dir string) ([]Release, error) {
-	data, err := os.ReadFile(filepath.Join(dir, ReleasesFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []Release
-	var problems []string
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		f := strings.Fields(line)
-		switch {
-		case len(f) != 2:
-			problems = append(problems, fmt.Sprintf("%s:%d: want VERSION COMMIT, got %q", ReleasesFile, n, line))
-		case !version.IsRelease(f[0]) || f[0] == unreleased:
-			problems = append(problems, fmt.Sprintf("%s:%d: %q is not a release's version", ReleasesFile, n, f[0]))
-		case !fullHash.MatchString(f[1]):
-			problems = append(problems, fmt.Sprintf("%s:%d: %s: %q is not a full commit hash (40 hex digits)", ReleasesFile, n, f[0], f[1]))
-		case seen[f[0]]:
-			problems = append(problems, fmt.Sprintf("%s:%d: %s is recorded twice", ReleasesFile, n, f[0]))
-		default:
-			seen[f[0]] = true
-			out = append(out, Release{Version: f[0], Commit: f[1]})
-		}
-	}
-	if len(problems) > 0 {
-		return nil, errors.New(strings.Join(problems, "\n"))
-	}
-	return out, nil
-}
-
 // repo runs git in one repository.
 type repo string
 
@@ -179,7 +114,7 @@ func (r repo) git(args ...string) (string, error) {
 // releaseCommit is the commit that made the tree's VERSION what it is:
 // the recorded one, or, until it is recorded, the last commit that
 // changed VERSION. A shallow clone may lack it.
-func (r repo) releaseCommit(v string, records []Release) (string, error) {
+func (r repo) releaseCommit(v string, records []releases.Release) (string, error) {
 	for _, rec := range records {
 		if rec.Version == v {
 			return rec.Commit, nil
@@ -200,7 +135,7 @@ func (r repo) releaseCommit(v string, records []Release) (string, error) {
 // named). Outside a git checkout (a source archive) it is VERSION-source:
 // nothing tells which commit it is, so it is not named a release.
 func Version(dir string) (string, error) {
-	v, err := ReadVersionFile(dir)
+	v, err := releases.ReadVersionFile(dir)
 	if err != nil {
 		return "", err
 	}
@@ -208,7 +143,7 @@ func Version(dir string) (string, error) {
 	if _, err := r.git("rev-parse", "--is-inside-work-tree"); err != nil {
 		return v + "-source", nil
 	}
-	records, err := ReadReleases(dir)
+	records, err := releases.ReadReleases(dir)
 	if err != nil {
 		return "", err
 	}
@@ -249,11 +184,11 @@ func Version(dir string) (string, error) {
 // ReleasesFile, and every record whose commit is not a release commit of
 // its version (one whose VERSION says it). A clone without tags agrees.
 func Check(dir string) ([]string, error) {
-	v, err := ReadVersionFile(dir)
+	v, err := releases.ReadVersionFile(dir)
 	if err != nil {
 		return nil, err
 	}
-	records, err := ReadReleases(dir)
+	records, err := releases.ReadReleases(dir)
 	if err != nil {
 		return nil, err
 	}

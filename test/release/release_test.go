@@ -53,10 +53,10 @@ func TestReleaseRefusals(t *testing.T) {
 		want  string
 	}{
 		{"uncommitted", func() {
-			write("extra.go", "package main\n")
+			write("extra.txt", "new\n")
 		}, nil, "the tree has changes git has not committed (git status): a release is built from a commit"},
 		{"another version", func() {
-			if err := os.Remove(filepath.Join(src, "extra.go")); err != nil {
+			if err := os.Remove(filepath.Join(src, "extra.txt")); err != nil {
 				t.Fatal(err)
 			}
 		}, []string{"VERSION=v1.2.4"}, "VERSION=v1.2.4, but this commit is v1.2.3 (the file VERSION and hack/releases.txt)"},
