@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/version"
 )
 
 // AlertsName names the PrometheusRule.
@@ -20,8 +21,12 @@ const AlertsName = "vipctl-alerts"
 const ForeignRecent = 180
 
 // RunbookBase is where each alert's runbook_url points: its section of
-// docs/alerts.md, whose headings are the alert names.
-const RunbookBase = "https://github.com/vipctl/vipctl/blob/main/docs/alerts.md#"
+// docs/alerts.md, whose headings are the alert names, as the release this
+// vipctl is or follows has it (a tag-pinned URL: the runbook of the
+// alerts that release renders, not whatever main says later).
+func RunbookBase() string {
+	return "https://github.com/vipctl/vipctl/blob/" + version.Release() + "/docs/alerts.md#"
+}
 
 // Alert severities, as OpenShift's own alerts use them.
 const (
@@ -193,7 +198,7 @@ func PrometheusRule(c *v1alpha1.ClusterVIPs) *monitoringv1.PrometheusRule {
 			Annotations: map[string]string{
 				"summary":     a.Summary,
 				"description": a.Description,
-				"runbook_url": RunbookBase + strings.ToLower(a.Name),
+				"runbook_url": RunbookBase() + strings.ToLower(a.Name),
 			},
 		})
 	}

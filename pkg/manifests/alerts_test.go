@@ -1,6 +1,7 @@
 package manifests_test
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/manifests"
+	"github.com/vipctl/vipctl/pkg/version"
 	"github.com/vipctl/vipctl/test/fixture"
 )
 
@@ -34,6 +36,9 @@ func TestAlertsPromtool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The cases name the runbooks of whichever release renders them
+	// (RunbookBase, from the file VERSION).
+	cases = bytes.ReplaceAll(cases, []byte("https://github.com/vipctl/vipctl/blob/RELEASE/docs/alerts.md#"), []byte(manifests.RunbookBase()))
 	dir := t.TempDir()
 	for name, data := range map[string][]byte{"rules.yaml": rules, "tests.yaml": cases} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
@@ -112,6 +117,20 @@ func TestAlertsDocumented(t *testing.T) {
 			if !strings.Contains(section, "**"+part+"**") {
 				t.Errorf("docs/alerts.md, %s: no **%s**", r.Alert, part)
 			}
+		}
+	}
+}
+
+// TestRunbookURLsNameTheRelease: each alert's runbook_url is its section
+// of docs/alerts.md as the release this vipctl is or follows has it (the
+// file VERSION), a URL pinned to that release's tag: never main, whose
+// runbooks may since describe other alerts.
+func TestRunbookURLsNameTheRelease(t *testing.T) {
+	rule := manifests.PrometheusRule(fixture.Example(t, "compact-ipv4.yaml"))
+	for _, r := range rule.Spec.Groups[0].Rules {
+		want := "https://github.com/vipctl/vipctl/blob/" + version.Release() + "/docs/alerts.md#" + strings.ToLower(r.Alert)
+		if got := r.Annotations["runbook_url"]; got != want {
+			t.Errorf("%s: runbook_url %q, want %q", r.Alert, got, want)
 		}
 	}
 }

@@ -5,10 +5,19 @@ package version
 import (
 	"runtime"
 	"runtime/debug"
+
+	"github.com/vipctl/vipctl"
 )
 
 // Version is overridden with -ldflags "-X .../pkg/version.Version=v1.2.3".
 var Version = ""
+
+// Release is the release this binary's source is or follows (the
+// repository's file VERSION, embedded): Get() itself for a release, the
+// release a development build's commits come after otherwise, also when
+// the binary is not stamped (go test, go build). What a release's files
+// are named by, such as the tag-pinned runbook URLs of the alerts.
+func Release() string { return vipctl.Release() }
 
 // Get returns the version string of this binary.
 func Get() string {
