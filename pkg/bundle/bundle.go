@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
@@ -86,7 +85,7 @@ type Options struct {
 // cluster file, the bootstrap node list (when o has one), the check
 // scripts, the kernel settings and the static pods.
 func RoleFiles(c *v1alpha1.ClusterVIPs, role string, o Options) ([]render.File, error) {
-	clusterYAML, err := yaml.Marshal(c)
+	clusterYAML, err := c.ShippedYAML()
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +131,7 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	clusterYAML, err := yaml.Marshal(c)
+	clusterYAML, err := c.ShippedYAML()
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ func allocatorSelector() map[string]string {
 
 // Objects returns every manifest in apply order.
 func Objects(c *v1alpha1.ClusterVIPs) ([]runtime.Object, error) {
-	cfg, err := yaml.Marshal(c)
+	cfg, err := c.ShippedYAML()
 	if err != nil {
 		return nil, err
 	}

@@ -107,7 +107,7 @@ func (c Cluster) Apply(ctx context.Context, p *Plan, cm *corev1.ConfigMap, force
 // writeConfigMap writes desired into the vipctl ConfigMap: created when
 // cm is nil, else updated from cm with its resourceVersion.
 func (c Cluster) writeConfigMap(ctx context.Context, desired *v1alpha1.ClusterVIPs, cm *corev1.ConfigMap, out io.Writer) error {
-	data, err := yaml.Marshal(desired)
+	data, err := desired.ShippedYAML()
 	if err != nil {
 		return err
 	}

@@ -102,3 +102,21 @@ func TestPlanRefusesExternalIPsForEveryone(t *testing.T) {
 		t.Errorf("Compute: %v, want %s", err, want)
 	}
 }
+
+// TestPlanIgnoresMetadataLabels: metadata.labels and annotations stay in
+// the file (v1alpha1.Shipped), so editing them is no static change that
+// would roll the nodes.
+func TestPlanIgnoresMetadataLabels(t *testing.T) {
+	t.Parallel()
+	live := fixture.Example(t, "compact-ipv4.yaml")
+	desired := fixture.Example(t, "compact-ipv4.yaml")
+	desired.Metadata.Annotations = map[string]string{"note": "edited"}
+	desired.Metadata.Labels = map[string]string{"team": "net"}
+	p, err := Compute(live, desired, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Static) > 0 {
+		t.Errorf("static changes %v, want none", p.Static)
+	}
+}

@@ -333,7 +333,9 @@ func bootstrapDiff(live, desired *v1alpha1.BootstrapSpec) string {
 
 // staticDiff lists the top-level differences outside the day-2 parts.
 func staticDiff(live, desired *v1alpha1.ClusterVIPs) []string {
-	a, b := *live, *desired
+	// Labels and annotations stay in the file (Shipped): editing them
+	// changes nothing on the nodes.
+	a, b := *live.Shipped(), *desired.Shipped()
 	a.Spec.ServicePools, b.Spec.ServicePools = nil, nil
 	a.Spec.Bootstrap, b.Spec.Bootstrap = nil, nil
 	a.Spec.VRRP.VirtualRouterIDs, b.Spec.VRRP.VirtualRouterIDs = nil, nil

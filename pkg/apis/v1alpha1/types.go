@@ -30,9 +30,12 @@ type ClusterVIPs struct {
 type ObjectMeta struct {
 	// Name is the cluster name (a DNS-1123 label), as given to the installer.
 	Name string `json:"name"`
-	// Labels are free-form and copied nowhere; for the user's own tooling.
+	// Labels are free-form, for the user's own tooling, and stay in this
+	// file: neither the vipctl-config ConfigMap nor the cluster.yaml the
+	// MachineConfigs lay on the nodes carries them, so editing them
+	// changes nothing in the cluster.
 	Labels map[string]string `json:"labels,omitempty"`
-	// Annotations are free-form and copied nowhere.
+	// Annotations are free-form and stay in this file, as Labels do.
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 

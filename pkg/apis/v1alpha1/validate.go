@@ -82,7 +82,7 @@ func Validate(c *ClusterVIPs) field.ErrorList {
 		}
 	}
 
-	v := validator{spec: s, metricsPortSet: s.Monitoring != nil && s.Monitoring.Port != 0}
+	v := validator{spec: s, metricsPortSet: s.Monitoring != nil && s.Monitoring.Port != 0, defaultDomain: defaultIngressDomainPrefix + c.ClusterDomain()}
 	errs = append(errs, v.machineNetworks(s.MachineNetworks, spec.Child("machineNetworks"))...)
 	switch s.Mode {
 	case "", ModeFull:
@@ -97,6 +97,7 @@ func Validate(c *ClusterVIPs) field.ErrorList {
 	}
 	errs = append(errs, v.pools(s.ServicePools, spec.Child("servicePools"))...)
 	errs = append(errs, specialPools(s.ServicePools, spec.Child("servicePools"))...)
+	errs = append(errs, v.dnsNames(c, spec)...)
 	errs = append(errs, v.vipsOutsidePools()...)
 	errs = append(errs, reservedVIPs(c, c.ReservedAddresses(nil))...)
 	errs = append(errs, validateVRRP(c, spec.Child("vrrp"))...)
@@ -123,6 +124,15 @@ type validator struct {
 	// spec.monitoring.port (metricsPortSet).
 	ports          []seenPort
 	metricsPortSet bool
+	// defaultDomain is the default IngressController's domain as
+	// SetDefaults derives it: judged through metadata.name and
+	// spec.baseDomain, not a second time as a domain.
+	defaultDomain string
+}
+
+// derivedDomain tells whether in's domain is the one SetDefaults derives.
+func (v *validator) derivedDomain(in *IngressSpec) bool {
+	return in.Name == DefaultIngressController && in.Domain == v.defaultDomain
 }
 
 type seenVIP struct {
@@ -251,6 +261,7 @@ func (v *validator) ingress(list []IngressSpec, path *field.Path, validName bool
 			// Left empty by defaulting because metadata.name is invalid.
 		case in.Domain == "":
 			errs = append(errs, field.Required(p.Child("domain"), "the domain this IngressController serves (only \"default\" has one by default)"))
+		case v.derivedDomain(in):
 		default:
 			for _, m := range validation.IsDNS1123Subdomain(in.Domain) {
 				errs = append(errs, field.Invalid(p.Child("domain"), in.Domain, m))
