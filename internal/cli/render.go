@@ -52,6 +52,11 @@ release parses too.`,
 			if err := o.outDir(streams); err != nil {
 				return err
 			}
+			// Before the inputs are read: a directory render cannot
+			// replace is refused at once.
+			if err := bundle.CheckOutDir(o.out); err != nil {
+				return fmt.Errorf("--out-dir: %w", err)
+			}
 			c, err := v1alpha1.Load(o.file)
 			if err != nil {
 				return err
@@ -82,7 +87,7 @@ release parses too.`,
 			}
 			warnUnpublishedImage(streams.ErrOut, c)
 			if err := bundle.WriteDir(o.out, files); err != nil {
-				return err
+				return fmt.Errorf("--out-dir: %w", err)
 			}
 			_, err = fmt.Fprintf(streams.Out, "wrote %d files to %s\n", len(files), o.out)
 			return err

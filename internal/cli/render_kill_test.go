@@ -1,0 +1,194 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/test/fixture"
+)
+
+// vipctlArgsEnv makes this test binary vipctl (TestVipctlProcess): the
+// arguments, a JSON list.
+const vipctlArgsEnv = "VIPCTL_TEST_PROCESS_ARGS"
+
+// TestVipctlProcess is vipctl itself when another test starts this
+// binary with vipctlArgsEnv set: a real process that can be killed.
+func TestVipctlProcess(t *testing.T) {
+	args, ok := os.LookupEnv(vipctlArgsEnv)
+	if !ok {
+		t.Skip("vipctl for TestRenderKilledMidWrite; runs only in its child process")
+	}
+	var argv []string
+	if err := json.Unmarshal([]byte(args), &argv); err != nil {
+		t.Fatal(err)
+	}
+	os.Exit(Main(argv, StdStreams()))
+}
+
+// vipctlProcess is `vipctl args...` as a child process.
+func vipctlProcess(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	argv, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestVipctlProcess$")
+	cmd.Env = append(os.Environ(), vipctlArgsEnv+"="+string(argv))
+	return cmd
+}
+
+// TestRenderKilledMidWrite: `vipctl render` killed (SIGKILL) while it
+// writes leaves the previous output exactly as it was, and the next run
+// removes the half-written tree the killed one left beside it (issue 47:
+// up to 578 MB of .<out>.new-* stayed for good).
+func TestRenderKilledMidWrite(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// Enough nodes that writing their files takes a while; their routers
+	// on three infra nodes, so each file stays small.
+	var nodes []corev1.Node
+	for i := 0; i < 2000; i++ {
+		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("worker-%04d", i), Labels: map[string]string{"node-role.kubernetes.io/worker": ""}},
+			Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("2001:db8:1::a:%x", i)}}}}
+		switch {
+		case i < 3:
+			n.Name, n.Labels = fmt.Sprintf("master-%d", i), map[string]string{"node-role.kubernetes.io/master": ""}
+		case i < 6:
+			n.Labels["node-role.kubernetes.io/infra"] = ""
+		}
+		nodes = append(nodes, n)
+	}
+	list, err := cluster.MarshalNodeList(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodesFile, clusterFile, out := filepath.Join(dir, "nodes.yaml"), filepath.Join(dir, "cluster.yaml"), filepath.Join(dir, "out")
+	writeCluster := func(apiVIP string) {
+		t.Helper()
+		c := strings.Replace(fixture.OpenShiftCluster, `ingress: [{name: default, vips: ["2001:db8:1::6"]}]`,
+			`ingress: [{name: default, vips: ["2001:db8:1::6"], nodeSelector: {node-role.kubernetes.io/infra: ""}}]`, 1)
+		c = strings.Replace(c, `"2001:db8:1::5"`, `"`+apiVIP+`"`, 1)
+		if !strings.Contains(c, "nodeSelector: {node-role.kubernetes.io/infra") || !strings.Contains(c, apiVIP) {
+			t.Fatal("fixture.OpenShiftCluster changed; adjust this test")
+		}
+		if err := os.WriteFile(clusterFile, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(nodesFile, list, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"render", "-f", clusterFile, "--nodes", nodesFile, "--out-dir", out}
+
+	writeCluster("2001:db8:1::5")
+	if b, err := vipctlProcess(t, args...).CombinedOutput(); err != nil {
+		t.Fatalf("first render: %v\n%s", err, b)
+	}
+	before := digest(t, out)
+
+	// The second render, of another API VIP, killed once it has begun
+	// to write the nodes' files.
+	writeCluster("2001:db8:1::15")
+	cmd := vipctlProcess(t, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	tmp, err := awaitNodesWritten(dir, exited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err = <-exited
+	if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !st.Signaled() || st.Signal() != syscall.SIGKILL {
+		t.Fatalf("render ended by %v, not by the kill: it finished before it could be killed mid-write", err)
+	}
+	if after := digest(t, out); after != before {
+		t.Errorf("the killed render changed %s", out)
+	}
+	if _, err := os.Lstat(tmp); err != nil {
+		t.Fatalf("the killed render left no tree behind (%v): nothing for the next run to clean", err)
+	}
+
+	if b, err := vipctlProcess(t, args...).CombinedOutput(); err != nil {
+		t.Fatalf("render after the kill: %v\n%s", err, b)
+	}
+	if d := digest(t, out); d == before {
+		t.Errorf("the render after the kill did not replace %s", out)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("%s left beside the output after the next run", e.Name())
+		}
+	}
+}
+
+// awaitNodesWritten waits until a render building in dir has written
+// files of nodes into its new tree (.out.new-*/nodes/), and returns that
+// tree.
+func awaitNodesWritten(dir string, exited <-chan error) (string, error) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			return "", fmt.Errorf("render ended (%v) before it wrote the nodes' files", err)
+		default:
+		}
+		matches, _ := filepath.Glob(filepath.Join(dir, ".out.new-*", "nodes", "*"))
+		if len(matches) > 0 {
+			return filepath.Dir(filepath.Dir(matches[0])), nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return "", fmt.Errorf("no render wrote into %s/.out.new-*/nodes/ within 2 minutes", dir)
+}
+
+// digest is one hash over every file under dir: its path, mode and bytes.
+func digest(t *testing.T, dir string) string {
+	t.Helper()
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(h, "%s %v\n", rel, info.Mode())
+		if d.Type().IsRegular() {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			h.Write(data)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
