@@ -108,6 +108,15 @@ func TestCLIGolden(t *testing.T) {
 		// bootstrap's flags, every one refused before anything starts.
 		{"bootstrap-bad-flags", []string{"bootstrap", "-f", repo("examples/day1-bootstrap.yaml"), "--nodes", repo("examples/nodes/compact.yaml"), "--yield-after", "-1s", "--grace", "0s", "--bootstrap-address", "0.0.0.0", "--dir", ""}, 1},
 		{"bootstrap-address-api-vip", []string{"bootstrap", "-f", repo("examples/day1-bootstrap.yaml"), "--nodes", repo("examples/nodes/compact.yaml"), "--bootstrap-address", "198.51.100.5"}, 1},
+		// The cluster file's own checks added for issue 47 (classes 1, 3,
+		// 5, 6 and 10); each file says why it is bad.
+		{"validate-ports-taken", []string{"validate", "-f", repo("testdata/bad-input/ports-taken.yaml")}, 1},
+		{"validate-internal-allowed-internet", []string{"validate", "-f", repo("testdata/bad-input/internal-allowed-internet.yaml")}, 1},
+		{"validate-external-ips-open", []string{"validate", "-f", repo("testdata/bad-input/external-ips-open.yaml")}, 1},
+		{"validate-bgp-peers", []string{"validate", "-f", repo("testdata/bad-input/bgp-peers.yaml")}, 1},
+		{"validate-names-too-long", []string{"validate", "-f", repo("testdata/bad-input/names-too-long.yaml")}, 1},
+		{"validate-kinds-wrong", []string{"validate", "-f", repo("testdata/bad-input/kinds-wrong.yaml")}, 1},
+		{"render-external-ips-open", []string{"render", "-f", repo("testdata/bad-input/external-ips-open.yaml"), "--out-dir", "never-written"}, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -82,6 +82,10 @@ release parses too.`,
 				opts.Nodes, opts.BootstrapNodes = list.Nodes, list.Objects
 			}
 			files, err := bundle.Build(c, opts)
+			var invalid *v1alpha1.ValidationError
+			if errors.As(err, &invalid) {
+				return fmt.Errorf("%s: %w", o.file, err) // the file's fields, as validate names them
+			}
 			if err != nil {
 				return err
 			}

@@ -206,6 +206,7 @@ func (n NodePort) refusal(p int32) string {
 type seenPort struct {
 	port int32
 	path *field.Path
+	use  portUse
 }
 
 // nodePort refuses a configured port that the table rules out for its
@@ -213,9 +214,19 @@ type seenPort struct {
 // in spec.monitoring.port is checked against the configured ports by
 // monitoringPort, on its own field) and remembers it.
 func (v *validator) nodePort(p int32, path *field.Path, use portUse) field.ErrorList {
-	v.ports = append(v.ports, seenPort{p, path})
+	v.ports = append(v.ports, seenPort{p, path, use})
 	if n, taken := boundBy(v.spec, p, use); taken {
 		return field.ErrorList{field.Invalid(path, p, n.refusal(p))}
+	}
+	if use == probes {
+		// Several IngressControllers may share a probed port (1936 is
+		// every one's default); a port vipctl's haproxy binds may not be
+		// one of them.
+		for _, s := range v.ports {
+			if s.port == p && s.use != probes {
+				return field.ErrorList{field.Invalid(path, p, fmt.Sprintf("%s is %d too: keepalived would track haproxy, not the router", s.path, p))}
+			}
+		}
 	}
 	if !v.metricsPortSet && p == DefaultMetricsPort {
 		return field.ErrorList{field.Invalid(path, p, fmt.Sprintf("vipctl's sidecar serves /metrics to the cluster's Prometheus on %d on every node (spec.monitoring.port moves it)", p))}

@@ -53,9 +53,14 @@ func TestNodePortsRefused(t *testing.T) {
 			want: []string{`spec.monitoring.port: Invalid value: 9445: spec.api.loadBalancerPort is 9445 too; the sidecar serves /metrics on every address of every node`},
 		},
 		{
-			name: "an ingress healthPort on haproxy's listener tracks the wrong daemon",
+			name: "an ingress healthPort on the sidecar's probes tracks the wrong daemon",
 			edit: replace("      vips: [198.51.100.6]\n", "      vips: [198.51.100.6]\n      healthPort: 9447\n"),
 			want: []string{`spec.ingress[0].healthPort: Invalid value: 9447: vipctl's sidecar serves its health probes on 127.0.0.1 on 9447 on every node`},
+		},
+		{
+			name: "an ingress healthPort on haproxy's listener",
+			edit: replace("      vips: [198.51.100.6]\n", "      vips: [198.51.100.6]\n      healthPort: 9445\n"),
+			want: []string{`spec.ingress[0].healthPort: Invalid value: 9445: spec.api.loadBalancerPort is 9445 too: keepalived would track haproxy, not the router`},
 		},
 		{
 			name: "an ingress healthPort on the kubelet's port",
