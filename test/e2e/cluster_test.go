@@ -214,30 +214,6 @@ type watchedAddr struct {
 	addr string
 }
 
-// logCarriers logs who carries each address, with the time, as it
-// changes, to match against the nodes' logs where a hole shows. The
-// returned func stops it; call it before the scenario ends, however it
-// ends.
-func logCarriers(t *testing.T, c *clusterlab.Cluster, ws []watchedAddr) func() {
-	ctx, stop := context.WithCancel(t.Context())
-	var logged sync.WaitGroup
-	logged.Add(1)
-	go func() {
-		defer logged.Done()
-		last := map[string]string{}
-		for ctx.Err() == nil {
-			for _, w := range ws {
-				if now := fmt.Sprint(clusterCarriers(t, c, w.pool, w.addr)); now != last[w.addr] {
-					t.Logf("%s %s: carried by %s", time.Now().Format("15:04:05.000"), w.what, now)
-					last[w.addr] = now
-				}
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}()
-	return func() { stop(); logged.Wait() }
-}
-
 func clusterNodeNames(c *clusterlab.Cluster) []string {
 	var out []string
 	for _, n := range c.Nodes {
@@ -304,7 +280,7 @@ func testLocalPodMoves(t *testing.T, c *clusterlab.Cluster) {
 		for j, w := range ws {
 			polls[j] = c.Poll(clusterlab.URL(w.addr, clusterlab.ServicePort))
 		}
-		stopLogging := logCarriers(t, c, ws)
+		stopLogging := watchTimeline(t, c, ws)
 		defer stopLogging()
 		time.Sleep(time.Second)
 		moved := time.Now()
@@ -525,7 +501,7 @@ func testRollingUpgrade(t *testing.T, c *clusterlab.Cluster) {
 			}
 		}
 	}
-	stopLogging := logCarriers(t, c, ws)
+	stopLogging := watchTimeline(t, c, ws)
 	defer stopLogging()
 	old := c.Image
 	began := time.Now()
@@ -549,6 +525,7 @@ func testRollingUpgrade(t *testing.T, c *clusterlab.Cluster) {
 	t.Logf("every node upgraded in %s", time.Since(began).Round(time.Millisecond))
 	lab.AwaitAnswers(polls...)
 	stopLogging()
+	var failed []time.Time
 	for i, url := range urls {
 		what := url + " through the rolling upgrade"
 		if bgp[url] {
@@ -556,20 +533,32 @@ func testRollingUpgrade(t *testing.T, c *clusterlab.Cluster) {
 			polls[i].WantOnlyECMPChurn(t, what, 4*len(c.Nodes))
 			continue
 		}
-		if starts := polls[i].FailedStarts(); len(starts) > 0 {
-			// What every node logged around the failures: the log
-			// tails a failed test ends with start long after.
-			for _, n := range c.Nodes {
-				t.Logf("%s", n.ContainerLogsBetween(starts[0].Add(-5*time.Second), starts[len(starts)-1].Add(5*time.Second), 100))
-			}
-		}
+		failed = append(failed, polls[i].FailedStarts()...)
 		polls[i].WantNoFailures(t, what)
+	}
+	if len(failed) > 0 {
+		// What every node logged around the failures, once for all
+		// addresses: the log tails a failed test ends with start long
+		// after. The timeline above says who carried each address and
+		// where the pods and endpoints were meanwhile.
+		slices.SortFunc(failed, time.Time.Compare)
+		from, to := failed[0].Add(-5*time.Second), failed[len(failed)-1].Add(5*time.Second)
+		for _, n := range c.Nodes {
+			t.Logf("%s", n.ContainerLogsWhere(from, to, 200, notRepeated))
+		}
 	}
 	for n, img := range keepalivedImages(t, c) {
 		if img != u.Image {
 			t.Errorf("%s's keepalived pod runs %s after the upgrade, want %s", n, img, u.Image)
 		}
 	}
+}
+
+// notRepeated drops the log lines every second repeats while nothing
+// changes: a backup discarding each lower-priority advert, haproxy's
+// health checks.
+func notRepeated(line string) bool {
+	return !strings.Contains(line, "- discarding") && !strings.Contains(line, "(health/HTTP)")
 }
 
 // rollPollInterval paces the rolling upgrade's pollers: one per VIP and

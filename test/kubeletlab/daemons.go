@@ -1,6 +1,7 @@
 package kubeletlab
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,7 +106,39 @@ func (n *Node) StartKubelet(t testing.TB, kubeconfig string) {
 		args = append(args, "--kubeconfig", kubeconfig)
 	}
 	n.kubelet = n.start(t, "kubelet", args...)
+	// The kubelet exits when the container runtime's CRI is not ready
+	// yet ("server is not initialized yet"), which `ctr version` does not
+	// tell: containerd answers before its CRI plugin has restored its
+	// state, seen on a loaded machine in a cold start (2026-11-29: two of
+	// four kubelets gone, their nodes never back). systemd restarts it
+	// (kubelet.service: Restart=always); so does the lab, until the
+	// kubelet says the runtime is initialized.
+	for attempt := 1; attempt <= kubeletRestarts; attempt++ {
+		if err := wait(time.Minute, func() bool {
+			log, _ := os.ReadFile(n.kubelet.log)
+			return n.kubelet.exited() || strings.Contains(string(log), runtimeInitialized)
+		}); err != nil || !n.kubelet.exited() {
+			return
+		}
+		old := fmt.Sprintf("%s.%d", n.kubelet.log, attempt)
+		if err := os.Rename(n.kubelet.log, old); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("kubeletlab %s: the kubelet exited at start (%s), started again as systemd would", n.Name, lastLine(old))
+		time.Sleep(time.Second)
+		n.kubelet = n.start(t, "kubelet", args...)
+	}
 }
+
+// runtimeInitialized is what the kubelet logs once its container runtime
+// answered through the CRI.
+const runtimeInitialized = `"Container runtime initialized"`
+
+// kubeletRestarts bounds the restarts of a kubelet that exits at start.
+const kubeletRestarts = 5
+
+// lastLine is the last line of the file at path.
+func lastLine(path string) string { return tail(path, 1) }
 
 // StopKubelet stops the kubelet only; its pods keep running, as on a node
 // whose kubelet restarts.

@@ -116,6 +116,14 @@ func (n *Node) eachContainerLog(f func(path, rel string)) {
 // from from to to (the CRI log's own timestamps), at most limit lines a
 // container, for a failure that happened in between.
 func (n *Node) ContainerLogsBetween(from, to time.Time, limit int) string {
+	return n.ContainerLogsWhere(from, to, limit, func(string) bool { return true })
+}
+
+// ContainerLogsWhere is ContainerLogsBetween of the lines keep keeps: a
+// window's story without the lines every second repeats (a backup's
+// "discarding" of each advert, haproxy's health checks) crowding out its
+// state changes.
+func (n *Node) ContainerLogsWhere(from, to time.Time, limit int, keep func(line string) bool) string {
 	var b strings.Builder
 	n.eachContainerLog(func(p, rel string) {
 		data, _ := os.ReadFile(p)
@@ -123,7 +131,7 @@ func (n *Node) ContainerLogsBetween(from, to time.Time, limit int) string {
 		for _, line := range strings.Split(string(data), "\n") {
 			stamp, _, _ := strings.Cut(line, " ")
 			at, err := time.Parse(time.RFC3339Nano, stamp)
-			if err == nil && !at.Before(from) && !at.After(to) {
+			if err == nil && !at.Before(from) && !at.After(to) && keep(line) {
 				in = append(in, line)
 			}
 		}

@@ -1,0 +1,223 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/vipctl/vipctl/test/clusterlab"
+)
+
+// watchTimeline logs, with the time and as it changes, what explains a
+// hole in a VIP's answers, to be read beside the pollers' failed
+// requests and the nodes' logs: who carries each watched address; the
+// client's neighbour entry for it (whose MAC the client sends to); the
+// workload pods, each with its node, readiness and whether it is
+// terminating; and each Service's endpoints by node (ready, serving,
+// terminating). The returned func stops it; call it before the scenario
+// ends, however it ends.
+func watchTimeline(t *testing.T, c *clusterlab.Cluster, ws []watchedAddr) func() {
+	ctx, stop := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	logf := func(format string, args ...any) {
+		if ctx.Err() == nil {
+			t.Logf("%s "+format, append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+		}
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		carriers, neighbours := map[string]string{}, map[string]string{}
+		macs := nodeMACs(c)
+		for ctx.Err() == nil {
+			entries := clientNeighbours(c)
+			for _, w := range ws {
+				if now := fmt.Sprint(clusterCarriers(t, c, w.pool, w.addr)); now != carriers[w.addr] {
+					logf("%s: carried by %s", w.what, now)
+					carriers[w.addr] = now
+				}
+				if w.pool == clusterlab.PoolBGP {
+					continue // the client reaches those through the router
+				}
+				e := entries[w.addr]
+				if _, known := macs[e.MAC]; e.MAC != "" && !known {
+					macs = nodeMACs(c) // a node rebooted
+				}
+				now := e.describe(macs)
+				if now != neighbours[w.addr] {
+					logf("%s: the client's neighbour entry %s", w.what, now)
+					neighbours[w.addr] = now
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	f := informers.NewSharedInformerFactoryWithOptions(c.Admin, 0, informers.WithNamespace(clusterlab.WorkloadNS))
+	pods := map[string]string{}
+	slices_ := map[string]string{}
+	var mu sync.Mutex
+	logPod := func(obj any, gone bool) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		now := describePod(p)
+		if gone {
+			now = "deleted"
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if pods[p.Name] != now {
+			pods[p.Name] = now
+			logf("pod %s: %s", p.Name, now)
+		}
+	}
+	logSlice := func(obj any, gone bool) {
+		s, ok := obj.(*discoveryv1.EndpointSlice)
+		if !ok {
+			return
+		}
+		now := describeSlice(s)
+		if gone {
+			now = "deleted"
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if slices_[s.Name] != now {
+			slices_[s.Name] = now
+			logf("endpoints of %s (%s, %s): %s", s.Labels[discoveryv1.LabelServiceName], s.AddressType, s.Name, now)
+		}
+	}
+	handler := func(log func(any, bool)) cache.ResourceEventHandlerFuncs {
+		return cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { log(o, false) },
+			UpdateFunc: func(_, o any) { log(o, false) },
+			DeleteFunc: func(o any) {
+				if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+					o = d.Obj
+				}
+				log(o, true)
+			},
+		}
+	}
+	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(handler(logPod)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Discovery().V1().EndpointSlices().Informer().AddEventHandler(handler(logSlice)); err != nil {
+		t.Fatal(err)
+	}
+	f.Start(ctx.Done())
+	return func() {
+		stop()
+		wg.Wait()
+		f.Shutdown()
+	}
+}
+
+// describePod is a workload pod's place and state: its node, phase,
+// readiness, and since when it is terminating.
+func describePod(p *corev1.Pod) string {
+	ready := false
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	s := fmt.Sprintf("on %q %s ready=%t", p.Spec.NodeName, p.Status.Phase, ready)
+	if p.DeletionTimestamp != nil {
+		s += " terminating since " + p.DeletionTimestamp.Format("15:04:05")
+	}
+	return s
+}
+
+// describeSlice lists an EndpointSlice's endpoints by node with their
+// conditions: r ready, s serving, t terminating.
+func describeSlice(s *discoveryv1.EndpointSlice) string {
+	var out []string
+	for _, e := range s.Endpoints {
+		node := "?"
+		if e.NodeName != nil {
+			node = *e.NodeName
+		}
+		flag := func(b *bool, c string) string {
+			if b != nil && *b {
+				return c
+			}
+			return "-"
+		}
+		out = append(out, node+":"+flag(e.Conditions.Ready, "r")+flag(e.Conditions.Serving, "s")+flag(e.Conditions.Terminating, "t"))
+	}
+	slices.Sort(out)
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, " ")
+}
+
+// neighbour is one entry of the client's neighbour table.
+type neighbour struct {
+	MAC   string   `json:"lladdr"`
+	State []string `json:"state"`
+	Dst   string   `json:"dst"`
+}
+
+// describe names the node whose interface has the entry's MAC.
+func (n neighbour) describe(macs map[string]string) string {
+	if n.Dst == "" {
+		return "none"
+	}
+	who := macs[n.MAC]
+	if who == "" {
+		who = "no node"
+	}
+	return fmt.Sprintf("%s (%s) %s", n.MAC, who, strings.Join(n.State, ","))
+}
+
+// clientNeighbours is the client's neighbour table by address.
+func clientNeighbours(c *clusterlab.Cluster) map[string]neighbour {
+	out := map[string]neighbour{}
+	b, err := c.Client.Exec("ip", "-j", "neigh", "show")
+	if err != nil {
+		return out
+	}
+	var list []neighbour
+	if json.Unmarshal(b, &list) != nil {
+		return out
+	}
+	for _, n := range list {
+		out[n.Dst] = n
+	}
+	return out
+}
+
+// nodeMACs maps the MAC of every running node's VRRP interface to the
+// node (a reboot gives a node a new one).
+func nodeMACs(c *clusterlab.Cluster) map[string]string {
+	out := map[string]string{}
+	for _, n := range c.Nodes {
+		if !n.Running() {
+			continue
+		}
+		b, err := n.Host.Exec("ip", "-j", "link", "show", "dev", n.Host.Iface)
+		if err != nil {
+			continue
+		}
+		var links []struct {
+			Address string `json:"address"`
+		}
+		if json.Unmarshal(b, &links) == nil && len(links) == 1 {
+			out[links[0].Address] = n.Name
+		}
+	}
+	return out
+}
