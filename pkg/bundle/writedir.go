@@ -316,13 +316,17 @@ func (w *treeWriter) write(f File) error {
 	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
 		return fmt.Errorf("output path %q escapes the output directory", f.Path)
 	}
-	if d := filepath.Dir(clean); !w.made[d] {
-		if err := os.MkdirAll(filepath.Join(w.root, d), 0o755); err != nil {
+	// The missing directories top down, each with one mkdir: MkdirAll
+	// would stat every one first, thousands of times for a large cluster.
+	var missing []string
+	for d := filepath.Dir(clean); !w.made[d]; d = filepath.Dir(d) {
+		missing = append(missing, d)
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := os.Mkdir(filepath.Join(w.root, missing[i]), 0o755); err != nil {
 			return err
 		}
-		for ; !w.made[d]; d = filepath.Dir(d) {
-			w.made[d] = true
-		}
+		w.made[missing[i]] = true
 	}
 	file, err := os.OpenFile(filepath.Join(w.root, clean), os.O_WRONLY|os.O_CREATE|os.O_EXCL, f.Mode.Perm())
 	if err != nil {
