@@ -80,7 +80,7 @@ func (c *Cluster) Settle(t testing.TB, timeout time.Duration) {
 		return err == nil
 	}) {
 		c.DumpLogs()
-		fatalf(t, "vipctl status not healthy within %s:\n%s", timeout, out)
+		fatalf(t, "vipctl status not healthy within %s:\n%s\n%s", timeout, out, c.ExplainVIPs(t))
 	}
 }
 

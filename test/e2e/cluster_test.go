@@ -636,6 +636,7 @@ func testColdStart(t *testing.T, c *clusterlab.Cluster) {
 		t.Logf("%s answered %s after the first kubelet started", u, answered[i].Round(100*time.Millisecond))
 	}
 	c.Settle(t, 10*time.Minute)
+	t.Logf("settled: %s", c.ExplainVIPs(t))
 }
 
 // testBGPServiceDeleted: the bgp pool's Cluster Service is deleted; every

@@ -125,7 +125,7 @@ func watchTimeline(t *testing.T, c *clusterlab.Cluster, ws []watchedAddr) func()
 }
 
 // describePod is a workload pod's place and state: its node, phase,
-// readiness, and since when it is terminating.
+// readiness, and when its termination's grace ends.
 func describePod(p *corev1.Pod) string {
 	ready := false
 	for _, c := range p.Status.Conditions {
@@ -135,7 +135,7 @@ func describePod(p *corev1.Pod) string {
 	}
 	s := fmt.Sprintf("on %q %s ready=%t", p.Spec.NodeName, p.Status.Phase, ready)
 	if p.DeletionTimestamp != nil {
-		s += " terminating since " + p.DeletionTimestamp.Format("15:04:05")
+		s += " terminating, its grace ends " + p.DeletionTimestamp.Format("15:04:05")
 	}
 	return s
 }
