@@ -3,9 +3,11 @@ package render
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
@@ -264,7 +266,12 @@ func routerCandidates(in v1alpha1.IngressSpec, st cluster.State) func(*cluster.N
 func routerWhy(i int, in v1alpha1.IngressSpec) string {
 	why := "held by a node running a ready router of IngressController " + in.Name
 	if len(in.NodeSelector) > 0 {
-		why += fmt.Sprintf(" on a node matching spec.ingress[%d].nodeSelector %v", i, in.NodeSelector)
+		keys := slices.Sorted(maps.Keys(in.NodeSelector))
+		pairs := make([]string, len(keys))
+		for j, k := range keys {
+			pairs[j] = fmt.Sprintf("%s: %q", k, in.NodeSelector[k])
+		}
+		why += fmt.Sprintf(" on a node matching spec.ingress[%d].nodeSelector {%s}", i, strings.Join(pairs, ", "))
 	}
 	return why
 }

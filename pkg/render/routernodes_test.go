@@ -44,7 +44,7 @@ func TestIngressMembersFromNodeSelector(t *testing.T) {
 		{name: "infra nodes", selector: infra, want: []string{"i-10", "i-8", "i-9"}},
 		{name: "worker nodes", selector: map[string]string{"node-role.kubernetes.io/worker": ""}, want: []string{"w-3", "w-4", "w-5", "w-6", "w-7"}},
 		{name: "two labels, both needed", selector: map[string]string{"node-role.kubernetes.io/infra": "", "zone": "a"}, want: nil,
-			unplaced: "VRRP instance ingress (IPv4): no node is eligible (held by a node running a ready router of IngressController default on a node matching spec.ingress[0].nodeSelector map[node-role.kubernetes.io/infra: zone:a], with an address in 198.51.100.0/24)"},
+			unplaced: "VRRP instance ingress (IPv4): no node is eligible (held by a node running a ready router of IngressController default on a node matching spec.ingress[0].nodeSelector {node-role.kubernetes.io/infra: \"\", zone: \"a\"}, with an address in 198.51.100.0/24)"},
 		{name: "routers seen on two nodes narrow it", selector: infra, routers: []string{"i-8", "i-9"}, want: []string{"i-8", "i-9"}},
 		// The routers are where traffic can be served: a selector that
 		// disagrees with them is out of date, the pods are not.
