@@ -62,15 +62,21 @@ const manifestMode = 0o644
 // "master" gets both (only keepalived in mode poolsOnly), "worker" only
 // keepalived.
 func StaticPodFiles(c *v1alpha1.ClusterVIPs, role string) ([]render.File, error) {
+	clusterYAML, err := c.ShippedYAML()
+	if err != nil {
+		return nil, err
+	}
+	keepalived := KeepalivedPod(c)
+	setClusterFileDigest(keepalived, clusterYAML)
 	var pods []*corev1.Pod
 	switch role {
 	case roleMaster:
-		pods = []*corev1.Pod{KeepalivedPod(c)}
+		pods = []*corev1.Pod{keepalived}
 		if !c.PoolsOnly() { // else OpenShift's own haproxy fronts the API
 			pods = append(pods, HaproxyPod(c))
 		}
 	case roleWorker:
-		pods = []*corev1.Pod{KeepalivedPod(c)}
+		pods = []*corev1.Pod{keepalived}
 	default:
 		return nil, fmt.Errorf("static pods: unknown role %q (want %q or %q)", role, roleMaster, roleWorker)
 	}

@@ -92,8 +92,14 @@ func TestStaticPodsRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			clusterYAML, err := c.ShippedYAML()
+			if err != nil {
+				t.Fatal(err)
+			}
+			keepalived := KeepalivedPod(c)
+			setClusterFileDigest(keepalived, clusterYAML)
 			built := map[string]*corev1.Pod{
-				render.StaticPodDir + "/" + render.KeepalivedPodName + ".yaml": KeepalivedPod(c),
+				render.StaticPodDir + "/" + render.KeepalivedPodName + ".yaml": keepalived,
 				render.StaticPodDir + "/" + render.HaproxyPodName + ".yaml":    HaproxyPod(c),
 			}
 			for _, f := range files {
