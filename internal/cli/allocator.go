@@ -49,6 +49,9 @@ out twice. See docs/allocator.md.`,
 				}
 				o.Identity = h
 			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
 			cfg, err := restConfig(kubeconfig)
 			if err != nil {
 				return err

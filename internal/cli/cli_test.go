@@ -117,6 +117,24 @@ func TestCLIGolden(t *testing.T) {
 		{"validate-names-too-long", []string{"validate", "-f", repo("testdata/bad-input/names-too-long.yaml")}, 1},
 		{"validate-kinds-wrong", []string{"validate", "-f", repo("testdata/bad-input/kinds-wrong.yaml")}, 1},
 		{"render-external-ips-open", []string{"render", "-f", repo("testdata/bad-input/external-ips-open.yaml"), "--out-dir", "never-written"}, 1},
+		// Every command's flags and arguments, refused up front naming
+		// the flag (issue 47, class 7); update's refusals name the file.
+		{"update-namespace-empty", []string{"update", "-f", repo("examples/compact-ipv4.yaml"), "--namespace", ""}, 1},
+		{"update-namespace-invalid", []string{"update", "-f", repo("examples/compact-ipv4.yaml"), "--namespace", "Vipctl_System"}, 1},
+		{"status-namespace-empty", []string{"status", "--namespace", ""}, 1},
+		{"diagnose-bad-namespace-and-node", []string{"diagnose", "-o", "never-written.tar.gz", "--namespace", "", "../master-0"}, 1},
+		{"allocator-bad-flags", []string{"allocator", "--id", "allocator-0", "--namespace", "vipctl/x", "--lease-duration", "5s"}, 1},
+		{"runtimecfg-bad-flags", []string{"runtimecfg", "--once", "--node-name", "Master_0", "--namespace", "", "--debounce", "-1s"}, 1},
+		{"dns-check-server-port-zero", []string{"dns", "check", "-f", repo("examples/compact-ipv4.yaml"), "--server", "198.51.100.53:0"}, 1},
+		{"dns-check-timeout", []string{"dns", "check", "-f", repo("examples/compact-ipv4.yaml"), "--server", "198.51.100.53", "--timeout", "-1s"}, 1},
+		{"dns-check-timeout-zero", []string{"dns", "check", "-f", repo("examples/compact-ipv4.yaml"), "--timeout", "0s"}, 1},
+		{"vr-ids-inventory-empty", []string{"vr-ids", "ostest", "--inventory", repo("testdata/bad-input/inventory-empty.yaml")}, 1},
+		{"vr-ids-inventory-cluster-file", []string{"vr-ids", "ostest", "--inventory", repo("examples/compact-ipv4.yaml")}, 1},
+		{"vr-ids-listen-bad", []string{"vr-ids", "ostest", "--listen", "br-ex;reboot"}, 1},
+		{"drain-empty", []string{"drain", ""}, 1},
+		{"undrain-empty", []string{"undrain", ""}, 1},
+		{"drain-bad-timeout", []string{"drain", "master-0", "--wait", "--timeout", "0s"}, 1},
+		{"preflight-bad-flags", []string{"preflight", "-f", repo("examples/compact-ipv4.yaml"), "--interface", "br ex", "--timeout", "-1s"}, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

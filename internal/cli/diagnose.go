@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/diagnose"
 	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/render"
@@ -70,6 +71,15 @@ func runDiagnose(cmd *cobra.Command, streams IOStreams, o diagnoseOptions, nodes
 		return errors.New("--include adds node bundles to the cluster's: run it without --local")
 	case o.logLines <= 0:
 		return fmt.Errorf("--log-lines: %d, want a positive number of lines", o.logLines)
+	}
+	errs := []error{checkNamespace(o.namespace)}
+	for _, n := range nodes {
+		if msg := cluster.NodeNameError(n); msg != "" {
+			errs = append(errs, fmt.Errorf("NODE %q: %s", n, msg))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	if o.output != "-" && !o.force {
 		// Refused before anything is gathered; checked again when the

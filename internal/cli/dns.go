@@ -51,11 +51,15 @@ openshift-install.`,
 			if err := checkOutput(o.output); err != nil {
 				return err
 			}
+			opts := dnsrecords.CheckOptions{Server: o.server, Timeout: o.timeout}
+			if err := opts.Validate(); err != nil {
+				return err
+			}
 			c, err := v1alpha1.Load(o.file)
 			if err != nil {
 				return err
 			}
-			report, err := dnsrecords.Check(cmd.Context(), c, dnsrecords.CheckOptions{Server: o.server, Timeout: o.timeout})
+			report, err := dnsrecords.Check(cmd.Context(), c, opts)
 			if err != nil {
 				return err
 			}
@@ -68,7 +72,7 @@ openshift-install.`,
 	f := cmd.Flags()
 	f.StringVarP(&o.file, "file", "f", "", "ClusterVIPs file")
 	f.StringVar(&o.server, "server", "", "DNS server to ask, IP or IP:PORT (default: the first nameserver of /etc/resolv.conf)")
-	f.DurationVar(&o.timeout, "timeout", 2*time.Second, "how long to wait for each answer (each query is tried twice)")
+	f.DurationVar(&o.timeout, "timeout", dnsrecords.DefaultTimeout, "how long to wait for each answer (each query is tried twice)")
 	addOutputFlag(cmd, &o.output)
 	_ = cmd.MarkFlagRequired("file")
 	return cmd

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -9,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/update"
 )
 
 // drainPoll is how often drain --wait reads the Nodes again.
@@ -52,8 +52,12 @@ func drainCommand(streams IOStreams, drain bool, use, short, long string) *cobra
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			node := args[0]
-			if cmd.Flags().Changed("timeout") && !wait {
-				return errors.New("--timeout needs --wait")
+			verb := "undrain"
+			if drain {
+				verb = "drain"
+			}
+			if err := (update.DrainArgs{Command: verb, Node: node, Wait: wait, Timeout: timeout, TimeoutSet: cmd.Flags().Changed("timeout")}).Validate(); err != nil {
+				return err
 			}
 			cl, err := connect(kubeconfig, render.Namespace)
 			if err != nil {

@@ -8,12 +8,23 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/homedir"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 )
 
 // kubeconfigHelp replaces client-go's advice for a missing kubeconfig (set
 // KUBERNETES_MASTER, a variable nothing reads any more) with the ways
 // vipctl does find a cluster.
 const kubeconfigHelp = "pass --kubeconfig, set KUBECONFIG, or create ~/.kube/config (in a pod: the in-cluster service account is used)"
+
+// checkNamespace refuses a --namespace no namespace can have before the
+// cluster is asked: an empty one would be reported as a missing ConfigMap.
+func checkNamespace(ns string) error {
+	if msg := v1alpha1.NamespaceError(ns); msg != "" {
+		return fmt.Errorf("--namespace %q: %s", ns, msg)
+	}
+	return nil
+}
 
 // restConfig finds the API the way kubectl does: an explicit kubeconfig,
 // then $KUBECONFIG, then ~/.kube/config, then the in-cluster ServiceAccount.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,17 +33,18 @@ over from another load balancer"). Needs root (CAP_NET_RAW).`,
   vipctl preflight -f cluster.yaml --interface ens3 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
+			opts := preflight.Options{Interface: iface, Timeout: timeout}
+			if err := errors.Join(checkOutput(output), opts.Validate()); err != nil {
 				return err
 			}
 			c, err := v1alpha1.Load(file)
 			if err != nil {
 				return err
 			}
-			if iface == "" {
-				iface = c.Spec.VRRP.Interface
+			if opts.Interface == "" {
+				opts.Interface = c.Spec.VRRP.Interface
 			}
-			report, err := preflight.Run(cmd.Context(), c, preflight.Options{Interface: iface, Timeout: timeout})
+			report, err := preflight.Run(cmd.Context(), c, opts)
 			if err != nil {
 				return err
 			}

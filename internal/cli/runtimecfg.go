@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/metricsserver"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
@@ -73,6 +74,9 @@ with a SubjectAccessReview, both with the node's credentials.`,
 			if o.once.NodeName == "" {
 				return errors.New("--node-name: required (or set NODE_NAME)")
 			}
+			if err := o.validate(); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if o.oneShot {
@@ -115,6 +119,19 @@ with a SubjectAccessReview, both with the node's credentials.`,
 	f.StringVar(&o.namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap")
 	f.DurationVar(&o.debounce, "debounce", 200*time.Millisecond, "longest a change waits after a render: one after a quiet spell renders at once, one right after a render waits four times that render's length, at most this")
 	return cmd
+}
+
+// validate refuses flags the pod's own manifest would never give, before
+// anything is rendered or the API asked.
+func (o *runtimecfgOptions) validate() error {
+	errs := []error{checkNamespace(o.namespace)}
+	if msg := cluster.NodeNameError(o.once.NodeName); msg != "" {
+		errs = append(errs, fmt.Errorf("--node-name %q: %s", o.once.NodeName, msg))
+	}
+	if o.debounce < 0 {
+		errs = append(errs, fmt.Errorf("--debounce %s: must not be negative", o.debounce))
+	}
+	return errors.Join(errs...)
 }
 
 // orNothing names an empty source.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -35,7 +36,7 @@ With --watch it shows the table again whenever what it shows changes (-o
 json: one JSON object per line and change), until interrupted (exit 0).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
+			if err := errors.Join(checkOutput(output), checkNamespace(namespace)); err != nil {
 				return err
 			}
 			cl, err := connect(kubeconfig, namespace)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -68,7 +69,7 @@ edit concerns change, comments and layout stay). Nothing is written with
   vipctl update -f cluster.yaml --remove-pool old --force`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
+			if err := errors.Join(checkOutput(output), checkNamespace(namespace)); err != nil {
 				return err
 			}
 			var edits []update.Edit

@@ -70,7 +70,7 @@ func TestCheckServers(t *testing.T) {
 	}
 	for _, tc := range cases {
 		_, err := checkServers(fixture.Addrs(tc.servers...), vip)
-		if got := errString(err); got != tc.want {
+		if got := fixture.ErrText(err); got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.servers, got, tc.want)
 		}
 	}
@@ -93,13 +93,6 @@ func TestResultText(t *testing.T) {
 	if got := (&Result{VIPs: []string{"198.51.100.5"}, AlreadyServed: true}).Text(); !strings.Contains(got, "already answer") {
 		t.Errorf("already served: %q", got)
 	}
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 // good is a set of options Validate accepts, for cases to break one by one.
@@ -158,7 +151,7 @@ func TestOptionsValidate(t *testing.T) {
 				"--bootstrap-address ::1: a loopback address: haproxy would balance onto this host, and the control-plane nodes could not reach it either"},
 	}
 	for _, tc := range cases {
-		if got := errString(tc.o.Validate()); got != tc.want {
+		if got := fixture.ErrText(tc.o.Validate()); got != tc.want {
 			t.Errorf("%s:\n%s\nwant:\n%s", tc.name, got, tc.want)
 		}
 	}
@@ -187,7 +180,7 @@ func TestPrepareRefusesServers(t *testing.T) {
 	}
 	for _, tc := range cases {
 		_, err := prepare(Options{Config: day1, Nodes: nodes, Servers: fixture.Addrs(tc.servers...)})
-		if got := errString(err); got != tc.want {
+		if got := fixture.ErrText(err); got != tc.want {
 			t.Errorf("%s:\n%s\nwant:\n%s", tc.name, got, tc.want)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -114,7 +113,8 @@ type CheckOptions struct {
 	Server string
 	// ResolvConf is read when Server is empty. Default /etc/resolv.conf.
 	ResolvConf string
-	// Timeout bounds each query (two tries). Default 2s.
+	// Timeout bounds each query (two tries); it must be positive
+	// (DefaultTimeout is the command's default).
 	Timeout time.Duration
 }
 
@@ -123,15 +123,15 @@ type CheckOptions struct {
 // made (no server, no answer at all); a server's error code for a name is
 // a finding of that name.
 func Check(ctx context.Context, c *v1alpha1.ClusterVIPs, o CheckOptions) (*Report, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	if err := Applies(c); err != nil {
 		return nil, err
 	}
 	server, err := serverAddress(o)
 	if err != nil {
 		return nil, err
-	}
-	if o.Timeout == 0 {
-		o.Timeout = 2 * time.Second
 	}
 	client := &dns.Client{Timeout: o.Timeout}
 	rep := &Report{Server: server, Results: []Result{}}
@@ -249,13 +249,8 @@ func ask(ctx context.Context, client *dns.Client, server, name, t string) (Resul
 // serverAddress is the server to ask, as host:port.
 func serverAddress(o CheckOptions) (string, error) {
 	if o.Server != "" {
-		if a, err := netip.ParseAddr(o.Server); err == nil {
-			return net.JoinHostPort(a.String(), "53"), nil
-		}
-		if ap, err := netip.ParseAddrPort(o.Server); err == nil {
-			return ap.String(), nil
-		}
-		return "", fmt.Errorf("--server %q: not an IP address, or an address and port (198.51.100.53, [2001:db8::53]:5353)", o.Server)
+		ap, err := parseServer(o.Server)
+		return ap.String(), err
 	}
 	path := o.ResolvConf
 	if path == "" {

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
@@ -99,8 +98,8 @@ func validateName(name string, path *field.Path) field.ErrorList {
 	if name == "" {
 		return field.ErrorList{field.Required(path, "the Node's name")}
 	}
-	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
-		return field.ErrorList{field.Invalid(path, name, "not a Node name: "+strings.Join(msgs, "; "))}
+	if msg := cluster.NodeNameError(name); msg != "" {
+		return field.ErrorList{field.Invalid(path, name, msg)}
 	}
 	return nil
 }

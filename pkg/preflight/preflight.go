@@ -157,6 +157,9 @@ type Options struct {
 // Run asks for every target of c on the interface and reports who holds
 // which. It needs CAP_NET_RAW.
 func Run(ctx context.Context, c *v1alpha1.ClusterVIPs, o Options) (*Report, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	targets, notAsked := Targets(c)
 	ifi, err := net.InterfaceByName(o.Interface)
 	if err != nil {

@@ -2,6 +2,7 @@ package update
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -35,7 +36,8 @@ func Load(file string, edits []Edit) (*Request, error) {
 	}
 	edited, c, err := ApplyEdits(original, edits)
 	if err != nil {
-		return nil, err
+		// The edits are flags, the file is where they fail: name both.
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return &Request{File: file, Config: c, edited: edited}, nil
 }
@@ -72,7 +74,7 @@ func (c Cluster) Run(ctx context.Context, r *Request, o RunOptions) error {
 	}
 	plan, err := Compute(live, r.Config, svcs)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", r.File, err)
 	}
 	plan.BootstrapNodes = o.BootstrapNodes
 	objects, skipped, err := c.ObjectChanges(ctx, plan.Desired)
@@ -99,6 +101,10 @@ func (c Cluster) Run(ctx context.Context, r *Request, o RunOptions) error {
 	}
 	if !plan.Empty() {
 		if err := c.Apply(ctx, plan, cm, o.Force, o.Log); err != nil {
+			if errors.Is(err, ErrOrphans) || errors.Is(err, ErrReleaseTooNew) {
+				// A refusal of what the file asks for: say which file.
+				return fmt.Errorf("%s: %w", r.File, err)
+			}
 			return err
 		}
 	}

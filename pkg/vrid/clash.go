@@ -1,11 +1,15 @@
 package vrid
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -21,26 +25,57 @@ type KnownCluster struct {
 	IDs  map[string]uint8 `json:"ids,omitempty"`
 }
 
+// inventoryExample is the shape of an inventory, for messages.
+const inventoryExample = "clusters: [{name: cnf10}, {name: lab, ids: {api: 10}}]"
+
 // LoadInventory reads an inventory file, strictly: a misspelt field is an
-// error rather than a silently ignored cluster.
+// error rather than a silently ignored cluster, and a file that lists no
+// cluster (empty, or another file given by mistake) is refused rather
+// than reported as "no clash". Every problem at once.
 func LoadInventory(path string) (Inventory, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return Inventory{}, err
 	}
-	var inv Inventory
-	if err := yaml.UnmarshalStrict(data, &inv); err != nil {
-		return Inventory{}, fmt.Errorf("%s: %w", path, err)
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return Inventory{}, fmt.Errorf("%s: not valid YAML: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
+	var inv Inventory
+	// Decoded as the cluster file is: every unknown field with its path,
+	// in the file's terms rather than the JSON's it is converted to.
+	strict, err := kjson.UnmarshalStrict(js, &inv)
+	if err != nil {
+		return Inventory{}, fmt.Errorf("%s: not an inventory: %s; want, for example, %s", path, strings.TrimPrefix(err.Error(), "json: "), inventoryExample)
+	}
+	if len(strict) > 0 {
+		msgs := make([]string, len(strict))
+		for i, e := range strict {
+			msgs[i] = strings.TrimPrefix(e.Error(), "json: ")
+		}
+		return Inventory{}, fmt.Errorf("%s: not an inventory: %s; want, for example, %s", path, strings.Join(msgs, ", "), inventoryExample)
+	}
+	if len(inv.Clusters) == 0 {
+		return Inventory{}, fmt.Errorf("%s: clusters: Required value: no cluster; an inventory lists the other clusters on the LAN (%s), and one without any would check nothing", path, inventoryExample)
+	}
+	var errs []error
+	seen := map[string]int{}
 	for i, c := range inv.Clusters {
 		if err := ValidateClusterName(c.Name); err != nil {
-			return Inventory{}, fmt.Errorf("%s: clusters[%d].name: %w", path, i, err)
+			errs = append(errs, fmt.Errorf("%s: clusters[%d].name: %w", path, i, err))
+		} else if first, dup := seen[c.Name]; dup {
+			errs = append(errs, fmt.Errorf("%s: clusters[%d].name: Duplicate value: %q (also clusters[%d])", path, i, c.Name, first))
+		} else {
+			seen[c.Name] = i
 		}
-		for label, id := range c.IDs {
-			if id == 0 {
-				return Inventory{}, fmt.Errorf("%s: clusters[%d].ids[%s]: 0 is not a VRRP ID (1-255)", path, i, label)
+		for _, label := range slices.Sorted(maps.Keys(c.IDs)) {
+			if c.IDs[label] == 0 {
+				errs = append(errs, fmt.Errorf("%s: clusters[%d].ids[%s]: 0 is not a VRRP ID (1-255)", path, i, label))
 			}
 		}
+	}
+	if len(errs) > 0 {
+		return Inventory{}, errors.Join(errs...)
 	}
 	return inv, nil
 }

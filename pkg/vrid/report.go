@@ -74,6 +74,9 @@ func (c Check) Run(ctx context.Context) (*Report, error) {
 	report := &Report{Cluster: c.Request.Cluster, IDs: assignment.Entries, OpenShiftKeepalived: assignment.OpenShift}
 	var live []Observation
 	if c.Listen != "" {
+		if msg := v1alpha1.InterfaceNameError(c.Listen); msg != "" {
+			return nil, fmt.Errorf("--listen %q: %s", c.Listen, msg)
+		}
 		if c.ListenFor <= 0 {
 			return nil, fmt.Errorf("--for: must be positive, got %s", c.ListenFor)
 		}

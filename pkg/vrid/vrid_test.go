@@ -264,3 +264,50 @@ func TestLoadInventory(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadInventoryRefuses: an inventory that checks nothing, or names a
+// cluster twice, is refused with its file and field, every problem at
+// once: an empty file used to report "no clash".
+func TestLoadInventoryRefuses(t *testing.T) {
+	t.Parallel()
+	const none = "clusters: Required value: no cluster; an inventory lists the other clusters on the LAN (clusters: [{name: cnf10}, {name: lab, ids: {api: 10}}]), and one without any would check nothing"
+	// Run as TestLoadInventory's errors are: the file, then the problem.
+	cases := []struct {
+		name, body, want string
+	}{
+		{"an empty file", "", none},
+		{"comments only", "# the lab's clusters, to be filled in\n", none},
+		{"no cluster listed", "clusters: []\n", none},
+		{"clusters: null", "clusters:\n", none},
+		{"a cluster file", "apiVersion: vipctl.io/v1alpha1\nkind: ClusterVIPs\n", `not an inventory: unknown field "apiVersion", unknown field "kind"; want, for example, clusters: [{name: cnf10}, {name: lab, ids: {api: 10}}]`},
+		{"a misspelt field", "clusters:\n- clustername: a\n", `not an inventory: unknown field "clusters[0].clustername"; want, for example, clusters: [{name: cnf10}, {name: lab, ids: {api: 10}}]`},
+		{"a cluster twice", "clusters:\n- name: cnf10\n- name: lab\n- name: cnf10\n  ids: {api: 9}\n", `clusters[2].name: Duplicate value: "cnf10" (also clusters[0])`},
+		{"every problem at once", "clusters:\n- name: A_B\n- name: lab\n  ids: {ingress: 0, api: 0}\n- name: lab\n",
+			"clusters[0].name: invalid cluster name \"A_B\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')\n" +
+				"INV: clusters[1].ids[api]: 0 is not a VRRP ID (1-255)\n" +
+				"INV: clusters[1].ids[ingress]: 0 is not a VRRP ID (1-255)\n" +
+				"INV: clusters[2].name: Duplicate value: \"lab\" (also clusters[1])"},
+	}
+	for _, tc := range cases {
+		path := filepath.Join(t.TempDir(), "inventory.yaml")
+		if err := os.WriteFile(path, []byte(tc.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadInventory(path)
+		want := path + ": " + strings.ReplaceAll(tc.want, "INV", path)
+		if err == nil || err.Error() != want {
+			t.Errorf("%s:\n%v\nwant:\n%s", tc.name, err, want)
+		}
+	}
+}
+
+// TestCheckRefusesListen: --listen names an interface, checked before a
+// socket is opened.
+func TestCheckRefusesListen(t *testing.T) {
+	t.Parallel()
+	c := Check{Request: Request{Cluster: "ostest", Keys: []Key{KeyAPI}}, Listen: "br-ex;reboot", ListenFor: 5e9}
+	want := `--listen "br-ex;reboot": must be a network interface name: 1-15 of A-Z a-z 0-9 _ . -`
+	if _, err := c.Run(t.Context()); err == nil || err.Error() != want {
+		t.Errorf("%v, want %s", err, want)
+	}
+}

@@ -512,7 +512,8 @@ func TestUpdateRefusesMachineConfigsTheClusterCannotParse(t *testing.T) {
 	target("4.19")
 	cmBefore, _, _ := update.Cluster{Kube: e.admin, Namespace: render.Namespace}.Live(ctx)
 	code, out, errOut := run("update", "-f", file)
-	const refusal = "error: refusing to write MachineConfigs the cluster cannot parse: the cluster runs OpenShift 4.16.12, older than spec.openshiftRelease 4.19: its Machine Config Operator parses Ignition 3.4.0 at most and would refuse MachineConfigs written for 4.19 (Ignition 3.5.0), and its machine-config pools would degrade; set spec.openshiftRelease to 4.16 in the file, or pass --force to write them anyway\n"
+	// The refusal names the file (issue 47).
+	refusal := "error: " + file + ": refusing to write MachineConfigs the cluster cannot parse: the cluster runs OpenShift 4.16.12, older than spec.openshiftRelease 4.19: its Machine Config Operator parses Ignition 3.4.0 at most and would refuse MachineConfigs written for 4.19 (Ignition 3.5.0), and its machine-config pools would degrade; set spec.openshiftRelease to 4.16 in the file, or pass --force to write them anyway\n"
 	if code != 1 || errOut != refusal {
 		t.Errorf("update to 4.19 on 4.16: exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit 1 and:\n%s", code, out, errOut, refusal)
 	}
