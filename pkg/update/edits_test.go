@@ -204,15 +204,3 @@ func TestWriteFileKeepsMode(t *testing.T) {
 		t.Errorf("temp files left: %v", entries)
 	}
 }
-
-// TestPoolDiffNamesAnnounce: a pool whose announce changes (keepalived's
-// addresses become the sidecar's) is a planned change, not a silent one.
-func TestPoolDiffNamesAnnounce(t *testing.T) {
-	t.Parallel()
-	a := v1alpha1.ServicePool{Name: "web", Mode: v1alpha1.PoolModeVRRP}
-	b := a
-	b.Announce = v1alpha1.AnnounceSidecar
-	if got, want := poolDiff(a, b), []string{`announce: "" -> sidecar`}; !slices.Equal(got, want) {
-		t.Errorf("poolDiff = %q, want %q", got, want)
-	}
-}

@@ -70,7 +70,7 @@ func TestModeVRRPToBGP(t *testing.T) {
 		}
 	}
 	wantFreed := map[v1alpha1.InstanceKey]uint8{r0: liveIDs[r0], r1: liveIDs[r1]}
-	if len(p.Pools) != 1 || strings.Join(p.Pools[0].Fields, ";") != "mode: vrrp -> bgp" ||
+	if len(p.Pools) != 1 || strings.Join(p.Pools[0].Fields, ";") != "spec.servicePools[0].mode: vrrp -> bgp" ||
 		!maps.Equal(p.Pools[0].Freed, wantFreed) || len(p.Pools[0].Taken) != 0 || len(p.Pools[0].IDs) != 0 {
 		t.Errorf("pool changes %+v, want racks' mode changed and IDs %v freed", p.Pools, wantFreed)
 	}
@@ -78,7 +78,7 @@ func TestModeVRRPToBGP(t *testing.T) {
 		t.Errorf("static changes %v: the mode is a day-2 part", p.Static)
 	}
 	want := "~ pool racks (frees VRRP IDs pool/racks/0=" + itoa(liveIDs[r0]) + ", pool/racks/1=" + itoa(liveIDs[r1]) + ")\n" +
-		"    mode: vrrp -> bgp\n" +
+		"    spec.servicePools[0].mode: vrrp -> bgp\n" +
 		"no MachineConfig change: no node reboots\n"
 	if got := p.Text(); got != want {
 		t.Errorf("plan text:\n%s\nwant:\n%s", got, want)
@@ -87,7 +87,7 @@ func TestModeVRRPToBGP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := string(data); !strings.Contains(s, `"fields":["mode: vrrp -\u003e bgp"]`) || !strings.Contains(s, `"freedIDs":{"pool/racks/0":`) {
+	if s := string(data); !strings.Contains(s, `"fields":["spec.servicePools[0].mode: vrrp -\u003e bgp"]`) || !strings.Contains(s, `"freedIDs":{"pool/racks/0":`) {
 		t.Errorf("plan as JSON: %s", s)
 	}
 	cl := Cluster{Kube: fake.NewClientset(), Namespace: "vipctl-system"}
@@ -140,7 +140,7 @@ func TestModeBGPToVRRP(t *testing.T) {
 	}
 	r0, r1 := v1alpha1.PoolKey("racks", 0), v1alpha1.PoolKey("racks", 1)
 	wantTaken := map[v1alpha1.InstanceKey]uint8{r0: ids[r0], r1: ids[r1]}
-	if len(p.Pools) != 1 || strings.Join(p.Pools[0].Fields, ";") != "mode: bgp -> vrrp" ||
+	if len(p.Pools) != 1 || strings.Join(p.Pools[0].Fields, ";") != "spec.servicePools[0].mode: bgp -> vrrp" ||
 		!maps.Equal(p.Pools[0].Taken, wantTaken) || len(p.Pools[0].Freed) != 0 {
 		t.Errorf("pool changes %+v, want racks' mode changed and IDs %v taken", p.Pools, wantTaken)
 	}
@@ -155,7 +155,7 @@ func TestModeBGPToVRRP(t *testing.T) {
 	}
 	text := p.Text()
 	for _, want := range []string{
-		"~ pool racks (takes VRRP IDs pool/racks/0=" + itoa(ids[r0]) + ", pool/racks/1=" + itoa(ids[r1]) + ")\n    mode: bgp -> vrrp\n",
+		"~ pool racks (takes VRRP IDs pool/racks/0=" + itoa(ids[r0]) + ", pool/racks/1=" + itoa(ids[r1]) + ")\n    spec.servicePools[0].mode: bgp -> vrrp\n",
 		"! Service default/anchored would lose 203.0.113.239 (it becomes a VRRP anchor of pool racks, which no Service may hold)\n",
 	} {
 		if !strings.Contains(text, want) {

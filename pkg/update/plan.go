@@ -27,7 +27,8 @@ type PoolChange struct {
 	Name string `json:"name"`
 	// Change is added, removed or changed.
 	Change string `json:"change"`
-	// Fields lists what changed (addresses, nodeSelector, …) and how.
+	// Fields lists each field of the pool that changed, by its path in
+	// the file, and how: "spec.servicePools[1].addresses: old -> new".
 	Fields []string `json:"fields,omitempty"`
 	// IDs are the VRRP IDs of the pool's instances in the desired config
 	// (none for a bgp pool).
@@ -140,7 +141,7 @@ func Compute(live, desired *v1alpha1.ClusterVIPs, services []corev1.Service) (*P
 			livePools[lp.Name] = lp
 		}
 	}
-	for _, dp := range out.Spec.ServicePools {
+	for i, dp := range out.Spec.ServicePools {
 		lp, existed := livePools[dp.Name]
 		delete(livePools, dp.Name)
 		pc := PoolChange{Name: dp.Name, IDs: poolIDs(out, ids, dp.Name)}
@@ -150,7 +151,7 @@ func Compute(live, desired *v1alpha1.ClusterVIPs, services []corev1.Service) (*P
 			p.Pools = append(p.Pools, pc)
 			continue
 		}
-		pc.Fields = poolDiff(lp, dp)
+		pc.Fields = poolDiff(i, lp, dp)
 		if len(pc.Fields) > 0 || len(pc.Taken) > 0 || len(pc.Freed) > 0 {
 			pc.Change = "changed"
 			p.Pools = append(p.Pools, pc)
@@ -282,25 +283,6 @@ func pinIDs(live, desired *v1alpha1.ClusterVIPs) (*v1alpha1.ClusterVIPs, error) 
 	return &out, nil
 }
 
-func poolDiff(a, b v1alpha1.ServicePool) []string {
-	var out []string
-	field := func(name string, x, y any) {
-		if !reflect.DeepEqual(x, y) {
-			out = append(out, fmt.Sprintf("%s: %s -> %s", name, compact(x), compact(y)))
-		}
-	}
-	field("mode", a.Mode, b.Mode)
-	field("announce", a.Announce, b.Announce)
-	field("addresses", a.Addresses, b.Addresses)
-	field("nodeSelector", a.NodeSelector, b.NodeSelector)
-	field("namespaces", a.Namespaces, b.Namespaces)
-	field("serviceSelector", a.ServiceSelector, b.ServiceSelector)
-	field("autoAssign", a.AutoAssign, b.AutoAssign)
-	field("instances", a.Instances, b.Instances)
-	field("maxHolders", a.MaxHolders, b.MaxHolders)
-	return out
-}
-
 func compact(v any) string {
 	data, err := yaml.Marshal(v)
 	if err != nil {
@@ -347,8 +329,7 @@ func staticDiff(live, desired *v1alpha1.ClusterVIPs) []string {
 	at, bt := reflect.ValueOf(a.Spec), reflect.ValueOf(b.Spec)
 	for i := 0; i < at.NumField(); i++ {
 		if !reflect.DeepEqual(at.Field(i).Interface(), bt.Field(i).Interface()) {
-			name := strings.Split(at.Type().Field(i).Tag.Get("json"), ",")[0]
-			out = append(out, "spec."+name)
+			out = append(out, "spec."+jsonName(at.Type().Field(i)))
 		}
 	}
 	return out

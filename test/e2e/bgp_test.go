@@ -534,7 +534,7 @@ func TestBGPUpdateKeepsAddresses(t *testing.T) {
 		t.Errorf("the file after --set-pool-mode:\n%s\nwant only the mode line changed:\n%s", got, want)
 	}
 	t.Logf("plan:\n%s", out)
-	for _, want := range []string{"~ pool web (frees VRRP IDs pool/web/0=", "    mode: vrrp -> bgp\n", "no MachineConfig change"} {
+	for _, want := range []string{"~ pool web (frees VRRP IDs pool/web/0=", "    spec.servicePools[0].mode: vrrp -> bgp\n", "no MachineConfig change"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the plan lacks %q:\n%s", want, out)
 		}
