@@ -162,6 +162,11 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 		}
 		out = append(out, File{Path: path.Join("machineconfigs", MachineConfigName(role)+".yaml"), Mode: 0o644, Data: data})
 	}
+	policy, err := disruptionFiles(target)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, policy...)
 	objs, err := manifests.Objects(c)
 	if err != nil {
 		return nil, err

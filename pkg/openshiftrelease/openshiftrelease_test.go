@@ -96,3 +96,17 @@ func TestTable(t *testing.T) {
 		t.Error("4.13 has a spec but is not supported")
 	}
 }
+
+func TestHasNodeDisruptionPolicies(t *testing.T) {
+	t.Parallel()
+	tests := map[string]bool{"4.14": false, "4.16": false, "4.17": true, "4.22": true}
+	for in, want := range tests {
+		r, err := Parse(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.HasNodeDisruptionPolicies(); got != want {
+			t.Errorf("%s: %v, want %v", in, got, want)
+		}
+	}
+}
