@@ -14,9 +14,18 @@ GIVEN_VERSION := $(if $(filter-out undefined,$(origin VERSION)),$(VERSION))
 # steps of one make run.
 VERSION ?= $(or $(shell $(GO) run ./hack/releaseversion),$(error cannot name this tree's version: go run ./hack/releaseversion says why))
 VERSION := $(VERSION)
+# The architecture build and image build for, in Go's names (amd64,
+# arm64); make image ARCH=arm64 on an amd64 machine runs the packages'
+# maintainer scripts under qemu-user-static (hack/install-image-tools.sh).
+# Another architecture than the machine's writes files of its own
+# (bin/vipctl-arm64, bin/vipctl-image-arm64.tar): bin/vipctl and
+# bin/vipctl-image.tar stay the machine's, which the labs run.
+HOSTARCH := $(shell $(GO) env GOARCH)
+ARCH ?= $(HOSTARCH)
+ARCH_SUFFIX := $(if $(filter $(HOSTARCH),$(ARCH)),,-$(ARCH))
 # Where build and image write; make release points them into its directory.
-VIPCTL_BIN ?= bin/vipctl
-VIPCTL_IMAGE ?= bin/vipctl-image.tar
+VIPCTL_BIN ?= bin/vipctl$(ARCH_SUFFIX)
+VIPCTL_IMAGE ?= bin/vipctl-image$(ARCH_SUFFIX).tar
 # make release: DEV=1 builds a development release (any commit, changes
 # allowed); RELEASE_DIR defaults to bin/release/VERSION.
 DEV ?=
@@ -33,19 +42,20 @@ TRIALS ?= 20
 KUBELET_TRIALS ?= 3
 CLUSTER_TRIALS ?= 3
 
-.PHONY: all build image next-image release demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-peers bench-peers-scale bench-announce bench-steady bench-runtimecfg bench-scale lab-up lab-down clean
+.PHONY: all build image next-image release release-verify demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-peers bench-peers-scale bench-announce bench-steady bench-runtimecfg bench-scale lab-up lab-down clean
 
 all: build
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(VIPCTL_BIN) ./cmd/vipctl
+	CGO_ENABLED=0 GOARCH=$(ARCH) $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(VIPCTL_BIN) ./cmd/vipctl
 
 ## image: vipctl's one container image (keepalived, haproxy, FRR from
 ## Debian's packages and bin/vipctl) as an OCI archive, bin/vipctl-image.tar,
-## tagged $(VERSION); cached, rebuilt only when its inputs change
+## tagged $(VERSION), for ARCH (every ELF file in it checked to be ARCH's);
+## cached, rebuilt only when its inputs change
 image: build
-	./hack/install-image-tools.sh
-	./hack/build-image.sh $(VERSION) $(VIPCTL_BIN) $(VIPCTL_IMAGE)
+	./hack/install-image-tools.sh $(ARCH)
+	./hack/build-image.sh $(VERSION) $(VIPCTL_BIN) $(VIPCTL_IMAGE) $(ARCH)
 
 ## next-image: the image of "the next version" the cluster lab's rolling
 ## upgrade moves to (this tree's vipctl stamped $(VERSION)-next, one layer
@@ -53,11 +63,21 @@ image: build
 next-image: image
 	./hack/build-next-image.sh $(VERSION) $(VIPCTL_IMAGE) bin/vipctl-image-next.tar
 
-## release: bin/release/VERSION/ with the static vipctl, the image as an OCI
-## archive and SHA256SUMS (docs/image.md); VERSION is the tag at HEAD, the
-## tree must be clean; DEV=1 for a development build of any tree
+## release: bin/release/VERSION/ with the static vipctl and the image (an
+## OCI archive) for each of ARCHES, both images under one index, the SBOM
+## and SHA256SUMS (docs/image.md); the tree must be clean and at the release
+## commit (the one that sets the file VERSION); DEV=1 for a development
+## build of any tree
+ARCHES ?= amd64 arm64
 release:
-	DEV='$(DEV)' GIVEN_VERSION='$(GIVEN_VERSION)' DEV_VERSION='$(VERSION)' RELEASE_DIR='$(RELEASE_DIR)' ./hack/release.sh
+	DEV='$(DEV)' GIVEN_VERSION='$(GIVEN_VERSION)' DEV_VERSION='$(VERSION)' RELEASE_DIR='$(RELEASE_DIR)' ARCHES='$(ARCHES)' ./hack/release.sh
+
+## release-verify: a release directory as it will be published: SHA256SUMS
+## names every file and matches, every ELF file of every image is its
+## architecture's; prints the archives' digests (the index's is what the
+## release workflow pushes and signs)
+release-verify:
+	./hack/release-verify.sh $(or $(RELEASE_DIR),bin/release/$(VERSION))
 
 ## demo: run vipctl on the shipped example into ./out
 demo: build

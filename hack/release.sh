@@ -3,9 +3,15 @@
 # build the image (which takes Debian's apt and root) to install vipctl:
 #
 #   RELEASE_DIR (default bin/release/VERSION/)
-#     vipctl            the static binary (linux/amd64), stamped VERSION
-#     vipctl-image.tar  the image as an OCI archive, quay.io/vipctl/vipctl:VERSION
-#     SHA256SUMS        of both: sha256sum -c SHA256SUMS
+#     vipctl-linux-ARCH               the static binary for each of ARCHES
+#                                     (amd64 arm64), stamped VERSION
+#     vipctl-image-linux-ARCH.tar     that architecture's image as an OCI
+#                                     archive, quay.io/vipctl/vipctl:VERSION
+#     vipctl-image.tar                all of them under one OCI image index:
+#                                     the tag a registry serves every node
+#     vipctl.spdx.json                the SBOM (SPDX 2.3): each binary's Go
+#                                     modules, each image's Debian packages
+#     SHA256SUMS                      of them all: sha256sum -c SHA256SUMS
 #
 # The version is the tree's own (hack/releaseversion: the file VERSION at
 # the commit that set it; git tags are not needed, but when present they
@@ -17,10 +23,11 @@
 # checked out, named DEV_VERSION (the Makefile's VERSION, v0.1.0-N-gHASH
 # or -dirty).
 #
-# Both files are built by make build and make image, so they are what the
-# tests ran and as reproducible as those: the same commit, Go and apt
-# snapshot give the same SHA256SUMS, and a release of the commit make image
-# last built is a copy of its archive (hack/build-image.sh).
+# The binaries and images are built by make build and make image, so they
+# are what the tests ran and as reproducible as those: the same commit, Go
+# and apt snapshot give the same SHA256SUMS, and a release of the commit
+# make image last built is a copy of its archive (hack/build-image.sh).
+# ARCHES narrows the architectures (make release DEV=1 ARCHES=amd64).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -71,10 +78,25 @@ refuse() {
 
 rm -rf "$stage"
 mkdir -p "$stage"
-"$make" --no-print-directory build VERSION="$version" VIPCTL_BIN="$stage/vipctl"
-# -o build: the binary is built already; make image would link it again.
-"$make" --no-print-directory -o build image VERSION="$version" VIPCTL_BIN="$stage/vipctl" VIPCTL_IMAGE="$stage/vipctl-image.tar"
-(cd "$stage" && sha256sum vipctl vipctl-image.tar > SHA256SUMS)
+archives=()
+sbom_args=()
+for arch in ${ARCHES:-amd64 arm64}; do
+  bin="$stage/vipctl-linux-$arch"
+  image="$stage/vipctl-image-linux-$arch.tar"
+  "$make" --no-print-directory build ARCH="$arch" VERSION="$version" VIPCTL_BIN="$bin"
+  # -o build: the binary is built already; make image would link it again.
+  # Its every ELF file is checked to be this architecture's.
+  "$make" --no-print-directory -o build image ARCH="$arch" VERSION="$version" VIPCTL_BIN="$bin" VIPCTL_IMAGE="$image"
+  archives+=(-index "$image")
+  sbom_args+=(-binary "$bin" -image "$image")
+done
+# The image index's blobs are the per-architecture images', as they are:
+# each image has the same digest in its archive and under the index.
+go run ./hack/ociimage "${archives[@]}" -name "quay.io/vipctl/vipctl:${version//+/-}" -o "$stage/vipctl-image.tar"
+# Dated by the release's commit, so the same commit gives the same file.
+SOURCE_DATE_EPOCH=$(git log -1 --format=%ct 2>/dev/null || echo 0) \
+  go run ./hack/sbom -version "$version" "${sbom_args[@]}" -o "$stage/vipctl.spdx.json"
+(cd "$stage" && sha256sum -- * > SHA256SUMS)
 
 # The directory appears whole or not at all; a second release of the same
 # version replaces the first.

@@ -63,6 +63,10 @@ func main() {
 // checkArchive checks every image of the archive; the summary counts the
 // ELF files it read.
 func checkArchive(archive, arch string) (string, error) {
+	top, err := ociarchive.Top(archive)
+	if err != nil {
+		return "", err
+	}
 	images, err := ociarchive.Images(archive)
 	if err != nil {
 		return "", err
@@ -92,9 +96,9 @@ func checkArchive(archive, arch string) (string, error) {
 		if c.elves == 0 {
 			return "", fmt.Errorf("%s: image for %s/%s has no ELF file at all", archive, im.OS, im.Architecture)
 		}
-		summaries = append(summaries, fmt.Sprintf("%s/%s %d ELF files, every one %s", im.OS, im.Architecture, c.elves, want))
+		summaries = append(summaries, fmt.Sprintf("%s/%s %s: %d ELF files, every one %s", im.OS, im.Architecture, im.Manifest.Digest, c.elves, want))
 	}
-	return archive + ": " + strings.Join(summaries, "; "), nil
+	return fmt.Sprintf("%s: %s %s: %s", archive, top.Annotations["org.opencontainers.image.ref.name"], top.Digest, strings.Join(summaries, "; ")), nil
 }
 
 // checker judges the files of one image.

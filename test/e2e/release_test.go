@@ -22,8 +22,11 @@ import (
 	"github.com/vipctl/vipctl/test/kubeletlab"
 )
 
-// TestReleaseDevelopmentBuild runs `make release DEV=1` on this tree: a
-// directory with exactly the binary, the image archive and SHA256SUMS;
+// TestReleaseDevelopmentBuild runs `make release DEV=1 ARCHES=amd64` on
+// this tree (arm64's image takes emulation; hack/imagecheck and the unit
+// tests of hack/ cover what differs): a directory with exactly the
+// binary, its image archive, the archive of the image index over it, the
+// SBOM and SHA256SUMS, which make release-verify accepts;
 // the binary is stamped with the version its image is tagged with, and
 // renders that image into the static pods (warning that it is a
 // development build's); the docs' mirror recipe runs as written against
@@ -42,9 +45,14 @@ func TestReleaseDevelopmentBuild(t *testing.T) {
 		t.Fatal("the docs' mirror recipe needs skopeo: run hack/install-deps.sh (make test does)")
 	}
 	dir := filepath.Join(t.TempDir(), "release")
-	stdout, stderr, err := fixture.MakeRelease(t, fixture.Repo(""), "DEV=1", "RELEASE_DIR="+dir)
+	stdout, stderr, err := fixture.MakeRelease(t, fixture.Repo(""), "DEV=1", "ARCHES=amd64", "RELEASE_DIR="+dir)
 	if err != nil {
 		t.Fatalf("make release DEV=1: %v\n%s%s", err, stdout, stderr)
+	}
+	verify := exec.Command("make", "--no-print-directory", "-s", "release-verify", "RELEASE_DIR="+dir)
+	verify.Dir = fixture.Repo("")
+	if out, err := verify.CombinedOutput(); err != nil {
+		t.Errorf("make release-verify: %v\n%s", err, out)
 	}
 	t.Log(stdout)
 	entries, err := os.ReadDir(dir)
@@ -55,7 +63,7 @@ func TestReleaseDevelopmentBuild(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if want := []string{"SHA256SUMS", "vipctl", "vipctl-image.tar"}; !slices.Equal(names, want) {
+	if want := []string{"SHA256SUMS", "vipctl-image-linux-amd64.tar", "vipctl-image.tar", "vipctl-linux-amd64", "vipctl.spdx.json"}; !slices.Equal(names, want) {
 		t.Fatalf("release holds %v, want %v", names, want)
 	}
 
@@ -64,7 +72,8 @@ func TestReleaseDevelopmentBuild(t *testing.T) {
 		Release bool   `json:"release"`
 		Image   string `json:"image"`
 	}
-	if err := json.Unmarshal(runIn(t, dir, filepath.Join(dir, "vipctl"), "version", "-o", "json"), &v); err != nil {
+	vipctl := filepath.Join(dir, "vipctl-linux-amd64")
+	if err := json.Unmarshal(runIn(t, dir, vipctl, "version", "-o", "json"), &v); err != nil {
 		t.Fatal(err)
 	}
 	archive := filepath.Join(dir, "vipctl-image.tar")
@@ -77,7 +86,7 @@ func TestReleaseDevelopmentBuild(t *testing.T) {
 	// The release's vipctl renders its own image into the static pods and
 	// warns that no registry has it.
 	out := filepath.Join(t.TempDir(), "out")
-	cmd := exec.Command(filepath.Join(dir, "vipctl"), "render", "-f", fixture.Repo("examples/compact-ipv4.yaml"), "--out-dir", out)
+	cmd := exec.Command(vipctl, "render", "-f", fixture.Repo("examples/compact-ipv4.yaml"), "--out-dir", out)
 	var renderErr strings.Builder
 	cmd.Stderr = &renderErr
 	if err := cmd.Run(); err != nil {
@@ -122,9 +131,11 @@ func TestReleaseDevelopmentBuild(t *testing.T) {
   case $1 in
     login) return 0 ;;
     copy)
-      local ref=${3#docker://}
+      shift
+      local ref=${!#}
+      ref=${ref#docker://}
       mkdir -p "$LAYOUT/${ref%:*}"
-      command skopeo copy "$2" "oci:$LAYOUT/$ref" ;;
+      command skopeo copy "${@:1:$#-1}" "oci:$LAYOUT/$ref" ;;
     *) echo "the recipe runs skopeo $1" >&2; return 1 ;;
   esac
 }
@@ -137,7 +148,7 @@ set -euo pipefail
 		t.Fatalf("the docs' recipe failed in the release directory: %v\n%s\nrecipe:\n%s", err, got, recipe)
 	}
 	// registry.example.test/vipctl/vipctl:VERSION as a layout directory and
-	// its tag: the manifest is the archive's, byte for byte.
+	// its tag: the image index is the archive's, byte for byte.
 	pushed := filepath.Join(layout, "registry.example.test", "vipctl", "vipctl")
 	copied := layoutIndexEntry(t, pushed)
 	if copied.Digest != entry.Digest {

@@ -107,6 +107,19 @@ func ReadJSON(archive, name string, v any) error {
 	return nil
 }
 
+// Top is what the archive's index.json names: one image, or one image
+// index of several. Its digest is the one a registry serves the tag by.
+func Top(archive string) (Descriptor, error) {
+	var top Index
+	if err := ReadJSON(archive, "index.json", &top); err != nil {
+		return Descriptor{}, err
+	}
+	if len(top.Manifests) != 1 {
+		return Descriptor{}, fmt.Errorf("%s: index.json names %d manifests, want one", archive, len(top.Manifests))
+	}
+	return top.Manifests[0], nil
+}
+
 // Images lists the archive's images: those index.json names, and those of
 // the image indexes it names.
 func Images(archive string) ([]Image, error) {
