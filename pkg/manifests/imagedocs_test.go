@@ -22,7 +22,7 @@ var imageDocs = []string{"docs/image.md", "docs/install.md"}
 
 var (
 	shellAssignment = regexp.MustCompile(`^([A-Z_]+)=(\S+)`)
-	skopeoCopy      = regexp.MustCompile(`skopeo copy oci-archive:(\S+) docker://(\S+)`)
+	skopeoCopy      = regexp.MustCompile(`skopeo copy ((?:--\S+ )*)oci-archive:(\S+) docker://(\S+)`)
 	shellVariable   = regexp.MustCompile(`\$\{?([A-Z_]+)\}?`)
 )
 
@@ -92,7 +92,12 @@ func TestImageDocs(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no skopeo copy oci-archive:... docker://... in the recipe:\n%s", recipe)
 	}
-	dest := shellVariable.ReplaceAllStringFunc(m[2], func(v string) string {
+	// The archive is an image index over every architecture's image: a
+	// copy without --all would push only the copying machine's.
+	if !strings.Contains(" "+m[1], " --all ") {
+		t.Errorf("the recipe copies %q without --all: only one architecture's image would reach the registry", m[0])
+	}
+	dest := shellVariable.ReplaceAllStringFunc(m[3], func(v string) string {
 		name := shellVariable.FindStringSubmatch(v)[1]
 		val, ok := vars[name]
 		if !ok {

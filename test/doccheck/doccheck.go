@@ -171,3 +171,36 @@ func MissingCitations(root, path string) ([]string, error) {
 	}
 	return missing, nil
 }
+
+// versionMention finds where a doc names a version of vipctl itself
+// rather than of another project (kube-vip v0.9.2 is not one): in an
+// image reference of vipctl's repository path, after "vipctl ", as
+// VERSION=, in a URL of vipctl's repository pinned to a tag, in a
+// release directory, after git tag, and in a changelog heading. A
+// version's dots are single: a sentence's full stop and a compare range's
+// "..." are not part of it.
+var versionMention = regexp.MustCompile(`(?:vipctl/vipctl:|\bvipctl |\bVERSION=|github\.com/vipctl/vipctl/(?:blob|tree|releases/tag|releases/download|compare)/|\.\.\.|bin/release/|\bgit tag (?:-[as] )?|^## \[)(v[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?(?:\+[0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?)`)
+
+// releasePrefix is the release a version names or was built after: the
+// version itself, or what precedes a development build's suffix
+// (v0.1.0-3-ge6f8dbd-dirty, v0.1.0-next).
+var releasePrefix = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(?:-(?:alpha|beta|rc)\.[0-9]+)?`)
+
+// Mention is a version of vipctl a doc names.
+type Mention struct {
+	Line int
+	// Version as written; Release the release it is or follows.
+	Version, Release string
+}
+
+// VersionMentions lists the versions of vipctl the Markdown names.
+func VersionMentions(md []byte) []Mention {
+	var out []Mention
+	for i, line := range strings.Split(string(md), "\n") {
+		for _, m := range versionMention.FindAllStringSubmatch(line, -1) {
+			v := m[1]
+			out = append(out, Mention{Line: i + 1, Version: v, Release: releasePrefix.FindString(v)})
+		}
+	}
+	return out
+}

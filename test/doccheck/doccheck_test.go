@@ -75,3 +75,29 @@ func TestDocsCiteFilesThatExist(t *testing.T) {
 		}
 	}
 }
+
+// TestVersionMentions: what counts as naming a version of vipctl, and
+// the release each mention is or follows; other projects' versions are
+// not vipctl's.
+func TestVersionMentions(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, line string
+		want       []Mention
+	}{
+		{"image reference", "keepalived: registry.example.test/vipctl/vipctl:v0.5.0", []Mention{{1, "v0.5.0", "v0.5.0"}}},
+		{"the recipe's variable", "VERSION=v0.5.0   # the release's version", []Mention{{1, "v0.5.0", "v0.5.0"}}},
+		{"vipctl and its version, end of a sentence", "Upgrading from vipctl v0.4.0.", []Mention{{1, "v0.4.0", "v0.4.0"}}},
+		{"a development build", "`git describe` says `v0.5.0-3-ge6f8dbd`, quay.io/vipctl/vipctl:v0.5.0-3-ge6f8dbd-dirty", []Mention{{1, "v0.5.0-3-ge6f8dbd-dirty", "v0.5.0"}}},
+		{"a candidate", "vipctl v0.2.0-rc.1 is a candidate", []Mention{{1, "v0.2.0-rc.1", "v0.2.0-rc.1"}}},
+		{"tag-pinned URL", "https://github.com/vipctl/vipctl/blob/v0.1.0/docs/alerts.md#vipctlvipnotheld", []Mention{{1, "v0.1.0", "v0.1.0"}}},
+		{"changelog heading and compare link", "## [v0.2.0] - 2027-01-01\n[v0.2.0]: https://github.com/vipctl/vipctl/compare/v0.1.0...v0.2.0", []Mention{{1, "v0.2.0", "v0.2.0"}, {2, "v0.1.0", "v0.1.0"}, {2, "v0.2.0", "v0.2.0"}}},
+		{"release directory and tag", "git tag -a v0.3.0 -m x; ls bin/release/v0.3.0/", []Mention{{1, "v0.3.0", "v0.3.0"}, {1, "v0.3.0", "v0.3.0"}}},
+		{"other projects", "kube-vip v0.9.2 and MetalLB v0.15.3; github.com/kube-vip/kube-vip@v0.9.2", nil},
+		{"placeholders", "quay.io/vipctl/vipctl:<version>, VERSION=$(cat VERSION), vipctl vX.Y.Z", nil},
+	} {
+		if got := VersionMentions([]byte(tc.line)); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
