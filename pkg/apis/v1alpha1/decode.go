@@ -38,6 +38,12 @@ func Parse(data []byte) (*ClusterVIPs, error) {
 	if err != nil {
 		return nil, err
 	}
+	return defaultValid(c)
+}
+
+// defaultValid is the step of Parse after decoding: defaults, then every
+// validation error at once.
+func defaultValid(c *ClusterVIPs) (*ClusterVIPs, error) {
 	SetDefaults(c)
 	if errs := Validate(c); len(errs) > 0 {
 		return nil, &ValidationError{Errors: errs}
@@ -62,31 +68,44 @@ func (e *ValidationError) Error() string {
 // Decode only decodes: unknown and duplicate fields are errors naming their
 // path, so a misspelt option never silently falls back to its default.
 func Decode(data []byte) (*ClusterVIPs, error) {
+	c, _, err := decode(data, false)
+	return c, err
+}
+
+// decode is Decode; with tolerant, fields ClusterVIPs does not have are
+// returned by path instead of refused (DecodeStored).
+func decode(data []byte, tolerant bool) (*ClusterVIPs, []string, error) {
 	doc, data, err := singleDocument(data)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if errs := yamlOnlyValues(doc); len(errs) > 0 {
-		return nil, &ValidationError{Errors: errs}
+		return nil, nil, &ValidationError{Errors: errs}
 	}
 	js, err := yaml.YAMLToJSONStrict(releaseAsWritten(doc, data))
 	if err != nil {
 		// The conversion's own words name JSON, which the file is not.
-		return nil, fmt.Errorf("not valid YAML: %s", strings.TrimPrefix(err.Error(), "json: "))
+		return nil, nil, fmt.Errorf("not valid YAML: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	if errs := kindErrors(js); len(errs) > 0 {
-		return nil, &ValidationError{Errors: errs}
+		return nil, nil, &ValidationError{Errors: errs}
 	}
 	var c ClusterVIPs
 	strict, err := kjson.UnmarshalStrict(js, &c)
 	if err != nil {
 		// kindErrors finds every mismatch this can report; should one
 		// slip through, its words still name no Go type.
-		return nil, fmt.Errorf("decoding: %s", goTypesOut(strings.TrimPrefix(err.Error(), "json: ")))
+		return nil, nil, fmt.Errorf("decoding: %s", goTypesOut(strings.TrimPrefix(err.Error(), "json: ")))
 	}
 	var errs field.ErrorList
+	var unknown []string
 	for _, e := range strict {
-		errs = append(errs, strictError(e))
+		fe := strictError(e)
+		if tolerant && fe.Detail == unknownField {
+			unknown = append(unknown, fe.Field)
+			continue
+		}
+		errs = append(errs, fe)
 	}
 	errs = append(errs, explicitZeros(js)...)
 	if c.APIVersion != APIVersion {
@@ -96,9 +115,9 @@ func Decode(data []byte) (*ClusterVIPs, error) {
 		errs = append(errs, field.NotSupported(field.NewPath("kind"), c.Kind, []string{Kind}))
 	}
 	if len(errs) > 0 {
-		return nil, &ValidationError{Errors: errs}
+		return nil, nil, &ValidationError{Errors: errs}
 	}
-	return &c, nil
+	return &c, unknown, nil
 }
 
 // singleDocument refuses a second YAML document: the JSON conversion reads
@@ -243,11 +262,15 @@ func explicitZeros(js []byte) field.ErrorList {
 	return errs
 }
 
+// unknownField is the detail of a field error for a field ClusterVIPs
+// does not have.
+const unknownField = "unknown field"
+
 // strictError turns sigs.k8s.io/json's `unknown field "spec.foo"` into a
 // field error so all decode errors read alike.
 func strictError(e error) *field.Error {
 	msg := e.Error()
-	for _, kind := range []string{"unknown field", "duplicate field"} {
+	for _, kind := range []string{unknownField, "duplicate field"} {
 		if rest, ok := strings.CutPrefix(msg, kind+" "); ok {
 			path := strings.Trim(rest, `"`)
 			return &field.Error{Type: field.ErrorTypeInvalid, Field: path, BadValue: field.OmitValueType{}, Detail: kind}
