@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
@@ -24,7 +28,8 @@ import (
 // client's neighbour entry for it (whose MAC the client sends to); the
 // workload pods, each with its node, readiness and whether it is
 // terminating; and each Service's endpoints by node (ready, serving,
-// terminating). The returned func stops it; call it before the scenario
+// terminating), and what each node's kube-proxy says it delivers of
+// each Local Service (its health check node port). The returned func stops it; call it before the scenario
 // ends, however it ends.
 func watchTimeline(t *testing.T, c *clusterlab.Cluster, ws []watchedAddr) func() {
 	ctx, stop := context.WithCancel(t.Context())
@@ -61,6 +66,11 @@ func watchTimeline(t *testing.T, c *clusterlab.Cluster, ws []watchedAddr) func()
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		logProxies(ctx, c, logf)
 	}()
 	f := informers.NewSharedInformerFactoryWithOptions(c.Admin, 0, informers.WithNamespace(clusterlab.WorkloadNS))
 	pods := map[string]string{}
@@ -220,4 +230,57 @@ func nodeMACs(c *clusterlab.Cluster) map[string]string {
 		}
 	}
 	return out
+}
+
+// logProxies logs, as it changes, how many local endpoints each node's
+// kube-proxy counts for each Local Service, from the Service's health
+// check node port as a load balancer asks it: a node whose kube-proxy
+// has not caught up with the EndpointSlices drops the Service's traffic
+// although it runs a ready endpoint.
+func logProxies(ctx context.Context, c *clusterlab.Cluster, logf func(string, ...any)) {
+	last := map[string]string{}
+	client := &http.Client{Timeout: 300 * time.Millisecond, Transport: &http.Transport{DialContext: c.Client.DialContext, DisableKeepAlives: true}}
+	for ctx.Err() == nil {
+		svcs, err := c.Admin.CoreV1().Services(clusterlab.WorkloadNS).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		for _, s := range svcs.Items {
+			if s.Spec.HealthCheckNodePort == 0 {
+				continue
+			}
+			for _, n := range c.Nodes {
+				key := s.Name + "@" + n.Name
+				now := "down"
+				if n.Running() {
+					now = proxyView(ctx, client, n.Spec.IP4, s.Spec.HealthCheckNodePort)
+				}
+				if now != last[key] {
+					logf("kube-proxy on %s: %s %s", n.Name, s.Name, now)
+					last[key] = now
+				}
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// proxyView is what kube-proxy's health check for a Local Service
+// answers on node: its local endpoints, or why it did not answer.
+func proxyView(ctx context.Context, client *http.Client, node string, port int32) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(node, strconv.Itoa(int(port)))+"/healthz", nil)
+	if err != nil {
+		return err.Error()
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "no answer"
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var body struct {
+		LocalEndpoints int `json:"localEndpoints"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&body)
+	return fmt.Sprintf("localEndpoints=%d (%d)", body.LocalEndpoints, resp.StatusCode)
 }
