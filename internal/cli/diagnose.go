@@ -81,11 +81,13 @@ func runDiagnose(cmd *cobra.Command, streams IOStreams, o diagnoseOptions, nodes
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if o.output != "-" && !o.force {
+	if o.output != "-" {
 		// Refused before anything is gathered; checked again when the
 		// file is put in place.
-		if _, err := os.Lstat(o.output); err == nil {
+		if _, err := diagnose.OutputPath(o.output, o.force); errors.Is(err, diagnose.ErrExists) {
 			return fmt.Errorf("--output: %s exists; pass --force to replace it", o.output)
+		} else if err != nil {
+			return fmt.Errorf("--output: %w", err)
 		}
 	}
 	ctx := cmd.Context()

@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -209,6 +210,46 @@ func (a *Archive) Write(w io.Writer) error {
 // ErrExists refuses to write over a file the caller did not ask to replace.
 var ErrExists = errors.New("exists")
 
+// OutputPath is where a bundle named p is written, checked before anything
+// is gathered: p itself, or with replace the file a symbolic link at p
+// points to (the link stays). It refuses a directory (the bundle is one
+// file), a directory that does not exist to hold it, a symbolic link to
+// nothing, and without replace anything at p (wrapping ErrExists).
+func OutputPath(p string, replace bool) (string, error) {
+	st, err := os.Lstat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		dir := filepath.Dir(p)
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return "", fmt.Errorf("%s: no directory %s to write it in", p, dir)
+		}
+		return p, nil
+	case err != nil:
+		return "", err
+	}
+	target := p
+	if st.Mode()&fs.ModeSymlink != 0 {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			link, _ := os.Readlink(p)
+			return "", fmt.Errorf("%s is a symbolic link to %s, which does not exist", p, link)
+		}
+		if st, err = os.Stat(real); err != nil {
+			return "", err
+		}
+		target = real
+	}
+	switch {
+	case st.IsDir():
+		return "", fmt.Errorf("%s is a directory: name the bundle's file, e.g. %s", p, filepath.Join(p, "vipctl-diagnose.tar.gz"))
+	case !replace:
+		return "", fmt.Errorf("%s %w", p, ErrExists)
+	case !st.Mode().IsRegular():
+		return "", fmt.Errorf("%s is not a regular file: name another", p)
+	}
+	return target, nil
+}
+
 // WriteFile writes the archive to path through a temporary file in the
 // same directory: the path holds the old file or the whole new one, never
 // half of one. Without replace an existing file is kept and the error
@@ -216,6 +257,10 @@ var ErrExists = errors.New("exists")
 // created meanwhile is not clobbered either). The bundle is the user's
 // alone (0600): configs and logs name the cluster's inner workings.
 func (a *Archive) WriteFile(p string, replace bool) error {
+	p, err := OutputPath(p, replace)
+	if err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp-")
 	if err != nil {
 		return err
