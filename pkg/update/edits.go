@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 )
@@ -102,11 +103,20 @@ func applyEdit(data []byte, e Edit) ([]byte, error) {
 }
 
 // WriteFile replaces the cluster file atomically (temp file + rename),
-// keeping its mode.
+// keeping its mode and owner. A symbolic link is followed: the file it
+// points to is replaced and the link stays (a rename over the link would
+// put a copy in its place and leave the file it named behind).
 func WriteFile(path string, data []byte) error {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	mode := os.FileMode(0o644)
+	uid, gid := -1, -1
 	if st, err := os.Stat(path); err == nil {
 		mode = st.Mode().Perm()
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			uid, gid = int(sys.Uid), int(sys.Gid)
+		}
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
 	if err != nil {
@@ -120,6 +130,14 @@ func WriteFile(path string, data []byte) error {
 	if err := tmp.Chmod(mode); err != nil {
 		_ = tmp.Close()
 		return err
+	}
+	if st, err := tmp.Stat(); err == nil && uid >= 0 {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && (int(sys.Uid) != uid || int(sys.Gid) != gid) {
+			if err := tmp.Chown(uid, gid); err != nil {
+				_ = tmp.Close()
+				return fmt.Errorf("%s belongs to uid %d gid %d, which its new version cannot be given (%w): run as that user", path, uid, gid, err)
+			}
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return err
