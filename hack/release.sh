@@ -65,9 +65,38 @@ if [ -z "$dev" ] && ! judged=$("$tools/releaseversion" -judge "$version" 2>&1); 
   problems+=("$judged")
 fi
 dir=${RELEASE_DIR:-bin/release/$version}
+# The directory is replaced as a whole, so only one that a release wrote
+# (every file named in its SHA256SUMS) or an empty one, never the current
+# directory (the repository) or one that holds it, nor /. A symbolic link
+# is followed: the directory it names is replaced, the link stays.
+is_release() {
+  local f names
+  [ -n "$(ls -A "$1")" ] || return 0
+  [ -f "$1/SHA256SUMS" ] || return 1
+  names=$(sed -n 's/^[0-9a-f]\{64\}  //p' "$1/SHA256SUMS")
+  for f in "$1"/* "$1"/.[!.]* "$1"/..?*; do
+    [ -e "$f" ] || [ -L "$f" ] || continue
+    f=$(basename "$f")
+    [ "$f" = SHA256SUMS ] || grep -qxF -- "$f" <<<"$names" || return 1
+  done
+}
+if [ -e "$dir" ] || [ -L "$dir" ]; then
+  if ! real=$(cd "$dir" 2>/dev/null && pwd -P); then
+    problems+=("RELEASE_DIR $dir: exists and is not a directory (or names nothing)")
+  elif [ "$real" = / ]; then
+    problems+=("RELEASE_DIR $dir: the root directory; name a directory of the release's own")
+  elif here=$(pwd -P) && { [ "$here" = "$real" ] || [ "${here#"$real"/}" != "$here" ]; }; then
+    problems+=("RELEASE_DIR $dir: is or holds the repository ($here), which the release would replace as a whole; name a directory of its own")
+  elif ! is_release "$real"; then
+    problems+=("RELEASE_DIR $dir: not empty and not a release (a file SHA256SUMS does not name); refusing to replace it")
+  else
+    dir=$real
+  fi
+fi
 stage="$(dirname "$dir")/.$(basename "$dir").tmp"
+# Refused before anything is staged: nothing to remove (with RELEASE_DIR=/
+# the stage's name would be /.tmp).
 refuse() {
-  rm -rf "$stage"
   echo "release: refused:" >&2
   printf '  %s\n' "${problems[@]}" >&2
   echo "(make release DEV=1 makes a development build of any tree)" >&2
@@ -101,7 +130,10 @@ SOURCE_DATE_EPOCH=$(git log -1 --format=%ct 2>/dev/null || echo 0) \
 # The directory appears whole or not at all; a second release of the same
 # version replaces the first.
 rm -rf "$dir.old"
-if [ -e "$dir" ]; then mv "$dir" "$dir.old"; fi
+if [ -e "$dir" ]; then
+  chmod --reference="$dir" "$stage" # a private (0700) directory stays so
+  mv "$dir" "$dir.old"
+fi
 mv "$stage" "$dir"
 rm -rf "$dir.old"
 kind="release"
