@@ -49,10 +49,16 @@ json: one JSON object per line and change), until interrupted (exit 0).`,
 				if c, err = v1alpha1.Load(file); err != nil {
 					return err
 				}
-			} else if c, _, err = cl.Live(ctx); err != nil {
-				return fmt.Errorf("reading the live config: %w", err)
-			} else if c == nil {
-				return fmt.Errorf("no ConfigMap %s/%s: pass -f cluster.yaml", namespace, v1alpha1.ConfigMapName)
+			} else {
+				var unknown v1alpha1.UnknownFields
+				if c, unknown, _, err = cl.LiveStored(ctx); err != nil {
+					return fmt.Errorf("reading the live config: %w", err)
+				} else if c == nil {
+					return fmt.Errorf("no ConfigMap %s/%s: pass -f cluster.yaml", namespace, v1alpha1.ConfigMapName)
+				}
+				if len(unknown) > 0 {
+					_, _ = fmt.Fprintf(streams.ErrOut, "warning: configmap %s/%s: %s\n", namespace, v1alpha1.ConfigMapName, unknown)
+				}
 			}
 			if w := cl.ReleaseWarning(ctx, c); w != "" {
 				_, _ = fmt.Fprintln(streams.ErrOut, "warning:", w)

@@ -41,15 +41,28 @@ func equalYAML(a, b any) bool {
 	return err1 == nil && err2 == nil && string(x) == string(y)
 }
 
-// ParseConfigMap decodes the ClusterVIPs held in the vipctl ConfigMap.
-func ParseConfigMap(cm *corev1.ConfigMap) (*v1alpha1.ClusterVIPs, error) {
+// ReadConfigMap decodes the ClusterVIPs held in the vipctl ConfigMap.
+// The ConfigMap is a copy vipctl wrote (v1alpha1.ParseStored): during an
+// upgrade or after a rollback a newer vipctl may have written it, so the
+// fields this one does not know come back in unknown, ignored, instead of
+// failing it (docs/upgrade.md, "Version skew"). Its readers say so: the
+// sidecar and the allocator with a metric and an Event, status and
+// diagnose with a warning; `vipctl update` refuses to write over them.
+func ReadConfigMap(cm *corev1.ConfigMap) (c *v1alpha1.ClusterVIPs, unknown v1alpha1.UnknownFields, err error) {
 	data, ok := cm.Data[v1alpha1.ConfigMapKey]
 	if !ok {
-		return nil, fmt.Errorf("configmap %s/%s: no key %q", cm.Namespace, cm.Name, v1alpha1.ConfigMapKey)
+		return nil, nil, fmt.Errorf("configmap %s/%s: no key %q", cm.Namespace, cm.Name, v1alpha1.ConfigMapKey)
 	}
-	c, err := v1alpha1.Parse([]byte(data))
+	c, unknown, err = v1alpha1.ParseStored([]byte(data))
 	if err != nil {
-		return nil, fmt.Errorf("configmap %s/%s: %w", cm.Namespace, cm.Name, err)
+		return nil, nil, fmt.Errorf("configmap %s/%s: %w", cm.Namespace, cm.Name, err)
 	}
-	return c, nil
+	return c, unknown, nil
+}
+
+// ParseConfigMap is ReadConfigMap without the unknown fields, for a
+// reader with no one to tell of them.
+func ParseConfigMap(cm *corev1.ConfigMap) (*v1alpha1.ClusterVIPs, error) {
+	c, _, err := ReadConfigMap(cm)
+	return c, err
 }

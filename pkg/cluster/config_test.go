@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,13 +53,50 @@ func TestEffective(t *testing.T) {
 	}
 }
 
-func TestParseConfigMap(t *testing.T) {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ConfigMapName, Namespace: "vipctl-system"}}
-	if _, err := ParseConfigMap(cm); err == nil || !strings.Contains(err.Error(), `no key "cluster.yaml"`) {
-		t.Errorf("missing key: %v", err)
+// TestReadConfigMap: the ConfigMap is read as a stored copy: a field a
+// newer vipctl wrote is returned by its path and ignored, anything else
+// wrong is an error naming the ConfigMap and the field.
+func TestReadConfigMap(t *testing.T) {
+	shipped, err := v1alpha1.Load("../../examples/compact-ipv4.yaml")
+	if err != nil {
+		t.Fatal(err)
 	}
-	cm.Data = map[string]string{v1alpha1.ConfigMapKey: "kind: ClusterVIPs\nspec: {bogus: 1}\n"}
-	if _, err := ParseConfigMap(cm); err == nil || !strings.Contains(err.Error(), "vipctl-system/vipctl-config") || !strings.Contains(err.Error(), "bogus") {
-		t.Errorf("bad config: %v, want the ConfigMap and the field named", err)
+	data, err := shipped.ShippedYAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	withPoolField := strings.Replace(string(data), "  servicePools:\n  - ", "  servicePools:\n  - futureKnob: 1\n    ", 1)
+	for _, tc := range []struct {
+		name    string
+		data    map[string]string
+		unknown v1alpha1.UnknownFields
+		err     string
+	}{
+		{name: "as render writes it", data: map[string]string{v1alpha1.ConfigMapKey: string(data)}},
+		{name: "a newer vipctl's field", data: map[string]string{v1alpha1.ConfigMapKey: withPoolField},
+			unknown: v1alpha1.UnknownFields{"spec.servicePools[0].futureKnob"}},
+		{name: "no key", err: `configmap vipctl-system/vipctl-config: no key "cluster.yaml"`},
+		{name: "a known field of the wrong kind", data: map[string]string{v1alpha1.ConfigMapKey: strings.Replace(withPoolField, "futureKnob: 1", "maxPerNamespace: two", 1)},
+			err: "configmap vipctl-system/vipctl-config: 1 invalid field(s):\n  spec.servicePools[0].maxPerNamespace: Invalid value: \"two\": must be a whole number, not a string"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ConfigMapName, Namespace: "vipctl-system"}, Data: tc.data}
+			c, unknown, err := ReadConfigMap(cm)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Errorf("err = %v, want %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(unknown, tc.unknown) {
+				t.Errorf("unknown = %q, want %q", unknown, tc.unknown)
+			}
+			if !equalYAML(c, shipped.Shipped()) {
+				t.Errorf("decoded config differs from the shipped one")
+			}
+		})
 	}
 }

@@ -34,8 +34,9 @@ type Frame struct {
 	// Drained names the nodes asked to drain.
 	Drained []string
 	// Warnings are what the one-shot status prints on stderr: unparsable
-	// annotations, and a ConfigMap that no longer parses (the last valid
-	// config is kept meanwhile).
+	// annotations, a ConfigMap that no longer parses (the last valid
+	// config is kept meanwhile), and the fields of the ConfigMap a newer
+	// vipctl wrote (ignored).
 	Warnings []string
 }
 
@@ -103,7 +104,7 @@ func Watch(ctx context.Context, o WatchOptions, emit func(Frame) error) error {
 	for {
 		var warnings []string
 		if configMaps != nil {
-			c, err := liveConfig(configMaps)
+			c, unknown, err := liveConfig(configMaps)
 			switch {
 			case err != nil && config == nil:
 				return err
@@ -111,6 +112,9 @@ func Watch(ctx context.Context, o WatchOptions, emit func(Frame) error) error {
 				warnings = append(warnings, err.Error()+" (showing the last valid config)")
 			default:
 				config = c
+			}
+			if len(unknown) > 0 {
+				warnings = append(warnings, fmt.Sprintf("configmap %s/%s: %s", o.Namespace, v1alpha1.ConfigMapName, unknown))
 			}
 		}
 		nodeList, err := nodes.Lister().List(labels.Everything())
@@ -150,17 +154,18 @@ func frame(c *v1alpha1.ClusterVIPs, nodes []corev1.Node, services []corev1.Servi
 	return Frame{Report: report, Drained: Drained(nodes), Warnings: warnings}
 }
 
-// liveConfig is the ConfigMap's config from the watch's cache.
-func liveConfig(l cache.GenericNamespaceLister) (*v1alpha1.ClusterVIPs, error) {
+// liveConfig is the ConfigMap's config from the watch's cache, and the
+// fields a newer vipctl wrote into it (ignored).
+func liveConfig(l cache.GenericNamespaceLister) (*v1alpha1.ClusterVIPs, v1alpha1.UnknownFields, error) {
 	obj, err := l.Get(v1alpha1.ConfigMapName)
 	if err != nil {
-		return nil, ErrNoConfigMap
+		return nil, nil, ErrNoConfigMap
 	}
 	cm, ok := obj.(*corev1.ConfigMap)
 	if !ok {
-		return nil, fmt.Errorf("configmap %s: unexpected %T", v1alpha1.ConfigMapName, obj)
+		return nil, nil, fmt.Errorf("configmap %s: unexpected %T", v1alpha1.ConfigMapName, obj)
 	}
-	return cluster.ParseConfigMap(cm)
+	return cluster.ReadConfigMap(cm)
 }
 
 // deref copies the cache's objects out (they are shared and read-only).

@@ -64,9 +64,12 @@ type RunOptions struct {
 // after the cluster took the change.
 func (c Cluster) Run(ctx context.Context, r *Request, o RunOptions) error {
 	release := c.CheckRelease(ctx, r.Config)
-	live, cm, err := c.Live(ctx)
+	live, unknown, cm, err := c.LiveStored(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the live config: %w", err)
+	}
+	if len(unknown) > 0 {
+		return NewerFieldsError(cm, unknown)
 	}
 	svcs, err := c.Services(ctx)
 	if err != nil {
