@@ -264,7 +264,7 @@ func heldVIPs(t host.Target, addrs []netip.Addr) ([]Held, error) {
 	case err == nil:
 		c, st = lgc, lg.State
 	case errors.Is(err, fs.ErrNotExist):
-		if c, err = v1alpha1.Load(t.Path(render.ClusterConfigPath)); err != nil {
+		if c, _, err = v1alpha1.LoadStored(t.Path(render.ClusterConfigPath)); err != nil {
 			return nil, fmt.Errorf("no last-good view and the static config: %w", err)
 		}
 	default:

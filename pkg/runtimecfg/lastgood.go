@@ -28,6 +28,9 @@ type LastGood struct {
 	Config json.RawMessage `json:"config"`
 	// State is the cluster state of that sync.
 	State cluster.State `json:"state"`
+	// Unknown are the fields of Config this vipctl does not know, ignored
+	// (LoadLastGood): a newer one wrote the view before a rollback.
+	Unknown v1alpha1.UnknownFields `json:"-"`
 }
 
 // SaveLastGood records a successful sync, atomically and only when it
@@ -45,9 +48,10 @@ func SaveLastGood(t host.Target, node string, c *v1alpha1.ClusterVIPs, st cluste
 	return t.WriteFile(render.LastGoodPath, append(data, '\n'), 0o600)
 }
 
-// LoadLastGood reads the recorded view, its config decoded as strictly as
-// the ConfigMap's, and when it was written. A missing file is
-// fs.ErrNotExist.
+// LoadLastGood reads the recorded view, its config decoded as the
+// ConfigMap's (a stored copy: the fields a newer vipctl wrote before a
+// rollback are named in Unknown and ignored), and when it was written. A
+// missing file is fs.ErrNotExist.
 func LoadLastGood(t host.Target) (*LastGood, *v1alpha1.ClusterVIPs, time.Time, error) {
 	path := t.Path(render.LastGoodPath)
 	data, err := os.ReadFile(path)
@@ -62,9 +66,10 @@ func LoadLastGood(t host.Target) (*LastGood, *v1alpha1.ClusterVIPs, time.Time, e
 	if err := json.Unmarshal(data, &lg); err != nil {
 		return nil, nil, time.Time{}, fmt.Errorf("%s: %w", render.LastGoodPath, err)
 	}
-	c, err := v1alpha1.Parse(lg.Config)
+	c, unknown, err := v1alpha1.ParseStored(lg.Config)
 	if err != nil {
 		return nil, nil, time.Time{}, fmt.Errorf("%s: config: %w", render.LastGoodPath, err)
 	}
+	lg.Unknown = unknown
 	return &lg, c, fi.ModTime(), nil
 }

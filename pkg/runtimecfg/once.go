@@ -45,7 +45,7 @@ type OnceOptions struct {
 // wraps ErrNoInstances: the pod must start anyway (never a crash loop), and
 // the sidecar renders the real config once the API answers.
 func Once(ctx context.Context, o OnceOptions) (OnceResult, error) {
-	c, err := v1alpha1.Load(o.Config)
+	c, unknown, err := v1alpha1.LoadStored(o.Config)
 	if err != nil {
 		return OnceResult{}, err
 	}
@@ -65,6 +65,9 @@ func Once(ctx context.Context, o OnceOptions) (OnceResult, error) {
 	}
 	in, err := BootInput(o, c)
 	res := OnceResult{From: in.From, Warnings: in.Warnings, Nodes: in.State.Nodes}
+	if len(unknown) > 0 {
+		res.Warnings = append([]string{o.Config + ": " + unknown.String()}, res.Warnings...)
+	}
 	if errors.Is(err, ErrNoInstances) {
 		var werr error
 		res.Result, werr = placeholder(ctx, o.Target, o.NodeName, err)
@@ -120,6 +123,9 @@ func BootInput(o OnceOptions, static *v1alpha1.ClusterVIPs) (Input, error) {
 		in.Warnings = append(in.Warnings, fmt.Sprintf("ignoring the last-good view: %v", lerr))
 	}
 	if lerr == nil {
+		if len(lg.Unknown) > 0 {
+			in.Warnings = append(in.Warnings, render.LastGoodPath+": config: "+lg.Unknown.String())
+		}
 		if eff, _, err := cluster.Effective(static, lgConfig); err == nil {
 			cfg = eff
 		} else {
