@@ -164,6 +164,8 @@ type term struct {
 	rec       record.EventRecorder
 	pools     []v1alpha1.ServicePool
 	metricsAt time.Time
+	// unknown is what reportUnknownFields last said.
+	unknown string
 }
 
 func (c *Controller) lead(ctx context.Context) error {
@@ -280,7 +282,7 @@ func (t *term) loadConfig() {
 	if err != nil {
 		return
 	}
-	cfg, err := cluster.ParseConfigMap(cm)
+	cfg, unknown, err := cluster.ReadConfigMap(cm)
 	if err != nil {
 		t.c.m.ConfigInvalid.Set(1)
 		t.c.log.Error("invalid ConfigMap; the last valid pools stay in force", "err", err)
@@ -288,6 +290,7 @@ func (t *term) loadConfig() {
 		return
 	}
 	t.c.m.ConfigInvalid.Set(0)
+	t.reportUnknownFields(cm, unknown)
 	t.pools = cfg.Spec.ServicePools
 	t.alloc.SetPools(t.pools)
 	// Node addresses are not known here: the allocator may not read
@@ -528,6 +531,9 @@ type Metrics struct {
 	Size          *prometheus.GaugeVec
 	Leader        prometheus.Gauge
 	ConfigInvalid prometheus.Gauge
+	// UnknownFields counts the ConfigMap's fields a newer vipctl wrote
+	// and this one ignores.
+	UnknownFields prometheus.Gauge
 	// NamespaceServices and MaxPerNamespace show how near each
 	// namespace is to its pools' maxPerNamespace (pools with one only).
 	NamespaceServices *prometheus.GaugeVec
@@ -555,6 +561,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Leader:      prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "leader", Help: "1 while this replica holds the Lease."}),
 		ConfigInvalid: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "config_invalid",
 			Help: "1 while the ConfigMap is invalid (the last valid pools stay in force)."}),
+		UnknownFields: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "config_unknown_fields",
+			Help: "Fields of the ConfigMap that a newer vipctl wrote and this one ignores (Event ConfigFieldsUnknown): during an upgrade or after a rollback."}),
 		NamespaceServices: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "namespace_services",
 			Help: "Services of a namespace holding an address of a pool with maxPerNamespace (what the cap counts); other pools are left out."}, []string{"pool", "namespace"}),
 		MaxPerNamespace: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "pool_max_per_namespace",
@@ -570,7 +578,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.WatchErrors.WithLabelValues(what)
 	}
 	if reg != nil {
-		reg.MustRegister(m.Allocations, m.Failures, m.WatchErrors, m.InUse, m.Size, m.Leader, m.ConfigInvalid, m.NamespaceServices, m.MaxPerNamespace)
+		reg.MustRegister(m.Allocations, m.Failures, m.WatchErrors, m.InUse, m.Size, m.Leader, m.ConfigInvalid, m.UnknownFields, m.NamespaceServices, m.MaxPerNamespace)
 	}
 	return m
 }
