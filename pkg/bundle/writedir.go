@@ -269,7 +269,8 @@ func removeLeftovers(parent, base string) {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if !e.IsDir() || !(strings.HasPrefix(name, "."+base+newInfix) || strings.HasPrefix(name, "."+base+oldInfix)) {
+		ours := strings.HasPrefix(name, "."+base+newInfix) || strings.HasPrefix(name, "."+base+oldInfix)
+		if !e.IsDir() || !ours {
 			continue
 		}
 		p := filepath.Join(parent, name)

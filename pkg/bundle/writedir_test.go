@@ -88,9 +88,12 @@ func TestWriteDirRefuses(t *testing.T) {
 			want:  "output . is the current directory, which vipctl would replace as a whole: name a directory inside it, e.g. out",
 		},
 		{
-			name:  "the current directory by its full path",
-			setup: func(t *testing.T, root string) (string, string) { writeOld(t, root+"/out"); return root + "/out/", root + "/out" },
-			want:  "output ROOT/out/ is the current directory, which vipctl would replace as a whole: name a directory inside it, e.g. ROOT/out/out",
+			name: "the current directory by its full path",
+			setup: func(t *testing.T, root string) (string, string) {
+				writeOld(t, root+"/out")
+				return root + "/out/", root + "/out"
+			},
+			want: "output ROOT/out/ is the current directory, which vipctl would replace as a whole: name a directory inside it, e.g. ROOT/out/out",
 		},
 		{
 			name: "a parent of the current directory",
@@ -142,9 +145,12 @@ func TestWriteDirRefuses(t *testing.T) {
 			want:  "output out exists and is not a directory",
 		},
 		{
-			name:  "a directory vipctl did not write",
-			setup: func(t *testing.T, root string) (string, string) { mustWrite(t, root+"/out/notes.txt", "mine"); return "out", root },
-			want:  "output out is not empty and was not written by vipctl render; refusing to replace it",
+			name: "a directory vipctl did not write",
+			setup: func(t *testing.T, root string) (string, string) {
+				mustWrite(t, root+"/out/notes.txt", "mine")
+				return "out", root
+			},
+			want: "output out is not empty and was not written by vipctl render; refusing to replace it",
 		},
 		{
 			name: "a directory whose marker is a symbolic link",
@@ -205,8 +211,11 @@ func TestWriteDirReplaces(t *testing.T) {
 			wantMode: 0o755, uid: -1, gid: -1,
 		},
 		{
-			name:     "an earlier render's",
-			setup:    func(t *testing.T, root string) (string, string) { writeOld(t, root+"/out"); return root + "/out", root + "/out" },
+			name: "an earlier render's",
+			setup: func(t *testing.T, root string) (string, string) {
+				writeOld(t, root+"/out")
+				return root + "/out", root + "/out"
+			},
 			wantMode: 0o755, uid: -1, gid: -1,
 		},
 		{
