@@ -361,9 +361,10 @@ func TestRenderOldOutputFlag(t *testing.T) {
 	for _, flag := range []string{"-o", "--output-dir"} {
 		out := filepath.Join(t.TempDir(), "out")
 		r := run(t, "render", "-f", repo("examples/compact-ipv4.yaml"), flag, out)
-		// After it only the development image's warning (TestRenderImageWarningGolden).
+		// After it only the development image's warning (TestRenderImageWarningGolden)
+		// and 4.14's reboots (TestRenderNodeDisruptionPolicy).
 		rest, deprecated := strings.CutPrefix(r.stderr, warning)
-		if r.code != 0 || !deprecated || !strings.HasPrefix(rest, "warning: spec.images.") || strings.Count(rest, "\n") != 1 || r.stdout != "wrote 9 files to "+out+"\n" {
+		if r.code != 0 || !deprecated || !strings.HasPrefix(rest, "warning: spec.images.") || strings.Count(rest, "\n") != 2 || r.stdout != "wrote 9 files to "+out+"\n" {
 			t.Errorf("render %s: exit %d\nstdout:\n%s\nstderr:\n%s", flag, r.code, r.stdout, r.stderr)
 		}
 		if _, err := os.Stat(filepath.Join(out, "manifests", "vipctl.yaml")); err != nil {

@@ -90,6 +90,7 @@ release parses too.`,
 				return err
 			}
 			warnUnpublishedImage(streams.ErrOut, c)
+			warnReboots(streams.ErrOut, c)
 			if err := bundle.WriteDir(o.out, files); err != nil {
 				return fmt.Errorf("--out-dir: %w", err)
 			}

@@ -10,8 +10,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The Machine Config Operator reads the node disruption policies of a
-// cluster from one MachineConfiguration, named "cluster", which it creates
+// MachineConfigurationGVR is the resource of the Machine Config
+// Operator's MachineConfiguration. The MCO reads the node disruption
+// policies of a cluster from one MachineConfiguration, named "cluster", which it creates
 // itself and shares with everyone else who tunes it (boot images, other
 // products' policies). From OpenShift 4.17 (openshiftrelease.
 // NodeDisruptionPolicies) its daemon applies a MachineConfig change whose
