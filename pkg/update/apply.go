@@ -21,6 +21,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/bundle"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/machineconfig"
+	"github.com/vipctl/vipctl/pkg/openshiftrelease"
 )
 
 // Cluster is where an update reads and writes.
@@ -96,10 +97,11 @@ func (c Cluster) Apply(ctx context.Context, p *Plan, cm *corev1.ConfigMap, force
 		_, _ = fmt.Fprintf(out, "released %s from Service %s\n", strings.Join(o.Addresses, ", "), o.Service)
 	}
 	if len(p.Static) > 0 {
-		if err := c.writeMachineConfigs(ctx, p.Desired, p.BootstrapNodes, out); err != nil {
+		roll, err := c.writeMachineConfigs(ctx, p.Desired, p.BootstrapNodes, out)
+		if err != nil {
 			return err
 		}
-		_, _ = fmt.Fprintln(out, "the Machine Config Operator will now roll (reboot) the nodes of each pool")
+		_, _ = fmt.Fprintln(out, roll)
 	}
 	return c.applyObjects(ctx, p.Objects, out)
 }
@@ -191,20 +193,30 @@ func (c Cluster) releasedEvent(ctx context.Context, s *corev1.Service, msg strin
 
 // writeMachineConfigs creates or replaces the MachineConfigs `vipctl
 // render` would write for the desired config, with the bootstrap node list
-// of nodes (nil: the live cluster's Nodes), as `render --nodes` ships it.
-func (c Cluster) writeMachineConfigs(ctx context.Context, desired *v1alpha1.ClusterVIPs, nodes []corev1.Node, out io.Writer) error {
+// of nodes (nil: the live cluster's Nodes), as `render --nodes` ships it,
+// after render's node disruption policy for them (when the target release
+// has them). It returns what the coming roll costs the nodes.
+func (c Cluster) writeMachineConfigs(ctx context.Context, desired *v1alpha1.ClusterVIPs, nodes []corev1.Node, out io.Writer) (string, error) {
 	if c.Dynamic == nil {
-		return errors.New("static parts changed but no dynamic client to write MachineConfigs")
+		return "", errors.New("static parts changed but no dynamic client to write MachineConfigs")
 	}
 	if nodes == nil {
 		var err error
 		if nodes, err = c.bootstrapNodes(ctx, out); err != nil {
-			return err
+			return "", err
 		}
 	}
 	files, err := bundle.Build(desired, bundle.Options{BootstrapNodes: nodes})
 	if err != nil {
-		return err
+		return "", err
+	}
+	target, err := openshiftrelease.Parse(desired.Spec.OpenShiftRelease)
+	if err != nil {
+		return "", fmt.Errorf("spec.openshiftRelease: %w", err)
+	}
+	roll, err := c.applyDisruptionPolicy(ctx, files, bundle.RebootWarning(target), out)
+	if err != nil {
+		return "", err
 	}
 	ri := c.Dynamic.Resource(machineconfig.GVR)
 	for _, f := range files {
@@ -213,7 +225,7 @@ func (c Cluster) writeMachineConfigs(ctx context.Context, desired *v1alpha1.Clus
 		}
 		obj := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(f.Data, &obj.Object); err != nil {
-			return fmt.Errorf("%s: %w", f.Path, err)
+			return "", fmt.Errorf("%s: %w", f.Path, err)
 		}
 		cur, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
 		switch {
@@ -224,11 +236,11 @@ func (c Cluster) writeMachineConfigs(ctx context.Context, desired *v1alpha1.Clus
 			_, err = ri.Update(ctx, obj, metav1.UpdateOptions{})
 		}
 		if err != nil {
-			return fmt.Errorf("MachineConfig %s: %w", obj.GetName(), err)
+			return "", fmt.Errorf("MachineConfig %s: %w", obj.GetName(), err)
 		}
 		_, _ = fmt.Fprintf(out, "wrote MachineConfig %s\n", obj.GetName())
 	}
-	return nil
+	return roll, nil
 }
 
 // bootstrapNodes are the live Nodes the bootstrap node list is cut from
