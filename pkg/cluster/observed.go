@@ -132,7 +132,7 @@ func (m *Model) ServiceAddresses(services []*corev1.Service) (byPool map[string]
 		addrs := m.addresses(s)
 		var ls *LocalService
 		if isLocal(s) {
-			local = append(local, LocalService{Name: NamespacedName(s)})
+			local = append(local, LocalService{Name: NamespacedName(s), HealthCheckNodePort: s.Spec.HealthCheckNodePort})
 			ls = &local[len(local)-1]
 		}
 		for _, a := range addrs {

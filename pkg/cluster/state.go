@@ -63,4 +63,9 @@ type LocalService struct {
 	// leaving the instance by a reload, after which the peer would wait
 	// for Master_Down.
 	Draining []string
+	// HealthCheckNodePort is the Service's spec.healthCheckNodePort, where
+	// each node's service proxy (kube-proxy, OVN-Kubernetes) says how many
+	// local endpoints it delivers to. Only the live sidecar asks it; the
+	// last-good view does not keep it.
+	HealthCheckNodePort int32 `json:"-"`
 }

@@ -76,7 +76,8 @@ func (p *Plan) HasBGP() bool { return p.c.Spec.BGP != nil }
 // matches (so the routers spread the traffic over all of them, ECMP);
 // with policy Local only those of Services with a ready endpoint here,
 // since kube-proxy drops Local traffic on a node without one, and as
-// Backup those whose endpoints here are only draining; on a drained node
+// Backup those whose endpoints here are only draining or not delivered by
+// the node's service proxy yet (WithProxyPending); on a drained node
 // (WithDrained) every one of them as Backup.
 func (p *Plan) Announced(node string) []Announced {
 	n := p.nodes[node]
@@ -89,14 +90,18 @@ func (p *Plan) Announced(node string) []Announced {
 			continue
 		}
 		a := Announced{Pool: pool.Name, Addrs: append([]netip.Addr{}, p.state.ServiceVIPs[pool.Name]...)}
+		var pending map[string]bool
+		if node == p.proxyNode {
+			pending = p.proxyPending
+		}
 		for _, ls := range p.state.LocalServices {
 			if ls.Pool != pool.Name {
 				continue
 			}
 			switch {
-			case slices.Contains(ls.Nodes, node):
+			case slices.Contains(ls.Nodes, node) && !pending[ls.Name]:
 				a.Addrs = append(a.Addrs, ls.VIPs...)
-			case slices.Contains(ls.Draining, node):
+			case slices.Contains(ls.Nodes, node), slices.Contains(ls.Draining, node):
 				a.Backup = append(a.Backup, ls.VIPs...)
 			}
 		}

@@ -117,6 +117,37 @@ func TestBGPAnnouncedDraining(t *testing.T) {
 	}
 }
 
+// TestBGPAnnouncedProxyPending: a node whose ready endpoint of a Local
+// Service its service proxy does not deliver to yet (WithProxyPending)
+// announces the address as a backup route, like a draining one; another
+// node with a ready endpoint, rendered from the same plan, still
+// announces it plainly, and so does the pending node for a Service not
+// named.
+func TestBGPAnnouncedProxyPending(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "bgp-two-racks.yaml")
+	web, shop := netip.MustParseAddr("203.0.113.230"), netip.MustParseAddr("203.0.113.231")
+	st := cluster.State{
+		Nodes: r.nodes,
+		LocalServices: []cluster.LocalService{
+			{Name: "web/local", Pool: "racks", VIPs: []netip.Addr{web}, Nodes: []string{"worker-a0", "worker-b1"}},
+			{Name: "shop/local", Pool: "racks", VIPs: []netip.Addr{shop}, Nodes: []string{"worker-a0"}},
+		},
+	}
+	p, err := NewPlan(cluster.Compile(r.config), testIDs(r.config), st, WithProxyPending("worker-a0", map[string]bool{"web/local": true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.Announced("worker-a0")
+	if len(got) != 1 || !slices.Equal(got[0].Addrs, []netip.Addr{shop}) || !slices.Equal(got[0].Backup, []netip.Addr{web}) {
+		t.Errorf("worker-a0 announces %+v, want %s plainly and %s as a backup", got, shop, web)
+	}
+	got = p.Announced("worker-b1")
+	if len(got) != 1 || !slices.Equal(got[0].Addrs, []netip.Addr{web}) || len(got[0].Backup) != 0 {
+		t.Errorf("worker-b1 announces %+v, want %s plainly", got, web)
+	}
+}
+
 // TestBGPAnnouncedDrained: a drained node (`vipctl drain`) announces
 // every address it announced, Cluster and Local alike, as a backup, with
 // the same network lines (frr-reload.py changes only the prefix lists);

@@ -70,6 +70,11 @@ type Plan struct {
 	// drained is a node `vipctl drain` drained: its BGP announcements
 	// are all backups (Announced).
 	drained string
+	// proxyPending are the Local Services whose ready endpoints on node
+	// proxyNode its service proxy does not deliver to yet: that node
+	// announces their bgp routes as backups (WithProxyPending).
+	proxyNode    string
+	proxyPending map[string]bool
 	// bootstrap is the bootstrap host (spec.bootstrap), rendered as the
 	// node BootstrapNode; nil without one.
 	bootstrap *cluster.Node
@@ -107,6 +112,17 @@ func WithLonelySkipped() PlanOption {
 // make-before-break.
 func WithHeldBack(node string) PlanOption {
 	return func(p *Plan) { p.heldBack = node }
+}
+
+// WithProxyPending renders node's bgp routes of the named Local
+// Services (namespace/name) as backups, as for endpoints that drain: the
+// EndpointSlices say a ready endpoint runs there, but the node's service
+// proxy counts none yet (docs/runtimecfg.md, "Local Services and the
+// node's service proxy"), and a router sending it the Service's traffic
+// now would have it dropped. Their VRRP instances wait by their status
+// files (runtimecfg), not here.
+func WithProxyPending(node string, services map[string]bool) PlanOption {
+	return func(p *Plan) { p.proxyNode, p.proxyPending = node, services }
 }
 
 // WithDrained renders node as drained (`vipctl drain`, the Node's

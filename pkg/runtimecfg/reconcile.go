@@ -67,6 +67,14 @@ type Input struct {
 	// Drained says the node's Node asks to be drained (`vipctl drain`):
 	// its BGP announcements become backups (render.WithDrained).
 	Drained bool
+	// ProxyPending names the Local Services (namespace/name) with a ready
+	// endpoint on this node that the node's service proxy does not
+	// deliver to yet (its health check node port counts no local
+	// endpoint): the node holds their VIPs only at priority 1, as while
+	// its endpoints drain, so it takes none from a peer whose proxy
+	// delivers, and announces their bgp routes as backups
+	// (render.WithProxyPending).
+	ProxyPending map[string]bool
 }
 
 // Outcome is what a Reconcile did and what the node's state is now.
@@ -107,7 +115,7 @@ func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
 	// pool's are announced or not by frr.conf instead.
 	vrrpLocal := in.Model.VRRPLocalServices(in.State)
 	for _, ls := range vrrpLocal {
-		if err := n.WriteTrackValue(render.LocalServiceStatusFile(ls.Name), render.LocalServiceStatus(ls, n.Name)); err != nil {
+		if err := n.WriteTrackValue(render.LocalServiceStatusFile(ls.Name), localStatus(ls, n.Name, in.ProxyPending, in.HoldBack)); err != nil {
 			return out, &StepError{"write", err}
 		}
 	}
@@ -133,6 +141,31 @@ func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
 	out.Bypassing, out.BypassErr = n.resetBypassing(in.Model.Config, d)
 	out.HandoverErr = errors.Join(n.handover.Apply(d.Handover), n.takeover.Apply(d.Handover))
 	return out, nil
+}
+
+// localStatus is what a Local Service's status file says on node: as the
+// EndpointSlices say (render.LocalServiceStatus), but a ready endpoint the
+// node's service proxy does not deliver to yet counts as draining, and a
+// node held back (not synced since its keepalived pod started) has none.
+//
+// Held back, the node renders from its last-good view, whose endpoints
+// may be long gone: a rebooted node runs no workload pod before its
+// kubelet syncs with the API, and its peers, which do, no longer count it
+// a member of the Service's instance, so they send it no adverts (and
+// drop its own: check_unicast_src). Rendered as a member at priority 1,
+// it heard nobody and took the VIP after Master_Down while a peer held
+// it, and the clients that followed its gratuitous ARP lost 8 s: the
+// cluster lab's rolling upgrade, 2026-11-29, all four Local addresses
+// at once. In FAULT it takes nothing; its first sync renders the truth.
+func localStatus(ls cluster.LocalService, node string, proxyPending map[string]bool, heldBack bool) int {
+	if heldBack {
+		return render.LocalNone
+	}
+	v := render.LocalServiceStatus(ls, node)
+	if v == render.LocalReady && proxyPending[ls.Name] {
+		return render.LocalDraining
+	}
+	return v
 }
 
 // redirect writes the API redirects and guard (dataplane.ApplyRedirects)
@@ -187,6 +220,19 @@ func (n *Node) Desired(in Input) (NodeState, error) {
 	}
 	if in.HoldBack {
 		extra = append(extra, render.WithHeldBack(n.Name))
+	}
+	switch {
+	case in.HoldBack:
+		// Its bgp routes of Local Services wait for the first sync too
+		// (localStatus): backups, which the routers use only while no
+		// node that knows its endpoints announces them.
+		all := map[string]bool{}
+		for _, ls := range in.State.LocalServices {
+			all[ls.Name] = true
+		}
+		extra = append(extra, render.WithProxyPending(n.Name, all))
+	case len(in.ProxyPending) > 0:
+		extra = append(extra, render.WithProxyPending(n.Name, in.ProxyPending))
 	}
 	st := in.State
 	if in.Model.Config.HasOwnInterfaces() {

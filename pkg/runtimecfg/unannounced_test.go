@@ -82,3 +82,31 @@ func TestServiceWithoutVRIDDegradesAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalStatusWaitsForTheProxy: a ready endpoint the node's service
+// proxy does not deliver to yet holds the VIP at priority 1 (draining's
+// value), never more; a node held back (not synced) has no endpoint at
+// all; the other states are the EndpointSlices' alone.
+func TestLocalStatusWaitsForTheProxy(t *testing.T) {
+	ls := cluster.LocalService{Name: "shop/web", Nodes: []string{"ready"}, Draining: []string{"stopping"}}
+	pending := map[string]bool{"shop/web": true}
+	for _, c := range []struct {
+		node     string
+		pending  map[string]bool
+		heldBack bool
+		want     int
+	}{
+		{"ready", nil, false, render.LocalReady},
+		{"ready", pending, false, render.LocalDraining},
+		{"ready", map[string]bool{"shop/other": true}, false, render.LocalReady},
+		{"stopping", pending, false, render.LocalDraining},
+		{"none", pending, false, render.LocalNone},
+		{"none", nil, false, render.LocalNone},
+		{"ready", nil, true, render.LocalNone},
+		{"stopping", nil, true, render.LocalNone},
+	} {
+		if got := localStatus(ls, c.node, c.pending, c.heldBack); got != c.want {
+			t.Errorf("%s, pending %v, held back %t: %d, want %d", c.node, c.pending, c.heldBack, got, c.want)
+		}
+	}
+}

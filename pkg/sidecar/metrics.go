@@ -28,6 +28,9 @@ type Metrics struct {
 	LastGood       prometheus.Gauge
 	Lonely         prometheus.Gauge
 	Unannounced    prometheus.Gauge
+	// ProxyPending counts the Local Services with a ready endpoint here
+	// that the node's service proxy does not deliver to yet.
+	ProxyPending prometheus.Gauge
 	// InterfaceMissing is 1 per pool or IngressController whose own
 	// interface this node lacks.
 	InterfaceMissing *prometheus.GaugeVec
@@ -87,6 +90,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "VRRP instances left out of this node's config because it is their only eligible node."}),
 		Unannounced: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "services_not_announced",
 			Help: "externalTrafficPolicy Local Services left out because no VRRP ID is free; their VIPs are not announced."}),
+		ProxyPending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "local_services_proxy_pending",
+			Help: "externalTrafficPolicy Local Services with a ready endpoint on this node that the node's service proxy (its health check node port) counts no local endpoint of yet: held here at priority 1 until it does."}),
 		InterfaceMissing: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "vip_interface_missing",
 			Help: "1 per service pool or IngressController whose VIPs live on an interface of their own (interface, interfaceLabel) that this node lacks: the node holds none of them (Event VIPInterfaceMissing)."}, []string{"owner"}),
 		LastGood: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "last_good_sync_timestamp_seconds",
@@ -115,7 +120,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		},
 	}
 	if reg != nil {
-		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.WatchEvents, m.VIPsHeld, m.VIPHeld, m.SyncFailing, m.APIReachable, m.Drained, m.DaemonRestarts, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.Lonely, m.Unannounced, m.InterfaceMissing, m.SyncSeconds,
+		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.WatchEvents, m.VIPsHeld, m.VIPHeld, m.SyncFailing, m.APIReachable, m.Drained, m.DaemonRestarts, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.Lonely, m.Unannounced, m.ProxyPending, m.InterfaceMissing, m.SyncSeconds,
 			m.BGP.Up, m.BGP.Since, m.BGP.Drops, m.BGP.Announced, m.BGP.BFDUp,
 			m.VRRP.Received, m.VRRP.Foreign, m.VRRP.ForeignLastSeen)
 	}

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -111,6 +112,12 @@ type Sidecar struct {
 	vrrpKick chan struct{}
 	// foreign counts the adverts of routers outside the cluster.
 	foreign *foreignRouters
+	// proxy asks this node's service proxy whether it delivers the Local
+	// Services whose endpoints run here.
+	proxy *proxyGate
+	// proxyPending are the Local Services the last sync held back for
+	// the proxy (logged when it changes).
+	proxyPending map[string]bool
 
 	mu sync.Mutex
 	// liveDay2 is the last valid ConfigMap config; nil until one is seen.
@@ -219,6 +226,7 @@ func New(o Options) (*Sidecar, error) {
 		node:    runtimecfg.NewNode(o.Target, o.NodeName, dataplane.NewLocalVIPs(o.Target, dataplane.HandoverGrace)),
 		nodeRef: &corev1.ObjectReference{Kind: "Node", Name: o.NodeName, UID: "", APIVersion: "v1"},
 	}
+	s.proxy = newProxyGate(o.Target, s.trigger)
 	s.foreign = newForeignRouters(s.m, s.log, func(msg string) {
 		s.rec.Event(s.nodeRef, corev1.EventTypeWarning, ReasonForeignVRRPRouter, msg)
 	})
@@ -263,6 +271,8 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	}()
 	wg.Add(1)
 	go func() { defer wg.Done(); s.vrrpLoop(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); s.proxy.loop(ctx) }()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -471,7 +481,9 @@ func (s *Sidecar) sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.node.Reconcile(ctx, runtimecfg.Input{Model: m, State: st, IngressReady: ready, ReadAt: readAt, Drained: s.drainAsked})
+	pending := s.proxy.Check(ctx, proxyTargets(m.VRRPLocalServices(st), st.Nodes, s.o.NodeName))
+	s.reportProxyPending(pending)
+	out, err := s.node.Reconcile(ctx, runtimecfg.Input{Model: m, State: st, IngressReady: ready, ReadAt: readAt, Drained: s.drainAsked, ProxyPending: pending})
 	if out.Files != nil {
 		s.m.Renders.Inc()
 		s.m.Lonely.Set(float64(len(out.Lonely)))
@@ -532,6 +544,27 @@ func (s *Sidecar) sync(ctx context.Context) error {
 		s.log.Error("handover table or takeover routes not written: moves of this node's VIPs may reset open connections or drop a first SYN", "err", out.HandoverErr)
 	}
 	return nil
+}
+
+// reportProxyPending logs which Local Services' endpoints here the node's
+// service proxy does not deliver to yet, when that changes, and sets the
+// gauge.
+func (s *Sidecar) reportProxyPending(pending map[string]bool) {
+	s.m.ProxyPending.Set(float64(len(pending)))
+	if maps.Equal(pending, s.proxyPending) {
+		return
+	}
+	for name := range pending {
+		if !s.proxyPending[name] {
+			s.log.Info("a ready endpoint of this Local Service runs here, but the node's service proxy counts none yet: its VIP is held here at priority 1 until it does", "service", name)
+		}
+	}
+	for name := range s.proxyPending {
+		if !pending[name] {
+			s.log.Info("the node's service proxy delivers this Local Service's endpoints here now", "service", name)
+		}
+	}
+	s.proxyPending = pending
 }
 
 // followDrainAnnotation drains the node when its Node asks

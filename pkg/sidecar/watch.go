@@ -37,7 +37,7 @@ func strip(obj any) (any, error) {
 	case *corev1.Service:
 		out := &corev1.Service{ObjectMeta: keptMeta(&o.ObjectMeta, nil, nil), Spec: corev1.ServiceSpec{
 			Type: o.Spec.Type, LoadBalancerClass: o.Spec.LoadBalancerClass, ExternalTrafficPolicy: o.Spec.ExternalTrafficPolicy,
-			ExternalIPs: o.Spec.ExternalIPs}}
+			ExternalIPs: o.Spec.ExternalIPs, HealthCheckNodePort: o.Spec.HealthCheckNodePort}}
 		for _, in := range o.Status.LoadBalancer.Ingress {
 			out.Status.LoadBalancer.Ingress = append(out.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: in.IP})
 		}
@@ -216,7 +216,7 @@ func changed(old, obj any) bool {
 		b, ok := obj.(*corev1.Service)
 		return !ok || !sameMeta(&a.ObjectMeta, &b.ObjectMeta) || a.Spec.Type != b.Spec.Type ||
 			!samePtr(a.Spec.LoadBalancerClass, b.Spec.LoadBalancerClass) || a.Spec.ExternalTrafficPolicy != b.Spec.ExternalTrafficPolicy ||
-			!slices.Equal(a.Spec.ExternalIPs, b.Spec.ExternalIPs) ||
+			!slices.Equal(a.Spec.ExternalIPs, b.Spec.ExternalIPs) || a.Spec.HealthCheckNodePort != b.Spec.HealthCheckNodePort ||
 			!slices.EqualFunc(a.Status.LoadBalancer.Ingress, b.Status.LoadBalancer.Ingress, func(x, y corev1.LoadBalancerIngress) bool { return x.IP == y.IP })
 	case *discoveryv1.EndpointSlice:
 		b, ok := obj.(*discoveryv1.EndpointSlice)

@@ -434,6 +434,13 @@ func startLocalService(t *testing.T, name, vip string) (*lab.KubeCluster, *corev
 		kc.AddNode(t, n.Name)
 		kc.StartSidecar(t, n.Name)
 	}
+	return kc, createLocalService(t, kc, name, vip)
+}
+
+// createLocalService creates a LoadBalancer Service name with
+// externalTrafficPolicy Local whose address is vip.
+func createLocalService(t *testing.T, kc *lab.KubeCluster, name, vip string) *corev1.Service {
+	t.Helper()
 	svc := kc.CreateLBService(t, name, "")
 	svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 	svc, err := kc.Admin.CoreV1().Services(svc.Namespace).Update(context.Background(), svc, metav1.UpdateOptions{})
@@ -441,7 +448,7 @@ func startLocalService(t *testing.T, name, vip string) (*lab.KubeCluster, *corev
 		t.Fatal(err)
 	}
 	kc.SetLBStatus(t, svc.Name, vip)
-	return kc, svc
+	return svc
 }
 
 // setEndpoints writes the Service's EndpointSlice as the EndpointSlice
