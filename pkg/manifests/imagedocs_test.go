@@ -122,6 +122,9 @@ func TestImageDocs(t *testing.T) {
 	if !version.IsRelease(version.Version) {
 		t.Errorf("the recipe's VERSION=%q is not a release's version", version.Version)
 	}
+	if version.Version != version.Release() {
+		t.Errorf("the recipe's VERSION=%s is not the current release, %s (the file VERSION)", version.Version, version.Release())
+	}
 	// Every image render writes by default, and where.
 	rendered := map[string]string{}
 	for _, e := range fixture.Examples(t) {

@@ -1,11 +1,13 @@
 package doccheck
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/vipctl/vipctl/hack/releases"
 	"github.com/vipctl/vipctl/test/fixture"
 )
 
@@ -99,5 +101,51 @@ func TestVersionMentions(t *testing.T) {
 		if got := VersionMentions([]byte(tc.line)); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestDocVersions: the docs name one version of vipctl, the current
+// release (the file VERSION), or a release hack/releases.txt records (a
+// changelog's older entries, an upgrade's starting point); a development
+// build's name counts as the release it follows. A doc that names
+// another (v0.5.0, which was never released) fails, line by line.
+func TestDocVersions(t *testing.T) {
+	t.Parallel()
+	root := fixture.Repo("")
+	current, err := releases.ReadVersionFile(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded, err := releases.ReadReleases(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{current: true}
+	for _, r := range recorded {
+		known[r.Version] = true
+	}
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{"README.md", "CHANGELOG.md"}
+	for _, d := range docs {
+		paths = append(paths, filepath.Join("docs", filepath.Base(d)))
+	}
+	named := 0
+	for _, p := range paths {
+		data, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range VersionMentions(data) {
+			named++
+			if !known[m.Release] {
+				t.Errorf("%s:%d names vipctl %s, which is neither the current release %s (the file VERSION) nor one %s records", p, m.Line, m.Version, current, releases.ReleasesFile)
+			}
+		}
+	}
+	if named == 0 {
+		t.Errorf("no doc names a version of vipctl: %s's version is unknown to VersionMentions", current)
 	}
 }
