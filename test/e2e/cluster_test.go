@@ -257,6 +257,10 @@ func testIngressVIP(t *testing.T, c *clusterlab.Cluster) {
 // afterwards only the pod's node carries it. One move, from the worker to
 // a control-plane node: the way back ran the same code in every run
 // measured (docs/lab.md) and cost CI 40 s that the rolling upgrade needs.
+// The node moved to runs a kube-proxy that applies changes at most every
+// 10 s (clusterlab.SlowKubeProxy), as a loaded node's does: it takes no
+// address before its kube-proxy counts the new pod on the Service's
+// health check node port (docs/runtimecfg.md), and no request fails.
 func testLocalPodMoves(t *testing.T, c *clusterlab.Cluster) {
 	nodes := []string{"worker-0", "master-2"}
 	began := time.Now()
@@ -280,8 +284,11 @@ func testLocalPodMoves(t *testing.T, c *clusterlab.Cluster) {
 		for j, w := range ws {
 			polls[j] = c.Poll(clusterlab.URL(w.addr, clusterlab.ServicePort))
 		}
+		c.SetKubeProxyArgs(t, c.Node(to), clusterlab.SlowKubeProxy...)
+		defer c.SetKubeProxyArgs(t, c.Node(to))
 		stopLogging := watchTimeline(t, c, ws)
 		defer stopLogging()
+		firsts := watchArrival(t, c, ws, to)
 		time.Sleep(time.Second)
 		moved := time.Now()
 		t.Logf("%s moving %s from %s to %s", moved.Format("15:04:05.000"), clusterlab.MoverName, from, to)
@@ -293,6 +300,13 @@ func testLocalPodMoves(t *testing.T, c *clusterlab.Cluster) {
 			})
 		}
 		stopLogging()
+		for _, a := range firsts() {
+			t.Logf("%s: %s's kube-proxy counted the pod at %s, %s carried the address from %s", a.what, to, a.proxy.Format("15:04:05.000"), to, a.carried.Format("15:04:05.000"))
+			// The gate asks every 250 ms, the watch every 100 ms.
+			if a.proxy.IsZero() || a.carried.Before(a.proxy.Add(-500*time.Millisecond)) {
+				t.Errorf("%s: %s carried it before its kube-proxy delivered to the pod there", a.what, to)
+			}
+		}
 		for _, w := range ws {
 			if _, err := c.Get(clusterlab.URL(w.addr, clusterlab.ServicePort)); err != nil {
 				t.Logf("%s not answering after the move: %v\n%s", w.what, err, c.DescribePath(w.addr))

@@ -284,3 +284,51 @@ func proxyView(ctx context.Context, client *http.Client, node string, port int32
 	_ = json.NewDecoder(resp.Body).Decode(&body)
 	return fmt.Sprintf("localEndpoints=%d (%d)", body.LocalEndpoints, resp.StatusCode)
 }
+
+// arrival is when a node first carried an address and when its
+// kube-proxy first counted a local endpoint of the address's Service.
+type arrival struct {
+	what           string
+	proxy, carried time.Time
+}
+
+// watchArrival watches, every 100 ms until the returned func is called,
+// when node first carries each watched address (a Service's, named in
+// its what) and when node's kube-proxy first counts a local endpoint of
+// that Service; the func returns what it saw, one per address.
+func watchArrival(t *testing.T, c *clusterlab.Cluster, ws []watchedAddr, node string) func() []arrival {
+	ctx, stop := context.WithCancel(t.Context())
+	out := make([]arrival, len(ws))
+	ports := make([]int32, len(ws))
+	for i, w := range ws {
+		out[i].what = w.what
+		name, _, _ := strings.Cut(w.what, " ")
+		svc, err := c.Admin.CoreV1().Services(clusterlab.WorkloadNS).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = svc.Spec.HealthCheckNodePort
+	}
+	client := &http.Client{Timeout: 300 * time.Millisecond, Transport: &http.Transport{DialContext: c.Client.DialContext, DisableKeepAlives: true}}
+	ip := c.Node(node).Spec.IP4
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			for i, w := range ws {
+				if out[i].proxy.IsZero() && strings.HasPrefix(proxyView(ctx, client, ip, ports[i]), "localEndpoints=1") {
+					out[i].proxy = time.Now()
+				}
+				if out[i].carried.IsZero() && slices.Contains(clusterCarriers(t, c, w.pool, w.addr), node) {
+					out[i].carried = time.Now()
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	return func() []arrival {
+		stop()
+		<-done
+		return out
+	}
+}
