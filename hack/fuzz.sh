@@ -18,6 +18,7 @@ time=${1:-${FUZZTIME:-3s}}
 targets=(
   "./pkg/render FuzzParseRender"
   "./pkg/cluster FuzzObserve"
+  "./pkg/nodelist FuzzNodeList"
 )
 for t in "${targets[@]}"; do
   read -r pkg name <<<"$t"
