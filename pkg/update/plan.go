@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
@@ -86,6 +85,10 @@ type Plan struct {
 	// Bootstrap says how spec.bootstrap changes, if it does: a day-2 part,
 	// since only the sidecars' renders name the bootstrap host.
 	Bootstrap string `json:"bootstrap,omitempty"`
+	// VRRP lists the VRRP IDs that move and a changed
+	// spec.vrrp.avoidVirtualRouterIDs, by field path: day-2 parts too
+	// (vrrpDiff).
+	VRRP []string `json:"vrrp,omitempty"`
 	// Warnings are things the plan does that are allowed but unwise.
 	Warnings []string `json:"warnings,omitempty"`
 	// Release is set when the plan writes MachineConfigs that the
@@ -112,7 +115,7 @@ func (p *Plan) Empty() bool {
 // configChanges tells whether the ConfigMap is written: anything but the
 // other objects changes.
 func (p *Plan) configChanges() bool {
-	return p.Create || len(p.Pools) > 0 || len(p.Static) > 0 || len(p.Orphans) > 0 || p.Bootstrap != ""
+	return p.Create || len(p.Pools) > 0 || len(p.Static) > 0 || len(p.Orphans) > 0 || p.Bootstrap != "" || len(p.VRRP) > 0
 }
 
 // Compute plans the move from live (nil: no ConfigMap yet) to desired,
@@ -169,6 +172,7 @@ func Compute(live, desired *v1alpha1.ClusterVIPs, services []corev1.Service) (*P
 	if live != nil {
 		p.Orphans = append(p.Orphans, lostExternalIPs(live, out, services)...)
 		p.Bootstrap = bootstrapDiff(live.Spec.Bootstrap, out.Spec.Bootstrap)
+		p.VRRP = vrrpDiff(live, out, liveIDs, ids)
 		p.Static = staticDiff(live, out)
 		p.Warnings = bgpBeforeRollout(live, out, p.Static)
 	}
@@ -283,22 +287,6 @@ func pinIDs(live, desired *v1alpha1.ClusterVIPs) (*v1alpha1.ClusterVIPs, error) 
 	return &out, nil
 }
 
-func compact(v any) string {
-	data, err := yaml.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	s := strings.TrimSpace(string(data))
-	if strings.Contains(s, "\n") {
-		// Flow style reads better on one line.
-		js, err := yaml.YAMLToJSON(data)
-		if err == nil {
-			return string(js)
-		}
-	}
-	return s
-}
-
 // bootstrapDiff says how the bootstrap host changes ("" when it does not).
 func bootstrapDiff(live, desired *v1alpha1.BootstrapSpec) string {
 	switch {
@@ -407,6 +395,9 @@ func (p *Plan) Text() string {
 	}
 	if p.Bootstrap != "" {
 		fmt.Fprintf(&b, "~ spec.bootstrap %s\n", p.Bootstrap)
+	}
+	for _, v := range p.VRRP {
+		fmt.Fprintf(&b, "~ %s\n", v)
 	}
 	for _, o := range p.Objects {
 		if o.Change == "added" {

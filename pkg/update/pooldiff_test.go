@@ -128,22 +128,59 @@ func TestPoolFieldEditAloneIsPlannedAndWritten(t *testing.T) {
 
 			// Written: the ConfigMap the sidecars and the allocator read
 			// holds the edit.
-			data, err := live.ShippedYAML()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ConfigMapName, Namespace: "vipctl-system"}, Data: map[string]string{v1alpha1.ConfigMapKey: string(data)}}
-			cl := Cluster{Kube: fake.NewClientset(cm), Namespace: "vipctl-system"}
-			if err := cl.Apply(context.Background(), p, cm, false, io.Discard); err != nil {
-				t.Fatal(err)
-			}
-			got, _, err := cl.Live(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := appliedOver(t, live, p)
 			if !reflect.DeepEqual(got.Spec.ServicePools[1], desired.Spec.ServicePools[1]) {
 				t.Errorf("the ConfigMap's pool after the update:\n%+v\nwant:\n%+v", got.Spec.ServicePools[1], desired.Spec.ServicePools[1])
 			}
 		})
+	}
+}
+
+// appliedOver applies p to a ConfigMap holding live and returns the
+// config the ConfigMap holds after.
+func appliedOver(t *testing.T, live *v1alpha1.ClusterVIPs, p *Plan) *v1alpha1.ClusterVIPs {
+	t.Helper()
+	data, err := live.ShippedYAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ConfigMapName, Namespace: "vipctl-system"}, Data: map[string]string{v1alpha1.ConfigMapKey: string(data)}}
+	cl := Cluster{Kube: fake.NewClientset(cm), Namespace: "vipctl-system"}
+	if err := cl.Apply(context.Background(), p, cm, false, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := cl.Live(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestCompact: a plan line's values fit on one line and read the same
+// whatever their length: a list of one address is a list, as one of two
+// is (on main it came out as YAML's "- 198.51.100.128/27").
+func TestCompact(t *testing.T) {
+	t.Parallel()
+	no := false
+	cases := []struct {
+		name string
+		v    any
+		want string
+	}{
+		{"one address", []string{"198.51.100.128/27"}, `["198.51.100.128/27"]`},
+		{"two addresses", []string{"198.51.100.128/27", "2001:db8::/64"}, `["198.51.100.128/27","2001:db8::/64"]`},
+		{"no list", []int(nil), "[]"},
+		{"no map", map[string]string(nil), "{}"},
+		{"one label", map[string]string{"pool": "web"}, `{"pool":"web"}`},
+		{"empty string", "", `""`},
+		{"string", "bond0.100", "bond0.100"},
+		{"number", 5, "5"},
+		{"unset pointer", (*bool)(nil), "null"},
+		{"false pointer", &no, "false"},
+	}
+	for _, tc := range cases {
+		if got := compact(tc.v); got != tc.want {
+			t.Errorf("%s: compact(%#v) = %s, want %s", tc.name, tc.v, got, tc.want)
+		}
 	}
 }
