@@ -49,7 +49,7 @@ out twice. See docs/allocator.md.`,
 				}
 				o.Identity = h
 			}
-			if err := o.Validate(); err != nil {
+			if err := errors.Join(o.Validate(), checkListen("--listen", listen), checkListen("--metrics-listen", metrics.listen)); err != nil {
 				return err
 			}
 			cfg, err := restConfig(kubeconfig)

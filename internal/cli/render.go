@@ -52,6 +52,10 @@ release parses too.`,
 			if err := o.outDir(streams); err != nil {
 				return err
 			}
+			// It lands in every listed node's keepalived.conf.
+			if msg := v1alpha1.InterfaceNameError(o.iface); o.iface != "" && msg != "" {
+				return fmt.Errorf("--interface %q: %s", o.iface, msg)
+			}
 			// Before the inputs are read: a directory render cannot
 			// replace is refused at once.
 			if err := bundle.CheckOutDir(o.out); err != nil {

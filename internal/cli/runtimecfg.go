@@ -7,9 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -131,7 +134,30 @@ func (o *runtimecfgOptions) validate() error {
 	if o.debounce < 0 {
 		errs = append(errs, fmt.Errorf("--debounce %s: must not be negative", o.debounce))
 	}
+	errs = append(errs, checkListen("--listen", o.listen), checkListen("--metrics-listen", o.metrics.listen))
 	return errors.Join(errs...)
+}
+
+// checkListen refuses a listen address net.Listen would refuse, or whose
+// port would be a random one no probe or scrape finds, before anything
+// starts; "" (disabled) passes.
+func checkListen(flag, addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%s %q: want HOST:PORT or :PORT (%s)", flag, addr, strings.TrimPrefix(err.Error(), "address "+addr+": "))
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return fmt.Errorf("%s %q: port %q: want 1-65535", flag, addr, port)
+	}
+	if host != "" {
+		if _, err := netip.ParseAddr(host); err != nil && host != "localhost" {
+			return fmt.Errorf("%s %q: %q is not an IP address of this host", flag, addr, host)
+		}
+	}
+	return nil
 }
 
 // orNothing names an empty source.
