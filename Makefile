@@ -42,7 +42,7 @@ TRIALS ?= 20
 KUBELET_TRIALS ?= 3
 CLUSTER_TRIALS ?= 3
 
-.PHONY: all build image next-image release release-verify demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-peers bench-peers-scale bench-announce bench-steady bench-runtimecfg bench-scale lab-up lab-down clean
+.PHONY: all build image previous-image release release-verify demo deps test test-unit test-e2e fuzz lint verify update bench bench-failover bench-peers bench-peers-scale bench-announce bench-steady bench-runtimecfg bench-scale lab-up lab-down clean
 
 all: build
 
@@ -57,11 +57,12 @@ image: build
 	./hack/install-image-tools.sh $(ARCH)
 	./hack/build-image.sh $(VERSION) $(VIPCTL_BIN) $(VIPCTL_IMAGE) $(ARCH)
 
-## next-image: the image of "the next version" the cluster lab's rolling
-## upgrade moves to (this tree's vipctl stamped $(VERSION)-next, one layer
-## over make image's), bin/vipctl-image-next.tar; cached
-next-image: image
-	./hack/build-next-image.sh $(VERSION) $(VIPCTL_IMAGE) bin/vipctl-image-next.tar
+## previous-image: the release this tree follows (the newest hack/releases.txt
+## records), its vipctl and image built from this clone's git history by that
+## release's own make targets, in bin/previous/COMMIT/ (the cluster lab's
+## upgrade from it and rollback to it; docs/upgrade.md); cached
+previous-image:
+	./hack/build-previous-image.sh
 
 ## release: bin/release/VERSION/ with the static vipctl and the image (an
 ## OCI archive) for each of ARCHES, both images under one index, the SBOM
@@ -103,7 +104,7 @@ deps:
 # hack/testreport prints what go test would and ends with the failed
 # tests' first error lines and the slowest tests: CI shows only the end.
 TESTREPORT = $(GO) run ./hack/testreport $(if $(filter -v,$(GOFLAGS)),-v)
-test: deps image next-image verify
+test: deps image previous-image verify
 	$(GO) test -json -count=1 -parallel 4 -timeout 40m ./... 2>&1 | $(TESTREPORT)
 	./hack/fuzz.sh 3s
 
@@ -128,7 +129,7 @@ lab-down:
 test-unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 
-test-e2e: deps image next-image
+test-e2e: deps image previous-image
 	$(GO) test -json -count=1 -parallel 4 -timeout 40m ./test/e2e/... 2>&1 | $(TESTREPORT)
 
 lint:

@@ -16,7 +16,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -147,22 +146,6 @@ func nodeReady(n *corev1.Node) bool {
 		}
 	}
 	return false
-}
-
-// applyManifests applies vipctl's manifests for the cluster file at path
-// (`oc apply -f out/manifests/`), after first (the namespace of the
-// router pods, which the sidecars' RBAC names, on day 1).
-func (c *Cluster) applyManifests(t testing.TB, path string, first ...runtime.Object) {
-	t.Helper()
-	cfg, err := v1alpha1.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := manifests.Objects(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lab.ApplyObjectsWithin(t, c.AdminConfig, append(first, objs...), 2*time.Minute)
 }
 
 // WaitServing waits until the Deployments are available, every Service

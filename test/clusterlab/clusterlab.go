@@ -127,6 +127,10 @@ type Options struct {
 	Profile string
 	// BFD turns on BFD on the BGP sessions (both sides).
 	BFD bool
+	// From is the vipctl the cluster is installed with, as a user
+	// installs it: its render, its manifests and MachineConfigs, its image
+	// (zero: this tree's, ThisTree).
+	From Release
 }
 
 // Cluster is a running cluster.
@@ -151,6 +155,9 @@ type Cluster struct {
 	Kubeconfig string
 	// Image is vipctl's image the nodes run (its name in containerd).
 	Image string
+	// Release is the vipctl installed: the nodes run its image, and the
+	// administrator's commands (Vipctl) are its binary's.
+	Release Release
 	pki   *pki
 	// roleFiles are the files of each role's MachineConfig.
 	roleFiles map[string][]kubeletlab.File
@@ -198,11 +205,15 @@ func Start(t testing.TB, o Options) *Cluster {
 	}
 	start := time.Now()
 	c := &Cluster{t: t, bin: Require(t), dir: t.TempDir(), opts: o}
-	c.Image = kubeletlab.ImageName(t, filepath.Join(c.bin, "vipctl-image.tar"))
+	c.Release = o.From
+	if c.Release.Vipctl == "" {
+		c.Release = ThisTree(c.bin)
+	}
+	c.Image = kubeletlab.ImageName(t, c.Release.Image)
 	c.pki = newPKI(t)
 	c.render(t)
 	c.startNetwork(t)
-	images := []string{filepath.Join(c.bin, "vipctl-image.tar"), filepath.Join(c.bin, "labprobe-image.tar")}
+	images := []string{c.Release.Image, filepath.Join(c.bin, "labprobe-image.tar")}
 	var opts []kubeletlab.Options
 	for _, s := range Nodes {
 		disk, _ := splitSysctls(c.roleFiles[s.Role])
@@ -227,8 +238,10 @@ func Start(t testing.TB, o Options) *Cluster {
 	t.Logf("clusterlab: API VIP answering %s after start", time.Since(start).Round(time.Millisecond))
 	// What an installer applies with the cluster's first manifests, so
 	// that the namespace of the mirror pods and the sidecars' RBAC exist
-	// when the kubelets register.
-	c.applyManifests(t, c.ConfigPath, c.namespaces()...)
+	// when the kubelets register: what the installed release rendered,
+	// its MachineConfigs too.
+	c.installOpenShiftAPIs(t)
+	c.applyRendered(t, filepath.Join(c.dir, "out"), c.namespaces()...)
 	c.labelNodes(t, 3*time.Minute)
 	c.WaitNodesReady(t, 3*time.Minute)
 	t.Logf("clusterlab: every node registered and Ready %s after start", time.Since(start).Round(time.Millisecond))
@@ -298,11 +311,16 @@ func (c *Cluster) Holders(t testing.TB, addr string) []string {
 	return out
 }
 
-// Vipctl runs bin/vipctl with the administrator's kubeconfig and the
-// cluster file, from the client's namespace (where the API VIP is
+// Vipctl runs the installed release's vipctl with the administrator's
+// kubeconfig, from the client's namespace (where the API VIP is
 // reached, as from an administrator's machine).
 func (c *Cluster) Vipctl(args ...string) (string, error) {
-	argv := append([]string{"netns", "exec", c.Client.NS, filepath.Join(c.bin, "vipctl")}, args...)
+	return c.vipctlOf(c.Release, args...)
+}
+
+// vipctlOf is Vipctl with release r's vipctl.
+func (c *Cluster) vipctlOf(r Release, args ...string) (string, error) {
+	argv := append([]string{"netns", "exec", c.Client.NS, r.Vipctl}, args...)
 	argv = append(argv, "--kubeconfig", c.Kubeconfig)
 	out, err := exec.Command("ip", argv...).CombinedOutput()
 	return string(out), err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -74,7 +73,7 @@ func orNoNode(s string) string {
 // answers asks, from the client's namespace, who answers for each VIP of
 // the cluster file (vipctl preflight): address -> MACs.
 func (c *Cluster) answers() map[string][]string {
-	argv := []string{"netns", "exec", c.Client.NS, filepath.Join(c.bin, "vipctl"), "preflight", "-f", c.ConfigPath, "--interface", c.Client.Iface, "-o", "json"}
+	argv := []string{"netns", "exec", c.Client.NS, c.Release.Vipctl, "preflight", "-f", c.ConfigPath, "--interface", c.Client.Iface, "-o", "json"}
 	out, _ := exec.Command("ip", argv...).Output()
 	var r preflight.Report
 	m := map[string][]string{}

@@ -127,7 +127,7 @@ func (c *Cluster) renderFiles(t testing.TB, cfg, out string) map[string][]kubele
 	if err := os.WriteFile(nodes, nodeList(t), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := exec.Command(filepath.Join(c.bin, "vipctl"), "render", "-f", cfg, "--nodes", nodes, "--out-dir", out).CombinedOutput(); err != nil {
+	if b, err := exec.Command(c.Release.Vipctl, "render", "-f", cfg, "--nodes", nodes, "--out-dir", out).CombinedOutput(); err != nil {
 		t.Fatalf("vipctl render: %v\n%s", err, b)
 	}
 	files := map[string][]kubeletlab.File{}

@@ -285,8 +285,10 @@ func (c *Cluster) SetKubeProxyArgs(t testing.TB, n *Node, extra ...string) {
 }
 
 // SlowKubeProxy are kube-proxy arguments that make it apply a change at
-// most every 10 s (--iptables-min-sync-period also paces the nftables
+// most every 5 s (--iptables-min-sync-period also paces the nftables
 // proxier, Kubernetes v1.36 cmd/kube-proxy/app/options.go): its health
-// check node port counts a new local endpoint up to 10 s after the
-// EndpointSlices say it is ready.
-var SlowKubeProxy = []string{"--iptables-min-sync-period=10s"}
+// check node port counts a new local endpoint seconds after the
+// EndpointSlices say it is ready (10 s gave 23 s in the cluster lab,
+// 2026-11-29, longer than the mover's old pod serves: no node could
+// deliver then, whoever held the address).
+var SlowKubeProxy = []string{"--iptables-min-sync-period=5s"}

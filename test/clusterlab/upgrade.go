@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,50 +21,60 @@ import (
 	"github.com/vipctl/vipctl/test/lab"
 )
 
-// NextImageArchive is the image of "the next version" in bin/ (make
-// next-image): this tree's vipctl stamped VERSION-next.
-const NextImageArchive = "vipctl-image-next.tar"
-
 // rebootGrace is how long a node's containers may take to end on
 // SIGTERM when it reboots: the apiserver's shutdown delay and drain, with
 // room for the loaded cores.
 const rebootGrace = 10 * time.Second
 
-// Upgrade is vipctl's move to another image, as an administrator makes
-// it: spec.images of the cluster file set to the new image, `vipctl
-// render` run again, the manifests applied (the allocator Deployment
-// rolls to the new image), and the MachineConfigs applied, which the
-// machine-config daemon lays down node by node (UpdateNode).
+// Upgrade is vipctl's move to another release, as docs/upgrade.md tells
+// an administrator to make it: the new image made pullable, the cluster
+// file's spec.images set to it, and the new release's `vipctl update`
+// (its plan read first with --dry-run) writing the cluster's objects (the
+// ConfigMap, RBAC, the allocator, which rolls) and the MachineConfigs,
+// which the machine-config daemon lays down node by node (UpdateNode:
+// the lab plays it from the MachineConfigs in the API).
 type Upgrade struct {
 	c *Cluster
-	// Image is the new image's name, ConfigPath the new cluster file.
+	// To is the release moved to; Image its image's name, ConfigPath the
+	// new cluster file.
+	To         Release
 	Image      string
 	ConfigPath string
 	roleFiles  map[string][]kubeletlab.File
 }
 
-// StartUpgrade renders the cluster with the image of archive (in bin/),
-// makes it pullable on every node (imported into each node's containerd,
-// as a registry serves it) and applies the new manifests. The nodes run
-// the old static pods until UpdateNode.
-func (c *Cluster) StartUpgrade(t testing.TB, archive string) *Upgrade {
+// StartUpgrade moves the cluster's objects to release to and makes its
+// image pullable on every node (imported into each node's containerd, as
+// a registry serves it). The nodes run the old static pods until
+// UpdateNode.
+func (c *Cluster) StartUpgrade(t testing.TB, to Release) *Upgrade {
 	t.Helper()
-	path := filepath.Join(c.bin, archive)
-	u := &Upgrade{c: c, Image: kubeletlab.ImageName(t, path), ConfigPath: filepath.Join(c.dir, "cluster-upgrade.yaml")}
+	u := &Upgrade{c: c, To: to, Image: kubeletlab.ImageName(t, to.Image), ConfigPath: filepath.Join(c.dir, "cluster-"+strings.ReplaceAll(to.Name, " ", "-")+".yaml")}
 	if u.Image == c.Image {
-		t.Fatalf("%s is the running image %s", archive, c.Image)
+		t.Fatalf("%s is the running image %s", to, c.Image)
 	}
 	if err := os.WriteFile(u.ConfigPath, []byte(ClusterYAML(u.Image, c.opts.Profile, c.opts.BFD)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	u.roleFiles = c.renderFiles(t, u.ConfigPath, filepath.Join(c.dir, "out-upgrade"))
 	for _, n := range c.Nodes {
-		if err := n.ImportImage(path); err != nil {
+		if err := n.ImportImage(to.Image); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c.applyManifests(t, u.ConfigPath)
+	plan, err := c.vipctlOf(to, "update", "-f", u.ConfigPath, "--dry-run")
+	if err != nil {
+		c.DumpLogs()
+		fatalf(t, "%s: vipctl update --dry-run: %v\n%s", to, err, plan)
+	}
+	t.Logf("%s: vipctl update --dry-run:\n%s", to, plan)
+	out, err := c.vipctlOf(to, "update", "-f", u.ConfigPath)
+	if err != nil {
+		c.DumpLogs()
+		fatalf(t, "%s: vipctl update: %v\n%s", to, err, out)
+	}
+	t.Logf("%s: vipctl update:\n%s", to, out)
 	c.waitDeployment(t, render.Namespace, manifests.AllocatorName, 3*time.Minute)
+	u.roleFiles = c.machineConfigFiles(t)
 	return u
 }
 
@@ -109,10 +120,10 @@ func (u *Upgrade) UpdateNode(t testing.TB, n *Node) {
 	step("uncordoned, undrained, settled")
 }
 
-// Finish makes the new cluster file and image the cluster's, once every
-// node runs it.
+// Finish makes the new release, cluster file and image the cluster's,
+// once every node runs it.
 func (u *Upgrade) Finish() {
-	u.c.ConfigPath, u.c.Image, u.c.roleFiles = u.ConfigPath, u.Image, u.roleFiles
+	u.c.ConfigPath, u.c.Image, u.c.roleFiles, u.c.Release = u.ConfigPath, u.Image, u.roleFiles, u.To
 }
 
 // setUnschedulable cordons or uncordons the node (kubectl cordon).

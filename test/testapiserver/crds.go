@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
 
@@ -79,7 +80,14 @@ func PrometheusOperatorCRDs(t testing.TB, resources ...string) []string {
 // finished installing version: one Completed entry in status.history.
 func (s *Server) SetClusterVersion(t testing.TB, version string) {
 	t.Helper()
-	client, err := dynamic.NewForConfig(s.AdminConfig())
+	SetClusterVersionAt(t, s.AdminConfig(), version)
+}
+
+// SetClusterVersionAt is SetClusterVersion on the apiserver cfg reaches
+// (one this package did not start: the cluster lab's on-node ones).
+func SetClusterVersionAt(t testing.TB, cfg *rest.Config, version string) {
+	t.Helper()
+	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +120,13 @@ func (s *Server) SetClusterVersion(t testing.TB, version string) {
 // established, so the test can use the new resource at once.
 func (s *Server) InstallCRDs(t testing.TB, paths ...string) {
 	t.Helper()
-	client, err := dynamic.NewForConfig(s.AdminConfig())
+	InstallCRDsAt(t, s.AdminConfig(), paths...)
+}
+
+// InstallCRDsAt is InstallCRDs on the apiserver cfg reaches.
+func InstallCRDsAt(t testing.TB, cfg *rest.Config, paths ...string) {
+	t.Helper()
+	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
