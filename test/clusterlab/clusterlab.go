@@ -158,7 +158,7 @@ type Cluster struct {
 	// Release is the vipctl installed: the nodes run its image, and the
 	// administrator's commands (Vipctl) are its binary's.
 	Release Release
-	pki   *pki
+	pki     *pki
 	// roleFiles are the files of each role's MachineConfig.
 	roleFiles map[string][]kubeletlab.File
 }
