@@ -291,7 +291,10 @@ func removeLeftovers(parent, base string) {
 // wait for it. The kernel drops the lock when the process dies, so a
 // killed render's tree is free to remove.
 func lockDir(dir string, wait bool) (func(), error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	// Following a link is fine: the output's parent may be reached
+	// through one, and removeLeftovers offers only what ReadDir called a
+	// directory, not a link.
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}

@@ -271,6 +271,15 @@ func TestWriteDirReplaces(t *testing.T) {
 			wantMode: 0o755, uid: -1, gid: -1,
 		},
 		{
+			name: "a parent reached through a symbolic link",
+			setup: func(t *testing.T, root string) (string, string) {
+				writeOld(t, root+"/real/out")
+				mustSymlink(t, "real", root+"/link")
+				return root + "/link/out", root + "/real/out"
+			},
+			wantMode: 0o755, uid: -1, gid: -1,
+		},
+		{
 			name: "a symbolic link through a relative path",
 			setup: func(t *testing.T, root string) (string, string) {
 				writeOld(t, root+"/renders/today")
