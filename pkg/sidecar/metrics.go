@@ -25,9 +25,12 @@ type Metrics struct {
 	DaemonRestarts *prometheus.CounterVec
 	ConfigInvalid  prometheus.Gauge
 	StaticDrift    prometheus.Gauge
-	LastGood       prometheus.Gauge
-	Lonely         prometheus.Gauge
-	Unannounced    prometheus.Gauge
+	// UnknownFields counts the fields of a copy of the config (the
+	// ConfigMap, the file) that a newer vipctl wrote and this one ignores.
+	UnknownFields *prometheus.GaugeVec
+	LastGood      prometheus.Gauge
+	Lonely        prometheus.Gauge
+	Unannounced   prometheus.Gauge
 	// ProxyPending counts the Local Services with a ready endpoint here
 	// that the node's service proxy does not deliver to yet.
 	ProxyPending prometheus.Gauge
@@ -86,6 +89,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 while the vipctl ConfigMap does not hold a valid config (its last valid pools stay in force)."}),
 		StaticDrift: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "static_config_drift",
 			Help: "1 while the ConfigMap's static parts differ from this node's file (a MachineConfig rollout is pending)."}),
+		UnknownFields: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "config_unknown_fields",
+			Help: "Fields of a copy of the config (object configmap: the vipctl ConfigMap; file: this node's cluster.yaml) that a newer vipctl wrote and this one ignores (Event ConfigFieldsUnknown): during an upgrade or after a rollback."}, []string{"object"}),
 		Lonely: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "instances_without_peer",
 			Help: "VRRP instances left out of this node's config because it is their only eligible node."}),
 		Unannounced: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "services_not_announced",
@@ -120,7 +125,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		},
 	}
 	if reg != nil {
-		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.WatchEvents, m.VIPsHeld, m.VIPHeld, m.SyncFailing, m.APIReachable, m.Drained, m.DaemonRestarts, m.ConfigInvalid, m.StaticDrift, m.LastGood, m.Lonely, m.Unannounced, m.ProxyPending, m.InterfaceMissing, m.SyncSeconds,
+		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.WatchEvents, m.VIPsHeld, m.VIPHeld, m.SyncFailing, m.APIReachable, m.Drained, m.DaemonRestarts, m.ConfigInvalid, m.StaticDrift, m.UnknownFields, m.LastGood, m.Lonely, m.Unannounced, m.ProxyPending, m.InterfaceMissing, m.SyncSeconds,
 			m.BGP.Up, m.BGP.Since, m.BGP.Drops, m.BGP.Announced, m.BGP.BFDUp,
 			m.VRRP.Received, m.VRRP.Foreign, m.VRRP.ForeignLastSeen)
 	}

@@ -119,7 +119,13 @@ type Sidecar struct {
 	// the proxy (logged when it changes).
 	proxyPending map[string]bool
 
+	// staticUnknown are the fields of the static file this vipctl does
+	// not know (reportUnknownFields).
+	staticUnknown v1alpha1.UnknownFields
+
 	mu sync.Mutex
+	// unknownFields is what reportUnknownFields last said, by object.
+	unknownFields map[string]string
 	// liveDay2 is the last valid ConfigMap config; nil until one is seen.
 	liveDay2 *v1alpha1.ClusterVIPs
 	// known maps every VIP of the last render to its instance key.
@@ -215,12 +221,12 @@ func New(o Options) (*Sidecar, error) {
 	if o.Namespace == "" {
 		o.Namespace = render.Namespace
 	}
-	static, err := v1alpha1.Load(o.Config)
+	static, staticUnknown, err := v1alpha1.LoadStored(o.Config)
 	if err != nil {
 		return nil, err
 	}
 	s := &Sidecar{
-		o: o, static: static, log: o.Log.With("node", o.NodeName), m: o.Metrics,
+		o: o, static: static, staticUnknown: staticUnknown, log: o.Log.With("node", o.NodeName), m: o.Metrics,
 		kick: make(chan struct{}, 1), publishKick: make(chan struct{}, 1), sessionKick: make(chan struct{}, 1), vrrpKick: make(chan struct{}, 1), routers: map[string]cache.GenericLister{},
 		since:   map[netip.Addr]time.Time{},
 		node:    runtimecfg.NewNode(o.Target, o.NodeName, dataplane.NewLocalVIPs(o.Target, dataplane.HandoverGrace)),
@@ -247,6 +253,7 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.o.Client.CoreV1().Events("")})
 	defer bc.Shutdown()
 	s.rec = bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: v1alpha1.EventSourceSidecar, Host: s.o.NodeName})
+	s.reportUnknownFields(unknownInFile, s.o.Config, s.staticUnknown)
 
 	for _, f := range s.factories {
 		f.Start(ctx.Done())
@@ -439,8 +446,9 @@ func (s *Sidecar) config() (*v1alpha1.ClusterVIPs, error) {
 		if cm.Name != v1alpha1.ConfigMapName {
 			continue
 		}
-		c, err := cluster.ParseConfigMap(cm)
+		c, unknown, err := cluster.ReadConfigMap(cm)
 		if err == nil {
+			s.reportUnknownFields(unknownInConfigMap, "configmap "+cm.Namespace+"/"+cm.Name, unknown)
 			var eff *v1alpha1.ClusterVIPs
 			var drift bool
 			eff, drift, err = cluster.Effective(s.static, c)
@@ -465,6 +473,7 @@ func (s *Sidecar) config() (*v1alpha1.ClusterVIPs, error) {
 		return nil, &runtimecfg.StepError{Step: "config", Err: fmt.Errorf("%w (the last valid pools stay in force)", err)}
 	}
 	s.m.ConfigInvalid.Set(0)
+	s.reportUnknownFields(unknownInConfigMap, "", nil)
 	eff, _, err := cluster.Effective(s.static, nil)
 	return eff, err
 }
