@@ -28,7 +28,8 @@ func (c *Cluster) ExplainVIPs(t testing.TB) string {
 	var b strings.Builder
 	out, _ := c.Vipctl("status", "-f", c.ConfigPath, "-o", "json")
 	var st status.Report
-	if err := json.Unmarshal([]byte(firstJSONLine(out)), &st); err != nil {
+	// The report, then (exit 2) an error line.
+	if err := json.NewDecoder(strings.NewReader(out[max(strings.Index(out, "{"), 0):])).Decode(&st); err != nil {
 		return fmt.Sprintf("vipctl status -o json: %v\n%s", err, out)
 	}
 	answers := c.answers()
@@ -50,17 +51,6 @@ func (c *Cluster) ExplainVIPs(t testing.TB) string {
 		}
 	}
 	return b.String()
-}
-
-// firstJSONLine is the first line of out that starts an object (vipctl
-// status exits 2 and may print an error after it).
-func firstJSONLine(out string) string {
-	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(l, "{") {
-			return l
-		}
-	}
-	return out
 }
 
 func orNoNode(s string) string {
