@@ -74,7 +74,7 @@ func watchTimeline(t *testing.T, c *clusterlab.Cluster, ws []watchedAddr) func()
 	}()
 	f := informers.NewSharedInformerFactoryWithOptions(c.Admin, 0, informers.WithNamespace(clusterlab.WorkloadNS))
 	pods := map[string]string{}
-	slices_ := map[string]string{}
+	sliceStates := map[string]string{}
 	var mu sync.Mutex
 	logPod := func(obj any, gone bool) {
 		p, ok := obj.(*corev1.Pod)
@@ -103,8 +103,8 @@ func watchTimeline(t *testing.T, c *clusterlab.Cluster, ws []watchedAddr) func()
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if slices_[s.Name] != now {
-			slices_[s.Name] = now
+		if sliceStates[s.Name] != now {
+			sliceStates[s.Name] = now
 			logf("endpoints of %s (%s, %s): %s", s.Labels[discoveryv1.LabelServiceName], s.AddressType, s.Name, now)
 		}
 	}
