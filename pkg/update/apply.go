@@ -96,6 +96,15 @@ func (c Cluster) Apply(ctx context.Context, p *Plan, cm *corev1.ConfigMap, force
 		}
 		_, _ = fmt.Fprintf(out, "released %s from Service %s\n", strings.Join(o.Addresses, ", "), o.Service)
 	}
+	// The cluster's objects before the MachineConfigs: the nodes roll to
+	// the new release over minutes to hours after this returns, and a new
+	// sidecar must find the permissions it needs when its node comes up
+	// (RBAC only grows from one release to the next), while the
+	// allocator, one writer whose Service status both releases read,
+	// may move at once (docs/upgrade.md, "The order").
+	if err := c.applyObjects(ctx, p.Objects, out); err != nil {
+		return err
+	}
 	if len(p.Static) > 0 {
 		roll, err := c.writeMachineConfigs(ctx, p.Desired, p.BootstrapNodes, out)
 		if err != nil {
@@ -103,7 +112,7 @@ func (c Cluster) Apply(ctx context.Context, p *Plan, cm *corev1.ConfigMap, force
 		}
 		_, _ = fmt.Fprintln(out, roll)
 	}
-	return c.applyObjects(ctx, p.Objects, out)
+	return nil
 }
 
 // writeConfigMap writes desired into the vipctl ConfigMap: created when
