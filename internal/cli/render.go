@@ -94,6 +94,11 @@ release parses too.`,
 				return err
 			}
 			warnUnpublishedImage(streams.ErrOut, c)
+			for _, w := range bundle.PeerWarnings(c, opts.Nodes) {
+				if _, err := fmt.Fprintln(streams.ErrOut, "warning:", w); err != nil {
+					return err
+				}
+			}
 			warnReboots(streams.ErrOut, c)
 			if err := bundle.WriteDir(o.out, files); err != nil {
 				return fmt.Errorf("--out-dir: %w", err)

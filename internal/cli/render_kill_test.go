@@ -58,39 +58,13 @@ func vipctlProcess(t *testing.T, args ...string) *exec.Cmd {
 func TestRenderKilledMidWrite(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
+	nodesFile, clusterFile, out := filepath.Join(dir, "nodes.yaml"), filepath.Join(dir, "cluster.yaml"), filepath.Join(dir, "out")
 	// Enough nodes that writing their files takes a while; their routers
 	// on three infra nodes, so each file stays small.
-	var nodes []corev1.Node
-	for i := 0; i < 2000; i++ {
-		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("worker-%04d", i), Labels: map[string]string{"node-role.kubernetes.io/worker": ""}},
-			Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("2001:db8:1::a:%x", i)}}}}
-		switch {
-		case i < 3:
-			n.Name, n.Labels = fmt.Sprintf("master-%d", i), map[string]string{"node-role.kubernetes.io/master": ""}
-		case i < 6:
-			n.Labels["node-role.kubernetes.io/infra"] = ""
-		}
-		nodes = append(nodes, n)
-	}
-	list, err := cluster.MarshalNodeList(nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodesFile, clusterFile, out := filepath.Join(dir, "nodes.yaml"), filepath.Join(dir, "cluster.yaml"), filepath.Join(dir, "out")
+	writeNodeList(t, nodesFile, 2000)
 	writeCluster := func(apiVIP string) {
 		t.Helper()
-		c := strings.Replace(fixture.OpenShiftCluster, `ingress: [{name: default, vips: ["2001:db8:1::6"]}]`,
-			`ingress: [{name: default, vips: ["2001:db8:1::6"], nodeSelector: {node-role.kubernetes.io/infra: ""}}]`, 1)
-		c = strings.Replace(c, `"2001:db8:1::5"`, `"`+apiVIP+`"`, 1)
-		if !strings.Contains(c, "nodeSelector: {node-role.kubernetes.io/infra") || !strings.Contains(c, apiVIP) {
-			t.Fatal("fixture.OpenShiftCluster changed; adjust this test")
-		}
-		if err := os.WriteFile(clusterFile, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(nodesFile, list, 0o644); err != nil {
-		t.Fatal(err)
+		writeClusterFile(t, clusterFile, apiVIP, true)
 	}
 	args := []string{"render", "-f", clusterFile, "--nodes", nodesFile, "--out-dir", out}
 
@@ -141,6 +115,50 @@ func TestRenderKilledMidWrite(t *testing.T) {
 		if strings.HasPrefix(e.Name(), ".") {
 			t.Errorf("%s left beside the output after the next run", e.Name())
 		}
+	}
+}
+
+// writeNodeList writes a node list of n nodes: three control-plane
+// nodes, three infra nodes, the rest workers, on fixture.OpenShiftNetwork.
+func writeNodeList(t *testing.T, path string, n int) {
+	t.Helper()
+	var nodes []corev1.Node
+	for i := 0; i < n; i++ {
+		node := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("worker-%04d", i), Labels: map[string]string{"node-role.kubernetes.io/worker": ""}},
+			Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("2001:db8:1::a:%x", i)}}}}
+		switch {
+		case i < 3:
+			node.Name, node.Labels = fmt.Sprintf("master-%d", i), map[string]string{"node-role.kubernetes.io/master": ""}
+		case i < 6:
+			node.Labels["node-role.kubernetes.io/infra"] = ""
+		}
+		nodes = append(nodes, node)
+	}
+	list, err := cluster.MarshalNodeList(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, list, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeClusterFile writes fixture.OpenShiftCluster with apiVIP, and with
+// infraRouters the default IngressController's routers on the infra
+// nodes of writeNodeList.
+func writeClusterFile(t *testing.T, path, apiVIP string, infraRouters bool) {
+	t.Helper()
+	c := fixture.OpenShiftCluster
+	if infraRouters {
+		c = strings.Replace(c, `ingress: [{name: default, vips: ["2001:db8:1::6"]}]`,
+			`ingress: [{name: default, vips: ["2001:db8:1::6"], nodeSelector: {node-role.kubernetes.io/infra: ""}}]`, 1)
+	}
+	c = strings.Replace(c, `"2001:db8:1::5"`, `"`+apiVIP+`"`, 1)
+	if (infraRouters && !strings.Contains(c, "nodeSelector: {node-role.kubernetes.io/infra")) || !strings.Contains(c, apiVIP) {
+		t.Fatal("fixture.OpenShiftCluster changed; adjust this test")
+	}
+	if err := os.WriteFile(path, []byte(c), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
