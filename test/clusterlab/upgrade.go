@@ -120,6 +120,35 @@ func (u *Upgrade) UpdateNode(t testing.TB, n *Node) {
 	step("uncordoned, undrained, settled")
 }
 
+// UpdateNodeInPlace applies the new MachineConfig to one node the way
+// the machine-config daemon does under vipctl's node disruption policy
+// (OpenShift 4.17 and later, docs/render.md): the files written, nothing
+// cordoned, drained or rebooted; the kubelet replaces the static pods
+// whose manifests changed, keepalived's preStop handing the node's VIPs
+// to a peer first. It returns when the node's pods run the new image,
+// Ready, and the cluster has settled, so the next node may go.
+func (u *Upgrade) UpdateNodeInPlace(t testing.TB, n *Node) {
+	t.Helper()
+	began := time.Now()
+	disk, sysctls := splitSysctls(u.roleFiles[n.Spec.Role])
+	_, running := splitSysctls(u.c.roleFiles[n.Spec.Role])
+	if !slices.EqualFunc(sysctls, running, sameFile) {
+		t.Fatalf("%s: the kernel settings changed: the policy reboots for those (docs/render.md)", n.Name)
+	}
+	for _, f := range disk {
+		if err := n.WriteFile(f.Path, f.Mode, f.Data); err != nil {
+			t.Fatalf("%s: %s: %v", n.Name, f.Path, err)
+		}
+	}
+	u.c.waitNodePods(t, n, u.Image, 5*time.Minute)
+	u.c.Settle(t, 5*time.Minute)
+	t.Logf("%s upgrade %s in place: files written, static pods replaced, settled (%s)", time.Now().Format("15:04:05.000"), n.Name, time.Since(began).Round(time.Millisecond))
+}
+
+func sameFile(a, b kubeletlab.File) bool {
+	return a.Path == b.Path && a.Mode == b.Mode && string(a.Data) == string(b.Data)
+}
+
 // Finish makes the new release, cluster file and image the cluster's,
 // once every node runs it.
 func (u *Upgrade) Finish() {

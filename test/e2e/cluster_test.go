@@ -64,15 +64,18 @@ func TestCluster(t *testing.T) {
 		{"MirrorPods", testMirrorPods},
 		{"ServiceVIPs", testServiceVIPs},
 		{"IngressVIP", testIngressVIP},
+		// As before OpenShift 4.17: each node drained and rebooted.
 		{"UpgradeFromPreviousRelease", func(t *testing.T, c *clusterlab.Cluster) {
-			testUpgrade(t, c, clusterlab.ThisTree(kubeletlab.BinDir(t)))
+			testUpgrade(t, c, clusterlab.ThisTree(kubeletlab.BinDir(t)), false)
 		}},
 		{"LocalPodMoves", testLocalPodMoves},
 		{"ContainerRestarts", testContainerRestarts},
 		{"APIServerRestart", testAPIServerRestart},
 		{"APIVIPHolderLost", testAPIVIPHolderLost},
 		{"ColdStart", testColdStart},
-		{"RollbackToPreviousRelease", func(t *testing.T, c *clusterlab.Cluster) { testUpgrade(t, c, previous) }},
+		// As on 4.17 and later under vipctl's node disruption policy:
+		// files written, static pods replaced, nothing rebooted.
+		{"RollbackToPreviousRelease", func(t *testing.T, c *clusterlab.Cluster) { testUpgrade(t, c, previous, true) }},
 		// Last: it deletes a Service the others use.
 		{"BGPServiceDeleted", testBGPServiceDeleted},
 	} {
@@ -490,8 +493,10 @@ func testAPIVIPHolderLost(t *testing.T, c *clusterlab.Cluster) {
 // do it: the new image mirrored, spec.images set to it, the new
 // release's `vipctl update` (its plan first) writing the cluster's
 // objects and the MachineConfigs, which the lab lays down node by node as
-// the machine-config daemon does, with `vipctl drain --wait` first and
-// `vipctl undrain` last (clusterlab.Upgrade.UpdateNode). Sidecars of both
+// the machine-config daemon does: drained and rebooted, with `vipctl
+// drain --wait` first and `vipctl undrain` last (clusterlab.Upgrade.
+// UpdateNode), or in place under the node disruption policy, the kubelet
+// replacing the static pods (inPlace, UpdateNodeInPlace). Sidecars of both
 // releases run side by side meanwhile. A client asks every VIP (the API,
 // the ingress VIP, every Service address, both families) through the
 // whole roll: no request fails, but on the bgp pool's addresses the
@@ -502,7 +507,7 @@ func testAPIVIPHolderLost(t *testing.T, c *clusterlab.Cluster) {
 // the node's own clients of the API VIP), and that a rebooted node took
 // Local Services' VIPs from its stale last-good view (docs/runtimecfg.md:
 // held back until the first sync).
-func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release) {
+func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inPlace bool) {
 	// One echo pod per node: every node's drain evicts one, and the
 	// Services' endpoints change on every step of the roll.
 	c.ScaleEcho(t, int32(len(c.Nodes)))
@@ -529,7 +534,11 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release) {
 		polls[i] = lab.StartPolling(c.Client, url, rollPollInterval, clusterlab.RequestTimeout, false)
 	}
 	for i, n := range c.Nodes {
-		u.UpdateNode(t, n)
+		if inPlace {
+			u.UpdateNodeInPlace(t, n)
+		} else {
+			u.UpdateNode(t, n)
+		}
 		if i == 0 {
 			images := keepalivedImages(t, c)
 			t.Logf("sidecars side by side: %v", images)
