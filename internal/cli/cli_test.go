@@ -100,6 +100,7 @@ func TestCLIGolden(t *testing.T) {
 		{"render-nodes-bad-names", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", "never-written", "--nodes", repo("testdata/bad-input/nodes-bad-names.yaml")}, 1},
 		{"render-nodes-empty", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", "never-written", "--nodes", repo("testdata/bad-input/nodes-empty.yaml")}, 1},
 		{"validate-nodes-list-of-services", []string{"validate", "-f", repo("examples/compact-ipv4.yaml"), "--nodes", repo("testdata/bad-input/nodes-list-of-services.yaml")}, 1},
+		{"validate-nodes-wrong-kinds", []string{"validate", "-f", repo("examples/compact-ipv4.yaml"), "--nodes", repo("testdata/bad-input/nodes-wrong-kinds.yaml")}, 1},
 		{"validate-nodes-off-network", []string{"validate", "-f", repo("examples/bgp-two-racks.yaml"), "--nodes", repo("testdata/bad-input/nodes-off-network.yaml")}, 1},
 		{"update-nodes-bad-names", []string{"update", "-f", repo("examples/compact-ipv4.yaml"), "--kubeconfig", "never-read", "--nodes", repo("testdata/bad-input/nodes-bad-names.yaml")}, 1},
 		{"bootstrap-nodes-one-address", []string{"bootstrap", "-f", repo("examples/day1-bootstrap.yaml"), "--nodes", repo("testdata/bad-input/nodes-one-address.yaml")}, 1},

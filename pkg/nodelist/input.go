@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"reflect"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
@@ -38,12 +40,28 @@ func (in Input) Load() (cluster.NodeListFile, error) {
 	}
 	items, err := cluster.DecodeNodeList(in.Path, data)
 	if err != nil {
+		if errs := kindErrors(data); len(errs) > 0 {
+			return cluster.NodeListFile{}, fmt.Errorf("%s: %w", in.Path, &v1alpha1.ValidationError{Errors: errs})
+		}
 		return cluster.NodeListFile{}, err
 	}
 	if errs := in.Validate(items); len(errs) > 0 {
 		return cluster.NodeListFile{}, fmt.Errorf("%s: %w", in.Path, &v1alpha1.ValidationError{Errors: errs})
 	}
 	return cluster.NodeListFromObjects(in.Path, items, in.Interface)
+}
+
+// kindErrors names, in the file's words and with full paths, the values
+// of the fields rendering reads (cluster.SlimNodeList's) that are of the
+// wrong kind: the decoder's own message names Go types and drops the
+// list indices ("Go struct field NodeStatus.items.status.addresses of
+// type []v1.NodeAddress").
+func kindErrors(data []byte) field.ErrorList {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil
+	}
+	return v1alpha1.KindErrors(js, reflect.TypeFor[cluster.SlimNodeList]())
 }
 
 // Validate is every rule a node list must keep, with the field path of

@@ -65,6 +65,12 @@ func TestInputRefuses(t *testing.T) {
 				"  items[1].status.addresses[0].address: Invalid value: \"198.51.100.11\": also the address of node master-0 (items[0].status.addresses[0].address): the node would be its own VRRP peer and haproxy would list one host twice\n" +
 				"  items[2].metadata.name: Duplicate value: \"master-1 (also items[1])\"\n" +
 				"  items[2].status.addresses[0].address: Invalid value: \"x\": not an IP address"},
+		{name: "values of the wrong kind, in the file's words, with their indices", list: head + "- metadata: {name: a}\n  status: {addresses: \"198.51.100.11\"}\n- metadata: {name: [b]}\n  status: {addresses: [{type: InternalIP, address: 5}]}\n",
+			want: "3 invalid field(s):\n" +
+				"  items[0].status.addresses: Invalid value: \"198.51.100.11\": must be a list, not a string\n" +
+				"  items[1].metadata.name: Invalid value: must be a string, not a list\n" +
+				"  items[1].status.addresses[0].address: Invalid value: 5: must be a string, not a number (quote it)"},
+		{name: "items not a list", list: "apiVersion: v1\nkind: List\nitems: {name: master-0}\n", want: "items: Invalid value: must be a list, not a mapping"},
 		{name: "a List of Services", list: "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Service\n  metadata: {name: web}\n  spec: {type: LoadBalancer, ports: [{port: 80}]}\n",
 			want: `items[0].kind: "Service": a List of Service objects, not of Nodes; want a NodeList`},
 		{name: "a List of Pods whose fields do not fit a Node", list: "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: web}\n  spec: {podCIDR: [1]}\n",
