@@ -76,8 +76,9 @@ func (p *Plan) HasBGP() bool { return p.c.Spec.BGP != nil }
 // matches (so the routers spread the traffic over all of them, ECMP);
 // with policy Local only those of Services with a ready endpoint here,
 // since kube-proxy drops Local traffic on a node without one, and as
-// Backup those whose endpoints here are only draining or not delivered by
-// the node's service proxy yet (WithProxyPending); on a drained node
+// Backup those whose endpoints here are only draining, not at all those
+// the node's service proxy does not deliver yet (WithProxyPending); on a
+// drained node
 // (WithDrained) every one of them as Backup.
 func (p *Plan) Announced(node string) []Announced {
 	n := p.nodes[node]
@@ -99,9 +100,12 @@ func (p *Plan) Announced(node string) []Announced {
 				continue
 			}
 			switch {
-			case slices.Contains(ls.Nodes, node) && !pending[ls.Name]:
+			case pending[ls.Name]:
+				// Not even as a backup: the routers would spread the
+				// traffic over it and a draining node that still serves.
+			case slices.Contains(ls.Nodes, node):
 				a.Addrs = append(a.Addrs, ls.VIPs...)
-			case slices.Contains(ls.Nodes, node), slices.Contains(ls.Draining, node):
+			case slices.Contains(ls.Draining, node):
 				a.Backup = append(a.Backup, ls.VIPs...)
 			}
 		}

@@ -72,7 +72,7 @@ type Plan struct {
 	drained string
 	// proxyPending are the Local Services whose ready endpoints on node
 	// proxyNode its service proxy does not deliver to yet: that node
-	// announces their bgp routes as backups (WithProxyPending).
+	// announces none of their bgp routes (WithProxyPending).
 	proxyNode    string
 	proxyPending map[string]bool
 	// bootstrap is the bootstrap host (spec.bootstrap), rendered as the
@@ -114,12 +114,13 @@ func WithHeldBack(node string) PlanOption {
 	return func(p *Plan) { p.heldBack = node }
 }
 
-// WithProxyPending renders node's bgp routes of the named Local
-// Services (namespace/name) as backups, as for endpoints that drain: the
-// EndpointSlices say a ready endpoint runs there, but the node's service
-// proxy counts none yet (docs/runtimecfg.md, "Local Services and the
-// node's service proxy"), and a router sending it the Service's traffic
-// now would have it dropped. Their VRRP instances wait by their status
+// WithProxyPending leaves out node's bgp routes of the named Local
+// Services (namespace/name), not even backups: the EndpointSlices say a
+// ready endpoint runs there, but the node's service proxy counts none yet
+// (docs/runtimecfg.md), and a router sending it the Service's traffic now
+// would have it dropped. As a backup it would share the traffic with the
+// backup of a node whose pod drains but still serves (equal AS paths):
+// the cluster lab's router did. Their VRRP instances wait by their status
 // files (runtimecfg), not here.
 func WithProxyPending(node string, services map[string]bool) PlanOption {
 	return func(p *Plan) { p.proxyNode, p.proxyPending = node, services }

@@ -72,7 +72,7 @@ type Input struct {
 	// deliver to yet (its health check node port counts no local
 	// endpoint): the node holds their VIPs only at priority 1, as while
 	// its endpoints drain, so it takes none from a peer whose proxy
-	// delivers, and announces their bgp routes as backups
+	// delivers, and announces none of their bgp routes
 	// (render.WithProxyPending).
 	ProxyPending map[string]bool
 }
@@ -224,8 +224,7 @@ func (n *Node) Desired(in Input) (NodeState, error) {
 	switch {
 	case in.HoldBack:
 		// Its bgp routes of Local Services wait for the first sync too
-		// (localStatus): backups, which the routers use only while no
-		// node that knows its endpoints announces them.
+		// (localStatus): none is announced before it.
 		all := map[string]bool{}
 		for _, ls := range in.State.LocalServices {
 			all[ls.Name] = true
