@@ -288,7 +288,6 @@ func (c *Cluster) SetKubeProxyArgs(t testing.TB, n *Node, extra ...string) {
 // most every 5 s (--iptables-min-sync-period also paces the nftables
 // proxier, Kubernetes v1.36 cmd/kube-proxy/app/options.go): its health
 // check node port counts a new local endpoint seconds after the
-// EndpointSlices say it is ready (10 s gave 23 s in the cluster lab,
-// 2026-11-29, longer than the mover's old pod serves: no node could
-// deliver then, whoever held the address).
+// EndpointSlices say it is ready (21 s with 5 s, 23 s with 10 s in the
+// cluster lab, 2026-11-29, the kube-proxy just restarted with it).
 var SlowKubeProxy = []string{"--iptables-min-sync-period=5s"}
