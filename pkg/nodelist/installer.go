@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 )
 
@@ -242,45 +243,18 @@ func readFile(path string, v any, what, example string) error {
 		return fmt.Errorf("%s: not valid YAML: %w", path, err)
 	}
 	if err := json.Unmarshal(js, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return fmt.Errorf("%s: %s: %s where %s is wanted; want, for example:\n%s", path, te.Field, article(te.Value), shape(te.Type), example)
+		// encoding/json names one mismatch, without its list index:
+		// name every one at its full path, in the file's words.
+		if errs := v1alpha1.KindErrors(js, reflect.TypeOf(v).Elem()); len(errs) > 0 {
+			msgs := make([]string, len(errs))
+			for i, e := range errs {
+				msgs[i] = path + ": " + e.Error()
+			}
+			return fmt.Errorf("%s\nwant, for example:\n%s", strings.Join(msgs, "\n"), example)
 		}
 		return fmt.Errorf("%s: not %s: %w; want, for example:\n%s", path, what, err, example)
 	}
 	return nil
-}
-
-// shape names a Go type as YAML would write it, for messages.
-func shape(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Slice:
-		return "a list"
-	case reflect.Struct, reflect.Map:
-		return "a mapping"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.String:
-		return "a string"
-	}
-	return "a number"
-}
-
-// article puts "a" or "an" before a JSON kind (object, array, string...).
-func article(kind string) string {
-	if kind == "object" {
-		kind = "mapping"
-	}
-	if kind == "array" {
-		kind = "list"
-	}
-	if strings.ContainsAny(kind[:1], "aeiou") {
-		return "an " + kind
-	}
-	return "a " + kind
 }
 
 // machineNetworks are install-config's machine networks, each refused as
