@@ -78,6 +78,10 @@ func runDiagnose(cmd *cobra.Command, streams IOStreams, o diagnoseOptions, nodes
 			errs = append(errs, fmt.Errorf("NODE %q: %s", n, msg))
 		}
 	}
+	// The node's files go under nodes/NODE/ in the bundle.
+	if msg := cluster.NodeNameError(o.nodeName); o.local && o.nodeName != "" && msg != "" {
+		errs = append(errs, fmt.Errorf("--node-name %q: %s", o.nodeName, msg))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
