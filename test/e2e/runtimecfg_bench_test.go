@@ -292,7 +292,7 @@ func (p *benchProc) Exited() bool {
 // LogTail is the last n lines of its output.
 func (p *benchProc) LogTail(n int) string { return p.log.Tail(n) }
 
-func startProcess(b *testing.B, bin string, args ...string) *benchProc {
+func startProcess(b testing.TB, bin string, args ...string) *benchProc {
 	b.Helper()
 	p := &benchProc{cmd: exec.Command(bin, args...), log: &lab.LogBuffer{}, exited: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
