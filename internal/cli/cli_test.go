@@ -137,6 +137,12 @@ func TestCLIGolden(t *testing.T) {
 		{"drain-bad-timeout", []string{"drain", "master-0", "--wait", "--timeout", "0s"}, 1},
 		{"preflight-bad-flags", []string{"preflight", "-f", repo("examples/compact-ipv4.yaml"), "--interface", "br ex", "--timeout", "-1s"}, 1},
 		{"diagnose-local-bad-node-name", []string{"diagnose", "--local", "--node-name", "master-0/..", "-o", "never-written.tar.gz"}, 1},
+		// A flag that names a file, given as "": not "open : no such
+		// file", nor --nodes "" rendering as if it were absent.
+		{"validate-file-empty", []string{"validate", "-f", ""}, 1},
+		{"render-nodes-flag-empty", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", "", "--nodes", ""}, 1},
+		{"vr-ids-inventory-flag-empty", []string{"vr-ids", "ostest", "--inventory", ""}, 1},
+		{"bootstrap-flags-empty", []string{"bootstrap", "-f", "", "--nodes", ""}, 1},
 		{"render-interface-bad", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", "never-written", "--nodes", repo("examples/nodes/compact.yaml"), "--interface", "br-ex\n}\nvrrp_script x {"}, 1},
 		{"allocator-bad-listen", []string{"allocator", "--id", "allocator-0", "--listen", "9446", "--metrics-listen", ":0"}, 1},
 		{"runtimecfg-bad-listen", []string{"runtimecfg", "--once", "--node-name", "master-0", "--listen", "127.0.0.1:99999", "--metrics-listen", "ns1.example.test:9449"}, 1},

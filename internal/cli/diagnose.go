@@ -58,6 +58,7 @@ not at all, and never over an existing file without --force.`,
 	f.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "with --local: this node's name (default $NODE_NAME, then the host name)")
 	f.StringVar(&o.root, "root", "", "with --local: where the node's root is mounted (/host in oc debug node/NAME)")
 	f.StringVar(&o.netns, "netns", "", "with --local: the node's network namespace (labs only; a node's own is the host's)")
+	markNonEmpty(cmd, "file")
 	return cmd
 }
 

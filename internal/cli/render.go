@@ -116,6 +116,7 @@ release parses too.`,
 	f.StringVar(&o.iface, "interface", "", "VRRP interface for nodes without a vipctl.io/interface annotation (default spec.vrrp.interface)")
 	f.StringVar(&o.release, "openshift-release", "", "oldest OpenShift release (major.minor) the MachineConfigs must work on (default spec.openshiftRelease)")
 	_ = cmd.MarkFlagRequired("file")
+	markNonEmpty(cmd, "nodes", "out-dir", "output-dir")
 	return cmd
 }
 

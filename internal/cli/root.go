@@ -60,6 +60,8 @@ static pods and MachineConfigs for a cluster's API, ingress and
 LoadBalancer Service VIPs, and keeps them in step with the cluster.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Every command's flags, before it runs.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return checkEmptyFlags(cmd) },
 	}
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)

@@ -105,6 +105,7 @@ json: one JSON object per line and change), until interrupted (exit 0).`,
 	f.StringVar(&namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap")
 	f.BoolVarP(&watch, "watch", "w", false, "show the status again whenever it changes, until interrupted")
 	addOutputFlag(cmd, &output)
+	markNonEmpty(cmd, "file")
 	return cmd
 }
 

@@ -128,5 +128,6 @@ edit concerns change, comments and layout stay). Nothing is written with
 	f.StringArrayVar(&setMode, "set-pool-mode", nil, "move a pool between VRRP and BGP: NAME=vrrp|bgp (spec.bgp must be on the nodes already, docs/bgp.md)")
 	addOutputFlag(cmd, &output)
 	_ = cmd.MarkFlagRequired("file")
+	markNonEmpty(cmd, "nodes")
 	return cmd
 }

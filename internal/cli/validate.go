@@ -71,6 +71,7 @@ func NewValidateCommand(streams IOStreams) *cobra.Command {
 	cmd.Flags().StringVarP(&o.file, "file", "f", "", "ClusterVIPs file")
 	cmd.Flags().StringVar(&o.nodes, "nodes", "", "NodeList (vipctl nodes, oc get nodes -o yaml) to check the config against, as render --nodes does")
 	_ = cmd.MarkFlagRequired("file")
+	markNonEmpty(cmd, "nodes")
 	addOutputFlag(cmd, &o.output)
 	return cmd
 }

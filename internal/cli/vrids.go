@@ -68,6 +68,7 @@ live on the LAN; any clash exits with status 2 and proposes overrides.`,
 	f.StringVar(&o.listen, "listen", "", "capture VRRP advertisements on this interface and include them in the check (needs CAP_NET_RAW); before installing, the NIC with the node's address, since br-ex does not exist yet")
 	f.DurationVar(&o.listenFor, "for", 5*time.Second, "how long --listen captures")
 	addOutputFlag(cmd, &o.output)
+	markNonEmpty(cmd, "file", "inventory")
 	return cmd
 }
 
