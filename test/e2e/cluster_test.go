@@ -268,6 +268,9 @@ func testLocalPodMoves(t *testing.T, c *clusterlab.Cluster) {
 	nodes := []string{"worker-0", "master-2"}
 	began := time.Now()
 	c.PlaceMover(t, nodes[0], 3*time.Minute)
+	// Whatever happens here: a mover left behind pins its Local Services
+	// to one node, whose drain in a later scenario cannot finish.
+	defer c.RemoveMover(t)
 	var ws []watchedAddr
 	for _, s := range clusterlab.MoverServices {
 		for _, a := range c.ServiceAddrs(t, s.Name, time.Minute) {
@@ -332,7 +335,6 @@ func testLocalPodMoves(t *testing.T, c *clusterlab.Cluster) {
 			return
 		}
 	}
-	c.RemoveMover(t)
 }
 
 // testContainerRestarts: on a control-plane node that does not hold the
