@@ -19,6 +19,8 @@ targets=(
   "./pkg/render FuzzParseRender"
   "./pkg/cluster FuzzObserve"
   "./pkg/nodelist FuzzNodeList"
+  "./pkg/nodelist FuzzInstallerFiles"
+  "./pkg/vrid FuzzInventory"
 )
 for t in "${targets[@]}"; do
   read -r pkg name <<<"$t"
