@@ -73,39 +73,27 @@ func watchTimeline(t *testing.T, c *clusterlab.Cluster, ws []watchedAddr) func()
 		logProxies(ctx, c, logf)
 	}()
 	f := informers.NewSharedInformerFactoryWithOptions(c.Admin, 0, informers.WithNamespace(clusterlab.WorkloadNS))
-	pods := map[string]string{}
-	sliceStates := map[string]string{}
+	// Each object's description as last logged, by kind and name.
+	last := map[string]string{}
 	var mu sync.Mutex
-	logPod := func(obj any, gone bool) {
-		p, ok := obj.(*corev1.Pod)
-		if !ok {
-			return
-		}
-		now := describePod(p)
-		if gone {
-			now = "deleted"
-		}
+	// logObj logs an object of kind named name whose description is now,
+	// when that changed.
+	logObj := func(key, now, format string, args ...any) {
 		mu.Lock()
 		defer mu.Unlock()
-		if pods[p.Name] != now {
-			pods[p.Name] = now
-			logf("pod %s: %s", p.Name, now)
+		if last[key] != now {
+			last[key] = now
+			logf(format, append(args, now)...)
+		}
+	}
+	logPod := func(obj any, gone bool) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			logObj("pod/"+p.Name, describeOrGone(describePod(p), gone), "pod %s: %s", p.Name)
 		}
 	}
 	logSlice := func(obj any, gone bool) {
-		s, ok := obj.(*discoveryv1.EndpointSlice)
-		if !ok {
-			return
-		}
-		now := describeSlice(s)
-		if gone {
-			now = "deleted"
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if sliceStates[s.Name] != now {
-			sliceStates[s.Name] = now
-			logf("endpoints of %s (%s, %s): %s", s.Labels[discoveryv1.LabelServiceName], s.AddressType, s.Name, now)
+		if s, ok := obj.(*discoveryv1.EndpointSlice); ok {
+			logObj("slice/"+s.Name, describeOrGone(describeSlice(s), gone), "endpoints of %s (%s, %s): %s", s.Labels[discoveryv1.LabelServiceName], s.AddressType, s.Name)
 		}
 	}
 	handler := func(log func(any, bool)) cache.ResourceEventHandlerFuncs {
@@ -132,6 +120,15 @@ func watchTimeline(t *testing.T, c *clusterlab.Cluster, ws []watchedAddr) func()
 		wg.Wait()
 		f.Shutdown()
 	}
+}
+
+// describeOrGone is what the timeline says of an object: its
+// description, or that it was deleted.
+func describeOrGone(desc string, gone bool) string {
+	if gone {
+		return "deleted"
+	}
+	return desc
 }
 
 // describePod is a workload pod's place and state: its node, phase,
