@@ -285,9 +285,10 @@ func (c *Cluster) SetKubeProxyArgs(t testing.TB, n *Node, extra ...string) {
 }
 
 // SlowKubeProxy are kube-proxy arguments that make it apply a change at
-// most every 5 s (--iptables-min-sync-period also paces the nftables
-// proxier, Kubernetes v1.36 cmd/kube-proxy/app/options.go): its health
-// check node port counts a new local endpoint seconds after the
-// EndpointSlices say it is ready (21 s with 5 s, 23 s with 10 s in the
-// cluster lab, 2026-11-29, the kube-proxy just restarted with it).
-var SlowKubeProxy = []string{"--iptables-min-sync-period=5s"}
+// most every 10 s (--iptables-min-sync-period also paces the nftables
+// proxier, Kubernetes v1.36 cmd/kube-proxy/app/options.go and
+// pkg/proxy/runner): its health check node port counts a new local
+// endpoint up to 10 s and a sync after the EndpointSlices say it is
+// ready, longer than a node takes to preempt (Master_Down, ~3.6 s with
+// the default profile) once its sidecar sees the endpoint.
+var SlowKubeProxy = []string{"--iptables-min-sync-period=10s"}

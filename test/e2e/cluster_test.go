@@ -292,6 +292,10 @@ func testLocalPodMoves(t *testing.T, c *clusterlab.Cluster) {
 		}
 		c.SetKubeProxyArgs(t, c.Node(to), clusterlab.SlowKubeProxy...)
 		defer c.SetKubeProxyArgs(t, c.Node(to))
+		// A kube-proxy just started lags by itself (21-35 s seen before
+		// its first syncs were done): the move waits for that, so what
+		// lags then is the pacing alone.
+		c.WaitKubeProxySynced(t, c.Node(to), clusterService(clusterlab.PoolVRRP, corev1.ServiceExternalTrafficPolicyLocal), 2*time.Minute)
 		stopLogging := watchTimeline(t, c, ws)
 		defer stopLogging()
 		firsts := watchArrival(t, c, ws, to)
