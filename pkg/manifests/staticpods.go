@@ -292,6 +292,19 @@ func HaproxyPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 			TimeoutSeconds:   2,
 			FailureThreshold: 3,
 		},
+		// Replaced in place (a new image under the node disruption
+		// policy, docs/render.md) the kubelet replaces this pod and the
+		// keepalived pod at once: haproxy keeps serving while keepalived's
+		// preStop hands the API VIP to a peer, and only then stops. Without
+		// it haproxy stopped at once on the VIP's holder and the API VIP
+		// lost every request until the check script moved it (the cluster
+		// lab's in-place rollback: 22 of 858).
+		// An exec of sleep, not the kubelet's sleep action: that needs
+		// Kubernetes 1.29 or later (OpenShift 4.16), and an older kubelet
+		// would refuse the pod.
+		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+			Command: []string{"/bin/sh", "-c", fmt.Sprintf("sleep %d", drainSeconds(c)+1)},
+		}}},
 		VolumeMounts: []corev1.VolumeMount{
 			mount(volHaproxy, render.HaproxyDir, true),
 			mount(volHaproxyRun, render.HaproxyRunDir, false), // master and stats sockets
