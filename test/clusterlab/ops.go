@@ -3,10 +3,8 @@ package clusterlab
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -161,41 +159,4 @@ func errOrEmpty(err error) any {
 		return ""
 	}
 	return err
-}
-
-// KubeProxyLocalEndpoints is what n's kube-proxy answers on the health
-// check node port of Service name (in the workloads' namespace), as a
-// load balancer asks it: the local ready endpoints it delivers to; -1
-// when it does not answer.
-func (c *Cluster) KubeProxyLocalEndpoints(t testing.TB, n *Node, name string) int {
-	t.Helper()
-	ctx, cancel := callCtx()
-	defer cancel()
-	svc, err := c.Admin.CoreV1().Services(WorkloadNS).Get(ctx, name, metav1.GetOptions{})
-	if err != nil || svc.Spec.HealthCheckNodePort == 0 {
-		return -1
-	}
-	resp, err := c.httpClient(RequestTimeout).Get(fmt.Sprintf("http://%s/healthz", net.JoinHostPort(n.Spec.IP4, strconv.Itoa(int(svc.Spec.HealthCheckNodePort)))))
-	if err != nil {
-		return -1
-	}
-	defer func() { _ = resp.Body.Close() }()
-	var body struct {
-		LocalEndpoints *int `json:"localEndpoints"`
-	}
-	if json.NewDecoder(resp.Body).Decode(&body) != nil || body.LocalEndpoints == nil {
-		return -1
-	}
-	return *body.LocalEndpoints
-}
-
-// WaitKubeProxySynced waits until n's kube-proxy says it delivers Service
-// name's traffic to a local endpoint exactly when the EndpointSlices say
-// one is ready on n: a kube-proxy just started has synced its view once.
-func (c *Cluster) WaitKubeProxySynced(t testing.TB, n *Node, name string, timeout time.Duration) {
-	t.Helper()
-	lab.WaitFor(t, timeout, n.Name+"'s kube-proxy agreeing with the EndpointSlices of "+name, func() bool {
-		got := c.KubeProxyLocalEndpoints(t, n, name)
-		return got >= 0 && (got > 0) == slices.Contains(c.EndpointNodes(t, name), n.Name)
-	})
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/test/kubeletlab"
-	"github.com/vipctl/vipctl/test/lab"
 )
 
 // Static pods of the cluster's own components, by manifest name.
@@ -227,8 +225,8 @@ func (c *Cluster) schedulerPod() *corev1.Pod {
 // kubeProxyPod runs kube-proxy in nftables mode on the node, reaching the
 // API through the API VIP. It sets no conntrack sysctls: the machine's
 // table size is not the lab's to change.
-func (c *Cluster) kubeProxyPod(s NodeSpec, extra ...string) *corev1.Pod {
-	p := c.componentPod(KubeProxyPod, append([]string{
+func (c *Cluster) kubeProxyPod(s NodeSpec) *corev1.Pod {
+	p := c.componentPod(KubeProxyPod, []string{
 		"--proxy-mode=nftables",
 		"--kubeconfig=" + kubeProxyKubeconfig,
 		"--hostname-override=" + s.Name,
@@ -240,7 +238,7 @@ func (c *Cluster) kubeProxyPod(s NodeSpec, extra ...string) *corev1.Pod {
 		"--metrics-bind-address=127.0.0.1:10249",
 		fmt.Sprintf("--healthz-bind-address=0.0.0.0:%d", kubeProxyHealthz),
 		"--v=1",
-	}, extra...), httpProbe(corev1.URISchemeHTTP, kubeProxyHealthz, "/healthz"))
+	}, httpProbe(corev1.URISchemeHTTP, kubeProxyHealthz, "/healthz"))
 	p.Spec.Containers[0].SecurityContext.Privileged = ptr.To(true)
 	return p
 }
@@ -262,33 +260,3 @@ func manifestFile(t testing.TB, p *corev1.Pod) kubeletlab.File {
 	}
 	return kubeletlab.File{Path: ManifestPath(p.Name), Mode: 0o644, Data: data}
 }
-
-// SetKubeProxyArgs rewrites the node's kube-proxy manifest with extra
-// arguments (none: as it started) and waits until the kubelet runs the
-// new pod, Ready. SlowKubeProxy's lag is how a loaded node's proxy, or
-// one whose watch stalls, falls behind the EndpointSlices.
-func (c *Cluster) SetKubeProxyArgs(t testing.TB, n *Node, extra ...string) {
-	t.Helper()
-	p := c.kubeProxyPod(n.Spec, extra...)
-	f := manifestFile(t, p)
-	var old string
-	if cur, err := n.Pod(t.Context(), KubeProxyPod); err == nil && cur != nil {
-		old = string(cur.UID)
-	}
-	if err := n.WriteFile(f.Path, f.Mode, f.Data); err != nil {
-		t.Fatalf("%s: %s: %v", n.Name, f.Path, err)
-	}
-	lab.WaitFor(t, 2*time.Minute, n.Name+"'s kube-proxy running "+fmt.Sprint(extra), func() bool {
-		cur, err := n.Pod(t.Context(), KubeProxyPod)
-		return err == nil && cur != nil && string(cur.UID) != old && kubeletlab.PodReady(cur)
-	})
-}
-
-// SlowKubeProxy are kube-proxy arguments that make it apply a change at
-// most every 10 s (--iptables-min-sync-period also paces the nftables
-// proxier, Kubernetes v1.36 cmd/kube-proxy/app/options.go and
-// pkg/proxy/runner): its health check node port counts a new local
-// endpoint up to 10 s and a sync after the EndpointSlices say it is
-// ready, longer than a node takes to preempt (Master_Down, ~3.6 s with
-// the default profile) once its sidecar sees the endpoint.
-var SlowKubeProxy = []string{"--iptables-min-sync-period=10s"}

@@ -212,10 +212,8 @@ func (c *Cluster) workloads() []runtime.Object {
 const MoverName = "mover"
 
 // moverPreStop is how long, in seconds, the mover's old pod serves
-// after it starts terminating: longer than the new node's kube-proxy
-// takes to deliver to the new pod when it lags (LocalPodMoves slows it
-// down: 21-23 s seen, 2026-11-29), since no node can deliver before.
-const moverPreStop = 40
+// after it starts terminating.
+const moverPreStop = 20
 
 // MoverServices are the mover's Services, Local in each pool.
 var MoverServices = []Service{

@@ -260,10 +260,8 @@ func testIngressVIP(t *testing.T, c *clusterlab.Cluster) {
 // afterwards only the pod's node carries it. One move, from the worker to
 // a control-plane node: the way back ran the same code in every run
 // measured (docs/lab.md) and cost CI 40 s that the rolling upgrade needs.
-// The node moved to runs a kube-proxy that applies changes at most every
-// 5 s (clusterlab.SlowKubeProxy), as a loaded node's does: it takes no
-// address before its kube-proxy counts the new pod on the Service's
-// health check node port (docs/runtimecfg.md), and no request fails.
+// The node moved to takes no address before its kube-proxy counts the new
+// pod on the Service's health check node port (docs/runtimecfg.md).
 func testLocalPodMoves(t *testing.T, c *clusterlab.Cluster) {
 	nodes := []string{"worker-0", "master-2"}
 	began := time.Now()
@@ -290,12 +288,6 @@ func testLocalPodMoves(t *testing.T, c *clusterlab.Cluster) {
 		for j, w := range ws {
 			polls[j] = c.Poll(clusterlab.URL(w.addr, clusterlab.ServicePort))
 		}
-		c.SetKubeProxyArgs(t, c.Node(to), clusterlab.SlowKubeProxy...)
-		defer c.SetKubeProxyArgs(t, c.Node(to))
-		// A kube-proxy just started lags by itself (21-35 s seen before
-		// its first syncs were done): the move waits for that, so what
-		// lags then is the pacing alone.
-		c.WaitKubeProxySynced(t, c.Node(to), clusterService(clusterlab.PoolVRRP, corev1.ServiceExternalTrafficPolicyLocal), 2*time.Minute)
 		stopLogging := watchTimeline(t, c, ws)
 		defer stopLogging()
 		firsts := watchArrival(t, c, ws, to)
