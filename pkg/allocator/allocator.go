@@ -110,6 +110,9 @@ type Request struct {
 	// their ports differ (vipctl.io/allow-shared-ip).
 	SharingKey string
 	Ports      []Port
+	// Backend says where the Service's traffic may be taken in
+	// (BackendKey): Services share an address only when theirs are equal.
+	Backend string
 }
 
 type pool struct {
@@ -133,6 +136,8 @@ func (p *pool) autoAssign() bool { return p.AutoAssign == nil || *p.AutoAssign }
 type holding struct {
 	sharingKey string
 	users      map[string][]Port
+	// backends is each user's Request.Backend.
+	backends map[string]string
 }
 
 // Allocator is the bookkeeping of who holds which pool address. It is not
@@ -228,8 +233,11 @@ func (a *Allocator) InUse() map[string]int {
 }
 
 // canUse tells whether r may take addr: free, or shared under r's key with
-// no clashing port.
-func (a *Allocator) canUse(addr netip.Addr, r *Request) error {
+// no clashing port and, when backends is set, with the same Backend as
+// every other user. Assign leaves the Backend rule out (an address a
+// Service already has in its status is not taken from it); a Service
+// that keeps a share that breaks it is warned (Incompatible).
+func (a *Allocator) canUse(addr netip.Addr, r *Request, backends bool) error {
 	h, ok := a.byAddr[addr]
 	if !ok {
 		return nil
@@ -262,7 +270,42 @@ func (a *Allocator) canUse(addr netip.Addr, r *Request) error {
 			}
 		}
 	}
+	if backends {
+		for _, user := range sortedKeys(others) {
+			if b := h.backends[user]; b != r.Backend {
+				return fail(ReasonInUse, "%s is shared under key %q by %s, but %s: %s", addr, r.SharingKey, user, backendClash(r.Backend, b), clashWhy)
+			}
+		}
+	}
 	return nil
+}
+
+// backendOf is the Backend a user of addr was recorded with.
+func (a *Allocator) backendOf(addr netip.Addr, user string) string {
+	if h, ok := a.byAddr[addr]; ok {
+		return h.backends[user]
+	}
+	return ""
+}
+
+// Incompatible lists, per address of the Service, the other Services on
+// it whose Backend differs from the Service's (a share recorded before
+// the rule, or a Service whose traffic policy or selector changed since):
+// the controller warns about them, and never takes the address away.
+func (a *Allocator) Incompatible(key string) map[netip.Addr][]string {
+	var out map[netip.Addr][]string
+	for _, ad := range a.bySvc[key] {
+		h := a.byAddr[ad]
+		for _, user := range sortedKeys(h.users) {
+			if user != key && h.backends[user] != h.backends[key] {
+				if out == nil {
+					out = map[netip.Addr][]string{}
+				}
+				out[ad] = append(out[ad], user)
+			}
+		}
+	}
+	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -279,7 +322,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // share is refused, which is how a duplicate left behind is detected.
 func (a *Allocator) Assign(r Request, addrs []netip.Addr) error {
 	for _, ad := range addrs {
-		if err := a.canUse(ad, &r); err != nil {
+		if err := a.canUse(ad, &r, false); err != nil {
 			return err
 		}
 	}
@@ -293,13 +336,14 @@ func (a *Allocator) Assign(r Request, addrs []netip.Addr) error {
 func (a *Allocator) take(addr netip.Addr, r *Request) {
 	h, ok := a.byAddr[addr]
 	if !ok {
-		h = &holding{users: map[string][]Port{}}
+		h = &holding{users: map[string][]Port{}, backends: map[string]string{}}
 		a.byAddr[addr] = h
 	}
 	if _, mine := h.users[r.Key]; len(h.users) == 0 || (mine && len(h.users) == 1) {
 		h.sharingKey = r.SharingKey
 	}
 	h.users[r.Key] = slices.Clone(r.Ports)
+	h.backends[r.Key] = r.Backend
 	if !slices.Contains(a.bySvc[r.Key], addr) {
 		a.bySvc[r.Key] = append(a.bySvc[r.Key], addr)
 	}
@@ -310,6 +354,7 @@ func (a *Allocator) Release(key string) {
 	for _, ad := range a.bySvc[key] {
 		if h, ok := a.byAddr[ad]; ok {
 			delete(h.users, key)
+			delete(h.backends, key)
 			if len(h.users) == 0 {
 				delete(a.byAddr, ad)
 				a.rewind(ad)
@@ -397,7 +442,9 @@ func (a *Allocator) satisfies(r *Request, cur []netip.Addr) bool {
 		if _, ok := a.reserved[ad]; ok {
 			return false
 		}
-		if a.canUse(ad, r) != nil {
+		// An address r already has keeps it whatever the Backend rule
+		// says (Incompatible warns); a new one must follow it.
+		if a.canUse(ad, r, false) != nil {
 			return false
 		}
 	}
@@ -516,7 +563,7 @@ func (a *Allocator) requested(r *Request, candidates []*pool) ([]netip.Addr, err
 		if candidates[idx].IsAnchor(ad) {
 			return nil, fail(ReasonAnchor, "requested %s anchors a VRRP instance of pool %s and is never given to a Service", ad, candidates[idx].Name)
 		}
-		if err := a.canUse(ad, r); err != nil {
+		if err := a.canUse(ad, r, true); err != nil {
 			return nil, err
 		}
 	}
@@ -558,7 +605,7 @@ func (a *Allocator) pick(r *Request, candidates []*pool) ([]netip.Addr, error) {
 func (a *Allocator) first(r *Request, candidates []*pool, f Family) (netip.Addr, bool) {
 	if r.SharingKey != "" {
 		for ad, h := range a.byAddr {
-			if h.sharingKey == r.SharingKey && familyOf(ad) == f && a.canUse(ad, r) == nil {
+			if h.sharingKey == r.SharingKey && familyOf(ad) == f && a.canUse(ad, r, true) == nil {
 				if p := a.poolFor(ad); p != nil && slices.Contains(candidates, p) {
 					return ad, true
 				}

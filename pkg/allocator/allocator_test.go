@@ -5,9 +5,13 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/test/fixture"
@@ -56,6 +60,18 @@ func TestAllocate(t *testing.T) {
 	step(req("default/f", func(r *Request) { r.Labels = map[string]string{"tier": "gold"} }), "[203.0.113.100]", "")
 }
 
+// Backend keys as BackendKey makes them from a Service.
+var clusterPolicy = BackendKey(&corev1.Service{})
+
+func local(selector string) string {
+	sel, _ := labels.ConvertSelectorToLabelsMap(selector)
+	return BackendKey(&corev1.Service{Spec: corev1.ServiceSpec{ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal, Selector: sel}})
+}
+
+func manual(ns, name string) string {
+	return BackendKey(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ServiceSpec{ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal}})
+}
+
 func TestAllocateRules(t *testing.T) {
 	gold := func(r *Request) { r.Labels = map[string]string{"tier": "gold"} }
 	dual := func(r *Request) { r.Families = []Family{IPv4, IPv6} }
@@ -66,6 +82,7 @@ func TestAllocateRules(t *testing.T) {
 	share := func(k string, port int32) func(*Request) {
 		return func(r *Request) { r.SharingKey = k; r.Ports = []Port{{"TCP", port}} }
 	}
+	backend := func(k string) func(*Request) { return func(r *Request) { r.Backend = k } }
 	cases := []struct {
 		name   string
 		before []Request
@@ -96,6 +113,13 @@ func TestAllocateRules(t *testing.T) {
 		{name: "shared key from another namespace, requested", before: []Request{req("victim/y", ns("victim"), share("k", 80), want("198.51.100.128"))}, r: req("default/x", share("k", 443), want("198.51.100.128")), reason: ReasonInUse},
 		{name: "shared key from another namespace gets its own address", before: []Request{req("victim/y", ns("victim"), share("k", 80))}, r: req("default/x", share("k", 443)), want: "[198.51.100.129]"},
 		{name: "no sharing without a key", before: []Request{req("default/y")}, r: req("default/x"), want: "[198.51.100.129]"},
+		// The backend rule (BackendKey): all Cluster, or all Local with
+		// one selector.
+		{name: "shared, both Local, same selector", before: []Request{req("default/y", share("k", 80), backend(local("app=web")))}, r: req("default/x", share("k", 443), backend(local("app=web"))), want: "[198.51.100.128]"},
+		{name: "shared, Local beside Cluster, requested", before: []Request{req("default/y", share("k", 80), backend(clusterPolicy), want("198.51.100.128"))}, r: req("default/x", share("k", 443), backend(local("app=web")), want("198.51.100.128")), reason: ReasonInUse},
+		{name: "shared, Cluster beside Local gets its own address", before: []Request{req("default/y", share("k", 80), backend(local("app=web")))}, r: req("default/x", share("k", 443), backend(clusterPolicy)), want: "[198.51.100.129]"},
+		{name: "shared, Local with another selector gets its own address", before: []Request{req("default/y", share("k", 80), backend(local("app=web")))}, r: req("default/x", share("k", 443), backend(local("app=db"))), want: "[198.51.100.129]"},
+		{name: "shared, Local without a selector shares with nobody", before: []Request{req("default/y", share("k", 80), backend(manual("default", "y")))}, r: req("default/x", share("k", 443), backend(manual("default", "x"))), want: "[198.51.100.129]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -365,5 +389,43 @@ func TestMetricsSeriesFromTheStart(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(m.WatchErrors); n != len(watchedResources) {
 		t.Errorf("%d watch_errors_total series, want %d", n, len(watchedResources))
+	}
+}
+
+// TestIncompatibleShareKept: an address two Services already share (in
+// their status, from a vipctl without the backend rule) is recorded and
+// kept by both, and Incompatible names the other Service for each, so
+// the controller warns; a third Service of another policy is refused it.
+func TestIncompatibleShareKept(t *testing.T) {
+	a := New(pools())
+	ad := fixture.Addrs("198.51.100.128")
+	web := req("default/web", func(r *Request) { r.SharingKey = "k"; r.Ports = []Port{{"TCP", 80}}; r.Backend = clusterPolicy })
+	db := req("default/db", func(r *Request) { r.SharingKey = "k"; r.Ports = []Port{{"TCP", 5432}}; r.Backend = local("app=db") })
+	for _, r := range []Request{web, db} {
+		if err := a.Assign(r, ad); err != nil {
+			t.Fatalf("%s: a share in the status refused: %v", r.Key, err)
+		}
+	}
+	for _, r := range []Request{web, db} {
+		got, err := a.Allocate(r)
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(ad) {
+			t.Fatalf("%s: got %v, %v; want to keep %v", r.Key, got, err, ad)
+		}
+	}
+	if got := fmt.Sprint(a.Incompatible("default/web")); got != "map[198.51.100.128:[default/db]]" {
+		t.Errorf("Incompatible(web) = %s", got)
+	}
+	if got := fmt.Sprint(a.Incompatible("default/db")); got != "map[198.51.100.128:[default/web]]" {
+		t.Errorf("Incompatible(db) = %s", got)
+	}
+	third := req("default/cache", func(r *Request) {
+		r.SharingKey = "k"
+		r.Ports = []Port{{"TCP", 6379}}
+		r.Backend = local("app=cache")
+		r.Requested = ad
+	})
+	_, err := a.Allocate(third)
+	if ReasonOf(err) != ReasonInUse || !strings.Contains(err.Error(), "externalTrafficPolicy Local with selector \"app=cache\"") {
+		t.Errorf("a new incompatible share: %v", err)
 	}
 }

@@ -231,11 +231,11 @@ func (c *Controller) lead(ctx context.Context) error {
 
 const configKey = "\x00config"
 
-// stripService drops what allocation never reads.
+// stripService drops what allocation never reads. The selector stays:
+// whether two Services may share an address depends on it (BackendKey).
 func stripService(obj any) (any, error) {
 	if s, ok := obj.(*corev1.Service); ok {
 		s.ManagedFields = nil
-		s.Spec.Selector = nil
 	}
 	return obj, nil
 }
@@ -373,7 +373,7 @@ func statusAddrs(s *corev1.Service) []netip.Addr {
 // request turns a Service into an allocation request.
 func request(s *corev1.Service) Request {
 	r := Request{Key: s.Namespace + "/" + s.Name, Namespace: s.Namespace, Labels: s.Labels,
-		Pool: s.Annotations[v1alpha1.AnnotationPool], SharingKey: s.Annotations[v1alpha1.AnnotationAllowSharedIP]}
+		Pool: s.Annotations[v1alpha1.AnnotationPool], SharingKey: s.Annotations[v1alpha1.AnnotationAllowSharedIP], Backend: BackendKey(s)}
 	for _, p := range s.Spec.Ports {
 		proto := string(p.Protocol)
 		if proto == "" {
@@ -470,6 +470,7 @@ func (t *term) sync(ctx context.Context, key string) error {
 		t.failed(s, err)
 		return nil
 	}
+	t.warnIncompatible(s, key)
 	if slices.Equal(cur, got) {
 		return nil
 	}
