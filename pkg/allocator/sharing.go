@@ -2,6 +2,9 @@ package allocator
 
 import (
 	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,4 +74,89 @@ func (t *term) warnIncompatible(s *corev1.Service, key string) {
 			"%s is shared with %s, whose traffic policy or selector differs (%s): %s; it is kept, give one of them its own address",
 			ad, strings.Join(users, ", "), backendClash(BackendKey(s), t.alloc.backendOf(ad, users[0])), clashWhy)))
 	}
+}
+
+// backendOf is the Backend a user of addr was recorded with.
+func (a *Allocator) backendOf(addr netip.Addr, user string) string {
+	if h, ok := a.byAddr[addr]; ok {
+		return h.backends[user]
+	}
+	return ""
+}
+
+// Incompatible lists, per address of the Service, the other Services on
+// it whose Backend differs from the Service's (a share recorded before
+// the rule, or a Service whose traffic policy or selector changed since):
+// the controller warns about them, and never takes the address away.
+func (a *Allocator) Incompatible(key string) map[netip.Addr][]string {
+	var out map[netip.Addr][]string
+	for _, ad := range a.bySvc[key] {
+		h := a.byAddr[ad]
+		for _, user := range sortedKeys(h.users) {
+			if user != key && h.backends[user] != h.backends[key] {
+				if out == nil {
+					out = map[netip.Addr][]string{}
+				}
+				out[ad] = append(out[ad], user)
+			}
+		}
+	}
+	return out
+}
+
+// canUse tells whether r may take addr: free, or shared under r's key with
+// no clashing port and, when backends is set, with the same Backend as
+// every other user. Assign leaves the Backend rule out (an address a
+// Service already has in its status is not taken from it); a Service
+// that keeps a share that breaks it is warned (Incompatible).
+func (a *Allocator) canUse(addr netip.Addr, r *Request, backends bool) error {
+	h, ok := a.byAddr[addr]
+	if !ok {
+		return nil
+	}
+	others := make(map[string][]Port, len(h.users))
+	for k, v := range h.users {
+		if k != r.Key {
+			others[k] = v
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	if r.SharingKey == "" || h.sharingKey != r.SharingKey {
+		return fail(ReasonInUse, "%s is in use by %s", addr, strings.Join(sortedKeys(others), ", "))
+	}
+	// The annotation's key is free text any Service owner writes: without
+	// this, a Service in another namespace could join a victim's address.
+	if p := a.poolFor(addr); p == nil || !p.ShareAcrossNamespaces {
+		for _, user := range sortedKeys(others) {
+			if namespaceOf(user) != r.Namespace {
+				return fail(ReasonInUse, "%s is shared under key %q by %s in another namespace; its pool shares addresses only within one namespace (shareAcrossNamespaces)", addr, r.SharingKey, user)
+			}
+		}
+	}
+	for user, ports := range others {
+		for _, p := range ports {
+			if slices.Contains(r.Ports, p) {
+				return fail(ReasonInUse, "%s is shared under key %q but %s already uses %s/%d", addr, r.SharingKey, user, p.Protocol, p.Port)
+			}
+		}
+	}
+	if backends {
+		for _, user := range sortedKeys(others) {
+			if b := h.backends[user]; b != r.Backend {
+				return fail(ReasonInUse, "%s is shared under key %q by %s, but %s: %s", addr, r.SharingKey, user, backendClash(r.Backend, b), clashWhy)
+			}
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
