@@ -106,6 +106,18 @@ func TestCLIGolden(t *testing.T) {
 		{"bootstrap-nodes-one-address", []string{"bootstrap", "-f", repo("examples/day1-bootstrap.yaml"), "--nodes", repo("testdata/bad-input/nodes-one-address.yaml")}, 1},
 		{"nodes-install-config-host-bits", []string{"nodes", "--install-config", repo("testdata/bad-input/install-config-host-bits.yaml")}, 1},
 		{"nodes-install-config-one-address", []string{"nodes", "--install-config", repo("testdata/bad-input/install-config-one-address.yaml")}, 1},
+		// The installer's files are the source of truth (issue 48): a
+		// cluster file, or node list, that disagrees with them is refused
+		// with the field of each file.
+		{"validate-install-config", []string{"validate", "-f", repo("examples/compact-ipv4.yaml"), "--install-config", repo("examples/installer/install-config.yaml")}, 0},
+		{"validate-agent-config", []string{"validate", "-f", repo("examples/compact-ipv4.yaml"), "--install-config", repo("examples/installer/agent-install-config.yaml"), "--agent-config", repo("examples/installer/agent-config.yaml"), "--nodes", repo("examples/nodes/compact.yaml")}, 0},
+		{"validate-install-config-default-lb", []string{"validate", "-f", repo("examples/compact-ipv4.yaml"), "--install-config", repo("testdata/bad-input/install-config-default-lb.yaml")}, 1},
+		{"validate-install-config-pools-only", []string{"validate", "-f", repo("examples/pools-only.yaml"), "--install-config", repo("testdata/installer/pools-only-install-config.yaml")}, 0},
+		{"validate-install-config-other-cluster", []string{"validate", "-f", repo("examples/dual-stack.yaml"), "--install-config", repo("examples/installer/install-config.yaml")}, 1},
+		{"validate-agent-user-managed", []string{"validate", "-f", repo("examples/dual-stack.yaml"), "--install-config", repo("testdata/installer/dual-stack-install-config.yaml"), "--agent-config", repo("testdata/installer/dual-stack-agent-config.yaml")}, 1},
+		{"render-agent-config-strangers", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", "never-written", "--install-config", repo("examples/installer/agent-install-config.yaml"), "--agent-config", repo("testdata/bad-input/agent-config-strangers.yaml"), "--nodes", repo("examples/nodes/compact.yaml")}, 1},
+		{"render-agent-user-managed-release", []string{"render", "-f", repo("examples/dual-stack.yaml"), "--out-dir", "never-written", "--openshift-release", "4.22", "--install-config", repo("testdata/installer/dual-stack-install-config.yaml"), "--agent-config", repo("testdata/installer/dual-stack-agent-config.yaml")}, 1},
+		{"render-agent-config-alone", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", "never-written", "--agent-config", repo("examples/installer/agent-config.yaml")}, 1},
 		// bootstrap's flags, every one refused before anything starts.
 		{"bootstrap-bad-flags", []string{"bootstrap", "-f", repo("examples/day1-bootstrap.yaml"), "--nodes", repo("examples/nodes/compact.yaml"), "--yield-after", "-1s", "--grace", "0s", "--bootstrap-address", "0.0.0.0", "--dir", ""}, 1},
 		{"bootstrap-address-api-vip", []string{"bootstrap", "-f", repo("examples/day1-bootstrap.yaml"), "--nodes", repo("examples/nodes/compact.yaml"), "--bootstrap-address", "198.51.100.5"}, 1},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/bundle"
+	"github.com/vipctl/vipctl/pkg/installercheck"
 	"github.com/vipctl/vipctl/pkg/nodelist"
 	"github.com/vipctl/vipctl/pkg/openshiftrelease"
 )
@@ -22,6 +23,7 @@ type renderOptions struct {
 	nodes         string
 	iface         string
 	release       string
+	installer     nodelist.Installer
 }
 
 // NewRenderCommand writes MachineConfigs and, with --nodes, every node's
@@ -29,7 +31,7 @@ type renderOptions struct {
 func NewRenderCommand(streams IOStreams) *cobra.Command {
 	o := &renderOptions{}
 	cmd := &cobra.Command{
-		Use:   "render -f FILE --out-dir DIR [--nodes NODES.yaml]",
+		Use:   "render -f FILE --out-dir DIR [--nodes NODES.yaml] [--install-config FILE [--agent-config FILE]]",
 		Short: "Render MachineConfigs, static pods and per-node keepalived/haproxy configs",
 		Long: `Writes DIR/machineconfigs/*.yaml and DIR/manifests/vipctl.yaml, ready for
 oc apply -f, and with --nodes (a NodeList: vipctl nodes, or oc get nodes -o
@@ -39,6 +41,11 @@ MachineConfig then carries the control-plane nodes, so their API VIP comes
 up before the API does. DIR is replaced as a whole and atomically: on any
 error it is left as it was. (-o, the old name of --out-dir, works for one
 more release, with a warning.)
+
+With --install-config (and --agent-config) the cluster file, and the node
+list, must agree with the installer's files: the platform and its load
+balancer, the cluster's name, domain, VIPs and machine networks, the agent
+hosts and the rendezvous host (docs/validate.md, "The installer's files").
 
 The MachineConfigs carry the Ignition spec that --openshift-release (default
 spec.openshiftRelease, itself 4.14 by default) parses, which every later
@@ -50,6 +57,9 @@ release parses too.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if err := o.outDir(streams); err != nil {
+				return err
+			}
+			if err := checkInstallerFlags(o.installer); err != nil {
 				return err
 			}
 			// It lands in every listed node's keepalived.conf.
@@ -73,6 +83,10 @@ release parses too.`,
 				// say which release the MachineConfigs were written for.
 				c.Spec.OpenShiftRelease = o.release
 			}
+			check := installercheck.Input{Config: c, ConfigPath: o.file, NodesPath: o.nodes}
+			if o.release != "" {
+				check.ReleaseFrom = "--openshift-release"
+			}
 			var opts bundle.Options
 			if o.nodes != "" {
 				iface := o.iface
@@ -84,6 +98,10 @@ release parses too.`,
 					return fmt.Errorf("--nodes: %w", err)
 				}
 				opts.Nodes, opts.BootstrapNodes = list.Nodes, list.Objects
+			}
+			check.Nodes = opts.Nodes
+			if err := checkInstaller(o.installer, check); err != nil {
+				return err
 			}
 			files, err := bundle.Build(c, opts)
 			var invalid *v1alpha1.ValidationError
@@ -115,6 +133,7 @@ release parses too.`,
 	f.StringVar(&o.nodes, "nodes", "", "NodeList (vipctl nodes, oc get nodes -o yaml) to render each node's files")
 	f.StringVar(&o.iface, "interface", "", "VRRP interface for nodes without a vipctl.io/interface annotation (default spec.vrrp.interface)")
 	f.StringVar(&o.release, "openshift-release", "", "oldest OpenShift release (major.minor) the MachineConfigs must work on (default spec.openshiftRelease)")
+	addInstallerFlags(cmd, &o.installer)
 	_ = cmd.MarkFlagRequired("file")
 	markNonEmpty(cmd, "nodes", "out-dir", "output-dir")
 	return cmd

@@ -9,14 +9,16 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/bundle"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/installercheck"
 	"github.com/vipctl/vipctl/pkg/nodelist"
 	"github.com/vipctl/vipctl/pkg/vrid"
 )
 
 type validateOptions struct {
-	file   string
-	output string
-	nodes  string
+	file      string
+	output    string
+	nodes     string
+	installer nodelist.Installer
 }
 
 // NewValidateCommand checks a ClusterVIPs file and prints it with every
@@ -24,11 +26,20 @@ type validateOptions struct {
 func NewValidateCommand(streams IOStreams) *cobra.Command {
 	o := &validateOptions{}
 	cmd := &cobra.Command{
-		Use:   "validate -f FILE [--nodes NODES.yaml]",
+		Use:   "validate -f FILE [--nodes NODES.yaml] [--install-config FILE [--agent-config FILE]]",
 		Short: "Check a ClusterVIPs file; -o yaml prints it with defaults applied",
-		Args:  cobra.NoArgs,
+		Long: `Checks a ClusterVIPs file: every problem at once, each with its field path.
+With --nodes also against a node list, as render --nodes does; with
+--install-config (and --agent-config) also against the installer's files:
+the platform and its load balancer, the cluster's name, domain, VIPs and
+machine networks, the agent hosts and the rendezvous host
+(docs/validate.md).`,
+		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if err := checkOutput(o.output); err != nil {
+				return err
+			}
+			if err := checkInstallerFlags(o.installer); err != nil {
 				return err
 			}
 			c, err := v1alpha1.Load(o.file)
@@ -44,6 +55,9 @@ func NewValidateCommand(streams IOStreams) *cobra.Command {
 				if list, err = (nodelist.Input{Path: o.nodes, Config: c, ConfigPath: o.file, Interface: c.Spec.VRRP.Interface}).Load(); err != nil {
 					return fmt.Errorf("--nodes: %w", err)
 				}
+			}
+			if err := checkInstaller(o.installer, installercheck.Input{Config: c, ConfigPath: o.file, Nodes: list.Nodes, NodesPath: o.nodes}); err != nil {
+				return err
 			}
 			if errs := v1alpha1.ValidateNodes(c, cluster.Addresses(list.Nodes)); len(errs) > 0 {
 				return fmt.Errorf("%s: %w", o.file, &v1alpha1.ValidationError{Errors: errs})
@@ -70,6 +84,7 @@ func NewValidateCommand(streams IOStreams) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&o.file, "file", "f", "", "ClusterVIPs file")
 	cmd.Flags().StringVar(&o.nodes, "nodes", "", "NodeList (vipctl nodes, oc get nodes -o yaml) to check the config against, as render --nodes does")
+	addInstallerFlags(cmd, &o.installer)
 	_ = cmd.MarkFlagRequired("file")
 	markNonEmpty(cmd, "nodes")
 	addOutputFlag(cmd, &o.output)

@@ -17,7 +17,7 @@ import (
 // input may panic; a node list it accepts names each node by one safe
 // path element with no line break, gives no address to two nodes, and
 // takes every node's addresses from inside the install-config's machine
-// networks. The seeds are the example installer files and
+// networks. The seeds are the example installer files, testdata/installer's and
 // testdata/bad-input/install-config-*.yaml.
 func FuzzInstallerFiles(f *testing.F) {
 	read := func(p string) []byte {
@@ -30,6 +30,7 @@ func FuzzInstallerFiles(f *testing.F) {
 	agent := read(fixture.Repo("examples/installer/agent-config.yaml"))
 	f.Add(read(fixture.Repo("examples/installer/agent-install-config.yaml")), agent)
 	f.Add(read(fixture.Repo("examples/installer/install-config.yaml")), []byte{})
+	f.Add(read(fixture.Repo("testdata/installer/dual-stack-install-config.yaml")), read(fixture.Repo("testdata/installer/dual-stack-agent-config.yaml")))
 	bad, _ := filepath.Glob(fixture.Repo("testdata/bad-input/install-config-*.yaml"))
 	for _, p := range bad {
 		f.Add(read(p), agent)

@@ -31,6 +31,10 @@ type (
 	installConfig struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+		BaseDomain string `json:"baseDomain"`
 		Networking struct {
 			MachineNetwork []struct {
 				CIDR string `json:"cidr"`
@@ -40,10 +44,27 @@ type (
 			Architecture string `json:"architecture"`
 		} `json:"controlPlane"`
 		Platform struct {
-			Baremetal *struct {
-				Hosts []installHost `json:"hosts"`
-			} `json:"baremetal"`
+			Baremetal *onPremPlatform `json:"baremetal"`
+			VSphere   *onPremPlatform `json:"vsphere"`
 		} `json:"platform"`
+	}
+	// onPremPlatform is platform.baremetal or platform.vsphere: the VIPs
+	// and the load balancer OpenShift runs for them. Hosts are read of
+	// baremetal only (vSphere's hosts are of another shape).
+	onPremPlatform struct {
+		APIVIPs      []string `json:"apiVIPs"`
+		APIVIP       string   `json:"apiVIP"`
+		IngressVIPs  []string `json:"ingressVIPs"`
+		IngressVIP   string   `json:"ingressVIP"`
+		LoadBalancer struct {
+			Type string `json:"type"`
+		} `json:"loadBalancer"`
+		Hosts []installHost `json:"hosts"`
+	}
+	// platformNames are the keys under install-config's platform: which
+	// platform the cluster is installed on.
+	platformNames struct {
+		Platform map[string]any `json:"platform"`
 	}
 	installHost struct {
 		Name          string   `json:"name"`
@@ -51,9 +72,10 @@ type (
 		NetworkConfig *nmstate `json:"networkConfig"`
 	}
 	agentConfig struct {
-		APIVersion string      `json:"apiVersion"`
-		Kind       string      `json:"kind"`
-		Hosts      []agentHost `json:"hosts"`
+		APIVersion   string      `json:"apiVersion"`
+		Kind         string      `json:"kind"`
+		RendezvousIP string      `json:"rendezvousIP"`
+		Hosts        []agentHost `json:"hosts"`
 	}
 	agentHost struct {
 		Hostname      string   `json:"hostname"`
@@ -156,18 +178,7 @@ type host struct {
 // notes say what the files cannot tell (whether the names are the names
 // the Nodes will have).
 func FromInstaller(in Installer) (nodes []corev1.Node, notes []string, err error) {
-	var ic installConfig
-	if err := readFile(in.InstallConfig, &ic, "an install-config", InstallConfigExample); err != nil {
-		return nil, nil, err
-	}
-	if ic.Kind != "" {
-		hint := ""
-		if ic.Kind == "AgentConfig" {
-			hint = " (an agent-config: pass it with --agent-config, and install-config.yaml with --install-config)"
-		}
-		return nil, nil, fmt.Errorf("%s: kind %q: not an install-config%s; want, for example:\n%s", in.InstallConfig, ic.Kind, hint, InstallConfigExample)
-	}
-	networks, err := machineNetworks(in.InstallConfig, ic)
+	ic, networks, err := readInstallConfig(in.InstallConfig)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -231,6 +242,38 @@ func FromInstaller(in Installer) (nodes []corev1.Node, notes []string, err error
 	return nodes, notes, nil
 }
 
+// readInstallConfig reads install-config.yaml and its machine networks
+// (the installer's default when it names none); a file of another kind is
+// refused.
+func readInstallConfig(path string) (installConfig, []netip.Prefix, error) {
+	var ic installConfig
+	if err := readFile(path, &ic, "an install-config", InstallConfigExample); err != nil {
+		return ic, nil, err
+	}
+	if ic.Kind != "" {
+		hint := ""
+		if ic.Kind == "AgentConfig" {
+			hint = " (an agent-config: pass it with --agent-config, and install-config.yaml with --install-config)"
+		}
+		return ic, nil, fmt.Errorf("%s: kind %q: not an install-config%s; want, for example:\n%s", path, ic.Kind, hint, InstallConfigExample)
+	}
+	networks, err := machineNetworks(path, ic)
+	return ic, networks, err
+}
+
+// readAgentConfig reads agent-config.yaml; a file of another kind is
+// refused.
+func readAgentConfig(path string) (agentConfig, error) {
+	var ac agentConfig
+	if err := readFile(path, &ac, "an agent-config", AgentConfigExample); err != nil {
+		return ac, err
+	}
+	if ac.Kind != "AgentConfig" {
+		return ac, fmt.Errorf("%s: kind %q: want AgentConfig (the agent-based installer's agent-config.yaml), for example:\n%s", path, ac.Kind, AgentConfigExample)
+	}
+	return ac, nil
+}
+
 // readFile decodes a YAML file into v, leniently: only the fields vipctl
 // reads are checked.
 func readFile(path string, v any, what, example string) error {
@@ -281,12 +324,9 @@ func machineNetworks(path string, ic installConfig) ([]netip.Prefix, error) {
 }
 
 func agentHosts(path string) ([]host, error) {
-	var ac agentConfig
-	if err := readFile(path, &ac, "an agent-config", AgentConfigExample); err != nil {
+	ac, err := readAgentConfig(path)
+	if err != nil {
 		return nil, err
-	}
-	if ac.Kind != "AgentConfig" {
-		return nil, fmt.Errorf("%s: kind %q: want AgentConfig (the agent-based installer's agent-config.yaml), for example:\n%s", path, ac.Kind, AgentConfigExample)
 	}
 	if len(ac.Hosts) == 0 {
 		return nil, fmt.Errorf("%s: hosts: no host; vipctl needs each host's hostname, role and static address, for example:\n%s", path, AgentConfigExample)

@@ -21,6 +21,10 @@ const (
 	ipiConfig    = "../../examples/installer/install-config.yaml"
 	agentExample = "../../examples/installer/agent-config.yaml"
 	agentIC      = "../../examples/installer/agent-install-config.yaml"
+	// A dual-stack agent-based install, the cluster of
+	// examples/dual-stack.yaml.
+	dualAgent = "../../testdata/installer/dual-stack-agent-config.yaml"
+	dualIC    = "../../testdata/installer/dual-stack-install-config.yaml"
 )
 
 // facts is what rendering reads of a node list, one line a node.
@@ -79,10 +83,8 @@ func TestFromInstallerBaremetal(t *testing.T) {
 }
 
 // TestFromInstallerAgent: the agent-based installer's files in the
-// documented shape, a compact dual-stack cluster with a VLAN on a bond,
-// give the nodes examples/nodes/compact.yaml describes by hand: both
-// addresses in the machine networks' order, the worker role on the
-// control plane since there is no worker.
+// documented shape, a compact cluster with a VLAN on a bond: the worker
+// role on the control plane since there is no worker.
 func TestFromInstallerAgent(t *testing.T) {
 	t.Parallel()
 	nodes, notes, err := FromInstaller(Installer{InstallConfig: agentIC, AgentConfig: agentExample})
@@ -91,6 +93,25 @@ func TestFromInstallerAgent(t *testing.T) {
 	}
 	if len(notes) != 0 {
 		t.Errorf("notes %q: agent-config sets the hostnames itself", notes)
+	}
+	want := []string{
+		"master-0 198.51.100.11 control-plane worker",
+		"master-1 198.51.100.12 control-plane worker",
+		"master-2 198.51.100.13 control-plane worker",
+	}
+	if got := facts(t, nodes); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestFromInstallerAgentDualStack: a compact dual-stack cluster's files
+// give the nodes examples/nodes/compact.yaml describes by hand: both
+// addresses in the machine networks' order.
+func TestFromInstallerAgentDualStack(t *testing.T) {
+	t.Parallel()
+	nodes, _, err := FromInstaller(Installer{InstallConfig: dualIC, AgentConfig: dualAgent})
+	if err != nil {
+		t.Fatal(err)
 	}
 	handWritten, err := cluster.LoadNodeListFile("../../examples/nodes/compact.yaml", "br-ex")
 	if err != nil {
@@ -113,7 +134,8 @@ func TestGeneratedListRenders(t *testing.T) {
 		cp      int
 	}{
 		{"compact-ipv4.yaml", Installer{InstallConfig: ipiConfig}, 3},
-		{"dual-stack.yaml", Installer{InstallConfig: agentIC, AgentConfig: agentExample}, 3},
+		{"compact-ipv4.yaml", Installer{InstallConfig: agentIC, AgentConfig: agentExample}, 3},
+		{"dual-stack.yaml", Installer{InstallConfig: dualIC, AgentConfig: dualAgent}, 3},
 	} {
 		nodes, _, err := FromInstaller(tc.in)
 		if err != nil {
@@ -176,7 +198,11 @@ func TestFromInstallerErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agentInstall, err := os.ReadFile(agentIC)
+	dual, err := os.ReadFile(dualAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentInstall, err := os.ReadFile(dualIC)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +248,7 @@ func TestFromInstallerErrors(t *testing.T) {
 				"install-config.yaml: networking.machineNetwork[3].cidr: Invalid value: \"nope\": not a CIDR (such as 198.51.100.0/24)"},
 		{name: "two hosts with one address", installConfig: edit(base, "            - ip: 198.51.100.22\n", "            - ip: 198.51.100.12\n"),
 			want: "install-config.yaml: platform.baremetal.hosts[4].networkConfig.interfaces[0].ipv4.address[0].ip: Invalid value: \"198.51.100.12\": also the address of master-1 (platform.baremetal.hosts[1].networkConfig.interfaces[0].ipv4.address[0].ip): two hosts cannot have one address\nwant, for example:", wantExampleOf: "install"},
-		{name: "two agent hosts with one IPv6 address", installConfig: string(agentInstall), agentConfig: edit(agent, "        - ip: 2001:db8:100::13\n", "        - ip: 2001:db8:100:0::12\n"),
+		{name: "two agent hosts with one IPv6 address", installConfig: string(agentInstall), agentConfig: edit(dual, "        - ip: 2001:db8:100::13\n", "        - ip: 2001:db8:100:0::12\n"),
 			want: "agent-config.yaml: hosts[2].networkConfig.interfaces[1].ipv6.address[0].ip: Invalid value: \"2001:db8:100::12\": also the address of master-1 (hosts[1].networkConfig.interfaces[0].ipv6.address[0].ip): two hosts cannot have one address\nwant, for example:", wantExampleOf: "agent"},
 		{name: "no role", installConfig: edit(base, "    - name: worker-1\n      role: worker\n", "    - name: worker-1\n"),
 			want: "install-config.yaml: platform.baremetal.hosts[4] (worker-1): role \"\": want master or worker (the installer picks one for a host without, which vipctl cannot know)\nwant, for example:", wantExampleOf: "install"},
