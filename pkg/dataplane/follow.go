@@ -65,11 +65,66 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 		return f, nil
 	}
 	proxy := slices.ContainsFunc(l.h.SidecarRanges, func(r v1alpha1.AddressRange) bool { return !r.Is4() }) && l.proxyMode(link)
-	byProxy := func(a netip.Addr) bool { return proxy && a.Is6() }
+	p := l.plan(onIf, proxied, proxy)
+	f.added, f.removed = p.added, p.removed
+	if err := errors.Join(proxyBurst(ifindex, p.delProxy, false), addrBurst(ifindex, p.delAddr, false)); err != nil {
+		return f, err
+	}
+	f.here = maps.Clone(onIf)
+	maps.Copy(f.here, proxied)
+	for _, a := range f.removed {
+		delete(f.here, a)
+	}
+	for a := range l.announced {
+		if !p.wanted[a] {
+			delete(l.announced, a)
+		}
+	}
+	next, whole, err := l.add(link, &f, p.byProxy, began)
+	if !whole {
+		return f, err
+	}
+	errs := []error{err}
+	// Now proxied: off the interface; now on it: no more proxy entry.
+	movedAddr, movedProxy := partition(p.moved, p.byProxy)
+	if err := errors.Join(addrBurst(ifindex, movedAddr, false), proxyBurst(ifindex, movedProxy, false)); err != nil {
+		errs = append(errs, err)
+	}
+	due, refresh, after := dueAnnouncements(l.announced, p.wanted, now)
+	if !after.IsZero() && (next.IsZero() || after.Before(next)) {
+		next = after
+	}
+	if !next.IsZero() {
+		l.wakeAt(next)
+	}
+	errs = append(errs, announceDueRounds(link, due, refresh))
+	return f, errors.Join(errs...)
+}
+
+// followPlan is what one sync of the follower changes, decided from the
+// held anchors before any write.
+type followPlan struct {
+	// wanted are the Service addresses of every instance whose anchor is
+	// held here; added those of them the node does not answer for yet.
+	wanted map[netip.Addr]bool
+	added  []netip.Addr
+	// What goes: addresses (delAddr) and proxy entries (delProxy) no held
+	// anchor calls for, both in removed; moved are wanted addresses now
+	// answered the other way, undone once the other way is in place, so
+	// that they never stop answering.
+	removed, delAddr, delProxy, moved []netip.Addr
+	// byProxy tells whether an address is answered by a proxy entry
+	// (IPv6 under proxyMode) rather than put on the interface.
+	byProxy func(netip.Addr) bool
+}
+
+// plan compares the interface (onIf) and the proxy entries with what the
+// held anchors call for. Every list is sorted.
+func (l *LocalVIPs) plan(onIf, proxied map[netip.Addr]bool, proxy bool) followPlan {
+	p := followPlan{wanted: map[netip.Addr]bool{}, byProxy: func(a netip.Addr) bool { return proxy && a.Is6() }}
 	inRanges := func(a netip.Addr) bool {
 		return slices.ContainsFunc(l.h.SidecarRanges, func(r v1alpha1.AddressRange) bool { return r.Contains(a) })
 	}
-	wanted := map[netip.Addr]bool{}
 	// keepalived's: the anchors, and the addresses of the pools' Local
 	// Services, which keepalived adds in instances of their own.
 	anchors := map[netip.Addr]bool{}
@@ -86,70 +141,58 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 			continue
 		}
 		for _, a := range in.Sidecar {
-			wanted[a] = true
-			if (byProxy(a) && !proxied[a]) || (!byProxy(a) && !onIf[a]) {
-				f.added = append(f.added, a)
+			p.wanted[a] = true
+			if (p.byProxy(a) && !proxied[a]) || (!p.byProxy(a) && !onIf[a]) {
+				p.added = append(p.added, a)
 			}
 		}
 	}
-	// What goes: addresses and proxy entries no held anchor calls for,
-	// and those of an address now answered the other way (after the
-	// other way is in place, so that it never stops answering).
-	var delAddr, delProxy, moved []netip.Addr
 	for a := range onIf {
 		switch {
 		case anchors[a] || !inRanges(a):
-		case !wanted[a]:
-			delAddr = append(delAddr, a)
-		case byProxy(a):
-			moved = append(moved, a)
+		case !p.wanted[a]:
+			p.delAddr = append(p.delAddr, a)
+		case p.byProxy(a):
+			p.moved = append(p.moved, a)
 		}
 	}
 	for a := range proxied {
 		switch {
-		case !wanted[a]:
-			delProxy = append(delProxy, a)
-		case !byProxy(a):
-			moved = append(moved, a)
+		case !p.wanted[a]:
+			p.delProxy = append(p.delProxy, a)
+		case !p.byProxy(a):
+			p.moved = append(p.moved, a)
 		}
 	}
-	f.removed = append(slices.Clone(delAddr), delProxy...)
-	for _, list := range [][]netip.Addr{f.added, f.removed, delAddr, delProxy, moved} {
+	p.removed = append(slices.Clone(p.delAddr), p.delProxy...)
+	for _, list := range [][]netip.Addr{p.added, p.removed, p.delAddr, p.delProxy, p.moved} {
 		slices.SortFunc(list, netip.Addr.Compare)
 	}
-	if err := errors.Join(proxyBurst(ifindex, delProxy, false), addrBurst(ifindex, delAddr, false)); err != nil {
-		return f, err
-	}
-	f.here = maps.Clone(onIf)
-	maps.Copy(f.here, proxied)
-	for _, a := range f.removed {
-		delete(f.here, a)
-	}
-	for a := range l.announced {
-		if !wanted[a] {
-			delete(l.announced, a)
-		}
-	}
-	// A proxied address needs a local route too, or the node would not
-	// accept what its entry draws. The takeover routes (takeover.go)
-	// already accept what arrives on the interface for every IPv6 VIP of
-	// the node's instances, so for those the route in table local (for
-	// the node's own connections and the handover grace) follows once
-	// every window answers; an address without one (a Service newer than
-	// the last apply's takeover routes) gets its route first. Reading the
-	// takeover routes lists one per IPv6 VIP of the node: worth it for a
-	// failover's burst, not for a window or less (Services added one at a
-	// time, where it took most of the sync), whose addresses all get
-	// their routes first.
+	return p
+}
+
+// add puts f.added in place and announces them, marking each in f.here
+// as it answers, and says when the next announcement is due. whole is
+// false when a write failed and the sync must stop there.
+//
+// A proxied address needs a local route too, or the node would not
+// accept what its entry draws. The takeover routes (takeover.go) already
+// accept what arrives on the interface for every IPv6 VIP of the node's
+// instances, so for those the route in table local (for the node's own
+// connections and the handover grace) follows once every window answers;
+// an address without one (a Service newer than the last apply's takeover
+// routes) gets its route first. Reading the takeover routes lists one per
+// IPv6 VIP of the node: worth it for a failover's burst, not for a window
+// or less (Services added one at a time, where it took most of the sync),
+// whose addresses all get their routes first.
+func (l *LocalVIPs) add(link netlink.Link, f *followed, byProxy func(netip.Addr) bool, began time.Time) (next time.Time, whole bool, err error) {
 	accepted := map[netip.Addr]netlink.Route{}
 	if len(f.added) > addrBurstWindow && slices.ContainsFunc(f.added, byProxy) {
 		if accepted, err = localRoutes(takeoverTable); err != nil {
-			return f, err
+			return next, false, err
 		}
 	}
 	isAccepted := func(a netip.Addr) bool { _, ok := accepted[a]; return ok }
-	var errs []error
-	next := time.Time{}
 	// A proxied address the takeover routes accept is announced before
 	// its proxy entry is made: the advertisement moves every client that
 	// already has a neighbour entry for it (the router in front, every
@@ -162,42 +205,37 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 	// issue 17), the advertisements a few milliseconds.
 	announcedFirst := func(a netip.Addr) bool { return byProxy(a) && isAccepted(a) }
 	early, _ := partition(f.added, announcedFirst)
+	var errs []error
 	var told time.Time
 	if len(early) > 0 {
 		errs = append(errs, announce(link, early, 1))
-		at := time.Now()
-		told = at
-		for _, a := range early {
-			l.announced[a] = announcement{rounds: 1, last: at}
-		}
-		next = at.Add(render.GARPDelay)
+		told = l.announcedAt(early)
+		next = told.Add(render.GARPDelay)
 	}
 	var routeLater []netip.Addr
 	// The rest is announced window by window as each answers: the
 	// kernel's cost of an IPv6 address grows with the addresses already
 	// on the interface (~1 ms each at 2500 here, docs/benchmarks.md), so
 	// the first addresses answer long before the last are added.
+	ifindex := link.Attrs().Index
 	for start := 0; start < len(f.added); start += addrBurstWindow {
 		window := f.added[start:min(start+addrBurstWindow, len(f.added))]
 		asProxy, asAddr := partition(window, byProxy)
 		later, first := partition(asProxy, isAccepted)
 		routeLater = append(routeLater, later...)
 		if err := errors.Join(addrBurst(ifindex, asAddr, true), localRouteBurst(first), proxyBurst(ifindex, asProxy, true)); err != nil {
-			return f, errors.Join(append(errs, err)...)
+			return next, false, errors.Join(append(errs, err)...)
 		}
 		_, unannounced := partition(window, announcedFirst)
 		if len(unannounced) > 0 {
 			errs = append(errs, announce(link, unannounced, 1))
 		}
-		at := time.Now()
 		for _, a := range window {
 			f.here[a] = true
 		}
-		for _, a := range unannounced {
-			l.announced[a] = announcement{rounds: 1, last: at}
-		}
 		if len(unannounced) > 0 {
-			told, next = at, at.Add(render.GARPDelay)
+			told = l.announcedAt(unannounced)
+			next = told.Add(render.GARPDelay)
 		}
 	}
 	// The first round's other repeats once every window answers: one
@@ -214,20 +252,17 @@ func (l *LocalVIPs) follow(link netlink.Link, onIf map[netip.Addr]bool, now time
 			"announced_first", len(early), "announced_ms", told.Sub(began).Milliseconds(),
 			"done_ms", time.Since(began).Milliseconds())
 	}
-	// Now proxied: off the interface; now on it: no more proxy entry.
-	movedAddr, movedProxy := partition(moved, byProxy)
-	if err := errors.Join(addrBurst(ifindex, movedAddr, false), proxyBurst(ifindex, movedProxy, false)); err != nil {
-		errs = append(errs, err)
+	return next, true, errors.Join(errs...)
+}
+
+// announcedAt records the first round of addrs as sent now, and returns
+// the time.
+func (l *LocalVIPs) announcedAt(addrs []netip.Addr) time.Time {
+	at := time.Now()
+	for _, a := range addrs {
+		l.announced[a] = announcement{rounds: 1, last: at}
 	}
-	due, refresh, after := dueAnnouncements(l.announced, wanted, now)
-	if !after.IsZero() && (next.IsZero() || after.Before(next)) {
-		next = after
-	}
-	if !next.IsZero() {
-		l.wakeAt(next)
-	}
-	errs = append(errs, announceDueRounds(link, due, refresh))
-	return f, errors.Join(errs...)
+	return at
 }
 
 // announceDueRounds announces what dueAnnouncements picked: due in full
