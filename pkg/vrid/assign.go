@@ -86,25 +86,71 @@ func Assign(req Request) (Assignment, error) {
 	if err := ValidateClusterName(req.Cluster); err != nil {
 		return Assignment{}, err
 	}
+	b, err := newBooks(req)
+	if err != nil {
+		return Assignment{}, err
+	}
+	ids, err := b.fixed(req)
+	if err != nil {
+		return Assignment{}, err
+	}
+	for _, k := range req.Keys {
+		if _, done := ids[k]; done {
+			continue
+		}
+		id, ok := b.firstFree(req.Cluster, k)
+		if !ok {
+			return Assignment{}, fmt.Errorf("%s: all 255 VRRP IDs are taken or avoided", k)
+		}
+		b.taken[id] = k
+		ids[k] = Entry{Key: k, ID: id, Source: SourceDerived}
+	}
+	out := Assignment{Entries: make([]Entry, 0, len(req.Keys)+len(req.Optional)), OpenShift: b.openshift}
+	for _, k := range req.Keys {
+		out.Entries = append(out.Entries, ids[k])
+	}
+	for _, k := range req.Optional {
+		id, ok := b.firstFree(req.Cluster, k)
+		if !ok {
+			out.Unassigned = append(out.Unassigned, k)
+			continue
+		}
+		b.taken[id] = k
+		out.Entries = append(out.Entries, Entry{Key: k, ID: id, Source: SourceDerived})
+	}
+	return out, nil
+}
+
+// books is what Assign knows while it hands out IDs.
+type books struct {
+	// taken: each ID given so far and to which key; avoid: the IDs the
+	// request keeps clear of; seen: every key the request names.
+	taken map[uint8]Key
+	avoid map[uint8]bool
+	seen  map[Key]bool
+	// openshift: the IDs OpenShift's own keepalived uses (poolsOnly).
+	openshift []Entry
+}
+
+// newBooks checks the request's lists and takes its overrides: every
+// error at once, in an order that reads the same every run.
+func newBooks(req Request) (*books, error) {
+	b := &books{taken: map[uint8]Key{}, avoid: map[uint8]bool{}, seen: map[Key]bool{}, openshift: openShiftKeepalived(req)}
 	var errs []error
-	taken := map[uint8]Key{}
-	avoid := map[uint8]bool{}
 	for _, id := range req.Avoid {
 		if id == 0 {
 			errs = append(errs, errors.New("avoided ID 0 is not a VRRP ID (1-255)"))
 		}
-		avoid[id] = true
+		b.avoid[id] = true
 	}
-	seen := map[Key]bool{}
 	for _, k := range append(append([]Key{}, req.Keys...), req.Optional...) {
-		if seen[k] {
+		if b.seen[k] {
 			errs = append(errs, fmt.Errorf("key %s listed twice", k))
 		}
-		seen[k] = true
+		b.seen[k] = true
 	}
-	openshift := openShiftKeepalived(req)
-	for _, e := range openshift {
-		if seen[e.Key] {
+	for _, e := range b.openshift {
+		if b.seen[e.Key] {
 			errs = append(errs, fmt.Errorf("key %s: OpenShift's own keepalived runs that instance", e.Key))
 		}
 	}
@@ -117,81 +163,64 @@ func Assign(req Request) (Assignment, error) {
 	for _, k := range pinned {
 		id := req.Overrides[k]
 		switch {
-		case !seen[k]:
+		case !b.seen[k]:
 			errs = append(errs, fmt.Errorf("override for unknown key %s", k))
 		case id == 0:
 			errs = append(errs, fmt.Errorf("override %s: ID 0 is not a VRRP ID (1-255)", k))
-		case avoid[id]:
+		case b.avoid[id]:
 			errs = append(errs, fmt.Errorf("override %s: ID %d is also in the avoid list", k, id))
-		case openShiftKeyFor(openshift, id) != "":
-			errs = append(errs, fmt.Errorf("override %s: ID %d is OpenShift's %s ID, which its own keepalived uses on this LAN (mode poolsOnly)", k, id, openShiftKeyFor(openshift, id)))
-		case taken[id] != "":
-			errs = append(errs, fmt.Errorf("overrides %s and %s both pin ID %d", taken[id], k, id))
+		case openShiftKeyFor(b.openshift, id) != "":
+			errs = append(errs, fmt.Errorf("override %s: ID %d is OpenShift's %s ID, which its own keepalived uses on this LAN (mode poolsOnly)", k, id, openShiftKeyFor(b.openshift, id)))
+		case b.taken[id] != "":
+			errs = append(errs, fmt.Errorf("overrides %s and %s both pin ID %d", b.taken[id], k, id))
 		default:
-			taken[id] = k
+			b.taken[id] = k
 		}
 	}
-	if len(errs) > 0 {
-		return Assignment{}, errors.Join(errs...)
-	}
+	return b, errors.Join(errs...)
+}
 
+// fixed gives the IDs nobody derives: the overrides, and OpenShift's own
+// API and ingress IDs where the request names those keys; OpenShift's
+// keepalived's IDs are taken.
+func (b *books) fixed(req Request) (map[Key]Entry, error) {
 	ids := map[Key]Entry{}
 	for k, id := range req.Overrides {
 		ids[k] = Entry{Key: k, ID: id, Source: SourceOverride}
 	}
-	for _, e := range openshift {
-		taken[e.ID] = e.Key
+	for _, e := range b.openshift {
+		b.taken[e.ID] = e.Key
 	}
 	api, ingress := OpenShiftIDs(req.Cluster)
+	var errs []error
 	for _, fixed := range []struct {
 		key Key
 		id  uint8
 	}{{KeyAPI, api}, {KeyIngress, ingress}} {
-		if !seen[fixed.key] {
+		if !b.seen[fixed.key] {
 			continue
 		}
 		if _, pinnedKey := req.Overrides[fixed.key]; pinnedKey {
 			continue
 		}
-		if avoid[fixed.id] {
+		if b.avoid[fixed.id] {
 			errs = append(errs, fmt.Errorf("%s: OpenShift's ID %d is in the avoid list; pin another with an override", fixed.key, fixed.id))
 			continue
 		}
-		if other := taken[fixed.id]; other != "" {
+		if other := b.taken[fixed.id]; other != "" {
 			errs = append(errs, fmt.Errorf("%s: OpenShift's ID %d is pinned by the override for %s; pin %s too", fixed.key, fixed.id, other, fixed.key))
 			continue
 		}
-		taken[fixed.id] = fixed.key
+		b.taken[fixed.id] = fixed.key
 		ids[fixed.key] = Entry{Key: fixed.key, ID: fixed.id, Source: SourceOpenShift}
 	}
-	if len(errs) > 0 {
-		return Assignment{}, errors.Join(errs...)
-	}
-	for _, k := range req.Keys {
-		if _, done := ids[k]; done {
-			continue
-		}
-		id, ok := firstFree(req.Cluster, k, func(id uint8) bool { return taken[id] == "" && !avoid[id] })
-		if !ok {
-			return Assignment{}, fmt.Errorf("%s: all 255 VRRP IDs are taken or avoided", k)
-		}
-		taken[id] = k
-		ids[k] = Entry{Key: k, ID: id, Source: SourceDerived}
-	}
-	out := Assignment{Entries: make([]Entry, 0, len(req.Keys)+len(req.Optional)), OpenShift: openshift}
-	for _, k := range req.Keys {
-		out.Entries = append(out.Entries, ids[k])
-	}
-	for _, k := range req.Optional {
-		id, ok := firstFree(req.Cluster, k, func(id uint8) bool { return taken[id] == "" && !avoid[id] })
-		if !ok {
-			out.Unassigned = append(out.Unassigned, k)
-			continue
-		}
-		taken[id] = k
-		out.Entries = append(out.Entries, Entry{Key: k, ID: id, Source: SourceDerived})
-	}
-	return out, nil
+	return ids, errors.Join(errs...)
+}
+
+// firstFree is the key's derived ID, or the next one neither taken nor
+// avoided.
+func (b *books) firstFree(cluster string, k Key) (uint8, bool) {
+	return firstFree(cluster, k, func(id uint8) bool { return b.taken[id] == "" && !b.avoid[id] })
 }
 
 // openShiftKeepalived lists the IDs OpenShift's own keepalived uses for
