@@ -158,41 +158,16 @@ func NewPlan(m *cluster.Model, ids map[v1alpha1.InstanceKey]uint8, st cluster.St
 	p.tracks = append(p.tracks, trackFileView{Name: drainTrackName, Path: p.root + DrainFile, Weight: drainWeight,
 		Why: "planned handover: the sidecar writes 1 here to give the VIPs away before stopping"})
 
-	addrs := func(ss []string) []netip.Addr {
-		out := make([]netip.Addr, 0, len(ss))
-		for _, s := range ss {
-			out = append(out, netip.MustParseAddr(s))
-		}
-		return out
-	}
 	// In mode poolsOnly OpenShift's own keepalived and haproxy carry the
 	// API VIP (and the ingress VIP: spec.ingress is empty then).
-	if p.HasAPI() {
-		haproxyCmd := fmt.Sprintf("%s/%s %d %s", p.root+ScriptsDir, checkScript, s.API.HealthPort, haproxyReadyPath)
-		p.scripts = append(p.scripts, scriptView{Name: haproxyScriptName, Command: haproxyCmd, Interval: scriptInterval, Timeout: scriptTimeout, Fall: fall, Rise: rise})
-		if err := p.add(instanceSpec{key: v1alpha1.KeyAPI, vips: addrs(s.API.VIPs), eligible: func(n *cluster.Node) bool { return n.ControlPlane },
-			scripts: []string{haproxyScriptName}, why: "held by a control-plane node whose haproxy can reach a kube-apiserver"}); err != nil {
-			return nil, err
-		}
-	}
-	if len(s.API.InternalVIPs) > 0 {
-		if err := p.add(instanceSpec{key: v1alpha1.KeyAPIInternal, vips: addrs(s.API.InternalVIPs), eligible: func(n *cluster.Node) bool { return n.ControlPlane },
-			scripts: []string{haproxyScriptName}, why: "api-int, for the cluster's nodes only: held by a control-plane node whose haproxy can reach a kube-apiserver"}); err != nil {
-			return nil, err
-		}
+	if err := p.addAPI(fall, rise); err != nil {
+		return nil, err
 	}
 	if err := p.addBootstrap(); err != nil {
 		return nil, err
 	}
 	for i, in := range s.Ingress {
-		script := "chk_ingress_" + scriptSafe(in.Name)
-		track := "ingress_" + scriptSafe(in.Name)
-		p.scripts = append(p.scripts, scriptView{Name: script, Command: fmt.Sprintf("%s/%s %d %s", p.root+ScriptsDir, checkScript, in.HealthPort, routerReadyPath),
-			Interval: scriptInterval, Timeout: scriptTimeout, Fall: fall, Rise: rise})
-		p.tracks = append(p.tracks, trackFileView{Name: track, Path: p.root + IngressStatusFile(in.Name), Weight: 0,
-			Why: "0 while a ready router pod of IngressController " + in.Name + " runs on this node (written by the sidecar)"})
-		if err := p.add(instanceSpec{key: v1alpha1.IngressKey(in.Name), vips: addrs(in.VIPs), eligible: routerCandidates(in, st), on: in.VIPInterface(), owner: "ingress " + in.Name,
-			scripts: []string{script}, files: []string{track}, why: routerWhy(i, in)}); err != nil {
+		if err := p.addIngress(i, in, fall, rise); err != nil {
 			return nil, err
 		}
 	}
@@ -200,50 +175,9 @@ func NewPlan(m *cluster.Model, ids map[v1alpha1.InstanceKey]uint8, st cluster.St
 		if pool.IsBGP() {
 			continue // announced by FRR (bgp.go), no VRRP instance
 		}
-		byInstance := make([][]netip.Addr, pool.Instances)
-		for _, a := range st.ServiceVIPs[pool.Name] {
-			if pool.IsAnchor(a) {
-				continue // never allocated; already advertised
-			}
-			k := pool.Instance(a)
-			byInstance[k] = append(byInstance[k], a)
+		if err := p.addPool(pool); err != nil {
+			return nil, err
 		}
-		sel := pool.NodeSelector
-		first := len(p.instances)
-		for k, vips := range byInstance {
-			// Every instance runs from the start, advertising only its
-			// constant anchor; the Services' addresses come and go as
-			// excluded addresses without changing the adverts.
-			var anchors []netip.Addr
-			for _, v4 := range []bool{true, false} {
-				if a, ok := pool.InstanceAnchor(k, v4); ok {
-					anchors = append(anchors, a)
-				}
-			}
-			from := len(p.instances)
-			if err := p.add(instanceSpec{key: v1alpha1.PoolKey(pool.Name, k), vips: anchors, eligible: func(n *cluster.Node) bool { return cluster.Matches(sel, n.Labels) },
-				maxMembers: pool.MaxHolders, on: pool.VIPInterface(), owner: "service pool " + pool.Name,
-				why: fmt.Sprintf("service pool %s, instance %d of %d", pool.Name, k+1, pool.Instances)}); err != nil {
-				return nil, err
-			}
-			for _, inst := range p.instances[from:] {
-				inst.sidecar = pool.SidecarAnnounced()
-				for _, r := range pool.Ranges {
-					if inst.sidecar && r.Is4() == (inst.family == 4) {
-						inst.ranges = append(inst.ranges, r)
-					}
-				}
-				for _, a := range vips {
-					if a.Is4() == (inst.family == 4) {
-						inst.excluded = append(inst.excluded, a)
-					}
-				}
-				sort.Slice(inst.excluded, func(i, j int) bool { return inst.excluded[i].Less(inst.excluded[j]) })
-			}
-		}
-		excludeFromServices(p.instances[first:])
-		steer(p.instances[first:])
-		p.checkPoolHolders(*pool.ServicePool)
 	}
 	for _, ls := range p.model.VRRPLocalServices(st) {
 		if err := p.addLocal(ls); err != nil {

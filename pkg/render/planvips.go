@@ -1,0 +1,102 @@
+package render
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
+)
+
+// addAPI adds the API VIP's instance (not in mode poolsOnly) and
+// api-int's, with haproxy's check script.
+func (p *Plan) addAPI(fall, rise int) error {
+	s := &p.c.Spec
+	if p.HasAPI() {
+		haproxyCmd := fmt.Sprintf("%s/%s %d %s", p.root+ScriptsDir, checkScript, s.API.HealthPort, haproxyReadyPath)
+		p.scripts = append(p.scripts, scriptView{Name: haproxyScriptName, Command: haproxyCmd, Interval: scriptInterval, Timeout: scriptTimeout, Fall: fall, Rise: rise})
+		if err := p.add(instanceSpec{key: v1alpha1.KeyAPI, vips: parseAddrs(s.API.VIPs), eligible: func(n *cluster.Node) bool { return n.ControlPlane },
+			scripts: []string{haproxyScriptName}, why: "held by a control-plane node whose haproxy can reach a kube-apiserver"}); err != nil {
+			return err
+		}
+	}
+	if len(s.API.InternalVIPs) > 0 {
+		if err := p.add(instanceSpec{key: v1alpha1.KeyAPIInternal, vips: parseAddrs(s.API.InternalVIPs), eligible: func(n *cluster.Node) bool { return n.ControlPlane },
+			scripts: []string{haproxyScriptName}, why: "api-int, for the cluster's nodes only: held by a control-plane node whose haproxy can reach a kube-apiserver"}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addIngress adds the instance of the i-th IngressController, with its
+// check script and the track file the sidecar writes.
+func (p *Plan) addIngress(i int, in v1alpha1.IngressSpec, fall, rise int) error {
+	script := "chk_ingress_" + scriptSafe(in.Name)
+	track := "ingress_" + scriptSafe(in.Name)
+	p.scripts = append(p.scripts, scriptView{Name: script, Command: fmt.Sprintf("%s/%s %d %s", p.root+ScriptsDir, checkScript, in.HealthPort, routerReadyPath),
+		Interval: scriptInterval, Timeout: scriptTimeout, Fall: fall, Rise: rise})
+	p.tracks = append(p.tracks, trackFileView{Name: track, Path: p.root + IngressStatusFile(in.Name), Weight: 0,
+		Why: "0 while a ready router pod of IngressController " + in.Name + " runs on this node (written by the sidecar)"})
+	return p.add(instanceSpec{key: v1alpha1.IngressKey(in.Name), vips: parseAddrs(in.VIPs), eligible: routerCandidates(in, p.state), on: in.VIPInterface(), owner: "ingress " + in.Name,
+		scripts: []string{script}, files: []string{track}, why: routerWhy(i, in)})
+}
+
+// addPool adds the VRRP instances of a pool announced through keepalived
+// or the sidecar: every instance from the start, advertising only its
+// constant anchor; the Services' addresses come and go as excluded
+// addresses without changing the adverts.
+func (p *Plan) addPool(pool *cluster.Pool) error {
+	byInstance := make([][]netip.Addr, pool.Instances)
+	for _, a := range p.state.ServiceVIPs[pool.Name] {
+		if pool.IsAnchor(a) {
+			continue // never allocated; already advertised
+		}
+		k := pool.Instance(a)
+		byInstance[k] = append(byInstance[k], a)
+	}
+	sel := pool.NodeSelector
+	first := len(p.instances)
+	for k, vips := range byInstance {
+		var anchors []netip.Addr
+		for _, v4 := range []bool{true, false} {
+			if a, ok := pool.InstanceAnchor(k, v4); ok {
+				anchors = append(anchors, a)
+			}
+		}
+		from := len(p.instances)
+		if err := p.add(instanceSpec{key: v1alpha1.PoolKey(pool.Name, k), vips: anchors, eligible: func(n *cluster.Node) bool { return cluster.Matches(sel, n.Labels) },
+			maxMembers: pool.MaxHolders, on: pool.VIPInterface(), owner: "service pool " + pool.Name,
+			why: fmt.Sprintf("service pool %s, instance %d of %d", pool.Name, k+1, pool.Instances)}); err != nil {
+			return err
+		}
+		for _, inst := range p.instances[from:] {
+			inst.sidecar = pool.SidecarAnnounced()
+			for _, r := range pool.Ranges {
+				if inst.sidecar && r.Is4() == (inst.family == 4) {
+					inst.ranges = append(inst.ranges, r)
+				}
+			}
+			for _, a := range vips {
+				if a.Is4() == (inst.family == 4) {
+					inst.excluded = append(inst.excluded, a)
+				}
+			}
+			sort.Slice(inst.excluded, func(i, j int) bool { return inst.excluded[i].Less(inst.excluded[j]) })
+		}
+	}
+	excludeFromServices(p.instances[first:])
+	steer(p.instances[first:])
+	p.checkPoolHolders(*pool.ServicePool)
+	return nil
+}
+
+// parseAddrs parses addresses the config's validation has checked.
+func parseAddrs(ss []string) []netip.Addr {
+	out := make([]netip.Addr, 0, len(ss))
+	for _, s := range ss {
+		out = append(out, netip.MustParseAddr(s))
+	}
+	return out
+}
