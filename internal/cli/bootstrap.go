@@ -41,11 +41,20 @@ Once the control-plane nodes answer through their own haproxy for
 serving the connections it accepted for --grace, stops keepalived and
 haproxy, removes what it set up in the network namespace and exits 0.
 SIGINT or SIGTERM stop it early, handing over first when the nodes answer.
+
+In place (the agent-based installer's rendezvous host, which reboots into a
+control-plane node: spec.bootstrap names that node's address), it gives the
+VIP only to another control-plane node, once that node's own kube-apiserver
+is ready, and leaves the host's bootstrap kube-apiserver running.
 Needs root (CAP_NET_ADMIN, CAP_NET_RAW) and keepalived and haproxy in PATH,
 as vipctl's image has them.`,
 		Example: `  # on the bootstrap machine, in vipctl's image:
   podman run --rm --net=host --privileged -v $PWD:/work:z IMAGE \
     vipctl bootstrap -f /work/cluster.yaml --nodes /work/nodes.yaml
+  # in place, on the agent-based installer's rendezvous host (master-0's
+  # address in spec.bootstrap), as a unit before the bootstrap starts:
+  podman run --rm --net=host --privileged -v /etc/vipctl:/vipctl:z IMAGE \
+    vipctl bootstrap -f /vipctl/cluster.yaml --nodes /vipctl/nodes.yaml
   # on another host of the segment (spec.bootstrap names its address):
   vipctl bootstrap -f cluster.yaml --nodes nodes.yaml --bootstrap-address 198.51.100.10`,
 		Args: cobra.NoArgs,

@@ -86,6 +86,11 @@ type Result struct {
 	StoppedAt *time.Time `json:"stoppedAt,omitempty"`
 	// HandoverMillis is LeftAt - YieldedAt.
 	HandoverMillis int64 `json:"handoverMillis,omitempty"`
+	// InPlace is the control-plane node this host reboots into after the
+	// install bootstrapped (the agent-based installer's rendezvous host:
+	// spec.bootstrap names that node's address); empty for a bootstrap
+	// machine of its own.
+	InPlace string `json:"inPlace,omitempty"`
 }
 
 // Text is the result for people.
@@ -95,6 +100,9 @@ func (r *Result) Text() string {
 	}
 	at := func(t *time.Time) string { return t.Format("15:04:05.000") }
 	out := ""
+	if r.InPlace != "" {
+		out += fmt.Sprintf("in place: this host is node %s after its reboot\n", r.InPlace)
+	}
 	if r.ServedAt != nil {
 		out += fmt.Sprintf("served %v on %s from %s\n", r.VIPs, r.Interface, at(r.ServedAt))
 	}
@@ -122,10 +130,14 @@ const (
 
 // machine is one run's fixed facts (the bootstrap host's).
 type machine struct {
-	o       Options
-	c       *v1alpha1.ClusterVIPs
-	state   cluster.State
+	o     Options
+	c     *v1alpha1.ClusterVIPs
+	state cluster.State
+	// masters are the control-plane nodes the VIP may go to: every one
+	// but the node this host reboots into (inPlace).
 	masters []cluster.Node
+	// inPlace is that node's name, "" for a bootstrap machine of its own.
+	inPlace string
 	vips    []netip.Addr
 	log     *slog.Logger
 	client  *http.Client
@@ -143,9 +155,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Interface: h.state.Bootstrap.Interface}
+	res := &Result{Interface: h.state.Bootstrap.Interface, InPlace: h.inPlace}
 	for _, v := range h.vips {
 		res.VIPs = append(res.VIPs, v.String())
+	}
+	if h.inPlace != "" {
+		h.log.Info("in place: this host reboots into a control-plane node after the bootstrap; the VIP goes to another one before that", "node", h.inPlace)
 	}
 	if up := h.answering(ctx); len(up) > 0 {
 		h.log.Info("the control-plane nodes already answer through their haproxy; the API VIP is theirs", "nodes", up)
@@ -216,10 +231,9 @@ func prepare(o Options) (*machine, error) {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	for _, n := range nodes {
-		if n.ControlPlane {
-			h.masters = append(h.masters, n)
-		}
+	h.masters, h.inPlace = yieldTargets(nodes, c.Spec.Bootstrap)
+	if len(h.masters) == 0 && h.inPlace != "" {
+		return nil, fmt.Errorf("--nodes %s: no control-plane node but %s, the node this host reboots into (spec.bootstrap names its address: an in-place bootstrap): nobody to give the API VIP to before the reboot", o.Nodes, h.inPlace)
 	}
 	if len(h.masters) == 0 {
 		return nil, fmt.Errorf("--nodes %s: no control-plane node (label node-role.kubernetes.io/master or control-plane): nobody to give the API VIP to", o.Nodes)
@@ -246,6 +260,31 @@ func prepare(o Options) (*machine, error) {
 		DisableKeepAlives: true,
 	}}
 	return h, nil
+}
+
+// yieldTargets are the control-plane nodes the VIP may be yielded to,
+// and the one this host is (inPlace, "" for none): in an in-place
+// bootstrap (the agent-based installer's rendezvous host) the bootstrap
+// host reboots into a control-plane node whose address spec.bootstrap
+// names (validation accepts no other node's). That node's haproxy port is
+// this host's own haproxy, and the VIP must be gone from here before the
+// reboot: it goes to another one.
+func yieldTargets(nodes []cluster.Node, b *v1alpha1.BootstrapSpec) (masters []cluster.Node, inPlace string) {
+	var own []netip.Addr
+	for _, s := range b.Addresses {
+		own = append(own, netip.MustParseAddr(s))
+	}
+	for _, n := range nodes {
+		if !n.ControlPlane {
+			continue
+		}
+		if slices.ContainsFunc(n.Addresses, func(a netip.Addr) bool { return slices.Contains(own, a) }) {
+			inPlace = n.Name
+			continue
+		}
+		masters = append(masters, n)
+	}
+	return masters, inPlace
 }
 
 // bootstrapInterface is the interface holding every spec.bootstrap
@@ -428,6 +467,14 @@ func (h *machine) holds() bool {
 // answering lists the control-plane nodes whose haproxy serves what the
 // VIP serves: a ready kube-apiserver behind its API port and, with
 // spec.api.internalPort, a machine config server behind its internal one.
+//
+// In place, each node's haproxy also balances onto this host's bootstrap
+// kube-apiserver (as the node this host reboots into), so it answers as
+// soon as it runs: the node counts only once its own kube-apiserver is
+// ready too, so that the VIP leads to one that outlives this host's
+// reboot. Its machine config server is not waited for: it comes with
+// the Machine Config Operator, after the bootstrap completes, and the
+// installer may reboot this host before it does.
 func (h *machine) answering(ctx context.Context) []string {
 	s := &h.c.Spec.API
 	primary := h.vips[0]
@@ -445,6 +492,9 @@ func (h *machine) answering(ctx context.Context) []string {
 				return
 			}
 			if s.InternalPort != 0 && !h.ok(ctx, addr, s.InternalLoadBalancerPort, "/healthz") {
+				return
+			}
+			if h.inPlace != "" && !h.ok(ctx, addr, s.Port, "/readyz") {
 				return
 			}
 			mu.Lock()

@@ -4,10 +4,13 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/test/fixture"
 )
 
@@ -33,7 +36,17 @@ items:
 kind: NodeList
 items:
 - metadata: {name: master-0, labels: {node-role.kubernetes.io/master: ""}}
+  status: {addresses: [{type: InternalIP, address: 198.51.100.11}]}
+- metadata: {name: worker-0}
   status: {addresses: [{type: InternalIP, address: 198.51.100.9}]}
+`)
+	alone := write("alone.yaml", `apiVersion: v1
+kind: NodeList
+items:
+- metadata: {name: master-0, labels: {node-role.kubernetes.io/master: ""}}
+  status: {addresses: [{type: InternalIP, address: 198.51.100.9}]}
+- metadata: {name: worker-0}
+  status: {addresses: [{type: InternalIP, address: 198.51.100.21}]}
 `)
 	day1, compact := fixture.Repo("examples/day1-bootstrap.yaml"), fixture.Repo("examples/compact-ipv4.yaml")
 	cases := []struct {
@@ -43,12 +56,47 @@ items:
 	}{
 		{"no bootstrap host in the config", Options{Config: compact, Nodes: fixture.Repo("examples/nodes/compact.yaml")}, "spec.bootstrap: Required value"},
 		{"no control-plane node to yield to", Options{Config: day1, Nodes: workers}, "no control-plane node (label node-role.kubernetes.io/master or control-plane): nobody to give the API VIP to"},
-		{"a node has the bootstrap host's address", Options{Config: day1, Nodes: taken}, `spec.bootstrap.addresses[0]: Invalid value: "198.51.100.9": is the address of node master-0`},
+		{"a worker has the bootstrap host's address", Options{Config: day1, Nodes: taken}, `spec.bootstrap.addresses[0]: Invalid value: "198.51.100.9": is the address of node worker-0, which is no control-plane node`},
+		{"in place, no other control-plane node", Options{Config: day1, Nodes: alone}, "no control-plane node but master-0, the node this host reboots into (spec.bootstrap names its address: an in-place bootstrap): nobody to give the API VIP to before the reboot"},
 		{"no node list", Options{Config: day1, Nodes: filepath.Join(dir, "missing.yaml")}, "--nodes: "},
 	}
 	for _, tc := range cases {
 		if _, err := prepare(tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestYieldTargets: in place (the agent-based installer's rendezvous host
+// bootstraps and reboots into master-0), the VIP goes to the other
+// control-plane nodes only: master-0's haproxy port is this host's own.
+func TestYieldTargets(t *testing.T) {
+	t.Parallel()
+	nodes := []cluster.Node{
+		{Name: "master-0", ControlPlane: true, Addresses: fixture.Addrs("198.51.100.11", "2001:db8:100::11")},
+		{Name: "master-1", ControlPlane: true, Addresses: fixture.Addrs("198.51.100.12", "2001:db8:100::12")},
+		{Name: "worker-0", Addresses: fixture.Addrs("198.51.100.21")},
+	}
+	names := func(ns []cluster.Node) (out []string) {
+		for _, n := range ns {
+			out = append(out, n.Name)
+		}
+		return out
+	}
+	cases := []struct {
+		name      string
+		bootstrap []string
+		masters   []string
+		inPlace   string
+	}{
+		{"a bootstrap machine of its own", []string{"198.51.100.9"}, []string{"master-0", "master-1"}, ""},
+		{"in place of master-0", []string{"198.51.100.11", "2001:db8:100::11"}, []string{"master-1"}, "master-0"},
+		{"in place, by its IPv6 address alone", []string{"2001:db8:100::11"}, []string{"master-1"}, "master-0"},
+	}
+	for _, tc := range cases {
+		masters, inPlace := yieldTargets(nodes, &v1alpha1.BootstrapSpec{Addresses: tc.bootstrap})
+		if got := names(masters); !slices.Equal(got, tc.masters) || inPlace != tc.inPlace {
+			t.Errorf("%s: %v in place of %q, want %v in place of %q", tc.name, got, inPlace, tc.masters, tc.inPlace)
 		}
 	}
 }

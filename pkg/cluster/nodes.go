@@ -357,7 +357,7 @@ func itemKinds(path string, items []metav1.TypeMeta) error {
 func Addresses(nodes []Node) []v1alpha1.NodeAddresses {
 	out := make([]v1alpha1.NodeAddresses, 0, len(nodes))
 	for _, n := range nodes {
-		out = append(out, v1alpha1.NodeAddresses{Name: n.Name, Addresses: n.Addresses})
+		out = append(out, v1alpha1.NodeAddresses{Name: n.Name, Addresses: n.Addresses, ControlPlane: n.ControlPlane})
 	}
 	return out
 }

@@ -60,8 +60,11 @@ func TestBootstrapErrors(t *testing.T) {
 }
 
 // TestBootstrapNotANode: with the nodes known, a bootstrap address that a
-// node has is refused, and a pool holding it too (a Service given it would
-// take the bootstrap host's traffic).
+// worker has is refused; a control-plane node's is the in-place bootstrap
+// of the agent-based installer (its rendezvous host reboots into that
+// node) and is accepted. A pool holding the address is refused either way
+// (a Service given it would take the host's traffic), once for the one
+// host.
 func TestBootstrapNotANode(t *testing.T) {
 	t.Parallel()
 	doc := strings.Replace(base, "[198.51.100.128/26]", "[198.51.100.128/26, 198.51.100.192/27]", 1) + "  bootstrap:\n    addresses: [198.51.100.200]\n"
@@ -69,19 +72,48 @@ func TestBootstrapNotANode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes := []NodeAddresses{{Name: "master-0", Addresses: []netip.Addr{netip.MustParseAddr("198.51.100.200")}}}
-	want := []string{
-		`spec.bootstrap.addresses[0]: Invalid value: "198.51.100.200": is the address of node master-0: the bootstrap host must be another host`,
-		`spec.servicePools[0].addresses[1]: Invalid value: "198.51.100.192/27": contains 198.51.100.200, the address of the bootstrap host (spec.bootstrap.addresses[0]), which must never be handed out`,
-		`spec.servicePools[0].addresses[1]: Invalid value: "198.51.100.192/27": contains 198.51.100.200, the address of node master-0, which must never be handed out`,
+	addr := []netip.Addr{netip.MustParseAddr("198.51.100.200")}
+	cases := []struct {
+		name  string
+		nodes []NodeAddresses
+		want  []string
+	}{
+		{
+			name:  "a worker's address",
+			nodes: []NodeAddresses{{Name: "master-0", Addresses: []netip.Addr{netip.MustParseAddr("198.51.100.11")}, ControlPlane: true}, {Name: "worker-0", Addresses: addr}},
+			want: []string{
+				`spec.bootstrap.addresses[0]: Invalid value: "198.51.100.200": is the address of node worker-0, which is no control-plane node: only a control-plane node's host bootstraps in place (the agent-based installer's rendezvous host); a worker never holds the API VIP`,
+				`spec.servicePools[0].addresses[1]: Invalid value: "198.51.100.192/27": contains 198.51.100.200, the address of the bootstrap host (spec.bootstrap.addresses[0]) and of node worker-0, which must never be handed out`,
+			},
+		},
+		{
+			name:  "in place: a control-plane node's address",
+			nodes: []NodeAddresses{{Name: "master-0", Addresses: addr, ControlPlane: true}},
+			want: []string{
+				`spec.servicePools[0].addresses[1]: Invalid value: "198.51.100.192/27": contains 198.51.100.200, the address of the bootstrap host (spec.bootstrap.addresses[0]) and of node master-0, which must never be handed out`,
+			},
+		},
 	}
-	got := ValidateNodes(c, nodes)
-	if len(got) != len(want) {
-		t.Fatalf("got %d errors, want %d: %v", len(got), len(want), got)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := ValidateNodes(c, tc.nodes)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %d errors, want %d: %v", len(got), len(tc.want), got)
+			}
+			for i := range tc.want {
+				if got[i].Error() != tc.want[i] {
+					t.Errorf("error %d:\n  got  %s\n  want %s", i, got[i], tc.want[i])
+				}
+			}
+		})
 	}
-	for i := range want {
-		if got[i].Error() != want[i] {
-			t.Errorf("error %d:\n  got  %s\n  want %s", i, got[i], want[i])
-		}
+	// Without a pool over it, the in-place bootstrap is valid.
+	clean, err := Parse([]byte(base + "  bootstrap:\n    addresses: [198.51.100.200]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := ValidateNodes(clean, []NodeAddresses{{Name: "master-0", Addresses: addr, ControlPlane: true}}); len(errs) > 0 {
+		t.Errorf("in place: %v", errs)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -21,6 +22,9 @@ type Reserved struct {
 type NodeAddresses struct {
 	Name      string
 	Addresses []netip.Addr
+	// ControlPlane says the node is a control-plane node: the only kind
+	// whose host may bootstrap the cluster in place (bootstrapNotANode).
+	ControlPlane bool
 }
 
 // ReservedAddresses lists what the config and the nodes say must never be
@@ -30,11 +34,21 @@ type NodeAddresses struct {
 // validate, render and the allocator all ask this one function.
 func (c *ClusterVIPs) ReservedAddresses(nodes []NodeAddresses) []Reserved {
 	var out []Reserved
+	nodeReserved := nodesReserved(nodes)
 	if b := c.Spec.Bootstrap; b != nil {
 		for i, s := range b.Addresses {
-			if a, err := parseAddr(s); err == nil {
-				out = append(out, Reserved{Addr: a, Why: fmt.Sprintf("the address of the bootstrap host (spec.bootstrap.addresses[%d])", i)})
+			a, err := parseAddr(s)
+			if err != nil {
+				continue
 			}
+			why := fmt.Sprintf("the address of the bootstrap host (spec.bootstrap.addresses[%d])", i)
+			// In place (the agent-based installer's rendezvous host), one
+			// address is both: one entry saying so, not two errors.
+			if j := slices.IndexFunc(nodeReserved, func(r Reserved) bool { return r.Addr == a }); j >= 0 {
+				why += " and of " + strings.TrimPrefix(nodeReserved[j].Why, "the address of ")
+				nodeReserved = slices.Delete(nodeReserved, j, j+1)
+			}
+			out = append(out, Reserved{Addr: a, Why: why})
 		}
 	}
 	for _, s := range c.Spec.MachineNetworks {
@@ -44,7 +58,7 @@ func (c *ClusterVIPs) ReservedAddresses(nodes []NodeAddresses) []Reserved {
 		}
 		out = append(out, networkReserved(n)...)
 	}
-	return append(out, nodesReserved(nodes)...)
+	return append(out, nodeReserved...)
 }
 
 func nodesReserved(nodes []NodeAddresses) []Reserved {
@@ -89,9 +103,16 @@ func ValidateNodes(c *ClusterVIPs, nodes []NodeAddresses) field.ErrorList {
 	return append(errs, externalIPsGuard(c)...)
 }
 
-// bootstrapNotANode refuses a bootstrap address that a node has: the
-// control-plane nodes would list one host twice, and the bootstrap host's
-// VRRP would speak from a node's address.
+// bootstrapNotANode refuses a bootstrap address that a worker has. A
+// control-plane node's is the in-place bootstrap of the agent-based
+// installer (docs/bootstrap.md): its rendezvous host bootstraps the
+// cluster and then reboots into that node, so the control-plane nodes'
+// API instance already lists the address as a peer and the plan renders
+// the two as one host (render.Plan). A worker is no member of the API
+// instance, and the agent-based installer never makes one the
+// rendezvous host: its address as the bootstrap host's would have the
+// control-plane nodes accept adverts for the API VIP from a worker, for as
+// long as spec.bootstrap stays.
 func bootstrapNotANode(c *ClusterVIPs, nodes []NodeAddresses) field.ErrorList {
 	b := c.Spec.Bootstrap
 	if b == nil {
@@ -105,8 +126,9 @@ func bootstrapNotANode(c *ClusterVIPs, nodes []NodeAddresses) field.ErrorList {
 			continue
 		}
 		for _, n := range nodes {
-			if slices.Contains(n.Addresses, a) {
-				errs = append(errs, field.Invalid(path.Index(i), s, "is the address of node "+n.Name+": the bootstrap host must be another host"))
+			if !n.ControlPlane && slices.Contains(n.Addresses, a) {
+				errs = append(errs, field.Invalid(path.Index(i), s, "is the address of node "+n.Name+", which is no control-plane node: "+
+					"only a control-plane node's host bootstraps in place (the agent-based installer's rendezvous host); a worker never holds the API VIP"))
 			}
 		}
 	}
