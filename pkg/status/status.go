@@ -81,53 +81,108 @@ type VIPStatus struct {
 // (their vipctl.io/vips annotation). An unparsable annotation is reported
 // as an error for that node and otherwise ignored.
 func Compute(c *v1alpha1.ClusterVIPs, nodes []corev1.Node, services []corev1.Service) ([]VIPStatus, []error) {
-	type held struct {
-		node  string
-		since time.Time
+	hs, errs := publishedHolders(nodes)
+	var rows []VIPStatus
+	m := cluster.Compile(c)
+	served, users := serviceUsers(m, services)
+	var st cluster.State
+	st.ServiceVIPs, st.LocalServices, _ = m.ServiceAddresses(served)
+	// The function that gives the keys a node publishes (runtimecfg), so
+	// the table and the annotations cannot name an instance differently.
+	keys := m.VIPKeys(st)
+	row := func(a netip.Addr) {
+		name := "-"
+		if key, ok := keys[a]; ok {
+			name = key.String()
+		}
+		svcs := users[a]
+		sort.Strings(svcs)
+		rows = append(rows, hs.row(name, a, svcs))
 	}
-	holders := map[netip.Addr][]held{}
-	// A node whose list was too long to publish says which instances it
-	// holds: it holds each of their addresses it does not list.
-	unlisted := map[v1alpha1.InstanceKey][]held{}
-	errs := published(nodes, v1alpha1.AnnotationNodeVIPs, v1alpha1.ParseHeldVIPs, func(node string, h v1alpha1.HeldVIP) {
-		if h.Unlisted > 0 {
-			unlisted[h.Instance] = append(unlisted[h.Instance], held{node, h.Since})
-		} else if a, err := netip.ParseAddr(h.Address); err == nil {
-			holders[a.Unmap()] = append(holders[a.Unmap()], held{node, h.Since})
+	for _, v := range slices.Concat(c.Spec.API.VIPs, c.Spec.API.InternalVIPs) {
+		row(netip.MustParseAddr(v))
+	}
+	for _, in := range c.Spec.Ingress {
+		for _, v := range in.VIPs {
+			row(netip.MustParseAddr(v))
+		}
+	}
+	order := make([]netip.Addr, 0, len(users))
+	for a := range users {
+		order = append(order, a)
+	}
+	sort.Slice(order, func(i, j int) bool { return order[i].Less(order[j]) })
+	for _, a := range order {
+		row(a)
+	}
+	return rows, errs
+}
+
+// held is one node's claim on an address, and since when.
+type held struct {
+	node  string
+	since time.Time
+}
+
+// holders is what the nodes publish (their vipctl.io/vips annotation):
+// who holds each address and, for a node whose list was too long to
+// publish, which instances it holds: it holds each of their addresses it
+// does not list.
+type holders struct {
+	byAddr   map[netip.Addr][]held
+	unlisted map[v1alpha1.InstanceKey][]held
+}
+
+// publishedHolders reads every node's annotation. An unparsable one is
+// an error for its node and otherwise ignored.
+func publishedHolders(nodes []corev1.Node) (holders, []error) {
+	h := holders{byAddr: map[netip.Addr][]held{}, unlisted: map[v1alpha1.InstanceKey][]held{}}
+	errs := published(nodes, v1alpha1.AnnotationNodeVIPs, v1alpha1.ParseHeldVIPs, func(node string, v v1alpha1.HeldVIP) {
+		if v.Unlisted > 0 {
+			h.unlisted[v.Instance] = append(h.unlisted[v.Instance], held{node, v.Since})
+		} else if a, err := netip.ParseAddr(v.Address); err == nil {
+			h.byAddr[a.Unmap()] = append(h.byAddr[a.Unmap()], held{node, v.Since})
 		}
 	})
-	var rows []VIPStatus
-	add := func(key string, a netip.Addr, svcs []string) {
-		r := VIPStatus{Instance: key, Address: a.String(), Services: svcs, Holders: []string{}}
-		hs := holders[a]
-		for _, u := range unlisted[v1alpha1.InstanceKey(key)] {
-			if !slices.ContainsFunc(hs, func(h held) bool { return h.node == u.node }) {
-				hs = append(hs, u)
-			}
+	return h, errs
+}
+
+// row is the status of address a of instance key.
+func (h holders) row(key string, a netip.Addr, svcs []string) VIPStatus {
+	r := VIPStatus{Instance: key, Address: a.String(), Services: svcs, Holders: []string{}}
+	hs := h.byAddr[a]
+	for _, u := range h.unlisted[v1alpha1.InstanceKey(key)] {
+		if !slices.ContainsFunc(hs, func(h held) bool { return h.node == u.node }) {
+			hs = append(hs, u)
 		}
-		for _, h := range hs {
-			r.Holders = append(r.Holders, h.node)
-			if r.Since == nil || h.since.After(*r.Since) {
-				t := h.since
-				r.Since = &t
-			}
-		}
-		sort.Strings(r.Holders)
-		_, bgp := v1alpha1.InstanceKey(key).BGPPool()
-		switch {
-		case len(r.Holders) == 0:
-			r.State = StateNoHolder
-		case len(r.Holders) == 1 || bgp:
-			// A bgp pool's address is announced by every node that
-			// should attract it (the routers spread the traffic, ECMP):
-			// its holders are the announcing nodes.
-			r.State = StateOK
-		default:
-			r.State = StateSplitBrain
-		}
-		rows = append(rows, r)
 	}
-	m := cluster.Compile(c)
+	for _, h := range hs {
+		r.Holders = append(r.Holders, h.node)
+		if r.Since == nil || h.since.After(*r.Since) {
+			t := h.since
+			r.Since = &t
+		}
+	}
+	sort.Strings(r.Holders)
+	_, bgp := v1alpha1.InstanceKey(key).BGPPool()
+	switch {
+	case len(r.Holders) == 0:
+		r.State = StateNoHolder
+	case len(r.Holders) == 1 || bgp:
+		// A bgp pool's address is announced by every node that
+		// should attract it (the routers spread the traffic, ECMP):
+		// its holders are the announcing nodes.
+		r.State = StateOK
+	default:
+		r.State = StateSplitBrain
+	}
+	return r
+}
+
+// serviceUsers lists the Services vipctl serves and, per address, the
+// Services that use it: their load-balancer addresses and the external
+// IPs a pool announces for them.
+func serviceUsers(m *cluster.Model, services []corev1.Service) ([]*corev1.Service, map[netip.Addr][]string) {
 	served := make([]*corev1.Service, 0, len(services))
 	users := map[netip.Addr][]string{}
 	for i := range services {
@@ -149,37 +204,7 @@ func Compute(c *v1alpha1.ClusterVIPs, nodes []corev1.Node, services []corev1.Ser
 			}
 		}
 	}
-	var st cluster.State
-	st.ServiceVIPs, st.LocalServices, _ = m.ServiceAddresses(served)
-	// The function that gives the keys a node publishes (runtimecfg), so
-	// the table and the annotations cannot name an instance differently.
-	keys := m.VIPKeys(st)
-	row := func(a netip.Addr) {
-		name := "-"
-		if key, ok := keys[a]; ok {
-			name = key.String()
-		}
-		svcs := users[a]
-		sort.Strings(svcs)
-		add(name, a, svcs)
-	}
-	for _, v := range slices.Concat(c.Spec.API.VIPs, c.Spec.API.InternalVIPs) {
-		row(netip.MustParseAddr(v))
-	}
-	for _, in := range c.Spec.Ingress {
-		for _, v := range in.VIPs {
-			row(netip.MustParseAddr(v))
-		}
-	}
-	order := make([]netip.Addr, 0, len(users))
-	for a := range users {
-		order = append(order, a)
-	}
-	sort.Slice(order, func(i, j int) bool { return order[i].Less(order[j]) })
-	for _, a := range order {
-		row(a)
-	}
-	return rows, errs
+	return served, users
 }
 
 // published decodes one list annotation of every node and hands each
