@@ -148,3 +148,95 @@ func TestBootstrapHostRunsNoFRR(t *testing.T) {
 		t.Errorf("the bootstrap host got frr.conf or announcements: %v", nr.Announced)
 	}
 }
+
+// TestBootstrapInPlace: the agent-based installer's rendezvous host
+// bootstraps the cluster and reboots into master-0, so spec.bootstrap
+// names master-0's addresses (examples/day1-agent.yaml). Every node, the
+// bootstrap host's render too, lists each peer address once and never
+// its own: master-1 and master-2 take 198.51.100.11 as one peer, whether
+// the bootstrap host (priority 254) or master-0 speaks from it, so the
+// reboot changes no config; master-0 and the bootstrap host, one host,
+// do not list each other. The bootstrap host's haproxy has the address
+// once, as the bootstrap machine's.
+func TestBootstrapInPlace(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "day1-agent.yaml")
+	rendezvous := map[int]string{4: "198.51.100.11"}
+	for _, name := range []string{"master-0", "master-1", "master-2", BootstrapNode} {
+		files := r.files[name]
+		conf := fileOf(files, KeepalivedConfPath)
+		for _, inst := range instancesIn(t, files) {
+			block := instanceBlock(t, conf, inst)
+			src := fieldAfter(block, "unicast_src_ip")
+			peers := unicastPeers(block)
+			if slices.Contains(peers, src) {
+				t.Errorf("%s %s: its own address %s among its peers %v", name, inst, src, peers)
+			}
+			if len(slices.Compact(slices.Sorted(slices.Values(peers)))) != len(peers) {
+				t.Errorf("%s %s: a peer listed twice: %v", name, inst, peers)
+			}
+			fam := 4
+			if strings.HasSuffix(inst, "_v6") {
+				fam = 6
+			}
+			if want := name != "master-0" && name != BootstrapNode; slices.Contains(peers, rendezvous[fam]) != want {
+				t.Errorf("%s %s: peers %v; the rendezvous host's %s among them: want %v", name, inst, peers, rendezvous[fam], want)
+			}
+		}
+		h, err := r.plan.Handover(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, hi := range h.Instances {
+			if len(slices.Compact(slices.Clone(hi.Peers))) != len(hi.Peers) {
+				t.Errorf("%s: handover peers listed twice: %v", name, hi.Peers)
+			}
+		}
+		hcfg := fileOf(files, HaproxyConfPath)
+		for _, backend := range strings.Split(hcfg, "\nbackend ")[1:] {
+			seen := map[string]string{}
+			for _, line := range strings.Split(backend, "\n") {
+				f := strings.Fields(line)
+				if len(f) < 3 || f[0] != "server" || slices.Contains(f, "backup") {
+					continue
+				}
+				if other, dup := seen[f[2]]; dup {
+					t.Errorf("%s: backend %s has %s twice (%s and %s)", name, strings.Fields(backend)[0], f[2], other, f[1])
+				}
+				seen[f[2]] = f[1]
+			}
+		}
+	}
+	boot := fileOf(r.files[BootstrapNode], HaproxyConfPath)
+	if want := "server vipctl_bootstrap 198.51.100.11:6443\n    server master-1 198.51.100.12:6443\n    server master-2 198.51.100.13:6443\n"; !strings.Contains(boot, want) {
+		t.Errorf("the bootstrap host's haproxy.cfg lacks\n%s in:\n%s", want, boot)
+	}
+	if api := instanceBlock(t, fileOf(r.files[BootstrapNode], KeepalivedConfPath), "api_v4"); !strings.Contains(api, "priority 254") {
+		t.Errorf("the bootstrap host's API instance is not at priority 254:\n%s", api)
+	}
+}
+
+// fieldAfter is the word after key in a keepalived.conf block ("" if none).
+func fieldAfter(block, key string) string {
+	f := strings.Fields(block)
+	if i := slices.Index(f, key); i >= 0 && i+1 < len(f) {
+		return f[i+1]
+	}
+	return ""
+}
+
+// unicastPeers lists the addresses of a block's unicast_peer section.
+func unicastPeers(block string) []string {
+	_, rest, ok := strings.Cut(block, "unicast_peer {")
+	if !ok {
+		return nil
+	}
+	body, _, _ := strings.Cut(rest, "}")
+	var out []string
+	for _, line := range strings.Split(body, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			out = append(out, f[0])
+		}
+	}
+	return out
+}

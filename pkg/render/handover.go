@@ -80,13 +80,8 @@ func (p *Plan) Handover(node string) (Handover, error) {
 			continue
 		}
 		hi := HandoverInstance{Family: inst.family, VRID: inst.vrid}
-		for _, m := range inst.eligible {
-			if m.node.Name == node {
-				hi.Priority = m.priority
-			} else {
-				hi.Peers = append(hi.Peers, m.src)
-			}
-		}
+		self, peers := inst.membersOf(node)
+		hi.Priority, hi.Peers = self.priority, peers
 		if len(hi.Peers) == 0 {
 			continue
 		}

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/vipctl/vipctl/pkg/cluster"
 )
@@ -73,7 +74,16 @@ func (p *Plan) haproxyView(node string) (*haproxyView, error) {
 	}
 	masters = serving(masters, p.state.APIServers)
 	if p.isBootstrap(node) {
-		masters = append([]*cluster.Node{p.bootstrapServers()}, masters...)
+		// A control-plane node's host as the bootstrap machine (the
+		// in-place bootstrap of the agent-based installer, or the
+		// cut-over's --bootstrap-address) answers at one address: one
+		// server, the bootstrap machine's, not a second under the node's
+		// name.
+		boot := p.bootstrapServers()
+		masters = slices.DeleteFunc(masters, func(m *cluster.Node) bool {
+			return slices.ContainsFunc(m.Addresses, func(a netip.Addr) bool { return slices.Contains(boot.Addresses, a) })
+		})
+		masters = append([]*cluster.Node{boot}, masters...)
 	}
 	primary := netip.MustParseAddr(s.API.VIPs[0])
 	families := apiFamilies(s.API.VIPs)

@@ -221,18 +221,14 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 		if inst.family == 6 {
 			iv.Version = 3
 		}
-		for _, m := range inst.eligible {
-			if m.node.Name == node {
-				iv.Priority = m.priority
-				iv.TrackFiles = append([]string{drainRef(m.priority)}, inst.files...)
-				if s.VRRP.Mode == v1alpha1.ModeUnicast {
-					iv.UnicastSrc = m.src.String()
-					iv.PeerCheck = peerCheck(inst.family)
-				}
-				continue
-			}
-			if s.VRRP.Mode == v1alpha1.ModeUnicast {
-				iv.Peers = append(iv.Peers, m.src.String())
+		self, peers := inst.membersOf(node)
+		iv.Priority = self.priority
+		iv.TrackFiles = append([]string{drainRef(self.priority)}, inst.files...)
+		if s.VRRP.Mode == v1alpha1.ModeUnicast {
+			iv.UnicastSrc = self.src.String()
+			iv.PeerCheck = peerCheck(inst.family)
+			for _, a := range peers {
+				iv.Peers = append(iv.Peers, a.String())
 			}
 		}
 		if s.VRRP.Mode == v1alpha1.ModeUnicast && len(iv.Peers) == 0 {

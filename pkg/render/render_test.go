@@ -22,6 +22,7 @@ import (
 var exampleNodes = map[string]string{
 	"compact-ipv4.yaml":      "compact.yaml",
 	"day1-bootstrap.yaml":    "compact.yaml",
+	"day1-agent.yaml":        "compact.yaml",
 	"dual-stack.yaml":        "compact.yaml",
 	"api-int.yaml":           "compact.yaml",
 	"ingress-shards.yaml":    "compact.yaml",
