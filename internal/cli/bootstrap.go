@@ -46,6 +46,10 @@ In place (the agent-based installer's rendezvous host, which reboots into a
 control-plane node: spec.bootstrap names that node's address), it gives the
 VIP only to another control-plane node, once that node's own kube-apiserver
 is ready, and leaves the host's bootstrap kube-apiserver running.
+Before it starts anything it refuses to run when this host's own firewall
+(nft -j list ruleset: firewalld, nftables, iptables-nft) drops the nodes'
+VRRP adverts or the VIP's connections, naming the commands that open them
+(--skip-firewall-check to start anyway).
 Needs root (CAP_NET_ADMIN, CAP_NET_RAW) and keepalived and haproxy in PATH,
 as vipctl's image has them.`,
 		Example: `  # on the bootstrap machine, in vipctl's image:
@@ -91,6 +95,7 @@ as vipctl's image has them.`,
 	f.StringVar(&o.run.Interface, "interface", "", "interface for VRRP and the VIP (default the one holding spec.bootstrap.addresses)")
 	f.StringVar(&o.run.Dir, "dir", bootstrap.DefaultDir, "directory for the configs, pid files, sockets and daemon logs")
 	f.DurationVar(&o.run.YieldAfter, "yield-after", bootstrap.DefaultYieldAfter, "how long the control-plane nodes must answer without a break before they get the VIP")
+	f.BoolVar(&o.run.SkipFirewallCheck, "skip-firewall-check", false, "start even when this host's firewall drops the control-plane nodes' VRRP adverts or the VIP's connections")
 	f.DurationVar(&o.run.Grace, "grace", dataplane.HandoverGrace, "how long to keep serving the connections accepted here after the VIP left")
 	addOutputFlag(cmd, &o.output)
 	_ = cmd.MarkFlagRequired("file")

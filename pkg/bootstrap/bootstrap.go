@@ -65,6 +65,9 @@ type Options struct {
 	// connections it accepted finish (the nodes' handover tables send
 	// their segments here meanwhile).
 	Grace time.Duration
+	// SkipFirewallCheck starts without asking whether the host's own
+	// firewall lets the nodes' VRRP adverts and the VIP's connections in.
+	SkipFirewallCheck bool
 	// Log tells what happens; nil discards it.
 	Log *slog.Logger
 }
@@ -166,6 +169,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		h.log.Info("the control-plane nodes already answer through their haproxy; the API VIP is theirs", "nodes", up)
 		res.AlreadyServed = true
 		return res, nil
+	}
+	if err := h.checkFirewall(ctx); err != nil {
+		return nil, err
 	}
 	t := host.Target{Root: o.Dir}
 	for _, d := range []string{render.RunDir, render.HaproxyRunDir} {

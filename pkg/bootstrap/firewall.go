@@ -1,0 +1,85 @@
+package bootstrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/dataplane"
+	"github.com/vipctl/vipctl/pkg/hostfirewall"
+)
+
+// firewallPackets are what the bootstrap host must receive from each
+// control-plane node: its VRRP adverts (unicast to the bootstrap
+// address of their family, or to VRRP's group), without which the host
+// never sees a node take the VIP and the hand-over ends with two holders;
+// and connections to the API VIPs' ports, which the redirect turns to
+// haproxy's before the input chain sees them.
+func (h *machine) firewallPackets() []hostfirewall.Packet {
+	var out []hostfirewall.Packet
+	iface := h.state.Bootstrap.Interface
+	for _, b := range h.c.Spec.Bootstrap.Addresses {
+		dst := netip.MustParseAddr(b)
+		if h.c.Spec.VRRP.Mode == v1alpha1.ModeMulticast {
+			dst = hostfirewall.MulticastVRRP4
+			if netip.MustParseAddr(b).Is6() {
+				dst = hostfirewall.MulticastVRRP6
+			}
+		}
+		for _, m := range h.masters {
+			for _, a := range m.Addresses {
+				if a.Is6() == dst.Is6() {
+					out = append(out, hostfirewall.Packet{What: "VRRP adverts from " + m.Name, Src: a, Dst: dst, Proto: hostfirewall.ProtoVRRP, Iface: iface})
+					break
+				}
+			}
+		}
+	}
+	for _, r := range dataplane.APIRedirects(h.c) {
+		for _, m := range h.masters {
+			for _, a := range m.Addresses {
+				if a.Is6() == r.VIP.Is6() {
+					out = append(out, hostfirewall.Packet{What: fmt.Sprintf("connections to port %d of the VIP from %s", r.From, m.Name),
+						Src: a, Dst: r.VIP, Proto: hostfirewall.ProtoTCP, Port: r.From, LocalPort: r.To, Iface: iface})
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// checkFirewall refuses to start when the host's own firewall certainly
+// drops what the bootstrap host must receive, naming the commands that
+// open it; it warns when it cannot tell, or cannot read the ruleset.
+func (h *machine) checkFirewall(ctx context.Context) error {
+	if h.o.SkipFirewallCheck {
+		return nil
+	}
+	data, err := hostfirewall.Read(ctx, dataplane.RedirectTable)
+	if err != nil {
+		if errors.Is(err, hostfirewall.ErrNoNft) {
+			h.log.Warn(err.Error())
+		} else {
+			h.log.Warn("the host's firewall was not checked", "err", err)
+		}
+		return nil
+	}
+	report, err := hostfirewall.Check(data, h.firewallPackets(), dataplane.RedirectTable)
+	if err != nil {
+		h.log.Warn("the host's firewall was not checked", "err", err)
+		return nil
+	}
+	for _, d := range report.Doubts() {
+		h.log.Warn("the host's firewall may drop what the bootstrap host must receive", "packet", d)
+	}
+	problems := report.Problems()
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the host's firewall drops what the bootstrap host must receive (docs/bootstrap.md, \"The host's firewall\"):\n  %s\nopen it with:\n  %s\nor start anyway with --skip-firewall-check",
+		strings.Join(problems, "\n  "), strings.Join(report.Fix(), "\n  "))
+}

@@ -1,0 +1,52 @@
+package bootstrap
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"testing"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/hostfirewall"
+	"github.com/vipctl/vipctl/test/fixture"
+)
+
+// TestFirewallPackets: the bootstrap host is asked to receive each
+// control-plane node's VRRP adverts (to its own address in unicast, to
+// VRRP's group in multicast) and each node's connections to the VIP's
+// API and api-int ports, as haproxy's ports after the redirect.
+func TestFirewallPackets(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{v1alpha1.ModeUnicast, v1alpha1.ModeMulticast} {
+		c, err := v1alpha1.Load(fixture.Repo("examples/day1-bootstrap.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Spec.VRRP.Mode = mode
+		h := &machine{c: c, state: cluster.State{Bootstrap: &cluster.BootstrapHost{Interface: "ens3"}}}
+		for i := range 2 {
+			h.masters = append(h.masters, cluster.Node{Name: fmt.Sprintf("master-%d", i), ControlPlane: true,
+				Addresses: []netip.Addr{netip.MustParseAddr(fmt.Sprintf("198.51.100.%d", 11+i))}})
+		}
+		var got []string
+		for _, p := range h.firewallPackets() {
+			got = append(got, fmt.Sprintf("%s: %d %s>%s:%d>%d %s", p.What, p.Proto, p.Src, p.Dst, p.Port, p.LocalPort, p.Iface))
+		}
+		dst := "198.51.100.9"
+		if mode == v1alpha1.ModeMulticast {
+			dst = hostfirewall.MulticastVRRP4.String()
+		}
+		want := []string{
+			"VRRP adverts from master-0: 112 198.51.100.11>" + dst + ":0>0 ens3",
+			"VRRP adverts from master-1: 112 198.51.100.12>" + dst + ":0>0 ens3",
+			"connections to port 6443 of the VIP from master-0: 6 198.51.100.11>198.51.100.5:6443>9445 ens3",
+			"connections to port 6443 of the VIP from master-1: 6 198.51.100.12>198.51.100.5:6443>9445 ens3",
+			"connections to port 22623 of the VIP from master-0: 6 198.51.100.11>198.51.100.5:22623>22625 ens3",
+			"connections to port 22623 of the VIP from master-1: 6 198.51.100.12>198.51.100.5:22623>22625 ens3",
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s:\n%q\nwant\n%q", mode, got, want)
+		}
+	}
+}
