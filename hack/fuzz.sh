@@ -21,6 +21,7 @@ targets=(
   "./pkg/nodelist FuzzNodeList"
   "./pkg/nodelist FuzzInstallerFiles"
   "./pkg/vrid FuzzInventory"
+  "./pkg/hostfirewall FuzzCheck"
 )
 for t in "${targets[@]}"; do
   read -r pkg name <<<"$t"
