@@ -64,76 +64,91 @@ func Ask(ctx context.Context, ifi *net.Interface, addrs []netip.Addr, d time.Dur
 		return nil, err
 	}
 
-	heard := map[netip.Addr][]net.HardwareAddr{}
-	var mu sync.Mutex
-	stop := make(chan struct{})
+	l := &listener{fd: fd, ifi: ifi, want: want, heard: map[netip.Addr][]net.HardwareAddr{}, stop: make(chan struct{})}
 	var reader sync.WaitGroup
-	var readErr error
-	reader.Go(func() {
-		buf := make([]byte, 2048)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			n, from, err := unix.Recvfrom(fd, buf, 0)
-			if err != nil {
-				if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-					continue
-				}
-				readErr = fmt.Errorf("reading from %s: %w", ifi.Name, err)
-				return
-			}
-			if ll, ok := from.(*unix.SockaddrLinklayer); ok && ll.Pkttype == unix.PACKET_OUTGOING {
-				continue
-			}
-			a, mac, ok := parseClaim(buf[:n])
-			if !ok || !want[a] || slices.Equal(mac, ifi.HardwareAddr) {
-				continue
-			}
-			mu.Lock()
-			if !slices.ContainsFunc(heard[a], func(m net.HardwareAddr) bool { return slices.Equal(m, mac) }) {
-				heard[a] = append(heard[a], slices.Clone(mac))
-			}
-			mu.Unlock()
-		}
-	})
-	sendErr := func() error {
-		to := &unix.SockaddrLinklayer{Ifindex: ifi.Index, Protocol: linklayer.Htons(unix.ETH_P_ARP), Halen: 6, Addr: [8]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
-		for round := range askRounds {
-			if round > 0 {
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(askSpacing):
-				}
-			}
-			for _, a := range v4 {
-				if err := unix.Sendto(fd, linklayer.ARPRequest(ifi.HardwareAddr, srcs.of(a), a, nil), 0, to); err != nil {
-					return fmt.Errorf("ARP request for %s: %w", a, err)
-				}
-			}
-			for _, a := range v6 {
-				dst := &unix.SockaddrInet6{Addr: linklayer.SolicitedNode(a).As16(), ZoneId: uint32(ifi.Index)}
-				if err := unix.Sendto(ns, linklayer.NeighbourSolicitation(ifi.HardwareAddr, a), 0, dst); err != nil {
-					return fmt.Errorf("neighbour solicitation for %s: %w", a, err)
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(d):
-		}
-		return nil
-	}()
-	close(stop)
+	reader.Go(l.listen)
+	sendErr := solicit(ctx, fd, ns, ifi, srcs, v4, v6, d)
+	close(l.stop)
 	reader.Wait()
-	if err := errors.Join(sendErr, readErr); err != nil {
+	if err := errors.Join(sendErr, l.err); err != nil {
 		return nil, err
 	}
-	return heard, nil
+	return l.heard, nil
+}
+
+// listener collects, from a packet socket, who claims the wanted
+// addresses (ARP replies, neighbour advertisements), other than ifi
+// itself, until stop is closed.
+type listener struct {
+	fd   int
+	ifi  *net.Interface
+	want map[netip.Addr]bool
+	stop chan struct{}
+	// heard and err are read once listen has returned.
+	heard map[netip.Addr][]net.HardwareAddr
+	err   error
+}
+
+func (l *listener) listen() {
+	buf := make([]byte, 2048)
+	for {
+		select {
+		case <-l.stop:
+			return
+		default:
+		}
+		n, from, err := unix.Recvfrom(l.fd, buf, 0)
+		if err != nil {
+			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+				continue
+			}
+			l.err = fmt.Errorf("reading from %s: %w", l.ifi.Name, err)
+			return
+		}
+		if ll, ok := from.(*unix.SockaddrLinklayer); ok && ll.Pkttype == unix.PACKET_OUTGOING {
+			continue
+		}
+		a, mac, ok := parseClaim(buf[:n])
+		if !ok || !l.want[a] || slices.Equal(mac, l.ifi.HardwareAddr) {
+			continue
+		}
+		if !slices.ContainsFunc(l.heard[a], func(m net.HardwareAddr) bool { return slices.Equal(m, mac) }) {
+			l.heard[a] = append(l.heard[a], slices.Clone(mac))
+		}
+	}
+}
+
+// solicit asks askRounds times, askSpacing apart, who has each address
+// (ARP requests on fd, neighbour solicitations on ns), then waits d for
+// late answers.
+func solicit(ctx context.Context, fd, ns int, ifi *net.Interface, srcs ipv4Prefixes, v4, v6 []netip.Addr, d time.Duration) error {
+	to := &unix.SockaddrLinklayer{Ifindex: ifi.Index, Protocol: linklayer.Htons(unix.ETH_P_ARP), Halen: 6, Addr: [8]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
+	for round := range askRounds {
+		if round > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(askSpacing):
+			}
+		}
+		for _, a := range v4 {
+			if err := unix.Sendto(fd, linklayer.ARPRequest(ifi.HardwareAddr, srcs.of(a), a, nil), 0, to); err != nil {
+				return fmt.Errorf("ARP request for %s: %w", a, err)
+			}
+		}
+		for _, a := range v6 {
+			dst := &unix.SockaddrInet6{Addr: linklayer.SolicitedNode(a).As16(), ZoneId: uint32(ifi.Index)}
+			if err := unix.Sendto(ns, linklayer.NeighbourSolicitation(ifi.HardwareAddr, a), 0, dst); err != nil {
+				return fmt.Errorf("neighbour solicitation for %s: %w", a, err)
+			}
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+	}
+	return nil
 }
 
 // nsSocket is an ICMPv6 socket that sends neighbour solicitations out of
