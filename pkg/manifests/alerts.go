@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,6 +55,11 @@ type Alert struct {
 // the ServiceMonitors in Monitoring; the `node` label is the relabelling
 // of the sidecars' ServiceMonitor.
 func Alerts() []Alert {
+	return slices.Concat(vipAlerts(), sidecarAlerts(), bgpAlerts(), allocatorAlerts(), daemonAlerts())
+}
+
+// vipAlerts are the alerts on the VIPs themselves: held by nobody, by several nodes, or contested by a router outside the cluster.
+func vipAlerts() []Alert {
 	return []Alert{
 		{
 			Name:        "VipctlVIPNotHeld",
@@ -83,6 +89,12 @@ func Alerts() []Alert {
 			Summary:     "A router outside the cluster advertises one of its VRRP IDs.",
 			Description: "{{ $labels.source }} advertises VRRP ID {{ $labels.vrid }} ({{ $labels.family }}), which this cluster uses, and is no member of its instance; {{ $value }} node(s) hear it. VRRP routers sharing an ID on one segment disturb each other: a multicast cluster may lose a VIP to it.",
 		},
+	}
+}
+
+// sidecarAlerts are the alerts on a node's sidecar: its config, its interfaces, its reach to the API and its metrics.
+func sidecarAlerts() []Alert {
+	return []Alert{
 		{
 			Name:        "VipctlConfigKept",
 			Expr:        `vipctl_runtimecfg_sync_failing == 1`,
@@ -129,6 +141,12 @@ func Alerts() []Alert {
 			Summary:     "A vipctl metrics endpoint cannot be scraped.",
 			Description: "{{ $labels.job }} on {{ $labels.instance }} does not answer the scrape: the process is down, or it cannot reach the API to authorize the scraper. Alerts on its series are blind meanwhile.",
 		},
+	}
+}
+
+// bgpAlerts are the alerts on BGP and BFD sessions.
+func bgpAlerts() []Alert {
+	return []Alert{
 		{
 			Name:        "VipctlBGPSessionDown",
 			Expr:        `vipctl_bgp_session_up == 0`,
@@ -145,6 +163,12 @@ func Alerts() []Alert {
 			Summary:     "A BFD session of a node is down.",
 			Description: "BFD from {{ $labels.node }} to {{ $labels.peer }} is down: the path to that router fails, or the router's BFD is off.",
 		},
+	}
+}
+
+// allocatorAlerts are the alerts on the allocator's pools.
+func allocatorAlerts() []Alert {
+	return []Alert{
 		{
 			Name:        "VipctlPoolExhausted",
 			Expr:        leaderSeries("vipctl_allocator_addresses_in_use", "pool") + ` >= on (pool) max by (pool) (vipctl_allocator_pool_size)`,
@@ -161,6 +185,12 @@ func Alerts() []Alert {
 			Summary:     "A namespace reached a pool's maxPerNamespace.",
 			Description: "The allocator refused addresses because a namespace holds its pool's maxPerNamespace already (the Services' AllocationFailed Events name it).",
 		},
+	}
+}
+
+// daemonAlerts are the alerts on the daemons a node runs, and a drain left in place.
+func daemonAlerts() []Alert {
+	return []Alert{
 		{
 			Name: "VipctlDaemonRestarting",
 			// The sidecar sees a new PID at the latest a minute after a
