@@ -65,7 +65,8 @@ var (
 	poolsOnlyFile = strings.Replace(strings.Replace(clusterFile,
 		"  api: {vips: [198.51.100.5]}\n  ingress:\n  - {name: default, vips: [198.51.100.6]}\n", "", 1),
 		"  baseDomain:", "  mode: poolsOnly\n  baseDomain:", 1)
-	platformNone = installConfig[:strings.Index(installConfig, "  baremetal:")] + "  none: {}\n"
+	platformNone = strings.Replace(installConfig,
+		"  baremetal:\n    apiVIPs: [198.51.100.5]\n    ingressVIPs: [198.51.100.6]\n    loadBalancer: {type: UserManaged}\n", "  none: {}\n", 1)
 )
 
 // nodes is the node list of the command (--nodes): three control-plane
