@@ -124,7 +124,39 @@ func HaproxyCommand(root string) []string {
 
 // KeepalivedPod is the static pod on every node that may hold a VIP.
 func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
-	keepalived := corev1.Container{
+	return withoutHaproxy(c, withFRR(c, &corev1.Pod{
+		TypeMeta:   podTypeMeta(),
+		ObjectMeta: podMeta(render.KeepalivedPodName),
+		Spec: corev1.PodSpec{
+			HostNetwork:       true,
+			DNSPolicy:         corev1.DNSDefault,
+			PriorityClassName: systemNodeCritical,
+			// The sidecar finds keepalived by the PID keepalived wrote,
+			// which only means something inside one PID namespace.
+			ShareProcessNamespace: ptr.To(true),
+			EnableServiceLinks:    ptr.To(false),
+			SecurityContext:       podSecurityContext(),
+			Tolerations:           tolerateEverything(),
+			InitContainers:        []corev1.Container{renderContainer(c, false)},
+			Containers:            []corev1.Container{keepalivedContainer(c), runtimecfgContainer(c)},
+			Volumes: []corev1.Volume{
+				hostPath(volConfig, render.ConfigDir, corev1.HostPathDirectory),
+				hostPath(volKeepalived, render.KeepalivedDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volHaproxy, render.HaproxyDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volRun, render.RunDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volHaproxyRun, render.HaproxyRunDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volKubeconfig, render.NodeKubeconfig, corev1.HostPathFile),
+				hostPath(volKubeletPKI, render.KubeletPKIDir, corev1.HostPathDirectory),
+				hostPath(volState, render.StateDir, corev1.HostPathDirectoryOrCreate),
+				tmpVolume(),
+			},
+		},
+	}))
+}
+
+// keepalivedContainer runs keepalived in the keepalived pod.
+func keepalivedContainer(c *v1alpha1.ClusterVIPs) corev1.Container {
+	return corev1.Container{
 		Name:      containerKeepalived,
 		Image:     c.Spec.Images.Keepalived,
 		Command:   KeepalivedCommand(""),
@@ -168,7 +200,11 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 		// real-time priority when its adverts run late.
 		SecurityContext: securityContext("NET_ADMIN", "NET_RAW", "SETGID", "SETUID", "KILL", "SYS_NICE"),
 	}
-	sidecar := corev1.Container{
+}
+
+// runtimecfgContainer runs the sidecar beside keepalived.
+func runtimecfgContainer(c *v1alpha1.ClusterVIPs) corev1.Container {
+	return corev1.Container{
 		Name:    containerRuntimecfg,
 		Image:   c.Spec.Images.Vipctl,
 		Command: []string{"vipctl"},
@@ -213,39 +249,11 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 		// insecure"); seen under the real kubelet (TestKubelet...).
 		// NET_ADMIN also adds and removes the Service addresses of pools
 		// with announce: sidecar, NET_RAW sends their gratuitous ARP and
-		// neighbour advertisements (pkg/runtimecfg/follow.go), and opens
+		// neighbour advertisements (pkg/dataplane/follow.go), and opens
 		// the packet socket that hears foreign routers' VRRP adverts
 		// (pkg/sidecar/foreign.go).
 		SecurityContext: securityContext(judgeCaps("NET_ADMIN", "NET_RAW")...),
 	}
-	return withoutHaproxy(c, withFRR(c, &corev1.Pod{
-		TypeMeta:   podTypeMeta(),
-		ObjectMeta: podMeta(render.KeepalivedPodName),
-		Spec: corev1.PodSpec{
-			HostNetwork:       true,
-			DNSPolicy:         corev1.DNSDefault,
-			PriorityClassName: systemNodeCritical,
-			// The sidecar finds keepalived by the PID keepalived wrote,
-			// which only means something inside one PID namespace.
-			ShareProcessNamespace: ptr.To(true),
-			EnableServiceLinks:    ptr.To(false),
-			SecurityContext:       podSecurityContext(),
-			Tolerations:           tolerateEverything(),
-			InitContainers:        []corev1.Container{renderContainer(c, false)},
-			Containers:            []corev1.Container{keepalived, sidecar},
-			Volumes: []corev1.Volume{
-				hostPath(volConfig, render.ConfigDir, corev1.HostPathDirectory),
-				hostPath(volKeepalived, render.KeepalivedDir, corev1.HostPathDirectoryOrCreate),
-				hostPath(volHaproxy, render.HaproxyDir, corev1.HostPathDirectoryOrCreate),
-				hostPath(volRun, render.RunDir, corev1.HostPathDirectoryOrCreate),
-				hostPath(volHaproxyRun, render.HaproxyRunDir, corev1.HostPathDirectoryOrCreate),
-				hostPath(volKubeconfig, render.NodeKubeconfig, corev1.HostPathFile),
-				hostPath(volKubeletPKI, render.KubeletPKIDir, corev1.HostPathDirectory),
-				hostPath(volState, render.StateDir, corev1.HostPathDirectoryOrCreate),
-				tmpVolume(),
-			},
-		},
-	}))
 }
 
 // withoutHaproxy takes haproxy's directories out of the keepalived pod in
