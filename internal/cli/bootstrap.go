@@ -53,11 +53,11 @@ VRRP adverts or the VIP's connections, naming the commands that open them
 Needs root (CAP_NET_ADMIN, CAP_NET_RAW) and keepalived and haproxy in PATH,
 as vipctl's image has them.`,
 		Example: `  # on the bootstrap machine, in vipctl's image:
-  podman run --rm --net=host --privileged -v $PWD:/work:z IMAGE \
+  podman run --rm --net=host --privileged --user 0 -v $PWD:/work:z IMAGE \
     vipctl bootstrap -f /work/cluster.yaml --nodes /work/nodes.yaml
   # in place, on the agent-based installer's rendezvous host (master-0's
   # address in spec.bootstrap), as a unit before the bootstrap starts:
-  podman run --rm --net=host --privileged -v /etc/vipctl:/vipctl:z IMAGE \
+  podman run --rm --net=host --privileged --user 0 -v /etc/vipctl:/vipctl:z IMAGE \
     vipctl bootstrap -f /vipctl/cluster.yaml --nodes /vipctl/nodes.yaml
   # on another host of the segment (spec.bootstrap names its address):
   vipctl bootstrap -f cluster.yaml --nodes nodes.yaml --bootstrap-address 198.51.100.10`,
