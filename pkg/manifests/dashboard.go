@@ -3,6 +3,7 @@ package manifests
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -263,6 +264,11 @@ func orZero(expr string) string { return expr + ` or vector(0)` }
 func dashboardSections() []section {
 	// Windows are fixed, not $__rate_interval: the console knows only its
 	// own variables.
+	return slices.Concat(vipSections(), operationSections())
+}
+
+// vipSections are the dashboard's sections on the VIPs and the VRRP segment they live on.
+func vipSections() []section {
 	return []section{
 		{title: "VIPs", charts: []chart{
 			{kind: stat, title: "VIPs", width: 3, unit: "short",
@@ -296,6 +302,12 @@ func dashboardSections() []section {
 				description: "A node a pool or IngressController selects has no interface for its VIPs (interface, interfaceLabel) and holds none of them (alert VipctlVIPInterfaceMissing).",
 				queries:     []Target{q(`vipctl_runtimecfg_vip_interface_missing == 1`, "{{node}}: {{owner}}")}},
 		}},
+	}
+}
+
+// operationSections are its sections on the machinery: config, reloads, BGP and the service pools.
+func operationSections() []section {
+	return []section{
 		{title: "Config", charts: []chart{
 			{kind: timeSeries, title: "Nodes running their last good config", width: 4, unit: "short", stack: true,
 				description: "A daemon refused the rendered config, or it could not be written: changes since do not take effect there (alert VipctlConfigKept).",
