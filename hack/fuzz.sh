@@ -20,6 +20,7 @@ targets=(
   "./pkg/cluster FuzzObserve"
   "./pkg/nodelist FuzzNodeList"
   "./pkg/nodelist FuzzInstallerFiles"
+  "./pkg/installercheck FuzzCrossCheck"
   "./pkg/vrid FuzzInventory"
   "./pkg/hostfirewall FuzzCheck"
 )
