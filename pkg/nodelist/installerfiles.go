@@ -87,10 +87,14 @@ func ReadInstaller(in Installer) (InstallerFiles, error) {
 		MachineNetworksDefault: len(ic.Networking.MachineNetwork) == 0,
 		Platforms:              slices.Sorted(maps.Keys(names.Platform)),
 	}
+	// A platform written with no value (`baremetal:`) is that platform
+	// with every field unset.
+	_, baremetal := names.Platform["baremetal"]
+	_, vsphere := names.Platform["vsphere"]
 	switch {
-	case ic.Platform.Baremetal != nil:
+	case baremetal:
 		f.OnPrem = ic.Platform.Baremetal.summary("platform.baremetal")
-	case ic.Platform.VSphere != nil:
+	case vsphere:
 		f.OnPrem = ic.Platform.VSphere.summary("platform.vsphere")
 	}
 	if in.AgentConfig == "" {
@@ -108,6 +112,9 @@ func ReadInstaller(in Installer) (InstallerFiles, error) {
 }
 
 func (p *onPremPlatform) summary(field string) *OnPremPlatform {
+	if p == nil {
+		p = &onPremPlatform{}
+	}
 	vips := func(list []string, listField, single, singleField string) FieldValues {
 		if len(list) == 0 && single != "" {
 			return FieldValues{Field: field + "." + singleField, Values: []string{single}}
