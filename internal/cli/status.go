@@ -84,6 +84,11 @@ json: one JSON object per line and change), until interrupted (exit 0).`,
 				return status.Watch(ctx, o, fw.write)
 			}
 			report, errs := status.NewReport(c, nodes, svcs)
+			if reach, err := status.NodeReach(ctx, cl.Kube); err != nil {
+				errs = append(errs, err)
+			} else {
+				report.Classify(reach, time.Now())
+			}
 			for _, e := range errs {
 				_, _ = fmt.Fprintln(streams.ErrOut, "warning:", e)
 			}

@@ -121,6 +121,11 @@ func Cluster(ctx context.Context, o ClusterOptions) (*Archive, error) {
 		// Every node, not only those selected: the state of a VIP
 		// depends on who else holds it.
 		report, errs := status.NewReport(cfg, nodes, svcs.Items)
+		if reach, err := status.NodeReach(ctx, o.Kube); err != nil {
+			errs = append(errs, err)
+		} else {
+			report.Classify(reach, o.Now)
+		}
 		a.addJSON("status/status.json", report)
 		var b strings.Builder
 		b.WriteString(report.Text(o.Now))

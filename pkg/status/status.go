@@ -74,6 +74,9 @@ type VIPStatus struct {
 	State    string     `json:"state"`
 	Since    *time.Time `json:"since,omitempty"`
 	Services []string   `json:"services,omitempty"`
+	// Unreachable are the holders that no longer reach the API (state
+	// isolated): their claim predates it.
+	Unreachable []string `json:"unreachable,omitempty"`
 }
 
 // Compute lists every VIP of the config (API, ingress) and every address
@@ -249,6 +252,18 @@ func (r Report) Problems() []string {
 	if bad > 0 {
 		out = append(out, fmt.Sprintf("%d VIP(s) with no holder or more than one", bad))
 	}
+	var away []string
+	for _, v := range r.VIPs {
+		for _, n := range v.Unreachable {
+			if !slices.Contains(away, n) {
+				away = append(away, n)
+			}
+		}
+	}
+	if len(away) > 0 {
+		sort.Strings(away)
+		out = append(out, fmt.Sprintf("node(s) not reaching the API, whose claims are from before: %s", strings.Join(away, ", ")))
+	}
 	var down []string
 	for _, s := range r.BGPSessions {
 		if !s.Established() {
@@ -268,10 +283,7 @@ func (r Report) Text(now time.Time) string {
 	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	_, _ = fmt.Fprintln(w, "INSTANCE\tADDRESS\tHOLDER\tSTATE\tSINCE\tSERVICES")
 	for _, v := range r.VIPs {
-		holder := strings.Join(v.Holders, ",")
-		if holder == "" {
-			holder = "-"
-		}
+		holder := holderText(v)
 		since := "-"
 		if v.Since != nil {
 			since = ago(*v.Since, now)
@@ -303,3 +315,5 @@ func (r Report) Text(now time.Time) string {
 func ago(t, now time.Time) string {
 	return fmt.Sprintf("%s (%s ago)", t.UTC().Format(time.RFC3339), now.Sub(t).Round(time.Second))
 }
+
+func joinComma(ss []string) string { return strings.Join(ss, ",") }

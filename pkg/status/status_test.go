@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/test/fixture"
@@ -164,5 +166,53 @@ func TestStatusUnlisted(t *testing.T) {
 	}
 	if r := byAddr["198.51.100.131"]; r.Instance == "pool/rack-a/0" || r.State != StateNoHolder {
 		t.Errorf("another instance's address: %+v", r)
+	}
+}
+
+// TestClassifyIsolated: of two nodes claiming a VIP, the one whose
+// kubelet stopped renewing its Lease is isolated, not the other half of
+// a split brain; both renewing is a split brain; three holders of which
+// one is away stay a split brain; a node without a Lease counts as
+// reachable.
+func TestClassifyIsolated(t *testing.T) {
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	lease := func(node string, ago time.Duration) coordinationv1.Lease {
+		return coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: NodeLeaseNamespace},
+			Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: now.Add(-ago)}, LeaseDurationSeconds: ptr.To[int32](40)}}
+	}
+	reach := ReachFromLeases([]coordinationv1.Lease{
+		lease("master-0", 3*time.Second), lease("master-1", 16*time.Second), lease("master-2", 14*time.Second), lease("worker-0", time.Second),
+	})
+	row := func(holders ...string) VIPStatus { return VIPStatus{Address: "198.51.100.5", Holders: holders, State: StateSplitBrain} }
+	rep := Report{VIPs: []VIPStatus{
+		row("master-0", "master-1"), // master-1: 16 s > 1.5 × 10 s
+		row("master-0", "master-2"), // master-2: 14 s, within
+		row("master-0", "master-1", "worker-0"),
+		row("master-1", "gone"), // no Lease: reachable
+		{Address: "198.51.100.6", Holders: []string{"master-1"}, State: StateOK},
+	}}
+	rep.Classify(reach, now)
+	want := []string{StateIsolated, StateSplitBrain, StateSplitBrain, StateIsolated, StateOK}
+	for i, v := range rep.VIPs {
+		if v.State != want[i] {
+			t.Errorf("row %d %v: state %s, want %s", i, v.Holders, v.State, want[i])
+		}
+	}
+	if got := rep.VIPs[0].Unreachable; !slices.Equal(got, []string{"master-1"}) {
+		t.Errorf("unreachable %v", got)
+	}
+	text := rep.Text(now)
+	if !strings.Contains(text, "master-0,master-1(unreachable)") || !strings.Contains(text, "isolated") {
+		t.Errorf("table:\n%s", text)
+	}
+	p := rep.Problems()
+	if len(p) != 2 || p[1] != "node(s) not reaching the API, whose claims are from before: master-1" {
+		t.Errorf("problems %q", p)
+	}
+	// Without Leases nothing changes.
+	rep = Report{VIPs: []VIPStatus{row("master-0", "master-1")}}
+	rep.Classify(Reach{}, now)
+	if rep.VIPs[0].State != StateSplitBrain {
+		t.Errorf("without Leases: %s", rep.VIPs[0].State)
 	}
 }

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -71,7 +74,19 @@ func Watch(ctx context.Context, o WatchOptions, emit func(Frame) error) error {
 			return err
 		}
 	}
+	// The kubelets' Leases tell an isolated holder from a split brain.
+	// They change every 10 s on every node, so they wake nothing: a
+	// frame with a VIP of several holders is computed again every
+	// reachRecheck instead.
+	// Without permission to list them the watch goes on without.
 	factories := []informers.SharedInformerFactory{all}
+	var leases cache.GenericLister
+	if _, err := o.Kube.CoordinationV1().Leases(NodeLeaseNamespace).List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
+		nodeLeases := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0, informers.WithNamespace(NodeLeaseNamespace))
+		inf := nodeLeases.Coordination().V1().Leases().Informer()
+		leases = cache.NewGenericLister(inf.GetIndexer(), coordinationv1.Resource("leases"))
+		factories = append(factories, nodeLeases)
+	}
 	var configMaps cache.GenericNamespaceLister
 	if o.Config == nil {
 		// Only the one ConfigMap: a namespace may hold many.
@@ -130,24 +145,48 @@ func Watch(ctx context.Context, o WatchOptions, emit func(Frame) error) error {
 		ns, ss := deref(nodeList), deref(svcList)
 		sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
 		sort.Slice(ss, func(i, j int) bool { return cluster.NamespacedName(&ss[i]) < cluster.NamespacedName(&ss[j]) })
-		f := frame(config, ns, ss, warnings)
+		var reach Reach
+		if leases != nil {
+			objs, err := leases.List(labels.Everything())
+			if err != nil {
+				return err
+			}
+			list := make([]coordinationv1.Lease, 0, len(objs))
+			for _, obj := range objs {
+				if l, ok := obj.(*coordinationv1.Lease); ok {
+					list = append(list, *l)
+				}
+			}
+			reach = ReachFromLeases(list)
+		}
+		f := frame(config, ns, ss, reach, warnings)
 		if last == nil || !reflect.DeepEqual(*last, f) {
 			if err := emit(f); err != nil {
 				return err
 			}
 			last = &f
 		}
+		var recheck <-chan time.Time
+		if slices.ContainsFunc(f.Report.VIPs, func(v VIPStatus) bool { return v.State == StateSplitBrain || v.State == StateIsolated }) {
+			recheck = time.After(reachRecheck)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-wake:
+		case <-recheck:
 		}
 	}
 }
 
+// reachRecheck is how often the watch looks at the Leases again while a
+// VIP has several holders.
+const reachRecheck = 2 * time.Second
+
 // frame is one state, as the one-shot status computes it.
-func frame(c *v1alpha1.ClusterVIPs, nodes []corev1.Node, services []corev1.Service, warnings []string) Frame {
+func frame(c *v1alpha1.ClusterVIPs, nodes []corev1.Node, services []corev1.Service, reach Reach, warnings []string) Frame {
 	report, errs := NewReport(c, nodes, services)
+	report.Classify(reach, time.Now())
 	for _, e := range errs {
 		warnings = append(warnings, e.Error())
 	}
