@@ -24,6 +24,13 @@ import (
 const bootstrapAddr = "198.51.100.9"
 
 func bootstrapClusterYAML(profile string) string {
+	return bootstrapClusterYAMLAt(profile, bootstrapAddr)
+}
+
+// bootstrapClusterYAMLAt is the lab's day-1 cluster file with the
+// bootstrap host at addr: a node's own address in place
+// (TestBootstrapInPlace).
+func bootstrapClusterYAMLAt(profile, addr string) string {
 	return fmt.Sprintf(`apiVersion: vipctl.io/v1alpha1
 kind: ClusterVIPs
 metadata: {name: lab}
@@ -33,7 +40,7 @@ spec:
   api: {vips: [%s], internalPort: 22623}
   bootstrap: {addresses: [%s]}
   vrrp: {profile: %s, mode: unicast}
-`, apiVIP, bootstrapAddr, profile)
+`, apiVIP, addr, profile)
 }
 
 // TestBootstrapHandsOverToMasters is day 1 in the lab. A bootstrap host
@@ -54,69 +61,22 @@ func TestBootstrapHandsOverToMasters(t *testing.T) {
 }
 
 func bootstrapHandover(t *testing.T, profile string) {
-	vipctl := requireVipctl(t)
 	lc := lab.New(t, bootstrapClusterYAML(profile))
 	boot := lc.AddHost("bootstrap", netlab.HostOpts{Iface: "ens3", Addrs: []string{bootstrapAddr + "/24"}})
 	lab.ServeAPIStandIn(t, boot, bootstrapAddr, "bootstrap", 6443, 22623)
-
-	dir := lab.SharedDir(t, "vipctl-bootstrap-")
-	cfg, nodes := filepath.Join(dir, "cluster.yaml"), filepath.Join(dir, "nodes.yaml")
 	specs := masters(3)
-	writeFile(t, cfg, []byte(bootstrapClusterYAML(profile)))
-	writeFile(t, nodes, nodeListOf(t, specs))
-	run, result := filepath.Join(dir, "run"), filepath.Join(dir, "result.json")
-	proc := boot.Start("vipctl-bootstrap", "sh", "-c", fmt.Sprintf("exec %s bootstrap -f %s --nodes %s --dir %s --yield-after 5s --grace 2s -o json >%s",
-		vipctl, cfg, nodes, run, result))
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("--- vipctl bootstrap:\n%s", proc.LogTail(40))
-			for _, d := range []string{"keepalived", "haproxy"} {
-				data, _ := os.ReadFile(filepath.Join(run, d+".log"))
-				t.Logf("--- bootstrap %s log:\n%s", d, tailLines(string(data), 25))
-			}
-		}
-	})
-	lab.WaitFor(t, 30*time.Second, "the bootstrap host to hold the API VIP", func() bool { return hostHolds(boot, apiVIP) })
-	// Its haproxy starts with the nodes' servers up, none of which exists
-	// yet: give its checks time to mark them down before counting.
-	time.Sleep(3 * time.Second)
-	api := lc.Poll("https://"+apiVIP+":6443/", 10*time.Millisecond)
-	mcs := lc.Poll("https://"+apiVIP+":22623/", 10*time.Millisecond)
-	lab.WaitFor(t, 10*time.Second, "answers from the bootstrap host", func() bool {
-		a, _ := api.Counts()
-		m, _ := mcs.Counts()
-		return a > 50 && m > 50
-	})
-	if body := api.LastBody(); body != "bootstrap" {
-		t.Fatalf("the API VIP answered %q before any node ran; want the bootstrap machine", body)
-	}
+	b := startBootstrap(t, boot, bootstrapClusterYAML(profile), specs)
+	api, mcs := pollServed(t, lc, boot)
 
 	// A node that ignored the bootstrap host's adverts would take the VIP
 	// within its master-down interval and keep it beside the bootstrap
 	// host: the watch, from the nodes' start on, sees it.
 	lc.StartNodes(specs)
-	w := watchHandover(lc, boot, filepath.Join(run, render.DrainFile))
-	if err := proc.Wait(90 * time.Second); err != nil {
-		t.Fatalf("vipctl bootstrap: %v", err)
-	}
-	w.stop()
-	if len(w.split) > 0 {
-		t.Errorf("a node held the API VIP while the bootstrap host had not yielded: %v", w.split)
-	}
-	if w.taken.IsZero() {
-		t.Fatal("no node ever held the VIP")
-	}
+	w := watchHandover(lc, boot, filepath.Join(b.run, render.DrainFile))
+	res := b.wait(t, w)
 	holder := lc.WaitHolder(apiVIP, 10*time.Second, func(string) bool { return true })
 	if hostHolds(boot, apiVIP) {
 		t.Errorf("the bootstrap host still holds %s after it stopped", apiVIP)
-	}
-	var res bootstrap.Result
-	data, err := os.ReadFile(result)
-	if err == nil {
-		err = json.Unmarshal(data, &res)
-	}
-	if err != nil || res.YieldedAt == nil || res.LeftAt == nil || res.StoppedAt == nil {
-		t.Fatalf("vipctl bootstrap -o json: %v: %s", err, data)
 	}
 	leftovers(t, boot)
 
@@ -130,6 +90,86 @@ func bootstrapHandover(t *testing.T, profile string) {
 	t.Logf("bootstrap hand-over (%s profile), %s: the VIP left the bootstrap host %d ms after it yielded (the lab saw %s hold it within %d ms); failed requests: api %d of %d, api-int %d of %d",
 		profile, time.Now().Format("2006-01-02"), res.HandoverMillis, holder, w.taken.Sub(*res.YieldedAt).Milliseconds(),
 		apiFail, apiOK+apiFail, mcsFail, mcsOK+mcsFail)
+}
+
+// bootstrapRun is the real `vipctl bootstrap` running on a lab host.
+type bootstrapRun struct {
+	proc *netlab.Proc
+	// run is its --dir, result the file its -o json goes to.
+	run, result string
+}
+
+// startBootstrap writes clusterYAML and the node list of specs and starts
+// the real `vipctl bootstrap` on h with them (--yield-after 5s, --grace
+// 2s, -o json); a failing test gets its log and its daemons'.
+func startBootstrap(t *testing.T, h *netlab.Host, clusterYAML string, specs []lab.NodeSpec) *bootstrapRun {
+	t.Helper()
+	vipctl := requireVipctl(t)
+	dir := lab.SharedDir(t, "vipctl-bootstrap-")
+	cfg, nodes := filepath.Join(dir, "cluster.yaml"), filepath.Join(dir, "nodes.yaml")
+	writeFile(t, cfg, []byte(clusterYAML))
+	writeFile(t, nodes, nodeListOf(t, specs))
+	b := &bootstrapRun{run: filepath.Join(dir, "run"), result: filepath.Join(dir, "result.json")}
+	b.proc = h.Start("vipctl-bootstrap", "sh", "-c", fmt.Sprintf("exec %s bootstrap -f %s --nodes %s --dir %s --yield-after 5s --grace 2s -o json >%s",
+		vipctl, cfg, nodes, b.run, b.result))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("--- vipctl bootstrap:\n%s", b.proc.LogTail(40))
+			for _, d := range []string{"keepalived", "haproxy"} {
+				data, _ := os.ReadFile(filepath.Join(b.run, d+".log"))
+				t.Logf("--- bootstrap %s log:\n%s", d, tailLines(string(data), 25))
+			}
+		}
+	})
+	return b
+}
+
+// pollServed waits for h to hold the API VIP, then polls VIP:6443 and
+// VIP:22623 from the lab's client every 10 ms until both answer, the API
+// from h's bootstrap apiserver stand-in (named "bootstrap").
+func pollServed(t *testing.T, lc *lab.Cluster, h *netlab.Host) (api, mcs *lab.Poller) {
+	t.Helper()
+	lab.WaitFor(t, 30*time.Second, "the bootstrap host to hold the API VIP", func() bool { return hostHolds(h, apiVIP) })
+	// Its haproxy starts with the nodes' servers up, none of which exists
+	// yet: give its checks time to mark them down before counting.
+	time.Sleep(3 * time.Second)
+	api = lc.Poll("https://"+apiVIP+":6443/", 10*time.Millisecond)
+	mcs = lc.Poll("https://"+apiVIP+":22623/", 10*time.Millisecond)
+	lab.WaitFor(t, 10*time.Second, "answers from the bootstrap host", func() bool {
+		a, _ := api.Counts()
+		m, _ := mcs.Counts()
+		return a > 50 && m > 50
+	})
+	if body := api.LastBody(); body != "bootstrap" {
+		t.Fatalf("the API VIP answered %q before any node ran; want the bootstrap machine", body)
+	}
+	return api, mcs
+}
+
+// wait waits for the run to exit 0 and stops w, failing t if a node held
+// the VIP before the bootstrap host yielded or none held it after; it
+// returns what -o json said, which must tell a hand-over.
+func (b *bootstrapRun) wait(t *testing.T, w *handoverWatch) bootstrap.Result {
+	t.Helper()
+	if err := b.proc.Wait(90 * time.Second); err != nil {
+		t.Fatalf("vipctl bootstrap: %v", err)
+	}
+	w.stop()
+	if len(w.split) > 0 {
+		t.Errorf("a node held the API VIP while the bootstrap host had not yielded: %v", w.split)
+	}
+	if w.taken.IsZero() {
+		t.Fatal("no node ever held the VIP")
+	}
+	var res bootstrap.Result
+	data, err := os.ReadFile(b.result)
+	if err == nil {
+		err = json.Unmarshal(data, &res)
+	}
+	if err != nil || res.YieldedAt == nil || res.LeftAt == nil || res.StoppedAt == nil {
+		t.Fatalf("vipctl bootstrap -o json: %v: %s", err, data)
+	}
+	return res
 }
 
 // watchInterval is how often watchHandover looks.

@@ -121,13 +121,49 @@ func (lc *Cluster) StartNodes(specs []NodeSpec) {
 	for _, s := range specs {
 		lc.Nodes = append(lc.Nodes, lc.NewNode(t, s))
 	}
-	started := lc.Nodes[first:]
-	lc.capture(t, started, first == 0)
+	lc.start(lc.Nodes[first:], first == 0, false)
+}
+
+// StartNodeOn starts node s, which State lists already (AddToState), on h,
+// a host of the lab that ran something else until now: the rendezvous host
+// of an in-place bootstrap, rebooted into the control-plane node the node
+// list named from the start. As its keepalived pod's init container
+// before the sidecar's first sync, its first render is held back
+// (render.WithHeldBack): it takes nothing from a peer that serves until
+// the test's Apply, the sidecar's sync, renders it in full.
+func (lc *Cluster) StartNodeOn(h *netlab.Host, s NodeSpec) *Node {
+	t := lc.t
+	t.Helper()
+	if !slices.ContainsFunc(lc.State.Nodes, func(n cluster.Node) bool { return n.Name == s.Name }) {
+		t.Fatalf("node %s is not in the lab's state: AddToState it first", s.Name)
+	}
+	lc.applyBootSysctls(t, h)
+	n := lc.nodeOn(t, s, h)
+	lc.Nodes = append(lc.Nodes, n)
+	lc.start([]*Node{n}, false, true)
+	return n
+}
+
+// AddToState lists node s in State without starting it (its host may be
+// busy with something else first): the other nodes render it as a peer
+// and a backend.
+func (lc *Cluster) AddToState(s NodeSpec) {
+	lc.t.Helper()
+	lc.State.Nodes = append(lc.State.Nodes, lc.clusterNode(lc.t, s))
+}
+
+// start brings nodes in line through Reconcile (held back with heldBack)
+// and starts their daemons and, on control-plane nodes, the apiserver
+// stand-in (on spec.api.internalPort too, as the machine config server).
+func (lc *Cluster) start(started []*Node, withClient, heldBack bool) {
+	t := lc.t
+	t.Helper()
+	lc.capture(t, started, withClient)
 	for _, n := range started {
 		if err := runtimecfg.InitRunFiles(n.Target, lc.Config); err != nil {
 			t.Fatal(err)
 		}
-		lc.Apply(n)
+		lc.apply(n, heldBack)
 		// In mode poolsOnly OpenShift's own haproxy fronts the API.
 		if lc.isControlPlane(n.Name) && !lc.Config.PoolsOnly() {
 			n.APIServer = ServeAPIStandIn(t, n.Host, n.Addr, n.Name, lc.apiServerPorts()...)
@@ -178,15 +214,28 @@ func (lc *Cluster) NewNode(t testing.TB, s NodeSpec) *Node {
 	}
 	h := lc.lab.AddHost(s.Name, netlab.HostOpts{Iface: "br-ex", Addrs: addrs, Segment: s.Segment, Gateways: s.Gateways})
 	lc.applyBootSysctls(t, h)
-	n := &Node{Name: s.Name, Addr: strings.Split(s.Addr, "/")[0], Host: h, Routers: map[string]*StandIn{},
-		Target: host.Target{Root: filepath.Join(lc.base, s.Name), Netns: h.NS}}
-	lc.ByName[s.Name] = n
+	lc.State.Nodes = append(lc.State.Nodes, lc.clusterNode(t, s))
+	return lc.nodeOn(t, s, h)
+}
+
+// clusterNode is s as the node list names it.
+func (lc *Cluster) clusterNode(t testing.TB, s NodeSpec) cluster.Node {
+	t.Helper()
 	node := cluster.Node{Name: s.Name, Labels: s.Labels, ControlPlane: s.ControlPlane, Interface: "br-ex"}
-	node.Addresses = append(node.Addresses, mustAddr(t, n.Addr))
+	node.Addresses = append(node.Addresses, mustAddr(t, strings.Split(s.Addr, "/")[0]))
 	if s.Addr6 != "" {
 		node.Addresses = append(node.Addresses, mustAddr(t, strings.Split(s.Addr6, "/")[0]))
 	}
-	lc.State.Nodes = append(lc.State.Nodes, node)
+	return node
+}
+
+// nodeOn is node s on host h, with its root directory and the local-VIP
+// keeper the sidecar would run.
+func (lc *Cluster) nodeOn(t testing.TB, s NodeSpec, h *netlab.Host) *Node {
+	t.Helper()
+	n := &Node{Name: s.Name, Addr: strings.Split(s.Addr, "/")[0], Host: h, Routers: map[string]*StandIn{},
+		Target: host.Target{Root: filepath.Join(lc.base, s.Name), Netns: h.NS}}
+	lc.ByName[s.Name] = n
 	for _, d := range []string{render.RunDir, render.HaproxyRunDir, tmpDir} {
 		if err := os.MkdirAll(filepath.Join(n.Target.Root, d), 0o755); err != nil {
 			t.Fatal(err)
@@ -265,7 +314,14 @@ func (lc *Cluster) isControlPlane(name string) bool {
 // redirect, handover table, local VIPs).
 func (lc *Cluster) Apply(n *Node) runtimecfg.Result {
 	lc.t.Helper()
-	out, err := n.node.Reconcile(context.Background(), runtimecfg.Input{Model: cluster.Compile(lc.Config), State: lc.State})
+	return lc.apply(n, false)
+}
+
+// apply is Apply, at the lowest priority with heldBack (runtimecfg's
+// HoldBack, as --once before the first sync).
+func (lc *Cluster) apply(n *Node, heldBack bool) runtimecfg.Result {
+	lc.t.Helper()
+	out, err := n.node.Reconcile(context.Background(), runtimecfg.Input{Model: cluster.Compile(lc.Config), State: lc.State, HoldBack: heldBack})
 	if err != nil {
 		lc.t.Fatal(err)
 	}

@@ -21,10 +21,19 @@ type StandIn struct {
 	srv   *httptest.Server
 	ready atomic.Bool
 	name  string
+	// extra serve its further ports (ServeAPIStandIn's machine config
+	// server).
+	extra []*http.Server
 }
 
-// Close stops the server: its port refuses connections from now on.
-func (s *StandIn) Close() { s.srv.Close() }
+// Close stops the server: its ports refuse connections from now on, and
+// no socket of it holds its namespace any more.
+func (s *StandIn) Close() {
+	for _, srv := range s.extra {
+		_ = srv.Close()
+	}
+	s.srv.Close()
+}
 
 // SetReady sets what its health endpoint answers (200 or 503).
 func (s *StandIn) SetReady(ready bool) { s.ready.Store(ready) }
@@ -73,19 +82,13 @@ func ServeAPIStandIn(t testing.TB, h *netlab.Host, addr, name string, ports ...i
 	}
 	s.srv.Listener = listeners[0]
 	s.srv.StartTLS()
-	var extra []*http.Server
 	for _, l := range listeners[1:] {
 		// The certificate StartTLS made serves every port.
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: time.Second, TLSConfig: s.srv.TLS.Clone()}
-		extra = append(extra, srv)
+		s.extra = append(s.extra, srv)
 		go func() { _ = srv.ServeTLS(l, "", "") }()
 	}
-	t.Cleanup(func() {
-		for _, srv := range extra {
-			_ = srv.Close()
-		}
-		s.Close()
-	})
+	t.Cleanup(s.Close)
 	return s
 }
 
