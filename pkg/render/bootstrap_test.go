@@ -149,7 +149,7 @@ func TestBootstrapHostRunsNoFRR(t *testing.T) {
 	}
 }
 
-// TestBootstrapInPlace: the agent-based installer's rendezvous host
+// TestBootstrapHostInPlace: the agent-based installer's rendezvous host
 // bootstraps the cluster and reboots into master-0, so spec.bootstrap
 // names master-0's addresses (examples/day1-agent.yaml). Every node, the
 // bootstrap host's render too, lists each peer address once and never
@@ -158,7 +158,7 @@ func TestBootstrapHostRunsNoFRR(t *testing.T) {
 // reboot changes no config; master-0 and the bootstrap host, one host,
 // do not list each other. The bootstrap host's haproxy has the address
 // once, as the bootstrap machine's.
-func TestBootstrapInPlace(t *testing.T) {
+func TestBootstrapHostInPlace(t *testing.T) {
 	t.Parallel()
 	r := renderExample(t, "day1-agent.yaml")
 	rendezvous := map[int]string{4: "198.51.100.11"}
