@@ -55,75 +55,7 @@ release parses too.`,
   vipctl render -f cluster.yaml --out-dir out/ --nodes nodes.yaml --interface br-ex
   vipctl render -f cluster.yaml --out-dir out/ --openshift-release 4.19`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if err := o.outDir(streams); err != nil {
-				return err
-			}
-			if err := checkInstallerFlags(o.installer); err != nil {
-				return err
-			}
-			// It lands in every listed node's keepalived.conf.
-			if msg := v1alpha1.InterfaceNameError(o.iface); o.iface != "" && msg != "" {
-				return fmt.Errorf("--interface %q: %s", o.iface, msg)
-			}
-			// Before the inputs are read: a directory render cannot
-			// replace is refused at once.
-			if err := bundle.CheckOutDir(o.out); err != nil {
-				return fmt.Errorf("--out-dir: %w", err)
-			}
-			c, err := v1alpha1.Load(o.file)
-			if err != nil {
-				return err
-			}
-			if o.release != "" {
-				if _, err := openshiftrelease.Parse(o.release); err != nil {
-					return fmt.Errorf("--openshift-release %q: %w", o.release, err)
-				}
-				// Into the config, so that the ConfigMap and the node's copy
-				// say which release the MachineConfigs were written for.
-				c.Spec.OpenShiftRelease = o.release
-			}
-			check := installercheck.Input{Config: c, ConfigPath: o.file, NodesPath: o.nodes}
-			if o.release != "" {
-				check.ReleaseFrom = "--openshift-release"
-			}
-			var opts bundle.Options
-			if o.nodes != "" {
-				iface := o.iface
-				if iface == "" {
-					iface = c.Spec.VRRP.Interface
-				}
-				list, err := nodelist.Input{Path: o.nodes, Config: c, ConfigPath: o.file, Interface: iface}.Load()
-				if err != nil {
-					return fmt.Errorf("--nodes: %w", err)
-				}
-				opts.Nodes, opts.BootstrapNodes = list.Nodes, list.Objects
-			}
-			check.Nodes = opts.Nodes
-			if err := checkInstaller(o.installer, check); err != nil {
-				return err
-			}
-			files, err := bundle.Build(c, opts)
-			var invalid *v1alpha1.ValidationError
-			if errors.As(err, &invalid) {
-				return fmt.Errorf("%s: %w", o.file, err) // the file's fields, as validate names them
-			}
-			if err != nil {
-				return err
-			}
-			warnUnpublishedImage(streams.ErrOut, c)
-			for _, w := range bundle.PeerWarnings(c, opts.Nodes) {
-				if _, err := fmt.Fprintln(streams.ErrOut, "warning:", w); err != nil {
-					return err
-				}
-			}
-			warnReboots(streams.ErrOut, c)
-			if err := bundle.WriteDir(o.out, files); err != nil {
-				return fmt.Errorf("--out-dir: %w", err)
-			}
-			_, err = fmt.Fprintf(streams.Out, "wrote %d files to %s\n", len(files), o.out)
-			return err
-		},
+		RunE: func(*cobra.Command, []string) error { return o.run(streams) },
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.file, "file", "f", "", "ClusterVIPs file")
@@ -137,6 +69,78 @@ release parses too.`,
 	_ = cmd.MarkFlagRequired("file")
 	markNonEmpty(cmd, "nodes", "out-dir", "output-dir")
 	return cmd
+}
+
+// run renders: every input checked before anything is written, the
+// output directory replaced atomically.
+func (o *renderOptions) run(streams IOStreams) error {
+	if err := o.outDir(streams); err != nil {
+		return err
+	}
+	if err := checkInstallerFlags(o.installer); err != nil {
+		return err
+	}
+	// It lands in every listed node's keepalived.conf.
+	if msg := v1alpha1.InterfaceNameError(o.iface); o.iface != "" && msg != "" {
+		return fmt.Errorf("--interface %q: %s", o.iface, msg)
+	}
+	// Before the inputs are read: a directory render cannot
+	// replace is refused at once.
+	if err := bundle.CheckOutDir(o.out); err != nil {
+		return fmt.Errorf("--out-dir: %w", err)
+	}
+	c, err := v1alpha1.Load(o.file)
+	if err != nil {
+		return err
+	}
+	if o.release != "" {
+		if _, err := openshiftrelease.Parse(o.release); err != nil {
+			return fmt.Errorf("--openshift-release %q: %w", o.release, err)
+		}
+		// Into the config, so that the ConfigMap and the node's copy
+		// say which release the MachineConfigs were written for.
+		c.Spec.OpenShiftRelease = o.release
+	}
+	check := installercheck.Input{Config: c, ConfigPath: o.file, NodesPath: o.nodes}
+	if o.release != "" {
+		check.ReleaseFrom = "--openshift-release"
+	}
+	var opts bundle.Options
+	if o.nodes != "" {
+		iface := o.iface
+		if iface == "" {
+			iface = c.Spec.VRRP.Interface
+		}
+		list, err := nodelist.Input{Path: o.nodes, Config: c, ConfigPath: o.file, Interface: iface}.Load()
+		if err != nil {
+			return fmt.Errorf("--nodes: %w", err)
+		}
+		opts.Nodes, opts.BootstrapNodes = list.Nodes, list.Objects
+	}
+	check.Nodes = opts.Nodes
+	if err := checkInstaller(o.installer, check); err != nil {
+		return err
+	}
+	files, err := bundle.Build(c, opts)
+	var invalid *v1alpha1.ValidationError
+	if errors.As(err, &invalid) {
+		return fmt.Errorf("%s: %w", o.file, err) // the file's fields, as validate names them
+	}
+	if err != nil {
+		return err
+	}
+	warnUnpublishedImage(streams.ErrOut, c)
+	for _, w := range bundle.PeerWarnings(c, opts.Nodes) {
+		if _, err := fmt.Fprintln(streams.ErrOut, "warning:", w); err != nil {
+			return err
+		}
+	}
+	warnReboots(streams.ErrOut, c)
+	if err := bundle.WriteDir(o.out, files); err != nil {
+		return fmt.Errorf("--out-dir: %w", err)
+	}
+	_, err = fmt.Fprintf(streams.Out, "wrote %d files to %s\n", len(files), o.out)
+	return err
 }
 
 // warnUnpublishedImage tells, before it is too late, that the pods are

@@ -183,7 +183,9 @@ func TestClassifyIsolated(t *testing.T) {
 	reach := ReachFromLeases([]coordinationv1.Lease{
 		lease("master-0", 3*time.Second), lease("master-1", 16*time.Second), lease("master-2", 14*time.Second), lease("worker-0", time.Second),
 	})
-	row := func(holders ...string) VIPStatus { return VIPStatus{Address: "198.51.100.5", Holders: holders, State: StateSplitBrain} }
+	row := func(holders ...string) VIPStatus {
+		return VIPStatus{Address: "198.51.100.5", Holders: holders, State: StateSplitBrain}
+	}
 	rep := Report{VIPs: []VIPStatus{
 		row("master-0", "master-1"), // master-1: 16 s > 1.5 × 10 s
 		row("master-0", "master-2"), // master-2: 14 s, within

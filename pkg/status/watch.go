@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
@@ -50,8 +51,9 @@ var ErrNoConfigMap = errors.New("no ConfigMap " + v1alpha1.ConfigMapName)
 // Watch calls emit with the first frame and then with every frame that
 // differs from the last one emitted: an informer on the Nodes, the
 // Services and (without a fixed config) the ConfigMap wakes it, so it
-// asks the API server for nothing between changes. It returns nil when
-// ctx ends, or emit's error.
+// asks the API server for nothing between changes; while a VIP has
+// several holders it looks again every reachRecheck, for what the
+// kubelets' Leases say. It returns nil when ctx ends, or emit's error.
 func Watch(ctx context.Context, o WatchOptions, emit func(Frame) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -67,41 +69,11 @@ func Watch(ctx context.Context, o WatchOptions, emit func(Frame) error) error {
 		UpdateFunc: func(any, any) { poke() },
 		DeleteFunc: func(any) { poke() },
 	}
-	all := informers.NewSharedInformerFactory(o.Kube, 0)
-	nodes, services := all.Core().V1().Nodes(), all.Core().V1().Services()
-	for _, inf := range []cache.SharedIndexInformer{nodes.Informer(), services.Informer()} {
-		if _, err := inf.AddEventHandler(handler); err != nil {
-			return err
-		}
+	c, err := newCaches(ctx, o, handler)
+	if err != nil {
+		return err
 	}
-	// The kubelets' Leases tell an isolated holder from a split brain.
-	// They change every 10 s on every node, so they wake nothing: a
-	// frame with a VIP of several holders is computed again every
-	// reachRecheck instead.
-	// Without permission to list them the watch goes on without.
-	factories := []informers.SharedInformerFactory{all}
-	var leases cache.GenericLister
-	if _, err := o.Kube.CoordinationV1().Leases(NodeLeaseNamespace).List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
-		nodeLeases := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0, informers.WithNamespace(NodeLeaseNamespace))
-		inf := nodeLeases.Coordination().V1().Leases().Informer()
-		leases = cache.NewGenericLister(inf.GetIndexer(), coordinationv1.Resource("leases"))
-		factories = append(factories, nodeLeases)
-	}
-	var configMaps cache.GenericNamespaceLister
-	if o.Config == nil {
-		// Only the one ConfigMap: a namespace may hold many.
-		one := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0, informers.WithNamespace(o.Namespace),
-			informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-				lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", v1alpha1.ConfigMapName).String()
-			}))
-		inf := one.Core().V1().ConfigMaps()
-		if _, err := inf.Informer().AddEventHandler(handler); err != nil {
-			return err
-		}
-		configMaps = cache.NewGenericLister(inf.Informer().GetIndexer(), corev1.Resource("configmaps")).ByNamespace(o.Namespace)
-		factories = append(factories, one)
-	}
-	for _, f := range factories {
+	for _, f := range c.factories {
 		f.Start(ctx.Done())
 		defer f.Shutdown()
 		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
@@ -118,46 +90,23 @@ func Watch(ctx context.Context, o WatchOptions, emit func(Frame) error) error {
 	var last *Frame
 	for {
 		var warnings []string
-		if configMaps != nil {
-			c, unknown, err := liveConfig(configMaps)
+		if c.configMaps != nil {
+			live, unknown, err := liveConfig(c.configMaps)
 			switch {
 			case err != nil && config == nil:
 				return err
 			case err != nil:
 				warnings = append(warnings, err.Error()+" (showing the last valid config)")
 			default:
-				config = c
+				config = live
 			}
 			if len(unknown) > 0 {
 				warnings = append(warnings, fmt.Sprintf("configmap %s/%s: %s", o.Namespace, v1alpha1.ConfigMapName, unknown))
 			}
 		}
-		nodeList, err := nodes.Lister().List(labels.Everything())
+		ns, ss, reach, err := c.objects()
 		if err != nil {
 			return err
-		}
-		svcList, err := services.Lister().List(labels.Everything())
-		if err != nil {
-			return err
-		}
-		// Sorted, so that the same objects in the cache's own order
-		// make the same frame (and warnings in the same order).
-		ns, ss := deref(nodeList), deref(svcList)
-		sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
-		sort.Slice(ss, func(i, j int) bool { return cluster.NamespacedName(&ss[i]) < cluster.NamespacedName(&ss[j]) })
-		var reach Reach
-		if leases != nil {
-			objs, err := leases.List(labels.Everything())
-			if err != nil {
-				return err
-			}
-			list := make([]coordinationv1.Lease, 0, len(objs))
-			for _, obj := range objs {
-				if l, ok := obj.(*coordinationv1.Lease); ok {
-					list = append(list, *l)
-				}
-			}
-			reach = ReachFromLeases(list)
 		}
 		f := frame(config, ns, ss, reach, warnings)
 		if last == nil || !reflect.DeepEqual(*last, f) {
@@ -177,6 +126,83 @@ func Watch(ctx context.Context, o WatchOptions, emit func(Frame) error) error {
 		case <-recheck:
 		}
 	}
+}
+
+// caches are the watch's informers and what it lists from them.
+type caches struct {
+	nodes    listersv1.NodeLister
+	services listersv1.ServiceLister
+	// leases is nil without permission to list the kubelets' Leases,
+	// configMaps with a fixed config.
+	leases     cache.GenericLister
+	configMaps cache.GenericNamespaceLister
+	factories  []informers.SharedInformerFactory
+}
+
+// newCaches sets up informers on the Nodes, the Services and (without a
+// fixed config) the one ConfigMap, each calling handler, and on the
+// kubelets' Leases when allowed: those change every 10 s on every node,
+// so they call nothing; a frame with a VIP of several holders is
+// computed again every reachRecheck instead.
+func newCaches(ctx context.Context, o WatchOptions, handler cache.ResourceEventHandler) (*caches, error) {
+	all := informers.NewSharedInformerFactory(o.Kube, 0)
+	c := &caches{nodes: all.Core().V1().Nodes().Lister(), services: all.Core().V1().Services().Lister(), factories: []informers.SharedInformerFactory{all}}
+	for _, inf := range []cache.SharedIndexInformer{all.Core().V1().Nodes().Informer(), all.Core().V1().Services().Informer()} {
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := o.Kube.CoordinationV1().Leases(NodeLeaseNamespace).List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
+		nodeLeases := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0, informers.WithNamespace(NodeLeaseNamespace))
+		inf := nodeLeases.Coordination().V1().Leases().Informer()
+		c.leases = cache.NewGenericLister(inf.GetIndexer(), coordinationv1.Resource("leases"))
+		c.factories = append(c.factories, nodeLeases)
+	}
+	if o.Config == nil {
+		// Only the one ConfigMap: a namespace may hold many.
+		one := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0, informers.WithNamespace(o.Namespace),
+			informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+				lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", v1alpha1.ConfigMapName).String()
+			}))
+		inf := one.Core().V1().ConfigMaps()
+		if _, err := inf.Informer().AddEventHandler(handler); err != nil {
+			return nil, err
+		}
+		c.configMaps = cache.NewGenericLister(inf.Informer().GetIndexer(), corev1.Resource("configmaps")).ByNamespace(o.Namespace)
+		c.factories = append(c.factories, one)
+	}
+	return c, nil
+}
+
+// objects lists the cached Nodes and Services, sorted so that the same
+// objects in the cache's own order make the same frame (and warnings in
+// the same order), and what the Leases say.
+func (c *caches) objects() ([]corev1.Node, []corev1.Service, Reach, error) {
+	nodeList, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return nil, nil, Reach{}, err
+	}
+	svcList, err := c.services.List(labels.Everything())
+	if err != nil {
+		return nil, nil, Reach{}, err
+	}
+	ns, ss := deref(nodeList), deref(svcList)
+	sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
+	sort.Slice(ss, func(i, j int) bool { return cluster.NamespacedName(&ss[i]) < cluster.NamespacedName(&ss[j]) })
+	if c.leases == nil {
+		return ns, ss, Reach{}, nil
+	}
+	objs, err := c.leases.List(labels.Everything())
+	if err != nil {
+		return nil, nil, Reach{}, err
+	}
+	list := make([]coordinationv1.Lease, 0, len(objs))
+	for _, obj := range objs {
+		if l, ok := obj.(*coordinationv1.Lease); ok {
+			list = append(list, *l)
+		}
+	}
+	return ns, ss, ReachFromLeases(list), nil
 }
 
 // reachRecheck is how often the watch looks at the Leases again while a
