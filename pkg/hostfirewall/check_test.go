@@ -10,7 +10,8 @@ import (
 )
 
 // The fixtures in testdata/ are `nft -j list ruleset` as captured from a
-// network namespace (nftables 1.0.6):
+// network namespace (nftables 1.0.6) by hack/capture-rulesets.sh, which
+// makes them again:
 //
 //   - firewalld-*.json: Debian's firewalld 1.3.3 running in the namespace
 //     (its own D-Bus), interface ens3 198.51.100.9/24. public: the
@@ -21,11 +22,12 @@ import (
 //     rich-vrrp: ens3 back in public and `--add-rich-rule="rule
 //     family=ipv4 source address=198.51.100.0/24 protocol value=vrrp
 //     accept"`.
-//   - nftables-policy-drop.json: an nftables.conf of a hardened host
-//     (policy drop; established, lo, ICMP, SSH from an admin set, 80 and
-//     443); -open: the same plus `ct status dnat accept` and VRRP from
-//     198.51.100.0/24; nftables-api-ports-open.json: policy drop with
-//     VRRP and TCP 22, 6443 and 22623 open.
+//   - nftables-*.json, loaded from testdata/src/*.nft: policy-drop, an
+//     nftables.conf of a hardened host (policy drop; established, lo,
+//     ICMP, SSH from an admin set, 80 and 443); policy-drop-open: the same
+//     plus `ct status dnat accept` and VRRP from 198.51.100.0/24;
+//     api-ports-open: policy drop with VRRP and TCP 22, 6443 and 22623
+//     open.
 //   - iptables-nft-policy-drop.json: `iptables-nft -P INPUT DROP`, lo,
 //     `-m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT` (an xtables
 //     match nft cannot express), TCP 22.
