@@ -69,7 +69,7 @@ func generate() ([]byte, error) {
 		if !ok {
 			return nil, fmt.Errorf("type %s not found", name)
 		}
-		fmt.Fprintf(&b, "## %s\n\n%s\n", name, strings.TrimSpace(t.Doc))
+		fmt.Fprintf(&b, "## %s\n\n%s\n", name, strings.TrimSpace(withoutMarkers(t.Doc)))
 		b.WriteString("\n| field | type | description |\n|---|---|---|\n")
 		st := t.Decl.Specs[0].(*ast.TypeSpec).Type.(*ast.StructType)
 		for _, fld := range st.Fields.List {
@@ -81,7 +81,7 @@ func generate() ([]byte, error) {
 					typ = strings.Replace(typ, inner, "["+inner+"](#"+strings.ToLower(inner)+")", 1)
 				}
 			}
-			desc := strings.Join(strings.Fields(fld.Doc.Text()), " ")
+			desc := strings.Join(strings.Fields(withoutMarkers(fld.Doc.Text())), " ")
 			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", jsonName, typ, strings.ReplaceAll(desc, "|", "\\|"))
 		}
 		b.WriteString("\n")
@@ -110,6 +110,19 @@ func writeNodePorts(b *bytes.Buffer) {
 		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", n.Ports(), who, n.Nodes, n.When)
 	}
 	b.WriteString("\n")
+}
+
+// withoutMarkers drops the lines of a doc comment that are
+// controller-gen's markers (+kubebuilder:..., +optional, +listType=...):
+// they make the CRD (docs/api.md), not the prose.
+func withoutMarkers(doc string) string {
+	var keep []string
+	for _, line := range strings.Split(doc, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "+") {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "\n")
 }
 
 func jsonTag(f *ast.Field) string {

@@ -38,6 +38,7 @@ type MonitoringSpec struct {
 	// prometheus-operator; the scrapes skip certificate verification,
 	// as kube-prometheus does for the kubelet, and are authorized by the
 	// API server all the same) or "none" (no scrape objects).
+	// +kubebuilder:validation:Enum=openshift;prometheus-operator;none
 	Stack string `json:"stack,omitempty"`
 	// Prometheus is the ServiceAccount the Prometheus pods run as: it is
 	// granted get on /metrics and the reads service discovery needs in
@@ -50,17 +51,27 @@ type MonitoringSpec struct {
 	// port the nodes bind already: spec.api's ports, spec.ingress[].
 	// healthPort, and the table of ports vipctl never takes
 	// (docs/config-reference.md). Default 9449.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
 	Port int32 `json:"port,omitempty"`
 	// Labels are set on the ServiceMonitors, PodMonitors and the
 	// PrometheusRule, for a Prometheus whose selectors ask for some
 	// (kube-prometheus-stack's `release: NAME`).
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$') && (k.contains('/') ? k.split('/')[1].size() <= 63 && k.split('/')[0].size() <= 253 : k.size() <= 63))",message="keys must be label keys (an optional DNS subdomain prefix and /, then at most 63 of A-Z a-z 0-9 - _ . beginning and ending alphanumeric)"
 	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // ServiceAccountRef names a ServiceAccount.
 type ServiceAccountRef struct {
+	// Namespace is the ServiceAccount's namespace.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
+	// Name is the ServiceAccount's name.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
 }
 
 // MonitoringStack is spec.monitoring.stack, "openshift" when unset. It is
