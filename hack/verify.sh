@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Cheap checks that must hold on every commit: gofmt, go vet, go.mod tidy,
-# and generated files (golden files, docs) matching what `make update` makes.
+# and generated files (golden files, docs, the CRD) matching what `make update` makes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,7 +46,8 @@ if [ -n "$long" ]; then
   exit 1
 fi
 
-stale=$( (git diff --name-only -- docs ':(glob)**/testdata/**'; git ls-files --others --exclude-standard -- docs ':(glob)**/testdata/**') | sort -u)
+generated=(docs ':(glob)**/testdata/**' pkg/manifests/crds)
+stale=$( (git diff --name-only -- "${generated[@]}"; git ls-files --others --exclude-standard -- "${generated[@]}") | sort -u)
 if [ -n "$stale" ]; then
   echo "verify: generated files are stale; run make update and commit:" >&2
   echo "$stale" >&2
