@@ -141,6 +141,10 @@ func TestResultText(t *testing.T) {
 	if got := (&Result{VIPs: []string{"198.51.100.5"}, AlreadyServed: true}).Text(); !strings.Contains(got, "already answer") {
 		t.Errorf("already served: %q", got)
 	}
+	r.InPlace = "master-0"
+	if got, want := r.Text(), "in place: this host is node master-0 after its reboot\n"+want; got != want {
+		t.Errorf("in place:\n%s\nwant:\n%s", got, want)
+	}
 }
 
 // good is a set of options Validate accepts, for cases to break one by one.
