@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,12 +80,13 @@ func TestCRD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := client.Resource(schema.GroupVersionResource{Group: "vipctl.io", Version: "v1alpha1", Resource: "clustervips"})
+	c := &crdClient{r: client.Resource(schema.GroupVersionResource{Group: "vipctl.io", Version: "v1alpha1", Resource: "clustervips"})}
 
-	t.Run("examples", func(t *testing.T) { crdExamples(t, r) })
-	t.Run("bad-input", func(t *testing.T) { crdBadInputs(t, r) })
-	t.Run("rules", func(t *testing.T) { crdRuleCases(t, r) })
-	t.Run("status", func(t *testing.T) { crdStatus(t, r) })
+	t.Run("examples", func(t *testing.T) { crdExamples(t, c) })
+	t.Run("bad-input", func(t *testing.T) { crdBadInputs(t, c) })
+	t.Run("rules", func(t *testing.T) { crdRuleCases(t, c) })
+	t.Run("every-rule-proven", func(t *testing.T) { crdEveryRuleProven(t, c) })
+	t.Run("status", func(t *testing.T) { crdStatus(t, c.r) })
 	t.Run("descriptions", func(t *testing.T) {
 		cs, err := kubernetes.NewForConfig(s.AdminConfig())
 		if err != nil {
@@ -97,7 +99,7 @@ func TestCRD(t *testing.T) {
 // crdExamples: every shipped example is accepted as an object, and the
 // apiserver's defaults are vipctl's (SetDefaults changes nothing the
 // schema already filled in, and the schema fills in nothing else).
-func crdExamples(t *testing.T, r dynamic.ResourceInterface) {
+func crdExamples(t *testing.T, c *crdClient) {
 	paths, err := filepath.Glob(fixture.Repo("examples/*.yaml"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no examples: %v", err)
@@ -105,7 +107,7 @@ func crdExamples(t *testing.T, r dynamic.ResourceInterface) {
 	for _, path := range paths {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			obj := readObject(t, path)
-			got, err := dryRunCreate(r, obj)
+			got, err := c.dryRun(obj)
 			if err != nil {
 				t.Fatalf("refused: %v", err)
 			}
@@ -126,7 +128,7 @@ func crdExamples(t *testing.T, r dynamic.ResourceInterface) {
 
 // crdBadInputs: each bad cluster file is refused at its fields, or
 // accepted and listed as validate's alone; a new one must be classified.
-func crdBadInputs(t *testing.T, r dynamic.ResourceInterface) {
+func crdBadInputs(t *testing.T, c *crdClient) {
 	paths, err := filepath.Glob(fixture.Repo("testdata/bad-input/*.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +146,7 @@ func crdBadInputs(t *testing.T, r dynamic.ResourceInterface) {
 			if !ok {
 				t.Fatal("not in crdBadInput: say where the apiserver refuses it, or why only vipctl validate does (and add it to docs/api.md)")
 			}
-			_, err := dryRunCreate(r, obj)
+			_, err := c.dryRun(obj)
 			if want.validateOnly != "" {
 				if err != nil {
 					t.Fatalf("listed as checked by vipctl validate only (%s), but the apiserver refuses it: %v", want.validateOnly, err)
@@ -236,6 +238,7 @@ var crdRules = []crdRule{
 	{"an interface label no label key", "own-interface.yaml", func(s map[string]any) {
 		ingress(s, 1)["interfaceLabel"] = "vipctl.io/partners/interface"
 	}, "spec.ingress[1].interfaceLabel"},
+	{"the interface ..", "own-interface.yaml", func(s map[string]any) { pool(s, 0)["interface"] = ".." }, "spec.servicePools[0].interface"},
 	{"no interface name", "own-interface.yaml", func(s map[string]any) { pool(s, 0)["interface"] = "bridge-to-the-dmz" }, "spec.servicePools[0].interface"},
 	{"a selector key no label key", "ingress-shards.yaml", func(s map[string]any) {
 		ingress(s, 0)["nodeSelector"] = map[string]any{"role/worker/x": ""}
@@ -305,28 +308,28 @@ var crdRules = []crdRule{
 
 // crdRules: each rule of the schema refuses what vipctl refuses, at the
 // field vipctl names or its parent.
-func crdRuleCases(t *testing.T, r dynamic.ResourceInterface) {
-	for _, c := range crdRules {
-		t.Run(c.name, func(t *testing.T) {
-			obj := readObject(t, fixture.Repo("examples/"+c.example))
+func crdRuleCases(t *testing.T, c *crdClient) {
+	for _, rc := range crdRules {
+		t.Run(rc.name, func(t *testing.T) {
+			obj := readObject(t, fixture.Repo("examples/"+rc.example))
 			spec, _ := obj.Object["spec"].(map[string]any)
-			c.edit(spec)
+			rc.edit(spec)
 
 			_, verr := v1alpha1.Parse(fileBytes(t, obj))
 			var invalid *v1alpha1.ValidationError
 			if !errors.As(verr, &invalid) {
 				t.Fatalf("vipctl validate: want field errors, got %v", verr)
 			}
-			if !slices.ContainsFunc(invalid.Errors, func(e *field.Error) bool { return within(e.Field, c.at) }) {
-				t.Fatalf("vipctl validate names no field at or under %s: %v", c.at, verr)
+			if !slices.ContainsFunc(invalid.Errors, func(e *field.Error) bool { return within(e.Field, rc.at) }) {
+				t.Fatalf("vipctl validate names no field at or under %s: %v", rc.at, verr)
 			}
 
-			_, err := dryRunCreate(r, obj)
+			_, err := c.dryRun(obj)
 			if err == nil {
 				t.Fatalf("the apiserver accepts what vipctl refuses: %v", verr)
 			}
-			if fields := causeFields(t, err); !slices.Contains(fields, c.at) {
-				t.Errorf("the apiserver names %q, not %s: %v", fields, c.at, err)
+			if fields := causeFields(t, err); !slices.Contains(fields, rc.at) {
+				t.Errorf("the apiserver names %q, not %s: %v", fields, rc.at, err)
 			}
 		})
 	}
@@ -338,7 +341,7 @@ func crdRuleCases(t *testing.T, r dynamic.ResourceInterface) {
 		}
 		// A rule on the root may name no field of metadata: its message
 		// does.
-		_, err := dryRunCreate(r, obj)
+		_, err := c.dryRun(obj)
 		if err == nil || !strings.Contains(err.Error(), "metadata.name is the OpenShift cluster name") {
 			t.Fatalf("want the error about metadata.name, got %v", err)
 		}
@@ -409,7 +412,14 @@ func crdStatus(t *testing.T, r dynamic.ResourceInterface) {
 // crdDescriptions: the apiserver's OpenAPI v3 for the group describes
 // every field of the Go types, as oc explain shows them.
 func crdDescriptions(t *testing.T, cs kubernetes.Interface) {
-	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/openapi/v3/apis/vipctl.io/v1alpha1").DoRaw(context.Background())
+	// The apiserver publishes a new CRD's OpenAPI a moment after it is
+	// established.
+	var raw []byte
+	err := testapiserver.WaitFor(context.Background(), time.Minute, func(ctx context.Context) (bool, error) {
+		var err error
+		raw, err = cs.Discovery().RESTClient().Get().AbsPath("/openapi/v3/apis/vipctl.io/v1alpha1").DoRaw(ctx)
+		return err == nil, err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -489,11 +499,64 @@ func readObject(t *testing.T, path string) *unstructured.Unstructured {
 	return &obj
 }
 
-// dryRunCreate sends a cluster file to the apiserver as a ClusterVIPs
-// object, with strict field validation (as oc apply does) and without
-// storing it, so that every file may carry the same name.
-func dryRunCreate(r dynamic.ResourceInterface, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	return r.Create(context.Background(), obj.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: metav1.FieldValidationStrict})
+// crdClient sends cluster files to the apiserver and keeps the messages
+// of every refusal, so that TestCRD can tell which CEL rules its cases
+// have shown at work.
+type crdClient struct {
+	r       dynamic.ResourceInterface
+	refused []string
+}
+
+// dryRun sends a cluster file to the apiserver as a ClusterVIPs object,
+// with strict field validation (as oc apply does) and without storing
+// it, so that every file may carry the same name.
+func (c *crdClient) dryRun(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	got, err := c.r.Create(context.Background(), obj.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: metav1.FieldValidationStrict})
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Details != nil {
+		for _, cause := range status.Status().Details.Causes {
+			c.refused = append(c.refused, cause.Message)
+		}
+	}
+	return got, err
+}
+
+// crdEveryRuleProven: every CEL rule of the CRD has refused something in
+// the cases above (its message is in a refusal), so none is there
+// untried, and a rule added to the types needs a case in crdRules.
+func crdEveryRuleProven(t *testing.T, c *crdClient) {
+	var doc any
+	if err := yaml.Unmarshal(manifests.ClusterVIPsCRD(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	rules := 0
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				if k != "x-kubernetes-validations" {
+					walk(e)
+					continue
+				}
+				for _, rule := range e.([]any) {
+					rules++
+					msg, _ := rule.(map[string]any)["message"].(string)
+					if !slices.ContainsFunc(c.refused, func(m string) bool { return strings.Contains(m, msg) }) {
+						t.Errorf("no case shows this rule refusing anything: %q", msg)
+					}
+				}
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(doc)
+	if rules == 0 {
+		t.Fatal("the CRD has no CEL rule")
+	}
 }
 
 // toFile reads an object the apiserver returned as vipctl reads a
