@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 )
@@ -63,4 +65,48 @@ func profileOnSignal(ctx context.Context, file string, log *slog.Logger) (wait f
 		}
 	}()
 	return func() { <-done }
+}
+
+// heapProfileOnSignal writes a heap profile of this process to file at
+// every SIGUSR2 (replacing the last one), after a collection so that its
+// in-use figures are those of that moment, until ctx ends. A benchmark
+// takes one after a phase (the initial list and render, a churn) and
+// moves it aside before it asks for the next.
+func heapProfileOnSignal(ctx context.Context, file string, log *slog.Logger) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGUSR2)
+	go func() {
+		defer signal.Stop(sig)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-sig:
+			}
+			if err := writeHeapProfile(file); err != nil {
+				log.Error("writing a heap profile", "file", file, "err", fmt.Errorf("--heap-profile: %w", err))
+				continue
+			}
+			log.Info("heap profile written", "file", file)
+		}
+	}()
+}
+
+// writeHeapProfile writes the heap profile to a temporary file beside
+// file and renames it, so a reader never sees half of one.
+func writeHeapProfile(file string) error {
+	runtime.GC()
+	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }()
+	if err := pprof.Lookup("heap").WriteTo(tmp, 0); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), file)
 }

@@ -65,3 +65,41 @@ func TestProfileOnSignal(t *testing.T) {
 	wait()
 	isProfile("after the context ended")
 }
+
+// TestHeapProfileOnSignal: nothing is written before SIGUSR2; each one
+// writes a heap profile (gzip) in place of the last, and no temporary
+// file is left beside it.
+func TestHeapProfileOnSignal(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "heap.pprof")
+	var logs fixture.LogBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	heapProfileOnSignal(ctx, file, log)
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Fatalf("a profile before any signal: %v", err)
+	}
+	for n := 1; n <= 2; n++ {
+		if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for strings.Count(logs.String(), "heap profile written") < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("no heap profile %d in the log: %s", n, logs.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+			t.Fatalf("signal %d: not a gzipped profile: %d bytes", n, len(data))
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("want heap.pprof alone in %s, got %d entries", dir, len(entries))
+	}
+}

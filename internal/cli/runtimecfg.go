@@ -33,14 +33,15 @@ import (
 )
 
 type runtimecfgOptions struct {
-	once       runtimecfg.OnceOptions
-	oneShot    bool
-	kubeconfig string
-	listen     string
-	metrics    metricsFlags
-	namespace  string
-	debounce   time.Duration
-	cpuProfile string
+	once        runtimecfg.OnceOptions
+	oneShot     bool
+	kubeconfig  string
+	listen      string
+	metrics     metricsFlags
+	namespace   string
+	debounce    time.Duration
+	cpuProfile  string
+	heapProfile string
 }
 
 // sidecarGCPercent is the sidecar's GOGC unless the environment sets one.
@@ -115,7 +116,9 @@ with a SubjectAccessReview, both with the node's credentials.`,
 	f.StringVar(&o.cpuProfile, "cpu-profile", "", "write a CPU profile to this file between two SIGUSR1 (labs and benchmarks)")
 	_ = f.MarkHidden("root")
 	_ = f.MarkHidden("netns")
+	f.StringVar(&o.heapProfile, "heap-profile", "", "write a heap profile to this file at every SIGUSR2 (labs and benchmarks)")
 	_ = f.MarkHidden("cpu-profile")
+	_ = f.MarkHidden("heap-profile")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig with the node's credentials (default $KUBECONFIG, then in-cluster)")
 	f.StringVar(&o.listen, "listen", net.JoinHostPort("127.0.0.1", fmt.Sprint(render.SidecarPort)), "address of /healthz, /readyz and /metrics; empty to disable")
 	o.metrics.add(f, render.KubeletServingCert, render.KubeletServingCert)
@@ -172,6 +175,9 @@ func runSidecar(ctx context.Context, o *runtimecfgOptions, streams IOStreams) er
 	log := slog.New(slog.NewTextHandler(streams.ErrOut, nil))
 	if o.cpuProfile != "" {
 		defer profileOnSignal(ctx, o.cpuProfile, log)()
+	}
+	if o.heapProfile != "" {
+		heapProfileOnSignal(ctx, o.heapProfile, log)
 	}
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(sidecarGCPercent)

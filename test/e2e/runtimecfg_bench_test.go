@@ -159,8 +159,10 @@ func runRuntimecfgBench(b *testing.B) {
 	}
 	watches := apiWatches(scrapeAPIServer(b, admin))
 	listen := fmt.Sprintf("127.0.0.1:%d", freeLocalPort(b))
-	sidecar := startProcess(b, bin, "runtimecfg", "--config", cfgPath, "--bootstrap-nodes", bootstrap, "--node-name", benchNode,
-		"--kubeconfig", nodeKubeconfig, "--listen", listen, "--root", root, "--netns", judge.NS)
+	heap := newHeapProfiler(b)
+	sidecar := startProcessEnv(b, heap.Env(), bin, append([]string{"runtimecfg", "--config", cfgPath, "--bootstrap-nodes", bootstrap, "--node-name", benchNode,
+		"--kubeconfig", nodeKubeconfig, "--listen", listen, "--root", root, "--netns", judge.NS}, heap.Args()...)...)
+	rssSamples := sampleRSS(sidecar.PID())
 	conf := filepath.Join(root, render.KeepalivedConfPath)
 	start = time.Now()
 	waitUntilOrFatal(b, 10*time.Minute, "the sidecar renders every loaded Service", sidecar, func() bool {
@@ -168,6 +170,7 @@ func runRuntimecfgBench(b *testing.B) {
 		return strings.Count(string(data), "/128 dev br-ex") >= *benchServices
 	})
 	b.Logf("sidecar rendered %d service VIPs %s after start", *benchServices, time.Since(start).Round(time.Millisecond))
+	heap.Take(b, sidecar, "rendered.pprof")
 	for r, n := range apiWatches(scrapeAPIServer(b, admin)) {
 		watches[r] = n - watches[r]
 	}
@@ -203,6 +206,7 @@ func runRuntimecfgBench(b *testing.B) {
 		}
 	}
 	rss := peakRSSMiB(b, sidecar.PID())
+	anon, file, samples := rssSamples.Peak()
 	if status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", sidecar.PID())); err == nil {
 		for _, l := range strings.Split(string(status), "\n") {
 			if strings.HasPrefix(l, "Vm") || strings.HasPrefix(l, "Rss") {
@@ -212,9 +216,11 @@ func runRuntimecfgBench(b *testing.B) {
 	}
 	dups := duplicateAddresses(b, admin)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	fmt.Printf("runtimecfg nodes=%d services=%d rss_mib=%d p50_ms=%d p95_ms=%d duplicates=%d\n",
-		*benchNodes, *benchServices, rss, percentile(lat, 50).Milliseconds(), percentile(lat, 95).Milliseconds(), dups)
+	fmt.Printf("runtimecfg nodes=%d services=%d rss_mib=%d p50_ms=%d p95_ms=%d duplicates=%d peak_anon_mib=%d peak_file_mib=%d\n",
+		*benchNodes, *benchServices, rss, percentile(lat, 50).Milliseconds(), percentile(lat, 95).Milliseconds(), dups, anon, file)
 	runChurn(b, churnEnv{admin: admin, sidecar: sidecar, metricsURL: "http://" + listen + "/metrics", watches: watches})
+	heap.Take(b, sidecar, "end.pprof")
+	heap.Save(b, sidecar, samples)
 }
 
 func benchService(name string) *corev1.Service {
@@ -294,7 +300,15 @@ func (p *benchProc) LogTail(n int) string { return p.log.Tail(n) }
 
 func startProcess(b testing.TB, bin string, args ...string) *benchProc {
 	b.Helper()
+	return startProcessEnv(b, nil, bin, args...)
+}
+
+// startProcessEnv is startProcess with env as the process's environment
+// (nil: this one's).
+func startProcessEnv(b testing.TB, env []string, bin string, args ...string) *benchProc {
+	b.Helper()
 	p := &benchProc{cmd: exec.Command(bin, args...), log: &lab.LogBuffer{}, exited: make(chan struct{})}
+	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
 		b.Fatal(err)
