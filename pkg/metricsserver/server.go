@@ -2,10 +2,10 @@
 // Prometheus the way OpenShift's host-network components do: over TLS,
 // and only to a scraper the API server vouches for. The scraper's bearer
 // token is checked with a TokenReview and its right to `get` the
-// non-resource URL /metrics with a SubjectAccessReview, both through
-// k8s.io/apiserver's delegating authenticator and authorizer (the code
-// kube-rbac-proxy and controller-runtime's metrics filter use), with the
-// component's own credentials: the node's for the sidecar (the Node
+// non-resource URL /metrics with a SubjectAccessReview, the answers kept
+// as k8s.io/apiserver's delegating authenticator and authorizer keep
+// them (the code kube-rbac-proxy and controller-runtime's metrics filter
+// use; not linked, see reviewer), with the component's own credentials: the node's for the sidecar (the Node
 // authorizer grants every node tokenreviews and subjectaccessreviews, as
 // the kubelet needs them for its own API), the allocator's ServiceAccount
 // for the allocator (granted in its ClusterRole).
@@ -26,11 +26,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -70,19 +65,11 @@ type Options struct {
 
 // Server is a running metrics endpoint.
 type Server struct {
-	srv   *http.Server
-	ln    net.Listener
-	authn authenticator.Request
-	authz authorizer.Authorizer
-	log   *slog.Logger
-	h     http.Handler
-}
-
-// webhookBackoff is k8s.io/apiserver's default for its own delegated
-// authentication and authorization (options.DefaultAuthWebhookRetryBackoff,
-// whose package would link the whole generic API server).
-func webhookBackoff() *wait.Backoff {
-	return &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
+	srv    *http.Server
+	ln     net.Listener
+	review *reviewer
+	log    *slog.Logger
+	h      http.Handler
 }
 
 // New builds the server without listening (Start listens and serves).
@@ -93,27 +80,7 @@ func New(o Options) (*Server, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	// No anonymous authenticator: a request without a token the API
-	// server accepts is answered 401.
-	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
-		TokenAccessReviewClient:  o.Client.AuthenticationV1(),
-		TokenAccessReviewTimeout: reviewTimeout,
-		WebhookRetryBackoff:      webhookBackoff(),
-		CacheTTL:                 tokenCacheTTL,
-	}.New()
-	if err != nil {
-		return nil, fmt.Errorf("metrics server: authenticator: %w", err)
-	}
-	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
-		SubjectAccessReviewClient: o.Client.AuthorizationV1(),
-		AllowCacheTTL:             allowCacheTTL,
-		DenyCacheTTL:              denyCacheTTL,
-		WebhookRetryBackoff:       webhookBackoff(),
-	}.New()
-	if err != nil {
-		return nil, fmt.Errorf("metrics server: authorizer: %w", err)
-	}
-	s := &Server{authn: authn, authz: authz, log: o.Log, ln: o.Listener,
+	s := &Server{review: newReviewer(o.Client), log: o.Log, ln: o.Listener,
 		h: promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{})}
 	certs := NewCertificates(o.CertFile, o.KeyFile, o.Log)
 	s.srv = &http.Server{
@@ -167,7 +134,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "only GET", http.StatusMethodNotAllowed)
 		return
 	}
-	resp, ok, err := s.authn.AuthenticateRequest(r)
+	user, ok, err := s.review.authenticate(r.Context(), bearerToken(r))
 	if err != nil || !ok {
 		if err != nil {
 			s.log.Debug("metrics scrape not authenticated", "remote", r.RemoteAddr, "err", err)
@@ -175,16 +142,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Unauthorized: a bearer token the API server accepts is required", http.StatusUnauthorized)
 		return
 	}
-	attrs := authorizer.AttributesRecord{User: resp.User, Verb: "get", Path: Path}
-	decision, reason, err := s.authz.Authorize(r.Context(), attrs)
+	allowed, reason, err := s.review.authorize(r.Context(), user)
 	switch {
-	case decision == authorizer.DecisionAllow:
+	case allowed:
 		s.h.ServeHTTP(w, r)
 	case err != nil && !errors.Is(err, context.Canceled):
-		s.log.Warn("metrics scrape: SubjectAccessReview failed", "user", resp.User.GetName(), "err", err)
+		s.log.Warn("metrics scrape: SubjectAccessReview failed", "user", user.Username, "err", err)
 		http.Error(w, "authorization could not be checked", http.StatusServiceUnavailable)
 	default:
-		s.log.Debug("metrics scrape forbidden", "user", resp.User.GetName(), "reason", reason)
-		http.Error(w, fmt.Sprintf("Forbidden: user %q may not get %s", resp.User.GetName(), Path), http.StatusForbidden)
+		s.log.Debug("metrics scrape forbidden", "user", user.Username, "reason", reason)
+		http.Error(w, fmt.Sprintf("Forbidden: user %q may not get %s", user.Username, Path), http.StatusForbidden)
 	}
 }
