@@ -26,7 +26,6 @@ func (s *Sidecar) rememberVIPs(m *cluster.Model, st cluster.State) {
 	known := m.VIPKeys(st)
 	s.mu.Lock()
 	s.known = known
-	s.knownGen++
 	s.mu.Unlock()
 	s.publishSoon()
 }
@@ -161,10 +160,7 @@ func (s *Sidecar) publish(ctx context.Context) error {
 	}
 	s.m.VIPsHeld.Set(float64(len(held)))
 	s.mu.Lock()
-	if s.heldSeries == nil || s.heldSeriesGen != s.knownGen || !sameAddresses(held, s.heldSeriesFrom) {
-		s.heldSeries = s.m.observeHeld(s.heldSeries, s.known, held)
-		s.heldSeriesFrom, s.heldSeriesGen = held, s.knownGen
-	}
+	s.m.VIPHeld.Set(s.known, held)
 	same := s.published != nil && reflect.DeepEqual(held, s.published) || (s.published != nil && len(held) == 0 && len(s.published) == 0)
 	fresh := time.Since(s.publishedAt) < s.o.HeldResync/2
 	s.mu.Unlock()
@@ -203,12 +199,6 @@ func (s *Sidecar) publish(ctx context.Context) error {
 		s.log.Info("published held VIPs", "held", len(held), "added", added, "removed", removed)
 	}
 	return nil
-}
-
-// sameAddresses tells whether a and b name the same addresses in the
-// same order.
-func sameAddresses(a, b v1alpha1.HeldVIPs) bool {
-	return slices.EqualFunc(a, b, func(x, y v1alpha1.HeldVIP) bool { return x.Address == y.Address })
 }
 
 // heldLogged is how many addresses a log line of a publication names

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -49,6 +51,33 @@ func TestHeldIncludesAnnouncedRoutes(t *testing.T) {
 	}
 }
 
+// heldSeries is what vip_held exposes at a scrape, by vip and via.
+func heldSeries(t *testing.T, c *HeldCollector) map[[2]string]float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[[2]string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			var l [2]string
+			for _, p := range m.GetLabel() {
+				switch p.GetName() {
+				case "vip":
+					l[0] = p.GetValue()
+				case "via":
+					l[1] = p.GetValue()
+				}
+			}
+			out[l] = m.GetGauge().GetValue()
+		}
+	}
+	return out
+}
+
 // TestVIPHeldSeries: every VIP of the cluster has a vip_held series on
 // every node, 1 where held, so that the rules can count holders (none, or
 // two for a VRRP VIP); a bgp pool's address says via="bgp", which may
@@ -71,30 +100,32 @@ func TestVIPHeldSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := NewMetrics(nil)
-	series := m.observeHeld(nil, s.known, held)
+	m.VIPHeld.Set(s.known, held)
+	series := heldSeries(t, m.VIPHeld)
 	for _, w := range []struct {
 		vip, via string
 		want     float64
 	}{{ingress.String(), "vrrp", 1}, {api.String(), "vrrp", 0}, {announced.String(), "bgp", 1}} {
-		if got := testutil.ToFloat64(m.VIPHeld.WithLabelValues(w.vip, w.via)); got != w.want {
-			t.Errorf("vip_held{vip=%q,via=%q} = %v, want %v", w.vip, w.via, got, w.want)
+		if got, ok := series[[2]string{w.vip, w.via}]; !ok || got != w.want {
+			t.Errorf("vip_held{vip=%q,via=%q} = %v (present: %v), want %v", w.vip, w.via, got, ok, w.want)
 		}
 	}
-	if n := testutil.CollectAndCount(m.VIPHeld); n != len(s.known) {
-		t.Errorf("%d vip_held series for %d VIPs", n, len(s.known))
+	if len(series) != len(s.known) {
+		t.Errorf("%d vip_held series for %d VIPs", len(series), len(s.known))
 	}
 
-	delete(s.known, api)
-	m.observeHeld(series, s.known, held)
-	if n := testutil.CollectAndCount(m.VIPHeld); n != len(s.known) {
-		t.Errorf("the API VIP gone: %d vip_held series for %d VIPs", n, len(s.known))
+	known := maps.Clone(s.known)
+	delete(known, api)
+	m.VIPHeld.Set(known, held)
+	if series := heldSeries(t, m.VIPHeld); len(series) != len(known) {
+		t.Errorf("the API VIP gone: %d vip_held series for %d VIPs", len(series), len(known))
 	}
 }
 
-// TestVIPHeldSeriesFollowPublications: publish sets the vip_held series
-// again only when the held VIPs or the render's VIPs changed, and then
-// does: a render that brings a VIP while the node holds the same ones
-// gives it its series, and a VIP taken sets its series to 1.
+// TestVIPHeldSeriesFollowPublications: each publication gives vip_held
+// the render's VIPs and the held ones: a render that brings a VIP while
+// the node holds the same ones gives it its series, and a VIP taken sets
+// its series to 1.
 func TestVIPHeldSeriesFollowPublications(t *testing.T) {
 	t.Parallel()
 	c := fixture.Example(t, "bgp-two-racks.yaml")
@@ -111,20 +142,17 @@ func TestVIPHeldSeriesFollowPublications(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	series := func() int { return testutil.CollectAndCount(s.m.VIPHeld) }
-	held := func(a netip.Addr, via string) float64 {
-		return testutil.ToFloat64(s.m.VIPHeld.WithLabelValues(a.String(), via))
-	}
+	held := func(a netip.Addr, via string) float64 { return heldSeries(t, s.m.VIPHeld)[[2]string{a.String(), via}] }
 
 	s.rememberVIPs(m, cluster.State{})
 	publish("first publication")
-	before := series()
+	before := len(heldSeries(t, s.m.VIPHeld))
 	if held(ingress, "vrrp") != 1 || held(api, "vrrp") != 0 {
 		t.Fatalf("vip_held: ingress %v, API %v; want 1, 0", held(ingress, "vrrp"), held(api, "vrrp"))
 	}
 	s.rememberVIPs(m, cluster.State{ServiceVIPs: map[string][]netip.Addr{"racks": {added}}})
 	publish("after a render with a Service VIP")
-	if n := series(); n != before+1 {
+	if n := len(heldSeries(t, s.m.VIPHeld)); n != before+1 {
 		t.Errorf("%d vip_held series after a render added a VIP, want %d", n, before+1)
 	}
 	addrs.Store(&[]netip.Addr{ingress, api})

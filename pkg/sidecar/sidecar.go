@@ -142,14 +142,6 @@ type Sidecar struct {
 	published v1alpha1.HeldVIPs
 	// publishedAt is when published was last written.
 	publishedAt time.Time
-	// heldSeries are the vip_held series last set (publish only), from
-	// the known VIPs of generation heldSeriesGen and the VIPs held in
-	// heldSeriesFrom: nothing is set again while neither changed (at
-	// 5000 Services, setting them every minute was a tenth of an idle
-	// sidecar's CPU). knownGen counts the renders that set known.
-	heldSeries              map[[2]string]bool
-	heldSeriesFrom          v1alpha1.HeldVIPs
-	heldSeriesGen, knownGen uint64
 	// daemonPIDs are keepalived's and haproxy's PIDs as last seen
 	// (publish only).
 	daemonPIDs map[string]int
