@@ -302,7 +302,7 @@ func flushChanges(conn *nftables.Conn, changes []elementChange) error {
 			j := i
 			var elems []nftables.SetElement
 			for ; j < n && changes[j].set == changes[i].set && changes[j].del == changes[i].del; j++ {
-				elems = append(elems, changes[j].elem)
+				elems = append(elems, changes[j].element())
 			}
 			var err error
 			if changes[i].del {
@@ -334,26 +334,41 @@ func elementMap(elems []nftables.SetElement) map[netip.Addr][]byte {
 	return out
 }
 
-// elementChange adds or deletes one element of a set.
+// elementChange adds or deletes one element of a set. It holds the
+// address, not the nftables.SetElement (128 bytes) sent for it, which is
+// made one batch at a time: the first write of a node's table at 5000
+// Services is 5000 changes at once, when the sidecar's memory peaks
+// (issue 51).
 type elementChange struct {
 	set  *nftables.Set
-	elem nftables.SetElement
+	addr netip.Addr
+	val  []byte
 	del  bool
+}
+
+func (c elementChange) element() nftables.SetElement {
+	if c.del {
+		return nftables.SetElement{Key: c.addr.AsSlice()}
+	}
+	return nftables.SetElement{Key: c.addr.AsSlice(), Val: c.val}
 }
 
 // diffElements turns a set holding have into one holding want (a map's
 // values in both; nil values for a plain set).
 func diffElements(set *nftables.Set, have, want map[netip.Addr][]byte) []elementChange {
 	var out []elementChange
+	if len(have) == 0 {
+		out = make([]elementChange, 0, len(want))
+	}
 	for a, v := range have {
 		if w, keep := want[a]; keep && (!set.IsMap || bytes.Equal(v, w)) {
 			continue
 		}
-		out = append(out, elementChange{set: set, elem: nftables.SetElement{Key: a.AsSlice()}, del: true})
+		out = append(out, elementChange{set: set, addr: a, del: true})
 	}
 	for a, v := range want {
 		if h, had := have[a]; !had || (set.IsMap && !bytes.Equal(v, h)) {
-			out = append(out, elementChange{set: set, elem: nftables.SetElement{Key: a.AsSlice(), Val: v}})
+			out = append(out, elementChange{set: set, addr: a, val: v})
 		}
 	}
 	return out
