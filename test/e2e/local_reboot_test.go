@@ -3,7 +3,6 @@ package e2e
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,8 +84,8 @@ func TestRebootedNodeTakesNoStaleLocalVIP(t *testing.T) {
 		// Many adverts long: a node that hears nobody takes a VIP in
 		// three and a bit.
 		time.Sleep(10 * kc.Config.Spec.VRRP.Advert())
-		if got := kc.Holders(vip); !slices.Equal(got, []string{holder}) {
-			t.Errorf("%s, booted and held back with the API away, hears no advert of the instance: holders %v, want %s alone", rebooted, got, holder)
+		if got := kc.Holders(vip); !onePeerHolds(got, rebooted) {
+			t.Errorf("%s, booted and held back with the API away, hears no advert of the instance: holders %v, want one of its peers alone (%s held it before)", rebooted, got, holder)
 		}
 		if b, _ := os.ReadFile(status); string(b) != "-254\n" {
 			t.Errorf("%s held back: %s says %q, want -254 (FAULT: no endpoint known before the first sync)", rebooted, status, b)
@@ -96,10 +95,18 @@ func TestRebootedNodeTakesNoStaleLocalVIP(t *testing.T) {
 	lab.WaitFor(t, 30*time.Second, rebooted+" rendering the instance away", func() bool {
 		return !strings.Contains(kc.KeepalivedConf(t, rebooted), vip+"/32")
 	})
-	if got := kc.Holders(vip); !slices.Equal(got, []string{holder}) {
-		t.Errorf("after %s's first sync: holders %v, want %s", rebooted, got, holder)
+	if got := kc.Holders(vip); !onePeerHolds(got, rebooted) {
+		t.Errorf("after %s's first sync: holders %v, want one of its peers alone", rebooted, got)
 	}
 	p.WantNoFailures(t, vip+" while "+rebooted+" rebooted without its endpoint")
+}
+
+// onePeerHolds tells whether exactly one node holds the VIP and it is
+// not the rebooted one. Which peer may change while the test runs: the
+// first holder is whoever came up first, and a peer of higher priority
+// whose sidecar rendered the instance later preempts it, losing nothing.
+func onePeerHolds(holders []string, rebooted string) bool {
+	return len(holders) == 1 && holders[0] != rebooted
 }
 
 // instanceBlock is the vrrp_instance block of keepalived.conf whose name
