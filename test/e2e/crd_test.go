@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -106,7 +105,7 @@ func crdExamples(t *testing.T, c *crdClient) {
 	}
 	for _, path := range paths {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			obj := readObject(t, path)
+			obj := fixture.ReadObject(t, path)
 			got, err := c.dryRun(obj)
 			if err != nil {
 				t.Fatalf("refused: %v", err)
@@ -136,7 +135,7 @@ func crdBadInputs(t *testing.T, c *crdClient) {
 	seen := map[string]bool{}
 	for _, path := range paths {
 		name := filepath.Base(path)
-		obj := readObject(t, path)
+		obj := fixture.ReadObject(t, path)
 		if obj.GetKind() != v1alpha1.Kind {
 			continue // a node list, an installer file
 		}
@@ -311,7 +310,7 @@ var crdRules = []crdRule{
 func crdRuleCases(t *testing.T, c *crdClient) {
 	for _, rc := range crdRules {
 		t.Run(rc.name, func(t *testing.T) {
-			obj := readObject(t, fixture.Repo("examples/"+rc.example))
+			obj := fixture.ReadObject(t, fixture.Repo("examples/"+rc.example))
 			spec, _ := obj.Object["spec"].(map[string]any)
 			rc.edit(spec)
 
@@ -334,7 +333,7 @@ func crdRuleCases(t *testing.T, c *crdClient) {
 		})
 	}
 	t.Run("metadata.name", func(t *testing.T) {
-		obj := readObject(t, fixture.Repo("examples/compact-ipv4.yaml"))
+		obj := fixture.ReadObject(t, fixture.Repo("examples/compact-ipv4.yaml"))
 		obj.SetName("ostest.example")
 		if _, err := v1alpha1.Parse(fileBytes(t, obj)); err == nil {
 			t.Fatal("vipctl validate accepts it")
@@ -353,7 +352,7 @@ func crdRuleCases(t *testing.T, c *crdClient) {
 // change of the spec bumps the generation the nodes report against.
 func crdStatus(t *testing.T, r dynamic.ResourceInterface) {
 	ctx := context.Background()
-	obj := readObject(t, fixture.Repo("examples/compact-ipv4.yaml"))
+	obj := fixture.ReadObject(t, fixture.Repo("examples/compact-ipv4.yaml"))
 	created, err := r.Create(ctx, obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
 	if err != nil {
 		t.Fatal(err)
@@ -484,19 +483,6 @@ type openAPISchema struct {
 	AllOf       []*openAPISchema          `json:"allOf"`
 	Properties  map[string]*openAPISchema `json:"properties"`
 	Items       *openAPISchema            `json:"items"`
-}
-
-func readObject(t *testing.T, path string) *unstructured.Unstructured {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var obj unstructured.Unstructured
-	if err := yaml.Unmarshal(data, &obj.Object); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return &obj
 }
 
 // crdClient sends cluster files to the apiserver and keeps the messages

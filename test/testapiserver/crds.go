@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -15,7 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
+
+	"github.com/vipctl/vipctl/test/fixture"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -132,15 +132,8 @@ func InstallCRDsAt(t testing.TB, cfg *rest.Config, paths ...string) {
 	}
 	ctx := context.Background()
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var obj unstructured.Unstructured
-		if err := yaml.Unmarshal(data, &obj.Object); err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		if _, err := client.Resource(crdGVR).Create(ctx, &obj, metav1.CreateOptions{}); err != nil {
+		obj := fixture.ReadObject(t, p)
+		if _, err := client.Resource(crdGVR).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating CRD from %s: %v", p, err)
 		}
 		name := obj.GetName()
