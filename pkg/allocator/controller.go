@@ -403,7 +403,7 @@ func (t *term) sync(ctx context.Context, key string) error {
 		t.failed(s, err)
 		return nil
 	}
-	t.warnIncompatible(s, key)
+	t.warnIncompatible(s, &r)
 	if slices.Equal(cur, got) {
 		return nil
 	}

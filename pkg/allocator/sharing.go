@@ -67,12 +67,13 @@ func describeBackend(k string) string {
 // changed its traffic policy or selector since.
 const EventSharingIncompatible = "SharingIncompatible"
 
-// warnIncompatible reports each such share of s; nothing is released.
-func (t *term) warnIncompatible(s *corev1.Service, key string) {
-	for ad, users := range t.alloc.Incompatible(key) {
+// warnIncompatible reports each such share of s, whose request is r;
+// nothing is released.
+func (t *term) warnIncompatible(s *corev1.Service, r *Request) {
+	for ad, users := range t.alloc.Incompatible(r.Key) {
 		t.rec.Event(s, corev1.EventTypeWarning, EventSharingIncompatible, truncate(fmt.Sprintf(
 			"%s is shared with %s, whose traffic policy or selector differs (%s): %s; it is kept, give one of them its own address",
-			ad, strings.Join(users, ", "), backendClash(BackendKey(s), t.alloc.backendOf(ad, users[0])), clashWhy)))
+			ad, strings.Join(users, ", "), backendClash(r.Backend, t.alloc.backendOf(ad, users[0])), clashWhy)))
 	}
 }
 
