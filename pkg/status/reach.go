@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -27,24 +28,23 @@ const StateIsolated = "isolated"
 // nodeLeaseRenewIntervalFraction, 0.25: every 10 s at the default 40 s).
 const NodeLeaseNamespace = "kube-node-lease"
 
-// Reach is what the kubelets' Leases say of the nodes: when each last
-// renewed, and the renew interval its duration implies.
+// Reach is what the kubelets' Leases say of the nodes: by when each must
+// renew again to count as reaching the API. The zero Reach knows no node.
 type Reach struct {
-	Renewed  map[string]time.Time
-	Interval map[string]time.Duration
+	due map[string]time.Time
 }
 
 // ReachFromLeases reads the kubelets' Leases (NodeLeaseNamespace). A
 // Lease without a renew time or duration is left out: its node counts as
 // reachable.
 func ReachFromLeases(leases []coordinationv1.Lease) Reach {
-	r := Reach{Renewed: map[string]time.Time{}, Interval: map[string]time.Duration{}}
+	r := Reach{due: map[string]time.Time{}}
 	for _, l := range leases {
 		if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil || *l.Spec.LeaseDurationSeconds <= 0 {
 			continue
 		}
-		r.Renewed[l.Name] = l.Spec.RenewTime.Time
-		r.Interval[l.Name] = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second / 4
+		interval := time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second / 4
+		r.due[l.Name] = l.Spec.RenewTime.Add(time.Duration(missedRenewals * float64(interval)))
 	}
 	return r
 }
@@ -57,11 +57,8 @@ const missedRenewals = 1.5
 // Unreachable tells whether node has gone longer than missedRenewals
 // renew intervals without renewing its Lease, as of now.
 func (r Reach) Unreachable(node string, now time.Time) bool {
-	t, ok := r.Renewed[node]
-	if !ok {
-		return false
-	}
-	return now.Sub(t) > time.Duration(missedRenewals*float64(r.Interval[node]))
+	due, ok := r.due[node]
+	return ok && now.After(due)
 }
 
 // Classify tells split brains from isolated holders: a row of two or more
@@ -101,7 +98,7 @@ func holderText(v VIPStatus) string {
 		}
 		out = append(out, h)
 	}
-	return joinComma(out)
+	return strings.Join(out, ",")
 }
 
 // NodeReach lists the kubelets' Leases. An error (no permission to list

@@ -315,5 +315,3 @@ func (r Report) Text(now time.Time) string {
 func ago(t, now time.Time) string {
 	return fmt.Sprintf("%s (%s ago)", t.UTC().Format(time.RFC3339), now.Sub(t).Round(time.Second))
 }
-
-func joinComma(ss []string) string { return strings.Join(ss, ",") }
