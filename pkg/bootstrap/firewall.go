@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/hostfirewall"
 )
@@ -29,24 +31,26 @@ func (h *machine) firewallPackets() []hostfirewall.Packet {
 				dst = hostfirewall.MulticastVRRP6
 			}
 		}
-		for _, m := range h.masters {
-			for _, a := range m.Addresses {
-				if a.Is6() == dst.Is6() {
-					out = append(out, hostfirewall.Packet{What: "VRRP adverts from " + m.Name, Src: a, Dst: dst, Proto: hostfirewall.ProtoVRRP, Iface: iface})
-					break
-				}
-			}
-		}
+		out = append(out, h.fromMasters(dst, func(m cluster.Node, src netip.Addr) hostfirewall.Packet {
+			return hostfirewall.Packet{What: "VRRP adverts from " + m.Name, Src: src, Dst: dst, Proto: hostfirewall.ProtoVRRP, Iface: iface}
+		})...)
 	}
 	for _, r := range dataplane.APIRedirects(h.c) {
-		for _, m := range h.masters {
-			for _, a := range m.Addresses {
-				if a.Is6() == r.VIP.Is6() {
-					out = append(out, hostfirewall.Packet{What: fmt.Sprintf("connections to port %d of the VIP from %s", r.From, m.Name),
-						Src: a, Dst: r.VIP, Proto: hostfirewall.ProtoTCP, Port: r.From, LocalPort: r.To, Iface: iface})
-					break
-				}
-			}
+		out = append(out, h.fromMasters(r.VIP, func(m cluster.Node, src netip.Addr) hostfirewall.Packet {
+			return hostfirewall.Packet{What: fmt.Sprintf("connections to port %d of the VIP from %s", r.From, m.Name),
+				Src: src, Dst: r.VIP, Proto: hostfirewall.ProtoTCP, Port: r.From, LocalPort: r.To, Iface: iface}
+		})...)
+	}
+	return out
+}
+
+// fromMasters is one packet per control-plane node, sent from its first
+// address of dst's family (none from a node without one).
+func (h *machine) fromMasters(dst netip.Addr, packet func(m cluster.Node, src netip.Addr) hostfirewall.Packet) []hostfirewall.Packet {
+	var out []hostfirewall.Packet
+	for _, m := range h.masters {
+		if i := slices.IndexFunc(m.Addresses, func(a netip.Addr) bool { return a.Is4() == dst.Is4() }); i >= 0 {
+			out = append(out, packet(m, m.Addresses[i]))
 		}
 	}
 	return out
