@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -138,7 +139,25 @@ func (o *runtimecfgOptions) validate() error {
 		errs = append(errs, fmt.Errorf("--debounce %s: must not be negative", o.debounce))
 	}
 	errs = append(errs, checkListen("--listen", o.listen), checkListen("--metrics-listen", o.metrics.listen))
+	errs = append(errs, checkProfilePath("--cpu-profile", o.cpuProfile), checkProfilePath("--heap-profile", o.heapProfile))
 	return errors.Join(errs...)
+}
+
+// checkProfilePath refuses a profile's path that could never be written,
+// now rather than at the signal that asks for the profile, long after
+// the start: a directory, or a file in a directory that does not exist.
+// "" (no profile) passes.
+func checkProfilePath(flag, p string) error {
+	if p == "" {
+		return nil
+	}
+	if st, err := os.Stat(p); err == nil && st.IsDir() {
+		return fmt.Errorf("%s %s: is a directory: name the profile's file", flag, p)
+	}
+	if st, err := os.Stat(filepath.Dir(p)); err != nil || !st.IsDir() {
+		return fmt.Errorf("%s %s: no directory %s to write it in", flag, p, filepath.Dir(p))
+	}
+	return nil
 }
 
 // checkListen refuses a listen address net.Listen would refuse, or whose
