@@ -206,35 +206,52 @@ func (m *Model) Followers(s *corev1.Service) []Follower {
 }
 
 // Endpoints fills each Local Service's Nodes (the nodes that run a ready
-// endpoint of it) and Draining (those that run only terminating endpoints
-// that still serve). slices maps namespace/name to the Service's
+// endpoint of it), Draining (those that run only terminating endpoints
+// that still serve) and Unready (those that run only endpoints neither
+// ready nor terminating). slices maps namespace/name to the Service's
 // EndpointSlices.
 func Endpoints(local []LocalService, slices map[string][]*discoveryv1.EndpointSlice) {
 	for i := range local {
-		ready, draining := map[string]bool{}, map[string]bool{}
+		ready, draining, unready := map[string]bool{}, map[string]bool{}, map[string]bool{}
 		for _, es := range slices[local[i].Name] {
 			for _, e := range es.Endpoints {
 				switch c := e.Conditions; {
 				case e.NodeName == nil:
 				case c.Ready == nil || *c.Ready:
 					ready[*e.NodeName] = true
-				case c.Serving != nil && *c.Serving && c.Terminating != nil && *c.Terminating:
-					draining[*e.NodeName] = true
+				case c.Terminating != nil && *c.Terminating:
+					if c.Serving != nil && *c.Serving {
+						draining[*e.NodeName] = true
+					}
+				default:
+					unready[*e.NodeName] = true
 				}
 			}
 		}
-		local[i].Nodes, local[i].Draining = local[i].Nodes[:0], local[i].Draining[:0]
-		for n := range ready {
-			local[i].Nodes = append(local[i].Nodes, n)
-		}
-		for n := range draining {
-			if !ready[n] {
-				local[i].Draining = append(local[i].Draining, n)
-			}
-		}
-		sort.Strings(local[i].Nodes)
-		sort.Strings(local[i].Draining)
+		local[i].Nodes = sortedKeys(local[i].Nodes[:0], ready, nil)
+		local[i].Draining = sortedKeys(local[i].Draining[:0], draining, ready)
+		unready = without(unready, draining)
+		local[i].Unready = sortedKeys(local[i].Unready[:0], unready, ready)
 	}
+}
+
+// sortedKeys appends the keys of set that are not in but to out, sorted.
+func sortedKeys(out []string, set, but map[string]bool) []string {
+	for n := range set {
+		if !but[n] {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// without is set less the keys of but.
+func without(set, but map[string]bool) map[string]bool {
+	for n := range but {
+		delete(set, n)
+	}
+	return set
 }
 
 // SlicesByService groups EndpointSlices by the namespace/name of the

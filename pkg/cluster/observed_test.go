@@ -59,12 +59,19 @@ func TestLocalServices(t *testing.T) {
 		svc("pending", 1, nil, local),
 	}
 	yes, no := true, false
-	n1, n2, n3, n4, n5 := "node-1", "node-2", "node-3", "node-4", "node-5"
+	n1, n2, n3, n4, n5, n6 := "node-1", "node-2", "node-3", "node-4", "node-5", "node-6"
 	slices := map[string][]*discoveryv1.EndpointSlice{
 		"ns/older": {{Endpoints: []discoveryv1.Endpoint{
 			{NodeName: &n2, Conditions: discoveryv1.EndpointConditions{Ready: &yes}},
 			{NodeName: &n1, Conditions: discoveryv1.EndpointConditions{}},
+			// Running, not ready (its probe fails): unready.
 			{NodeName: &n3, Conditions: discoveryv1.EndpointConditions{Ready: &no}},
+			// Unready beside a draining one: draining.
+			{NodeName: &n4, Conditions: discoveryv1.EndpointConditions{Ready: &no, Serving: &no}},
+			// Unready beside a ready one: ready.
+			{NodeName: &n1, Conditions: discoveryv1.EndpointConditions{Ready: &no}},
+			// Unready and stopping: gone.
+			{NodeName: &n6, Conditions: discoveryv1.EndpointConditions{Ready: &no, Terminating: &yes}},
 			// Stopping gracefully and still serving: draining.
 			{NodeName: &n4, Conditions: discoveryv1.EndpointConditions{Ready: &no, Serving: &yes, Terminating: &yes}},
 			// Stopping, no longer serving: gone.
@@ -76,11 +83,11 @@ func TestLocalServices(t *testing.T) {
 	_, got, _ := Compile(c).ServiceAddresses(services)
 	Endpoints(got, slices)
 	want := []LocalService{
-		{Name: "ns/older", Pool: "general", VIPs: fixture.Addrs("198.51.100.140"), Nodes: []string{"node-1", "node-2"}, Draining: []string{"node-4"}},
+		{Name: "ns/older", Pool: "general", VIPs: fixture.Addrs("198.51.100.140"), Nodes: []string{"node-1", "node-2"}, Draining: []string{"node-4"}, Unready: []string{"node-3"}},
 		{Name: "ns/newer", Pool: "general", VIPs: fixture.Addrs("198.51.100.141")},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("LocalServices = %+v\nwant %+v (oldest first, unready endpoints left out, stopping ones that serve draining, no pending Service)", got, want)
+		t.Errorf("LocalServices = %+v\nwant %+v (oldest first, running unready endpoints unready, stopping ones that serve draining, no pending Service)", got, want)
 	}
 	byPool, _, _ := Compile(c).ServiceAddresses(services)
 	if want := fixture.Addrs("198.51.100.130"); !slicesEqual(byPool["general"], want) {

@@ -63,6 +63,16 @@ type LocalService struct {
 	// leaving the instance by a reload, after which the peer would wait
 	// for Master_Down.
 	Draining []string
+	// Unready run endpoints of the Service that are neither ready nor
+	// terminating, and no ready or draining one: a pod whose readiness
+	// probe fails, or that has not passed it yet. They stay in the
+	// Service's instance too, in FAULT, for the same reason: a holder
+	// whose pod fails its probe gives the VIP up with a priority 0
+	// advert, and its peers, whose instance did not change, take over
+	// within their skew time. Dropped from the instance, the reload on
+	// every peer restarted their timers and the VIP had no holder for
+	// Master_Down (3–4 s; the cluster lab's rolling upgrade, 2026-11-29).
+	Unready []string `json:",omitempty"`
 	// HealthCheckNodePort is the Service's spec.healthCheckNodePort, where
 	// each node's service proxy (kube-proxy, OVN-Kubernetes) says how many
 	// local endpoints it delivers to. Only the live sidecar asks it; the

@@ -212,3 +212,53 @@ func localServicePlan(t *testing.T, r *renderedExample, ls cluster.LocalService)
 	}
 	return p
 }
+
+// TestLocalServiceKeepsUnreadyNodes: a node whose endpoint of a Local
+// Service fails its readiness probe stays in the Service's instance, in
+// FAULT: every node's keepalived.conf is the one it had while the
+// endpoint was ready, so no peer reloads (a reload restarts a backup's
+// timers) and the priority 0 advert the holder sends on entering FAULT
+// hands the VIP over within the peer's skew time. Where the pool caps
+// its holders below every node with an endpoint, an unready node gives
+// its place to a ready one.
+func TestLocalServiceKeepsUnreadyNodes(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "dual-stack.yaml")
+	if len(r.nodes) < 3 {
+		t.Fatalf("the example has %d nodes, want 3 or more", len(r.nodes))
+	}
+	vip := netip.MustParseAddr("198.51.100.150")
+	a, b := r.nodes[0].Name, r.nodes[1].Name
+	ready := localServicePlan(t, r, cluster.LocalService{Name: "shop/web", Pool: "dual-v4", VIPs: []netip.Addr{vip}, Nodes: []string{a, b}})
+	ls := cluster.LocalService{Name: "shop/web", Pool: "dual-v4", VIPs: []netip.Addr{vip}, Nodes: []string{b}, Unready: []string{a}}
+	unready := localServicePlan(t, r, ls)
+	for _, n := range r.nodes {
+		if before, after := confOf(t, ready, n.Name), confOf(t, unready, n.Name); before != after {
+			t.Errorf("%s's keepalived.conf changed when %s's endpoint went unready: its keepalived would reload", n.Name, a)
+		}
+	}
+	if !strings.Contains(confOf(t, unready, a), "vrrp_instance service_4_shop_web_v4") {
+		t.Errorf("%s left the instance", a)
+	}
+	if got := LocalServiceStatus(ls, a); got != LocalNone {
+		t.Errorf("%s's status file says %d, want %d (FAULT)", a, got, LocalNone)
+	}
+
+	capped := *r.config
+	capped.Spec.ServicePools = slices.Clone(r.config.Spec.ServicePools)
+	for i := range capped.Spec.ServicePools {
+		capped.Spec.ServicePools[i].MaxHolders = 2
+	}
+	r2 := *r
+	r2.config = &capped
+	others := make([]string, 0, len(r.nodes))
+	for _, n := range r.nodes[2:] {
+		others = append(others, n.Name)
+	}
+	p := localServicePlan(t, &r2, cluster.LocalService{Name: "shop/web", Pool: "dual-v4", VIPs: []netip.Addr{vip}, Nodes: []string{a, b}, Unready: others})
+	for _, n := range others {
+		if strings.Contains(confOf(t, p, n), "vrrp_instance service_4_shop_web_v4") {
+			t.Errorf("with maxHolders 2, unready %s took a place in the instance", n)
+		}
+	}
+}

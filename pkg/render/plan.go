@@ -272,9 +272,11 @@ func (p *Plan) isBootstrap(node string) bool { return p.bootstrap != nil && node
 
 // addLocal gives a Local Service its own instance. Its members are the
 // pool's nodes with a ready endpoint, those whose endpoint is stopping
-// gracefully (Draining), plus, when fewer than two, other pool nodes so
-// that the instance has a peer; every member tracks the Service's status
-// file (LocalServiceStatus), so a member without an endpoint is in FAULT
+// gracefully (Draining) or not ready (Unready, unless the pool caps its
+// holders below all of them: ready nodes must not lose their place to
+// them), plus, when fewer than two, other pool nodes so that the
+// instance has a peer; every member tracks the Service's status file
+// (LocalServiceStatus), so a member without a ready endpoint is in FAULT
 // and never holds the VIP, and a draining one holds it at priority 1
 // until a member with a ready endpoint takes it.
 func (p *Plan) addLocal(ls cluster.LocalService) error {
@@ -288,7 +290,11 @@ func (p *Plan) addLocal(ls cluster.LocalService) error {
 		Why: fmt.Sprintf("written by the sidecar: %d while a ready endpoint of Service %s runs on this node, %d (priority 1) while only a terminating one serves, %d (FAULT) otherwise",
 			LocalReady, ls.Name, LocalDraining, LocalNone)})
 	endpoint := map[string]bool{}
-	for _, n := range append(slices.Clone(ls.Nodes), ls.Draining...) {
+	members := append(slices.Clone(ls.Nodes), ls.Draining...)
+	if pool.MaxHolders == 0 || len(members)+len(ls.Unready) <= pool.MaxHolders {
+		members = append(members, ls.Unready...)
+	}
+	for _, n := range members {
 		endpoint[n] = true
 	}
 	sel := pool.NodeSelector

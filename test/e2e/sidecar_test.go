@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -423,6 +424,71 @@ func TestSidecarLocalEndpointMovesMakeBeforeBreak(t *testing.T) {
 	p.WantNoFailures(t, vip+" while its endpoint moved from worker-1 to worker-0")
 }
 
+// TestSidecarLocalHolderUnreadyHandsOver: the holder of a Local Service's
+// VIP whose pod fails its readiness probe (Running, not ready, not
+// terminating) stays a member of the Service's instance in FAULT, so that
+// no node's keepalived.conf changes and no keepalived reloads (a reload
+// restarts a backup's timers: the VIP had no holder for Master_Down,
+// the cluster lab's rolling upgrade, 2026-11-29); its priority 0 advert
+// hands the VIP to a node with a ready endpoint. Three pool nodes, so
+// that leaving would not be hidden by the padding peer a two-node
+// instance gets.
+func TestSidecarLocalHolderUnreadyHandsOver(t *testing.T) {
+	const vip = "198.51.100.152"
+	specs := append(sidecarSpecs(), lab.NodeSpec{Name: "worker-2", Addr: "198.51.100.23/24", Labels: map[string]string{"pool": "web"}})
+	kc := lab.StartKube(t, clusterYAML("fast", "unicast", sidecarPools), specs)
+	kc.GrantNodeReaders(t)
+	for _, n := range kc.Nodes {
+		kc.AddNode(t, n.Name)
+		kc.StartSidecar(t, n.Name)
+	}
+	svc := createLocalService(t, kc, "prober", vip)
+	ready := discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)}
+	unready := discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(false), Terminating: ptr.To(false)}
+	workers := []string{"worker-0", "worker-1", "worker-2"}
+	all := map[string]discoveryv1.EndpointConditions{}
+	for _, w := range workers {
+		all[w] = ready
+	}
+	setEndpointConditions(t, kc.Admin, svc.Name, all)
+	status := func(node string) string {
+		return filepath.Join(kc.ByName[node].Target.Root, render.LocalServiceStatusFile("default/prober"))
+	}
+	for _, w := range workers {
+		waitFile(t, status(w), "0\n")
+		kc.ByName[w].StartEcho(t, "0.0.0.0:8080")
+	}
+	holder := kc.WaitHolder(vip, 30*time.Second, func(string) bool { return true })
+	before := map[string]string{}
+	for _, n := range kc.Nodes {
+		before[n.Name] = kc.KeepalivedConf(t, n.Name)
+	}
+	p := kc.Poll("http://"+vip+":8080/", 10*time.Millisecond)
+
+	all[holder] = unready
+	setEndpointConditions(t, kc.Admin, svc.Name, all)
+	waitFile(t, status(holder), "-254\n")
+	next := kc.WaitHolder(vip, 30*time.Second, func(h string) bool { return h != holder })
+	lab.WaitFor(t, 30*time.Second, vip+" held by "+next+" alone", func() bool { return slices.Equal(kc.Holders(vip), []string{next}) })
+	for _, n := range kc.Nodes {
+		if got := kc.KeepalivedConf(t, n.Name); got != before[n.Name] {
+			t.Errorf("%s's keepalived.conf changed when %s's endpoint went unready: its keepalived reloaded", n.Name, holder)
+		}
+	}
+	p.WantNoFailures(t, vip+" while its holder's endpoint went unready")
+
+	// The probe passes again: the node's status file says so, and still
+	// nothing reloads.
+	all[holder] = ready
+	setEndpointConditions(t, kc.Admin, svc.Name, all)
+	waitFile(t, status(holder), "0\n")
+	for _, n := range kc.Nodes {
+		if got := kc.KeepalivedConf(t, n.Name); got != before[n.Name] {
+			t.Errorf("%s's keepalived.conf changed when %s's endpoint was ready again", n.Name, holder)
+		}
+	}
+}
+
 // startLocalService starts the sidecar lab, every node with its sidecar,
 // and a LoadBalancer Service name with externalTrafficPolicy Local whose
 // address is vip.
@@ -472,11 +538,8 @@ func setEndpointConditions(t *testing.T, c kubernetes.Interface, svc string, nod
 		AddressType: discoveryv1.AddressTypeIPv4,
 	}
 	i := 0
-	for _, n := range []string{"master-0", "master-1", "worker-0", "worker-1"} {
-		conds, ok := nodes[n]
-		if !ok {
-			continue
-		}
+	for _, n := range slices.Sorted(maps.Keys(nodes)) {
+		conds := nodes[n]
 		i++
 		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{
 			Addresses:  []string{fmt.Sprintf("203.0.113.%d", 10+i)},
