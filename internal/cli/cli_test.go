@@ -64,6 +64,7 @@ func TestCLIGolden(t *testing.T) {
 		{"validate-instances-zero", []string{"validate", "-f", repo("testdata/bad-input/instances-zero.yaml")}, 1},
 		{"validate-vip-network-address", []string{"validate", "-f", repo("testdata/bad-input/vip-network-address.yaml")}, 1},
 		{"validate-pool-broadcast", []string{"validate", "-f", repo("testdata/bad-input/pool-broadcast.yaml")}, 1},
+		{"validate-load-balancer-class", []string{"validate", "-f", repo("testdata/bad-input/load-balancer-class.yaml")}, 1},
 		{"validate-avoid-openshift-api-id", []string{"validate", "-f", repo("testdata/bad-input/avoid-openshift-api-id.yaml")}, 1},
 		{"validate-pools-only-with-vips", []string{"validate", "-f", repo("testdata/bad-input/pools-only-with-vips.yaml")}, 1},
 		{"validate-pools-only-pin-openshift-id", []string{"validate", "-f", repo("testdata/bad-input/pools-only-pin-openshift-id.yaml")}, 1},

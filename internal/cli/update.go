@@ -51,8 +51,9 @@ func NewUpdateCommand(streams IOStreams) *cobra.Command {
 		Long: `Compares the file (after any quick edits) with the live vipctl-config
 ConfigMap and prints the plan: pools added, removed and changed (a move
 between vrrp and bgp with the VRRP IDs it frees or takes), the VRRP IDs new
-pools get, Services whose addresses no pool would contain any more (or that
-become a pool's anchor), whether static parts changed (then new MachineConfigs are written and the
+pools get, a changed load-balancer class (spec.loadBalancerClass), Services
+whose addresses no pool would contain any more (or that become a pool's
+anchor, or whose class vipctl would no longer serve), whether static parts changed (then new MachineConfigs are written and the
 Machine Config Operator reboots the nodes), and the other objects of
 manifests/vipctl.yaml and manifests/monitoring.yaml that differ from the
 file (the allocator's image, RBAC, the alerts), which are applied

@@ -156,13 +156,15 @@ func b2f(b bool) float64 {
 
 // term is one leadership term: fresh caches and books.
 type term struct {
-	c         *Controller
-	alloc     *Allocator
-	services  corelisters.ServiceLister
-	configs   corelisters.ConfigMapLister
-	queue     workqueue.TypedRateLimitingInterface[string]
-	rec       record.EventRecorder
-	pools     []v1alpha1.ServicePool
+	c        *Controller
+	alloc    *Allocator
+	services corelisters.ServiceLister
+	configs  corelisters.ConfigMapLister
+	queue    workqueue.TypedRateLimitingInterface[string]
+	rec      record.EventRecorder
+	pools    []v1alpha1.ServicePool
+	// class is which Services the config has vipctl serve.
+	class     cluster.Class
 	metricsAt time.Time
 	// unknown is what reportUnknownFields last said.
 	unknown string
@@ -291,7 +293,7 @@ func (t *term) loadConfig() {
 	}
 	t.c.m.ConfigInvalid.Set(0)
 	t.reportUnknownFields(cm, unknown)
-	t.pools = cfg.Spec.ServicePools
+	t.pools, t.class = cfg.Spec.ServicePools, cluster.ClassOf(cfg)
 	t.alloc.SetPools(t.pools)
 	// Node addresses are not known here: the allocator may not read
 	// Nodes (docs/permissions.md); render --nodes refuses pools that
@@ -308,7 +310,7 @@ func (t *term) rebuild() {
 	cluster.SortByAge(svcs)
 	for _, s := range svcs {
 		t.claimExternalIPs(s)
-		if !cluster.Served(s) {
+		if !t.class.Serves(s) {
 			continue
 		}
 		ips := statusAddrs(s)
@@ -341,7 +343,7 @@ func externalKey(key string) string { return key + " externalIPs" }
 func (t *term) claimExternalIPs(s *corev1.Service) {
 	key := externalKey(cluster.NamespacedName(s))
 	var want []netip.Addr
-	for _, e := range t.alloc.set.ExternalIPs(s) {
+	for _, e := range t.alloc.set.ExternalIPs(s, t.class) {
 		if e.Err != nil {
 			t.rec.Event(s, corev1.EventTypeWarning, EventExternalIPRefused, truncate(fmt.Sprintf("%s: %s", ReasonNotAllowed, e.Err)))
 			continue
@@ -376,12 +378,12 @@ func (t *term) sync(ctx context.Context, key string) error {
 		return err
 	}
 	t.claimExternalIPs(s)
-	if !cluster.Served(s) {
+	if !t.class.Serves(s) {
 		had := t.alloc.Addresses(key)
 		t.alloc.Release(key)
 		// A Service that stopped being ours keeps no address of ours.
 		if len(had) > 0 && slices.Equal(statusAddrs(s), had) {
-			return t.writeStatus(ctx, s, nil, "IPReleased", "released "+fmtAddrs(had)+": no longer a LoadBalancer Service of class "+v1alpha1.LoadBalancerClass)
+			return t.writeStatus(ctx, s, nil, "IPReleased", "released "+fmtAddrs(had)+": no longer a LoadBalancer Service vipctl serves ("+t.class.Describe()+")")
 		}
 		return nil
 	}
@@ -397,6 +399,15 @@ func (t *term) sync(ctx context.Context, key string) error {
 	// update --force` releases such addresses, not the allocator.
 	if len(cur) > 0 && slices.Equal(t.alloc.Addresses(key), cur) && slices.ContainsFunc(cur, func(a netip.Addr) bool { return t.alloc.PoolOf(a) == "" }) {
 		return nil
+	}
+	if len(cur) > 0 && len(t.alloc.Addresses(key)) == 0 {
+		// A Service that has just become one vipctl serves (its class or
+		// type changed, or the config's spec.loadBalancerClass did) keeps
+		// the addresses its status holds where the books allow them, as
+		// at start-up (rebuild): another implementation's Service taken
+		// over without a new address. Allocate keeps them if they satisfy
+		// the request.
+		_ = t.alloc.Assign(r, cur)
 	}
 	got, err := t.alloc.Allocate(r)
 	if err != nil {

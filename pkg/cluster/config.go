@@ -10,8 +10,8 @@ import (
 )
 
 // Effective merges the day-2 parts of the live ConfigMap's config (service
-// pools, VRRP ID pins and the bootstrap host) into the static config the MachineConfig laid
-// down. Everything else comes from the file: changing it needs new files
+// pools, VRRP ID pins, the bootstrap host and the load-balancer class)
+// into the static config the MachineConfig laid down. Everything else comes from the file: changing it needs new files
 // on the nodes, which only a MachineConfig rollout brings. drift tells
 // whether the ConfigMap's static parts differ from the file's (an update
 // whose MachineConfigs have not reached this node yet).
@@ -29,6 +29,9 @@ func Effective(static, live *v1alpha1.ClusterVIPs) (c *v1alpha1.ClusterVIPs, dri
 	// The bootstrap host is a peer only until the install completes:
 	// dropping it must not take a reboot of every control-plane node.
 	out.Spec.Bootstrap = live.Spec.Bootstrap
+	// Which Services are served is the allocator's and every sidecar's
+	// reading of the ConfigMap, never a file's.
+	out.Spec.LoadBalancerClass = live.Spec.LoadBalancerClass
 	if errs := v1alpha1.Validate(out); len(errs) > 0 {
 		return nil, false, &v1alpha1.ValidationError{Errors: errs}
 	}

@@ -39,6 +39,14 @@ func TestEffective(t *testing.T) {
 		t.Errorf("spec.bootstrap dropped in the ConfigMap: err=%v drift=%v bootstrap=%v; want it gone, no drift, the file untouched", err, drift, eff.Spec.Bootstrap)
 	}
 
+	// So does the load-balancer class: the allocator reads it there, and
+	// a sidecar that took the file's would announce what it allocates not.
+	classed := fixture.Example(t, "compact-ipv4.yaml")
+	classed.Spec.LoadBalancerClass = &v1alpha1.LoadBalancerClassSpec{Name: "example.com/lb", Only: true}
+	if eff, drift, err := Effective(static, classed); err != nil || drift || ClassOf(eff) != (Class{Name: "example.com/lb", Only: true}) {
+		t.Errorf("spec.loadBalancerClass set in the ConfigMap: err=%v drift=%v class=%+v; want it taken, no drift", err, drift, ClassOf(eff))
+	}
+
 	// A static part changed in the ConfigMap is not taken, only noted.
 	live.Spec.API.VIPs = []string{"198.51.100.9"}
 	eff, drift, err = Effective(static, live)

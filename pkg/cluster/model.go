@@ -18,6 +18,8 @@ import (
 type Model struct {
 	Config *v1alpha1.ClusterVIPs
 	Pools  Pools
+	// Class is which Services the config has vipctl serve.
+	Class Class
 }
 
 // Pools are service pools in declaration order: the first pool containing
@@ -34,7 +36,7 @@ type Pool struct {
 // Compile parses c's pools once. c must be valid (v1alpha1.Validate):
 // unparsable entries are skipped, not reported.
 func Compile(c *v1alpha1.ClusterVIPs) *Model {
-	return &Model{Config: c, Pools: CompilePools(c.Spec.ServicePools)}
+	return &Model{Config: c, Pools: CompilePools(c.Spec.ServicePools), Class: ClassOf(c)}
 }
 
 // CompilePools parses pools once, like Compile.

@@ -13,26 +13,66 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 )
 
-// Served tells whether vipctl serves a Service: type LoadBalancer with no
-// loadBalancerClass or ours.
-func Served(s *corev1.Service) bool {
+// Class is which Services of type LoadBalancer vipctl serves
+// (spec.loadBalancerClass). The zero value is the default: class
+// vipctl.io/keepalived and Services without a class.
+type Class struct {
+	// Name is the class served; empty means v1alpha1.LoadBalancerClass.
+	Name string
+	// Only leaves Services without a class to another implementation.
+	Only bool
+}
+
+// ClassOf is c's spec.loadBalancerClass.
+func ClassOf(c *v1alpha1.ClusterVIPs) Class {
+	return Class{Name: c.Spec.ServedClass(), Only: c.Spec.ClassOnly()}
+}
+
+// String is the class's name.
+func (c Class) String() string {
+	if c.Name == "" {
+		return v1alpha1.LoadBalancerClass
+	}
+	return c.Name
+}
+
+// Describe says in words which Services the class serves.
+func (c Class) Describe() string {
+	if c.Only {
+		return "class " + c.String() + " only"
+	}
+	return "class " + c.String() + " or none"
+}
+
+// Serves tells whether vipctl serves a Service: type LoadBalancer of the
+// class, or without a class unless Only.
+func (c Class) Serves(s *corev1.Service) bool {
 	if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
 		return false
 	}
-	return s.Spec.LoadBalancerClass == nil || *s.Spec.LoadBalancerClass == v1alpha1.LoadBalancerClass
+	if s.Spec.LoadBalancerClass == nil {
+		return !c.Only
+	}
+	return *s.Spec.LoadBalancerClass == c.String()
 }
 
-// Read tells whether rendering reads a Service: one vipctl serves, or
+// Other tells whether a Service names another load-balancer class: all
+// of its addresses, its external IPs too, are that class's business.
+func (c Class) Other(s *corev1.Service) bool {
+	return s.Spec.LoadBalancerClass != nil && *s.Spec.LoadBalancerClass != c.String()
+}
+
+// Reads tells whether rendering reads a Service: one vipctl serves, or
 // one that names spec.externalIPs, which a pool with externalIPs may
 // announce (ExternalIPs).
-func Read(s *corev1.Service) bool { return Served(s) || len(s.Spec.ExternalIPs) > 0 }
+func (c Class) Reads(s *corev1.Service) bool { return c.Serves(s) || len(s.Spec.ExternalIPs) > 0 }
 
 // Addressed tells whether a Service can change a render: one rendering
-// reads (Read) that has an address, in its status (one vipctl serves) or
+// reads (Reads) that has an address, in its status (one vipctl serves) or
 // among its external IPs. A new Service waiting for the allocator
 // renders nothing until its address comes (ServiceAddresses skips it).
-func Addressed(s *corev1.Service) bool {
-	return (Served(s) && len(s.Status.LoadBalancer.Ingress) > 0) || len(s.Spec.ExternalIPs) > 0
+func (c Class) Addressed(s *corev1.Service) bool {
+	return (c.Serves(s) && len(s.Status.LoadBalancer.Ingress) > 0) || len(s.Spec.ExternalIPs) > 0
 }
 
 // ExternalIPs are the addresses of s.Spec.ExternalIPs a pool announces
@@ -40,7 +80,7 @@ func Addressed(s *corev1.Service) bool {
 // it.
 func (m *Model) ExternalIPs(s *corev1.Service) []netip.Addr {
 	var out []netip.Addr
-	for _, e := range m.Pools.ExternalIPs(s) {
+	for _, e := range m.Pools.ExternalIPs(s, m.Class) {
 		if e.Err == nil {
 			out = append(out, e.Addr)
 		}
@@ -63,8 +103,8 @@ type ExternalIP struct {
 // gets those). Addresses in no such pool are none of vipctl's business
 // (kube-proxy still answers them where they reach a node) and are left
 // out, as is every address of a Service of another load-balancer class.
-func (ps Pools) ExternalIPs(s *corev1.Service) []ExternalIP {
-	if s.Spec.LoadBalancerClass != nil && *s.Spec.LoadBalancerClass != v1alpha1.LoadBalancerClass {
+func (ps Pools) ExternalIPs(s *corev1.Service, c Class) []ExternalIP {
+	if c.Other(s) {
 		return nil
 	}
 	var out []ExternalIP
@@ -126,7 +166,7 @@ func (m *Model) ServiceAddresses(services []*corev1.Service) (byPool map[string]
 	byPool = map[string][]netip.Addr{}
 	seen := map[netip.Addr]bool{}
 	for _, s := range services {
-		if !Read(s) {
+		if !m.Class.Reads(s) {
 			continue
 		}
 		addrs := m.addresses(s)
@@ -164,7 +204,7 @@ func (m *Model) ServiceAddresses(services []*corev1.Service) (byPool map[string]
 // in its status if vipctl serves it, and the external IPs pools announce.
 func (m *Model) addresses(s *corev1.Service) []netip.Addr {
 	var addrs []netip.Addr
-	if Served(s) {
+	if m.Class.Serves(s) {
 		for _, in := range s.Status.LoadBalancer.Ingress {
 			if a, err := netip.ParseAddr(in.IP); err == nil {
 				addrs = append(addrs, a.Unmap())
@@ -189,7 +229,7 @@ type Follower struct {
 // address before the render that follows (LocalVIPs.AddEarly); a render
 // still decides, since an address two Services claim is the older's.
 func (m *Model) Followers(s *corev1.Service) []Follower {
-	if !Read(s) || isLocal(s) {
+	if !m.Class.Reads(s) || isLocal(s) {
 		return nil
 	}
 	var out []Follower
@@ -281,8 +321,8 @@ const apiServerService = "default/kubernetes"
 // other Service's slices (every Cluster-policy Service's) cannot change
 // the render, and the sidecar does not render for them; a Service that
 // turns Local is itself a change that renders.
-func SlicesRead(name string, svc *corev1.Service) bool {
-	return name == apiServerService || (svc != nil && Read(svc) && isLocal(svc))
+func (c Class) SlicesRead(name string, svc *corev1.Service) bool {
+	return name == apiServerService || (svc != nil && c.Reads(svc) && isLocal(svc))
 }
 
 // RouterPlacement tells, for one IngressController, on which nodes its

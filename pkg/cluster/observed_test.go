@@ -213,7 +213,7 @@ func TestSlicesRead(t *testing.T) {
 		name := SliceService(es)
 		t.Run(name, func(t *testing.T) {
 			after := m.Observe(Observed{Services: services, Slices: slices}).State
-			if got, want := fmt.Sprint(after) != fmt.Sprint(before), SlicesRead(name, byName[name]); got != want {
+			if got, want := fmt.Sprint(after) != fmt.Sprint(before), m.Class.SlicesRead(name, byName[name]); got != want {
 				t.Errorf("a change to %s's slice changes the observed state: %v; SlicesRead says %v", name, got, want)
 			}
 		})
@@ -265,7 +265,7 @@ func TestExternalIPs(t *testing.T) {
 	}
 	var refused []string
 	for _, s := range services {
-		for _, e := range m.Pools.ExternalIPs(s) {
+		for _, e := range m.Pools.ExternalIPs(s, m.Class) {
 			if e.Err != nil {
 				refused = append(refused, e.Err.Error())
 			}
@@ -282,7 +282,48 @@ func TestExternalIPs(t *testing.T) {
 	if byPool, _, _ := Compile(c).ServiceAddresses(services); len(byPool["general"]) != 0 {
 		t.Errorf("a pool without externalIPs announces %v", byPool["general"])
 	}
-	if !SlicesRead("ns/local", local) {
+	if !(Class{}).SlicesRead("ns/local", local) {
 		t.Error("the endpoints of a Local Service with external IPs are not read")
+	}
+}
+
+// TestClass: which Services each spec.loadBalancerClass serves, and
+// whose external IPs it leaves to another class.
+func TestClass(t *testing.T) {
+	t.Parallel()
+	ours, custom, other := v1alpha1.LoadBalancerClass, "example.com/lb", "metallb.io/metallb"
+	none := svc("none", 1, nil, "")
+	clusterIP := svc("cip", 1, nil, "")
+	clusterIP.Spec.Type = corev1.ServiceTypeClusterIP
+	services := map[string]*corev1.Service{
+		"no class": none, "vipctl.io/keepalived": svc("ours", 1, &ours, ""), "example.com/lb": svc("custom", 1, &custom, ""),
+		"metallb.io/metallb": svc("other", 1, &other, ""), "ClusterIP": clusterIP,
+	}
+	for _, tc := range []struct {
+		spec         *v1alpha1.LoadBalancerClassSpec
+		serves, left []string
+	}{
+		{nil, []string{"no class", "vipctl.io/keepalived"}, []string{"example.com/lb", "metallb.io/metallb"}},
+		{&v1alpha1.LoadBalancerClassSpec{Only: true}, []string{"vipctl.io/keepalived"}, []string{"example.com/lb", "metallb.io/metallb"}},
+		{&v1alpha1.LoadBalancerClassSpec{Name: custom}, []string{"example.com/lb", "no class"}, []string{"metallb.io/metallb", "vipctl.io/keepalived"}},
+		{&v1alpha1.LoadBalancerClassSpec{Name: custom, Only: true}, []string{"example.com/lb"}, []string{"metallb.io/metallb", "vipctl.io/keepalived"}},
+	} {
+		c := fixture.Example(t, "compact-ipv4.yaml")
+		c.Spec.LoadBalancerClass = tc.spec
+		class := Compile(c).Class
+		var serves, left []string
+		for name, s := range services {
+			if class.Serves(s) {
+				serves = append(serves, name)
+			}
+			if class.Other(s) {
+				left = append(left, name)
+			}
+		}
+		slices.Sort(serves)
+		slices.Sort(left)
+		if !slices.Equal(serves, tc.serves) || !slices.Equal(left, tc.left) {
+			t.Errorf("%s: serves %q, leaves %q to their class; want %q, %q", class.Describe(), serves, left, tc.serves, tc.left)
+		}
 	}
 }

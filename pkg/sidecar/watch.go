@@ -164,7 +164,7 @@ func (s *Sidecar) inform(what string, inf cache.SharedIndexInformer, read func(o
 func (s *Sidecar) watch() {
 	all := s.factory()
 	s.nodes = s.inform("nodes", all.Core().V1().Nodes().Informer(), nil)
-	s.services = s.inform("services", all.Core().V1().Services().Informer(), addressedService)
+	s.services = s.inform("services", all.Core().V1().Services().Informer(), s.addressedService)
 	if _, err := all.Core().V1().Services().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { s.followEarly(nil, obj) },
 		UpdateFunc: s.followEarly,
@@ -273,14 +273,17 @@ func tombstoned(obj any) any {
 }
 
 // addressedService tells whether a Service can change the render
-// (cluster.Addressed): ClusterIP and other classes' Services without
-// external IPs come and go without a render, and so does a new
-// LoadBalancer Service until the allocator writes its address, which
-// then renders at once rather than in the window of its creation's
-// render (Run).
-func addressedService(obj any) bool {
+// (cluster.Class.Addressed, by the class of the config in force):
+// ClusterIP and other classes' Services without external IPs come and go
+// without a render, and so does a new LoadBalancer Service until the
+// allocator writes its address, which then renders at once rather than in
+// the window of its creation's render (Run). Before the first sync (no
+// config yet) every Service counts; a change of class is a change of the
+// config, which renders with every Service.
+func (s *Sidecar) addressedService(obj any) bool {
 	svc, ok := tombstoned(obj).(*corev1.Service)
-	return !ok || cluster.Addressed(svc)
+	m := s.model.Load()
+	return !ok || m == nil || m.Class.Addressed(svc)
 }
 
 // followEarly hands a Service's new addresses that follow an anchor
@@ -323,7 +326,8 @@ func (s *Sidecar) sliceRead(obj any) bool {
 	if o, err := s.services.ByNamespace(es.Namespace).Get(es.Labels[discoveryv1.LabelServiceName]); err == nil {
 		svc, _ = o.(*corev1.Service)
 	}
-	return cluster.SlicesRead(cluster.SliceService(es), svc)
+	m := s.model.Load()
+	return m == nil || m.Class.SlicesRead(cluster.SliceService(es), svc)
 }
 
 func (s *Sidecar) trigger() {

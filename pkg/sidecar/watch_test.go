@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 )
 
 // TestWatchRendersOnlyOnRelevantEvents: at 2000 nodes, Node status posts
@@ -49,6 +50,8 @@ func TestWatchRendersOnlyOnRelevantEvents(t *testing.T) {
 		static: &v1alpha1.ClusterVIPs{}, m: NewMetrics(nil), log: slog.New(slog.DiscardHandler),
 		kick: make(chan struct{}, 1), routers: map[string]cache.GenericLister{},
 	}
+	// As after the first sync: before it, every event renders.
+	s.model.Store(cluster.Compile(s.static))
 	s.watch()
 	ctx, cancel := context.WithCancel(context.Background())
 	for _, f := range s.factories {
@@ -137,6 +140,23 @@ func TestWatchRendersOnlyOnRelevantEvents(t *testing.T) {
 		}},
 		{"a LoadBalancer Service's address", "services", "sync", func(kubernetes.Interface) error {
 			_, err := core.Services("shop").UpdateStatus(ctx, lb("cluster", corev1.ServiceExternalTrafficPolicyCluster, "198.51.100.131"), metav1.UpdateOptions{})
+			return err
+		}},
+		{"another class's Service and its address", "services", "ignored", func(kubernetes.Interface) error {
+			c := lb("other", corev1.ServiceExternalTrafficPolicyCluster, "198.51.100.133")
+			c.Spec.LoadBalancerClass = ptr.To("example.com/other")
+			_, err := core.Services("shop").Create(ctx, c, metav1.CreateOptions{})
+			return err
+		}},
+		{"its address, once the config serves that class", "services", "sync", func(kubernetes.Interface) error {
+			s.model.Store(&cluster.Model{Config: s.static, Class: cluster.Class{Name: "example.com/other", Only: true}})
+			c := lb("other", corev1.ServiceExternalTrafficPolicyCluster, "198.51.100.134")
+			c.Spec.LoadBalancerClass = ptr.To("example.com/other")
+			_, err := core.Services("shop").UpdateStatus(ctx, c, metav1.UpdateOptions{})
+			return err
+		}},
+		{"a Service without a class, the config serving one class only", "services", "ignored", func(kubernetes.Interface) error {
+			_, err := core.Services("shop").UpdateStatus(ctx, lb("cluster", corev1.ServiceExternalTrafficPolicyCluster, "198.51.100.135"), metav1.UpdateOptions{})
 			return err
 		}},
 	}

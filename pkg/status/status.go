@@ -190,11 +190,11 @@ func serviceUsers(m *cluster.Model, services []corev1.Service) ([]*corev1.Servic
 	users := map[netip.Addr][]string{}
 	for i := range services {
 		s := &services[i]
-		if !cluster.Read(s) {
+		if !m.Class.Reads(s) {
 			continue
 		}
 		served = append(served, s)
-		if cluster.Served(s) {
+		if m.Class.Serves(s) {
 			for _, in := range s.Status.LoadBalancer.Ingress {
 				if a, err := netip.ParseAddr(in.IP); err == nil {
 					users[a.Unmap()] = append(users[a.Unmap()], cluster.NamespacedName(s))

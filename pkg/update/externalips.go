@@ -29,7 +29,7 @@ func lostExternalIPs(live, desired *v1alpha1.ClusterVIPs, services []corev1.Serv
 		}
 		kept := map[netip.Addr]bool{}
 		why := map[netip.Addr]string{}
-		for _, e := range after.Pools.ExternalIPs(s) {
+		for _, e := range after.Pools.ExternalIPs(s, after.Class) {
 			if e.Err == nil {
 				kept[e.Addr] = true
 			} else {

@@ -89,6 +89,9 @@ type Plan struct {
 	// spec.vrrp.avoidVirtualRouterIDs, by field path: day-2 parts too
 	// (vrrpDiff).
 	VRRP []string `json:"vrrp,omitempty"`
+	// Class says how spec.loadBalancerClass changes, if it does: a day-2
+	// part, read by the allocator and the sidecars from the ConfigMap.
+	Class string `json:"loadBalancerClass,omitempty"`
 	// Warnings are things the plan does that are allowed but unwise.
 	Warnings []string `json:"warnings,omitempty"`
 	// Release is set when the plan writes MachineConfigs that the
@@ -115,7 +118,7 @@ func (p *Plan) Empty() bool {
 // configChanges tells whether the ConfigMap is written: anything but the
 // other objects changes.
 func (p *Plan) configChanges() bool {
-	return p.Create || len(p.Pools) > 0 || len(p.Static) > 0 || len(p.Orphans) > 0 || p.Bootstrap != "" || len(p.VRRP) > 0
+	return p.Create || len(p.Pools) > 0 || len(p.Static) > 0 || len(p.Orphans) > 0 || p.Bootstrap != "" || len(p.VRRP) > 0 || p.Class != ""
 }
 
 // Compute plans the move from live (nil: no ConfigMap yet) to desired,
@@ -171,6 +174,10 @@ func Compute(live, desired *v1alpha1.ClusterVIPs, services []corev1.Service) (*P
 	p.Orphans = orphans(out, services)
 	if live != nil {
 		p.Orphans = append(p.Orphans, lostExternalIPs(live, out, services)...)
+		p.Orphans = append(p.Orphans, unservedByClass(live, out, services)...)
+		if before, after := cluster.ClassOf(live), cluster.ClassOf(out); before != after {
+			p.Class = before.Describe() + " -> " + after.Describe()
+		}
 		p.Bootstrap = bootstrapDiff(live.Spec.Bootstrap, out.Spec.Bootstrap)
 		p.VRRP = vrrpDiff(live, out, liveIDs, ids)
 		p.Static = staticDiff(live, out)
@@ -308,6 +315,7 @@ func staticDiff(live, desired *v1alpha1.ClusterVIPs) []string {
 	a, b := *live.Shipped(), *desired.Shipped()
 	a.Spec.ServicePools, b.Spec.ServicePools = nil, nil
 	a.Spec.Bootstrap, b.Spec.Bootstrap = nil, nil
+	a.Spec.LoadBalancerClass, b.Spec.LoadBalancerClass = nil, nil
 	a.Spec.VRRP.VirtualRouterIDs, b.Spec.VRRP.VirtualRouterIDs = nil, nil
 	a.Spec.VRRP.AvoidVirtualRouterIDs, b.Spec.VRRP.AvoidVirtualRouterIDs = nil, nil
 	var out []string
@@ -330,7 +338,7 @@ func orphans(c *v1alpha1.ClusterVIPs, services []corev1.Service) []Orphan {
 	var out []Orphan
 	for i := range services {
 		s := &services[i]
-		if !cluster.Served(s) {
+		if !m.Class.Serves(s) {
 			continue
 		}
 		lost := map[string][]string{} // by reason
@@ -363,6 +371,35 @@ func orphans(c *v1alpha1.ClusterVIPs, services []corev1.Service) []Orphan {
 	return out
 }
 
+// unservedByClass lists the Services with a status address that live's
+// spec.loadBalancerClass has vipctl serve and out's does not (another
+// class name, or only: true and no class on the Service): the allocator
+// releases their addresses once the ConfigMap changes, and another
+// implementation, if any, gives them new ones.
+func unservedByClass(live, out *v1alpha1.ClusterVIPs, services []corev1.Service) []Orphan {
+	before, after := cluster.ClassOf(live), cluster.ClassOf(out)
+	if before == after {
+		return nil
+	}
+	var orphans []Orphan
+	for i := range services {
+		s := &services[i]
+		if !before.Serves(s) || after.Serves(s) || len(s.Status.LoadBalancer.Ingress) == 0 {
+			continue
+		}
+		var addrs []string
+		for _, in := range s.Status.LoadBalancer.Ingress {
+			if in.IP != "" {
+				addrs = append(addrs, in.IP)
+			}
+		}
+		orphans = append(orphans, Orphan{Service: s.Namespace + "/" + s.Name, Addresses: addrs,
+			Reason: "spec.loadBalancerClass: vipctl no longer serves it (" + after.Describe() + ")"})
+	}
+	sort.SliceStable(orphans, func(i, j int) bool { return orphans[i].Service < orphans[j].Service })
+	return orphans
+}
+
 // Text renders the plan for people, diff-like.
 func (p *Plan) Text() string {
 	var b strings.Builder
@@ -392,6 +429,9 @@ func (p *Plan) Text() string {
 		for _, f := range pc.Fields {
 			fmt.Fprintf(&b, "    %s\n", f)
 		}
+	}
+	if p.Class != "" {
+		fmt.Fprintf(&b, "~ spec.loadBalancerClass %s\n", p.Class)
 	}
 	if p.Bootstrap != "" {
 		fmt.Fprintf(&b, "~ spec.bootstrap %s\n", p.Bootstrap)

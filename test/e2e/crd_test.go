@@ -59,6 +59,7 @@ var crdBadInput = map[string]struct {
 	// IngressController's derived domain is validate's (a CEL rule that
 	// builds apps.<name>.<baseDomain> exceeds the apiserver's cost budget).
 	"names-too-long.yaml":       {refusedAt: []string{"spec.ingress[2].domain"}},
+	"load-balancer-class.yaml":  {refusedAt: []string{"spec.loadBalancerClass.name"}},
 	"pools-only-with-vips.yaml": {refusedAt: []string{"spec.api", "spec.ingress"}},
 	"vip-network-address.yaml":  {refusedAt: []string{"spec.api.vips"}},
 

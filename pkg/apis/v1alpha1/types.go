@@ -127,6 +127,10 @@ type ClusterVIPsSpec struct {
 	// alerts (docs/monitoring.md). Default: OpenShift's cluster
 	// monitoring.
 	Monitoring *MonitoringSpec `json:"monitoring,omitempty"`
+	// LoadBalancerClass says which Services of type LoadBalancer vipctl
+	// serves, by their spec.loadBalancerClass. Default: those of class
+	// vipctl.io/keepalived and those without a class.
+	LoadBalancerClass *LoadBalancerClassSpec `json:"loadBalancerClass,omitempty"`
 }
 
 // APISpec describes the API VIP and the haproxy in front of kube-apiserver.

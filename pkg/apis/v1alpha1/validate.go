@@ -104,6 +104,7 @@ func Validate(c *ClusterVIPs) field.ErrorList {
 	errs = append(errs, validateBGP(c, spec.Child("bgp"))...)
 	errs = append(errs, validateImages(&s.Images, spec.Child("images"))...)
 	errs = append(errs, validateMonitoring(s.Monitoring, spec.Child("monitoring"))...)
+	errs = append(errs, validateLoadBalancerClass(s.LoadBalancerClass, spec.Child("loadBalancerClass"))...)
 	if s.Monitoring != nil {
 		errs = append(errs, v.monitoringPort(s.Monitoring.Port, spec.Child("monitoring", "port"))...)
 	}
