@@ -3,9 +3,7 @@ package diagnose
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
 	"os/exec"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/host"
+	"github.com/vipctl/vipctl/pkg/keepalived"
 	"github.com/vipctl/vipctl/pkg/render"
 )
 
@@ -72,18 +71,9 @@ type KeepalivedInstance struct {
 // is not running or does not write a file in time is a problem recorded,
 // not a failure.
 func gatherKeepalived(ctx context.Context, t host.Target, a *Archive, dir string) {
-	data, err := os.ReadFile(t.Path(render.KeepalivedPIDFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		a.fail("keepalived", fmt.Errorf("not running: no %s", render.KeepalivedPIDFile))
-		return
-	}
+	podPID, err := keepalived.PID(t)
 	if err != nil {
 		a.fail("keepalived", err)
-		return
-	}
-	podPID, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || podPID <= 1 {
-		a.fail("keepalived", fmt.Errorf("%s: no PID in %q", render.KeepalivedPIDFile, data))
 		return
 	}
 	pid, err := keepalivedProcess(t, podPID)

@@ -1,13 +1,11 @@
 package diagnose
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/netip"
 	"os"
 	"path"
@@ -22,6 +20,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/frr"
+	"github.com/vipctl/vipctl/pkg/haproxy"
 	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
@@ -175,7 +174,7 @@ func Local(ctx context.Context, o LocalOptions) *Archive {
 		if _, err := os.Stat(t.Path(q.sock)); err != nil {
 			continue // no haproxy on this node (a worker), or not started
 		}
-		out, err := socketCommand(ctx, t.Path(q.sock), q.cmd)
+		out, err := haproxy.Command(ctx, t.Path(q.sock), q.cmd, 5*time.Second, maxFile)
 		if err != nil {
 			a.fail(q.name, fmt.Errorf("%s on %s: %w", q.cmd, q.sock, err))
 			continue
@@ -235,22 +234,6 @@ func readBounded(p string) ([]byte, error) {
 	}
 	defer func() { _ = f.Close() }()
 	return io.ReadAll(io.LimitReader(f, maxFile+1))
-}
-
-// socketCommand sends one command to a haproxy socket and returns the
-// answer.
-func socketCommand(ctx context.Context, sock, command string) ([]byte, error) {
-	d := net.Dialer{Timeout: 2 * time.Second}
-	conn, err := d.DialContext(ctx, "unix", sock)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = conn.Close() }()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := conn.Write([]byte(command + "\n")); err != nil {
-		return nil, err
-	}
-	return io.ReadAll(io.LimitReader(bufio.NewReader(conn), maxFile))
 }
 
 // heldVIPs are the addresses on the node that are VIPs of the view the

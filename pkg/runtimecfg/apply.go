@@ -12,19 +12,16 @@ package runtimecfg
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/vipctl/vipctl/pkg/configcheck"
 	"github.com/vipctl/vipctl/pkg/frr"
+	"github.com/vipctl/vipctl/pkg/haproxy"
 	"github.com/vipctl/vipctl/pkg/host"
+	"github.com/vipctl/vipctl/pkg/keepalived"
 	"github.com/vipctl/vipctl/pkg/render"
 )
 
@@ -160,62 +157,14 @@ func frrTakesOver(oldKeepalived, frrConf []byte) bool {
 func reload(ctx context.Context, t host.Target, path string) (string, bool, error) {
 	switch path {
 	case render.KeepalivedConfPath:
-		ok, err := ReloadKeepalived(t)
+		ok, err := keepalived.Reload(t)
 		return "keepalived", ok, err
 	case render.HaproxyConfPath:
-		ok, err := ReloadHaproxy(ctx, t)
+		ok, err := haproxy.Reload(ctx, t)
 		return "haproxy", ok, err
 	case render.FRRConfPath:
 		ok, err := frr.Reload(ctx, t)
 		return frr.Name, ok, err
 	}
 	return "", false, nil
-}
-
-// ReloadKeepalived sends SIGHUP to keepalived's parent, found through its
-// PID file: keepalived re-reads the config and keeps VRRP state for
-// instances whose settings did not change. false means keepalived is not
-// running yet (it will read the file when it starts).
-func ReloadKeepalived(t host.Target) (bool, error) {
-	data, err := os.ReadFile(t.Path(render.KeepalivedPIDFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pid <= 1 {
-		return false, fmt.Errorf("%s: no PID in %q", render.KeepalivedPIDFile, data)
-	}
-	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
-		if errors.Is(err, syscall.ESRCH) {
-			return false, nil
-		}
-		return false, fmt.Errorf("reloading keepalived (pid %d): %w", pid, err)
-	}
-	return true, nil
-}
-
-// ReloadHaproxy asks haproxy's master process to reload through its
-// master socket: new workers take over the listening sockets, old ones
-// finish their connections. false means haproxy is not running yet.
-func ReloadHaproxy(ctx context.Context, t host.Target) (bool, error) {
-	sock := t.Path(render.HaproxyMasterSocket)
-	if _, err := os.Stat(sock); errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	d := net.Dialer{Timeout: 2 * time.Second}
-	conn, err := d.DialContext(ctx, "unix", sock)
-	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			return false, nil
-		}
-		return false, fmt.Errorf("haproxy master socket: %w", err)
-	}
-	defer func() { _ = conn.Close() }()
-	if _, err := conn.Write([]byte("reload\n")); err != nil {
-		return false, fmt.Errorf("haproxy reload: %w", err)
-	}
-	return true, nil
 }

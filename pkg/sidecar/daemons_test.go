@@ -1,56 +1,19 @@
 package sidecar
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
+	"github.com/vipctl/vipctl/test/daemontest"
 )
-
-// startHaproxy runs the real haproxy as the haproxy pod does
-// (manifests.HaproxyCommand under root), serving only a unix socket, and
-// waits until its master socket answers; the returned func stops it.
-func startHaproxy(t *testing.T, root string) (pid int, stop func()) {
-	t.Helper()
-	argv := manifests.HaproxyCommand(root)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("haproxy: %v (run hack/install-deps.sh)", err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	stop = func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		<-done
-	}
-	t.Cleanup(stop)
-	sock := filepath.Join(root, render.HaproxyMasterSocket)
-	for i := 0; i < 200 && haproxyMasterPID(context.Background(), sock) == 0; i++ {
-		select {
-		case <-done:
-			t.Fatalf("haproxy exited: %s", out.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	if got := haproxyMasterPID(context.Background(), sock); got != cmd.Process.Pid {
-		t.Fatalf("master socket says master PID %d, haproxy runs as %d: %s", got, cmd.Process.Pid, out.String())
-	}
-	return cmd.Process.Pid, stop
-}
 
 // TestDaemonRestarts: a restart of keepalived (a new PID in its PID file)
 // or of the real haproxy (a new master PID on its master socket, looked
@@ -58,7 +21,7 @@ func startHaproxy(t *testing.T, root string) (pid int, stop func()) {
 // gone for a while and back under its old PID, count nothing.
 func TestDaemonRestarts(t *testing.T) {
 	root := t.TempDir()
-	for _, d := range []string{render.RunDir, render.HaproxyRunDir} {
+	for _, d := range []string{render.RunDir} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -70,15 +33,7 @@ func TestDaemonRestarts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := "global\n  maxconn 16\ndefaults\n  mode tcp\n  timeout connect 1s\n  timeout client 1s\n  timeout server 1s\n" +
-		"frontend f\n  bind unix@" + filepath.Join(root, render.HaproxyRunDir, "f.sock") + "\n"
-	if err := os.MkdirAll(filepath.Dir(filepath.Join(root, render.HaproxyConfPath)), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, render.HaproxyConfPath), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	haproxyPID, stopHaproxy := startHaproxy(t, root)
+	haproxyPID, stopHaproxy := daemontest.StartHaproxy(t, root)
 	ctx := context.Background()
 	var seen map[string]int
 	look := func() { seen = m.observeDaemons(seen, s.readDaemonPIDs(ctx)) }
@@ -101,7 +56,7 @@ func TestDaemonRestarts(t *testing.T) {
 	keepalived(140)
 	stopHaproxy()
 	look()
-	startHaproxy(t, root)
+	daemontest.StartHaproxy(t, root)
 	look()
 	if k, h := restarts(DaemonKeepalived), restarts(DaemonHaproxy); k != 1 || h != 1 {
 		t.Errorf("after new PIDs: keepalived %v, haproxy %v restarts, want 1 each", k, h)

@@ -1,0 +1,68 @@
+package haproxy_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vipctl/vipctl/pkg/haproxy"
+	"github.com/vipctl/vipctl/pkg/host"
+	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/daemontest"
+)
+
+// TestMasterSocket, with the real haproxy as the haproxy pod runs it:
+// before it starts, nothing answers (MasterPID 0, Reload false without an
+// error); running, the master socket names the master, answers a command
+// and takes a reload, after which a new worker serves under the same
+// master.
+func TestMasterSocket(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := t.TempDir()
+	target := host.Target{Root: root}
+	if pid := haproxy.MasterPID(ctx, target); pid != 0 {
+		t.Errorf("MasterPID with no haproxy: %d, want 0", pid)
+	}
+	if ok, err := haproxy.Reload(ctx, target); ok || err != nil {
+		t.Errorf("Reload with no haproxy: %v, %v; want false, nil", ok, err)
+	}
+	pid, _ := daemontest.StartHaproxy(t, root)
+	sock := target.Path(render.HaproxyMasterSocket)
+	workers := func() []string {
+		t.Helper()
+		out, err := haproxy.Command(ctx, sock, "show proc; quit", 5*time.Second, 1<<20)
+		if err != nil {
+			t.Fatalf("show proc: %v", err)
+		}
+		var ws []string
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[1] == "worker" {
+				ws = append(ws, f[0])
+			}
+		}
+		return ws
+	}
+	before := workers()
+	if len(before) == 0 {
+		t.Fatal("show proc lists no worker")
+	}
+	if ok, err := haproxy.Reload(ctx, target); !ok || err != nil {
+		t.Fatalf("Reload: %v, %v; want true, nil", ok, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if after := workers(); len(after) > 0 && !strings.Contains(strings.Join(before, " "), after[0]) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new worker after the reload: %v before, %v now", before, workers())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := haproxy.MasterPID(ctx, target); got != pid {
+		t.Errorf("MasterPID after the reload: %d, want the master %s", got, strconv.Itoa(pid))
+	}
+}
