@@ -30,6 +30,11 @@ type State struct {
 	// sees it; nil everywhere else (a node renders the bootstrap host as
 	// a peer from spec.bootstrap alone).
 	Bootstrap *BootstrapHost `json:",omitempty"`
+	// BGPPasswords are the passwords of spec.bgp.peers' passwordSecrets,
+	// by Secret name, as the sidecar last read them. Never saved with the
+	// last-good view: a node rendering from that (its init container)
+	// leaves the password out of frr.conf until the sidecar reads it.
+	BGPPasswords map[string]string `json:"-"`
 }
 
 // BootstrapHost is what only the bootstrap host knows about itself.

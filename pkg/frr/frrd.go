@@ -94,6 +94,12 @@ func PrepareRun(root string) (conf string, err error) {
 		conf = os.DevNull
 	} else if err != nil {
 		return "", err
+	} else if err := os.Chown(conf, uid, gid); err != nil {
+		// bgpd reads it after dropping to user frr, and a frr.conf with
+		// a BGP password in it is root's alone (mode 0600). The sidecar's
+		// next write makes it root's again: bgpd reads it only at start,
+		// frr-reload.py (root) every time.
+		return "", err
 	}
 	return conf, nil
 }

@@ -55,10 +55,10 @@ func NodeReaders(c *v1alpha1.ClusterVIPs) []runtime.Object {
 			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: nodesGroup}},
 		},
 	}
-	add := func(ns string, rule rbacv1.PolicyRule) {
+	add := func(ns string, rules ...rbacv1.PolicyRule) {
 		meta := metav1.ObjectMeta{Name: NodeReaderName, Namespace: ns, Labels: labels("node-sidecar")}
 		objs = append(objs,
-			&rbacv1.Role{TypeMeta: tm(rbacv1.SchemeGroupVersion.String(), "Role"), ObjectMeta: meta, Rules: []rbacv1.PolicyRule{rule}},
+			&rbacv1.Role{TypeMeta: tm(rbacv1.SchemeGroupVersion.String(), "Role"), ObjectMeta: meta, Rules: rules},
 			&rbacv1.RoleBinding{
 				TypeMeta:   tm(rbacv1.SchemeGroupVersion.String(), "RoleBinding"),
 				ObjectMeta: meta,
@@ -68,8 +68,15 @@ func NodeReaders(c *v1alpha1.ClusterVIPs) []runtime.Object {
 	}
 	// List and watch honour resourceNames only with a metadata.name field
 	// selector, which is how the sidecar asks.
-	add(render.Namespace, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"},
-		ResourceNames: []string{v1alpha1.ConfigMapName}, Verbs: read})
+	own := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"},
+		ResourceNames: []string{v1alpha1.ConfigMapName}, Verbs: read}}
+	// The BGP peers' passwords: get on those Secrets alone, never list
+	// (a list would hand every node the namespace's other Secrets).
+	if secrets := c.BGPPasswordSecrets(); len(secrets) > 0 {
+		own = append(own, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"},
+			ResourceNames: secrets, Verbs: []string{"get"}})
+	}
+	add(render.Namespace, own...)
 	seen := map[string]bool{}
 	for _, in := range c.Spec.Ingress {
 		if seen[in.RouterNamespace] {

@@ -57,6 +57,15 @@ type frrPeerView struct {
 	ASN             uint32
 	Hold, Keepalive int
 	BFD             bool
+	// Password is the session's TCP MD5 password ("" none, or not read
+	// yet: cluster.State.BGPPasswords).
+	Password string
+}
+
+// hasPassword tells whether frr.conf holds a password, and so is
+// written for root alone.
+func (v *frrView) hasPassword() bool {
+	return slices.ContainsFunc(v.Peers, func(p frrPeerView) bool { return p.Password != "" })
 }
 
 type frrFamilyView struct {
@@ -133,7 +142,8 @@ func (p *Plan) frrView(node string) *frrView {
 			continue
 		}
 		hold, keep := peer.Timers()
-		v.Peers = append(v.Peers, frrPeerView{Address: peer.Address, ASN: peer.ASN, Hold: hold, Keepalive: keep, BFD: peer.BFD})
+		v.Peers = append(v.Peers, frrPeerView{Address: peer.Address, ASN: peer.ASN, Hold: hold, Keepalive: keep, BFD: peer.BFD,
+			Password: p.state.BGPPasswords[peer.PasswordSecret]})
 		a := netip.MustParseAddr(peer.Address)
 		fams[a.Is4()].Peers = append(fams[a.Is4()].Peers, peer.Address)
 	}

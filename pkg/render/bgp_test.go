@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/configcheck"
 )
 
 // TestBGPAnnounced: with policy Cluster every node the pool selects
@@ -262,5 +264,61 @@ func TestBGPSessionsBeforeAnyBGPPool(t *testing.T) {
 	}
 	if !strings.Contains(frr, "neighbor 203.0.113.1 remote-as 64512\n") || strings.Contains(frr, "\n  network ") {
 		t.Errorf("worker-b0's frr.conf with spec.bgp and no bgp pool: want its peer and no network\n%s", frr)
+	}
+}
+
+// TestBGPPassword: a peer's password, once read (State.BGPPasswords),
+// is on its neighbor's password line in frr.conf, which is then root's
+// alone (0600) and still accepted by vtysh; before it is read the line
+// is left out and the file is 0644. Only the peer that names the Secret
+// gets it.
+func TestBGPPassword(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "bgp-two-racks.yaml")
+	c := *r.config
+	bgp := *c.Spec.BGP
+	bgp.Peers = slices.Clone(bgp.Peers)
+	bgp.Peers[0].PasswordSecret = "rack-a"
+	c.Spec.BGP = &bgp
+	frrConf := func(pw map[string]string, node string) File {
+		t.Helper()
+		p, err := NewPlan(cluster.Compile(&c), testIDs(&c), cluster.State{Nodes: r.nodes, BGPPasswords: pw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := p.NodeFiles(node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if f.Path == FRRConfPath {
+				return f
+			}
+		}
+		t.Fatalf("%s: no frr.conf", node)
+		return File{}
+	}
+	peer := bgp.Peers[0]
+	var a, other string
+	for _, n := range r.nodes {
+		switch {
+		case a == "" && cluster.Matches(peer.NodeSelector, n.Labels):
+			a = n.Name
+		case other == "" && !cluster.Matches(peer.NodeSelector, n.Labels):
+			other = n.Name
+		}
+	}
+	f := frrConf(map[string]string{"rack-a": "s3cret!x"}, a)
+	if line := " neighbor " + peer.Address + " password s3cret!x\n"; !strings.Contains(string(f.Data), line) || f.Mode != 0o600 {
+		t.Errorf("%s: frr.conf (mode %v) lacks %q or is not 0600:\n%s", a, f.Mode, line, f.Data)
+	}
+	if err := configcheck.FRR(context.Background(), f.Data, configcheck.Options{}); err != nil {
+		t.Errorf("vtysh refuses frr.conf with a password: %v", err)
+	}
+	if g := frrConf(map[string]string{"rack-a": "s3cret!x"}, other); strings.Contains(string(g.Data), "password") || g.Mode != 0o644 {
+		t.Errorf("%s, which peers with no router of that Secret: frr.conf (mode %v) has a password:\n%s", other, g.Mode, g.Data)
+	}
+	if g := frrConf(nil, a); strings.Contains(string(g.Data), "password") || g.Mode != 0o644 {
+		t.Errorf("%s before the password is read: frr.conf (mode %v) has a password line:\n%s", a, g.Mode, g.Data)
 	}
 }

@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"sync"
 
 	"github.com/vipctl/vipctl/templates"
@@ -12,6 +13,9 @@ import (
 const (
 	scriptMode = 0o755
 	configMode = 0o644
+	// secretMode is frr.conf's with a BGP password in it: root's alone
+	// (bgpd, which drops to user frr, is given it by frr.PrepareRun).
+	secretMode = 0o600
 )
 
 // NodeRender is one node's part of a plan.
@@ -62,11 +66,16 @@ func (p *Plan) nodeFiles(node string, kv *keepalivedView) ([]File, error) {
 		files = append(files, File{Path: HaproxyConfPath, Mode: configMode, Data: hconf})
 	}
 	if p.HasBGP() && !p.isBootstrap(node) {
-		fconf, err := execute("frr.conf", p.frrView(node))
+		view := p.frrView(node)
+		fconf, err := execute("frr.conf", view)
 		if err != nil {
 			return nil, err
 		}
-		files = append(files, File{Path: FRRConfPath, Mode: configMode, Data: fconf})
+		mode := fs.FileMode(configMode)
+		if view.hasPassword() {
+			mode = secretMode
+		}
+		files = append(files, File{Path: FRRConfPath, Mode: mode, Data: fconf})
 	}
 	scripts, err := ScriptFiles()
 	if err != nil {

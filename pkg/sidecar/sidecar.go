@@ -84,12 +84,15 @@ type Options struct {
 // desired state, which is applied only when it differs from what is on
 // disk; anything that fails leaves the last good files in place.
 type Sidecar struct {
-	o       Options
-	static  *v1alpha1.ClusterVIPs
-	log     *slog.Logger
-	m       *Metrics
-	rec     record.EventRecorder
-	nodeRef *corev1.ObjectReference
+	o Options
+	// passwords are the BGP peers' passwords as last read
+	// (bgppasswords.go).
+	passwords bgpPasswords
+	static    *v1alpha1.ClusterVIPs
+	log       *slog.Logger
+	m         *Metrics
+	rec       record.EventRecorder
+	nodeRef   *corev1.ObjectReference
 
 	factories []informers.SharedInformerFactory
 	synced    []cache.InformerSynced
@@ -265,6 +268,17 @@ func (s *Sidecar) Run(ctx context.Context) error {
 		defer wg.Done()
 		s.repeat(ctx, s.o.APIProbeInterval, s.o.APIProbeInterval, 0, nil, s.probeAPI, "api-probe", "cannot reach the API")
 	}()
+	// The peers' passwords before the first render, so that frr.conf
+	// keeps them: from frr.conf as it is, then from their Secrets.
+	s.seedPasswords()
+	pctx, cancel := context.WithTimeout(ctx, s.o.StepTimeout)
+	err := s.readPasswords(pctx)
+	cancel()
+	if err != nil {
+		s.log.Error("cannot read a BGP peer's password", "err", err)
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); s.passwordsLoop(ctx) }()
 	wg.Add(1)
 	go func() { defer wg.Done(); s.vrrpLoop(ctx) }()
 	wg.Add(1)
@@ -432,6 +446,7 @@ func (s *Sidecar) sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	st.BGPPasswords = s.passwords.get()
 	pending := s.proxy.Check(ctx, proxyTargets(st.LocalServices, st.Nodes, s.o.NodeName))
 	s.reportProxyPending(pending)
 	out, err := s.node.Reconcile(ctx, runtimecfg.Input{Model: m, State: st, IngressReady: ready, ReadAt: readAt, Drained: s.drainAsked, ProxyPending: pending})

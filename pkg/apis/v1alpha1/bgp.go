@@ -3,10 +3,12 @@ package v1alpha1
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -68,6 +70,9 @@ func validateBGP(c *ClusterVIPs, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("keepaliveTime"), peer.KeepaliveTime, "must be less than holdTime "+peer.HoldTime))
 		}
 		errs = append(errs, validateLabels(peer.NodeSelector, p.Child("nodeSelector"))...)
+		if peer.PasswordSecret != "" {
+			errs = append(errs, validateNameBy(validation.IsDNS1123Subdomain, peer.PasswordSecret, p.Child("passwordSecret"))...)
+		}
 	}
 	errs = append(errs, familiesPeered(c, path.Child("peers"))...)
 	for i, cm := range b.Communities {
@@ -76,6 +81,46 @@ func validateBGP(c *ClusterVIPs, path *field.Path) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// BGPPasswordSecrets are the Secrets spec.bgp.peers name for their
+// passwords, sorted, each once.
+func (c *ClusterVIPs) BGPPasswordSecrets() []string {
+	if c.Spec.BGP == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range c.Spec.BGP.Peers {
+		if p.PasswordSecret != "" && !slices.Contains(out, p.PasswordSecret) {
+			out = append(out, p.PasswordSecret)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// BGPPasswordKey is the key of a peer's passwordSecret that holds the
+// password, as in MetalLB's BGPPeer passwordSecret (a kubernetes.io/basic-auth
+// Secret's password).
+const BGPPasswordKey = "password"
+
+// MaxBGPPasswordLen is the longest TCP MD5 key Linux takes
+// (TCP_MD5SIG_MAXKEYLEN).
+const MaxBGPPasswordLen = 80
+
+// CheckBGPPassword says what is wrong with a peer's password, "" when
+// nothing: FRR takes it on one frr.conf line, so 1 to MaxBGPPasswordLen
+// printable ASCII characters without blanks.
+func CheckBGPPassword(pw []byte) string {
+	if len(pw) == 0 || len(pw) > MaxBGPPasswordLen {
+		return fmt.Sprintf("must be 1 to %d characters, not %d", MaxBGPPasswordLen, len(pw))
+	}
+	for _, b := range pw {
+		if b <= ' ' || b > '~' {
+			return "must be printable ASCII without blanks"
+		}
+	}
+	return ""
 }
 
 // familiesPeered refuses a bgp pool address of a family no peer speaks:

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -110,10 +111,43 @@ func TestBGPErrors(t *testing.T) {
 			want: []string{`spec.servicePools[1].addresses[1]: Invalid value: "2001:db8:f::/124": no IPv6 peer in spec.bgp.peers to announce it to`},
 		},
 		{
+			name: "a passwordSecret that names no Secret",
+			edit: replace("holdTime: 30s", "holdTime: 30s\n        passwordSecret: Rack_A"),
+			want: []string{`spec.bgp.peers[1].passwordSecret: Invalid value: "Rack_A"`},
+		},
+		{
 			name: "a vrrp pool still must sit in a machine network",
 			edit: replace("      mode: bgp\n", ""),
 			want: []string{`spec.servicePools[1].addresses[0]: Invalid value: "203.0.113.192/28": not inside one machine network`},
 		},
 	}
 	runParseErrors(t, bgpBase, cases)
+}
+
+// TestCheckBGPPassword: what a passwordSecret's password may be, as FRR
+// and Linux take it.
+func TestCheckBGPPassword(t *testing.T) {
+	t.Parallel()
+	for pw, ok := range map[string]bool{
+		"s3cret!x": true, strings.Repeat("a", MaxBGPPasswordLen): true,
+		"": false, strings.Repeat("a", MaxBGPPasswordLen+1): false, "two words": false, "tab\there": false, "newline\n": false, "caf\xc3\xa9": false,
+	} {
+		if got := CheckBGPPassword([]byte(pw)) == ""; got != ok {
+			t.Errorf("%q: accepted %v, want %v (%s)", pw, got, ok, CheckBGPPassword([]byte(pw)))
+		}
+	}
+}
+
+// TestBGPPasswordSecrets: each Secret the peers name, once, sorted.
+func TestBGPPasswordSecrets(t *testing.T) {
+	t.Parallel()
+	c := &ClusterVIPs{Spec: ClusterVIPsSpec{BGP: &BGPSpec{Peers: []BGPPeer{
+		{Address: "198.51.100.1", PasswordSecret: "rack-b"}, {Address: "198.51.100.2"}, {Address: "198.51.100.3", PasswordSecret: "rack-a"}, {Address: "198.51.100.4", PasswordSecret: "rack-b"},
+	}}}}
+	if got := c.BGPPasswordSecrets(); !slices.Equal(got, []string{"rack-a", "rack-b"}) {
+		t.Errorf("BGPPasswordSecrets = %v, want [rack-a rack-b]", got)
+	}
+	if got := (&ClusterVIPs{}).BGPPasswordSecrets(); got != nil {
+		t.Errorf("no spec.bgp: %v", got)
+	}
 }

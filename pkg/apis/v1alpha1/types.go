@@ -518,6 +518,16 @@ type BGPPeer struct {
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$') && (k.contains('/') ? k.split('/')[1].size() <= 63 && k.split('/')[0].size() <= 253 : k.size() <= 63))",message="keys must be label keys (an optional DNS subdomain prefix and /, then at most 63 of A-Z a-z 0-9 - _ . beginning and ending alphanumeric)"
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// PasswordSecret names a Secret in vipctl's namespace (vipctl-system)
+	// whose key `password` is the session's TCP MD5 password (RFC 2385),
+	// the one the router's neighbor has: 1 to 80 printable ASCII
+	// characters without blanks. The sidecars read it (get on that Secret
+	// alone, docs/permissions.md) and write it only into the node's
+	// frr.conf (mode 0600); it is in no ConfigMap, MachineConfig, log or
+	// support bundle. A changed Secret reaches FRR within 10 s (docs/bgp.md).
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	PasswordSecret string `json:"passwordSecret,omitempty"`
 }
 
 // Images are the container images of the static pods. Each defaults to
