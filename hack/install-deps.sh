@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real daemons and tools the tests drive: keepalived, haproxy,
 # iproute2 (ip netns, veth, bridge), nftables, FRR (bgpd, zebra, vtysh)
-# for BGP pools, containerd and runc, bind9 (a DNS server for dns check) and
+# for BGP pools, BIRD 2 (a second BGP router), containerd and runc, bind9 (a DNS server for dns check) and
 # the CNI plugins. Idempotent: apt runs only when something
 # is missing, so a warm machine pays nothing.
 set -euo pipefail
@@ -16,6 +16,9 @@ declare -A pkg_for=(
   # vtysh: BGP pools render a frr.conf that FRR itself judges (vtysh -C)
   # and the BGP lab runs bgpd + zebra as the nodes and the upstream router.
   [vtysh]=frr
+  # bird: a second BGP implementation as the upstream router, so that the
+  # nodes' FRR sessions are proven against more than FRR (TestBGPMD5Bird).
+  [bird]=bird2
   # The kubelet lab (test/kubeletlab) runs the static pods in a real
   # container runtime: containerd (with ctr) and runc.
   [containerd]=containerd
@@ -78,22 +81,23 @@ fi
 # Debian starts the packaged services on install; the tests run their own
 # instances inside network namespaces and never want the host's.
 if [ ${#missing[@]} -gt 0 ] && command -v systemctl >/dev/null 2>&1; then
-  systemctl disable --now keepalived haproxy frr containerd named prometheus >/dev/null 2>&1 || true
+  systemctl disable --now keepalived haproxy frr bird containerd named prometheus >/dev/null 2>&1 || true
 fi
 # Without systemd the package's init script may still have started FRR in
 # the host namespace: keep it from starting at boot and stop it by its own
 # pid files (watchfrr first, or it restarts the others), never by name.
 if [ "$(id -u)" = 0 ]; then
-  for service in frr named; do
+  for service in frr bird named; do
     if [ -x /etc/init.d/$service ] && command -v update-rc.d >/dev/null 2>&1; then
       update-rc.d $service disable >/dev/null 2>&1 || true
     fi
   done
-  for pidfile in /run/frr/watchfrr.pid /run/frr/zebra.pid /run/frr/bgpd.pid /run/frr/staticd.pid /run/frr/mgmtd.pid; do
+  for pidfile in /run/frr/watchfrr.pid /run/frr/zebra.pid /run/frr/bgpd.pid /run/frr/staticd.pid /run/frr/mgmtd.pid /run/bird/bird.pid; do
     [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
   done
 fi
 keepalived --version 2>&1 | sed -n 1p
 haproxy -v | sed -n 1p
 /usr/lib/frr/bgpd --version 2>&1 | sed -n 1p
+bird --version 2>&1 | sed -n 1p
 named -v

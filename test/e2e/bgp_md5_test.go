@@ -26,21 +26,64 @@ var bgpMD5YAML = strings.Replace(bgpUpdateYAML, "        keepaliveTime: 1s\n", "
 const bgpMD5Password = "Lab-md5.s3cret"
 
 // TestBGPMD5: a peer's passwordSecret, against FRR as the router with
-// the same password on its listen range. The real sidecars (the nodes'
-// own credentials, allowed get on that Secret alone) read the Secret,
-// render frr.conf with it (mode 0600) and the sessions come up; the
+// the same password on its listen range (testBGPMD5).
+func TestBGPMD5(t *testing.T) {
+	testBGPMD5(t, func(kc *lab.KubeCluster) {
+		router := append(slices.Clone(upstreamFRR[:len(upstreamFRR)-1]), " neighbor nodes password "+bgpMD5Password, "exit")
+		newBGPLab(t, kc.Cluster, map[string][]string{netlab.DefaultSegment: {"198.51.100.1/24"}}, router)
+	})
+}
+
+// TestBGPMD5Bird: the same against BIRD 2 (Debian's bird2) as the router,
+// one protocol per node with the password: the nodes' FRR and another
+// implementation agree on TCP MD5.
+func TestBGPMD5Bird(t *testing.T) {
+	var bird *lab.BIRD
+	testBGPMD5(t, func(kc *lab.KubeCluster) {
+		r := kc.AddRouter("upstream", map[string][]string{netlab.DefaultSegment: {"198.51.100.1/24"}})
+		conf := []string{
+			"log stderr all;",
+			"router id 198.51.100.1;",
+			"protocol device {}",
+			"template bgp nodes {",
+			"  local 198.51.100.1 as 64512;",
+			"  hold time 3; keepalive time 1; connect retry time 1;",
+			`  password "` + bgpMD5Password + `";`,
+			"  ipv4 { import all; export none; };",
+			"}",
+		}
+		for _, n := range kc.Nodes {
+			conf = append(conf, "protocol bgp "+birdName(n.Name)+" from nodes { neighbor "+n.Addr+" as 64513; }")
+		}
+		bird = lab.StartBIRD(t, r, conf...)
+		for _, n := range kc.Nodes {
+			lab.StartFRR(t, n.Host, n.Target.Root)
+		}
+	})
+	for _, n := range []string{"master-0", "worker-0"} {
+		if !bird.Established(birdName(n)) {
+			t.Errorf("BIRD's protocol for %s is not Established at the end", n)
+		}
+	}
+}
+
+// birdName is a BIRD protocol name for a node (letters, digits, _).
+func birdName(node string) string { return strings.ReplaceAll(node, "-", "_") }
+
+// testBGPMD5: the real sidecars (the nodes' own credentials, allowed get
+// on that Secret alone) read the Secret, render frr.conf with it (mode
+// 0600) and the sessions to the router startRouter starts come up; the
 // password is in no ConfigMap and no sidecar log. A wrong password in
 // the Secret reaches frr.conf and the router refuses the sessions (TCP
 // MD5 mismatch: they stay down); the right one again brings them back.
-func TestBGPMD5(t *testing.T) {
+func testBGPMD5(t *testing.T, startRouter func(kc *lab.KubeCluster)) {
 	lab.RequireFRR(t)
 	gw := []string{"198.51.100.1"}
 	kc := lab.StartKube(t, bgpMD5YAML, []lab.NodeSpec{
 		{Name: "master-0", Addr: "198.51.100.11/24", ControlPlane: true, Gateways: gw},
 		{Name: "worker-0", Addr: "198.51.100.21/24", Labels: map[string]string{"pool": "web"}, Gateways: gw},
 	})
-	router := append(slices.Clone(upstreamFRR[:len(upstreamFRR)-1]), " neighbor nodes password "+bgpMD5Password, "exit")
-	newBGPLab(t, kc.Cluster, map[string][]string{netlab.DefaultSegment: {"198.51.100.1/24"}}, router)
+	startRouter(kc)
 	kc.ApplyManifests(t)
 	kc.GrantNodeReaders(t)
 	ctx := context.Background()
