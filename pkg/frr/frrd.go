@@ -40,8 +40,8 @@ type Daemon struct {
 // Daemons are zebra, bfdd and bgpd, in start order, with every path
 // under root ("" on a node): the frr container (`vipctl frr`, Run) and
 // the lab start them alike. bgpd reads conf (frr.conf, or nothing while
-// the node announces nothing); zebra and bfdd read nothing, since
-// frr.conf configures bgpd only and bfdd's sessions come from bgpd. No vty TCP
+// the node announces nothing); zebra reads zebraConf, bfdd nothing
+// (bfdd's sessions come from bgpd). No vty TCP
 // port (-P 0): vtysh and frr-reload.py use the unix sockets in FRRRunDir,
 // and a host-network pod would otherwise listen on 2601 and 2605 on every
 // address. Logs go to stdout, the container's log.
@@ -61,11 +61,26 @@ func Daemons(root, conf string) []Daemon {
 		return append(argv, extra...)
 	}
 	return []Daemon{
-		{Name: "zebra", Argv: daemon("zebra", os.DevNull), Ready: zserv},
+		{Name: "zebra", Argv: daemon("zebra", filepath.Join(run, zebraConf)), Ready: zserv},
 		{Name: "bfdd", Argv: daemon("bfdd", os.DevNull, "--bfdctl", filepath.Join(run, "bfdd.sock"))},
 		{Name: "bgpd", Argv: daemon("bgpd", conf), Ready: bgpdVty(run)},
 	}
 }
+
+// zebraConf is zebra's own config in FRRRunDir, written by PrepareRun:
+// next-hop tracking may resolve through the default route, so that an
+// eBGP multi-hop router (spec.bgp.peers[].ebgpMultihop) reached through
+// the node's default route is not left unresolved (and its session
+// never tried). frr.conf names the same lines when a peer is multi-hop,
+// so that frr-reload.py keeps them; a node without one has them dropped
+// at its first reload, and a directly connected router never needs
+// them. They are applied at zebra's start because frr-reload.py (FRR
+// 8.4) did not apply zebra's lines it sent in a batch file (seen in
+// TestBGPMultihop), while its single commands (the removals) work.
+const zebraConf = "zebra.conf"
+
+// zebraLines are zebraConf's content.
+const zebraLines = "ip nht resolve-via-default\nipv6 nht resolve-via-default\n"
 
 // PrepareRun makes root's FRRRunDir a directory the daemons, which
 // drop to user frr, can create their sockets in, and returns the config
@@ -83,6 +98,9 @@ func PrepareRun(root string) (conf string, err error) {
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	if err := os.Chown(run, uid, gid); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(run, zebraConf), []byte(zebraLines), 0o644); err != nil {
 		return "", err
 	}
 	conf = filepath.Join(root, render.FRRConfPath)

@@ -2,6 +2,7 @@ package haproxy_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,11 +32,12 @@ func TestMasterSocket(t *testing.T) {
 	}
 	pid, _ := daemontest.StartHaproxy(t, root)
 	sock := target.Path(render.HaproxyMasterSocket)
-	workers := func() []string {
-		t.Helper()
+	// workers are the worker PIDs `show proc` lists; the master re-execs
+	// on a reload, which resets a connection to its socket meanwhile.
+	workers := func() ([]string, error) {
 		out, err := haproxy.Command(ctx, sock, "show proc; quit", 5*time.Second, 1<<20)
 		if err != nil {
-			t.Fatalf("show proc: %v", err)
+			return nil, err
 		}
 		var ws []string
 		for _, line := range strings.Split(string(out), "\n") {
@@ -43,22 +45,23 @@ func TestMasterSocket(t *testing.T) {
 				ws = append(ws, f[0])
 			}
 		}
-		return ws
+		return ws, nil
 	}
-	before := workers()
-	if len(before) == 0 {
-		t.Fatal("show proc lists no worker")
+	before, err := workers()
+	if err != nil || len(before) == 0 {
+		t.Fatalf("show proc lists no worker (%v)", err)
 	}
 	if ok, err := haproxy.Reload(ctx, target); !ok || err != nil {
 		t.Fatalf("Reload: %v, %v; want true, nil", ok, err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if after := workers(); len(after) > 0 && !strings.Contains(strings.Join(before, " "), after[0]) {
+		after, err := workers()
+		if err == nil && len(after) > 0 && !slices.Contains(before, after[0]) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no new worker after the reload: %v before, %v now", before, workers())
+			t.Fatalf("no new worker after the reload: %v before, %v now (%v)", before, after, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

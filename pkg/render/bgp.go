@@ -50,6 +50,9 @@ type frrView struct {
 	// route).
 	BackupPrepend    string
 	Backup4, Backup6 []string
+	// Multihop tells whether a peer is hops away: frr.conf then lets
+	// next-hop tracking resolve through the default route.
+	Multihop bool
 }
 
 type frrPeerView struct {
@@ -60,6 +63,9 @@ type frrPeerView struct {
 	// Password is the session's TCP MD5 password ("" none, or not read
 	// yet: cluster.State.BGPPasswords).
 	Password string
+	// Multihop is the eBGP session's TTL for a router hops away (0:
+	// directly connected).
+	Multihop int32
 }
 
 // hasPassword tells whether frr.conf holds a password, and so is
@@ -143,7 +149,8 @@ func (p *Plan) frrView(node string) *frrView {
 		}
 		hold, keep := peer.Timers()
 		v.Peers = append(v.Peers, frrPeerView{Address: peer.Address, ASN: peer.ASN, Hold: hold, Keepalive: keep, BFD: peer.BFD,
-			Password: p.state.BGPPasswords[peer.PasswordSecret]})
+			Password: p.state.BGPPasswords[peer.PasswordSecret], Multihop: peer.EBGPMultihop})
+		v.Multihop = v.Multihop || peer.EBGPMultihop > 0
 		a := netip.MustParseAddr(peer.Address)
 		fams[a.Is4()].Peers = append(fams[a.Is4()].Peers, peer.Address)
 	}

@@ -322,3 +322,48 @@ func TestBGPPassword(t *testing.T) {
 		t.Errorf("%s before the password is read: frr.conf (mode %v) has a password line:\n%s", a, g.Mode, g.Data)
 	}
 }
+
+// TestBGPMultihopRender: a multi-hop peer's TTL is on its neighbor's
+// line, and frr.conf lets next-hop tracking resolve through the default
+// route (which vtysh accepts); without one neither is there.
+func TestBGPMultihopRender(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "bgp-two-racks.yaml")
+	conf := func(hops int32) string {
+		t.Helper()
+		c := *r.config
+		bgp := *c.Spec.BGP
+		bgp.Peers = slices.Clone(bgp.Peers)
+		for i := range bgp.Peers {
+			bgp.Peers[i].EBGPMultihop = hops
+		}
+		c.Spec.BGP = &bgp
+		p, err := NewPlan(cluster.Compile(&c), testIDs(&c), cluster.State{Nodes: r.nodes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := p.NodeFiles("worker-a0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if f.Path == FRRConfPath {
+				return string(f.Data)
+			}
+		}
+		t.Fatal("worker-a0: no frr.conf")
+		return ""
+	}
+	multi := conf(3)
+	for _, want := range []string{"\nip nht resolve-via-default\n", "\nipv6 nht resolve-via-default\n", " ebgp-multihop 3\n"} {
+		if !strings.Contains(multi, want) {
+			t.Errorf("multi-hop frr.conf lacks %q:\n%s", want, multi)
+		}
+	}
+	if err := configcheck.FRR(context.Background(), []byte(multi), configcheck.Options{}); err != nil {
+		t.Errorf("vtysh refuses the multi-hop frr.conf: %v", err)
+	}
+	if direct := conf(0); strings.Contains(direct, "nht resolve-via-default") || strings.Contains(direct, "ebgp-multihop") {
+		t.Errorf("frr.conf without a multi-hop peer has its lines:\n%s", direct)
+	}
+}

@@ -70,6 +70,13 @@ func validateBGP(c *ClusterVIPs, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("keepaliveTime"), peer.KeepaliveTime, "must be less than holdTime "+peer.HoldTime))
 		}
 		errs = append(errs, validateLabels(peer.NodeSelector, p.Child("nodeSelector"))...)
+		switch hops := path.Child("peers").Index(i).Child("ebgpMultihop"); {
+		case peer.EBGPMultihop == 0:
+		case peer.EBGPMultihop == 1 || peer.EBGPMultihop < 0 || peer.EBGPMultihop > 255:
+			errs = append(errs, field.Invalid(hops, peer.EBGPMultihop, "must be 2 to 255 (the hops to the router plus one), or left out for a router on the nodes' subnet"))
+		case peer.ASN == b.ASN:
+			errs = append(errs, field.Invalid(hops, peer.EBGPMultihop, "only for eBGP: this peer's asn is spec.bgp.asn (iBGP), whose sessions go any number of hops"))
+		}
 		if peer.PasswordSecret != "" {
 			errs = append(errs, validateNameBy(validation.IsDNS1123Subdomain, peer.PasswordSecret, p.Child("passwordSecret"))...)
 		}

@@ -111,6 +111,14 @@ func TestBGPErrors(t *testing.T) {
 			want: []string{`spec.servicePools[1].addresses[1]: Invalid value: "2001:db8:f::/124": no IPv6 peer in spec.bgp.peers to announce it to`},
 		},
 		{
+			name: "ebgpMultihop of 1, and on an iBGP peer",
+			edit: replace("holdTime: 30s", "holdTime: 30s\n        ebgpMultihop: 1\n      - address: 198.51.100.9\n        asn: 64513\n        ebgpMultihop: 3"),
+			want: []string{
+				`spec.bgp.peers[1].ebgpMultihop: Invalid value: 1: must be 2 to 255`,
+				`spec.bgp.peers[2].ebgpMultihop: Invalid value: 3: only for eBGP`,
+			},
+		},
+		{
 			name: "a passwordSecret that names no Secret",
 			edit: replace("holdTime: 30s", "holdTime: 30s\n        passwordSecret: Rack_A"),
 			want: []string{`spec.bgp.peers[1].passwordSecret: Invalid value: "Rack_A"`},

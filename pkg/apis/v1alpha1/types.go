@@ -463,6 +463,8 @@ type VRRPSpec struct {
 
 // BGPSpec is the nodes' side of the BGP sessions that announce the
 // addresses of bgp pools. FRR (bgpd) runs the sessions; see docs/bgp.md.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.peers) || !has(self.asn) || self.peers.all(p, !has(p.ebgpMultihop) || p.ebgpMultihop == 0 || p.asn != self.asn)",message="ebgpMultihop is only for eBGP: a peer whose asn is spec.bgp.asn (iBGP) goes any number of hops",fieldPath=".peers"
 type BGPSpec struct {
 	// ASN is the nodes' autonomous system number (the same on every node).
 	// +kubebuilder:validation:Format=int64
@@ -489,7 +491,8 @@ type BGPSpec struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.keepaliveTime) || !self.keepaliveTime.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || (duration(self.keepaliveTime) >= duration('1s') && duration(self.keepaliveTime) <= duration('65535s') && duration(self.keepaliveTime).getMilliseconds() % 1000 == 0 && (!has(self.holdTime) || !self.holdTime.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || duration(self.keepaliveTime) < duration(self.holdTime)))",message="must be whole seconds, at least 1s and less than holdTime",fieldPath=".keepaliveTime"
 type BGPPeer struct {
 	// Address is the router's address, IPv4 or IPv6, on a subnet the
-	// selected nodes reach directly (eBGP, single hop).
+	// selected nodes reach directly (eBGP, single hop), or, with
+	// ebgpMultihop, through routers.
 	// +kubebuilder:validation:MaxLength=45
 	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="must be an IPv4 or IPv6 address, without a zone"
 	Address string `json:"address"`
@@ -518,6 +521,16 @@ type BGPPeer struct {
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$') && (k.contains('/') ? k.split('/')[1].size() <= 63 && k.split('/')[0].size() <= 253 : k.size() <= 63))",message="keys must be label keys (an optional DNS subdomain prefix and /, then at most 63 of A-Z a-z 0-9 - _ . beginning and ending alphanumeric)"
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// EBGPMultihop is the TTL of the session's packets for a router that
+	// is not on the nodes' own subnet (eBGP multi-hop, as FRR's `neighbor
+	// ebgp-multihop` and Cilium's `ebgpMultihop`): 2 to 255, the routed
+	// hops to the router plus one. Default (0): the router is directly
+	// connected and the TTL is 1. Not for an iBGP peer (asn equal to
+	// spec.bgp.asn), whose sessions go any number of hops.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=255
+	// +kubebuilder:validation:XValidation:rule="self != 1",message="must be 2 to 255 (the hops to the router plus one), or left out for a router on the nodes' subnet"
+	EBGPMultihop int32 `json:"ebgpMultihop,omitempty"`
 	// PasswordSecret names a Secret in vipctl's namespace (vipctl-system)
 	// whose key `password` is the session's TCP MD5 password (RFC 2385),
 	// the one the router's neighbor has: 1 to 80 printable ASCII
