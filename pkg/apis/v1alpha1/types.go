@@ -496,7 +496,8 @@ type BGPPeer struct {
 	// +kubebuilder:validation:MaxLength=45
 	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="must be an IPv4 or IPv6 address, without a zone"
 	Address string `json:"address"`
-	// ASN is the router's autonomous system number.
+	// ASN is the router's autonomous system number; spec.bgp.asn makes
+	// the session iBGP (a route reflector, say).
 	// +kubebuilder:validation:Format=int64
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=4294967295
