@@ -83,9 +83,10 @@ const zebraConf = "zebra.conf"
 const zebraLines = "ip nht resolve-via-default\nipv6 nht resolve-via-default\n"
 
 // PrepareRun makes root's FRRRunDir a directory the daemons, which
-// drop to user frr, can create their sockets in, and returns the config
-// bgpd starts from: frr.conf when the sidecar has written one, else
-// nothing (os.DevNull).
+// drop to user frr, can create their sockets in, writes zebra's config
+// there, and returns the config bgpd starts from: a copy of frr.conf for
+// user frr (startCopy) when the sidecar has written one, else nothing
+// (os.DevNull).
 func PrepareRun(root string) (conf string, err error) {
 	run := filepath.Join(root, render.FRRRunDir)
 	if err := os.MkdirAll(run, 0o755); err != nil {
@@ -112,14 +113,40 @@ func PrepareRun(root string) (conf string, err error) {
 		conf = os.DevNull
 	} else if err != nil {
 		return "", err
-	} else if err := os.Chown(conf, uid, gid); err != nil {
-		// bgpd reads it after dropping to user frr, and a frr.conf with
-		// a BGP password in it is root's alone (mode 0600). The sidecar's
-		// next write makes it root's again: bgpd reads it only at start,
-		// frr-reload.py (root) every time.
+	} else if conf, err = startCopy(conf, run, uid, gid); err != nil {
 		return "", err
 	}
 	return conf, nil
+}
+
+// startConf is the copy of frr.conf bgpd starts from, in FRRRunDir.
+const startConf = "frr.conf.start"
+
+// startCopy copies frr.conf to FRRRunDir for user frr alone and returns
+// the copy's path. bgpd reads its config after dropping to user frr, and
+// a frr.conf with a BGP password in it is root's alone (mode 0600); the
+// frr container mounts the directory that holds it read-only, so the
+// file itself cannot be handed over. frr-reload.py (root) reads frr.conf
+// itself on every change.
+func startCopy(conf, run string, uid, gid int) (string, error) {
+	data, err := os.ReadFile(conf)
+	if err != nil {
+		return "", err
+	}
+	dst := filepath.Join(run, startConf)
+	tmp := dst + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return "", err
+	}
+	if err := os.Chown(tmp, uid, gid); err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	return dst, nil
 }
 
 // Run runs zebra, bfdd and bgpd in the foreground until ctx ends or one

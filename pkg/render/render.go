@@ -14,7 +14,7 @@ const (
 	scriptMode = 0o755
 	configMode = 0o644
 	// secretMode is frr.conf's with a BGP password in it: root's alone
-	// (bgpd, which drops to user frr, is given it by frr.PrepareRun).
+	// (bgpd, which drops to user frr, starts from frr.PrepareRun's copy).
 	secretMode = 0o600
 )
 
