@@ -33,6 +33,9 @@ declare -A pkg_for=(
   # server (named) for vipctl dns check; named-checkzone (bind9-utils, a
   # dependency) judges the zone snippet.
   [named]=bind9
+  # setpriv: pkg/frr's test runs PrepareRun as the frr container does,
+  # root without CAP_DAC_OVERRIDE.
+  [setpriv]=util-linux
 )
 
 missing=()

@@ -98,7 +98,10 @@ func PrepareRun(root string) (conf string, err error) {
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	if err := os.Chown(run, uid, gid); err != nil {
+	// The frr container's root has no CAP_DAC_OVERRIDE: it writes into
+	// the directory while it owns it (CAP_CHOWN), then hands it to user
+	// frr. A container restart finds it frr's from the last start.
+	if err := os.Chown(run, 0, 0); err != nil {
 		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(run, zebraConf), []byte(zebraLines), 0o644); err != nil {
@@ -114,6 +117,9 @@ func PrepareRun(root string) (conf string, err error) {
 	} else if err != nil {
 		return "", err
 	} else if conf, err = startCopy(conf, run, uid, gid); err != nil {
+		return "", err
+	}
+	if err := os.Chown(run, uid, gid); err != nil {
 		return "", err
 	}
 	return conf, nil

@@ -1,7 +1,9 @@
 package frr
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
@@ -58,5 +60,40 @@ func TestPrepareRunStartCopy(t *testing.T) {
 	}
 	if z, err := os.ReadFile(filepath.Join(root, render.FRRRunDir, zebraConf)); err != nil || string(z) != zebraLines {
 		t.Errorf("zebra's config %q (err %v), want %q", z, err, zebraLines)
+	}
+}
+
+// TestPrepareRunAsTheContainer: PrepareRun as the frr container runs it,
+// root without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (setpriv drops
+// them from a child of this test), twice: a container restart finds the
+// run directory user frr's from the last start. Writing zebra's config
+// into the directory after handing it to user frr crash-looped the frr
+// container in the cluster lab (a fresh-clone rehearsal, 2026-11-29).
+func TestPrepareRunAsTheContainer(t *testing.T) {
+	if root := os.Getenv("VIPCTL_TEST_PREPARERUN_ROOT"); root != "" {
+		for i := 0; i < 2; i++ {
+			if _, err := PrepareRun(root); err != nil {
+				fmt.Println("PrepareRun:", err)
+				os.Exit(1)
+			}
+		}
+		os.Exit(0)
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Fatalf("setpriv (util-linux): %v", err)
+	}
+	root := t.TempDir()
+	path := filepath.Join(root, render.FRRConfPath)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("router bgp 64513\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(setpriv, "--bounding-set", "-dac_override,-dac_read_search", "--", os.Args[0], "-test.run", "^TestPrepareRunAsTheContainer$")
+	cmd.Env = append(os.Environ(), "VIPCTL_TEST_PREPARERUN_ROOT="+root)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("PrepareRun without CAP_DAC_OVERRIDE: %v\n%s", err, out)
 	}
 }
