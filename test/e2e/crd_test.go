@@ -290,6 +290,11 @@ var crdRules = []crdRule{
 		peer(s, 0)["holdTime"] = "9s"
 		peer(s, 0)["keepaliveTime"] = "9s"
 	}, "spec.bgp.peers[0].keepaliveTime"},
+	{"an eBGP multi-hop TTL of 1", "bgp-two-racks.yaml", func(s map[string]any) { peer(s, 0)["ebgpMultihop"] = int64(1) }, "spec.bgp.peers[0].ebgpMultihop"},
+	{"eBGP multi-hop on an iBGP peer", "bgp-two-racks.yaml", func(s map[string]any) {
+		s["bgp"].(map[string]any)["asn"] = peer(s, 0)["asn"]
+		peer(s, 0)["ebgpMultihop"] = int64(2)
+	}, "spec.bgp.peers"},
 	{"a community out of range", "bgp-two-racks.yaml", func(s map[string]any) {
 		s["bgp"].(map[string]any)["communities"] = []any{"64512:70000"}
 	}, "spec.bgp.communities[0]"},
