@@ -68,8 +68,14 @@ func (s *Sidecar) seedPasswords() {
 }
 
 // passwordsLoop reads the Secrets the config in force names, and syncs
-// when a password changed.
+// when a password changed. Run has read them once before the first
+// sync: the loop's first read is one interval later, not at once again.
 func (s *Sidecar) passwordsLoop(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(bgpPasswordInterval):
+	}
 	s.repeat(ctx, bgpPasswordInterval, bgpPasswordInterval, 0, nil, s.readPasswords, "bgp-passwords", "cannot read a BGP peer's password")
 }
 

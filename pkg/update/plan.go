@@ -174,9 +174,9 @@ func Compute(live, desired *v1alpha1.ClusterVIPs, services []corev1.Service) (*P
 	p.Orphans = orphans(out, services)
 	if live != nil {
 		p.Orphans = append(p.Orphans, lostExternalIPs(live, out, services)...)
-		p.Orphans = append(p.Orphans, unservedByClass(live, out, services)...)
 		if before, after := cluster.ClassOf(live), cluster.ClassOf(out); before != after {
 			p.Class = before.Describe() + " -> " + after.Describe()
+			p.Orphans = append(p.Orphans, unservedByClass(before, after, services)...)
 		}
 		p.Bootstrap = bootstrapDiff(live.Spec.Bootstrap, out.Spec.Bootstrap)
 		p.VRRP = vrrpDiff(live, out, liveIDs, ids)
@@ -371,16 +371,12 @@ func orphans(c *v1alpha1.ClusterVIPs, services []corev1.Service) []Orphan {
 	return out
 }
 
-// unservedByClass lists the Services with a status address that live's
-// spec.loadBalancerClass has vipctl serve and out's does not (another
+// unservedByClass lists the Services with a status address that the
+// class before has vipctl serve and the class after does not (another
 // class name, or only: true and no class on the Service): the allocator
 // releases their addresses once the ConfigMap changes, and another
 // implementation, if any, gives them new ones.
-func unservedByClass(live, out *v1alpha1.ClusterVIPs, services []corev1.Service) []Orphan {
-	before, after := cluster.ClassOf(live), cluster.ClassOf(out)
-	if before == after {
-		return nil
-	}
+func unservedByClass(before, after cluster.Class, services []corev1.Service) []Orphan {
 	var orphans []Orphan
 	for i := range services {
 		s := &services[i]
