@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -43,8 +44,52 @@ type result struct {
 	errors []string
 }
 
-// errLine matches a line a test reports through t.Error or t.Fatal.
-var errLine = regexp.MustCompile(`^\s+\S+\.go:\d+: `)
+// errLine matches a line a test reports through t.Log, t.Error or
+// t.Fatal, and captures where it was reported from and what it says.
+var errLine = regexp.MustCompile(`^\s+(\S+\.go:\d+): (.*)`)
+
+// verdicts picks up to n of a failed test's report lines that most likely
+// name its cause. go test does not tell t.Error from t.Log, so it ranks
+// them: first the lines that say what they want (this project's errors
+// end "..., want ..."), then the lines from a place that reported at most
+// twice (a place that reports more is a log stream: a timeline, a
+// daemon's log tail; a line with nothing after its place heads a
+// multi-line dump). When neither is found the first report lines are
+// shown as they are.
+func verdicts(output []string, n int) []string {
+	type reported struct{ place, line string }
+	var all []reported
+	count := map[string]int{}
+	for _, o := range output {
+		if m := errLine.FindStringSubmatch(o); m != nil {
+			count[m[1]]++
+			all = append(all, reported{m[1], strings.TrimSpace(o)})
+			continue
+		}
+		// A multi-line report's first two continuation lines, after
+		// its first line: "want none:" is followed by what failed.
+		if last := len(all) - 1; last >= 0 && strings.HasPrefix(o, "        ") && strings.Count(all[last].line, " | ") < 2 {
+			all[last].line += " | " + strings.TrimSpace(o)
+		}
+	}
+	var out []string
+	pick := func(ok func(reported) bool) {
+		for _, r := range all {
+			if len(out) < n && ok(r) && !slices.Contains(out, r.line) {
+				out = append(out, r.line)
+			}
+		}
+	}
+	pick(func(r reported) bool { return wants.MatchString(r.line) })
+	pick(func(r reported) bool {
+		return count[r.place] <= 2 && !strings.HasSuffix(r.line, ":") && !strings.Contains(r.line, ": | ")
+	})
+	pick(func(reported) bool { return true })
+	return out
+}
+
+// wants matches an error line that says what it wants.
+var wants = regexp.MustCompile(`\bwant\b`)
 
 type report struct {
 	out     io.Writer
@@ -87,14 +132,12 @@ func (r *report) line(l string) {
 		}
 		res := result{key: k, elapsed: time.Duration(e.Elapsed * float64(time.Second))}
 		if e.Action == "fail" {
-			for _, o := range r.buffered[k] {
-				if !r.verbose {
+			if !r.verbose {
+				for _, o := range r.buffered[k] {
 					r.printf("%s", o)
 				}
-				if errLine.MatchString(o) && len(res.errors) < 3 {
-					res.errors = append(res.errors, strings.TrimSpace(o))
-				}
 			}
+			res.errors = verdicts(r.buffered[k], 3)
 			r.failed = append(r.failed, res)
 		}
 		if !strings.Contains(e.Test, "/") {
@@ -141,7 +184,7 @@ func (r *report) summary(slowest int) {
 	for _, t := range r.failed {
 		r.printf("  --- FAIL %s %s (%.1fs)\n", t.key.pkg, t.key.test, t.elapsed.Seconds())
 		for _, e := range t.errors {
-			r.printf("        %s\n", shorten(e, 220))
+			r.printf("        %s\n", shorten(e, 400))
 		}
 	}
 	for _, p := range r.badPkgs {

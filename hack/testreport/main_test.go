@@ -1,0 +1,46 @@
+package main
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestVerdictsSkipLogStreams(t *testing.T) {
+	out := []string{
+		"=== RUN   TestCluster/Roll\n",
+		"    timeline_test.go:39: 14:18:01 endpoints of a: master-0\n",
+		"    timeline_test.go:39: 14:18:01 endpoints of b: master-1\n",
+		"    timeline_test.go:39: 14:18:02 endpoints of c: master-2\n",
+		"    cluster_test.go:560: http://198.51.100.1/ through the roll: 0 of 1067 requests failed\n",
+		"    cluster_test.go:560: http://198.51.100.129/ through the roll: 1 of 1067 requests failed\n",
+		"    cluster_test.go:560: http://198.51.100.129/ through the roll: 1 requests failed; want none:\n",
+		"        14:20:01.5 connection refused\n",
+		"    cluster_test.go:560: http://198.51.100.130/ through the roll: 0 of 1067 requests failed\n",
+		"    poll.go:120: no answer\n",
+		"    cluster_test.go:571: \n",
+		"        --- master-0 log\n",
+		"    cluster_test.go:571: \n",
+		"    cluster_test.go:571: \n",
+		"    cluster_test.go:575: master-2's keepalived pod runs v0.1.0, want v0.2.0\n",
+		"--- FAIL: TestCluster/Roll (210.51s)\n",
+	}
+	got := verdicts(out, 3)
+	want := []string{
+		"cluster_test.go:560: http://198.51.100.129/ through the roll: 1 requests failed; want none: | 14:20:01.5 connection refused",
+		"cluster_test.go:575: master-2's keepalived pod runs v0.1.0, want v0.2.0",
+		"poll.go:120: no answer",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("verdicts = %q, want %q", got, want)
+	}
+}
+
+func TestVerdictsFallBackToFirstLines(t *testing.T) {
+	out := []string{
+		"    x_test.go:1: a\n", "    x_test.go:1: b\n", "    x_test.go:1: c\n", "    x_test.go:1: d\n",
+	}
+	got := verdicts(out, 2)
+	if want := []string{"x_test.go:1: a", "x_test.go:1: b"}; !slices.Equal(got, want) {
+		t.Errorf("verdicts = %q, want %q", got, want)
+	}
+}
