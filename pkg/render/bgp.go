@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 )
 
@@ -53,7 +54,48 @@ type frrView struct {
 	// Multihop tells whether a peer is hops away: frr.conf then lets
 	// next-hop tracking resolve through the default route.
 	Multihop bool
+	// Policies are the bgp pools' routing policies (spec.servicePools[].bgp)
+	// that set something on their routes, in spec order. With any, the
+	// outbound route-map's first entries jump to them (on-match goto) and
+	// a last, empty entry permits the routes of the other pools.
+	Policies []frrPolicyView
+	// PolicySeq is the first policy's sequence, where the entries above
+	// jump; PolicyFinalSeq the last, empty entry's.
+	PolicySeq, PolicyFinalSeq int
+	// PeerFilters are the prefix-lists that keep a pool's routes from the
+	// peers its bgp.peers leaves out.
+	PeerFilters []frrPeerFilter
 }
+
+// frrPolicyView is one pool's routing policy in frr.conf: route-map
+// entries Seq (IPv4) and Seq+1 (IPv6) match the prefix-lists of its
+// address ranges and set what the pool asks.
+type frrPolicyView struct {
+	Pool             string
+	Seq              int
+	Prefixes4        []string
+	Prefixes6        []string
+	Prepend          string
+	Communities      []string
+	LargeCommunities []string
+	LocalPref        *uint32
+}
+
+// frrPeerFilter is the outbound prefix-list of one peer: deny the ranges
+// of the pools it may not get, permit the rest.
+type frrPeerFilter struct {
+	Name, Peer string
+	IPv6       bool
+	Deny       []string
+}
+
+// policySeq is the route-map sequence of the first pool's policy; each
+// pool takes two (IPv4, IPv6), and policyFinalSeq permits the routes no
+// policy matched.
+const (
+	policySeq      = 100
+	policyFinalSeq = 65000
+)
 
 type frrPeerView struct {
 	Address         string
@@ -78,6 +120,8 @@ type frrFamilyView struct {
 	Name     string // ipv4, ipv6
 	Peers    []string
 	Networks []string
+	// Filters maps a peer to its outbound prefix-list (frrPeerFilter).
+	Filters map[string]string
 }
 
 // HasBGP tells whether the nodes run BGP: with spec.bgp set every node
@@ -140,6 +184,7 @@ func (p *Plan) frrView(node string) *frrView {
 	b := p.c.Spec.BGP
 	n := p.nodes[node]
 	v := &frrView{Node: node, ASN: b.ASN, Communities: b.Communities,
+		PolicySeq: policySeq, PolicyFinalSeq: policyFinalSeq,
 		BackupPrepend: strings.TrimSpace(strings.Repeat(strconv.FormatUint(uint64(b.ASN), 10)+" ", backupPrepend))}
 	v.RouterID = routerID(node, n.Addresses)
 	fams := map[bool]*frrFamilyView{true: {Name: "ipv4"}, false: {Name: "ipv6"}}
@@ -155,16 +200,26 @@ func (p *Plan) frrView(node string) *frrView {
 		fams[a.Is4()].Peers = append(fams[a.Is4()].Peers, peer.Address)
 	}
 	for _, an := range p.Announced(node) {
-		for _, a := range slices.Concat(an.Addrs, an.Backup) {
-			fams[a.Is4()].Networks = append(fams[a.Is4()].Networks, netip.PrefixFrom(a, a.BitLen()).String())
+		plain, backup := p.routes(an)
+		for _, r := range slices.Concat(plain, backup) {
+			fams[r.Addr().Is4()].Networks = append(fams[r.Addr().Is4()].Networks, r.String())
 		}
-		for _, a := range an.Backup {
-			if p := netip.PrefixFrom(a, a.BitLen()).String(); a.Is4() {
-				v.Backup4 = append(v.Backup4, p)
+		for _, r := range backup {
+			if r.Addr().Is4() {
+				v.Backup4 = append(v.Backup4, r.String())
 			} else {
-				v.Backup6 = append(v.Backup6, p)
+				v.Backup6 = append(v.Backup6, r.String())
 			}
 		}
+	}
+	v.Policies = p.policies()
+	v.PeerFilters = p.peerFilters(v.Peers)
+	for _, f := range v.PeerFilters {
+		fam := fams[!f.IPv6]
+		if fam.Filters == nil {
+			fam.Filters = map[string]string{}
+		}
+		fam.Filters[f.Peer] = f.Name
 	}
 	for _, v4 := range []bool{true, false} {
 		if f := fams[v4]; len(f.Peers) > 0 {
@@ -172,6 +227,100 @@ func (p *Plan) frrView(node string) *frrView {
 		}
 	}
 	return v
+}
+
+// routes are the prefixes of an's addresses, plain and backup: a host
+// route each, or where the pool aggregates (bgp.aggregationLength) the
+// aggregate around each address of a Cluster-policy Service. A Local
+// Service's address keeps its host route, so that the routers' longest
+// match sends its traffic only to the nodes that announce it. An
+// aggregate announced plainly for one address is no backup for another.
+func (p *Plan) routes(an Announced) (plain, backup []netip.Prefix) {
+	pool := p.model.Pool(an.Pool)
+	cluster := p.state.ServiceVIPs[an.Pool]
+	route := func(a netip.Addr) netip.Prefix {
+		n := a.BitLen()
+		if pool != nil && pool.BGP != nil && slices.Contains(cluster, a) {
+			if l := pool.BGP.AggregationLength; a.Is4() && l > 0 {
+				n = int(l)
+			} else if l := pool.BGP.AggregationLengthV6; !a.Is4() && l > 0 {
+				n = int(l)
+			}
+		}
+		return netip.PrefixFrom(a, n).Masked()
+	}
+	for _, a := range an.Addrs {
+		if r := route(a); !slices.Contains(plain, r) {
+			plain = append(plain, r)
+		}
+	}
+	for _, a := range an.Backup {
+		if r := route(a); !slices.Contains(plain, r) && !slices.Contains(backup, r) {
+			backup = append(backup, r)
+		}
+	}
+	return plain, backup
+}
+
+// policies are the route-map entries of the bgp pools whose bgp sets
+// something on their routes.
+func (p *Plan) policies() []frrPolicyView {
+	var out []frrPolicyView
+	asn := strconv.FormatUint(uint64(p.c.Spec.BGP.ASN), 10)
+	for _, pool := range p.model.Pools {
+		pb := pool.BGP
+		if !pool.IsBGP() || pb == nil || len(pb.Communities)+len(pb.LargeCommunities)+int(pb.ASPathPrepend) == 0 && pb.LocalPref == nil {
+			continue
+		}
+		v := frrPolicyView{Pool: pool.Name, Seq: policySeq + 2*len(out), Communities: pb.Communities,
+			LargeCommunities: pb.LargeCommunities, LocalPref: pb.LocalPref,
+			Prepend: strings.TrimSpace(strings.Repeat(asn+" ", int(pb.ASPathPrepend)))}
+		v.Prefixes4, v.Prefixes6 = poolPrefixes(pool.Ranges)
+		out = append(out, v)
+	}
+	return out
+}
+
+// peerFilters are the outbound prefix-lists of the node's peers that some
+// bgp pool's bgp.peers leaves out: each denies those pools' ranges.
+func (p *Plan) peerFilters(peers []frrPeerView) []frrPeerFilter {
+	var out []frrPeerFilter
+	for _, peer := range peers {
+		addr := netip.MustParseAddr(peer.Address)
+		f := frrPeerFilter{Name: "vipctl-to-" + strings.ReplaceAll(addr.String(), ":", "-"), Peer: peer.Address, IPv6: !addr.Is4()}
+		for _, pool := range p.model.Pools {
+			if !pool.IsBGP() || pool.BGP == nil || len(pool.BGP.Peers) == 0 {
+				continue
+			}
+			if slices.ContainsFunc(pool.BGP.PeerSet(p.c.Spec.BGP), func(q v1alpha1.BGPPeer) bool { return netip.MustParseAddr(q.Address) == addr }) {
+				continue
+			}
+			v4, v6 := poolPrefixes(pool.Ranges)
+			if addr.Is4() {
+				f.Deny = append(f.Deny, v4...)
+			} else {
+				f.Deny = append(f.Deny, v6...)
+			}
+		}
+		if len(f.Deny) > 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// poolPrefixes are the CIDRs of a pool's ranges, per family.
+func poolPrefixes(ranges []v1alpha1.AddressRange) (v4, v6 []string) {
+	for _, r := range ranges {
+		for _, p := range r.Prefixes() {
+			if r.Is4() {
+				v4 = append(v4, p.String())
+			} else {
+				v6 = append(v6, p.String())
+			}
+		}
+	}
+	return v4, v6
 }
 
 // routerID is a node's BGP router-id: its first IPv4 address, or on a

@@ -282,21 +282,7 @@ func TestBGPPassword(t *testing.T) {
 	c.Spec.BGP = &bgp
 	frrConf := func(pw map[string]string, node string) File {
 		t.Helper()
-		p, err := NewPlan(cluster.Compile(&c), testIDs(&c), cluster.State{Nodes: r.nodes, BGPPasswords: pw})
-		if err != nil {
-			t.Fatal(err)
-		}
-		files, err := p.NodeFiles(node)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range files {
-			if f.Path == FRRConfPath {
-				return f
-			}
-		}
-		t.Fatalf("%s: no frr.conf", node)
-		return File{}
+		return nodeFRRConf(t, &c, cluster.State{Nodes: r.nodes, BGPPasswords: pw}, node)
 	}
 	peer := bgp.Peers[0]
 	var a, other string
@@ -366,4 +352,95 @@ func TestBGPMultihopRender(t *testing.T) {
 	if direct := conf(0); strings.Contains(direct, "nht resolve-via-default") || strings.Contains(direct, "ebgp-multihop") {
 		t.Errorf("frr.conf without a multi-hop peer has its lines:\n%s", direct)
 	}
+}
+
+// TestBGPPolicyRender: a bgp pool's policy reaches frr.conf as route-map
+// entries matched by the pool's ranges (prepend, communities, large
+// communities), which the first entries jump to; a Cluster Service's
+// address is announced as the pool's aggregate, a Local Service's as its
+// /32; a peer the pool's bgp.peers leaves out gets an outbound
+// prefix-list denying the pool's ranges. vtysh accepts the file. Without
+// a policy frr.conf has none of it.
+func TestBGPPolicyRender(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "bgp-two-racks.yaml")
+	cl := netip.MustParseAddr("203.0.113.225")
+	local := netip.MustParseAddr("203.0.113.230")
+	conf := func(pb *v1alpha1.PoolBGP, node string) string {
+		t.Helper()
+		c := *r.config
+		c.Spec.ServicePools = slices.Clone(c.Spec.ServicePools)
+		c.Spec.ServicePools[0].BGP = pb
+		if err := v1alpha1.Validate(&c); err != nil {
+			t.Fatal(err)
+		}
+		st := cluster.State{Nodes: r.nodes, ServiceVIPs: map[string][]netip.Addr{"racks": {cl}},
+			LocalServices: []cluster.LocalService{{Name: "web/local", Pool: "racks", VIPs: []netip.Addr{local}, Nodes: []string{"worker-a0", "worker-b1"}}}}
+		f := nodeFRRConf(t, &c, st, node)
+		if err := configcheck.FRR(context.Background(), f.Data, configcheck.Options{}); err != nil {
+			t.Errorf("vtysh refuses %s's frr.conf: %v\n%s", node, err, f.Data)
+		}
+		return string(f.Data)
+	}
+	pref := uint32(200)
+	pb := &v1alpha1.PoolBGP{Peers: []string{"198.51.100.1"}, Communities: []string{"64512:7"}, LargeCommunities: []string{"4200000001:1:2"},
+		ASPathPrepend: 2, AggregationLength: 28}
+	a0 := conf(pb, "worker-a0")
+	for _, want := range []string{
+		"\nip prefix-list vipctl-pool-racks-4 seq 5 permit 203.0.113.224/28 le 32\n",
+		"\nroute-map vipctl-out permit 100\n match ip address prefix-list vipctl-pool-racks-4\n set as-path prepend 64513 64513\n" +
+			" set community 64512:7 additive\n set large-community 4200000001:1:2 additive\nexit\n",
+		"\nroute-map vipctl-out permit 10\n set community 64512:100 additive\n on-match goto 100\nexit\n",
+		"\nroute-map vipctl-out permit 65000\nexit\n",
+		"\n  network 203.0.113.224/28\n", "\n  network 203.0.113.230/32\n",
+	} {
+		if !strings.Contains(a0, want) {
+			t.Errorf("worker-a0's frr.conf lacks %q:\n%s", want, a0)
+		}
+	}
+	if strings.Contains(a0, "network 203.0.113.225/32") || strings.Contains(a0, "prefix-list vipctl-to-") {
+		t.Errorf("worker-a0's frr.conf announces the aggregated /32 or filters its peer:\n%s", a0)
+	}
+	b0 := conf(pb, "worker-b0")
+	for _, want := range []string{
+		"\nip prefix-list vipctl-to-203.0.113.1 seq 5 deny 203.0.113.224/28 le 32\nip prefix-list vipctl-to-203.0.113.1 seq 65000 permit 0.0.0.0/0 le 32\n",
+		"\n  neighbor 203.0.113.1 prefix-list vipctl-to-203.0.113.1 out\n",
+	} {
+		if !strings.Contains(b0, want) {
+			t.Errorf("worker-b0's frr.conf lacks %q:\n%s", want, b0)
+		}
+	}
+	// localPref needs an iBGP peer: the racks' routers are eBGP.
+	c := *r.config
+	c.Spec.ServicePools = slices.Clone(c.Spec.ServicePools)
+	c.Spec.ServicePools[0].BGP = &v1alpha1.PoolBGP{LocalPref: &pref}
+	if err := v1alpha1.Validate(&c); err == nil || !strings.Contains(err.ToAggregate().Error(), "spec.servicePools[0].bgp.localPref") {
+		t.Errorf("localPref with eBGP peers alone: %v, want refused at spec.servicePools[0].bgp.localPref", err)
+	}
+	plain := conf(nil, "worker-a0")
+	for _, no := range []string{"on-match", "vipctl-pool-", "permit 65000", "network 203.0.113.224/28"} {
+		if strings.Contains(plain, no) {
+			t.Errorf("frr.conf without a pool policy has %q:\n%s", no, plain)
+		}
+	}
+}
+
+// nodeFRRConf renders c with st and returns node's frr.conf.
+func nodeFRRConf(t *testing.T, c *v1alpha1.ClusterVIPs, st cluster.State, node string) File {
+	t.Helper()
+	p, err := NewPlan(cluster.Compile(c), testIDs(c), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := p.NodeFiles(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if f.Path == FRRConfPath {
+			return f
+		}
+	}
+	t.Fatalf("%s: no frr.conf", node)
+	return File{}
 }

@@ -299,6 +299,21 @@ var crdRules = []crdRule{
 		s["bgp"].(map[string]any)["communities"] = []any{"64512:70000"}
 	}, "spec.bgp.communities[0]"},
 	{"ASN 0", "bgp-two-racks.yaml", func(s map[string]any) { s["bgp"].(map[string]any)["asn"] = int64(0) }, "spec.bgp.asn"},
+	{"a routing policy on a vrrp pool", "compact-ipv4.yaml", func(s map[string]any) {
+		pool(s, 0)["bgp"] = map[string]any{"asPathPrepend": int64(1)}
+	}, "spec.servicePools[0].bgp"},
+	{"a pool's peer that is no peer of spec.bgp", "bgp-two-racks.yaml", func(s map[string]any) {
+		pool(s, 0)["bgp"] = map[string]any{"peers": []any{"198.51.100.9"}}
+	}, "spec.servicePools"},
+	{"a pool's peer of no address", "bgp-two-racks.yaml", func(s map[string]any) {
+		pool(s, 0)["bgp"] = map[string]any{"peers": []any{"rack-a"}}
+	}, "spec.servicePools[0].bgp.peers[0]"},
+	{"a pool's community out of range", "bgp-two-racks.yaml", func(s map[string]any) {
+		pool(s, 0)["bgp"] = map[string]any{"communities": []any{"1:70000"}}
+	}, "spec.servicePools[0].bgp.communities[0]"},
+	{"a pool's large community out of range", "bgp-two-racks.yaml", func(s map[string]any) {
+		pool(s, 0)["bgp"] = map[string]any{"largeCommunities": []any{"4294967296:1:2"}}
+	}, "spec.servicePools[0].bgp.largeCommunities[0]"},
 	{"a peer of no address", "bgp-two-racks.yaml", func(s map[string]any) { peer(s, 1)["address"] = "rack-b" }, "spec.bgp.peers[1].address"},
 	{"two peers of one address", "bgp-two-racks.yaml", func(s map[string]any) { peer(s, 1)["address"] = "198.51.100.1" }, "spec.bgp.peers[1]"},
 	{"an image reference with a space", "compact-ipv4.yaml", func(s map[string]any) {

@@ -162,3 +162,25 @@ func (p *ServicePool) IsAnchor(a netip.Addr) bool {
 	}
 	return false
 }
+
+// Prefixes are the fewest CIDRs that together hold exactly the range,
+// in order: what a prefix-list must name to match the range.
+func (r AddressRange) Prefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for start := r.First; ; {
+		var p netip.Prefix
+		for bits := 0; bits <= start.BitLen(); bits++ {
+			q := netip.PrefixFrom(start, bits)
+			if q.Masked().Addr() == start && !r.Last.Less(lastAddr(q)) {
+				p = q
+				break
+			}
+		}
+		out = append(out, p)
+		end := lastAddr(p)
+		if end == r.Last {
+			return out
+		}
+		start = end.Next()
+	}
+}

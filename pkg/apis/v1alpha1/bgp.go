@@ -18,6 +18,12 @@ var wellKnownCommunities = []string{"no-export", "no-advertise", "local-AS"}
 // validateBGP checks spec.bgp, and that it is there when a pool needs it.
 func validateBGP(c *ClusterVIPs, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	for i, p := range c.Spec.ServicePools {
+		if p.BGP != nil && !p.IsBGP() {
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "servicePools").Index(i).Child("bgp"),
+				"only for mode bgp: a vrrp pool's addresses are held by keepalived, not routed"))
+		}
+	}
 	b := c.Spec.BGP
 	if b == nil {
 		for i, p := range c.Spec.ServicePools {
@@ -82,6 +88,9 @@ func validateBGP(c *ClusterVIPs, path *field.Path) field.ErrorList {
 		}
 	}
 	errs = append(errs, familiesPeered(c, path.Child("peers"))...)
+	for i := range c.Spec.ServicePools {
+		errs = append(errs, validatePoolBGP(c, i, field.NewPath("spec", "servicePools").Index(i).Child("bgp"))...)
+	}
 	for i, cm := range b.Communities {
 		if msg := communityError(cm); msg != "" {
 			errs = append(errs, field.Invalid(path.Child("communities").Index(i), cm, msg))
@@ -186,4 +195,136 @@ func communityError(cm string) string {
 		}
 	}
 	return fmt.Sprintf("must be AA:NN (each 0-65535) or one of %s", strings.Join(wellKnownCommunities, ", "))
+}
+
+// validatePoolBGP checks servicePools[i].bgp, a bgp pool's routing policy,
+// against spec.bgp (which is there: validateBGP checks that first).
+func validatePoolBGP(c *ClusterVIPs, i int, path *field.Path) field.ErrorList {
+	pool := &c.Spec.ServicePools[i]
+	pb := pool.BGP
+	if pb == nil || !pool.IsBGP() {
+		return nil // a vrrp pool's bgp is refused on its own
+	}
+	var errs field.ErrorList
+	peers := pb.PeerSet(c.Spec.BGP)
+	for j, a := range pb.Peers {
+		addr, err := parseAddr(a)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(path.Child("peers").Index(j), a, err.Error()))
+		case !slices.ContainsFunc(c.Spec.BGP.Peers, func(p BGPPeer) bool { q, err := parseAddr(p.Address); return err == nil && q == addr }):
+			errs = append(errs, field.NotFound(path.Child("peers").Index(j), a+" is no peer of spec.bgp.peers"))
+		}
+	}
+	if len(pb.Peers) > 0 && len(errs) == 0 {
+		errs = append(errs, poolFamiliesPeered(pool, peers, path.Child("peers"))...)
+	}
+	for j, cm := range pb.Communities {
+		if msg := communityError(cm); msg != "" {
+			errs = append(errs, field.Invalid(path.Child("communities").Index(j), cm, msg))
+		}
+	}
+	for j, cm := range pb.LargeCommunities {
+		if msg := largeCommunityError(cm); msg != "" {
+			errs = append(errs, field.Invalid(path.Child("largeCommunities").Index(j), cm, msg))
+		}
+	}
+	if pb.LocalPref != nil && !slices.ContainsFunc(peers, func(p BGPPeer) bool { return p.ASN == c.Spec.BGP.ASN }) {
+		errs = append(errs, field.Invalid(path.Child("localPref"), *pb.LocalPref,
+			"reaches iBGP peers alone (asn equal to spec.bgp.asn), and none of the pool's peers is one: eBGP peers never receive LOCAL_PREF (RFC 4271)"))
+	}
+	switch {
+	case pb.ASPathPrepend < 0 || pb.ASPathPrepend > maxASPathPrepend:
+		errs = append(errs, field.Invalid(path.Child("asPathPrepend"), pb.ASPathPrepend, fmt.Sprintf("must be 0 to %d", maxASPathPrepend)))
+	case pb.ASPathPrepend > 0 && slices.ContainsFunc(peers, func(p BGPPeer) bool { return p.ASN == c.Spec.BGP.ASN }):
+		errs = append(errs, field.Invalid(path.Child("asPathPrepend"), pb.ASPathPrepend,
+			"an iBGP peer among the pool's peers would drop the routes (their path would hold its own AS): name the eBGP peers in bgp.peers, or use localPref"))
+	}
+	for _, agg := range []struct {
+		name string
+		n    int32
+		is4  bool
+	}{{"aggregationLength", pb.AggregationLength, true}, {"aggregationLengthV6", pb.AggregationLengthV6, false}} {
+		errs = append(errs, validateAggregation(pool, path.Child(agg.name), agg.n, agg.is4)...)
+	}
+	return errs
+}
+
+// maxASPathPrepend bounds a pool's asPathPrepend: ten repeats already
+// lose to any sane path, and routers cap AS paths (FRR's maxas-limit).
+const maxASPathPrepend = 10
+
+// validateAggregation refuses an aggregation length shorter than one of
+// the pool's CIDRs of that family (after splitting ranges into CIDRs):
+// the aggregate would cover addresses outside the pool.
+func validateAggregation(pool *ServicePool, path *field.Path, n int32, is4 bool) field.ErrorList {
+	if n == 0 {
+		return nil
+	}
+	bits := int32(128)
+	if is4 {
+		bits = 32
+	}
+	if n < 1 || n > bits {
+		return field.ErrorList{field.Invalid(path, n, fmt.Sprintf("must be 1 to %d", bits))}
+	}
+	for _, a := range pool.Addresses {
+		r, err := ParseAddressRange(a)
+		if err != nil || r.Is4() != is4 {
+			continue
+		}
+		for _, p := range r.Prefixes() {
+			if int32(p.Bits()) > n {
+				return field.ErrorList{field.Invalid(path, n, fmt.Sprintf("the pool's %s holds %s, a /%d: a /%d around one of its addresses would cover addresses outside the pool; at least %d", a, p, p.Bits(), n, p.Bits()))}
+			}
+		}
+	}
+	return nil
+}
+
+// PeerSet is the peers of spec.bgp the pool's routes go to: those its
+// peers name, or every one.
+func (pb *PoolBGP) PeerSet(b *BGPSpec) []BGPPeer {
+	if pb == nil || len(pb.Peers) == 0 {
+		return b.Peers
+	}
+	var out []BGPPeer
+	for _, p := range b.Peers {
+		a, err := parseAddr(p.Address)
+		if err == nil && slices.ContainsFunc(pb.Peers, func(s string) bool { b, err := parseAddr(s); return err == nil && a == b }) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func largeCommunityError(cm string) string {
+	parts := strings.Split(cm, ":")
+	ok := len(parts) == 3
+	for _, part := range parts {
+		if _, err := strconv.ParseUint(part, 10, 32); err != nil || part == "" || part[0] == '+' {
+			ok = false
+		}
+	}
+	if !ok {
+		return "must be GLOBAL:LOCAL1:LOCAL2, each part 0-4294967295"
+	}
+	return ""
+}
+
+// poolFamiliesPeered refuses a pool whose bgp.peers leave a family of its
+// addresses without a peer: those addresses would be announced nowhere.
+func poolFamiliesPeered(pool *ServicePool, peers []BGPPeer, path *field.Path) field.ErrorList {
+	peered := map[bool]bool{}
+	for _, p := range peers {
+		if a, err := parseAddr(p.Address); err == nil {
+			peered[a.Is4()] = true
+		}
+	}
+	for _, a := range pool.Addresses {
+		if r, err := ParseAddressRange(a); err == nil && !peered[r.Is4()] {
+			return field.ErrorList{field.Invalid(path, pool.BGP.Peers, fmt.Sprintf("no %s peer among them to announce the pool's %s to", familyName(r.First), a))}
+		}
+	}
+	return nil
 }

@@ -124,6 +124,47 @@ func TestBGPErrors(t *testing.T) {
 			want: []string{`spec.bgp.peers[1].passwordSecret: Invalid value: "Rack_A"`},
 		},
 		{
+			name: "a pool's bgp policy, every error with its path",
+			edit: replace("      addresses: [203.0.113.192/28, \"2001:db8:f::/124\"]\n", `      addresses: [203.0.113.192/28, "2001:db8:f::/124"]
+      bgp:
+        peers: [198.51.100.1, 198.51.100.9, bad]
+        communities: ["1:70000"]
+        largeCommunities: ["1:2", "4294967296:0:0", "4200000000:1:2"]
+        localPref: 200
+        asPathPrepend: 11
+        aggregationLength: 24
+        aggregationLengthV6: 129
+`),
+			want: []string{
+				`spec.servicePools[1].bgp.peers[1]: Not found: "198.51.100.9 is no peer of spec.bgp.peers"`,
+				`spec.servicePools[1].bgp.peers[2]: Invalid value: "bad": invalid IP address`,
+				`spec.servicePools[1].bgp.communities[0]: Invalid value: "1:70000"`,
+				`spec.servicePools[1].bgp.largeCommunities[0]: Invalid value: "1:2": must be GLOBAL:LOCAL1:LOCAL2`,
+				`spec.servicePools[1].bgp.largeCommunities[1]: Invalid value: "4294967296:0:0"`,
+				`spec.servicePools[1].bgp.localPref: Invalid value: 200: reaches iBGP peers alone`,
+				`spec.servicePools[1].bgp.asPathPrepend: Invalid value: 11: must be 0 to 10`,
+				`spec.servicePools[1].bgp.aggregationLength: Invalid value: 24: the pool's 203.0.113.192/28 holds 203.0.113.192/28, a /28`,
+				`spec.servicePools[1].bgp.aggregationLengthV6: Invalid value: 129: must be 1 to 128`,
+			},
+		},
+		{
+			name: "a pool's bgp.peers leave its IPv6 addresses unannounced",
+			edit: replace("      addresses: [203.0.113.192/28, \"2001:db8:f::/124\"]\n",
+				"      addresses: [203.0.113.192/28, \"2001:db8:f::/124\"]\n      bgp: {peers: [198.51.100.1]}\n"),
+			want: []string{`spec.servicePools[1].bgp.peers: Invalid value: ["198.51.100.1"]: no IPv6 peer among them to announce the pool's 2001:db8:f::/124 to`},
+		},
+		{
+			name: "a bgp policy on a vrrp pool; localPref with an iBGP peer is fine",
+			edit: func(s string) string {
+				return strings.NewReplacer("    - name: a\n", "    - name: a\n      bgp: {asPathPrepend: 1}\n",
+					"      addresses: [203.0.113.192/28, \"2001:db8:f::/124\"]\n",
+					"      addresses: [203.0.113.192/28, \"2001:db8:f::/124\"]\n      bgp: {localPref: 50, asPathPrepend: 1}\n",
+					"        asn: 64512\n        holdTime: 30s", "        asn: 64513\n        holdTime: 30s").Replace(s)
+			},
+			want: []string{`spec.servicePools[0].bgp: Forbidden: only for mode bgp`,
+				`spec.servicePools[1].bgp.asPathPrepend: Invalid value: 1: an iBGP peer among the pool's peers would drop the routes`},
+		},
+		{
 			name: "a vrrp pool still must sit in a machine network",
 			edit: replace("      mode: bgp\n", ""),
 			want: []string{`spec.servicePools[1].addresses[0]: Invalid value: "203.0.113.192/28": not inside one machine network`},

@@ -52,6 +52,7 @@ type ObjectMeta struct {
 // +kubebuilder:validation:XValidation:rule="!(has(self.mode) && self.mode == 'poolsOnly') || !has(self.ingress) || size(self.ingress) == 0",message="mode poolsOnly: OpenShift's own keepalived carries the ingress VIP; leave spec.ingress out",fieldPath=".ingress",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!(has(self.mode) && self.mode == 'poolsOnly') || !has(self.bootstrap)",message="mode poolsOnly: vipctl holds no API VIP for a bootstrap host to bridge",fieldPath=".bootstrap",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="has(self.bgp) || !has(self.servicePools) || !self.servicePools.exists(p, has(p.mode) && p.mode == 'bgp')",message="a pool has mode bgp: name the nodes' ASN and their peers",fieldPath=".bgp",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!has(self.servicePools) || self.servicePools.all(p, !has(p.bgp) || !has(p.bgp.peers) || p.bgp.peers.all(a, !isIP(a) || (has(self.bgp) && self.bgp.peers.exists(q, isIP(q.address) && ip(q.address) == ip(a)))))",message="a pool's bgp.peers names an address that is no peer of spec.bgp.peers",fieldPath=".servicePools"
 // +kubebuilder:validation:XValidation:rule="!has(self.api) || !has(self.api.vips) || self.api.vips.all(v, !isIP(v) || self.machineNetworks.exists(n, isCIDR(n) && cidr(n).containsIP(v)))",message="every API VIP must lie inside a machine network",fieldPath=".api.vips"
 // +kubebuilder:validation:XValidation:rule="!has(self.api) || !has(self.api.internalVIPs) || self.api.internalVIPs.all(v, !isIP(v) || self.machineNetworks.exists(n, isCIDR(n) && cidr(n).containsIP(v)))",message="every api-int VIP must lie inside a machine network",fieldPath=".api.internalVIPs"
 // +kubebuilder:validation:XValidation:rule="!has(self.ingress) || self.ingress.all(ic, has(ic.interface) || has(ic.interfaceLabel) || ic.vips.all(v, !isIP(v) || self.machineNetworks.exists(n, isCIDR(n) && cidr(n).containsIP(v))))",message="every ingress VIP must lie inside a machine network, unless its IngressController names an interface",fieldPath=".ingress"
@@ -291,6 +292,7 @@ type IngressSpec struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.interfaceLabel) || !has(self.mode) || self.mode != 'bgp'",message="only for mode vrrp: a bgp pool's addresses are routes, on no interface",fieldPath=".interfaceLabel"
 // +kubebuilder:validation:XValidation:rule="!has(self.interfaceLabel) || !has(self.announce) || self.announce != 'sidecar'",message="only with announce: keepalived: the sidecar announces Service addresses on spec.vrrp.interface alone",fieldPath=".interfaceLabel"
 // +kubebuilder:validation:XValidation:rule="!has(self.externalIPs) || !self.externalIPs || (has(self.namespaces) && size(self.namespaces) > 0)",message="externalIPs: true lets Services of these namespaces claim the pool's addresses in spec.externalIPs; without namespaces every tenant could (CVE-2020-8554)",fieldPath=".namespaces",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!has(self.bgp) || (has(self.mode) && self.mode == 'bgp')",message="only for mode bgp: a vrrp pool's addresses are held by keepalived, not routed",fieldPath=".bgp"
 type ServicePool struct {
 	// Name is unique within the cluster; Services pick a pool by it.
 	// +kubebuilder:validation:MaxLength=63
@@ -414,6 +416,10 @@ type ServicePool struct {
 	// +kubebuilder:default=8
 	// +kubebuilder:validation:Minimum=2
 	MaxHolders int `json:"maxHolders,omitempty"`
+	// BGP is a bgp pool's routing policy: which of spec.bgp.peers get its
+	// routes and what the routes carry (docs/bgp.md, "Per-pool policy").
+	// Only for mode bgp.
+	BGP *PoolBGP `json:"bgp,omitempty"`
 }
 
 // VRRPSpec tunes VRRP between the nodes.
@@ -459,89 +465,6 @@ type VRRPSpec struct {
 	// +kubebuilder:validation:items:Minimum=1
 	// +kubebuilder:validation:items:Maximum=255
 	AvoidVirtualRouterIDs []int `json:"avoidVirtualRouterIDs,omitempty"`
-}
-
-// BGPSpec is the nodes' side of the BGP sessions that announce the
-// addresses of bgp pools. FRR (bgpd) runs the sessions; see docs/bgp.md.
-//
-// +kubebuilder:validation:XValidation:rule="!has(self.peers) || !has(self.asn) || self.peers.all(p, !has(p.ebgpMultihop) || p.ebgpMultihop == 0 || p.asn != self.asn)",message="ebgpMultihop is only for eBGP: a peer whose asn is spec.bgp.asn (iBGP) goes any number of hops",fieldPath=".peers"
-type BGPSpec struct {
-	// ASN is the nodes' autonomous system number (the same on every node).
-	// +kubebuilder:validation:Format=int64
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=4294967295
-	ASN uint32 `json:"asn"`
-	// Peers are the routers the nodes announce to.
-	// +listType=map
-	// +listMapKey=address
-	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=32
-	Peers []BGPPeer `json:"peers"`
-	// Communities are attached to every announced route, "AA:NN" or one
-	// of no-export, no-advertise, local-AS.
-	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:items:MaxLength=12
-	// +kubebuilder:validation:items:XValidation:rule="self in ['no-export', 'no-advertise', 'local-AS'] || (self.matches('^[0-9]{1,5}:[0-9]{1,5}$') && int(self.split(':')[0]) <= 65535 && int(self.split(':')[1]) <= 65535)",message="must be AA:NN (each 0-65535) or one of no-export, no-advertise, local-AS"
-	Communities []string `json:"communities,omitempty"`
-}
-
-// BGPPeer is one upstream router.
-//
-// +kubebuilder:validation:XValidation:rule="!has(self.holdTime) || !self.holdTime.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || (duration(self.holdTime) >= duration('3s') && duration(self.holdTime) <= duration('65535s') && duration(self.holdTime).getMilliseconds() % 1000 == 0)",message="must be whole seconds from 3s (RFC 4271) to 65535s",fieldPath=".holdTime"
-// +kubebuilder:validation:XValidation:rule="!has(self.keepaliveTime) || !self.keepaliveTime.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || (duration(self.keepaliveTime) >= duration('1s') && duration(self.keepaliveTime) <= duration('65535s') && duration(self.keepaliveTime).getMilliseconds() % 1000 == 0 && (!has(self.holdTime) || !self.holdTime.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || duration(self.keepaliveTime) < duration(self.holdTime)))",message="must be whole seconds, at least 1s and less than holdTime",fieldPath=".keepaliveTime"
-type BGPPeer struct {
-	// Address is the router's address, IPv4 or IPv6, on a subnet the
-	// selected nodes reach directly (eBGP, single hop), or, with
-	// ebgpMultihop, through routers.
-	// +kubebuilder:validation:MaxLength=45
-	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="must be an IPv4 or IPv6 address, without a zone"
-	Address string `json:"address"`
-	// ASN is the router's autonomous system number; spec.bgp.asn makes
-	// the session iBGP (a route reflector, say).
-	// +kubebuilder:validation:Format=int64
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=4294967295
-	ASN uint32 `json:"asn"`
-	// HoldTime is how long the router keeps a silent node's routes, in
-	// whole seconds, at least 3s. Default 9s: a node that dies without a
-	// word is withdrawn within it (BFD withdraws in well under a second).
-	// +kubebuilder:default="9s"
-	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$`
-	HoldTime string `json:"holdTime,omitempty"`
-	// KeepaliveTime is the interval between keepalives, less than
-	// holdTime. Default a third of holdTime.
-	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$`
-	KeepaliveTime string `json:"keepaliveTime,omitempty"`
-	// BFD runs a BFD session beside the BGP one, so a lost node is
-	// withdrawn in under a second rather than after holdTime.
-	BFD bool `json:"bfd,omitempty"`
-	// NodeSelector picks the nodes that peer with this router (one per
-	// rack, say). Empty means every node.
-	// +kubebuilder:validation:MaxProperties=64
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$') && (k.contains('/') ? k.split('/')[1].size() <= 63 && k.split('/')[0].size() <= 253 : k.size() <= 63))",message="keys must be label keys (an optional DNS subdomain prefix and /, then at most 63 of A-Z a-z 0-9 - _ . beginning and ending alphanumeric)"
-	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
-	// EBGPMultihop is the TTL of the session's packets for a router that
-	// is not on the nodes' own subnet (eBGP multi-hop, as FRR's `neighbor
-	// ebgp-multihop` and Cilium's `ebgpMultihop`): 2 to 255, the routed
-	// hops to the router plus one. Default (0): the router is directly
-	// connected and the TTL is 1. Not for an iBGP peer (asn equal to
-	// spec.bgp.asn), whose sessions go any number of hops.
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=255
-	// +kubebuilder:validation:XValidation:rule="self != 1",message="must be 2 to 255 (the hops to the router plus one), or left out for a router on the nodes' subnet"
-	EBGPMultihop int32 `json:"ebgpMultihop,omitempty"`
-	// PasswordSecret names a Secret in vipctl's namespace (vipctl-system)
-	// whose key `password` is the session's TCP MD5 password (RFC 2385),
-	// the one the router's neighbor has: 1 to 80 printable ASCII
-	// characters without blanks. The sidecars read it (get on that Secret
-	// alone, docs/permissions.md) and write it only into the node's
-	// frr.conf (mode 0600); it is in no ConfigMap, MachineConfig, log or
-	// support bundle. A changed Secret reaches FRR within 10 s (docs/bgp.md).
-	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
-	PasswordSecret string `json:"passwordSecret,omitempty"`
 }
 
 // Images are the container images of the static pods. Each defaults to
