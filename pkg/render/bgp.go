@@ -6,10 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 
-	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 )
 
@@ -40,62 +37,22 @@ type frrView struct {
 	Peers    []frrPeerView
 	// Families are ipv4 and/or ipv6, each with its peers and networks;
 	// a family without peers is left out.
-	Families    []frrFamilyView
-	Communities []string
-	// BackupPrepend is what backup routes prepend to their AS path;
-	// Backup4 and Backup6 are those routes, which frr.conf lists in the
-	// prefix-lists vipctl-backup4 and vipctl-backup6 for the outbound
-	// route-map to match. A route turning into a backup keeps its
+	Families []frrFamilyView
+	// Backup4 and Backup6 are the backup routes, which frr.conf lists in
+	// the prefix-lists vipctl-backup4 and vipctl-backup6 for the outbound
+	// route-maps to match. A route turning into a backup keeps its
 	// network line: frr-reload.py would replace a changed one by
 	// withdrawing it first (seen in the cluster lab: ~0.5 s without a
 	// route).
-	BackupPrepend    string
 	Backup4, Backup6 []string
 	// Multihop tells whether a peer is hops away: frr.conf then lets
 	// next-hop tracking resolve through the default route.
 	Multihop bool
-	// Policies are the bgp pools' routing policies (spec.servicePools[].bgp)
-	// that set something on their routes, in spec order. With any, the
-	// outbound route-map's first entries jump to them (on-match goto) and
-	// a last, empty entry permits the routes of the other pools.
-	Policies []frrPolicyView
-	// PolicySeq is the first policy's sequence, where the entries above
-	// jump; PolicyFinalSeq the last, empty entry's.
-	PolicySeq, PolicyFinalSeq int
-	// PeerFilters are the prefix-lists that keep a pool's routes from the
-	// peers its bgp.peers leaves out.
-	PeerFilters []frrPeerFilter
+	// PrefixLists are the pools' ranges and the peers' outbound filters;
+	// RouteMaps the outbound route-maps (bgppolicy.go).
+	PrefixLists []frrPrefixList
+	RouteMaps   []frrRouteMap
 }
-
-// frrPolicyView is one pool's routing policy in frr.conf: route-map
-// entries Seq (IPv4) and Seq+1 (IPv6) match the prefix-lists of its
-// address ranges and set what the pool asks.
-type frrPolicyView struct {
-	Pool             string
-	Seq              int
-	Prefixes4        []string
-	Prefixes6        []string
-	Prepend          string
-	Communities      []string
-	LargeCommunities []string
-	LocalPref        *uint32
-}
-
-// frrPeerFilter is the outbound prefix-list of one peer: deny the ranges
-// of the pools it may not get, permit the rest.
-type frrPeerFilter struct {
-	Name, Peer string
-	IPv6       bool
-	Deny       []string
-}
-
-// policySeq is the route-map sequence of the first pool's policy; each
-// pool takes two (IPv4, IPv6), and policyFinalSeq permits the routes no
-// policy matched.
-const (
-	policySeq      = 100
-	policyFinalSeq = 65000
-)
 
 type frrPeerView struct {
 	Address         string
@@ -108,6 +65,8 @@ type frrPeerView struct {
 	// Multihop is the eBGP session's TTL for a router hops away (0:
 	// directly connected).
 	Multihop int32
+	// IBGP tells a peer in the nodes' own AS.
+	IBGP bool
 }
 
 // hasPassword tells whether frr.conf holds a password, and so is
@@ -118,10 +77,14 @@ func (v *frrView) hasPassword() bool {
 
 type frrFamilyView struct {
 	Name     string // ipv4, ipv6
-	Peers    []string
+	Peers    []frrFamilyPeer
 	Networks []string
-	// Filters maps a peer to its outbound prefix-list (frrPeerFilter).
-	Filters map[string]string
+}
+
+// frrFamilyPeer is a peer in its address family: its outbound route-map
+// and, where a pool's bgp.peers leaves it out, its outbound prefix-list.
+type frrFamilyPeer struct {
+	Address, RouteMap, Filter string
 }
 
 // HasBGP tells whether the nodes run BGP: with spec.bgp set every node
@@ -183,9 +146,7 @@ func (p *Plan) Announced(node string) []Announced {
 func (p *Plan) frrView(node string) *frrView {
 	b := p.c.Spec.BGP
 	n := p.nodes[node]
-	v := &frrView{Node: node, ASN: b.ASN, Communities: b.Communities,
-		PolicySeq: policySeq, PolicyFinalSeq: policyFinalSeq,
-		BackupPrepend: strings.TrimSpace(strings.Repeat(strconv.FormatUint(uint64(b.ASN), 10)+" ", backupPrepend))}
+	v := &frrView{Node: node, ASN: b.ASN}
 	v.RouterID = routerID(node, n.Addresses)
 	fams := map[bool]*frrFamilyView{true: {Name: "ipv4"}, false: {Name: "ipv6"}}
 	for _, peer := range b.Peers {
@@ -194,10 +155,8 @@ func (p *Plan) frrView(node string) *frrView {
 		}
 		hold, keep := peer.Timers()
 		v.Peers = append(v.Peers, frrPeerView{Address: peer.Address, ASN: peer.ASN, Hold: hold, Keepalive: keep, BFD: peer.BFD,
-			Password: p.state.BGPPasswords[peer.PasswordSecret], Multihop: peer.EBGPMultihop})
+			Password: p.state.BGPPasswords[peer.PasswordSecret], Multihop: peer.EBGPMultihop, IBGP: peer.ASN == b.ASN})
 		v.Multihop = v.Multihop || peer.EBGPMultihop > 0
-		a := netip.MustParseAddr(peer.Address)
-		fams[a.Is4()].Peers = append(fams[a.Is4()].Peers, peer.Address)
 	}
 	for _, an := range p.Announced(node) {
 		plain, backup := p.routes(an)
@@ -212,15 +171,16 @@ func (p *Plan) frrView(node string) *frrView {
 			}
 		}
 	}
-	v.Policies = p.policies()
-	v.PeerFilters = p.peerFilters(v.Peers)
-	for _, f := range v.PeerFilters {
-		fam := fams[!f.IPv6]
-		if fam.Filters == nil {
-			fam.Filters = map[string]string{}
+	filters := p.peerFilters(v.Peers)
+	for _, peer := range v.Peers {
+		fp := frrFamilyPeer{Address: peer.Address, RouteMap: outMap, Filter: filters[peer.Address].Name}
+		if peer.IBGP {
+			fp.RouteMap = outMapIBGP
 		}
-		fam.Filters[f.Peer] = f.Name
+		a := netip.MustParseAddr(peer.Address)
+		fams[a.Is4()].Peers = append(fams[a.Is4()].Peers, fp)
 	}
+	v.PrefixLists, v.RouteMaps = p.outboundPolicy(v, filters)
 	for _, v4 := range []bool{true, false} {
 		if f := fams[v4]; len(f.Peers) > 0 {
 			v.Families = append(v.Families, *f)
@@ -260,67 +220,6 @@ func (p *Plan) routes(an Announced) (plain, backup []netip.Prefix) {
 		}
 	}
 	return plain, backup
-}
-
-// policies are the route-map entries of the bgp pools whose bgp sets
-// something on their routes.
-func (p *Plan) policies() []frrPolicyView {
-	var out []frrPolicyView
-	asn := strconv.FormatUint(uint64(p.c.Spec.BGP.ASN), 10)
-	for _, pool := range p.model.Pools {
-		pb := pool.BGP
-		if !pool.IsBGP() || pb == nil || len(pb.Communities)+len(pb.LargeCommunities)+int(pb.ASPathPrepend) == 0 && pb.LocalPref == nil {
-			continue
-		}
-		v := frrPolicyView{Pool: pool.Name, Seq: policySeq + 2*len(out), Communities: pb.Communities,
-			LargeCommunities: pb.LargeCommunities, LocalPref: pb.LocalPref,
-			Prepend: strings.TrimSpace(strings.Repeat(asn+" ", int(pb.ASPathPrepend)))}
-		v.Prefixes4, v.Prefixes6 = poolPrefixes(pool.Ranges)
-		out = append(out, v)
-	}
-	return out
-}
-
-// peerFilters are the outbound prefix-lists of the node's peers that some
-// bgp pool's bgp.peers leaves out: each denies those pools' ranges.
-func (p *Plan) peerFilters(peers []frrPeerView) []frrPeerFilter {
-	var out []frrPeerFilter
-	for _, peer := range peers {
-		addr := netip.MustParseAddr(peer.Address)
-		f := frrPeerFilter{Name: "vipctl-to-" + strings.ReplaceAll(addr.String(), ":", "-"), Peer: peer.Address, IPv6: !addr.Is4()}
-		for _, pool := range p.model.Pools {
-			if !pool.IsBGP() || pool.BGP == nil || len(pool.BGP.Peers) == 0 {
-				continue
-			}
-			if slices.ContainsFunc(pool.BGP.PeerSet(p.c.Spec.BGP), func(q v1alpha1.BGPPeer) bool { return netip.MustParseAddr(q.Address) == addr }) {
-				continue
-			}
-			v4, v6 := poolPrefixes(pool.Ranges)
-			if addr.Is4() {
-				f.Deny = append(f.Deny, v4...)
-			} else {
-				f.Deny = append(f.Deny, v6...)
-			}
-		}
-		if len(f.Deny) > 0 {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// poolPrefixes are the CIDRs of a pool's ranges, per family.
-func poolPrefixes(ranges []v1alpha1.AddressRange) (v4, v6 []string) {
-	for _, r := range ranges {
-		for _, p := range r.Prefixes() {
-			if r.Is4() {
-				v4 = append(v4, p.String())
-			} else {
-				v6 = append(v6, p.String())
-			}
-		}
-	}
-	return v4, v6
 }
 
 // routerID is a node's BGP router-id: its first IPv4 address, or on a

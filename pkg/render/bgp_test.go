@@ -403,7 +403,7 @@ func TestBGPPolicyRender(t *testing.T) {
 	}
 	b0 := conf(pb, "worker-b0")
 	for _, want := range []string{
-		"\nip prefix-list vipctl-to-203.0.113.1 seq 5 deny 203.0.113.224/28 le 32\nip prefix-list vipctl-to-203.0.113.1 seq 65000 permit 0.0.0.0/0 le 32\n",
+		"\nip prefix-list vipctl-to-203.0.113.1 seq 5 deny 203.0.113.224/28 le 32\nip prefix-list vipctl-to-203.0.113.1 seq 6 permit 0.0.0.0/0 le 32\n",
 		"\n  neighbor 203.0.113.1 prefix-list vipctl-to-203.0.113.1 out\n",
 	} {
 		if !strings.Contains(b0, want) {
@@ -443,4 +443,55 @@ func nodeFRRConf(t *testing.T, c *v1alpha1.ClusterVIPs, st cluster.State, node s
 	}
 	t.Fatalf("%s: no frr.conf", node)
 	return File{}
+}
+
+// TestBGPIBGPRouteMap: an iBGP peer gets vipctl-out-ibgp, where a backup
+// route goes at local preference 0 rather than with the nodes' ASN
+// prepended (which the peer would drop as a loop); with a pool's policy
+// the backup entries come after the pool's, so that 0 is the last word on
+// a backup of a pool with a localPref. vtysh accepts both.
+func TestBGPIBGPRouteMap(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "bgp-two-racks.yaml")
+	c := *r.config
+	bgp := *c.Spec.BGP
+	bgp.ASN = 64512 // the routers' AS: iBGP
+	c.Spec.BGP = &bgp
+	local := netip.MustParseAddr("203.0.113.230")
+	st := cluster.State{Nodes: r.nodes, LocalServices: []cluster.LocalService{{Name: "web/local", Pool: "racks", VIPs: []netip.Addr{local}, Draining: []string{"worker-a0"}}}}
+	conf := func(pb *v1alpha1.PoolBGP) string {
+		t.Helper()
+		c.Spec.ServicePools = slices.Clone(r.config.Spec.ServicePools)
+		c.Spec.ServicePools[0].BGP = pb
+		if err := v1alpha1.Validate(&c); err != nil {
+			t.Fatal(err)
+		}
+		f := nodeFRRConf(t, &c, st, "worker-a0")
+		if err := configcheck.FRR(context.Background(), f.Data, configcheck.Options{}); err != nil {
+			t.Errorf("vtysh refuses worker-a0's frr.conf: %v\n%s", err, f.Data)
+		}
+		return string(f.Data)
+	}
+	plain := conf(nil)
+	for _, want := range []string{
+		"\nip prefix-list vipctl-backup4 seq 10 permit 203.0.113.230/32\n",
+		"\nroute-map vipctl-out-ibgp permit 5\n match ip address prefix-list vipctl-backup4\n set local-preference 0\n set community 64512:100 additive\nexit\n",
+		"\n  neighbor 198.51.100.1 route-map vipctl-out-ibgp out\n",
+	} {
+		if !strings.Contains(plain, want) {
+			t.Errorf("iBGP frr.conf lacks %q:\n%s", want, plain)
+		}
+	}
+	pref := uint32(250)
+	pol := conf(&v1alpha1.PoolBGP{LocalPref: &pref})
+	for _, want := range []string{
+		"\nroute-map vipctl-out-ibgp permit 10\n set community 64512:100 additive\n on-match goto 100\nexit\n" +
+			"route-map vipctl-out-ibgp permit 100\n match ip address prefix-list vipctl-pool-racks-4\n set local-preference 250\n on-match goto 60000\nexit\n" +
+			"route-map vipctl-out-ibgp permit 60000\n match ip address prefix-list vipctl-backup4\n set local-preference 0\nexit\n",
+		"\nroute-map vipctl-out-ibgp permit 65000\nexit\n",
+	} {
+		if !strings.Contains(pol, want) {
+			t.Errorf("iBGP frr.conf with a localPref lacks %q:\n%s", want, pol)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
 )
@@ -25,6 +26,15 @@ func bgpIBGPSpecs() []lab.NodeSpec {
 }
 
 // ibgpRouterAddrs are the router's addresses in the two racks.
+// ibgpReflectorFRR is upstreamFRR in the nodes' AS, the nodes its
+// route-reflector clients, balancing over their iBGP paths.
+func ibgpReflectorFRR() []string {
+	return strings.Split(strings.NewReplacer(
+		" neighbor nodes remote-as 64513", " neighbor nodes remote-as 64512",
+		"  maximum-paths 8", "  maximum-paths ibgp 8\n  neighbor nodes route-reflector-client",
+	).Replace(strings.Join(upstreamFRR, "\n")), "\n")
+}
+
 var ibgpRouterAddrs = map[string][]string{netlab.DefaultSegment: {"198.51.100.1/24"}, "b": {"203.0.113.1/26"}}
 
 // TestBGPIBGP: the nodes peer in the router's own AS (iBGP), the router a
@@ -34,10 +44,7 @@ var ibgpRouterAddrs = map[string][]string{netlab.DefaultSegment: {"198.51.100.1/
 // hops, and a client behind the router reaches it.
 func TestBGPIBGP(t *testing.T) {
 	lab.RequireFRR(t)
-	router := strings.Split(strings.NewReplacer(
-		" neighbor nodes remote-as 64513", " neighbor nodes remote-as 64512",
-		"  maximum-paths 8", "  maximum-paths ibgp 8\n  neighbor nodes route-reflector-client",
-	).Replace(strings.Join(upstreamFRR, "\n")), "\n")
+	router := ibgpReflectorFRR()
 	lc := lab.Start(t, bgpIBGPYAML, bgpIBGPSpecs())
 	bl := newBGPLab(t, lc, ibgpRouterAddrs, router)
 	hops := bl.announceEverywhere(t, bgpClusterVIP)
@@ -92,5 +99,38 @@ func TestBGPIBGPBird(t *testing.T) {
 		if !b.Established(birdName(n.Name)) {
 			t.Errorf("BIRD's iBGP session with %s is not Established", n.Name)
 		}
+	}
+}
+
+// TestBGPIBGPBackupRoute: a node whose Local Service endpoints are only
+// draining announces the address as a backup route, and to a route
+// reflector in the nodes' own AS that route goes at local preference 0,
+// not with the eBGP backup's longer AS path (which holds the reflector's
+// own AS, and FRR drops it as a loop). The reflector keeps it beside a
+// ready node's plain route, which wins, and routes to it alone once it is
+// the last: the client is still answered.
+func TestBGPIBGPBackupRoute(t *testing.T) {
+	lab.RequireFRR(t)
+	router := ibgpReflectorFRR()
+	bl := newBGPLab(t, lab.Start(t, bgpIBGPYAML, bgpIBGPSpecs()), ibgpRouterAddrs, router)
+	const vip = "203.0.113.201"
+	for _, n := range bl.lc.Nodes {
+		onLo(t, n.Host, vip)
+	}
+	local := func(nodes, draining []string) {
+		bl.lc.State.LocalServices = []cluster.LocalService{{Name: "web/local", Pool: "racks", VIPs: []netip.Addr{netip.MustParseAddr(vip)}, Nodes: nodes, Draining: draining}}
+		bl.applyAll(t)
+	}
+	local([]string{"b0"}, []string{"a0"})
+	bl.waitHops(t, vip, []string{"203.0.113.21"}, 20*time.Second)
+	lab.WaitFor(t, 20*time.Second, "the reflector holding a0's backup route at local preference 0 beside b0's", func() bool {
+		out, err := bl.router.Vtysh("show bgp ipv4 unicast " + vip + "/32")
+		return err == nil && strings.Contains(out, "Paths: (2 available") && strings.Contains(out, "localpref 0")
+	})
+	local(nil, []string{"a0"})
+	took := bl.waitHops(t, vip, []string{"198.51.100.21"}, 20*time.Second)
+	t.Logf("only a draining endpoint left: routed to a0 alone in %s", took.Round(time.Millisecond))
+	if got := bl.ask(t, vip, 10); got["a0"] != 10 {
+		t.Errorf("answers %v: want all from a0, the draining endpoint's node", got)
 	}
 }

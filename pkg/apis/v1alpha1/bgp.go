@@ -229,7 +229,11 @@ func validatePoolBGP(c *ClusterVIPs, i int, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(path.Child("largeCommunities").Index(j), cm, msg))
 		}
 	}
-	if pb.LocalPref != nil && !slices.ContainsFunc(peers, func(p BGPPeer) bool { return p.ASN == c.Spec.BGP.ASN }) {
+	switch {
+	case pb.LocalPref == nil:
+	case *pb.LocalPref == 0:
+		errs = append(errs, field.Invalid(path.Child("localPref"), *pb.LocalPref, "must be at least 1: backup routes go to iBGP peers at 0"))
+	case !slices.ContainsFunc(peers, func(p BGPPeer) bool { return p.ASN == c.Spec.BGP.ASN }):
 		errs = append(errs, field.Invalid(path.Child("localPref"), *pb.LocalPref,
 			"reaches iBGP peers alone (asn equal to spec.bgp.asn), and none of the pool's peers is one: eBGP peers never receive LOCAL_PREF (RFC 4271)"))
 	}

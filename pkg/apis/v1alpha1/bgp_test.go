@@ -165,6 +165,15 @@ func TestBGPErrors(t *testing.T) {
 				`spec.servicePools[1].bgp.asPathPrepend: Invalid value: 1: an iBGP peer among the pool's peers would drop the routes`},
 		},
 		{
+			name: "localPref 0 is the backup routes'",
+			edit: func(s string) string {
+				return strings.NewReplacer("      addresses: [203.0.113.192/28, \"2001:db8:f::/124\"]\n",
+					"      addresses: [203.0.113.192/28, \"2001:db8:f::/124\"]\n      bgp: {localPref: 0}\n",
+					"        asn: 64512\n        holdTime: 30s", "        asn: 64513\n        holdTime: 30s").Replace(s)
+			},
+			want: []string{`spec.servicePools[1].bgp.localPref: Invalid value: 0: must be at least 1: backup routes go to iBGP peers at 0`},
+		},
+		{
 			name: "a vrrp pool still must sit in a machine network",
 			edit: replace("      mode: bgp\n", ""),
 			want: []string{`spec.servicePools[1].addresses[0]: Invalid value: "203.0.113.192/28": not inside one machine network`},

@@ -113,9 +113,10 @@ type PoolBGP struct {
 	// LocalPref is the LOCAL_PREF of the pool's routes to iBGP peers (asn
 	// equal to spec.bgp.asn), which prefer the highest; an eBGP peer
 	// never receives it (RFC 4271, 5.1.5), so at least one of the pool's
-	// peers must be iBGP. Unset: the peers' own default (100 on most).
+	// peers must be iBGP. At least 1: backup routes go to iBGP peers at 0
+	// (docs/bgp.md). Unset: the peers' own default (100 on most).
 	// +kubebuilder:validation:Format=int64
-	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=4294967295
 	LocalPref *uint32 `json:"localPref,omitempty"`
 	// ASPathPrepend repeats the nodes' ASN this many more times (1-10) on

@@ -1,0 +1,239 @@
+package render
+
+import (
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+)
+
+// The outbound route-maps: outMap for eBGP peers, outMapIBGP for peers
+// in the nodes' own AS, which drop a route whose AS path holds their AS
+// (FRR 8.4 as a route reflector did, in the lab): a backup route goes to
+// them at backupLocalPref instead of with a longer path, and a pool's
+// asPathPrepend never reaches them (validation refuses it with one).
+const (
+	outMap     = "vipctl-out"
+	outMapIBGP = "vipctl-out-ibgp"
+	// backupLocalPref is an iBGP backup route's LOCAL_PREF: below every
+	// plain route's (a pool's localPref is at least 1).
+	backupLocalPref = 0
+)
+
+// The route-map sequences: 5 and 6 match the backup routes (IPv4, IPv6),
+// 10 every route. With a pool policy those jump (on-match goto) to
+// policySeq, where each pool with one takes two (IPv4, IPv6); iBGP's
+// backups then come after the policies, at policyBackupSeq, so that their
+// local preference is the last word; policyFinalSeq permits what no
+// entry after the jump matched.
+const (
+	policySeq       = 100
+	policyBackupSeq = 60000
+	policyFinalSeq  = 65000
+)
+
+// frrPrefixList is one prefix-list: its lines after "seq N".
+type frrPrefixList struct {
+	Family string // ip, ipv6
+	Name   string
+	Lines  []string
+}
+
+// frrRouteMap is one route-map's entries, in order; every entry permits.
+type frrRouteMap struct {
+	Name    string
+	Entries []frrEntry
+}
+
+type frrEntry struct {
+	Seq int
+	// Match is the entry's one match clause ("" matches every route).
+	Match string
+	Sets  []string
+	// Goto is the entry's on-match goto (0: none, the route-map ends).
+	Goto int
+}
+
+// frrPeerFilter is the outbound prefix-list of one peer: deny the ranges
+// of the pools it may not get, permit the rest.
+type frrPeerFilter struct {
+	Name string
+	IPv6 bool
+	Deny []string
+}
+
+// poolPolicy is one bgp pool's policy as route-map entries need it.
+type poolPolicy struct {
+	pool             string
+	list4, list6     string
+	prepend          string
+	sets             []string // communities, large communities, local-pref
+	hasV4, hasV6     bool
+	prefix4, prefix6 []string
+}
+
+// outboundPolicy builds the prefix-lists and the route-maps of v's node:
+// outMap always (frr.conf has always had it), outMapIBGP when a peer is
+// iBGP.
+func (p *Plan) outboundPolicy(v *frrView, filters map[string]frrPeerFilter) ([]frrPrefixList, []frrRouteMap) {
+	pols := p.poolPolicies()
+	var lists []frrPrefixList
+	for _, pol := range pols {
+		for _, l := range []struct {
+			fam, name string
+			prefixes  []string
+			max       int
+		}{{"ip", pol.list4, pol.prefix4, 32}, {"ipv6", pol.list6, pol.prefix6, 128}} {
+			if len(l.prefixes) == 0 {
+				continue
+			}
+			pl := frrPrefixList{Family: l.fam, Name: l.name}
+			for _, pr := range l.prefixes {
+				pl.Lines = append(pl.Lines, "permit "+pr+" le "+strconv.Itoa(l.max))
+			}
+			lists = append(lists, pl)
+		}
+	}
+	for _, peer := range v.Peers {
+		f, ok := filters[peer.Address]
+		if !ok {
+			continue
+		}
+		pl := frrPrefixList{Family: "ip", Name: f.Name}
+		any, max := "0.0.0.0/0", "32"
+		if f.IPv6 {
+			pl.Family, any, max = "ipv6", "::/0", "128"
+		}
+		for _, d := range f.Deny {
+			pl.Lines = append(pl.Lines, "deny "+d+" le "+max)
+		}
+		lists = append(lists, frrPrefixList{Family: pl.Family, Name: pl.Name, Lines: append(pl.Lines, "permit "+any+" le "+max)})
+	}
+	maps := []frrRouteMap{p.outRouteMap(pols, false)}
+	if slices.ContainsFunc(v.Peers, func(pv frrPeerView) bool { return pv.IBGP }) {
+		maps = append(maps, p.outRouteMap(pols, true))
+	}
+	return lists, maps
+}
+
+// outRouteMap is outMap (ibgp false) or outMapIBGP.
+func (p *Plan) outRouteMap(pols []poolPolicy, ibgp bool) frrRouteMap {
+	b := p.c.Spec.BGP
+	var community []string
+	if len(b.Communities) > 0 {
+		community = []string{"community " + strings.Join(b.Communities, " ") + " additive"}
+	}
+	backupSet := "as-path prepend " + strings.TrimSpace(strings.Repeat(strconv.FormatUint(uint64(b.ASN), 10)+" ", backupPrepend))
+	name := outMap
+	if ibgp {
+		name, backupSet = outMapIBGP, "local-preference "+strconv.Itoa(backupLocalPref)
+	}
+	backups := func(seq int, sets []string) []frrEntry {
+		return []frrEntry{
+			{Seq: seq, Match: "ip address prefix-list vipctl-backup4", Sets: sets},
+			{Seq: seq + 1, Match: "ipv6 address prefix-list vipctl-backup6", Sets: sets},
+		}
+	}
+	m := frrRouteMap{Name: name}
+	if len(pols) == 0 {
+		m.Entries = append(backups(5, slices.Concat([]string{backupSet}, community)), frrEntry{Seq: 10, Sets: community})
+		return m
+	}
+	if !ibgp {
+		m.Entries = backups(5, slices.Concat([]string{backupSet}, community))
+		m.Entries[0].Goto, m.Entries[1].Goto = policySeq, policySeq
+	}
+	m.Entries = append(m.Entries, frrEntry{Seq: 10, Sets: community, Goto: policySeq})
+	for i, pol := range pols {
+		sets := pol.sets
+		next := 0
+		if ibgp {
+			next = policyBackupSeq
+		} else if pol.prepend != "" {
+			sets = slices.Concat([]string{"as-path prepend " + pol.prepend}, sets)
+		}
+		if pol.hasV4 {
+			m.Entries = append(m.Entries, frrEntry{Seq: policySeq + 2*i, Match: "ip address prefix-list " + pol.list4, Sets: sets, Goto: next})
+		}
+		if pol.hasV6 {
+			m.Entries = append(m.Entries, frrEntry{Seq: policySeq + 2*i + 1, Match: "ipv6 address prefix-list " + pol.list6, Sets: sets, Goto: next})
+		}
+	}
+	if ibgp {
+		m.Entries = append(m.Entries, backups(policyBackupSeq, []string{backupSet})...)
+	}
+	return frrRouteMap{Name: m.Name, Entries: append(m.Entries, frrEntry{Seq: policyFinalSeq})}
+}
+
+// poolPolicies are the bgp pools whose bgp sets something on their
+// routes, in spec order.
+func (p *Plan) poolPolicies() []poolPolicy {
+	var out []poolPolicy
+	asn := strconv.FormatUint(uint64(p.c.Spec.BGP.ASN), 10)
+	for _, pool := range p.model.Pools {
+		pb := pool.BGP
+		if !pool.IsBGP() || pb == nil || len(pb.Communities)+len(pb.LargeCommunities)+int(pb.ASPathPrepend) == 0 && pb.LocalPref == nil {
+			continue
+		}
+		pol := poolPolicy{pool: pool.Name, list4: "vipctl-pool-" + pool.Name + "-4", list6: "vipctl-pool-" + pool.Name + "-6",
+			prepend: strings.TrimSpace(strings.Repeat(asn+" ", int(pb.ASPathPrepend)))}
+		if len(pb.Communities) > 0 {
+			pol.sets = append(pol.sets, "community "+strings.Join(pb.Communities, " ")+" additive")
+		}
+		if len(pb.LargeCommunities) > 0 {
+			pol.sets = append(pol.sets, "large-community "+strings.Join(pb.LargeCommunities, " ")+" additive")
+		}
+		if pb.LocalPref != nil {
+			pol.sets = append(pol.sets, "local-preference "+strconv.FormatUint(uint64(*pb.LocalPref), 10))
+		}
+		pol.prefix4, pol.prefix6 = poolPrefixes(pool.Ranges)
+		pol.hasV4, pol.hasV6 = len(pol.prefix4) > 0, len(pol.prefix6) > 0
+		out = append(out, pol)
+	}
+	return out
+}
+
+// peerFilters are the outbound prefix-lists, by peer address, of the
+// node's peers that some bgp pool's bgp.peers leaves out: each denies
+// those pools' ranges.
+func (p *Plan) peerFilters(peers []frrPeerView) map[string]frrPeerFilter {
+	out := map[string]frrPeerFilter{}
+	for _, peer := range peers {
+		addr := netip.MustParseAddr(peer.Address)
+		f := frrPeerFilter{Name: "vipctl-to-" + strings.ReplaceAll(addr.String(), ":", "-"), IPv6: !addr.Is4()}
+		for _, pool := range p.model.Pools {
+			if !pool.IsBGP() || pool.BGP == nil || len(pool.BGP.Peers) == 0 {
+				continue
+			}
+			if slices.ContainsFunc(pool.BGP.PeerSet(p.c.Spec.BGP), func(q v1alpha1.BGPPeer) bool { return netip.MustParseAddr(q.Address) == addr }) {
+				continue
+			}
+			v4, v6 := poolPrefixes(pool.Ranges)
+			if addr.Is4() {
+				f.Deny = append(f.Deny, v4...)
+			} else {
+				f.Deny = append(f.Deny, v6...)
+			}
+		}
+		if len(f.Deny) > 0 {
+			out[peer.Address] = f
+		}
+	}
+	return out
+}
+
+// poolPrefixes are the CIDRs of a pool's ranges, per family.
+func poolPrefixes(ranges []v1alpha1.AddressRange) (v4, v6 []string) {
+	for _, r := range ranges {
+		for _, p := range r.Prefixes() {
+			if r.Is4() {
+				v4 = append(v4, p.String())
+			} else {
+				v6 = append(v6, p.String())
+			}
+		}
+	}
+	return v4, v6
+}
