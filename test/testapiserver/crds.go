@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -98,7 +99,16 @@ func SetClusterVersionAt(t testing.TB, cfg *rest.Config, version string) {
 		"metadata": map[string]any{"name": "version"},
 		"spec":     map[string]any{"clusterID": "00000000-0000-4000-8000-000000000000"},
 	}}
-	created, err := client.Resource(gvr).Create(ctx, cv, metav1.CreateOptions{})
+	// Behind a VIP of several apiservers (the cluster lab), the one that
+	// answers may not serve the new CRD yet although another reported it
+	// established: it says NotFound until its own informer has it.
+	var created *unstructured.Unstructured
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		created, err = client.Resource(gvr).Create(ctx, cv, metav1.CreateOptions{})
+		if !apierrors.IsNotFound(err) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatalf("creating ClusterVersion: %v", err)
 	}
