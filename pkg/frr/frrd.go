@@ -22,9 +22,11 @@ const (
 	// frrUser is the user FRR's daemons drop to (their compiled-in
 	// default); its sockets and pid files live in FRRRunDir.
 	frrUser = "frr"
-	// frrStopGrace is how long the daemons get to leave after SIGTERM
-	// (bgpd sends its peers a NOTIFICATION, so they withdraw the node's
-	// routes at once rather than after the hold time).
+	// frrStopGrace is how long the daemons get, together, to leave after
+	// SIGTERM (bgpd sends its peers a NOTIFICATION, so they withdraw the
+	// node's routes at once rather than after the hold time; with
+	// graceful restart it closes the sessions without one, and the
+	// routers keep the routes until it is back).
 	frrStopGrace = 5 * time.Second
 )
 
@@ -174,12 +176,15 @@ func Run(ctx context.Context, root string, out io.Writer) error {
 	}
 	var procs []*proc
 	exited := make(chan *proc, 3)
+	// stop ends the daemons in the reverse of their start order, each
+	// gone before the next is told: bgpd closes its sessions while bfdd
+	// still runs, so a router helping a graceful restart sees the session
+	// end (and keeps the routes) before BFD could say the node is down.
 	stop := func() {
-		for _, p := range procs {
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		}
 		deadline := time.After(frrStopGrace)
-		for _, p := range procs {
+		for i := len(procs) - 1; i >= 0; i-- {
+			p := procs[i]
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
 			select {
 			case <-p.done:
 			case <-deadline:

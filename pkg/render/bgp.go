@@ -48,6 +48,11 @@ type frrView struct {
 	// Multihop tells whether a peer is hops away: frr.conf then lets
 	// next-hop tracking resolve through the default route.
 	Multihop bool
+	// GracefulRestart tells whether a peer restarts gracefully: frr.conf
+	// then says the node keeps its forwarding state across a restart, and
+	// announces RestartTime (seconds).
+	GracefulRestart bool
+	RestartTime     int
 	// PrefixLists are the pools' ranges and the peers' outbound filters;
 	// RouteMaps the outbound route-maps (bgppolicy.go).
 	PrefixLists []frrPrefixList
@@ -67,6 +72,9 @@ type frrPeerView struct {
 	Multihop int32
 	// IBGP tells a peer in the nodes' own AS.
 	IBGP bool
+	// GracefulRestart: graceful restart with this peer (and, with BFD,
+	// its control-plane failure check).
+	GracefulRestart bool
 }
 
 // hasPassword tells whether frr.conf holds a password, and so is
@@ -146,7 +154,7 @@ func (p *Plan) Announced(node string) []Announced {
 func (p *Plan) frrView(node string) *frrView {
 	b := p.c.Spec.BGP
 	n := p.nodes[node]
-	v := &frrView{Node: node, ASN: b.ASN}
+	v := &frrView{Node: node, ASN: b.ASN, RestartTime: b.RestartTime()}
 	v.RouterID = routerID(node, n.Addresses)
 	fams := map[bool]*frrFamilyView{true: {Name: "ipv4"}, false: {Name: "ipv6"}}
 	for _, peer := range b.Peers {
@@ -155,8 +163,10 @@ func (p *Plan) frrView(node string) *frrView {
 		}
 		hold, keep := peer.Timers()
 		v.Peers = append(v.Peers, frrPeerView{Address: peer.Address, ASN: peer.ASN, Hold: hold, Keepalive: keep, BFD: peer.BFD,
-			Password: p.state.BGPPasswords[peer.PasswordSecret], Multihop: peer.EBGPMultihop, IBGP: peer.ASN == b.ASN})
+			Password: p.state.BGPPasswords[peer.PasswordSecret], Multihop: peer.EBGPMultihop, IBGP: peer.ASN == b.ASN,
+			GracefulRestart: peer.GracefulRestart})
 		v.Multihop = v.Multihop || peer.EBGPMultihop > 0
+		v.GracefulRestart = v.GracefulRestart || peer.GracefulRestart
 	}
 	for _, an := range p.Announced(node) {
 		plain, backup := p.routes(an)

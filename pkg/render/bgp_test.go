@@ -495,3 +495,43 @@ func TestBGPIBGPRouteMap(t *testing.T) {
 		}
 	}
 }
+
+// TestBGPGracefulRestartRender: a peer with gracefulRestart gets FRR's
+// per-neighbor graceful restart, and the node says it keeps its
+// forwarding state, announces spec.bgp.gracefulRestartTime (30 s by
+// default) and no N bit; vtysh accepts it. Without it none of that.
+func TestBGPGracefulRestartRender(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "bgp-two-racks.yaml")
+	conf := func(gr bool, restart string) string {
+		t.Helper()
+		c := *r.config
+		bgp := *c.Spec.BGP
+		bgp.Peers = slices.Clone(bgp.Peers)
+		bgp.Peers[0].GracefulRestart = gr
+		bgp.GracefulRestartTime = restart
+		c.Spec.BGP = &bgp
+		if err := v1alpha1.Validate(&c); err != nil {
+			t.Fatal(err)
+		}
+		f := nodeFRRConf(t, &c, cluster.State{Nodes: r.nodes}, "worker-a0")
+		if err := configcheck.FRR(context.Background(), f.Data, configcheck.Options{}); err != nil {
+			t.Errorf("vtysh refuses worker-a0's frr.conf: %v\n%s", err, f.Data)
+		}
+		return string(f.Data)
+	}
+	for restart, secs := range map[string]string{"": "30", "2m": "120"} {
+		gr := conf(true, restart)
+		for _, want := range []string{
+			"\n bgp graceful-restart preserve-fw-state\n bgp graceful-restart restart-time " + secs + "\n no bgp graceful-restart notification\n",
+			"\n neighbor 198.51.100.1 graceful-restart\n",
+		} {
+			if !strings.Contains(gr, want) {
+				t.Errorf("gracefulRestartTime %q: frr.conf lacks %q:\n%s", restart, want, gr)
+			}
+		}
+	}
+	if plain := conf(false, ""); strings.Contains(plain, "graceful-restart") {
+		t.Errorf("frr.conf without gracefulRestart has graceful-restart lines:\n%s", plain)
+	}
+}

@@ -85,10 +85,13 @@ var upstreamFRR = []string{
 }
 
 type bgpLab struct {
-	lc     *lab.Cluster
-	router *lab.FRR
-	client *netlab.Host
-	frr    map[string]*lab.FRR
+	lc *lab.Cluster
+	// router is the upstream router's FRR; nil when a test runs another
+	// daemon (BIRD) on routerHost.
+	router     *lab.FRR
+	routerHost *netlab.Host
+	client     *netlab.Host
+	frr        map[string]*lab.FRR
 }
 
 // startBGPLab builds two racks joined by a router running real FRR, a
@@ -130,7 +133,8 @@ func withRouterBFD(conf []string) []string {
 	return slices.Insert(slices.Clone(conf), i+1, " neighbor nodes bfd")
 }
 
-// newBGPLab adds to lc the upstream router (real FRR with routerConf) on
+// newBGPLab adds to lc the upstream router (real FRR with routerConf, or
+// nothing yet when routerConf is nil) on
 // the nodes' segments at routerAddrs and on a third subnet,
 // 203.0.113.64/26, with a client behind it; and FRR on every node, its
 // frr.conf coming from the node's own Reconcile (none yet is fine: bgpd
@@ -145,9 +149,12 @@ func newBGPLab(t testing.TB, lc *lab.Cluster, routerAddrs map[string][]string, r
 	// Hash on ports too, so that one client's connections spread over
 	// the paths and the test sees ECMP at work.
 	r.MustExec("sysctl", "-qw", "net.ipv4.fib_multipath_hash_policy=1")
-	dir := lab.SharedDir(t, "vipctl-bgp-router-")
-	lab.WriteFRRConf(t, dir, routerConf...)
-	bl := &bgpLab{lc: lc, router: lab.StartFRR(t, r, dir), frr: map[string]*lab.FRR{}}
+	bl := &bgpLab{lc: lc, routerHost: r, frr: map[string]*lab.FRR{}}
+	if routerConf != nil {
+		dir := lab.SharedDir(t, "vipctl-bgp-router-")
+		lab.WriteFRRConf(t, dir, routerConf...)
+		bl.router = lab.StartFRR(t, r, dir)
+	}
 	bl.client = lc.AddHost("outside", netlab.HostOpts{Iface: "eth0", Addrs: []string{"203.0.113.70/26"}, Segment: "c", Gateways: []string{"203.0.113.65"}})
 	for _, n := range lc.Nodes {
 		bl.frr[n.Name] = lab.StartFRR(t, n.Host, n.Target.Root)
@@ -192,7 +199,7 @@ func onLo(t testing.TB, h *netlab.Host, vip string) {
 
 // nextHops reads the router's kernel route to vip: the next hops zebra
 // installed from BGP, one per announcing node.
-func (bl *bgpLab) nextHops(vip string) []string { return routeHops(bl.router.Host, vip) }
+func (bl *bgpLab) nextHops(vip string) []string { return routeHops(bl.routerHost, vip) }
 
 // routeHops reads h's kernel route to vip/32 (vip/128) and returns its
 // next hops, sorted (IPv6 ones are the nodes' link-local addresses).
@@ -219,7 +226,10 @@ func (bl *bgpLab) waitHops(t testing.TB, vip string, want []string, timeout time
 	t.Helper()
 	start := time.Now()
 	if !lab.WaitUntil(timeout, func() bool { return slices.Equal(bl.nextHops(vip), want) }) {
-		out, _ := bl.router.Vtysh("show bgp summary")
+		var out string
+		if bl.router != nil {
+			out, _ = bl.router.Vtysh("show bgp summary")
+		}
 		t.Fatalf("route %s: next hops %v, want %v after %s\n%s", vip, bl.nextHops(vip), want, timeout, out)
 	}
 	return time.Since(start)

@@ -91,6 +91,11 @@ func validateBGP(c *ClusterVIPs, path *field.Path) field.ErrorList {
 	for i := range c.Spec.ServicePools {
 		errs = append(errs, validatePoolBGP(c, i, field.NewPath("spec", "servicePools").Index(i).Child("bgp"))...)
 	}
+	if b.GracefulRestartTime != "" {
+		if d, msg := bgpTimer(b.GracefulRestartTime); msg != "" || d < time.Second || d > maxGracefulRestartTime {
+			errs = append(errs, field.Invalid(path.Child("gracefulRestartTime"), b.GracefulRestartTime, "must be whole seconds, 1s to 4095s"))
+		}
+	}
 	for i, cm := range b.Communities {
 		if msg := communityError(cm); msg != "" {
 			errs = append(errs, field.Invalid(path.Child("communities").Index(i), cm, msg))
@@ -331,4 +336,21 @@ func poolFamiliesPeered(pool *ServicePool, peers []BGPPeer, path *field.Path) fi
 		}
 	}
 	return nil
+}
+
+// maxGracefulRestartTime is the longest restart time the capability
+// carries (12 bits, RFC 4724).
+const maxGracefulRestartTime = 4095 * time.Second
+
+// DefaultGracefulRestartTime is spec.bgp.gracefulRestartTime's default.
+const DefaultGracefulRestartTime = 30 * time.Second
+
+// RestartTime is spec.bgp.gracefulRestartTime in seconds, with its
+// default.
+func (b *BGPSpec) RestartTime() int {
+	d, err := time.ParseDuration(b.GracefulRestartTime)
+	if err != nil || d <= 0 {
+		d = DefaultGracefulRestartTime
+	}
+	return int(d / time.Second)
 }

@@ -174,6 +174,11 @@ func TestBGPErrors(t *testing.T) {
 			want: []string{`spec.servicePools[1].bgp.localPref: Invalid value: 0: must be at least 1: backup routes go to iBGP peers at 0`},
 		},
 		{
+			name: "a graceful restart time out of RFC 4724's range",
+			edit: replace("    asn: 64513\n", "    asn: 64513\n    gracefulRestartTime: 4096s\n"),
+			want: []string{`spec.bgp.gracefulRestartTime: Invalid value: "4096s": must be whole seconds, 1s to 4095s`},
+		},
+		{
 			name: "a vrrp pool still must sit in a machine network",
 			edit: replace("      mode: bgp\n", ""),
 			want: []string{`spec.servicePools[1].addresses[0]: Invalid value: "203.0.113.192/28": not inside one machine network`},

@@ -22,6 +22,15 @@ type BGPSpec struct {
 	// +kubebuilder:validation:items:MaxLength=12
 	// +kubebuilder:validation:items:XValidation:rule="self in ['no-export', 'no-advertise', 'local-AS'] || (self.matches('^[0-9]{1,5}:[0-9]{1,5}$') && int(self.split(':')[0]) <= 65535 && int(self.split(':')[1]) <= 65535)",message="must be AA:NN (each 0-65535) or one of no-export, no-advertise, local-AS"
 	Communities []string `json:"communities,omitempty"`
+	// GracefulRestartTime is the restart time the nodes announce to the
+	// peers with gracefulRestart: how long a router keeps a node's routes
+	// (stale) after its FRR stopped cleanly, until the session is back.
+	// Whole seconds, 1s to 4095s (RFC 4724's 12 bits). Default 30s: time
+	// for the frr container to restart, while a node that stops for good
+	// without a drain (a shutdown) keeps attracting traffic no longer.
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$`
+	GracefulRestartTime string `json:"gracefulRestartTime,omitempty"`
 }
 
 // BGPPeer is one upstream router.
@@ -56,6 +65,16 @@ type BGPPeer struct {
 	// BFD runs a BFD session beside the BGP one, so a lost node is
 	// withdrawn in under a second rather than after holdTime.
 	BFD bool `json:"bfd,omitempty"`
+	// GracefulRestart announces BGP graceful restart (RFC 4724) with the
+	// forwarding state kept: when the node's FRR stops cleanly and comes
+	// back (the frr container restarts, vipctl is upgraded) a router that
+	// helps keeps the node's routes, marked stale, for up to
+	// spec.bgp.gracefulRestartTime, instead of withdrawing them. A node
+	// that dies is still withdrawn at once when the router notices (hold
+	// timer, BFD): the nodes do not announce RFC 8538's N bit, so the
+	// router's NOTIFICATION ends the restart (docs/bgp.md, "Graceful
+	// restart").
+	GracefulRestart bool `json:"gracefulRestart,omitempty"`
 	// NodeSelector picks the nodes that peer with this router (one per
 	// rack, say). Empty means every node.
 	// +kubebuilder:validation:MaxProperties=64
