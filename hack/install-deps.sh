@@ -36,6 +36,9 @@ declare -A pkg_for=(
   # setpriv: pkg/frr's test runs PrepareRun as the frr container does,
   # root without CAP_DAC_OVERRIDE.
   [setpriv]=util-linux
+  # The cluster lab's rolling upgrade records the resets and ICMP errors
+  # its client receives, to name who refused a failed request.
+  [tcpdump]=tcpdump
 )
 
 missing=()

@@ -531,6 +531,7 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 	for i, url := range urls {
 		polls[i] = lab.StartPolling(c.Client, url, rollPollInterval, clusterlab.RequestTimeout, false)
 	}
+	refusals := lab.StartRefusals(t, c.Client)
 	for i, n := range c.Nodes {
 		if inPlace {
 			u.UpdateNodeInPlace(t, n)
@@ -566,6 +567,9 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 		// after. The timeline above says who carried each address and
 		// where the pods and endpoints were meanwhile.
 		slices.SortFunc(failed, time.Time.Compare)
+		// Who refused: the resets and ICMP errors the client got (and
+		// sent) around each failure, with the MAC they came from.
+		t.Logf("resets and ICMP errors at the client around the failed requests:\n%s", refusals.Around(failed, time.Second, 3*time.Second))
 		from, to := failed[0].Add(-5*time.Second), failed[len(failed)-1].Add(5*time.Second)
 		for _, n := range c.Nodes {
 			t.Logf("%s", n.ContainerLogsWhere(from, to, 200, notRepeated))

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -64,4 +65,46 @@ func (lc *Cluster) capture(t testing.TB, nodes []*Node, withClient bool) {
 		}
 		t.Logf("packet captures in %s", out)
 	})
+}
+
+// Refusals records, with tcpdump on a host, every TCP reset and ICMP
+// destination-unreachable the host receives or sends, with link-layer
+// addresses: for a failed request ("connection refused"), who refused it.
+type Refusals struct{ proc *netlab.Proc }
+
+// StartRefusals starts recording on every interface of h; the test's end
+// stops it. tcpdump comes from hack/install-deps.sh.
+func StartRefusals(t testing.TB, h *netlab.Host) *Refusals {
+	t.Helper()
+	tcpdump, err := exec.LookPath("tcpdump")
+	if err != nil {
+		t.Fatalf("tcpdump: %v (run hack/install-deps.sh)", err)
+	}
+	return &Refusals{proc: h.Start("refusals", tcpdump, "-i", "any", "-e", "-n", "-tt", "-l", "-Q", "inout",
+		"tcp[tcpflags] & tcp-rst != 0 or icmp[icmptype] == icmp-unreach or (icmp6 and ip6[40] == 1)")}
+}
+
+// Around returns the recorded packets from before each of times to after
+// it, each line once, with its time of day.
+func (r *Refusals) Around(times []time.Time, before, after time.Duration) string {
+	data, _ := os.ReadFile(r.proc.Log)
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		stamp, rest, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		secs, err := strconv.ParseFloat(stamp, 64)
+		if err != nil {
+			continue
+		}
+		at := time.Unix(0, int64(secs*1e9))
+		for _, f := range times {
+			if !at.Before(f.Add(-before)) && !at.After(f.Add(after)) {
+				out = append(out, at.Format("15:04:05.000000")+" "+rest)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }
