@@ -197,6 +197,13 @@ func Local(ctx context.Context, o LocalOptions) *Archive {
 	default:
 		d.BGPd = "answering"
 		a.addJSON(path.Join(dir, "daemons", "bgp-sessions.json"), peers)
+		// The policy in force: route-maps with their match counts and
+		// the prefix-lists (per-pool policy, peer filters, backups).
+		if policy, _, err := frr.ReadPolicy(ctx, t); err != nil {
+			a.fail("bgp-policy.txt", err)
+		} else {
+			a.add(path.Join(dir, "daemons", "bgp-policy.txt"), []byte(policy))
+		}
 	}
 	a.addJSON(path.Join(dir, "daemons", "daemons.json"), d)
 

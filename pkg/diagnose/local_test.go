@@ -347,7 +347,10 @@ func TestLocalBGP(t *testing.T) {
 	nl := netlab.New(t)
 	h := nl.AddHost("worker-0", netlab.HostOpts{Addrs: []string{"198.51.100.21/24"}})
 	pod := lab.SharedDir(t, "vipctl-diagnose-frr-")
-	lab.WriteFRRConf(t, pod, "frr defaults datacenter", "router bgp 64512",
+	lab.WriteFRRConf(t, pod, "frr defaults datacenter",
+		"ip prefix-list vipctl-pool-web-4 seq 5 permit 203.0.113.192/28 le 32",
+		"route-map vipctl-out permit 100", " match ip address prefix-list vipctl-pool-web-4", " set community 64512:7 additive", "exit",
+		"router bgp 64512",
 		" neighbor 198.51.100.1 remote-as 64512", " neighbor 198.51.100.1 password bgp-S3cret")
 	lab.StartFRR(t, h, pod)
 	// The host's view of the same directories.
@@ -368,6 +371,12 @@ func TestLocalBGP(t *testing.T) {
 		sessions, ok := a.File(path.Join(dir, "daemons", "bgp-sessions.json"))
 		if !ok || !strings.Contains(string(sessions), `"198.51.100.1"`) || !strings.Contains(string(daemons), `"bgpd": "answering"`) {
 			t.Errorf("%s: bgpd's sessions not gathered: %s\n%s\nproblems %v", name, daemons, sessions, a.Problems())
+		}
+		policy, _ := a.File(path.Join(dir, "daemons", "bgp-policy.txt"))
+		for _, want := range []string{"route-map: vipctl-out", "community 64512:7 additive", "vipctl-pool-web-4", "203.0.113.192/28 le 32"} {
+			if !strings.Contains(string(policy), want) {
+				t.Errorf("%s: bgp-policy.txt lacks %q:\n%s", name, want, policy)
+			}
 		}
 		conf := render.FRRConfPath
 		if root == hostRoot {

@@ -132,3 +132,34 @@ func Sessions(prev v1alpha1.BGPSessions, peers []PeerState, now time.Time) v1alp
 	}
 	return out
 }
+
+// policyCommands show the outbound policy bgpd runs: the route-maps
+// (with how often each entry matched) and the prefix-lists they and the
+// peers' outbound filters name. Neither holds a password.
+var policyCommands = []string{"show route-map", "show ip prefix-list", "show ipv6 prefix-list"}
+
+// ReadPolicy asks bgpd, where ReadSessions or ReadHostSessions would,
+// for the routing policy in force (policyCommands): what runs, which a
+// failed reload can leave apart from frr.conf. ok is false when bgpd is
+// not running.
+func ReadPolicy(ctx context.Context, t host.Target) (policy string, ok bool, err error) {
+	vty, running := bgpdRunning(t)
+	if !running {
+		vty = t.Path(render.HostFRRRunDir)
+		if _, err := os.Stat(bgpdVty(vty)); err != nil {
+			return "", false, nil
+		}
+	}
+	args := []string{"--vty_socket", vty}
+	for _, c := range policyCommands {
+		args = append(args, "-c", c)
+	}
+	var out, diag bytes.Buffer
+	cmd := exec.CommandContext(ctx, vtysh(t), args...)
+	cmd.Stdout, cmd.Stderr = &out, &diag
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(out.String() + diag.String())
+		return "", true, fmt.Errorf("vtysh %s: %s: %w", strings.Join(policyCommands, "; "), boundOutput([]byte(msg)), err)
+	}
+	return out.String(), true, nil
+}
