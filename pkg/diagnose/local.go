@@ -182,34 +182,12 @@ func Local(ctx context.Context, o LocalOptions) *Archive {
 		a.add(path.Join(dir, "daemons", q.name), out)
 	}
 	gatherKeepalived(ctx, t, a, dir)
-	// Inside the keepalived pod bgpd's sockets are where the sidecar
-	// asks; on the host (oc debug) they are in vipctl's own directory.
-	peers, running, err := frr.ReadSessions(ctx, t)
-	if !running {
-		peers, running, err = frr.ReadHostSessions(ctx, t)
-	}
-	switch {
-	case !running:
-		d.BGPd = "not running"
-	case err != nil:
-		d.BGPd = "not answering"
-		a.fail("bgp-sessions.json", err)
-	default:
-		d.BGPd = "answering"
-		a.addJSON(path.Join(dir, "daemons", "bgp-sessions.json"), peers)
-		// The policy in force: route-maps with their match counts and
-		// the prefix-lists (per-pool policy, peer filters, backups).
-		if policy, _, err := frr.ReadPolicy(ctx, t); err != nil {
-			a.fail("bgp-policy.txt", err)
-		} else {
-			a.add(path.Join(dir, "daemons", "bgp-policy.txt"), []byte(policy))
-		}
-	}
+	d.BGPd = gatherBGP(ctx, t, a, dir)
 	a.addJSON(path.Join(dir, "daemons", "daemons.json"), d)
 
 	var nw Network
 	var addrs []netip.Addr
-	err = t.InNetns(func() error {
+	err := t.InNetns(func() error {
 		var err error
 		if nw, err = readNetwork(); err != nil {
 			return err
@@ -324,4 +302,31 @@ func (n Network) text() string {
 		fmt.Fprintf(&b, "proxy neighbours: %s\n", strings.Join(n.ProxyNDP, " "))
 	}
 	return b.String()
+}
+
+// gatherBGP adds bgpd's sessions and the routing policy it runs to a, and
+// says whether it answers. Inside the keepalived pod bgpd's sockets are
+// where the sidecar asks; on the host (oc debug) they are in vipctl's own
+// directory.
+func gatherBGP(ctx context.Context, t host.Target, a *Archive, dir string) string {
+	peers, running, err := frr.ReadSessions(ctx, t)
+	if !running {
+		peers, running, err = frr.ReadHostSessions(ctx, t)
+	}
+	switch {
+	case !running:
+		return "not running"
+	case err != nil:
+		a.fail("bgp-sessions.json", err)
+		return "not answering"
+	}
+	a.addJSON(path.Join(dir, "daemons", "bgp-sessions.json"), peers)
+	// The policy in force: route-maps with their match counts and the
+	// prefix-lists (per-pool policy, peer filters, backups).
+	if policy, _, err := frr.ReadPolicy(ctx, t); err != nil {
+		a.fail("bgp-policy.txt", err)
+	} else {
+		a.add(path.Join(dir, "daemons", "bgp-policy.txt"), []byte(policy))
+	}
+	return "answering"
 }
