@@ -39,6 +39,16 @@ func otherValue(t reflect.Type) (v reflect.Value, ok bool) {
 			return v, false
 		}
 		v.Set(reflect.Append(v, elem))
+	case reflect.Struct:
+		// A value in its first field alone (a pool's bgp: its peers).
+		if t.NumField() == 0 {
+			return v, false
+		}
+		f, ok := otherValue(t.Field(0).Type)
+		if !ok {
+			return v, false
+		}
+		v.Field(0).Set(f)
 	case reflect.Map:
 		key, ok1 := otherValue(t.Key())
 		elem, ok2 := otherValue(t.Elem())
