@@ -223,6 +223,18 @@ func runtimecfgContainer(c *v1alpha1.ClusterVIPs) corev1.Container {
 		Resources:      requests("10m", "50Mi"),
 		LivenessProbe:  sidecarProbe("/healthz"),
 		ReadinessProbe: sidecarProbe("/readyz"),
+		// A pod stop tells every container at once, and keepalived drains
+		// in its preStop first (its anchors leave this node as the peers
+		// preempt), then stops. The sidecar outlives both, as haproxy
+		// does: it removes the Service addresses it added with an anchor
+		// that left (announce: sidecar) and keeps the drained VIPs local,
+		// which it cannot do once gone. Without it a replaced pod's node
+		// kept a sidecar pool's Service address on its interface beside
+		// the new holder's for 37 s (the cluster lab's in-place rollback,
+		// 2026-11-29).
+		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+			Command: []string{"/bin/sh", "-c", fmt.Sprintf("sleep %d", drainSeconds(c)+1)},
+		}}},
 		VolumeMounts: []corev1.VolumeMount{
 			mount(volConfig, render.ConfigDir, true),
 			mount(volKeepalived, render.KeepalivedDir, false),

@@ -165,6 +165,15 @@ func TestStaticPodInvariants(t *testing.T) {
 			if sidecar.Image != c.Spec.Images.Vipctl {
 				t.Errorf("sidecar image %q, want %q", sidecar.Image, c.Spec.Images.Vipctl)
 			}
+			// The sidecar outlives keepalived's drain by a second, to
+			// follow its anchors leaving.
+			wantSidecarStop := fmt.Sprintf("sleep %d", 5)
+			if c.Spec.VRRP.Profile == v1alpha1.ProfileFast {
+				wantSidecarStop = fmt.Sprintf("sleep %d", 3)
+			}
+			if l := sidecar.Lifecycle; l == nil || l.PreStop == nil || l.PreStop.Exec == nil || l.PreStop.Exec.Command[2] != wantSidecarStop {
+				t.Errorf("sidecar preStop %+v, want sh -c %q", sidecar.Lifecycle, wantSidecarStop)
+			}
 			// NET_ADMIN for the nftables redirect of VIP:6443 to haproxy;
 			// SETGID and SETUID for keepalived --config-test, which checks
 			// the track scripts as the script user; NET_RAW for the
