@@ -116,7 +116,7 @@ func TestBGPIPv6Sessions(t *testing.T) {
 			return false
 		})
 	}
-	bl := &bgpLab{lc: lc, router: router, client: client}
+	bl := &bgpLab{lc: lc, router: router, routerHost: router.Host, client: client}
 	hops := func() []string { return bl.nextHops(vip) }
 	if !lab.WaitUntil(30*time.Second, func() bool { return len(hops()) == 3 }) {
 		out, _ := router.Vtysh("show bgp ipv6 unicast")

@@ -69,6 +69,9 @@ const (
 type policyRouter struct {
 	has   func(prefix string) bool
 	attrs func(prefix string) string
+	// neverReset tells whether the node's session was established once
+	// and never dropped (nil: the router cannot tell).
+	neverReset func() bool
 }
 
 // TestBGPPolicy: each pool's policy as FRR routers see it. The eBGP
@@ -76,7 +79,9 @@ type policyRouter struct {
 // Local Service's /32, each with the path 64513 64513 64513 (two
 // prepends), the communities of the pool and spec.bgp, and the large
 // community; it holds nothing of dmz. The iBGP router holds dmz's
-// address at local preference 250 and nothing of web.
+// address at local preference 250 and nothing of web. A day-2 edit of
+// both policies (a reload) reaches the routes the routers hold without a
+// session reset.
 func TestBGPPolicy(t *testing.T) {
 	testBGPPolicy(t, func(edge, rr *netlab.Host) (policyRouter, policyRouter) {
 		start := func(h *netlab.Host, id, asn string, ibgp bool) policyRouter {
@@ -102,6 +107,10 @@ func TestBGPPolicy(t *testing.T) {
 			return policyRouter{
 				has:   func(prefix string) bool { return strings.Contains(show(prefix), "best") },
 				attrs: show,
+				neverReset: func() bool {
+					out, err := f.Vtysh("show bgp neighbors")
+					return err == nil && strings.Contains(out, "Connections established 1; dropped 0")
+				},
 			}
 		}
 		return start(edge, "198.51.100.1", "64512", false), start(rr, "198.51.100.2", "64513", true)
@@ -109,6 +118,9 @@ func TestBGPPolicy(t *testing.T) {
 		// FRR's `show bgp` words for each attribute.
 		"web": {"64513 64513 64513", "Community: 64512:7 64512:100", "Large Community: 4200000001:1:2"},
 		"dmz": {"localpref 250"},
+		// After the day-2 edit.
+		"web2": {"Community: 64512:8 64512:100"},
+		"dmz2": {"localpref 300"},
 	})
 }
 
@@ -140,8 +152,10 @@ func TestBGPPolicyBird(t *testing.T) {
 		}
 		return start(edge, "198.51.100.1", "64512", false), start(rr, "198.51.100.2", "64513", true)
 	}, map[string][]string{
-		"web": {"BGP.as_path: 64513 64513 64513", "BGP.community: (64512,7) (64512,100)", "BGP.large_community: (4200000001, 1, 2)"},
-		"dmz": {"BGP.local_pref: 250"},
+		"web":  {"BGP.as_path: 64513 64513 64513", "BGP.community: (64512,7) (64512,100)", "BGP.large_community: (4200000001, 1, 2)"},
+		"dmz":  {"BGP.local_pref: 250"},
+		"web2": {"BGP.community: (64512,8) (64512,100)"},
+		"dmz2": {"BGP.local_pref: 300"},
 	})
 }
 
@@ -190,6 +204,24 @@ func testBGPPolicy(t *testing.T, startRouters func(edge, rr *netlab.Host) (polic
 	for _, p := range []string{policyWebRoute, webLocal} {
 		if rr.has(p) {
 			t.Errorf("rr holds %s:\n%s", p, rr.attrs(p))
+		}
+	}
+
+	// A day-2 edit of the pools' policies (the ConfigMap's part, no
+	// roll): a reload, and the routers see the new attributes on the
+	// routes they hold, the sessions never reset.
+	lc.Config.Spec.ServicePools[0].BGP.Communities = []string{"64512:8"}
+	pref := uint32(300)
+	lc.Config.Spec.ServicePools[1].BGP.LocalPref = &pref
+	lc.Apply(n)
+	if !lab.WaitUntil(20*time.Second, func() bool {
+		return strings.Contains(edge.attrs(policyWebRoute), want["web2"][0]) && strings.Contains(rr.attrs(dmz), want["dmz2"][0])
+	}) {
+		t.Errorf("20s after the edit: edge's %s:\n%s\nrr's %s:\n%s", policyWebRoute, edge.attrs(policyWebRoute), dmz, rr.attrs(dmz))
+	}
+	for name, r := range map[string]policyRouter{"edge": edge, "rr": rr} {
+		if r.neverReset != nil && !r.neverReset() {
+			t.Errorf("%s's session with the node was reset by the policy edit", name)
 		}
 	}
 }

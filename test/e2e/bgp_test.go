@@ -314,7 +314,7 @@ func testBGPTwoRacks(t *testing.T, bfd bool, bound time.Duration) {
 func (bl *bgpLab) waitBFDUp(t testing.TB, n int) time.Duration {
 	t.Helper()
 	start := time.Now()
-	lab.WaitFor(t, 10*time.Second, fmt.Sprintf("%d BFD sessions up on the router", n), func() bool {
+	lab.WaitFor(t, 30*time.Second, fmt.Sprintf("%d BFD sessions up on the router", n), func() bool {
 		out, _ := bl.router.Vtysh("show bfd peers brief")
 		return strings.Count(out, " up ") >= n
 	})

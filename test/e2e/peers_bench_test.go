@@ -304,7 +304,7 @@ func startPeerLab(t testing.TB, bgp, bfd bool) *peerLab {
 			conf = withRouterBFD(conf)
 		}
 		lab.WriteFRRConf(t, dir, conf...)
-		pl.bgp = &bgpLab{router: lab.StartFRR(t, r, dir)}
+		pl.bgp = &bgpLab{router: lab.StartFRR(t, r, dir), routerHost: r}
 		pl.bgp.client = l.AddHost("outside", netlab.HostOpts{Iface: "eth0", Addrs: []string{"203.0.113.70/26"}, Segment: "c", Gateways: []string{"203.0.113.65"}})
 	}
 	return pl
