@@ -488,6 +488,48 @@ func TestKubeletPlannedHandover(t *testing.T) {
 	}
 }
 
+// TestKubeletSidecarAddressLeavesWithPod: a pool with announce: sidecar
+// under the real kubelet. Removing the holder's keepalived manifest stops
+// the pod (every container told at once, keepalived's preStop drain
+// first); the Service address moves to a peer, and once the pod is gone
+// the old holder's interface no longer has it: the sidecar, kept running
+// by its own preStop until after keepalived's drain, removed it with the
+// anchor. Without that preStop the address stayed on the old holder
+// beside the new one's (two nodes answering ARP for it) until a sidecar
+// ran there again.
+func TestKubeletSidecarAddressLeavesWithPod(t *testing.T) {
+	kc := startKubeletClusterFrom(t, func(image string) string {
+		return strings.Replace(kubeletClusterYAML(image, v1alpha1.ProfileFast),
+			"      addresses: ["+kubeletPoolCIDR+"]\n", "      addresses: ["+kubeletPoolCIDR+"]\n      announce: sidecar\n", 1)
+	})
+	kc.waitPodsReady(t, 180*time.Second)
+	vip := kc.serviceVIP(t, "web")
+	url := "http://" + net.JoinHostPort(vip, strconv.Itoa(kubeletEchoPort)) + "/"
+	lab.WaitFor(t, 30*time.Second, vip+" answering", func() bool { _, err := kc.get(url); return err == nil })
+	holders := kc.holders(t, vip)
+	if len(holders) != 1 {
+		t.Fatalf("%s held by %v, want one node", vip, holders)
+	}
+	n := kc.node(holders[0])
+	if err := n.RemoveFile(render.StaticPodDir + "/" + render.KeepalivedPodName + ".yaml"); err != nil {
+		t.Fatal(err)
+	}
+	// The kubelet drops the mirror pod at once; the containers stop
+	// after the preStop hooks. Within 30 s the address must be on the
+	// new holder alone: without the sidecar's preStop it stayed on the
+	// old one for good (no sidecar ran there again).
+	if !lab.WaitUntil(30*time.Second, func() bool { h := kc.holders(t, vip); return len(h) == 1 && h[0] != n.Name }) {
+		t.Errorf("30s after %s's keepalived manifest went, %s is on %v: want it on one other node alone", n.Name, vip, kc.holders(t, vip))
+		for _, m := range kc.nodes {
+			b, _ := m.Host.Exec("ip", "-o", "addr", "show", "dev", m.Host.Iface)
+			t.Logf("%s: %s", m.Name, b)
+		}
+	}
+	if _, err := kc.get(url); err != nil {
+		t.Errorf("%s after the move: %v", url, err)
+	}
+}
+
 // TestKubeletPoolsOnlyServesService: mode poolsOnly under the real
 // kubelet, as beside OpenShift's own keepalived: the MachineConfig lays
 // no haproxy pod on the masters, the keepalived pod without haproxy's
