@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestVerdictsSkipLogStreams(t *testing.T) {
+func TestVerdictsPassOverLogStreams(t *testing.T) {
 	out := []string{
 		"=== RUN   TestCluster/Roll\n",
 		"    timeline_test.go:39: 14:18:01 endpoints of a: master-0\n",
