@@ -206,26 +206,34 @@ func (p *Plan) frrView(node string) *frrView {
 // match sends its traffic only to the nodes that announce it. An
 // aggregate announced plainly for one address is no backup for another.
 func (p *Plan) routes(an Announced) (plain, backup []netip.Prefix) {
-	pool := p.model.Pool(an.Pool)
-	cluster := p.state.ServiceVIPs[an.Pool]
-	route := func(a netip.Addr) netip.Prefix {
-		n := a.BitLen()
-		if pool != nil && pool.BGP != nil && slices.Contains(cluster, a) {
-			if l := pool.BGP.AggregationLength; a.Is4() && l > 0 {
+	route := func(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
+	if pool := p.model.Pool(an.Pool); pool != nil && pool.BGP != nil && (pool.BGP.AggregationLength > 0 || pool.BGP.AggregationLengthV6 > 0) {
+		clusterVIP := make(map[netip.Addr]bool, len(p.state.ServiceVIPs[an.Pool]))
+		for _, a := range p.state.ServiceVIPs[an.Pool] {
+			clusterVIP[a] = true
+		}
+		route = func(a netip.Addr) netip.Prefix {
+			n := a.BitLen()
+			if l := pool.BGP.AggregationLength; clusterVIP[a] && a.Is4() && l > 0 {
 				n = int(l)
-			} else if l := pool.BGP.AggregationLengthV6; !a.Is4() && l > 0 {
+			} else if l := pool.BGP.AggregationLengthV6; clusterVIP[a] && !a.Is4() && l > 0 {
 				n = int(l)
 			}
+			return netip.PrefixFrom(a, n).Masked()
 		}
-		return netip.PrefixFrom(a, n).Masked()
 	}
+	// A set, not a scan of the list: a pool of thousands of addresses is
+	// rendered on every sync.
+	seen := make(map[netip.Prefix]bool, len(an.Addrs)+len(an.Backup))
 	for _, a := range an.Addrs {
-		if r := route(a); !slices.Contains(plain, r) {
+		if r := route(a); !seen[r] {
+			seen[r] = true
 			plain = append(plain, r)
 		}
 	}
 	for _, a := range an.Backup {
-		if r := route(a); !slices.Contains(plain, r) && !slices.Contains(backup, r) {
+		if r := route(a); !seen[r] {
+			seen[r] = true
 			backup = append(backup, r)
 		}
 	}

@@ -56,66 +56,49 @@ type frrEntry struct {
 	Goto int
 }
 
-// frrPeerFilter is the outbound prefix-list of one peer: deny the ranges
-// of the pools it may not get, permit the rest.
-type frrPeerFilter struct {
-	Name string
-	IPv6 bool
-	Deny []string
-}
-
 // poolPolicy is one bgp pool's policy as route-map entries need it.
 type poolPolicy struct {
 	pool             string
 	list4, list6     string
 	prepend          string
 	sets             []string // communities, large communities, local-pref
-	hasV4, hasV6     bool
 	prefix4, prefix6 []string
 }
 
 // outboundPolicy builds the prefix-lists and the route-maps of v's node:
 // outMap always (frr.conf has always had it), outMapIBGP when a peer is
 // iBGP.
-func (p *Plan) outboundPolicy(v *frrView, filters map[string]frrPeerFilter) ([]frrPrefixList, []frrRouteMap) {
+func (p *Plan) outboundPolicy(v *frrView, filters map[string]frrPrefixList) ([]frrPrefixList, []frrRouteMap) {
 	pols := p.poolPolicies()
 	var lists []frrPrefixList
 	for _, pol := range pols {
-		for _, l := range []struct {
-			fam, name string
-			prefixes  []string
-			max       int
-		}{{"ip", pol.list4, pol.prefix4, 32}, {"ipv6", pol.list6, pol.prefix6, 128}} {
-			if len(l.prefixes) == 0 {
-				continue
-			}
-			pl := frrPrefixList{Family: l.fam, Name: l.name}
-			for _, pr := range l.prefixes {
-				pl.Lines = append(pl.Lines, "permit "+pr+" le "+strconv.Itoa(l.max))
-			}
-			lists = append(lists, pl)
+		if len(pol.prefix4) > 0 {
+			lists = append(lists, frrPrefixList{Family: "ip", Name: pol.list4, Lines: prefixLines("permit", pol.prefix4, "32")})
+		}
+		if len(pol.prefix6) > 0 {
+			lists = append(lists, frrPrefixList{Family: "ipv6", Name: pol.list6, Lines: prefixLines("permit", pol.prefix6, "128")})
 		}
 	}
 	for _, peer := range v.Peers {
-		f, ok := filters[peer.Address]
-		if !ok {
-			continue
+		if f, ok := filters[peer.Address]; ok {
+			lists = append(lists, f)
 		}
-		pl := frrPrefixList{Family: "ip", Name: f.Name}
-		any, max := "0.0.0.0/0", "32"
-		if f.IPv6 {
-			pl.Family, any, max = "ipv6", "::/0", "128"
-		}
-		for _, d := range f.Deny {
-			pl.Lines = append(pl.Lines, "deny "+d+" le "+max)
-		}
-		lists = append(lists, frrPrefixList{Family: pl.Family, Name: pl.Name, Lines: append(pl.Lines, "permit "+any+" le "+max)})
 	}
 	maps := []frrRouteMap{p.outRouteMap(pols, false)}
 	if slices.ContainsFunc(v.Peers, func(pv frrPeerView) bool { return pv.IBGP }) {
 		maps = append(maps, p.outRouteMap(pols, true))
 	}
 	return lists, maps
+}
+
+// prefixLines are a prefix-list's lines for prefixes and what they hold
+// down to host routes (le max).
+func prefixLines(action string, prefixes []string, max string) []string {
+	out := make([]string, 0, len(prefixes))
+	for _, pr := range prefixes {
+		out = append(out, action+" "+pr+" le "+max)
+	}
+	return out
 }
 
 // outRouteMap is outMap (ibgp false) or outMapIBGP.
@@ -154,17 +137,18 @@ func (p *Plan) outRouteMap(pols []poolPolicy, ibgp bool) frrRouteMap {
 		} else if pol.prepend != "" {
 			sets = slices.Concat([]string{"as-path prepend " + pol.prepend}, sets)
 		}
-		if pol.hasV4 {
+		if len(pol.prefix4) > 0 {
 			m.Entries = append(m.Entries, frrEntry{Seq: policySeq + 2*i, Match: "ip address prefix-list " + pol.list4, Sets: sets, Goto: next})
 		}
-		if pol.hasV6 {
+		if len(pol.prefix6) > 0 {
 			m.Entries = append(m.Entries, frrEntry{Seq: policySeq + 2*i + 1, Match: "ipv6 address prefix-list " + pol.list6, Sets: sets, Goto: next})
 		}
 	}
 	if ibgp {
 		m.Entries = append(m.Entries, backups(policyBackupSeq, []string{backupSet})...)
 	}
-	return frrRouteMap{Name: m.Name, Entries: append(m.Entries, frrEntry{Seq: policyFinalSeq})}
+	m.Entries = append(m.Entries, frrEntry{Seq: policyFinalSeq})
+	return m
 }
 
 // poolPolicies are the bgp pools whose bgp sets something on their
@@ -189,7 +173,6 @@ func (p *Plan) poolPolicies() []poolPolicy {
 			pol.sets = append(pol.sets, "local-preference "+strconv.FormatUint(uint64(*pb.LocalPref), 10))
 		}
 		pol.prefix4, pol.prefix6 = poolPrefixes(pool.Ranges)
-		pol.hasV4, pol.hasV6 = len(pol.prefix4) > 0, len(pol.prefix6) > 0
 		out = append(out, pol)
 	}
 	return out
@@ -197,12 +180,12 @@ func (p *Plan) poolPolicies() []poolPolicy {
 
 // peerFilters are the outbound prefix-lists, by peer address, of the
 // node's peers that some bgp pool's bgp.peers leaves out: each denies
-// those pools' ranges.
-func (p *Plan) peerFilters(peers []frrPeerView) map[string]frrPeerFilter {
-	out := map[string]frrPeerFilter{}
+// those pools' ranges and permits the rest.
+func (p *Plan) peerFilters(peers []frrPeerView) map[string]frrPrefixList {
+	out := map[string]frrPrefixList{}
 	for _, peer := range peers {
 		addr := netip.MustParseAddr(peer.Address)
-		f := frrPeerFilter{Name: "vipctl-to-" + strings.ReplaceAll(addr.String(), ":", "-"), IPv6: !addr.Is4()}
+		var deny []string
 		for _, pool := range p.model.Pools {
 			if !pool.IsBGP() || pool.BGP == nil || len(pool.BGP.Peers) == 0 {
 				continue
@@ -212,14 +195,20 @@ func (p *Plan) peerFilters(peers []frrPeerView) map[string]frrPeerFilter {
 			}
 			v4, v6 := poolPrefixes(pool.Ranges)
 			if addr.Is4() {
-				f.Deny = append(f.Deny, v4...)
+				deny = append(deny, v4...)
 			} else {
-				f.Deny = append(f.Deny, v6...)
+				deny = append(deny, v6...)
 			}
 		}
-		if len(f.Deny) > 0 {
-			out[peer.Address] = f
+		if len(deny) == 0 {
+			continue
 		}
+		fam, any, max := "ip", "0.0.0.0/0", "32"
+		if !addr.Is4() {
+			fam, any, max = "ipv6", "::/0", "128"
+		}
+		out[peer.Address] = frrPrefixList{Family: fam, Name: "vipctl-to-" + strings.ReplaceAll(addr.String(), ":", "-"),
+			Lines: append(prefixLines("deny", deny, max), "permit "+any+" le "+max)}
 	}
 	return out
 }
