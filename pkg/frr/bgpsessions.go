@@ -91,11 +91,19 @@ func ReadSessions(ctx context.Context, t host.Target) (peers []PeerState, ok boo
 // than the keepalived pod's (vipctl diagnose --local on the host), where
 // the vty sockets lie in render.HostFRRRunDir.
 func ReadHostSessions(ctx context.Context, t host.Target) (peers []PeerState, ok bool, err error) {
-	vty := t.Path(render.HostFRRRunDir)
-	if _, err := os.Stat(bgpdVty(vty)); err != nil {
+	vty, running := hostBgpdRunning(t)
+	if !running {
 		return nil, false, nil
 	}
 	return readSessions(ctx, t, vty)
+}
+
+// hostBgpdRunning is bgpdRunning from the node's own filesystem, where
+// the pod's vty sockets lie in render.HostFRRRunDir.
+func hostBgpdRunning(t host.Target) (vtyDir string, running bool) {
+	vty := t.Path(render.HostFRRRunDir)
+	_, err := os.Stat(bgpdVty(vty))
+	return vty, err == nil
 }
 
 func readSessions(ctx context.Context, t host.Target, vty string) (peers []PeerState, ok bool, err error) {
@@ -145,8 +153,7 @@ var policyCommands = []string{"show route-map", "show ip prefix-list", "show ipv
 func ReadPolicy(ctx context.Context, t host.Target) (policy string, ok bool, err error) {
 	vty, running := bgpdRunning(t)
 	if !running {
-		vty = t.Path(render.HostFRRRunDir)
-		if _, err := os.Stat(bgpdVty(vty)); err != nil {
+		if vty, running = hostBgpdRunning(t); !running {
 			return "", false, nil
 		}
 	}

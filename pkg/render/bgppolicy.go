@@ -190,7 +190,7 @@ func (p *Plan) peerFilters(peers []frrPeerView) map[string]frrPrefixList {
 			if !pool.IsBGP() || pool.BGP == nil || len(pool.BGP.Peers) == 0 {
 				continue
 			}
-			if slices.ContainsFunc(pool.BGP.PeerSet(p.c.Spec.BGP), func(q v1alpha1.BGPPeer) bool { return netip.MustParseAddr(q.Address) == addr }) {
+			if slices.ContainsFunc(pool.BGP.Peers, func(a string) bool { return v1alpha1.SameAddress(a, peer.Address) }) {
 				continue
 			}
 			v4, v6 := poolPrefixes(pool.Ranges)

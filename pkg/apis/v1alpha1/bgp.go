@@ -217,7 +217,7 @@ func validatePoolBGP(c *ClusterVIPs, i int, path *field.Path) field.ErrorList {
 		switch {
 		case err != nil:
 			errs = append(errs, field.Invalid(path.Child("peers").Index(j), a, err.Error()))
-		case !slices.ContainsFunc(c.Spec.BGP.Peers, func(p BGPPeer) bool { q, err := parseAddr(p.Address); return err == nil && q == addr }):
+		case !slices.ContainsFunc(c.Spec.BGP.Peers, func(p BGPPeer) bool { return SameAddress(p.Address, addr.String()) }):
 			errs = append(errs, field.NotFound(path.Child("peers").Index(j), a+" is no peer of spec.bgp.peers"))
 		}
 	}
@@ -299,19 +299,26 @@ func (pb *PoolBGP) PeerSet(b *BGPSpec) []BGPPeer {
 	}
 	var out []BGPPeer
 	for _, p := range b.Peers {
-		a, err := parseAddr(p.Address)
-		if err == nil && slices.ContainsFunc(pb.Peers, func(s string) bool { b, err := parseAddr(s); return err == nil && a == b }) {
+		if slices.ContainsFunc(pb.Peers, func(s string) bool { return SameAddress(p.Address, s) }) {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
+// SameAddress tells whether two written addresses are one valid address
+// (2001:db8::1 and 2001:DB8:0::1 are).
+func SameAddress(x, y string) bool {
+	a, err1 := parseAddr(x)
+	b, err2 := parseAddr(y)
+	return err1 == nil && err2 == nil && a == b
+}
+
 func largeCommunityError(cm string) string {
 	parts := strings.Split(cm, ":")
 	ok := len(parts) == 3
 	for _, part := range parts {
-		if _, err := strconv.ParseUint(part, 10, 32); err != nil || part == "" || part[0] == '+' {
+		if _, err := strconv.ParseUint(part, 10, 32); err != nil { // no sign, not empty
 			ok = false
 		}
 	}
