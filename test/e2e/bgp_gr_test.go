@@ -2,14 +2,12 @@ package e2e
 
 import (
 	"context"
-	"net/netip"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
 )
@@ -129,12 +127,11 @@ func TestBGPGracefulRestartBird(t *testing.T) {
 // whether the router held the route stale meanwhile.
 func (bl *bgpLab) restartFRRWhilePolled(t *testing.T, node string, stale func(string) bool) (int, bool) {
 	t.Helper()
-	const vip = "203.0.113.201"
+	const vip = bgpLocalVIP
 	for _, n := range bl.lc.Nodes {
 		onLo(t, n.Host, vip)
 	}
-	bl.lc.State.LocalServices = []cluster.LocalService{{Name: "web/local", Pool: "racks", VIPs: []netip.Addr{netip.MustParseAddr(vip)}, Nodes: []string{node}}}
-	bl.applyAll(t)
+	bl.setLocal(t, []string{node}, nil)
 	n := bl.lc.ByName[node]
 	hop, _, _ := strings.Cut(n.Addr, "/")
 	bl.waitHops(t, vip, []string{hop}, 20*time.Second)

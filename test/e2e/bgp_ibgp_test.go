@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
 )
@@ -112,56 +111,18 @@ func TestBGPIBGPBird(t *testing.T) {
 func TestBGPIBGPBackupRoute(t *testing.T) {
 	lab.RequireFRR(t)
 	bl := newBGPLab(t, lab.Start(t, bgpIBGPYAML, bgpIBGPSpecs()), ibgpRouterAddrs, ibgpReflectorFRR())
-	testBGPIBGPBackupRoute(t, bl, func(vip string) bool {
+	holdsBoth := func(vip string) bool {
 		out, err := bl.router.Vtysh("show bgp ipv4 unicast " + vip + "/32")
 		return err == nil && strings.Contains(out, "Paths: (2 available") && strings.Contains(out, "localpref 0")
-	})
-}
-
-// TestBGPIBGPBackupRouteBird: the same with BIRD 2 as the reflector (`rr
-// client`), which holds both routes and installs the preferred one.
-func TestBGPIBGPBackupRouteBird(t *testing.T) {
-	lab.RequireFRR(t)
-	bl := newBGPLab(t, lab.Start(t, bgpIBGPYAML, bgpIBGPSpecs()), ibgpRouterAddrs, nil)
-	// protocol direct: BIRD resolves an iBGP next hop recursively,
-	// through the connected routes.
-	conf := []string{
-		"log stderr all;", "router id 198.51.100.1;", "protocol device {}", "protocol direct { ipv4; }",
-		"protocol kernel { ipv4 { export where source = RTS_BGP; }; merge paths on; }",
-		"template bgp nodes {",
-		"  local as 64512;", "  rr client;",
-		"  hold time 3; keepalive time 1; connect retry time 1;",
-		"  ipv4 { import all; export none; };",
-		"}",
 	}
-	for _, n := range bl.lc.Nodes {
-		addr, _, _ := strings.Cut(n.Addr, "/")
-		conf = append(conf, "protocol bgp "+birdName(n.Name)+" from nodes { neighbor "+addr+" as 64512; }")
-	}
-	b := lab.StartBIRD(t, bl.routerHost, conf...)
-	testBGPIBGPBackupRoute(t, bl, func(vip string) bool {
-		out, err := b.Birdc("show", "route", "all", vip+"/32")
-		return err == nil && strings.Count(out, "BGP.local_pref:") == 2 && strings.Contains(out, "BGP.local_pref: 0")
-	})
-}
-
-// testBGPIBGPBackupRoute: a Local Service's address with a ready endpoint
-// on b0 and a draining one on a0; the reflector holds both routes
-// (holdsBoth) and routes to b0; once a0's is the last, to a0, which
-// answers the client.
-func testBGPIBGPBackupRoute(t *testing.T, bl *bgpLab, holdsBoth func(vip string) bool) {
-	const vip = "203.0.113.201"
+	const vip = bgpLocalVIP
 	for _, n := range bl.lc.Nodes {
 		onLo(t, n.Host, vip)
 	}
-	local := func(nodes, draining []string) {
-		bl.lc.State.LocalServices = []cluster.LocalService{{Name: "web/local", Pool: "racks", VIPs: []netip.Addr{netip.MustParseAddr(vip)}, Nodes: nodes, Draining: draining}}
-		bl.applyAll(t)
-	}
-	local([]string{"b0"}, []string{"a0"})
+	bl.setLocal(t, []string{"b0"}, []string{"a0"})
 	bl.waitHops(t, vip, []string{"203.0.113.21"}, 20*time.Second)
 	lab.WaitFor(t, 20*time.Second, "the reflector holding a0's backup route at local preference 0 beside b0's", func() bool { return holdsBoth(vip) })
-	local(nil, []string{"a0"})
+	bl.setLocal(t, nil, []string{"a0"})
 	took := bl.waitHops(t, vip, []string{"198.51.100.21"}, 20*time.Second)
 	t.Logf("only a draining endpoint left: routed to a0 alone in %s", took.Round(time.Millisecond))
 	if got := bl.ask(t, vip, 10); got["a0"] != 10 {

@@ -380,20 +380,31 @@ func keepalivePhase() time.Duration {
 	return time.Second + rand.N(time.Second)
 }
 
+// bgpLocalVIP is the Local-policy Service address of the racks pool in
+// the tests that move its endpoints (setLocal).
+const bgpLocalVIP = "203.0.113.201"
+
+// setLocal makes bgpLocalVIP a Local Service's address with ready
+// endpoints on nodes and terminating ones still serving on draining, and
+// brings every node in line.
+func (bl *bgpLab) setLocal(t testing.TB, nodes, draining []string) {
+	t.Helper()
+	bl.lc.State.LocalServices = []cluster.LocalService{{Name: "web/local", Pool: "racks",
+		VIPs: []netip.Addr{netip.MustParseAddr(bgpLocalVIP)}, Nodes: nodes, Draining: draining}}
+	bl.applyAll(t)
+}
+
 // TestBGPLocalPolicy: a Local-policy Service address is announced only by
 // the nodes running a ready endpoint, and follows the endpoint when it
 // moves; the node's Reconcile says what it announces (what the sidecar
 // publishes under bgp/<pool>).
 func TestBGPLocalPolicy(t *testing.T) {
 	bl := startBGPLab(t, false)
-	const vip = "203.0.113.201"
+	const vip = bgpLocalVIP
 	for _, n := range bl.lc.Nodes {
 		onLo(t, n.Host, vip)
 	}
-	drainingLocal := func(nodes, draining []string) {
-		bl.lc.State.LocalServices = []cluster.LocalService{{Name: "web/local", Pool: "racks", VIPs: []netip.Addr{netip.MustParseAddr(vip)}, Nodes: nodes, Draining: draining}}
-		bl.applyAll(t)
-	}
+	drainingLocal := func(nodes, draining []string) { bl.setLocal(t, nodes, draining) }
 	local := func(nodes ...string) { drainingLocal(nodes, nil) }
 	local("b0")
 	bl.waitHops(t, vip, []string{"203.0.113.21"}, 20*time.Second)
