@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -69,6 +70,11 @@ out twice. See docs/allocator.md.`,
 				return err
 			}
 			if o.EventClient, err = kubernetes.NewForConfig(events); err != nil {
+				return err
+			}
+			// The ClusterVIPs status: a write per burst of changes
+			// (debounced), on a client of its own.
+			if o.Dynamic, err = dynamic.NewForConfig(rest.CopyConfig(events)); err != nil {
 				return err
 			}
 			o.Log = slog.New(slog.NewTextHandler(streams.ErrOut, nil))

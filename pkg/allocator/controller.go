@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -31,6 +32,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/statuswriter"
 )
 
 // Options configure the Controller.
@@ -52,8 +54,11 @@ type Options struct {
 	// connection or on an apiserver waiting for etcd would hold every
 	// later allocation; it fails instead and the Service is retried.
 	SyncTimeout time.Duration
-	Log         *slog.Logger
-	Metrics     *Metrics
+	// Dynamic, when set, has the leader write the status of the
+	// ClusterVIPs objects too (pkg/statuswriter).
+	Dynamic dynamic.Interface
+	Log     *slog.Logger
+	Metrics *Metrics
 }
 
 // Controller allocates pool addresses to Services while it leads.
@@ -191,9 +196,16 @@ func (c *Controller) lead(ctx context.Context) error {
 	svcInf := svcF.Core().V1().Services()
 	cmInf := cmF.Core().V1().ConfigMaps()
 	t.services, t.configs = svcInf.Lister(), cmInf.Lister()
+	var status *statuswriter.Writer
+	if c.o.Dynamic != nil {
+		status = statuswriter.New(statuswriter.Options{Client: c.o.Client, Dynamic: c.o.Dynamic, Services: t.services, Log: c.log.With("writer", "status")})
+	}
 	enqueue := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 			t.queue.Add(key)
+		}
+		if status != nil {
+			status.Kick()
 		}
 	}
 	_, _ = svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -220,6 +232,17 @@ func (c *Controller) lead(ctx context.Context) error {
 	c.synced = true
 	c.mu.Unlock()
 	c.log.Info("books rebuilt from Service statuses", "addresses", len(t.alloc.byAddr))
+	if status != nil {
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		defer func() { stop(); <-done }()
+		go func() {
+			defer close(done)
+			if err := status.Run(wctx); err != nil && wctx.Err() == nil {
+				c.log.Error("status writer stopped", "err", err)
+			}
+		}()
+	}
 	// Everything once, in creation order, so older Services win.
 	svcs, _ := t.services.List(labels.Everything())
 	cluster.SortByAge(svcs)

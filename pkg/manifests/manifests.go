@@ -149,6 +149,11 @@ func Allocator(c *v1alpha1.ClusterVIPs) []runtime.Object {
 				{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: read},
 				{APIGroups: []string{""}, Resources: []string{"services/status"}, Verbs: []string{"update"}},
 				{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+				// The ClusterVIPs status (pkg/statuswriter): who holds
+				// what, from the nodes' annotations.
+				{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: read},
+				{APIGroups: []string{"vipctl.io"}, Resources: []string{"clustervips"}, Verbs: read},
+				{APIGroups: []string{"vipctl.io"}, Resources: []string{"clustervips/status"}, Verbs: []string{"update"}},
 				// Asking the API server who a scraper of /metrics is and
 				// whether it may get it (pkg/metricsserver); the nodes'
 				// sidecars have these from the Node authorizer.

@@ -37,7 +37,8 @@ func TestManifestsGolden(t *testing.T) {
 }
 
 // TestRBACIsNarrow: no wildcard, no write for the node group, and the
-// allocator writes only Service status, Events and its Lease, and creates
+// allocator writes only Service status, the ClusterVIPs status, Events and
+// its Lease, and creates
 // only the reviews that check a scraper of its /metrics.
 func TestRBACIsNarrow(t *testing.T) {
 	objs := exampleObjects(t, "ingress-shards.yaml")
@@ -66,7 +67,7 @@ func TestRBACIsNarrow(t *testing.T) {
 				if strings.Contains(name, NodeReaderName) {
 					t.Errorf("%s grants the nodes %s on %v", name, v, rule.Resources)
 				}
-				ok := slices.Equal(rule.Resources, []string{"services/status"}) || slices.Equal(rule.Resources, []string{"events"}) || slices.Equal(rule.Resources, []string{"leases"}) ||
+				ok := slices.Equal(rule.Resources, []string{"services/status"}) || slices.Equal(rule.Resources, []string{"clustervips/status"}) || slices.Equal(rule.Resources, []string{"events"}) || slices.Equal(rule.Resources, []string{"leases"}) ||
 					(v == "create" && (slices.Equal(rule.Resources, []string{"tokenreviews"}) || slices.Equal(rule.Resources, []string{"subjectaccessreviews"})))
 				if !ok {
 					t.Errorf("%s: write %s on %v", name, v, rule.Resources)

@@ -153,6 +153,9 @@ func (s *Sidecar) Held() (v1alpha1.HeldVIPs, error) {
 }
 
 func (s *Sidecar) publish(ctx context.Context) error {
+	if err := s.publishApplied(ctx); err != nil {
+		return err
+	}
 	s.daemonPIDs = s.m.observeDaemons(s.daemonPIDs, s.readDaemonPIDs(ctx))
 	held, err := s.Held()
 	if err != nil {
@@ -198,6 +201,24 @@ func (s *Sidecar) publish(ctx context.Context) error {
 		added, removed := heldChange(before, held)
 		s.log.Info("published held VIPs", "held", len(held), "added", added, "removed", removed)
 	}
+	return nil
+}
+
+// publishApplied sets the Node's AnnotationNodeConfig to the digest of
+// the config last applied, when it changed.
+func (s *Sidecar) publishApplied(ctx context.Context) error {
+	s.mu.Lock()
+	digest, done := s.appliedDigest, s.appliedDigest == s.digestPublished
+	s.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := s.annotate(ctx, v1alpha1.AnnotationNodeConfig, ptr.To(digest)); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.digestPublished = digest
+	s.mu.Unlock()
 	return nil
 }
 

@@ -145,6 +145,10 @@ type Sidecar struct {
 	published v1alpha1.HeldVIPs
 	// publishedAt is when published was last written.
 	publishedAt time.Time
+	// appliedDigest is the SpecDigest of the config the last successful
+	// sync applied; digestPublished what the Node's AnnotationNodeConfig
+	// was last set to.
+	appliedDigest, digestPublished string
 	// daemonPIDs are keepalived's and haproxy's PIDs as last seen
 	// (publish only).
 	daemonPIDs map[string]int
@@ -481,6 +485,10 @@ func (s *Sidecar) sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.mu.Lock()
+	s.appliedDigest = v1alpha1.SpecDigest(c.Metadata.Name, c.Spec)
+	s.mu.Unlock()
+	s.publishSoon()
 	// Synced: from now on a --once (the haproxy pod's, a restarted
 	// sidecar's) renders this node at its real priorities.
 	if err := s.o.WriteFlag(render.SyncedFile, true); err != nil {

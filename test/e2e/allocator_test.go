@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -316,8 +317,10 @@ func TestAllocatorSurvivesRestartBadConfigAndMissingPermission(t *testing.T) {
 	if _, err := as.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("allocator listed secrets: %v", err)
 	}
-	if _, err := as.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
-		t.Errorf("allocator listed nodes: %v", err)
+	// It reads the Nodes (the ClusterVIPs status: their annotations),
+	// never writes one.
+	if _, err := as.CoreV1().Nodes().Patch(ctx, "master-0", types.MergePatchType, []byte(`{"metadata":{"annotations":{"vipctl.io/vips":"[]"}}}`), metav1.PatchOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("allocator patched a Node: %v", err)
 	}
 	if err := as.CoreV1().Services("default").Delete(ctx, "before", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("allocator deleted a Service: %v", err)

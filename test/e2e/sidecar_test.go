@@ -17,11 +17,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/render"
@@ -61,6 +63,9 @@ func sidecarSpecs() []lab.NodeSpec {
 // survived.
 func TestSidecarFollowsTheCluster(t *testing.T) {
 	kc := lab.StartKube(t, clusterYAML("fast", "unicast", sidecarPools), sidecarSpecs())
+	// The ClusterVIPs object of the same file: the allocator's leader
+	// writes its status from what the sidecars publish.
+	lab.CreateClusterVIPs(t, kc.API.AdminConfig(), clusterYAML("fast", "unicast", sidecarPools))
 	kc.Deploy(t)
 	for _, n := range []string{"master-0", "master-1", "worker-0"} {
 		kc.AddNode(t, n)
@@ -131,6 +136,17 @@ func TestSidecarFollowsTheCluster(t *testing.T) {
 		apiVIP:       v1alpha1.KeyAPI,
 		web.String(): cluster.Compile(kc.Config).Pool("web").Key(web),
 	})
+	// The object's status says the same, and every sidecar runs the
+	// object's spec: what it applied (from the ConfigMap and its file)
+	// has the digest of the object the apiserver defaulted.
+	admin := kc.API.AdminConfig()
+	st := waitStatus(t, admin, "the API VIP's holder and 4 nodes on the object's spec", func(s crd.ClusterVIPsStatus) bool {
+		return holderOf(s, apiVIP) == holder && len(s.Nodes) == 4 &&
+			!slices.ContainsFunc(s.Nodes, func(n crd.NodeStatus) bool { return n.SpecDigest != s.SpecDigest || n.ObservedGeneration != 1 })
+	})
+	if st.Pools[0].InUse != 1 {
+		t.Errorf("pool web: %+v, want 1 address in use", st.Pools[0])
+	}
 
 	// VIP:6443 is redirected (nftables, installed by the sidecars) to
 	// haproxy, which balances: with the holder's own apiserver gone the
@@ -183,6 +199,13 @@ func TestSidecarFollowsTheCluster(t *testing.T) {
 	lab.WaitFor(t, 15*time.Second, "config_invalid=0", func() bool { return testutil.ToFloat64(w0.Metrics.ConfigInvalid) == 0 })
 	kc.CreateLBService(t, "web2", "198.51.100.201")
 	kc.WaitConf(t, "worker-1", "an address of the ConfigMap's new range", func(c string) bool { return strings.Contains(c, "198.51.100.201/32") })
+	// The sidecars now run the ConfigMap's spec, which the object does
+	// not say: its status says so.
+	waitStatus(t, admin, "every node off the object's spec", func(s crd.ClusterVIPsStatus) bool {
+		c := meta.FindStatusCondition(s.Conditions, crd.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionFalse && len(s.Nodes) == 4 &&
+			!slices.ContainsFunc(s.Nodes, func(n crd.NodeStatus) bool { return n.SpecDigest == s.SpecDigest })
+	})
 
 	// The apiserver restarts; the allocator and the sidecars reconnect
 	// and follow a change made after it.
@@ -233,6 +256,9 @@ func TestSidecarFollowsTheCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	interim := kc.WaitHolder(apiVIP, 15*time.Second, func(n string) bool { return n != holder })
+	moved := time.Now()
+	waitStatus(t, admin, "the status naming "+interim, func(s crd.ClusterVIPsStatus) bool { return holderOf(s, apiVIP) == interim })
+	t.Logf("drain %s -> %s: the ClusterVIPs status named the new holder %v after the lab saw the VIP on it", holder, interim, time.Since(moved).Round(10*time.Millisecond))
 	time.Sleep(500 * time.Millisecond)
 	kept.WantAnsweredOver(t, fmt.Sprintf("drain %s -> %s: a connection opened on the old holder", holder, interim))
 	if got := string(kc.ByName[holder].Host.MustExec("ip", "route", "show", "table", "local", "proto", "118")); !strings.Contains(got, apiVIP) {

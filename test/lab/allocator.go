@@ -9,6 +9,7 @@ import (
 
 	authv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -82,6 +83,7 @@ func StartAllocatorWith(t testing.TB, cfg *rest.Config, id string, syncTimeout t
 	c, err := allocator.NewController(allocator.Options{
 		Client:      kubernetes.NewForConfigOrDie(cfg),
 		EventClient: kubernetes.NewForConfigOrDie(events),
+		Dynamic:     dynamic.NewForConfigOrDie(events),
 		Namespace:   render.Namespace, Identity: id,
 		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
 		SyncTimeout: syncTimeout,

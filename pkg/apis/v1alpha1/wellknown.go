@@ -37,6 +37,12 @@ const (
 	// own Node when it has bgp pools: its bgpd's sessions (JSON, see
 	// BGPSessions), rewritten only when one changes state.
 	AnnotationNodeBGPSessions = "vipctl.io/bgp-sessions"
+	// AnnotationNodeConfig is written by each node's sidecar on its own
+	// Node after it applied a config: the SpecDigest of that config's
+	// spec. The ClusterVIPs status writer tells from it which generation
+	// of the object each node runs. Since v0.2.0: older sidecars write
+	// none.
+	AnnotationNodeConfig = "vipctl.io/config"
 	// AllocatorLeaseName is the Lease the allocator replicas elect a
 	// leader with, in the vipctl namespace.
 	AllocatorLeaseName = "vipctl-allocator"

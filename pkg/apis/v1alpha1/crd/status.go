@@ -14,21 +14,25 @@ const (
 )
 
 // ClusterVIPsStatus is what the cluster reports about the VIPs of the
-// spec. Nothing writes it yet: the sidecars and the allocator read the
-// vipctl-config ConfigMap until the migration to the custom resource.
+// spec. The allocator's leader writes it (pkg/statuswriter) from what the
+// nodes publish on their Node objects and from the Services' addresses.
 type ClusterVIPsStatus struct {
 	// ObservedGeneration is the generation of the spec this status was
 	// computed from.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// SpecDigest names the spec of ObservedGeneration by its content, as
+	// each node names the spec it runs (nodes[].specDigest).
+	// +optional
+	SpecDigest string `json:"specDigest,omitempty"`
 	// Conditions are Ready and Degraded, each with a reason
 	// (a CamelCase word) and a message for people.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// VIPs says which node holds each VIP: the API, api-int and ingress
-	// VIPs and the anchor of each VRRP instance of a pool.
+	// VIPs says which node holds each VIP of the spec: the API, api-int
+	// and ingress VIPs (a Service's address: vipctl status).
 	// +listType=map
 	// +listMapKey=address
 	// +optional
@@ -39,6 +43,14 @@ type ClusterVIPsStatus struct {
 	// +listMapKey=name
 	// +optional
 	Pools []PoolStatus `json:"pools,omitempty"`
+	// AddressesInUse is how many addresses of all pools Services hold
+	// (the sum of pools[].inUse, for oc get).
+	// +optional
+	AddressesInUse int64 `json:"addressesInUse,omitempty"`
+	// AddressesFree is how many addresses of all pools are left (the sum
+	// of pools[].free, stopping at the largest int64).
+	// +optional
+	AddressesFree int64 `json:"addressesFree,omitempty"`
 	// Nodes says which generation of the spec each node's sidecar has
 	// rendered and applied.
 	// +listType=map
@@ -55,11 +67,16 @@ type VIPStatus struct {
 	// "api-int", "ingress/<name>", "pool/<name>/<n>"), as in
 	// spec.vrrp.virtualRouterIDs.
 	Instance string `json:"instance"`
-	// Holder is the node that holds the VIP; empty when none does.
+	// Holder is the node that holds the VIP; empty when none does,
+	// several separated by commas in a split brain.
 	// +optional
 	Holder string `json:"holder,omitempty"`
-	// Since is when Holder took the VIP (or lost it, when Holder is
-	// empty).
+	// State is ok (one holder), no-holder or split-brain, as vipctl
+	// status says.
+	// +optional
+	State string `json:"state,omitempty"`
+	// Since is when Holder took the VIP (the latest of them in a split
+	// brain), or when the last holder was seen gone.
 	// +optional
 	Since *metav1.Time `json:"since,omitempty"`
 }
@@ -80,7 +97,17 @@ type PoolStatus struct {
 type NodeStatus struct {
 	// Name is the Node's name.
 	Name string `json:"name"`
-	// ObservedGeneration is the generation of the spec the node's
-	// sidecar last rendered and applied.
+	// ObservedGeneration is the last generation of the spec the node's
+	// sidecar was seen to run: the digest it publishes
+	// (vipctl.io/config) was that generation's. 0: never seen running
+	// one (a sidecar older than v0.2.0 publishes no digest).
 	ObservedGeneration int64 `json:"observedGeneration"`
+	// SpecDigest names the spec the node's sidecar last applied (its
+	// vipctl.io/config annotation); the node runs the object's spec when
+	// it is status.specDigest. It differs while a change has not
+	// reached the node, and for good when the vipctl-config ConfigMap,
+	// which the sidecars still read, says something else than the
+	// object.
+	// +optional
+	SpecDigest string `json:"specDigest,omitempty"`
 }

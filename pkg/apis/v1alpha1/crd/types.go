@@ -30,6 +30,10 @@ import (
 // +kubebuilder:resource:scope=Cluster,path=clustervips,singular=clustervips,shortName=cvips,categories=vipctl
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="API VIPs",type=string,JSONPath=`.spec.api.vips`
+// +kubebuilder:printcolumn:name="API Holder",type=string,JSONPath=`.status.vips[?(@.instance=="api")].holder`
+// +kubebuilder:printcolumn:name="Ingress Holder",type=string,JSONPath=`.status.vips[?(@.instance=="ingress")].holder`,priority=1
+// +kubebuilder:printcolumn:name="In Use",type=integer,JSONPath=`.status.addressesInUse`
+// +kubebuilder:printcolumn:name="Free",type=integer,JSONPath=`.status.addressesFree`
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`

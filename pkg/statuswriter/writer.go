@@ -1,0 +1,235 @@
+package statuswriter
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
+)
+
+// Resource is the ClusterVIPs custom resource.
+var Resource = schema.GroupVersionResource{Group: "vipctl.io", Version: "v1alpha1", Resource: "clustervips"}
+
+// Options configure a Writer.
+type Options struct {
+	Client  kubernetes.Interface
+	Dynamic dynamic.Interface
+	// Services lists the cluster's Services (the allocator's cache).
+	Services corelisters.ServiceLister
+	Log      *slog.Logger
+	// Debounce is how long a change waits for the ones right after it
+	// before the status is computed. Zero: 100ms.
+	Debounce time.Duration
+	// Probe is how often the writer looks again for a resource that is
+	// not served (the CRD not installed) or not allowed. Zero: 30s.
+	Probe time.Duration
+}
+
+// Writer writes the status of every ClusterVIPs object.
+type Writer struct {
+	o    Options
+	kick chan struct{}
+}
+
+// New makes a Writer; Run starts it.
+func New(o Options) *Writer {
+	if o.Debounce <= 0 {
+		o.Debounce = 100 * time.Millisecond
+	}
+	if o.Probe <= 0 {
+		o.Probe = 30 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &Writer{o: o, kick: make(chan struct{}, 1)}
+}
+
+// Kick has the status computed again soon (a Service changed).
+func (w *Writer) Kick() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run writes status until ctx ends. Without the CustomResourceDefinition
+// (a cluster that has not installed it) or the right to read it (an
+// allocator with an older ClusterRole), it looks again every Probe and
+// writes nothing meanwhile.
+func (w *Writer) Run(ctx context.Context) error {
+	if err := w.waitServed(ctx); err != nil {
+		return err
+	}
+	nodeF := informers.NewSharedInformerFactoryWithOptions(w.o.Client, 0, informers.WithTransform(stripNode))
+	nodes := nodeF.Core().V1().Nodes()
+	objF := dynamicinformer.NewDynamicSharedInformerFactory(w.o.Dynamic, 0)
+	objs := objF.ForResource(Resource)
+	kick := func(any) { w.Kick() }
+	handler := cache.ResourceEventHandlerFuncs{AddFunc: kick, UpdateFunc: func(_, o any) { kick(o) }, DeleteFunc: kick}
+	_, _ = nodes.Informer().AddEventHandler(handler)
+	_, _ = objs.Informer().AddEventHandler(handler)
+	nodeF.Start(ctx.Done())
+	objF.Start(ctx.Done())
+	defer nodeF.Shutdown()
+	defer objF.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), nodes.Informer().HasSynced, objs.Informer().HasSynced) {
+		return ctx.Err()
+	}
+	w.o.Log.Info("writing ClusterVIPs status")
+	retry := time.NewTimer(0)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w.kick:
+		case <-retry.C:
+		}
+		// Changes come in bursts (a failover moves every VIP of a node,
+		// each node publishing on its own): one write for all of them.
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(w.o.Debounce):
+		}
+		select {
+		case <-w.kick:
+		default:
+		}
+		if err := w.writeAll(ctx, nodes.Lister(), objs.Lister()); err != nil && ctx.Err() == nil {
+			w.o.Log.Error("cannot write ClusterVIPs status", "err", err)
+			retry.Reset(time.Second)
+		}
+	}
+}
+
+// waitServed returns once the resource can be listed.
+func (w *Writer) waitServed(ctx context.Context) error {
+	said := ""
+	for {
+		_, err := w.o.Dynamic.Resource(Resource).List(ctx, metav1.ListOptions{Limit: 1})
+		if err == nil {
+			return nil
+		}
+		why := "cannot list ClusterVIPs: no status written"
+		switch {
+		case apierrors.IsNotFound(err):
+			why = "the ClusterVIPs CustomResourceDefinition is not installed: no status written (docs/api.md)"
+		case apierrors.IsForbidden(err):
+			why = "not allowed to list ClusterVIPs (the allocator's ClusterRole is older than this vipctl): no status written"
+		}
+		if why != said {
+			w.o.Log.Info(why, "err", err, "next look", w.o.Probe)
+			said = why
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(w.o.Probe):
+		}
+	}
+}
+
+func (w *Writer) writeAll(ctx context.Context, nodeLister corelisters.NodeLister, objs cache.GenericLister) error {
+	nodePtrs, err := nodeLister.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	svcPtrs, err := w.o.Services.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	nodes := make([]corev1.Node, len(nodePtrs))
+	for i, n := range nodePtrs {
+		nodes[i] = *n
+	}
+	svcs := make([]corev1.Service, len(svcPtrs))
+	for i, s := range svcPtrs {
+		svcs[i] = *s
+	}
+	list, err := objs.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, o := range list {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		errs = append(errs, w.write(ctx, u, nodes, svcs))
+	}
+	return errors.Join(errs...)
+}
+
+// write updates one object's status when it changed.
+func (w *Writer) write(ctx context.Context, u *unstructured.Unstructured, nodes []corev1.Node, svcs []corev1.Service) error {
+	var obj crd.ClusterVIPs
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &obj); err != nil {
+		return err
+	}
+	st := Build(obj.Name, obj.Generation, obj.Spec, obj.Status, nodes, svcs, time.Now())
+	before, err := json.Marshal(obj.Status)
+	if err != nil {
+		return err
+	}
+	after, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	if bytes.Equal(before, after) {
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(after, &m); err != nil {
+		return err
+	}
+	cp := u.DeepCopy()
+	cp.Object["status"] = m
+	if _, err := w.o.Dynamic.Resource(Resource).UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			// The informer brings the newer object (or its deletion)
+			// and, with it, another pass.
+			return nil
+		}
+		return err
+	}
+	w.o.Log.Debug("ClusterVIPs status written", "name", obj.Name, "generation", obj.Generation)
+	return nil
+}
+
+// stripNode keeps what Build reads of a Node: its name and vipctl's
+// annotations.
+func stripNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	keep := map[string]string{}
+	for k, v := range n.Annotations {
+		if strings.HasPrefix(k, "vipctl.io/") {
+			keep[k] = v
+		}
+	}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, ResourceVersion: n.ResourceVersion, Annotations: keep}}, nil
+}

@@ -1,0 +1,280 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
+	"github.com/vipctl/vipctl/pkg/statuswriter"
+	"github.com/vipctl/vipctl/pkg/vrid"
+	"github.com/vipctl/vipctl/test/fixture"
+	"github.com/vipctl/vipctl/test/lab"
+)
+
+// statusYAML is the lab's cluster with an ingress VIP and allocPools.
+var statusYAML = labYAML("  api: {vips: ["+apiVIP+"]}\n  ingress: [{name: default, vips: [198.51.100.6]}]\n", "fast", "unicast", allocPools)
+
+// TestCRDStatusWriter: against the real apiserver, the allocator's
+// leader keeps the ClusterVIPs object's status true to what the nodes
+// publish and the Services hold: each VIP's holder and since when, a
+// move within the debounce, a split brain and a VIP nobody holds as
+// Degraded, pool usage equal to the allocator's books, each node's
+// generation from the digest it publishes, a spec edit that leaves the
+// nodes behind, and `oc get` showing the holder and pool usage.
+func TestCRDStatusWriter(t *testing.T) {
+	t.Parallel() // apiserver only: see doc.go
+	e := startAllocEnv(t, statusYAML)
+	admin := e.api.AdminConfig()
+	lab.CreateClusterVIPs(t, admin, statusYAML)
+	ctx := context.Background()
+	cfg, err := v1alpha1.Parse([]byte(statusYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := v1alpha1.SpecDigest(cfg.Metadata.Name, cfg.Spec)
+	for _, n := range []string{"master-0", "master-1", "worker-0"} {
+		if _, err := e.admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	since := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	publish := func(node string, at time.Time, vips ...string) {
+		t.Helper()
+		held := v1alpha1.HeldVIPs{}
+		for _, v := range vips {
+			key := v1alpha1.KeyAPI
+			if v == "198.51.100.6" {
+				key = v1alpha1.IngressKey("default")
+			}
+			held = append(held, v1alpha1.HeldVIP{Address: v, Instance: key, Since: at})
+		}
+		annotateNode(t, e, node, v1alpha1.AnnotationNodeVIPs, held.String())
+	}
+	publish("master-0", since, apiVIP, "198.51.100.6")
+	publish("master-1", since)
+	// worker-0 runs no sidecar: it publishes nothing and is no node of
+	// the status.
+
+	a := lab.StartAllocator(t, e.api, e.token, "a-0")
+	e.service(t, "default", "web-1")
+	e.waitIPs(t, "default", "web-1", 1)
+
+	st := waitStatus(t, admin, "the holders, the pool in use, the nodes behind", func(s crd.ClusterVIPsStatus) bool {
+		return holderOf(s, apiVIP) == "master-0" && holderOf(s, "198.51.100.6") == "master-0" &&
+			len(s.Pools) == 2 && s.Pools[0].InUse == 1 && len(s.Nodes) == 2
+	})
+	if v := vipOf(st, apiVIP); v.Instance != "api" || v.State != "ok" || v.Since == nil || !v.Since.Time.Equal(since) {
+		t.Errorf("API VIP: %+v, want instance api, state ok, since %s", v, since)
+	}
+	// web: a /26 and 256 IPv6 addresses, two instances' anchors per
+	// family, one address in use; small: four addresses, one anchor.
+	if want := []crd.PoolStatus{{Name: "web", InUse: 1, Free: 64 + 256 - 4 - 1}, {Name: "small", InUse: 0, Free: 3}}; !slices.Equal(st.Pools, want) {
+		t.Errorf("pools: %+v, want %+v", st.Pools, want)
+	}
+	if books := testutil.ToFloat64(a.Metrics.InUse.WithLabelValues("web")); books != float64(st.Pools[0].InUse) {
+		t.Errorf("pool web: %d in use in the status, %v in the allocator's books", st.Pools[0].InUse, books)
+	}
+	wantCondition(t, st, crd.ConditionReady, metav1.ConditionFalse, statuswriter.ReasonNodesBehind, "master-0, master-1")
+	wantCondition(t, st, crd.ConditionDegraded, metav1.ConditionFalse, statuswriter.ReasonAsExpected, "")
+	if st.ObservedGeneration != 1 {
+		t.Errorf("observedGeneration %d, want 1", st.ObservedGeneration)
+	}
+
+	// Both nodes say they run the object's spec: Ready.
+	for _, n := range []string{"master-0", "master-1"} {
+		annotateNode(t, e, n, v1alpha1.AnnotationNodeConfig, digest)
+	}
+	st = waitStatus(t, admin, "every node on generation 1", func(s crd.ClusterVIPsStatus) bool {
+		return len(s.Nodes) == 2 && s.Nodes[0].ObservedGeneration == 1 && s.Nodes[1].ObservedGeneration == 1
+	})
+	wantCondition(t, st, crd.ConditionReady, metav1.ConditionTrue, statuswriter.ReasonAllHeld, "2 VIP(s)")
+
+	// The API VIP moves: the status follows within the debounce and the
+	// apiserver's round trips (measured, not asserted: docs/benchmarks.md).
+	moved := since.Add(time.Minute)
+	start := time.Now()
+	publish("master-0", since, "198.51.100.6")
+	publish("master-1", moved, apiVIP)
+	st = waitStatus(t, admin, "master-1 holding the API VIP", func(s crd.ClusterVIPsStatus) bool { return holderOf(s, apiVIP) == "master-1" })
+	t.Logf("the status named the new holder %v after its annotation", time.Since(start).Round(time.Millisecond))
+	if v := vipOf(st, apiVIP); v.Since == nil || !v.Since.Time.Equal(moved) {
+		t.Errorf("API VIP since %v, want %s (when master-1 took it)", v.Since, moved)
+	}
+
+	// Two holders of the ingress VIP: a split brain, Degraded; nobody
+	// holding the API VIP: no holder.
+	publish("master-1", moved, "198.51.100.6")
+	st = waitStatus(t, admin, "a split brain on the ingress VIP", func(s crd.ClusterVIPsStatus) bool {
+		return holderOf(s, "198.51.100.6") == "master-0,master-1"
+	})
+	if v := vipOf(st, apiVIP); v.Holder != "" || v.State != "no-holder" || v.Since == nil {
+		t.Errorf("API VIP without holder: %+v, want state no-holder and since when", v)
+	}
+	wantCondition(t, st, crd.ConditionDegraded, metav1.ConditionTrue, statuswriter.ReasonSplitBrain, "198.51.100.6 (master-0,master-1)")
+	wantCondition(t, st, crd.ConditionReady, metav1.ConditionFalse, statuswriter.ReasonNotHeld, "no holder: "+apiVIP)
+	noHolderSince := vipOf(st, apiVIP).Since
+
+	// `oc get cvips` shows the holders and the pools' use.
+	table := getTable(t, admin)
+	for _, want := range []string{"API Holder", "In Use", "Free"} {
+		if !strings.Contains(table, `"name":"`+want+`"`) {
+			t.Errorf("oc get has no column %q: %s", want, table)
+		}
+	}
+	if !strings.Contains(table, `"master-0,master-1",1,318,`) {
+		t.Errorf("oc get does not show the ingress holders and the pools' use (1 in use, 315+3 free): %s", table)
+	}
+	if st.AddressesInUse != 1 || st.AddressesFree != 318 {
+		t.Errorf("addresses in use %d, free %d: want 1 and 318", st.AddressesInUse, st.AddressesFree)
+	}
+
+	// A spec edit: generation 2, which no node runs yet; the VIP still
+	// without holder keeps the time it was first seen so.
+	obj, err := dynamic.NewForConfigOrDie(admin).Resource(statuswriter.Resource).Patch(ctx, "lab", types.MergePatchType,
+		[]byte(`{"spec":{"vrrp":{"avoidVirtualRouterIDs":[7]}}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obj.GetGeneration() != 2 {
+		t.Fatalf("generation %d after a spec edit, want 2", obj.GetGeneration())
+	}
+	st = waitStatus(t, admin, "generation 2 observed", func(s crd.ClusterVIPsStatus) bool { return s.ObservedGeneration == 2 })
+	if !slices.Equal(st.Nodes, []crd.NodeStatus{{Name: "master-0", ObservedGeneration: 1, SpecDigest: digest}, {Name: "master-1", ObservedGeneration: 1, SpecDigest: digest}}) || st.SpecDigest == digest {
+		t.Errorf("nodes after the edit: %+v, want both still on generation 1 and digest %s, the object on a new digest (%s)", st.Nodes, digest, st.SpecDigest)
+	}
+	if v := vipOf(st, apiVIP); v.Since == nil || !v.Since.Equal(noHolderSince) {
+		t.Errorf("API VIP without holder since %v, then %v: want the first time kept", noHolderSince, v.Since)
+	}
+	publish("master-1", moved, apiVIP)
+	publish("master-0", since, "198.51.100.6")
+	st = waitStatus(t, admin, "the API VIP held again", func(s crd.ClusterVIPsStatus) bool { return holderOf(s, apiVIP) == "master-1" })
+	wantCondition(t, st, crd.ConditionReady, metav1.ConditionFalse, statuswriter.ReasonNodesBehind, "not running generation 2 (its spec digest): master-0, master-1")
+	wantCondition(t, st, crd.ConditionDegraded, metav1.ConditionFalse, statuswriter.ReasonAsExpected, "")
+
+	crdStatusRefused(t, admin)
+}
+
+// crdStatusRefused: each held-out bad file the apiserver accepts and
+// vipctl refuses (crdBadInput's validateOnly) gets, applied as an
+// object, a status that says so at vipctl's field path.
+func crdStatusRefused(t *testing.T, admin *rest.Config) {
+	t.Helper()
+	dyn := dynamic.NewForConfigOrDie(admin)
+	ctx := context.Background()
+	checked := 0
+	for name, want := range crdBadInput {
+		if want.validateOnly == "" {
+			continue
+		}
+		path := fixture.Repo("testdata/bad-input/" + name)
+		c, err := v1alpha1.Load(path)
+		var verr *v1alpha1.ValidationError
+		field := "spec.vrrp"
+		if errors.As(err, &verr) && len(verr.Errors) > 0 {
+			field = verr.Errors[0].Field
+		} else if err != nil {
+			continue // refused before validation: two documents
+		} else if errs := v1alpha1.ValidateNodes(c, nil); len(errs) > 0 {
+			field = errs[0].Field
+		} else if _, err := vrid.ForCluster(c); err == nil {
+			continue // refused only with a node list
+		}
+		obj := fixture.ReadObject(t, path)
+		if _, err := dyn.Resource(statuswriter.Resource).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		lab.WaitFor(t, 30*time.Second, name+": Degraded "+statuswriter.ReasonInvalidSpec+" at "+field, func() bool {
+			c := meta.FindStatusCondition(lab.ClusterVIPs(t, admin, obj.GetName()).Status.Conditions, crd.ConditionDegraded)
+			return c != nil && c.Reason == statuswriter.ReasonInvalidSpec && strings.Contains(c.Message, field)
+		})
+		if err := dyn.Resource(statuswriter.Resource).Delete(ctx, obj.GetName(), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: refused in the status at %s", name, field)
+		checked++
+	}
+	if checked == 0 {
+		t.Error("no bad file was both accepted by the apiserver and refused by vipctl")
+	}
+}
+
+func annotateNode(t *testing.T, e *allocEnv, node, key, value string) {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitStatus waits for the lab object's status to satisfy ok.
+func waitStatus(t *testing.T, cfg *rest.Config, what string, ok func(crd.ClusterVIPsStatus) bool) crd.ClusterVIPsStatus {
+	t.Helper()
+	var last crd.ClusterVIPsStatus
+	lab.WaitFor(t, 30*time.Second, what, func() bool {
+		last = lab.ClusterVIPs(t, cfg, "lab").Status
+		return ok(last)
+	})
+	return last
+}
+
+func vipOf(s crd.ClusterVIPsStatus, addr string) crd.VIPStatus {
+	for _, v := range s.VIPs {
+		if v.Address == addr {
+			return v
+		}
+	}
+	return crd.VIPStatus{}
+}
+
+func holderOf(s crd.ClusterVIPsStatus, addr string) string { return vipOf(s, addr).Holder }
+
+func wantCondition(t *testing.T, s crd.ClusterVIPsStatus, typ string, status metav1.ConditionStatus, reason, msg string) {
+	t.Helper()
+	c := meta.FindStatusCondition(s.Conditions, typ)
+	if c == nil || c.Status != status || c.Reason != reason || !strings.Contains(c.Message, msg) {
+		t.Errorf("condition %s: %+v, want %s %s with %q", typ, c, status, reason, msg)
+	}
+}
+
+// getTable is `oc get cvips` as the apiserver serves it: a Table.
+func getTable(t *testing.T, cfg *rest.Config) string {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/apis/vipctl.io/v1alpha1/clustervips", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("oc get as a Table: %d %v: %s", resp.StatusCode, err, body)
+	}
+	return string(body)
+}

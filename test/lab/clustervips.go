@@ -1,0 +1,48 @@
+package lab
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
+	"github.com/vipctl/vipctl/pkg/manifests"
+	"github.com/vipctl/vipctl/pkg/statuswriter"
+	"github.com/vipctl/vipctl/test/fixture"
+	"github.com/vipctl/vipctl/test/testapiserver"
+)
+
+// CreateClusterVIPs installs the ClusterVIPs CRD and creates the object
+// of clusterYAML (a cluster file, as `oc apply -f cluster.yaml` would).
+func CreateClusterVIPs(t testing.TB, cfg *rest.Config, clusterYAML string) {
+	t.Helper()
+	testapiserver.InstallCRDsAt(t, cfg, fixture.Repo(manifests.ClusterVIPsCRDPath))
+	var obj unstructured.Unstructured
+	if err := yaml.Unmarshal([]byte(clusterYAML), &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dynamic.NewForConfigOrDie(cfg).Resource(statuswriter.Resource).Create(context.Background(), &obj,
+		metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}); err != nil {
+		t.Fatalf("creating the ClusterVIPs object: %v", err)
+	}
+}
+
+// ClusterVIPs reads the ClusterVIPs object name.
+func ClusterVIPs(t testing.TB, cfg *rest.Config, name string) *crd.ClusterVIPs {
+	t.Helper()
+	u, err := dynamic.NewForConfigOrDie(cfg).Resource(statuswriter.Resource).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj crd.ClusterVIPs
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &obj); err != nil {
+		t.Fatal(err)
+	}
+	return &obj
+}
