@@ -29,8 +29,10 @@ func NewStatusCommand(streams IOStreams) *cobra.Command {
 		Long: `Reads the live config (the vipctl-config ConfigMap, or -f), the VIPs each
 node's sidecar publishes in its vipctl.io/vips annotation, and the Services'
 allocated addresses, and the BGP sessions the nodes publish in their
-vipctl.io/bgp-sessions annotation (bgp pools). Exits 2 when a VIP has no
-holder or several (split brain), or a BGP session is not Established.
+vipctl.io/bgp-sessions annotation (bgp pools). When the cluster has the
+ClusterVIPs object of the config's name, its status's conditions follow
+the table (-o json|yaml: "object"). Exits 2 when a VIP has no holder or
+several (split brain), or a BGP session is not Established.
 
 With --watch it shows the table again whenever what it shows changes (-o
 json: one JSON object per line and change), until interrupted (exit 0).`,
@@ -84,6 +86,9 @@ json: one JSON object per line and change), until interrupted (exit 0).`,
 				return status.Watch(ctx, o, fw.write)
 			}
 			report, errs := status.NewReport(c, nodes, svcs)
+			if report.Object, err = status.ReadObject(ctx, cl.Dynamic, c.Metadata.Name); err != nil {
+				errs = append(errs, err)
+			}
 			if reach, err := status.NodeReach(ctx, cl.Kube); err != nil {
 				errs = append(errs, err)
 			} else {

@@ -30,6 +30,9 @@ type Report struct {
 	VIPs []VIPStatus `json:"vips"`
 	// BGPSessions lists every node's BGP sessions (bgp pools only).
 	BGPSessions []SessionStatus `json:"bgpSessions,omitempty"`
+	// Object is the ClusterVIPs object's status, when the cluster has
+	// the object.
+	Object *ObjectVerdict `json:"object,omitempty"`
 }
 
 // SessionStatus is one BGP session of one node, as its sidecar publishes
@@ -295,6 +298,9 @@ func (r Report) Text(now time.Time) string {
 		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Instance, v.Address, holder, v.State, since, svcs)
 	}
 	_ = w.Flush()
+	if r.Object != nil {
+		b.WriteString("\n" + r.Object.Text())
+	}
 	if len(r.BGPSessions) == 0 {
 		return b.String()
 	}

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -25,9 +24,6 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
 )
-
-// Resource is the ClusterVIPs custom resource.
-var Resource = schema.GroupVersionResource{Group: "vipctl.io", Version: "v1alpha1", Resource: "clustervips"}
 
 // Options configure a Writer.
 type Options struct {
@@ -83,7 +79,7 @@ func (w *Writer) Run(ctx context.Context) error {
 	nodeF := informers.NewSharedInformerFactoryWithOptions(w.o.Client, 0, informers.WithTransform(stripNode))
 	nodes := nodeF.Core().V1().Nodes()
 	objF := dynamicinformer.NewDynamicSharedInformerFactory(w.o.Dynamic, 0)
-	objs := objF.ForResource(Resource)
+	objs := objF.ForResource(crd.Resource)
 	kick := func(any) { w.Kick() }
 	handler := cache.ResourceEventHandlerFuncs{AddFunc: kick, UpdateFunc: func(_, o any) { kick(o) }, DeleteFunc: kick}
 	_, _ = nodes.Informer().AddEventHandler(handler)
@@ -127,7 +123,7 @@ func (w *Writer) Run(ctx context.Context) error {
 func (w *Writer) waitServed(ctx context.Context) error {
 	said := ""
 	for {
-		_, err := w.o.Dynamic.Resource(Resource).List(ctx, metav1.ListOptions{Limit: 1})
+		_, err := w.o.Dynamic.Resource(crd.Resource).List(ctx, metav1.ListOptions{Limit: 1})
 		if err == nil {
 			return nil
 		}
@@ -206,7 +202,7 @@ func (w *Writer) write(ctx context.Context, u *unstructured.Unstructured, nodes 
 	}
 	cp := u.DeepCopy()
 	cp.Object["status"] = m
-	if _, err := w.o.Dynamic.Resource(Resource).UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil {
+	if _, err := w.o.Dynamic.Resource(crd.Resource).UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			// The informer brings the newer object (or its deletion)
 			// and, with it, another pass.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
+	"github.com/vipctl/vipctl/pkg/status"
 	"github.com/vipctl/vipctl/pkg/statuswriter"
 	"github.com/vipctl/vipctl/pkg/vrid"
 	"github.com/vipctl/vipctl/test/fixture"
@@ -146,7 +147,7 @@ func TestCRDStatusWriter(t *testing.T) {
 
 	// A spec edit: generation 2, which no node runs yet; the VIP still
 	// without holder keeps the time it was first seen so.
-	obj, err := dynamic.NewForConfigOrDie(admin).Resource(statuswriter.Resource).Patch(ctx, "lab", types.MergePatchType,
+	obj, err := dynamic.NewForConfigOrDie(admin).Resource(crd.Resource).Patch(ctx, "lab", types.MergePatchType,
 		[]byte(`{"spec":{"vrrp":{"avoidVirtualRouterIDs":[7]}}}`), metav1.PatchOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +167,20 @@ func TestCRDStatusWriter(t *testing.T) {
 	st = waitStatus(t, admin, "the API VIP held again", func(s crd.ClusterVIPsStatus) bool { return holderOf(s, apiVIP) == "master-1" })
 	wantCondition(t, st, crd.ConditionReady, metav1.ConditionFalse, statuswriter.ReasonNodesBehind, "not running generation 2 (its spec digest): master-0, master-1")
 	wantCondition(t, st, crd.ConditionDegraded, metav1.ConditionFalse, statuswriter.ReasonAsExpected, "")
+
+	// vipctl status shows the object's verdict after its table, and in
+	// -o json.
+	kubeconfig, _ := updateFiles(t, e.api, statusYAML)
+	_, out, errOut := vipctl(t, "status", "--kubeconfig", kubeconfig)
+	if want := "ClusterVIPs lab, generation 2:\n  Ready=False  NodesBehind: not running generation 2"; !strings.Contains(out, want) {
+		t.Errorf("vipctl status does not show the object's verdict %q:\n%s%s", want, out, errOut)
+	}
+	_, out, _ = vipctl(t, "status", "--kubeconfig", kubeconfig, "-o", "json")
+	var report status.Report
+	if err := json.Unmarshal([]byte(out), &report); err != nil || report.Object == nil || report.Object.ObservedGeneration != 2 ||
+		meta.FindStatusCondition(report.Object.Conditions, crd.ConditionDegraded) == nil {
+		t.Errorf("vipctl status -o json: object %+v (%v), want generation 2's conditions", report.Object, err)
+	}
 
 	crdStatusRefused(t, admin)
 }
@@ -196,14 +211,14 @@ func crdStatusRefused(t *testing.T, admin *rest.Config) {
 			continue // refused only with a node list
 		}
 		obj := fixture.ReadObject(t, path)
-		if _, err := dyn.Resource(statuswriter.Resource).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		if _, err := dyn.Resource(crd.Resource).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		lab.WaitFor(t, 30*time.Second, name+": Degraded "+statuswriter.ReasonInvalidSpec+" at "+field, func() bool {
 			c := meta.FindStatusCondition(lab.ClusterVIPs(t, admin, obj.GetName()).Status.Conditions, crd.ConditionDegraded)
 			return c != nil && c.Reason == statuswriter.ReasonInvalidSpec && strings.Contains(c.Message, field)
 		})
-		if err := dyn.Resource(statuswriter.Resource).Delete(ctx, obj.GetName(), metav1.DeleteOptions{}); err != nil {
+		if err := dyn.Resource(crd.Resource).Delete(ctx, obj.GetName(), metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("%s: refused in the status at %s", name, field)

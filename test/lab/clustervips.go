@@ -13,7 +13,6 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
 	"github.com/vipctl/vipctl/pkg/manifests"
-	"github.com/vipctl/vipctl/pkg/statuswriter"
 	"github.com/vipctl/vipctl/test/fixture"
 	"github.com/vipctl/vipctl/test/testapiserver"
 )
@@ -27,7 +26,7 @@ func CreateClusterVIPs(t testing.TB, cfg *rest.Config, clusterYAML string) {
 	if err := yaml.Unmarshal([]byte(clusterYAML), &obj.Object); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dynamic.NewForConfigOrDie(cfg).Resource(statuswriter.Resource).Create(context.Background(), &obj,
+	if _, err := dynamic.NewForConfigOrDie(cfg).Resource(crd.Resource).Create(context.Background(), &obj,
 		metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}); err != nil {
 		t.Fatalf("creating the ClusterVIPs object: %v", err)
 	}
@@ -36,7 +35,7 @@ func CreateClusterVIPs(t testing.TB, cfg *rest.Config, clusterYAML string) {
 // ClusterVIPs reads the ClusterVIPs object name.
 func ClusterVIPs(t testing.TB, cfg *rest.Config, name string) *crd.ClusterVIPs {
 	t.Helper()
-	u, err := dynamic.NewForConfigOrDie(cfg).Resource(statuswriter.Resource).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := dynamic.NewForConfigOrDie(cfg).Resource(crd.Resource).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,9 +16,13 @@ package crd
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 )
+
+// Resource is the ClusterVIPs custom resource, for the dynamic client.
+var Resource = schema.GroupVersionResource{Group: "vipctl.io", Version: "v1alpha1", Resource: "clustervips"}
 
 // ClusterVIPs is every virtual IP of one cluster: the API VIPs, one entry
 // per IngressController, pools for Services of type LoadBalancer and how
