@@ -23,7 +23,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
@@ -224,6 +226,11 @@ func runSidecar(ctx context.Context, o *runtimecfgOptions, streams IOStreams) er
 	// The kubeconfig names api-int, the API VIP: when it does not
 	// answer, the control-plane nodes the node last knew of do.
 	sidecar.WithAPIFallback(cfg, res.Nodes, o.once.NodeName)
+	// The ClusterVIPs object is no built-in type: JSON.
+	dyn, err := dynamic.NewForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return err
+	}
 	// Every resource the sidecar reads is a built-in type: protobuf lists
 	// of thousands of Services decode with far less garbage than JSON, as
 	// for kubelet and kube-proxy, which also run on every node.
@@ -236,7 +243,7 @@ func runSidecar(ctx context.Context, o *runtimecfgOptions, streams IOStreams) er
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s, err := sidecar.New(sidecar.Options{
-		OnceOptions: o.once, Client: client, Namespace: o.namespace, Debounce: o.debounce,
+		OnceOptions: o.once, Client: client, Dynamic: dyn, Namespace: o.namespace, Debounce: o.debounce,
 		Log: log, Metrics: sidecar.NewMetrics(reg),
 	})
 	if err != nil {

@@ -52,8 +52,10 @@ json: one JSON object per line and change), until interrupted (exit 0).`,
 					return err
 				}
 			} else {
-				var unknown v1alpha1.UnknownFields
-				if c, unknown, _, err = cl.LiveStored(ctx); err != nil {
+				src, err := cl.LiveSource(ctx)
+				c = src.Config
+				unknown := src.Unknown
+				if err != nil {
 					return fmt.Errorf("reading the live config: %w", err)
 				} else if c == nil {
 					return fmt.Errorf("no ConfigMap %s/%s: pass -f cluster.yaml", namespace, v1alpha1.ConfigMapName)

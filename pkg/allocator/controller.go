@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"net/netip"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,6 +30,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/configsource"
 	"github.com/vipctl/vipctl/pkg/statuswriter"
 )
 
@@ -55,10 +54,15 @@ type Options struct {
 	// later allocation; it fails instead and the Service is retried.
 	SyncTimeout time.Duration
 	// Dynamic, when set, has the leader write the status of the
-	// ClusterVIPs objects too (pkg/statuswriter).
+	// ClusterVIPs objects too (pkg/statuswriter), and read the pools from
+	// the cluster's object once it is the live config
+	// (pkg/configsource).
 	Dynamic dynamic.Interface
-	Log     *slog.Logger
-	Metrics *Metrics
+	// ObjectProbe is how often the leader looks again for the
+	// ClusterVIPs resource while it is not served (60 s when zero).
+	ObjectProbe time.Duration
+	Log         *slog.Logger
+	Metrics     *Metrics
 }
 
 // Controller allocates pool addresses to Services while it leads.
@@ -173,10 +177,15 @@ type term struct {
 	metricsAt time.Time
 	// unknown is what reportUnknownFields last said.
 	unknown string
+	// ctx is the term's; object follows the cluster's ClusterVIPs
+	// object once the ConfigMap has named the cluster (nil before, and
+	// without Options.Dynamic).
+	ctx    context.Context
+	object *configsource.Object
 }
 
 func (c *Controller) lead(ctx context.Context) error {
-	t := &term{c: c, alloc: New(nil),
+	t := &term{c: c, alloc: New(nil), ctx: ctx,
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second))}
 	defer t.queue.ShutDown()
 	bc := record.NewBroadcaster(record.WithContext(ctx))
@@ -198,7 +207,8 @@ func (c *Controller) lead(ctx context.Context) error {
 	t.services, t.configs = svcInf.Lister(), cmInf.Lister()
 	var status *statuswriter.Writer
 	if c.o.Dynamic != nil {
-		status = statuswriter.New(statuswriter.Options{Client: c.o.Client, Dynamic: c.o.Dynamic, Services: t.services, Log: c.log.With("writer", "status")})
+		status = statuswriter.New(statuswriter.Options{Client: c.o.Client, Dynamic: c.o.Dynamic, Services: t.services,
+			Probe: c.o.ObjectProbe, Log: c.log.With("writer", "status")})
 	}
 	enqueue := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
@@ -294,9 +304,21 @@ func (t *term) next(ctx context.Context) bool {
 	return true
 }
 
-// loadConfig reads the pools from the ConfigMap, keeping the last valid
-// ones when it is missing or invalid.
+// loadConfig reads the pools from the cluster's ClusterVIPs object when
+// it is the live config, else from the ConfigMap, keeping the last valid
+// ones when the source is missing or invalid.
 func (t *term) loadConfig() {
+	if t.object != nil {
+		if cfg, ok, err := t.object.Get(); ok {
+			if err != nil {
+				t.c.m.ConfigInvalid.Set(1)
+				t.c.log.Error("invalid ClusterVIPs object; the last valid pools stay in force", "err", err)
+				return
+			}
+			t.setConfig(cfg)
+			return
+		}
+	}
 	cm, err := t.configs.ConfigMaps(t.c.o.Namespace).Get(v1alpha1.ConfigMapName)
 	if apierrors.IsNotFound(err) {
 		if t.pools == nil {
@@ -314,13 +336,22 @@ func (t *term) loadConfig() {
 		t.rec.Event(cm, corev1.EventTypeWarning, "InvalidConfig", truncate(err.Error()))
 		return
 	}
-	t.c.m.ConfigInvalid.Set(0)
 	t.reportUnknownFields(cm, unknown)
+	t.setConfig(cfg)
+	if t.object == nil && t.c.o.Dynamic != nil {
+		t.object = configsource.NewObject(t.c.o.Dynamic, cfg.Metadata.Name, t.c.o.ObjectProbe, t.c.log, func() { t.queue.Add(configKey) })
+		go t.object.Run(t.ctx)
+	}
+}
+
+// setConfig takes the pools and the class of a valid live config.
+func (t *term) setConfig(cfg *v1alpha1.ClusterVIPs) {
+	t.c.m.ConfigInvalid.Set(0)
 	t.pools, t.class = cfg.Spec.ServicePools, cluster.ClassOf(cfg)
 	t.alloc.SetPools(t.pools)
-	// Node addresses are not known here: the allocator may not read
-	// Nodes (docs/permissions.md); render --nodes refuses pools that
-	// hold one.
+	// Node addresses are not known here (the status writer keeps only
+	// vipctl's annotations of the Nodes); render --nodes refuses pools
+	// that hold one.
 	t.alloc.SetReserved(cfg.ReservedAddresses(nil))
 	t.c.m.setPools(t.pools)
 }
@@ -488,113 +519,4 @@ func truncate(s string) string {
 		return s[:1000] + "…"
 	}
 	return s
-}
-
-// Metrics are the allocator's Prometheus metrics.
-type Metrics struct {
-	Allocations   prometheus.Counter
-	Failures      *prometheus.CounterVec
-	WatchErrors   *prometheus.CounterVec
-	InUse         *prometheus.GaugeVec
-	Size          *prometheus.GaugeVec
-	Leader        prometheus.Gauge
-	ConfigInvalid prometheus.Gauge
-	// UnknownFields counts the ConfigMap's fields a newer vipctl wrote
-	// and this one ignores.
-	UnknownFields prometheus.Gauge
-	// NamespaceServices and MaxPerNamespace show how near each
-	// namespace is to its pools' maxPerNamespace (pools with one only).
-	NamespaceServices *prometheus.GaugeVec
-	MaxPerNamespace   *prometheus.GaugeVec
-
-	// nsSeen are the NamespaceServices series set last, so that those of
-	// namespaces gone are dropped rather than left at their last count.
-	nsSeen map[[2]string]bool
-}
-
-// watchedResources are what the allocator watches, as the watch_errors
-// metric names them.
-var watchedResources = []string{"services", "configmaps"}
-
-// NewMetrics creates the metrics, registered with reg unless nil.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	const ns, sub = "vipctl", "allocator"
-	m := &Metrics{
-		Allocations: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "allocations_total", Help: "Addresses written into Service status."}),
-		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "failures_total",
-			Help: "Allocations refused, by reason (PoolExhausted, NotInPool, IPInUse, NoPool, PoolNotAllowed, FamilyUnavailable, BadRequest, AnchorAddress)."}, []string{"reason"}),
-		WatchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "watch_errors_total", Help: "Failed lists or watches, by resource."}, []string{"resource"}),
-		InUse:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "addresses_in_use", Help: "Addresses held by Services, per pool."}, []string{"pool"}),
-		Size:        prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "pool_size", Help: "Addresses a pool can give to Services (anchors excluded)."}, []string{"pool"}),
-		Leader:      prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "leader", Help: "1 while this replica holds the Lease."}),
-		ConfigInvalid: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "config_invalid",
-			Help: "1 while the ConfigMap is invalid (the last valid pools stay in force)."}),
-		UnknownFields: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "config_unknown_fields",
-			Help: "Fields of the ConfigMap that a newer vipctl wrote and this one ignores (Event ConfigFieldsUnknown): during an upgrade or after a rollback."}),
-		NamespaceServices: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "namespace_services",
-			Help: "Services of a namespace holding an address of a pool with maxPerNamespace (what the cap counts); other pools are left out."}, []string{"pool", "namespace"}),
-		MaxPerNamespace: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "pool_max_per_namespace",
-			Help: "A pool's maxPerNamespace: the Services one namespace may have in it; pools without a cap are left out."}, []string{"pool"}),
-	}
-	// A counter's series that appears at its first increment hides that
-	// increment from increase(): the alerts on these would miss the
-	// first failure.
-	for _, r := range reasons {
-		m.Failures.WithLabelValues(string(r))
-	}
-	for _, what := range watchedResources {
-		m.WatchErrors.WithLabelValues(what)
-	}
-	if reg != nil {
-		reg.MustRegister(m.Allocations, m.Failures, m.WatchErrors, m.InUse, m.Size, m.Leader, m.ConfigInvalid, m.UnknownFields, m.NamespaceServices, m.MaxPerNamespace)
-	}
-	return m
-}
-
-func (m *Metrics) setPools(pools []v1alpha1.ServicePool) {
-	m.Size.Reset()
-	m.MaxPerNamespace.Reset()
-	for _, p := range pools {
-		if p.MaxPerNamespace > 0 {
-			m.MaxPerNamespace.WithLabelValues(p.Name).Set(float64(p.MaxPerNamespace))
-		}
-		total := 0.0
-		for _, a := range p.Addresses {
-			if r, err := v1alpha1.ParseAddressRange(a); err == nil {
-				f, _ := new(big.Float).SetInt(r.Size()).Float64()
-				total += f
-			}
-		}
-		m.Size.WithLabelValues(p.Name).Set(total - float64(len(p.Anchors(true))+len(p.Anchors(false))))
-	}
-}
-
-func (c *Controller) updatePoolMetrics(t *term) {
-	if time.Since(t.metricsAt) < time.Second && t.queue.Len() > 0 {
-		return
-	}
-	t.metricsAt = time.Now()
-	for pool, n := range t.alloc.InUse() {
-		c.m.InUse.WithLabelValues(pool).Set(float64(n))
-	}
-	c.m.setNamespaceServices(t.alloc.NamespaceUsers())
-}
-
-// setNamespaceServices sets a series per pool and namespace from
-// Allocator.NamespaceUsers and drops those of namespaces that hold no
-// address of the pool any more.
-func (m *Metrics) setNamespaceServices(users map[string]map[string]int) {
-	now := map[[2]string]bool{}
-	for pool, byNS := range users {
-		for ns, n := range byNS {
-			now[[2]string{pool, ns}] = true
-			m.NamespaceServices.WithLabelValues(pool, ns).Set(float64(n))
-		}
-	}
-	for l := range m.nsSeen {
-		if !now[l] {
-			m.NamespaceServices.DeleteLabelValues(l[0], l[1])
-		}
-	}
-	m.nsSeen = now
 }

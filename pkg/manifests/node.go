@@ -29,6 +29,8 @@ const nodesGroup = "system:nodes"
 //     serve, from default/kubernetes: haproxy's backends; which nodes run
 //     ready endpoints of externalTrafficPolicy Local Services) — the same
 //     read kube-proxy has on every node,
+//   - get/list/watch of the cluster's own ClusterVIPs object (by name),
+//     the live config once migrated,
 //   - get/list/watch of pods in each IngressController's router namespace
 //     (which nodes run its routers, and are they ready); the Node
 //     authorizer only lets a node list the pods bound to itself.
@@ -46,6 +48,9 @@ func NodeReaders(c *v1alpha1.ClusterVIPs) []runtime.Object {
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: read},
 				{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: read},
+				// The cluster's own ClusterVIPs object, the live
+				// config once migrated (pkg/configsource).
+				{APIGroups: []string{"vipctl.io"}, Resources: []string{"clustervips"}, ResourceNames: []string{c.Metadata.Name}, Verbs: read},
 			},
 		},
 		&rbacv1.ClusterRoleBinding{

@@ -20,6 +20,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/configsource"
 	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/frr"
 	"github.com/vipctl/vipctl/pkg/render"
@@ -40,6 +42,14 @@ type Options struct {
 	runtimecfg.OnceOptions
 	// Client talks to the API with the node's own identity.
 	Client kubernetes.Interface
+	// Dynamic, with the same identity, follows the ClusterVIPs object
+	// that is the live config once migrated (pkg/configsource); nil
+	// follows the ConfigMap alone.
+	Dynamic dynamic.Interface
+	// ObjectProbe is how often the sidecar looks again for the
+	// ClusterVIPs resource while it is not served (60 s when zero): one
+	// cheap request per node, like the API probe.
+	ObjectProbe time.Duration
 	// Namespace holds the vipctl ConfigMap (render.Namespace).
 	Namespace string
 	// Debounce is the longest a change waits after a sync before the
@@ -94,6 +104,9 @@ type Sidecar struct {
 	rec       record.EventRecorder
 	nodeRef   *corev1.ObjectReference
 
+	// object is the ClusterVIPs object when it is the live config; nil
+	// without Options.Dynamic.
+	object    *configsource.Object
 	factories []informers.SharedInformerFactory
 	synced    []cache.InformerSynced
 	nodes     cache.GenericLister
@@ -232,6 +245,12 @@ func New(o Options) (*Sidecar, error) {
 	s.foreign = newForeignRouters(s.m, s.log, func(msg string) {
 		s.rec.Event(s.nodeRef, corev1.EventTypeWarning, ReasonForeignVRRPRouter, msg)
 	})
+	if o.Dynamic != nil {
+		if o.ObjectProbe <= 0 {
+			o.ObjectProbe = time.Minute
+		}
+		s.object = configsource.NewObject(o.Dynamic, static.Metadata.Name, o.ObjectProbe, s.log, s.trigger)
+	}
 	s.node.Local.OnAddressChange(s.publishSoon)
 	s.node.Local.SetLog(s.log)
 	s.watch()
@@ -261,6 +280,10 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	}()
 	s.followFromBoot()
 	var wg sync.WaitGroup
+	if s.object != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.object.Run(ctx) }()
+	}
 	wg.Add(1)
 	go func() { defer wg.Done(); s.publishLoop(ctx) }()
 	wg.Add(1)
@@ -396,10 +419,20 @@ func (s *Sidecar) Ready() error {
 	return s.lastErr
 }
 
-func (s *Sidecar) config() (*v1alpha1.ClusterVIPs, error) {
+func (s *Sidecar) config() (*v1alpha1.ClusterVIPs, string, error) {
+	if s.object != nil {
+		// The migrated cluster's object, when it is the live config
+		// (its annotation), wins over the ConfigMap.
+		c, ok, err := s.object.Get()
+		if ok {
+			s.reportUnknownFields(unknownInConfigMap, "", nil)
+			c, err = s.effective(c, err)
+			return c, v1alpha1.SourceObject, err
+		}
+	}
 	objs, err := s.configMap.List(labels.Everything())
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	for _, o := range objs {
 		cm := o.(*corev1.ConfigMap)
@@ -409,38 +442,48 @@ func (s *Sidecar) config() (*v1alpha1.ClusterVIPs, error) {
 		c, unknown, err := cluster.ReadConfigMap(cm)
 		if err == nil {
 			s.reportUnknownFields(unknownInConfigMap, "configmap "+cm.Namespace+"/"+cm.Name, unknown)
-			var eff *v1alpha1.ClusterVIPs
-			var drift bool
-			eff, drift, err = cluster.Effective(s.static, c)
-			if err == nil {
-				s.m.ConfigInvalid.Set(0)
-				s.m.StaticDrift.Set(b2f(drift))
-				s.mu.Lock()
-				s.liveDay2 = c
-				s.mu.Unlock()
-				return eff, nil
-			}
 		}
-		s.m.ConfigInvalid.Set(1)
-		s.mu.Lock()
-		prev := s.liveDay2
-		s.mu.Unlock()
-		if prev == nil {
-			return nil, &runtimecfg.StepError{Step: "config", Err: err}
-		}
-		// The ConfigMap is broken: keep serving its last valid pools, and
-		// say so (a sync error keeps the files as they are).
-		return nil, &runtimecfg.StepError{Step: "config", Err: fmt.Errorf("%w (the last valid pools stay in force)", err)}
+		c, err = s.effective(c, err)
+		return c, v1alpha1.SourceConfigMap, err
 	}
 	s.m.ConfigInvalid.Set(0)
 	s.reportUnknownFields(unknownInConfigMap, "", nil)
 	eff, _, err := cluster.Effective(s.static, nil)
-	return eff, err
+	return eff, v1alpha1.SourceFile, err
+}
+
+// effective merges the live config c (read with err) into the static
+// one; a live config that cannot be read or merged keeps the last valid
+// one in force.
+func (s *Sidecar) effective(c *v1alpha1.ClusterVIPs, err error) (*v1alpha1.ClusterVIPs, error) {
+	if err == nil {
+		var eff *v1alpha1.ClusterVIPs
+		var drift bool
+		eff, drift, err = cluster.Effective(s.static, c)
+		if err == nil {
+			s.m.ConfigInvalid.Set(0)
+			s.m.StaticDrift.Set(b2f(drift))
+			s.mu.Lock()
+			s.liveDay2 = c
+			s.mu.Unlock()
+			return eff, nil
+		}
+	}
+	s.m.ConfigInvalid.Set(1)
+	s.mu.Lock()
+	prev := s.liveDay2
+	s.mu.Unlock()
+	if prev == nil {
+		return nil, &runtimecfg.StepError{Step: "config", Err: err}
+	}
+	// The live config is broken: keep serving its last valid pools, and
+	// say so (a sync error keeps the files as they are).
+	return nil, &runtimecfg.StepError{Step: "config", Err: fmt.Errorf("%w (the last valid pools stay in force)", err)}
 }
 
 func (s *Sidecar) sync(ctx context.Context) error {
 	readAt := time.Now()
-	c, err := s.config()
+	c, source, err := s.config()
 	if err != nil {
 		return err
 	}
@@ -486,7 +529,7 @@ func (s *Sidecar) sync(ctx context.Context) error {
 		return err
 	}
 	s.mu.Lock()
-	s.appliedDigest = v1alpha1.SpecDigest(c.Metadata.Name, c.Spec)
+	s.appliedDigest = v1alpha1.AppliedConfig{Digest: v1alpha1.SpecDigest(c.Metadata.Name, c.Spec), Source: source}.String()
 	s.mu.Unlock()
 	s.publishSoon()
 	// Synced: from now on a --once (the haproxy pod's, a restarted

@@ -233,16 +233,17 @@ func pools(spec []v1alpha1.ServicePool, rows []status.VIPStatus) []crd.PoolStatu
 func nodeGenerations(digest string, gen int64, prev []crd.NodeStatus, nodes []corev1.Node) []crd.NodeStatus {
 	var out []crd.NodeStatus
 	for _, n := range nodes {
-		applied, hasConfig := n.Annotations[v1alpha1.AnnotationNodeConfig]
+		value, hasConfig := n.Annotations[v1alpha1.AnnotationNodeConfig]
+		applied := v1alpha1.ParseAppliedConfig(value)
 		_, hasVIPs := n.Annotations[v1alpha1.AnnotationNodeVIPs]
 		if !hasConfig && !hasVIPs {
 			continue
 		}
-		ns := crd.NodeStatus{Name: n.Name, SpecDigest: applied}
+		ns := crd.NodeStatus{Name: n.Name, SpecDigest: applied.Digest, Source: applied.Source}
 		if i := slices.IndexFunc(prev, func(p crd.NodeStatus) bool { return p.Name == n.Name }); i >= 0 {
 			ns.ObservedGeneration = prev[i].ObservedGeneration
 		}
-		if hasConfig && applied == digest {
+		if hasConfig && applied.Digest == digest {
 			ns.ObservedGeneration = gen
 		}
 		out = append(out, ns)

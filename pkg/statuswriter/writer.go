@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
+	"github.com/vipctl/vipctl/pkg/configsource"
 )
 
 // Options configure a Writer.
@@ -73,7 +74,7 @@ func (w *Writer) Kick() {
 // allocator with an older ClusterRole), it looks again every Probe and
 // writes nothing meanwhile.
 func (w *Writer) Run(ctx context.Context) error {
-	if err := w.waitServed(ctx); err != nil {
+	if err := configsource.WaitServed(ctx, w.o.Dynamic, "", w.o.Probe, w.o.Log, "no status written (docs/api.md)"); err != nil {
 		return err
 	}
 	nodeF := informers.NewSharedInformerFactoryWithOptions(w.o.Client, 0, informers.WithTransform(stripNode))
@@ -115,33 +116,6 @@ func (w *Writer) Run(ctx context.Context) error {
 		if err := w.writeAll(ctx, nodes.Lister(), objs.Lister()); err != nil && ctx.Err() == nil {
 			w.o.Log.Error("cannot write ClusterVIPs status", "err", err)
 			retry.Reset(time.Second)
-		}
-	}
-}
-
-// waitServed returns once the resource can be listed.
-func (w *Writer) waitServed(ctx context.Context) error {
-	said := ""
-	for {
-		_, err := w.o.Dynamic.Resource(crd.Resource).List(ctx, metav1.ListOptions{Limit: 1})
-		if err == nil {
-			return nil
-		}
-		why := "cannot list ClusterVIPs: no status written"
-		switch {
-		case apierrors.IsNotFound(err):
-			why = "the ClusterVIPs CustomResourceDefinition is not installed: no status written (docs/api.md)"
-		case apierrors.IsForbidden(err):
-			why = "not allowed to list ClusterVIPs (the allocator's ClusterRole is older than this vipctl): no status written"
-		}
-		if why != said {
-			w.o.Log.Info(why, "err", err, "next look", w.o.Probe)
-			said = why
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(w.o.Probe):
 		}
 	}
 }

@@ -81,8 +81,18 @@ func (c Cluster) Apply(ctx context.Context, p *Plan, cm *corev1.ConfigMap, force
 		}
 		_, _ = fmt.Fprintf(out, "warning: %s: writing the MachineConfigs anyway (--force)\n", p.Release.Message)
 	}
-	if p.configChanges() {
+	if p.Object != nil && p.configChanges() {
+		// The source first: a concurrent edit of it refuses the whole
+		// update before anything is written.
+		if err := c.writeObject(ctx, p.Desired, p.Object, out); err != nil {
+			return err
+		}
+	}
+	if p.configChanges() || p.Object != nil && mirrorStale(cm, p.Desired) {
 		if err := c.writeConfigMap(ctx, p.Desired, cm, out); err != nil {
+			if p.Object != nil && p.configChanges() {
+				return fmt.Errorf("ClusterVIPs %s is written, its copy in the ConfigMap (what sidecars before v0.2.0 read) is not: run vipctl update again: %w", p.Object.GetName(), err)
+			}
 			return err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
@@ -108,6 +109,10 @@ type Plan struct {
 	// the update starts keepalived without instances and its API VIP
 	// waits for the API.
 	BootstrapNodes []corev1.Node `json:"-"`
+	// Object is the ClusterVIPs object that is the live config of a
+	// migrated cluster (Source.Object): the plan was computed against
+	// it, Apply writes it first and the ConfigMap as its copy.
+	Object *unstructured.Unstructured `json:"-"`
 }
 
 // Empty tells whether nothing would change.

@@ -64,12 +64,13 @@ type RunOptions struct {
 // after the cluster took the change.
 func (c Cluster) Run(ctx context.Context, r *Request, o RunOptions) error {
 	release := c.CheckRelease(ctx, r.Config)
-	live, unknown, cm, err := c.LiveStored(ctx)
+	src, err := c.LiveSource(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the live config: %w", err)
 	}
-	if len(unknown) > 0 {
-		return NewerFieldsError(cm, unknown)
+	live, cm := src.Config, src.ConfigMap
+	if len(src.Unknown) > 0 {
+		return NewerFieldsError(cm, src.Unknown)
 	}
 	svcs, err := c.Services(ctx)
 	if err != nil {
@@ -80,6 +81,7 @@ func (c Cluster) Run(ctx context.Context, r *Request, o RunOptions) error {
 		return fmt.Errorf("%s: %w", r.File, err)
 	}
 	plan.BootstrapNodes = o.BootstrapNodes
+	plan.Object = src.Object
 	objects, skipped, err := c.ObjectChanges(ctx, plan.Desired)
 	if err != nil {
 		return err

@@ -84,6 +84,7 @@ func StartAllocatorWith(t testing.TB, cfg *rest.Config, id string, syncTimeout t
 		Client:      kubernetes.NewForConfigOrDie(cfg),
 		EventClient: kubernetes.NewForConfigOrDie(events),
 		Dynamic:     dynamic.NewForConfigOrDie(events),
+		ObjectProbe: 2 * time.Second,
 		Namespace:   render.Namespace, Identity: id,
 		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
 		SyncTimeout: syncTimeout,

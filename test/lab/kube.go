@@ -271,6 +271,8 @@ func (kc *KubeCluster) StartSidecar(t testing.TB, name string) *Sidecar {
 	s, err := sidecar.New(sidecar.Options{
 		OnceOptions: kc.onceOptions(name),
 		Client:      kubernetes.NewForConfigOrDie(kc.API.NodeConfig(t, name)),
+		Dynamic:     dynamic.NewForConfigOrDie(kc.API.NodeConfig(t, name)),
+		ObjectProbe: 2 * time.Second,
 		Debounce:    100 * time.Millisecond,
 		// The API's reach every second, not every 30: the alert tests
 		// cut their waits.

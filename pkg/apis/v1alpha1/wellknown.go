@@ -39,10 +39,17 @@ const (
 	AnnotationNodeBGPSessions = "vipctl.io/bgp-sessions"
 	// AnnotationNodeConfig is written by each node's sidecar on its own
 	// Node after it applied a config: the SpecDigest of that config's
-	// spec. The ClusterVIPs status writer tells from it which generation
-	// of the object each node runs. Since v0.2.0: older sidecars write
-	// none.
+	// spec and where it read it (AppliedConfig). The ClusterVIPs status
+	// writer tells from it which generation of the object each node runs
+	// and whether it reads the object yet. Since v0.2.0: older sidecars
+	// write none.
 	AnnotationNodeConfig = "vipctl.io/config"
+	// AnnotationConfigSource ("true") on the ClusterVIPs object makes
+	// it, not the vipctl-config ConfigMap, the live config the sidecars
+	// and the allocator read (since v0.2.0; `vipctl migrate` sets it).
+	// An object without it is only reported on: one applied to try `oc
+	// explain` changes nothing on the nodes.
+	AnnotationConfigSource = "vipctl.io/config-source"
 	// AllocatorLeaseName is the Lease the allocator replicas elect a
 	// leader with, in the vipctl namespace.
 	AllocatorLeaseName = "vipctl-allocator"

@@ -110,4 +110,9 @@ type NodeStatus struct {
 	// object.
 	// +optional
 	SpecDigest string `json:"specDigest,omitempty"`
+	// Source is where the node's sidecar reads its live config:
+	// clustervips (this object, once migrated), configmap (the
+	// vipctl-config ConfigMap) or file (its cluster file alone).
+	// +optional
+	Source string `json:"source,omitempty"`
 }

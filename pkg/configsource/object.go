@@ -1,0 +1,155 @@
+// Package configsource follows the ClusterVIPs object that is the live
+// config (annotation vipctl.io/config-source: "true", docs/api.md,
+// "Migration"), for the sidecar and the allocator, which fall back to the
+// vipctl-config ConfigMap while no such object exists. It waits for the
+// resource to be served (a cluster without the CRD) without holding up
+// anything else, and reads the object as the ConfigMap's copy is read:
+// defaulted and validated by the same code.
+package configsource
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
+)
+
+// Object follows one ClusterVIPs object by name.
+type Object struct {
+	dyn   dynamic.Interface
+	name  string
+	probe time.Duration
+	log   *slog.Logger
+	// changed is called on every event of the object once followed.
+	changed func()
+	store   atomic.Pointer[cache.Store]
+}
+
+// NewObject follows the object name (the cluster's) through dyn; probe
+// is how often a resource not served is looked for again (30 s when
+// zero); changed is called when the object changes.
+func NewObject(dyn dynamic.Interface, name string, probe time.Duration, log *slog.Logger, changed func()) *Object {
+	if probe <= 0 {
+		probe = 30 * time.Second
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	if changed == nil {
+		changed = func() {}
+	}
+	return &Object{dyn: dyn, name: name, probe: probe, log: log, changed: changed}
+}
+
+// Run looks for the resource until it is served, then watches the
+// object until ctx ends.
+func (o *Object) Run(ctx context.Context) {
+	sel := fields.OneTermEqualSelector("metadata.name", o.name).String()
+	if WaitServed(ctx, o.dyn, sel, o.probe, o.log, "following the ConfigMap") != nil {
+		return
+	}
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(o.dyn, 0, "", func(lo *metav1.ListOptions) {
+		lo.FieldSelector = sel
+	})
+	inf := f.ForResource(crd.Resource).Informer()
+	ev := func(any) { o.changed() }
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: ev, UpdateFunc: func(_, n any) { ev(n) }, DeleteFunc: ev})
+	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		o.log.Error("cannot watch the ClusterVIPs object; keeping what was read", "err", err)
+	})
+	f.Start(ctx.Done())
+	defer f.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return
+	}
+	st := inf.GetStore()
+	o.store.Store(&st)
+	o.log.Info("following the ClusterVIPs object " + o.name + " (the live config when annotated " + v1alpha1.AnnotationConfigSource + ")")
+	o.changed()
+	<-ctx.Done()
+}
+
+// WaitServed returns once the ClusterVIPs objects that fieldSelector
+// picks can be listed (nil), or when ctx ends (its error). Meanwhile it
+// looks again every probe and logs, once per reason, why it cannot, and
+// what the caller does instead (meanwhile).
+func WaitServed(ctx context.Context, dyn dynamic.Interface, fieldSelector string, probe time.Duration, log *slog.Logger, meanwhile string) error {
+	said := ""
+	for {
+		_, err := dyn.Resource(crd.Resource).List(ctx, metav1.ListOptions{FieldSelector: fieldSelector, Limit: 1})
+		if err == nil {
+			return nil
+		}
+		why := "cannot read ClusterVIPs objects: " + meanwhile
+		switch {
+		case apierrors.IsNotFound(err):
+			why = "no ClusterVIPs resource (the CRD is not installed): " + meanwhile
+		case apierrors.IsForbidden(err):
+			why = "not allowed to read ClusterVIPs objects (RBAC older than this vipctl): " + meanwhile
+		}
+		if why != said {
+			log.Info(why, "err", err, "next look", probe)
+			said = why
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(probe):
+		}
+	}
+}
+
+// Get is the object's config when it is the live config: ok is false
+// while the object is not followed yet, is absent, or is not marked as
+// the source. err is a marked object vipctl refuses (its field paths).
+func (o *Object) Get() (c *v1alpha1.ClusterVIPs, ok bool, err error) {
+	st := o.store.Load()
+	if st == nil {
+		return nil, false, nil
+	}
+	item, exists, err := (*st).GetByKey(o.name)
+	if err != nil || !exists {
+		return nil, false, err
+	}
+	u, isU := item.(*unstructured.Unstructured)
+	if !isU || u.GetAnnotations()[v1alpha1.AnnotationConfigSource] != "true" {
+		return nil, false, nil
+	}
+	c, err = Read(u)
+	return c, true, err
+}
+
+// Read is the object's config as the ConfigMap's copy is read
+// (v1alpha1.ParseStored: defaults, validation). The apiserver has pruned
+// fields its CRD does not know; ones this vipctl does not know (a newer
+// CRD) are ignored.
+func Read(u *unstructured.Unstructured) (*v1alpha1.ClusterVIPs, error) {
+	var obj crd.ClusterVIPs
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &obj); err != nil {
+		return nil, fmt.Errorf("clustervips %s: %w", u.GetName(), err)
+	}
+	doc := map[string]any{"apiVersion": v1alpha1.APIVersion, "kind": v1alpha1.Kind, "metadata": map[string]any{"name": obj.Name}, "spec": obj.Spec}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	c, _, err := v1alpha1.ParseStored(raw)
+	if err != nil {
+		return nil, fmt.Errorf("clustervips %s: %w", u.GetName(), err)
+	}
+	return c, nil
+}

@@ -1,0 +1,245 @@
+package update
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
+	"github.com/vipctl/vipctl/pkg/manifests"
+)
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// MigrateOptions configure Migrate.
+type MigrateOptions struct {
+	// Revert hands the live config back to the ConfigMap.
+	Revert bool
+	// Wait bounds the wait for every node to follow (0: do not wait);
+	// Poll is how often the object's status is read meanwhile.
+	Wait, Poll time.Duration
+	Log        io.Writer
+}
+
+// Migrate makes the cluster's ClusterVIPs object the live config the
+// sidecars and the allocator read (docs/api.md, "Migration"): it
+// installs the CRD when the cluster lacks it, writes the object with the
+// ConfigMap's config (so nothing changes on any node) and the
+// vipctl.io/config-source annotation, then waits until the object's
+// status says every node reads it. With Revert it removes the annotation
+// and waits until every node reads the ConfigMap again.
+func (c Cluster) Migrate(ctx context.Context, o MigrateOptions) error {
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	src, err := c.LiveSource(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the live config: %w", err)
+	}
+	if src.Config == nil {
+		return fmt.Errorf("no ConfigMap %s/%s: apply the manifests vipctl render wrote first", c.Namespace, v1alpha1.ConfigMapName)
+	}
+	if len(src.Unknown) > 0 {
+		return NewerFieldsError(src.ConfigMap, src.Unknown)
+	}
+	name := src.Config.Metadata.Name
+	want := v1alpha1.SourceObject
+	if o.Revert {
+		want = v1alpha1.SourceConfigMap
+		if src.Object == nil {
+			_, _ = fmt.Fprintf(o.Log, "the ConfigMap %s/%s is the live config already\n", c.Namespace, v1alpha1.ConfigMapName)
+		} else if err := c.markSource(ctx, src.Object, false, o.Log); err != nil {
+			return err
+		}
+	} else {
+		if err := c.ensureCRD(ctx, o.Log); err != nil {
+			return err
+		}
+		if err := c.writeSourceObject(ctx, src, o.Log); err != nil {
+			return err
+		}
+	}
+	if o.Wait <= 0 {
+		return nil
+	}
+	return c.waitNodesOn(ctx, name, want, o)
+}
+
+// ensureCRD creates the ClusterVIPs CRD when the cluster lacks it and
+// waits until it is established.
+func (c Cluster) ensureCRD(ctx context.Context, out io.Writer) error {
+	var obj unstructured.Unstructured
+	if err := yaml.Unmarshal(manifests.ClusterVIPsCRD(), &obj.Object); err != nil {
+		return err
+	}
+	r := c.Dynamic.Resource(crdResource)
+	if _, err := r.Get(ctx, obj.GetName(), metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if _, err := r.Create(ctx, &obj, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating CustomResourceDefinition %s: %w", obj.GetName(), err)
+		}
+		_, _ = fmt.Fprintf(out, "created CustomResourceDefinition %s\n", obj.GetName())
+	} else if err != nil {
+		return fmt.Errorf("reading CustomResourceDefinition %s: %w", obj.GetName(), err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		got, err := r.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		if err == nil && established(got) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("CustomResourceDefinition %s not established after 30s: %v", obj.GetName(), err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func established(u *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// writeSourceObject writes the object with the ConfigMap's config and the
+// source annotation: created, or (an object applied before, which no
+// node read) its spec replaced.
+func (c Cluster) writeSourceObject(ctx context.Context, src Source, out io.Writer) error {
+	spec, err := SpecObject(src.Config)
+	if err != nil {
+		return err
+	}
+	name := src.Config.Metadata.Name
+	r := c.Dynamic.Resource(crd.Resource)
+	obj, err := r.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		obj = &unstructured.Unstructured{Object: map[string]any{"apiVersion": v1alpha1.APIVersion, "kind": v1alpha1.Kind,
+			"metadata": map[string]any{"name": name, "annotations": map[string]any{v1alpha1.AnnotationConfigSource: "true"}},
+			"spec":     spec}}
+		if _, err := r.Create(ctx, obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}); err != nil {
+			return fmt.Errorf("creating ClusterVIPs %s: %w", name, err)
+		}
+		_, _ = fmt.Fprintf(out, "created ClusterVIPs %s from ConfigMap %s/%s: it is the live config now\n", name, c.Namespace, v1alpha1.ConfigMapName)
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading ClusterVIPs %s: %w", name, err)
+	}
+	if src.Object != nil {
+		_, _ = fmt.Fprintf(out, "ClusterVIPs %s is the live config already\n", name)
+		return nil
+	}
+	obj.Object["spec"] = spec
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[v1alpha1.AnnotationConfigSource] = "true"
+	obj.SetAnnotations(ann)
+	if _, err := r.Update(ctx, obj, metav1.UpdateOptions{FieldValidation: metav1.FieldValidationStrict}); err != nil {
+		return fmt.Errorf("writing ClusterVIPs %s: %w", name, err)
+	}
+	_, _ = fmt.Fprintf(out, "wrote ClusterVIPs %s with ConfigMap %s/%s's config (its spec before was only reported on): it is the live config now\n", name, c.Namespace, v1alpha1.ConfigMapName)
+	return nil
+}
+
+// markSource sets or removes the object's source annotation.
+func (c Cluster) markSource(ctx context.Context, obj *unstructured.Unstructured, on bool, out io.Writer) error {
+	next := obj.DeepCopy()
+	ann := next.GetAnnotations()
+	if on {
+		ann[v1alpha1.AnnotationConfigSource] = "true"
+	} else {
+		delete(ann, v1alpha1.AnnotationConfigSource)
+	}
+	next.SetAnnotations(ann)
+	if _, err := c.Dynamic.Resource(crd.Resource).Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("writing ClusterVIPs %s: %w", obj.GetName(), err)
+	}
+	_, _ = fmt.Fprintf(out, "ConfigMap %s/%s is the live config again (ClusterVIPs %s is only reported on)\n", c.Namespace, v1alpha1.ConfigMapName, obj.GetName())
+	return nil
+}
+
+// waitNodesOn waits until the object's status lists every node reading
+// source, on the object's current spec.
+func (c Cluster) waitNodesOn(ctx context.Context, name, source string, o MigrateOptions) error {
+	deadline := time.Now().Add(o.Wait)
+	last := ""
+	for {
+		behind, total, err := c.nodesNotOn(ctx, name, source)
+		if err == nil && total > 0 && len(behind) == 0 {
+			_, _ = fmt.Fprintf(o.Log, "every node (%d) reads the %s\n", total, sourceName(source))
+			return nil
+		}
+		msg := fmt.Sprint(err)
+		if err == nil {
+			msg = fmt.Sprintf("%d of %d node(s) not reading the %s yet: %s", len(behind), total, sourceName(source), strings.Join(behind, ", "))
+			if total == 0 {
+				msg = "no node in the object's status yet (the allocator's leader writes it)"
+			}
+		}
+		if msg != last {
+			_, _ = fmt.Fprintln(o.Log, msg)
+			last = msg
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s: %s; sidecars before v0.2.0 read only the ConfigMap, which stays a copy of the object (docs/api.md, \"Migration\")", o.Wait, msg)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(o.Poll):
+		}
+	}
+}
+
+func sourceName(source string) string {
+	if source == v1alpha1.SourceObject {
+		return "ClusterVIPs object"
+	}
+	return "ConfigMap"
+}
+
+// nodesNotOn names the nodes of the object's status that do not read
+// source or run another spec than the object's current one.
+func (c Cluster) nodesNotOn(ctx context.Context, name, source string) (behind []string, total int, err error) {
+	u, err := c.Dynamic.Resource(crd.Resource).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, 0, err
+	}
+	var obj crd.ClusterVIPs
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &obj); err != nil {
+		return nil, 0, err
+	}
+	if obj.Status.ObservedGeneration != obj.Generation {
+		return nil, 0, fmt.Errorf("the status is of generation %d, the object at %d", obj.Status.ObservedGeneration, obj.Generation)
+	}
+	for _, n := range obj.Status.Nodes {
+		if n.Source != source || n.SpecDigest != obj.Status.SpecDigest {
+			src := n.Source
+			if src == "" {
+				src = "no digest published"
+			}
+			behind = append(behind, n.Name+" ("+src+")")
+		}
+	}
+	sort.Strings(behind)
+	return behind, len(obj.Status.Nodes), nil
+}

@@ -1,0 +1,131 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
+	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/test/lab"
+	"github.com/vipctl/vipctl/test/testapiserver"
+)
+
+// TestMigrateToClusterVIPs: a running cluster whose live config is the
+// vipctl-config ConfigMap moves to its ClusterVIPs object with `vipctl
+// migrate` (the CRD installed by it) while the API VIP and a Service's
+// VIP answer every request; afterwards an edit of the object alone (as
+// `oc edit` makes) reaches every sidecar and the allocator, `vipctl
+// update` writes the object and keeps the ConfigMap its copy, and
+// `--revert` hands the live config back to the ConfigMap, again without a
+// failed request.
+func TestMigrateToClusterVIPs(t *testing.T) {
+	file := clusterYAML("fast", "unicast", sidecarPools)
+	kc := lab.StartKube(t, file, sidecarSpecs())
+	kc.Deploy(t)
+	kc.API.InstallCRDs(t, testapiserver.MachineConfigCRD(t))
+	for _, n := range sidecarSpecs() {
+		kc.AddNode(t, n.Name)
+	}
+	for _, n := range kc.Nodes {
+		kc.StartSidecar(t, n.Name)
+	}
+	ctx := context.Background()
+	admin := kc.API.AdminConfig()
+	kubeconfig, path := updateFiles(t, kc.API, file)
+
+	kc.CreateLBService(t, "web", "")
+	for _, w := range []string{"worker-0", "worker-1"} {
+		kc.WaitConf(t, w, "the service VIP", func(c string) bool { return strings.Contains(c, "198.51.100.128/32") })
+		kc.ByName[w].StartEcho(t, "0.0.0.0:8080")
+	}
+	kc.Settled(apiVIP)
+	api := kc.Poll("https://"+apiVIP+":6443/", 20*time.Millisecond)
+	svc := kc.Poll("http://198.51.100.128:8080/", 20*time.Millisecond)
+	lab.WaitFor(t, 30*time.Second, "both VIPs answering", func() bool {
+		a, _ := api.Counts()
+		s, _ := svc.Counts()
+		return a > 5 && s > 5
+	})
+	failures := func(what string) {
+		t.Helper()
+		if _, f := api.Counts(); f > 0 {
+			t.Errorf("%s: %d failed requests to the API VIP", what, f)
+		}
+		if _, f := svc.Counts(); f > 0 {
+			t.Errorf("%s: %d failed requests to the Service VIP", what, f)
+		}
+	}
+
+	code, out, errOut := vipctl(t, "migrate", "--kubeconfig", kubeconfig, "--wait", "60s")
+	if code != 0 || !strings.Contains(errOut, "every node (4) reads the ClusterVIPs object") {
+		nodes, _ := kc.Admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		for _, n := range nodes.Items {
+			t.Logf("%s: %s=%q", n.Name, v1alpha1.AnnotationNodeConfig, n.Annotations[v1alpha1.AnnotationNodeConfig])
+		}
+		t.Logf("status: %+v", lab.ClusterVIPs(t, admin, "lab").Status)
+		t.Fatalf("migrate: exit %d\n%s%s", code, out, errOut)
+	}
+	failures("vipctl migrate")
+	for _, sc := range kc.Sidecars {
+		if !strings.Contains(sc.Log.String(), "following the ClusterVIPs object lab") {
+			t.Errorf("a sidecar does not say it follows the object:\n%s", sc.Log.Tail(20))
+		}
+	}
+
+	// The object is the live config: a range added to it alone reaches
+	// the allocator and the pool's nodes, the ConfigMap unchanged.
+	cmBefore := liveConfigMap(t, kc)
+	dyn := dynamic.NewForConfigOrDie(admin)
+	if _, err := dyn.Resource(crd.Resource).Patch(ctx, "lab", types.JSONPatchType,
+		[]byte(`[{"op":"add","path":"/spec/servicePools/0/addresses/-","value":"198.51.100.200-198.51.100.210"}]`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kc.CreateLBService(t, "web2", "198.51.100.201")
+	waitServiceIPs(t, kc.Admin, "default", "web2", 1)
+	kc.WaitConf(t, "worker-1", "the object's new range", func(c string) bool { return strings.Contains(c, "198.51.100.201/32") })
+	if liveConfigMap(t, kc) != cmBefore {
+		t.Error("an edit of the object changed the ConfigMap")
+	}
+	failures("an edit of the object")
+
+	// vipctl update plans against the object, writes it and brings the
+	// ConfigMap's copy along. The file does not have the range the object
+	// got: the update takes it away again, which web2 holds, so --force.
+	code, out, errOut = vipctl(t, "update", "-f", path, "--kubeconfig", kubeconfig, "--add-pool", "extra=198.51.100.64/27", "--force")
+	if code != 0 || !strings.Contains(errOut+out, "wrote ClusterVIPs lab") {
+		t.Fatalf("update on a migrated cluster: exit %d\n%s%s", code, out, errOut)
+	}
+	obj := lab.ClusterVIPs(t, admin, "lab")
+	if len(obj.Spec.ServicePools) != 2 || obj.Spec.ServicePools[1].Name != "extra" {
+		t.Errorf("the object after the update: pools %+v, want web and extra", obj.Spec.ServicePools)
+	}
+	if cm := liveConfigMap(t, kc); !strings.Contains(cm, "extra") || strings.Contains(cm, "198.51.100.200") {
+		t.Errorf("the ConfigMap is no copy of the object after the update:\n%s", cm)
+	}
+	kc.WaitConf(t, "master-0", "the pool the update added", func(c string) bool { return strings.Contains(c, "pool_extra") })
+
+	code, out, errOut = vipctl(t, "migrate", "--revert", "--kubeconfig", kubeconfig, "--wait", "60s")
+	if code != 0 || !strings.Contains(errOut, "every node (4) reads the ConfigMap") {
+		t.Fatalf("migrate --revert: exit %d\n%s%s", code, out, errOut)
+	}
+	failures("vipctl migrate --revert")
+	a, _ := api.Stop()
+	s, _ := svc.Stop()
+	t.Logf("%d requests to the API VIP, %d to the Service VIP", a, s)
+}
+
+func liveConfigMap(t *testing.T, kc *lab.KubeCluster) string {
+	t.Helper()
+	cm, err := kc.Admin.CoreV1().ConfigMaps(render.Namespace).Get(context.Background(), v1alpha1.ConfigMapName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data[v1alpha1.ConfigMapKey]
+}
