@@ -22,6 +22,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/status"
 )
 
 // Names of the allocator's objects.
@@ -131,12 +132,17 @@ func meta(name, component string) metav1.ObjectMeta {
 //     IPReleased on the Services);
 //   - the vipctl ConfigMap in its namespace: get/list/watch (the pools);
 //   - its Lease in its namespace: get/update, and create (which RBAC
-//     cannot narrow to a name) for leader election.
+//     cannot narrow to a name) for leader election;
+//   - Nodes and the ClusterVIPs objects: get/list/watch, and update of
+//     clustervips/status (pkg/statuswriter); the kubelets' Leases in
+//     kube-node-lease: get/list/watch (an isolated holder is no split
+//     brain).
 func Allocator(c *v1alpha1.ClusterVIPs) []runtime.Object {
 	m := meta(AllocatorName, "allocator")
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: AllocatorName, Namespace: render.Namespace}}
 	read := []string{"get", "list", "watch"}
 	clusterMeta := metav1.ObjectMeta{Name: AllocatorName, Labels: m.Labels}
+	nodeLeaseMeta := metav1.ObjectMeta{Name: AllocatorName, Namespace: status.NodeLeaseNamespace, Labels: m.Labels}
 	selector := allocatorSelector()
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(AllocatorPort)}},
@@ -154,6 +160,7 @@ func Allocator(c *v1alpha1.ClusterVIPs) []runtime.Object {
 				{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: read},
 				{APIGroups: []string{"vipctl.io"}, Resources: []string{"clustervips"}, Verbs: read},
 				{APIGroups: []string{"vipctl.io"}, Resources: []string{"clustervips/status"}, Verbs: []string{"update"}},
+
 				// Asking the API server who a scraper of /metrics is and
 				// whether it may get it (pkg/metricsserver); the nodes'
 				// sidecars have these from the Node authorizer.
@@ -169,6 +176,12 @@ func Allocator(c *v1alpha1.ClusterVIPs) []runtime.Object {
 				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 			}},
 		&rbacv1.RoleBinding{TypeMeta: tm(rbacv1.SchemeGroupVersion.String(), "RoleBinding"), ObjectMeta: m,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AllocatorName}, Subjects: subject},
+		// The kubelets' Leases, for the ClusterVIPs status: an isolated
+		// holder is no split brain (status.Reach).
+		&rbacv1.Role{TypeMeta: tm(rbacv1.SchemeGroupVersion.String(), "Role"), ObjectMeta: nodeLeaseMeta,
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: read}}},
+		&rbacv1.RoleBinding{TypeMeta: tm(rbacv1.SchemeGroupVersion.String(), "RoleBinding"), ObjectMeta: nodeLeaseMeta,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AllocatorName}, Subjects: subject},
 		&appsv1.Deployment{TypeMeta: tm("apps/v1", "Deployment"), ObjectMeta: m,
 			Spec: appsv1.DeploymentSpec{

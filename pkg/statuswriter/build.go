@@ -38,6 +38,7 @@ const (
 	ReasonPoolFull     = "PoolExhausted"
 	ReasonUnreadable   = "UnreadableAnnotations"
 	ReasonInvalidSpec  = "InvalidSpec"
+	ReasonUnreachable  = "NodesUnreachable"
 	maxConditionSubset = 5
 )
 
@@ -45,7 +46,9 @@ const (
 // with spec, from the nodes and Services, keeping what prev says where
 // nothing changed (since when a VIP has had no holder, the last
 // generation a node was seen running, the conditions' transition times).
-func Build(name string, gen int64, spec v1alpha1.ClusterVIPsSpec, prev crd.ClusterVIPsStatus, nodes []corev1.Node, services []corev1.Service, now time.Time) crd.ClusterVIPsStatus {
+// reach tells an isolated holder from a split brain, as `vipctl status`
+// does (the kubelets' Leases; the zero Reach tells nothing).
+func Build(name string, gen int64, spec v1alpha1.ClusterVIPsSpec, prev crd.ClusterVIPsStatus, nodes []corev1.Node, services []corev1.Service, reach status.Reach, now time.Time) crd.ClusterVIPsStatus {
 	out := crd.ClusterVIPsStatus{ObservedGeneration: gen, Conditions: slices.Clone(prev.Conditions)}
 	c := &v1alpha1.ClusterVIPs{APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.Kind, Spec: spec}
 	c.Metadata.Name = name
@@ -68,6 +71,9 @@ func Build(name string, gen int64, spec v1alpha1.ClusterVIPsSpec, prev crd.Clust
 		refused = append(refused, "spec.vrrp: "+err.Error())
 	}
 	rows, errs := status.Compute(c, nodes, services)
+	rep := status.Report{VIPs: rows}
+	rep.Classify(reach, now)
+	rows = rep.VIPs
 	out.VIPs = vips(rows, prev.VIPs, now)
 	out.Pools = pools(c.Spec.ServicePools, rows)
 	for _, p := range out.Pools {
@@ -81,65 +87,90 @@ func Build(name string, gen int64, spec v1alpha1.ClusterVIPsSpec, prev crd.Clust
 	out.SpecDigest = v1alpha1.SpecDigest(name, c.Spec)
 	out.Nodes = nodeGenerations(out.SpecDigest, gen, prev.Nodes, nodes)
 
-	var split, none []string
+	f := findings{refused: refused, unreadable: errs}
+	f.collect(out, rows)
+	f.setConditions(&out, gen, now)
+	return out
+}
+
+// findings are what the conditions report.
+type findings struct {
+	split, none, away, full, behind, refused []string
+	unreadable                               []error
+}
+
+// collect gathers the findings of a computed status and its rows.
+func (f *findings) collect(out crd.ClusterVIPsStatus, rows []status.VIPStatus) {
 	for _, v := range out.VIPs {
 		switch v.State {
 		case status.StateSplitBrain:
-			split = append(split, v.Address+" ("+v.Holder+")")
+			f.split = append(f.split, v.Address+" ("+v.Holder+")")
 		case status.StateNoHolder:
-			none = append(none, v.Address)
+			f.none = append(f.none, v.Address)
 		}
 	}
-	var full []string
+	for _, r := range rows {
+		for _, n := range r.Unreachable {
+			if !slices.Contains(f.away, n) {
+				f.away = append(f.away, n)
+			}
+		}
+	}
+	sort.Strings(f.away)
 	for _, p := range out.Pools {
 		if p.Free == 0 {
-			full = append(full, p.Name)
+			f.full = append(f.full, p.Name)
 		}
 	}
-	var behind []string
 	for _, n := range out.Nodes {
 		if n.SpecDigest != out.SpecDigest {
-			behind = append(behind, n.Name)
+			f.behind = append(f.behind, n.Name)
 		}
 	}
+}
+
+// setConditions sets Ready and Degraded from the findings, the most
+// pressing reason first.
+func (f findings) setConditions(out *crd.ClusterVIPsStatus, gen int64, now time.Time) {
 	var unreadable []string
-	for _, err := range errs {
+	for _, err := range f.unreadable {
 		unreadable = append(unreadable, err.Error())
 	}
 	sort.Strings(unreadable)
-
 	switch {
-	case len(split) > 0 || len(none) > 0:
+	case len(f.split) > 0 || len(f.none) > 0:
 		var parts []string
-		if len(none) > 0 {
-			parts = append(parts, "no holder: "+list(none))
+		if len(f.none) > 0 {
+			parts = append(parts, "no holder: "+list(f.none))
 		}
-		if len(split) > 0 {
-			parts = append(parts, "more than one holder: "+list(split))
+		if len(f.split) > 0 {
+			parts = append(parts, "more than one holder: "+list(f.split))
 		}
-		set(&out, gen, now, crd.ConditionReady, false, ReasonNotHeld, strings.Join(parts, "; "))
-	case len(behind) > 0:
-		set(&out, gen, now, crd.ConditionReady, false, ReasonNodesBehind,
-			fmt.Sprintf("not running generation %d (its spec digest): %s", gen, list(behind)))
+		set(out, gen, now, crd.ConditionReady, false, ReasonNotHeld, strings.Join(parts, "; "))
+	case len(f.behind) > 0:
+		set(out, gen, now, crd.ConditionReady, false, ReasonNodesBehind,
+			fmt.Sprintf("not running generation %d (its spec digest): %s", gen, list(f.behind)))
 	default:
-		set(&out, gen, now, crd.ConditionReady, true, ReasonAllHeld,
+		set(out, gen, now, crd.ConditionReady, true, ReasonAllHeld,
 			fmt.Sprintf("%d VIP(s), each with one holder; %d node(s) on generation %d", len(out.VIPs), len(out.Nodes), gen))
 	}
 	switch {
-	case len(split) > 0:
-		set(&out, gen, now, crd.ConditionDegraded, true, ReasonSplitBrain, "more than one holder: "+list(split))
-	case len(none) > 0:
-		set(&out, gen, now, crd.ConditionDegraded, true, ReasonNoHolder, "no holder: "+list(none))
-	case len(refused) > 0:
-		set(&out, gen, now, crd.ConditionDegraded, true, ReasonInvalidSpec, "vipctl validate refuses it: "+list(refused))
-	case len(full) > 0:
-		set(&out, gen, now, crd.ConditionDegraded, true, ReasonPoolFull, "no address left in pool(s) "+list(full))
+	case len(f.split) > 0:
+		set(out, gen, now, crd.ConditionDegraded, true, ReasonSplitBrain, "more than one holder: "+list(f.split))
+	case len(f.none) > 0:
+		set(out, gen, now, crd.ConditionDegraded, true, ReasonNoHolder, "no holder: "+list(f.none))
+	case len(f.refused) > 0:
+		set(out, gen, now, crd.ConditionDegraded, true, ReasonInvalidSpec, "vipctl validate refuses it: "+list(f.refused))
+	case len(f.away) > 0:
+		set(out, gen, now, crd.ConditionDegraded, true, ReasonUnreachable,
+			"node(s) not reaching the API, whose claims on VIPs are from before: "+list(f.away))
+	case len(f.full) > 0:
+		set(out, gen, now, crd.ConditionDegraded, true, ReasonPoolFull, "no address left in pool(s) "+list(f.full))
 	case len(unreadable) > 0:
-		set(&out, gen, now, crd.ConditionDegraded, true, ReasonUnreadable, list(unreadable))
+		set(out, gen, now, crd.ConditionDegraded, true, ReasonUnreadable, list(unreadable))
 	default:
-		set(&out, gen, now, crd.ConditionDegraded, false, ReasonAsExpected, "nothing to look at")
+		set(out, gen, now, crd.ConditionDegraded, false, ReasonAsExpected, "nothing to look at")
 	}
-	return out
 }
 
 // list joins the first few of items and counts the rest.
@@ -167,7 +198,10 @@ func vips(rows []status.VIPStatus, prev []crd.VIPStatus, now time.Time) []crd.VI
 		if len(r.Services) > 0 || r.Instance == "-" {
 			continue
 		}
-		v := crd.VIPStatus{Address: r.Address, Instance: r.Instance, Holder: strings.Join(r.Holders, ","), State: r.State}
+		// An isolated VIP's holder is the one claimant that still
+		// reaches the API; the others' claims are from before.
+		holders := slices.DeleteFunc(slices.Clone(r.Holders), func(h string) bool { return slices.Contains(r.Unreachable, h) })
+		v := crd.VIPStatus{Address: r.Address, Instance: r.Instance, Holder: strings.Join(holders, ","), State: r.State}
 		if r.Since != nil {
 			v.Since = ptrTime(r.Since.UTC())
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
+	"github.com/vipctl/vipctl/pkg/status"
 )
 
 func spec(t *testing.T, pools string) v1alpha1.ClusterVIPsSpec {
@@ -36,7 +37,7 @@ func TestBuildCapsHugePools(t *testing.T) {
     - {name: more, addresses: ["2001:db8:100:0:8000::/65"]}
 `)
 	s.ServicePools[1].Addresses = []string{"198.51.100.128/28"}
-	st := Build("lab", 3, s, crd.ClusterVIPsStatus{}, nil, nil, time.Now())
+	st := Build("lab", 3, s, crd.ClusterVIPsStatus{}, nil, nil, status.Reach{}, time.Now())
 	if len(st.Pools) != 2 || st.Pools[0].Free != math.MaxInt64 || st.Pools[1].Free != 16-2 {
 		t.Fatalf("pools %+v, want big at the largest int64 free, more with 14", st.Pools)
 	}
@@ -54,7 +55,7 @@ func TestBuildRefusedSpec(t *testing.T) {
 	s := spec(t, "")
 	s.API.VIPs = []string{"203.0.113.5"} // outside every machine network
 	prev := crd.ClusterVIPsStatus{VIPs: []crd.VIPStatus{{Address: "198.51.100.5", Instance: "api", Holder: "master-0"}}}
-	st := Build("lab", 2, s, prev, nil, nil, time.Now())
+	st := Build("lab", 2, s, prev, nil, nil, status.Reach{}, time.Now())
 	if len(st.VIPs) != 0 {
 		t.Errorf("vips of a refused spec: %+v", st.VIPs)
 	}

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,11 +21,13 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
 	"github.com/vipctl/vipctl/pkg/configsource"
+	"github.com/vipctl/vipctl/pkg/status"
 )
 
 // Options configure a Writer.
@@ -85,10 +89,22 @@ func (w *Writer) Run(ctx context.Context) error {
 	handler := cache.ResourceEventHandlerFuncs{AddFunc: kick, UpdateFunc: func(_, o any) { kick(o) }, DeleteFunc: kick}
 	_, _ = nodes.Informer().AddEventHandler(handler)
 	_, _ = objs.Informer().AddEventHandler(handler)
+	// The kubelets' Leases tell an isolated holder from a split brain.
+	// Not waited for and no event of theirs kicks (2000 nodes renew 200
+	// times a second): read at each write; an allocator not allowed to
+	// read them (an older ClusterRole) tells only split brains.
+	leaseF := informers.NewSharedInformerFactoryWithOptions(w.o.Client, 0, informers.WithNamespace(status.NodeLeaseNamespace),
+		informers.WithTransform(stripLease))
+	leases := leaseF.Coordination().V1().Leases()
+	_ = leases.Informer().SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		w.o.Log.Debug("cannot watch the kubelets' Leases", "err", err)
+	})
 	nodeF.Start(ctx.Done())
 	objF.Start(ctx.Done())
+	leaseF.Start(ctx.Done())
 	defer nodeF.Shutdown()
 	defer objF.Shutdown()
+	defer leaseF.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), nodes.Informer().HasSynced, objs.Informer().HasSynced) {
 		return ctx.Err()
 	}
@@ -113,22 +129,40 @@ func (w *Writer) Run(ctx context.Context) error {
 		case <-w.kick:
 		default:
 		}
-		if err := w.writeAll(ctx, nodes.Lister(), objs.Lister()); err != nil && ctx.Err() == nil {
+		split, err := w.writeAll(ctx, nodes.Lister(), objs.Lister(), leases.Lister())
+		switch {
+		case err != nil && ctx.Err() == nil:
 			w.o.Log.Error("cannot write ClusterVIPs status", "err", err)
 			retry.Reset(time.Second)
+		case split:
+			// A split brain may be a holder cut off whose Lease is
+			// not overdue yet: look again when it may be.
+			retry.Reset(splitRecheck)
 		}
 	}
 }
 
-func (w *Writer) writeAll(ctx context.Context, nodeLister corelisters.NodeLister, objs cache.GenericLister) error {
+// splitRecheck is how soon a status with a split brain is computed
+// again, nothing else prompting it.
+const splitRecheck = 5 * time.Second
+
+// writeAll writes every object's status; split tells whether one has a
+// split brain.
+func (w *Writer) writeAll(ctx context.Context, nodeLister corelisters.NodeLister, objs cache.GenericLister, leaseLister coordinationlisters.LeaseLister) (split bool, err error) {
 	nodePtrs, err := nodeLister.List(labels.Everything())
 	if err != nil {
-		return err
+		return false, err
 	}
 	svcPtrs, err := w.o.Services.List(labels.Everything())
 	if err != nil {
-		return err
+		return false, err
 	}
+	leasePtrs, _ := leaseLister.List(labels.Everything())
+	leaseList := make([]coordinationv1.Lease, len(leasePtrs))
+	for i, l := range leasePtrs {
+		leaseList[i] = *l
+	}
+	reach := status.ReachFromLeases(leaseList)
 	nodes := make([]corev1.Node, len(nodePtrs))
 	for i, n := range nodePtrs {
 		nodes[i] = *n
@@ -139,7 +173,7 @@ func (w *Writer) writeAll(ctx context.Context, nodeLister corelisters.NodeLister
 	}
 	list, err := objs.List(labels.Everything())
 	if err != nil {
-		return err
+		return false, err
 	}
 	var errs []error
 	for _, o := range list {
@@ -147,32 +181,36 @@ func (w *Writer) writeAll(ctx context.Context, nodeLister corelisters.NodeLister
 		if !ok {
 			continue
 		}
-		errs = append(errs, w.write(ctx, u, nodes, svcs))
+		s, err := w.write(ctx, u, nodes, svcs, reach)
+		split = split || s
+		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return split, errors.Join(errs...)
 }
 
-// write updates one object's status when it changed.
-func (w *Writer) write(ctx context.Context, u *unstructured.Unstructured, nodes []corev1.Node, svcs []corev1.Service) error {
+// write updates one object's status when it changed; split tells
+// whether it has a split brain.
+func (w *Writer) write(ctx context.Context, u *unstructured.Unstructured, nodes []corev1.Node, svcs []corev1.Service, reach status.Reach) (split bool, err error) {
 	var obj crd.ClusterVIPs
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &obj); err != nil {
-		return err
+		return false, err
 	}
-	st := Build(obj.Name, obj.Generation, obj.Spec, obj.Status, nodes, svcs, time.Now())
+	st := Build(obj.Name, obj.Generation, obj.Spec, obj.Status, nodes, svcs, reach, time.Now())
+	split = slices.ContainsFunc(st.VIPs, func(v crd.VIPStatus) bool { return v.State == status.StateSplitBrain })
 	before, err := json.Marshal(obj.Status)
 	if err != nil {
-		return err
+		return split, err
 	}
 	after, err := json.Marshal(st)
 	if err != nil {
-		return err
+		return split, err
 	}
 	if bytes.Equal(before, after) {
-		return nil
+		return split, nil
 	}
 	var m map[string]any
 	if err := json.Unmarshal(after, &m); err != nil {
-		return err
+		return split, err
 	}
 	cp := u.DeepCopy()
 	cp.Object["status"] = m
@@ -180,12 +218,22 @@ func (w *Writer) write(ctx context.Context, u *unstructured.Unstructured, nodes 
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			// The informer brings the newer object (or its deletion)
 			// and, with it, another pass.
-			return nil
+			return split, nil
 		}
-		return err
+		return split, err
 	}
 	w.o.Log.Debug("ClusterVIPs status written", "name", obj.Name, "generation", obj.Generation)
-	return nil
+	return split, nil
+}
+
+// stripLease keeps what status.ReachFromLeases reads.
+func stripLease(obj any) (any, error) {
+	l, ok := obj.(*coordinationv1.Lease)
+	if !ok {
+		return obj, nil
+	}
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: l.Name, Namespace: l.Namespace, ResourceVersion: l.ResourceVersion},
+		Spec: coordinationv1.LeaseSpec{RenewTime: l.Spec.RenewTime, LeaseDurationSeconds: l.Spec.LeaseDurationSeconds}}, nil
 }
 
 // stripNode keeps what Build reads of a Node: its name and vipctl's

@@ -12,12 +12,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
@@ -181,6 +183,25 @@ func TestCRDStatusWriter(t *testing.T) {
 		meta.FindStatusCondition(report.Object.Conditions, crd.ConditionDegraded) == nil {
 		t.Errorf("vipctl status -o json: object %+v (%v), want generation 2's conditions", report.Object, err)
 	}
+
+	// master-0 stops renewing its kubelet's Lease and still claims the
+	// API VIP it held (a node cut off keeps its annotation): an isolated
+	// holder, not a split brain; master-1 holds it.
+	for node, renewed := range map[string]time.Time{"master-0": time.Now().Add(-time.Minute), "master-1": time.Now()} {
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: status.NodeLeaseNamespace},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(node), LeaseDurationSeconds: ptr.To(int32(40)), RenewTime: &metav1.MicroTime{Time: renewed}}}
+		if _, err := e.admin.CoordinationV1().Leases(status.NodeLeaseNamespace).Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish("master-0", since, apiVIP, "198.51.100.6")
+	st = waitStatus(t, admin, "the API VIP isolated on master-0, held by master-1", func(s crd.ClusterVIPsStatus) bool {
+		return vipOf(s, apiVIP).State == status.StateIsolated
+	})
+	if v := vipOf(st, apiVIP); v.Holder != "master-1" {
+		t.Errorf("API VIP claimed by master-0 (unreachable) and master-1: %+v, want master-1 the holder", v)
+	}
+	wantCondition(t, st, crd.ConditionDegraded, metav1.ConditionTrue, statuswriter.ReasonUnreachable, "master-0")
 
 	crdStatusRefused(t, admin)
 }
