@@ -221,7 +221,12 @@ func (c *Controller) lead(ctx context.Context) error {
 	_, _ = svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue,
 	})
-	all := func(any) { t.queue.Add(configKey) }
+	all := func(any) {
+		t.queue.Add(configKey)
+		if status != nil {
+			status.Wake()
+		}
+	}
 	_, _ = cmInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: all, UpdateFunc: func(_, o any) { all(o) }, DeleteFunc: all})
 	for what, inf := range map[string]cache.SharedIndexInformer{watchedResources[0]: svcInf.Informer(), watchedResources[1]: cmInf.Informer()} {
 		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
@@ -341,6 +346,9 @@ func (t *term) loadConfig() {
 	if t.object == nil && t.c.o.Dynamic != nil {
 		t.object = configsource.NewObject(t.c.o.Dynamic, cfg.Metadata.Name, t.c.o.ObjectProbe, t.c.log, func() { t.queue.Add(configKey) })
 		go t.object.Run(t.ctx)
+	}
+	if t.object != nil && configsource.Migrated(cm) {
+		t.object.Wake()
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,6 +38,7 @@ type Object struct {
 	// changed is called on every event of the object once followed.
 	changed func()
 	store   atomic.Pointer[cache.Store]
+	wake    chan struct{}
 }
 
 // NewObject follows the object name (the cluster's) through dyn; probe
@@ -52,14 +54,36 @@ func NewObject(dyn dynamic.Interface, name string, probe time.Duration, log *slo
 	if changed == nil {
 		changed = func() {}
 	}
-	return &Object{dyn: dyn, name: name, probe: probe, log: log, changed: changed}
+	return &Object{dyn: dyn, name: name, probe: probe, log: log, changed: changed, wake: make(chan struct{}, 1)}
 }
+
+// Wake has a resource not served looked for again now: the ConfigMap
+// says the cluster migrated (AnnotationConfigSource on it, which `vipctl
+// migrate` sets), so the CRD is there.
+func (o *Object) Wake() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Migrated tells whether the vipctl-config ConfigMap says the cluster
+// migrated to its ClusterVIPs object (`vipctl migrate` sets the
+// annotation, --revert removes it): a reader still following the
+// ConfigMap then looks for the object at once (Wake) rather than at its
+// next probe.
+func Migrated(cm *corev1.ConfigMap) bool {
+	return cm.Annotations[v1alpha1.AnnotationConfigSource] == v1alpha1.SourceObject
+}
+
+// Following tells whether the object is followed (its resource served).
+func (o *Object) Following() bool { return o.store.Load() != nil }
 
 // Run looks for the resource until it is served, then watches the
 // object until ctx ends.
 func (o *Object) Run(ctx context.Context) {
 	sel := fields.OneTermEqualSelector("metadata.name", o.name).String()
-	if WaitServed(ctx, o.dyn, sel, o.probe, o.log, "following the ConfigMap") != nil {
+	if WaitServed(ctx, o.dyn, sel, o.probe, o.wake, o.log, "following the ConfigMap") != nil {
 		return
 	}
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(o.dyn, 0, "", func(lo *metav1.ListOptions) {
@@ -85,9 +109,10 @@ func (o *Object) Run(ctx context.Context) {
 
 // WaitServed returns once the ClusterVIPs objects that fieldSelector
 // picks can be listed (nil), or when ctx ends (its error). Meanwhile it
-// looks again every probe and logs, once per reason, why it cannot, and
-// what the caller does instead (meanwhile).
-func WaitServed(ctx context.Context, dyn dynamic.Interface, fieldSelector string, probe time.Duration, log *slog.Logger, meanwhile string) error {
+// looks again every probe, and at once when wake says so, and logs, once
+// per reason, why it cannot, and what the caller does instead
+// (meanwhile).
+func WaitServed(ctx context.Context, dyn dynamic.Interface, fieldSelector string, probe time.Duration, wake <-chan struct{}, log *slog.Logger, meanwhile string) error {
 	said := ""
 	for {
 		_, err := dyn.Resource(crd.Resource).List(ctx, metav1.ListOptions{FieldSelector: fieldSelector, Limit: 1})
@@ -109,6 +134,7 @@ func WaitServed(ctx context.Context, dyn dynamic.Interface, fieldSelector string
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(probe):
+		case <-wake:
 		}
 	}
 }

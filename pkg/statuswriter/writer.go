@@ -49,6 +49,8 @@ type Options struct {
 type Writer struct {
 	o    Options
 	kick chan struct{}
+	// wake has a resource not served looked for again (Wake).
+	wake chan struct{}
 }
 
 // New makes a Writer; Run starts it.
@@ -62,7 +64,17 @@ func New(o Options) *Writer {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Writer{o: o, kick: make(chan struct{}, 1)}
+	return &Writer{o: o, kick: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
+}
+
+// Wake has the writer look for the resource now while it is not served
+// (the ConfigMap changed: `vipctl migrate` marks it when it installs the
+// CRD).
+func (w *Writer) Wake() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
 }
 
 // Kick has the status computed again soon (a Service changed).
@@ -78,7 +90,7 @@ func (w *Writer) Kick() {
 // allocator with an older ClusterRole), it looks again every Probe and
 // writes nothing meanwhile.
 func (w *Writer) Run(ctx context.Context) error {
-	if err := configsource.WaitServed(ctx, w.o.Dynamic, "", w.o.Probe, w.o.Log, "no status written (docs/api.md)"); err != nil {
+	if err := configsource.WaitServed(ctx, w.o.Dynamic, "", w.o.Probe, w.wake, w.o.Log, "no status written (docs/api.md)"); err != nil {
 		return err
 	}
 	nodeF := informers.NewSharedInformerFactoryWithOptions(w.o.Client, 0, informers.WithTransform(stripNode))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
@@ -62,11 +64,19 @@ func (c Cluster) Migrate(ctx context.Context, o MigrateOptions) error {
 		} else if err := c.markSource(ctx, src.Object, false, o.Log); err != nil {
 			return err
 		}
+		if err := c.markConfigMap(ctx, false); err != nil {
+			return err
+		}
 	} else {
 		if err := c.ensureCRD(ctx, o.Log); err != nil {
 			return err
 		}
 		if err := c.writeSourceObject(ctx, src, o.Log); err != nil {
+			return err
+		}
+		// The sidecars and the allocator watch the ConfigMap: marked,
+		// they look for the object at once, not at their next probe.
+		if err := c.markConfigMap(ctx, true); err != nil {
 			return err
 		}
 	}
@@ -146,31 +156,49 @@ func (c Cluster) writeSourceObject(ctx context.Context, src Source, out io.Write
 		_, _ = fmt.Fprintf(out, "ClusterVIPs %s is the live config already\n", name)
 		return nil
 	}
-	obj.Object["spec"] = spec
-	ann := obj.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[v1alpha1.AnnotationConfigSource] = "true"
-	obj.SetAnnotations(ann)
-	if _, err := r.Update(ctx, obj, metav1.UpdateOptions{FieldValidation: metav1.FieldValidationStrict}); err != nil {
+	if err := c.updateObject(ctx, obj, func(next *unstructured.Unstructured) {
+		next.Object["spec"] = spec
+		ann := next.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[v1alpha1.AnnotationConfigSource] = "true"
+		next.SetAnnotations(ann)
+	}); err != nil {
 		return fmt.Errorf("writing ClusterVIPs %s: %w", name, err)
 	}
 	_, _ = fmt.Fprintf(out, "wrote ClusterVIPs %s with ConfigMap %s/%s's config (its spec before was only reported on): it is the live config now\n", name, c.Namespace, v1alpha1.ConfigMapName)
 	return nil
 }
 
+// markConfigMap sets (on) or removes the ConfigMap's
+// AnnotationConfigSource, which tells its readers to look for the object.
+func (c Cluster) markConfigMap(ctx context.Context, on bool) error {
+	value := "null"
+	if on {
+		value = strconv.Quote(v1alpha1.SourceObject)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, v1alpha1.AnnotationConfigSource, value)
+	if _, err := c.Kube.CoreV1().ConfigMaps(c.Namespace).Patch(ctx, v1alpha1.ConfigMapName, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("marking ConfigMap %s/%s: %w", c.Namespace, v1alpha1.ConfigMapName, err)
+	}
+	return nil
+}
+
 // markSource sets or removes the object's source annotation.
 func (c Cluster) markSource(ctx context.Context, obj *unstructured.Unstructured, on bool, out io.Writer) error {
-	next := obj.DeepCopy()
-	ann := next.GetAnnotations()
-	if on {
-		ann[v1alpha1.AnnotationConfigSource] = "true"
-	} else {
-		delete(ann, v1alpha1.AnnotationConfigSource)
-	}
-	next.SetAnnotations(ann)
-	if _, err := c.Dynamic.Resource(crd.Resource).Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+	if err := c.updateObject(ctx, obj, func(next *unstructured.Unstructured) {
+		ann := next.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		if on {
+			ann[v1alpha1.AnnotationConfigSource] = "true"
+		} else {
+			delete(ann, v1alpha1.AnnotationConfigSource)
+		}
+		next.SetAnnotations(ann)
+	}); err != nil {
 		return fmt.Errorf("writing ClusterVIPs %s: %w", obj.GetName(), err)
 	}
 	_, _ = fmt.Fprintf(out, "ConfigMap %s/%s is the live config again (ClusterVIPs %s is only reported on)\n", c.Namespace, v1alpha1.ConfigMapName, obj.GetName())

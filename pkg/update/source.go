@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,9 +68,7 @@ func (c Cluster) writeObject(ctx context.Context, desired *v1alpha1.ClusterVIPs,
 	if err != nil {
 		return err
 	}
-	next := obj.DeepCopy()
-	next.Object["spec"] = spec
-	if _, err := c.Dynamic.Resource(crd.Resource).Update(ctx, next, metav1.UpdateOptions{FieldValidation: metav1.FieldValidationStrict}); err != nil {
+	if err := c.updateObject(ctx, obj, func(next *unstructured.Unstructured) { next.Object["spec"] = spec }); err != nil {
 		if apierrors.IsConflict(err) {
 			return fmt.Errorf("ClusterVIPs %s changed since it was read (oc edit, another update?): nothing written; run vipctl update again: %w", obj.GetName(), err)
 		}
@@ -77,6 +76,30 @@ func (c Cluster) writeObject(ctx context.Context, desired *v1alpha1.ClusterVIPs,
 	}
 	_, _ = fmt.Fprintf(out, "wrote ClusterVIPs %s\n", obj.GetName())
 	return nil
+}
+
+// updateObject writes read with edit applied, with read's
+// resourceVersion. The allocator writes the status often, and each status
+// write moves the object's resourceVersion: a conflict while the spec
+// (its generation) and the annotations are still as read is retried on
+// the newer object; any other change is the conflict it is.
+func (c Cluster) updateObject(ctx context.Context, read *unstructured.Unstructured, edit func(*unstructured.Unstructured)) error {
+	r := c.Dynamic.Resource(crd.Resource)
+	cur := read
+	for range 5 {
+		next := cur.DeepCopy()
+		edit(next)
+		_, err := r.Update(ctx, next, metav1.UpdateOptions{FieldValidation: metav1.FieldValidationStrict})
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		latest, gerr := r.Get(ctx, read.GetName(), metav1.GetOptions{})
+		if gerr != nil || latest.GetGeneration() != read.GetGeneration() || !maps.Equal(latest.GetAnnotations(), read.GetAnnotations()) {
+			return err
+		}
+		cur = latest
+	}
+	return fmt.Errorf("ClusterVIPs %s: its status kept changing under five writes", read.GetName())
 }
 
 // SpecObject is c's spec as the object's spec field holds it: what the

@@ -48,7 +48,9 @@ const (
 	// it, not the vipctl-config ConfigMap, the live config the sidecars
 	// and the allocator read (since v0.2.0; `vipctl migrate` sets it).
 	// An object without it is only reported on: one applied to try `oc
-	// explain` changes nothing on the nodes.
+	// explain` changes nothing on the nodes. On the ConfigMap the same
+	// key says "clustervips" while the cluster is migrated, so that its
+	// readers look for the object at once.
 	AnnotationConfigSource = "vipctl.io/config-source"
 	// AllocatorLeaseName is the Lease the allocator replicas elect a
 	// leader with, in the vipctl namespace.
