@@ -68,6 +68,9 @@ func TestCluster(t *testing.T) {
 		{"UpgradeFromPreviousRelease", func(t *testing.T, c *clusterlab.Cluster) {
 			testUpgrade(t, c, clusterlab.ThisTree(kubeletlab.BinDir(t)), false)
 		}},
+		// This release on every node: the live config moves to the
+		// ClusterVIPs object and back before the rollback.
+		{"MigrateToClusterVIPs", testMigrate},
 		{"LocalPodMoves", testLocalPodMoves},
 		{"ContainerRestarts", testContainerRestarts},
 		{"APIServerRestart", testAPIServerRestart},
