@@ -76,9 +76,6 @@ func Migrated(cm *corev1.ConfigMap) bool {
 	return cm.Annotations[v1alpha1.AnnotationConfigSource] == v1alpha1.SourceObject
 }
 
-// Following tells whether the object is followed (its resource served).
-func (o *Object) Following() bool { return o.store.Load() != nil }
-
 // Run looks for the resource until it is served, then watches the
 // object until ctx ends.
 func (o *Object) Run(ctx context.Context) {
