@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 )
 
 // Metrics are the allocator's Prometheus metrics.
@@ -73,18 +74,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 func (m *Metrics) setPools(pools []v1alpha1.ServicePool) {
 	m.Size.Reset()
 	m.MaxPerNamespace.Reset()
-	for _, p := range pools {
+	for _, p := range cluster.CompilePools(pools) {
 		if p.MaxPerNamespace > 0 {
 			m.MaxPerNamespace.WithLabelValues(p.Name).Set(float64(p.MaxPerNamespace))
 		}
-		total := 0.0
-		for _, a := range p.Addresses {
-			if r, err := v1alpha1.ParseAddressRange(a); err == nil {
-				f, _ := new(big.Float).SetInt(r.Size()).Float64()
-				total += f
-			}
-		}
-		m.Size.WithLabelValues(p.Name).Set(total - float64(len(p.Anchors(true))+len(p.Anchors(false))))
+		size, _ := new(big.Float).SetInt(p.Assignable()).Float64()
+		m.Size.WithLabelValues(p.Name).Set(size)
 	}
 }
 

@@ -8,6 +8,7 @@
 package cluster
 
 import (
+	"math/big"
 	"net/netip"
 	"slices"
 
@@ -104,6 +105,16 @@ func (ps Pools) Named(name string) *Pool {
 // Contains reports whether a lies in one of the pool's ranges.
 func (p *Pool) Contains(a netip.Addr) bool {
 	return slices.ContainsFunc(p.Ranges, func(r v1alpha1.AddressRange) bool { return r.Contains(a) })
+}
+
+// Assignable is how many of the pool's addresses may go to Services: its
+// ranges' sizes less its instances' anchors.
+func (p *Pool) Assignable() *big.Int {
+	n := new(big.Int)
+	for _, r := range p.Ranges {
+		n.Add(n, r.Size())
+	}
+	return n.Sub(n, big.NewInt(int64(len(p.anchors))))
 }
 
 // IsAnchor tells whether a is one of the addresses the pool's instances

@@ -23,6 +23,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/status"
 	"github.com/vipctl/vipctl/pkg/vrid"
 )
@@ -75,7 +76,7 @@ func Build(name string, gen int64, spec v1alpha1.ClusterVIPsSpec, prev crd.Clust
 	rep.Classify(reach, now)
 	rows = rep.VIPs
 	out.VIPs = vips(rows, prev.VIPs, now)
-	out.Pools = pools(c.Spec.ServicePools, rows)
+	out.Pools = pools(cluster.CompilePools(c.Spec.ServicePools), rows)
 	for _, p := range out.Pools {
 		out.AddressesInUse += p.InUse
 		if out.AddressesFree > math.MaxInt64-p.Free {
@@ -221,35 +222,25 @@ func ptrTime(t time.Time) *metav1.Time {
 	return &m
 }
 
-// pools counts the addresses of each pool that Services use, and those
-// left: the range's size less the instances' anchors and those in use.
-func pools(spec []v1alpha1.ServicePool, rows []status.VIPStatus) []crd.PoolStatus {
-	var used []netip.Addr
+// pools counts the addresses of each pool that Services use (the pool
+// that owns each, cluster.Pools.Of), and those left: the pool's
+// assignable addresses less those in use.
+func pools(compiled cluster.Pools, rows []status.VIPStatus) []crd.PoolStatus {
+	inUse := map[*cluster.Pool]int64{}
 	for _, r := range rows {
-		if len(r.Services) > 0 {
-			if a, err := netip.ParseAddr(r.Address); err == nil {
-				used = append(used, a)
+		if len(r.Services) == 0 {
+			continue
+		}
+		if a, err := netip.ParseAddr(r.Address); err == nil {
+			if p := compiled.Of(a); p != nil {
+				inUse[p]++
 			}
 		}
 	}
-	out := make([]crd.PoolStatus, 0, len(spec))
-	for _, p := range spec {
-		size := new(big.Int)
-		var ranges []v1alpha1.AddressRange
-		for _, s := range p.Addresses {
-			if r, err := v1alpha1.ParseAddressRange(s); err == nil {
-				ranges = append(ranges, r)
-				size.Add(size, r.Size())
-			}
-		}
-		var inUse int64
-		for _, a := range used {
-			if slices.ContainsFunc(ranges, func(r v1alpha1.AddressRange) bool { return r.Contains(a) }) {
-				inUse++
-			}
-		}
-		free := size.Sub(size, big.NewInt(int64(len(p.Anchors(true))+len(p.Anchors(false)))+inUse))
-		ps := crd.PoolStatus{Name: p.Name, InUse: inUse, Free: math.MaxInt64}
+	out := make([]crd.PoolStatus, 0, len(compiled))
+	for _, p := range compiled {
+		free := new(big.Int).Sub(p.Assignable(), big.NewInt(inUse[p]))
+		ps := crd.PoolStatus{Name: p.Name, InUse: inUse[p], Free: math.MaxInt64}
 		if free.IsInt64() {
 			ps.Free = max(free.Int64(), 0)
 		} else if free.Sign() < 0 {
