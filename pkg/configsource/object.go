@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -161,9 +160,9 @@ func (o *Object) Get() (c *v1alpha1.ClusterVIPs, ok bool, err error) {
 // fields its CRD does not know; ones this vipctl does not know (a newer
 // CRD) are ignored.
 func Read(u *unstructured.Unstructured) (*v1alpha1.ClusterVIPs, error) {
-	var obj crd.ClusterVIPs
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &obj); err != nil {
-		return nil, fmt.Errorf("clustervips %s: %w", u.GetName(), err)
+	obj, err := crd.FromUnstructured(u)
+	if err != nil {
+		return nil, err
 	}
 	doc := map[string]any{"apiVersion": v1alpha1.APIVersion, "kind": v1alpha1.Kind, "metadata": map[string]any{"name": obj.Name}, "spec": obj.Spec}
 	raw, err := json.Marshal(doc)

@@ -7,7 +7,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
@@ -35,9 +34,9 @@ func ReadObject(ctx context.Context, dyn dynamic.Interface, name string) (*Objec
 	if err != nil {
 		return nil, fmt.Errorf("reading ClusterVIPs %s: %w", name, err)
 	}
-	var obj crd.ClusterVIPs
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &obj); err != nil {
-		return nil, fmt.Errorf("ClusterVIPs %s: %w", name, err)
+	obj, err := crd.FromUnstructured(u)
+	if err != nil {
+		return nil, err
 	}
 	return &ObjectVerdict{Name: obj.Name, Generation: obj.Generation, ObservedGeneration: obj.Status.ObservedGeneration, Conditions: obj.Status.Conditions}, nil
 }

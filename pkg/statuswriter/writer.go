@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -203,8 +202,8 @@ func (w *Writer) writeAll(ctx context.Context, nodeLister corelisters.NodeLister
 // write updates one object's status when it changed; split tells
 // whether it has a split brain.
 func (w *Writer) write(ctx context.Context, u *unstructured.Unstructured, nodes []corev1.Node, svcs []corev1.Service, reach status.Reach) (split bool, err error) {
-	var obj crd.ClusterVIPs
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &obj); err != nil {
+	obj, err := crd.FromUnstructured(u)
+	if err != nil {
 		return false, err
 	}
 	st := Build(obj.Name, obj.Generation, obj.Spec, obj.Status, nodes, svcs, reach, time.Now())

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
@@ -252,8 +251,8 @@ func (c Cluster) nodesNotOn(ctx context.Context, name, source string) (behind []
 	if err != nil {
 		return nil, 0, err
 	}
-	var obj crd.ClusterVIPs
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &obj); err != nil {
+	obj, err := crd.FromUnstructured(u)
+	if err != nil {
 		return nil, 0, err
 	}
 	if obj.Status.ObservedGeneration != obj.Generation {

@@ -6,7 +6,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
@@ -39,9 +38,9 @@ func ClusterVIPs(t testing.TB, cfg *rest.Config, name string) *crd.ClusterVIPs {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var obj crd.ClusterVIPs
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &obj); err != nil {
+	obj, err := crd.FromUnstructured(u)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return &obj
+	return obj
 }
