@@ -60,7 +60,7 @@ func (c Cluster) Migrate(ctx context.Context, o MigrateOptions) error {
 		want = v1alpha1.SourceConfigMap
 		if src.Object == nil {
 			_, _ = fmt.Fprintf(o.Log, "the ConfigMap %s/%s is the live config already\n", c.Namespace, v1alpha1.ConfigMapName)
-		} else if err := c.markSource(ctx, src.Object, false, o.Log); err != nil {
+		} else if err := c.unmarkSource(ctx, src.Object, o.Log); err != nil {
 			return err
 		}
 		if err := c.markConfigMap(ctx, false); err != nil {
@@ -157,12 +157,7 @@ func (c Cluster) writeSourceObject(ctx context.Context, src Source, out io.Write
 	}
 	if err := c.updateObject(ctx, obj, func(next *unstructured.Unstructured) {
 		next.Object["spec"] = spec
-		ann := next.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		ann[v1alpha1.AnnotationConfigSource] = "true"
-		next.SetAnnotations(ann)
+		setSource(next, true)
 	}); err != nil {
 		return fmt.Errorf("writing ClusterVIPs %s: %w", name, err)
 	}
@@ -184,20 +179,24 @@ func (c Cluster) markConfigMap(ctx context.Context, on bool) error {
 	return nil
 }
 
-// markSource sets or removes the object's source annotation.
-func (c Cluster) markSource(ctx context.Context, obj *unstructured.Unstructured, on bool, out io.Writer) error {
-	if err := c.updateObject(ctx, obj, func(next *unstructured.Unstructured) {
-		ann := next.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		if on {
-			ann[v1alpha1.AnnotationConfigSource] = "true"
-		} else {
-			delete(ann, v1alpha1.AnnotationConfigSource)
-		}
-		next.SetAnnotations(ann)
-	}); err != nil {
+// setSource sets (on) or removes u's AnnotationConfigSource.
+func setSource(u *unstructured.Unstructured, on bool) {
+	ann := u.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	if on {
+		ann[v1alpha1.AnnotationConfigSource] = "true"
+	} else {
+		delete(ann, v1alpha1.AnnotationConfigSource)
+	}
+	u.SetAnnotations(ann)
+}
+
+// unmarkSource removes the object's source annotation: the ConfigMap is
+// the live config again.
+func (c Cluster) unmarkSource(ctx context.Context, obj *unstructured.Unstructured, out io.Writer) error {
+	if err := c.updateObject(ctx, obj, func(next *unstructured.Unstructured) { setSource(next, false) }); err != nil {
 		return fmt.Errorf("writing ClusterVIPs %s: %w", obj.GetName(), err)
 	}
 	_, _ = fmt.Fprintf(out, "ConfigMap %s/%s is the live config again (ClusterVIPs %s is only reported on)\n", c.Namespace, v1alpha1.ConfigMapName, obj.GetName())

@@ -19,7 +19,7 @@ import (
 
 // TestMigrateToClusterVIPs: a running cluster whose live config is the
 // vipctl-config ConfigMap moves to its ClusterVIPs object with `vipctl
-// migrate` (the CRD installed by it) while the API VIP and a Service's
+// migrate` (an object applied before with another spec taken over) while the API VIP and a Service's
 // VIP answer every request; afterwards an edit of the object alone (as
 // `oc edit` makes) reaches every sidecar and the allocator, `vipctl
 // update` writes the object and keeps the ConfigMap its copy, and
@@ -63,6 +63,11 @@ func TestMigrateToClusterVIPs(t *testing.T) {
 		}
 	}
 
+	// An object applied before, to try the schema, with another spec:
+	// no node reads it, and the migration replaces its spec with the
+	// ConfigMap's.
+	lab.CreateClusterVIPs(t, admin, clusterYAML("fast", "unicast", ""))
+
 	code, out, errOut := vipctl(t, "migrate", "--kubeconfig", kubeconfig, "--wait", "60s")
 	if code != 0 || !strings.Contains(errOut, "every node (4) reads the ClusterVIPs object") {
 		nodes, _ := kc.Admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -73,6 +78,9 @@ func TestMigrateToClusterVIPs(t *testing.T) {
 		t.Fatalf("migrate: exit %d\n%s%s", code, out, errOut)
 	}
 	failures("vipctl migrate")
+	if pools := lab.ClusterVIPs(t, admin, "lab").Spec.ServicePools; len(pools) != 1 || pools[0].Name != "web" || !strings.Contains(errOut, "its spec before was only reported on") {
+		t.Errorf("the object applied before: pools %+v after the migration, want the ConfigMap's web\n%s", pools, errOut)
+	}
 	for _, sc := range kc.Sidecars {
 		if !strings.Contains(sc.Log.String(), "following the ClusterVIPs object lab") {
 			t.Errorf("a sidecar does not say it follows the object:\n%s", sc.Log.Tail(20))
