@@ -58,7 +58,7 @@ func testMigrate(t *testing.T, c *clusterlab.Cluster) {
 	if len(holders) != 1 {
 		t.Fatalf("API VIP held by %v", holders)
 	}
-	st := waitClusterStatus(t, c, name, "the API VIP's holder "+holders[0], func(s crd.ClusterVIPsStatus) bool {
+	st := waitObjectStatus(t, c.AdminConfig, name, "the API VIP's holder "+holders[0], func(s crd.ClusterVIPsStatus) bool {
 		return holderOf(s, clusterlab.APIVIP4) == holders[0]
 	})
 	svcs, err := c.Admin.CoreV1().Services("").List(t.Context(), metav1.ListOptions{})
@@ -80,7 +80,7 @@ func testMigrate(t *testing.T, c *clusterlab.Cluster) {
 	if len(next) != 1 || next[0] == holders[0] {
 		t.Fatalf("API VIP held by %v after draining %s", next, holders[0])
 	}
-	waitClusterStatus(t, c, name, "the API VIP's new holder "+next[0], func(s crd.ClusterVIPsStatus) bool {
+	waitObjectStatus(t, c.AdminConfig, name, "the API VIP's new holder "+next[0], func(s crd.ClusterVIPsStatus) bool {
 		return holderOf(s, clusterlab.APIVIP4) == next[0]
 	})
 	t.Logf("drain %s -> %s: the status named the new holder %s after vipctl drain --wait returned", holders[0], next[0], time.Since(drained).Round(10*time.Millisecond))
@@ -100,20 +100,6 @@ func testMigrate(t *testing.T, c *clusterlab.Cluster) {
 	}
 	time.Sleep(time.Second)
 	wantNoFailures(ps, "through vipctl migrate --revert")
-}
-
-// waitClusterStatus waits for the cluster lab's ClusterVIPs object's
-// status to satisfy ok.
-func waitClusterStatus(t *testing.T, c *clusterlab.Cluster, name, what string, ok func(crd.ClusterVIPsStatus) bool) crd.ClusterVIPsStatus {
-	t.Helper()
-	var last crd.ClusterVIPsStatus
-	if !lab.WaitUntil(30*time.Second, func() bool {
-		last = lab.ClusterVIPs(t, c.AdminConfig, name).Status
-		return ok(last)
-	}) {
-		t.Fatalf("waiting for %s in the ClusterVIPs status: last %+v", what, last)
-	}
-	return last
 }
 
 // addressesIn counts the distinct addresses of Services (load-balancer

@@ -264,11 +264,20 @@ func annotateNode(t *testing.T, e *allocEnv, node, key, value string) {
 // waitStatus waits for the lab object's status to satisfy ok.
 func waitStatus(t *testing.T, cfg *rest.Config, what string, ok func(crd.ClusterVIPsStatus) bool) crd.ClusterVIPsStatus {
 	t.Helper()
+	return waitObjectStatus(t, cfg, "lab", what, ok)
+}
+
+// waitObjectStatus waits up to 30 s for the status of the ClusterVIPs
+// object name to satisfy ok, and names the last one seen if it does not.
+func waitObjectStatus(t *testing.T, cfg *rest.Config, name, what string, ok func(crd.ClusterVIPsStatus) bool) crd.ClusterVIPsStatus {
+	t.Helper()
 	var last crd.ClusterVIPsStatus
-	lab.WaitFor(t, 30*time.Second, what, func() bool {
-		last = lab.ClusterVIPs(t, cfg, "lab").Status
+	if !lab.WaitUntil(30*time.Second, func() bool {
+		last = lab.ClusterVIPs(t, cfg, name).Status
 		return ok(last)
-	})
+	}) {
+		t.Fatalf("timed out after 30s waiting for %s in the ClusterVIPs status; the last: %+v", what, last)
+	}
 	return last
 }
 
