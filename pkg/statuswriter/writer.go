@@ -36,9 +36,15 @@ type Options struct {
 	// Services lists the cluster's Services (the allocator's cache).
 	Services corelisters.ServiceLister
 	Log      *slog.Logger
-	// Debounce is how long a change waits for the ones right after it
-	// before the status is computed. Zero: 100ms.
+	// Debounce is how long a change of a Node or of an object waits for
+	// the ones right after it before the status is computed (a holder's
+	// move is published by two nodes). Zero: 100ms.
 	Debounce time.Duration
+	// ServiceDelay is how long a change of a Service (Kick) may wait:
+	// it moves only pool counts, and a burst of allocations would
+	// otherwise have the whole status computed ten times a second. Zero:
+	// 1s.
+	ServiceDelay time.Duration
 	// Probe is how often the writer looks again for a resource that is
 	// not served (the CRD not installed) or not allowed. Zero: 30s.
 	Probe time.Duration
@@ -46,8 +52,10 @@ type Options struct {
 
 // Writer writes the status of every ClusterVIPs object.
 type Writer struct {
-	o    Options
-	kick chan struct{}
+	o Options
+	// kick is a Service's change (Kick), changed a Node's or an
+	// object's.
+	kick, changed chan struct{}
 	// wake has a resource not served looked for again (Wake).
 	wake chan struct{}
 }
@@ -57,13 +65,16 @@ func New(o Options) *Writer {
 	if o.Debounce <= 0 {
 		o.Debounce = 100 * time.Millisecond
 	}
+	if o.ServiceDelay <= 0 {
+		o.ServiceDelay = time.Second
+	}
 	if o.Probe <= 0 {
 		o.Probe = 30 * time.Second
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Writer{o: o, kick: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
+	return &Writer{o: o, kick: make(chan struct{}, 1), changed: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
 }
 
 // Wake has the writer look for the resource now while it is not served
@@ -76,10 +87,13 @@ func (w *Writer) Wake() {
 	}
 }
 
-// Kick has the status computed again soon (a Service changed).
-func (w *Writer) Kick() {
+// Kick has the status computed again within ServiceDelay (a Service
+// changed).
+func (w *Writer) Kick() { signal(w.kick) }
+
+func signal(c chan struct{}) {
 	select {
-	case w.kick <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
@@ -96,7 +110,7 @@ func (w *Writer) Run(ctx context.Context) error {
 	nodes := nodeF.Core().V1().Nodes()
 	objF := dynamicinformer.NewDynamicSharedInformerFactory(w.o.Dynamic, 0)
 	objs := objF.ForResource(crd.Resource)
-	kick := func(any) { w.Kick() }
+	kick := func(any) { signal(w.changed) }
 	handler := cache.ResourceEventHandlerFuncs{AddFunc: kick, UpdateFunc: func(_, o any) { kick(o) }, DeleteFunc: kick}
 	_, _ = nodes.Informer().AddEventHandler(handler)
 	_, _ = objs.Informer().AddEventHandler(handler)
@@ -120,35 +134,43 @@ func (w *Writer) Run(ctx context.Context) error {
 		return ctx.Err()
 	}
 	w.o.Log.Info("writing ClusterVIPs status")
-	retry := time.NewTimer(0)
-	defer retry.Stop()
+	// due is when the status is computed next; zero: nothing pending.
+	// A change brings it forward, never back.
+	var due time.Time
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	schedule := func(in time.Duration) {
+		if at := time.Now().Add(in); due.IsZero() || at.Before(due) {
+			due = at
+			timer.Reset(in)
+		}
+	}
+	due = time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-w.changed:
+			// Changes come in bursts (a failover moves every VIP of
+			// a node, each node publishing on its own): one write
+			// for all of them.
+			schedule(w.o.Debounce)
+			continue
 		case <-w.kick:
-		case <-retry.C:
+			schedule(w.o.ServiceDelay)
+			continue
+		case <-timer.C:
 		}
-		// Changes come in bursts (a failover moves every VIP of a node,
-		// each node publishing on its own): one write for all of them.
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(w.o.Debounce):
-		}
-		select {
-		case <-w.kick:
-		default:
-		}
+		due = time.Time{}
 		split, err := w.writeAll(ctx, nodes.Lister(), objs.Lister(), leases.Lister())
 		switch {
 		case err != nil && ctx.Err() == nil:
 			w.o.Log.Error("cannot write ClusterVIPs status", "err", err)
-			retry.Reset(time.Second)
+			schedule(time.Second)
 		case split:
 			// A split brain may be a holder cut off whose Lease is
 			// not overdue yet: look again when it may be.
-			retry.Reset(splitRecheck)
+			schedule(splitRecheck)
 		}
 	}
 }
