@@ -28,25 +28,34 @@ const StateIsolated = "isolated"
 // nodeLeaseRenewIntervalFraction, 0.25: every 10 s at the default 40 s).
 const NodeLeaseNamespace = "kube-node-lease"
 
-// Reach is what the kubelets' Leases say of the nodes: by when each must
-// renew again to count as reaching the API. The zero Reach knows no node.
+// Reach is what the kubelets' Leases say of the nodes: when each last
+// renewed, and by when it must renew again to count as reaching the API.
+// The zero Reach knows no node.
 type Reach struct {
-	due map[string]time.Time
+	due, renewed map[string]time.Time
 }
 
 // ReachFromLeases reads the kubelets' Leases (NodeLeaseNamespace). A
 // Lease without a renew time or duration is left out: its node counts as
 // reachable.
 func ReachFromLeases(leases []coordinationv1.Lease) Reach {
-	r := Reach{due: map[string]time.Time{}}
+	r := Reach{due: map[string]time.Time{}, renewed: map[string]time.Time{}}
 	for _, l := range leases {
 		if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil || *l.Spec.LeaseDurationSeconds <= 0 {
 			continue
 		}
 		interval := time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second / 4
 		r.due[l.Name] = l.Spec.RenewTime.Add(time.Duration(missedRenewals * float64(interval)))
+		r.renewed[l.Name] = l.Spec.RenewTime.Time
 	}
 	return r
+}
+
+// SilentSince tells whether node's kubelet has not renewed its Lease
+// since t: a node without a Lease is not silent.
+func (r Reach) SilentSince(node string, t time.Time) bool {
+	renewed, ok := r.renewed[node]
+	return ok && renewed.Before(t)
 }
 
 // missedRenewals is how many renew intervals may pass, and a half, before
@@ -62,18 +71,32 @@ func (r Reach) Unreachable(node string, now time.Time) bool {
 }
 
 // Classify tells split brains from isolated holders: a row of two or more
-// holders whose holders all but one are unreachable becomes
-// StateIsolated, the unreachable ones listed. Without Leases (an empty
-// Reach) nothing changes.
+// holders whose holders all but one are away becomes StateIsolated, the
+// away ones listed as Unreachable. A holder is away when its Lease is
+// overdue (Unreachable), or, at once, when another node claimed the VIP
+// after it and its kubelet has not renewed its Lease since that claim:
+// a node lost without a word (powered off, cut off) keeps its claim, and
+// the node that took over claims after the lost node's last renewal. A
+// real split brain's holders both keep renewing: within one renew
+// interval (10 s at the kubelet's default) the older claimant has
+// renewed after the newer claim, and the row is a split brain again.
+// Without Leases (an empty Reach) nothing changes.
 func (rep *Report) Classify(r Reach, now time.Time) {
 	for i := range rep.VIPs {
 		v := &rep.VIPs[i]
 		if v.State != StateSplitBrain {
 			continue
 		}
+		var newest time.Time
+		for _, h := range v.Holders {
+			if s := v.holderSince[h]; s.After(newest) {
+				newest = s
+			}
+		}
 		var away []string
 		for _, h := range v.Holders {
-			if r.Unreachable(h, now) {
+			older := v.holderSince[h].Before(newest)
+			if r.Unreachable(h, now) || older && r.SilentSince(h, newest) {
 				away = append(away, h)
 			}
 		}

@@ -77,9 +77,12 @@ type VIPStatus struct {
 	State    string     `json:"state"`
 	Since    *time.Time `json:"since,omitempty"`
 	Services []string   `json:"services,omitempty"`
-	// Unreachable are the holders that no longer reach the API (state
-	// isolated): their claim predates it.
+	// Unreachable are the holders that no longer reach the API, or have
+	// not been heard from since another took the VIP over (state
+	// isolated, Classify): their claim predates it.
 	Unreachable []string `json:"unreachable,omitempty"`
+	// holderSince is when each holder claimed the address.
+	holderSince map[string]time.Time
 }
 
 // Compute lists every VIP of the config (API, ingress) and every address
@@ -162,8 +165,10 @@ func (h holders) row(key string, a netip.Addr, svcs []string) VIPStatus {
 			hs = append(hs, u)
 		}
 	}
+	r.holderSince = make(map[string]time.Time, len(hs))
 	for _, h := range hs {
 		r.Holders = append(r.Holders, h.node)
+		r.holderSince[h.node] = h.since
 		if r.Since == nil || h.since.After(*r.Since) {
 			t := h.since
 			r.Since = &t

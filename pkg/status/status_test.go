@@ -173,7 +173,7 @@ func TestStatusUnlisted(t *testing.T) {
 // kubelet stopped renewing its Lease is isolated, not the other half of
 // a split brain; both renewing is a split brain; three holders of which
 // one is away stay a split brain; a node without a Lease counts as
-// reachable.
+// reachable; a claimant silent since a newer claim is away at once.
 func TestClassifyIsolated(t *testing.T) {
 	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	lease := func(node string, ago time.Duration) coordinationv1.Lease {
@@ -210,6 +210,31 @@ func TestClassifyIsolated(t *testing.T) {
 	p := rep.Problems()
 	if len(p) != 2 || p[1] != "node(s) not reaching the API, whose claims are from before: master-1" {
 		t.Errorf("problems %q", p)
+	}
+	// A takeover: master-2 claimed first and has not renewed since
+	// master-0 claimed (lost without a word, its Lease not overdue yet):
+	// isolated at once. worker-0, renewed after master-0's claim, is
+	// the other half of a real split brain.
+	claimed := func(v VIPStatus, since ...time.Duration) VIPStatus {
+		v.holderSince = map[string]time.Time{}
+		for i, h := range v.Holders {
+			v.holderSince[h] = now.Add(-since[i])
+		}
+		return v
+	}
+	rep = Report{VIPs: []VIPStatus{
+		claimed(row("master-0", "master-2"), 2*time.Second, time.Hour),
+		claimed(row("master-0", "worker-0"), 2*time.Second, time.Hour),
+		claimed(row("master-0", "master-2"), time.Hour, 2*time.Second), // master-0 renewed 3 s ago, before master-2's claim
+	}}
+	rep.Classify(reach, now)
+	for i, want := range []struct {
+		state string
+		away  []string
+	}{{StateIsolated, []string{"master-2"}}, {StateSplitBrain, nil}, {StateIsolated, []string{"master-0"}}} {
+		if v := rep.VIPs[i]; v.State != want.state || !slices.Equal(v.Unreachable, want.away) {
+			t.Errorf("takeover row %d %v: state %s away %v, want %s %v", i, v.Holders, v.State, v.Unreachable, want.state, want.away)
+		}
 	}
 	// Without Leases nothing changes.
 	rep = Report{VIPs: []VIPStatus{row("master-0", "master-1")}}

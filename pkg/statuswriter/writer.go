@@ -169,18 +169,20 @@ func (w *Writer) Run(ctx context.Context) error {
 			schedule(time.Second)
 		case split:
 			// A split brain may be a holder cut off whose Lease is
-			// not overdue yet: look again when it may be.
+			// not overdue yet, and a holder taken for lost (isolated)
+			// one that renews its Lease again, a split brain: Lease
+			// renewals prompt nothing, so look again.
 			schedule(splitRecheck)
 		}
 	}
 }
 
-// splitRecheck is how soon a status with a split brain is computed
-// again, nothing else prompting it.
+// splitRecheck is how soon a status with a split brain or an isolated
+// holder is computed again, nothing else prompting it.
 const splitRecheck = 5 * time.Second
 
 // writeAll writes every object's status; split tells whether one has a
-// split brain.
+// split brain or an isolated holder.
 func (w *Writer) writeAll(ctx context.Context, nodeLister corelisters.NodeLister, objs cache.GenericLister, leaseLister coordinationlisters.LeaseLister) (split bool, err error) {
 	nodePtrs, err := nodeLister.List(labels.Everything())
 	if err != nil {
@@ -222,14 +224,16 @@ func (w *Writer) writeAll(ctx context.Context, nodeLister corelisters.NodeLister
 }
 
 // write updates one object's status when it changed; split tells
-// whether it has a split brain.
+// whether it has a split brain or an isolated holder.
 func (w *Writer) write(ctx context.Context, u *unstructured.Unstructured, nodes []corev1.Node, svcs []corev1.Service, reach status.Reach) (split bool, err error) {
 	obj, err := crd.FromUnstructured(u)
 	if err != nil {
 		return false, err
 	}
 	st := Build(obj.Name, obj.Generation, obj.Spec, obj.Status, nodes, svcs, reach, time.Now())
-	split = slices.ContainsFunc(st.VIPs, func(v crd.VIPStatus) bool { return v.State == status.StateSplitBrain })
+	split = slices.ContainsFunc(st.VIPs, func(v crd.VIPStatus) bool {
+		return v.State == status.StateSplitBrain || v.State == status.StateIsolated
+	})
 	before, err := json.Marshal(obj.Status)
 	if err != nil {
 		return split, err

@@ -17,7 +17,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	netutil "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/dynamic"
 
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/test/clusterlab"
 	"github.com/vipctl/vipctl/test/kubeletlab"
@@ -441,13 +444,17 @@ func testAPIVIPHolderLost(t *testing.T, c *clusterlab.Cluster) {
 	}()
 	// The default profile's Master_Down interval is about 3.6 s; the
 	// bound leaves room for haproxy's checks on a loaded machine.
+	var answered time.Time
 	for _, p := range []*lab.Poller{p4, p6} {
-		p.FirstFrom(t, func(string) bool { return true }, cut.Add(100*time.Millisecond), 30*time.Second)
+		answered = p.FirstFrom(t, func(string) bool { return true }, cut.Add(100*time.Millisecond), 30*time.Second)
 	}
 	// The lost node may still carry the address for a few seconds (it
 	// hears no advert); exactly one of the others must have taken it.
-	if h := slices.DeleteFunc(c.Holders(t, clusterlab.APIVIP4), func(n string) bool { return n == lost.Name }); len(h) != 1 {
+	h := slices.DeleteFunc(c.Holders(t, clusterlab.APIVIP4), func(n string) bool { return n == lost.Name })
+	if len(h) != 1 {
 		t.Errorf("API VIP taken by %v while %s is lost, want one other node", h, lost.Name)
+	} else {
+		lostHolderStatus(t, c, lost.Name, h[0], answered)
 	}
 	// Cut off, its haproxy sees its own apiserver alone alive, unready
 	// without etcd's quorum: its check fails and it gives the VIP up,
@@ -487,6 +494,28 @@ func testAPIVIPHolderLost(t *testing.T, c *clusterlab.Cluster) {
 	c.Settle(t, 5*time.Minute)
 	t.Logf("%s back: the cluster settled in %s", lost.Name, time.Since(began).Round(time.Millisecond))
 	back.WantNoFailures(t, "the API VIP while "+lost.Name+" returned and took it back")
+}
+
+// lostHolderStatus: the ClusterVIPs status (written from
+// MigrateToClusterVIPs on) names the node that took the API VIP over
+// from a lost one, which still claims it and whose kubelet's Lease is
+// not overdue yet: its holder as soon as the new claim is read, the lost
+// node isolated.
+func lostHolderStatus(t *testing.T, c *clusterlab.Cluster, lost, holder string, answered time.Time) {
+	t.Helper()
+	cfg, err := v1alpha1.Load(c.ConfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dynamic.NewForConfigOrDie(c.AdminConfig).Resource(crd.Resource).Get(t.Context(), cfg.Metadata.Name, metav1.GetOptions{}); err != nil {
+		t.Logf("no ClusterVIPs %s (MigrateToClusterVIPs did not run?): its status not checked: %v", cfg.Metadata.Name, err)
+		return
+	}
+	st := waitObjectStatus(t, c.AdminConfig, cfg.Metadata.Name, "the API VIP's holder "+holder+" after losing "+lost, func(s crd.ClusterVIPsStatus) bool {
+		return holderOf(s, clusterlab.APIVIP4) == holder
+	})
+	t.Logf("%s lost: the status named %s (state %s) %s after the API VIP answered again",
+		lost, holder, vipOf(st, clusterlab.APIVIP4).State, time.Since(answered).Round(10*time.Millisecond))
 }
 
 // testUpgrade: vipctl moves to release to (this tree from the previous

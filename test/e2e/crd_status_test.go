@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -202,8 +203,47 @@ func TestCRDStatusWriter(t *testing.T) {
 		t.Errorf("API VIP claimed by master-0 (unreachable) and master-1: %+v, want master-1 the holder", v)
 	}
 	wantCondition(t, st, crd.ConditionDegraded, metav1.ConditionTrue, statuswriter.ReasonUnreachable, "master-0")
+	crdStatusTakeover(t, e, admin, publish)
 
 	crdStatusRefused(t, admin)
+}
+
+// crdStatusTakeover: an unplanned failover is named at once, a real
+// split brain within a renew interval. master-0 (isolated above) renews
+// its Lease while still claiming the API VIP: both halves reach the API,
+// a split brain, found without any prompt (the writer looks again every
+// 5 s while a VIP is isolated). Then master-1, the older claimant, falls
+// silent (its Lease renewed a moment ago, overdue only in 15 s) and
+// master-0 claims the API VIP anew, as a node taking over from a node
+// powered off does: master-0 is the holder as soon as its claim is
+// read, not once master-1's Lease is overdue.
+func crdStatusTakeover(t *testing.T, e *allocEnv, admin *rest.Config, publish func(string, time.Time, ...string)) {
+	t.Helper()
+	renew := func(node string, at time.Time) {
+		t.Helper()
+		patch := fmt.Sprintf(`{"spec":{"renewTime":%q}}`, at.UTC().Format(metav1.RFC3339Micro))
+		if _, err := e.admin.CoordinationV1().Leases(status.NodeLeaseNamespace).Patch(context.Background(), node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	renew("master-0", time.Now())
+	waitStatus(t, admin, "a split brain once master-0 renews its Lease", func(s crd.ClusterVIPsStatus) bool {
+		return vipOf(s, apiVIP).State == status.StateSplitBrain
+	})
+	renew("master-1", time.Now())
+	time.Sleep(100 * time.Millisecond)
+	took := time.Now()
+	publish("master-0", took, apiVIP, "198.51.100.6")
+	var st crd.ClusterVIPsStatus
+	if !lab.WaitUntil(10*time.Second, func() bool {
+		st = lab.ClusterVIPs(t, admin, "lab").Status
+		v := vipOf(st, apiVIP)
+		return v.Holder == "master-0" && v.State == status.StateIsolated
+	}) {
+		t.Fatalf("master-0 took the API VIP over from master-1, silent since: status %+v 10 s later, want master-0 the holder (master-1's Lease is not overdue yet)", vipOf(st, apiVIP))
+	}
+	t.Logf("the takeover named %s after master-0's claim", time.Since(took).Round(time.Millisecond))
+	wantCondition(t, st, crd.ConditionDegraded, metav1.ConditionTrue, statuswriter.ReasonUnreachable, "master-1")
 }
 
 // crdStatusRefused: each held-out bad file the apiserver accepts and
