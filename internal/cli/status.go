@@ -80,7 +80,7 @@ json: one JSON object per line and change), until interrupted (exit 0).`,
 				// them; the informers retry through outages from here on.
 				ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 				defer stop()
-				o := status.WatchOptions{Kube: cl.Kube, Namespace: namespace, Config: c}
+				o := status.WatchOptions{Kube: cl.Kube, Dynamic: cl.Dynamic, Namespace: namespace, Config: c}
 				if file == "" {
 					o.Config = nil // follow the ConfigMap
 				}

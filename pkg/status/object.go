@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
@@ -34,6 +35,11 @@ func ReadObject(ctx context.Context, dyn dynamic.Interface, name string) (*Objec
 	if err != nil {
 		return nil, fmt.Errorf("reading ClusterVIPs %s: %w", name, err)
 	}
+	return verdictOf(u)
+}
+
+// verdictOf is the verdict of the object u.
+func verdictOf(u *unstructured.Unstructured) (*ObjectVerdict, error) {
 	obj, err := crd.FromUnstructured(u)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	listersv1 "k8s.io/client-go/listers/core/v1"
@@ -28,8 +30,12 @@ type WatchOptions struct {
 	Kube kubernetes.Interface
 	// Namespace holds the vipctl ConfigMap.
 	Namespace string
-	// Config is a fixed config (-f); nil follows the ConfigMap.
+	// Config is a fixed config (-f); nil follows the ConfigMap, or the
+	// ClusterVIPs object where it is the live config.
 	Config *v1alpha1.ClusterVIPs
+	// Dynamic, when set, reads the ClusterVIPs object: its verdict under
+	// each frame, and the live config from it on a migrated cluster.
+	Dynamic dynamic.Interface
 }
 
 // Frame is one state of the cluster as the watch shows it.
@@ -73,17 +79,15 @@ func Watch(ctx context.Context, o WatchOptions, emit func(Frame) error) error {
 	if err != nil {
 		return err
 	}
-	for _, f := range c.factories {
-		f.Start(ctx.Done())
-		defer f.Shutdown()
-		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
-			if !ok {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("watching %v: the cache did not sync", typ)
-			}
-		}
+	if err := c.watchObjects(ctx, o.Dynamic, handler); err != nil {
+		return err
+	}
+	if err := c.start(ctx); err != nil {
+		return err
+	}
+	defer c.shutdown()
+	if ctx.Err() != nil {
+		return nil
 	}
 
 	config := o.Config
@@ -104,11 +108,24 @@ func Watch(ctx context.Context, o WatchOptions, emit func(Frame) error) error {
 				warnings = append(warnings, fmt.Sprintf("configmap %s/%s: %s", o.Namespace, v1alpha1.ConfigMapName, unknown))
 			}
 		}
+		obj := c.clusterVIPsObject(config.Metadata.Name)
+		if live, ok, err := objectConfig(obj); ok && c.configMaps != nil {
+			if err != nil {
+				warnings = append(warnings, err.Error()+" (showing the ConfigMap's config)")
+			} else {
+				config = live
+			}
+		}
 		ns, ss, reach, err := c.objects()
 		if err != nil {
 			return err
 		}
 		f := frame(config, ns, ss, reach, warnings)
+		if obj != nil {
+			if f.Report.Object, err = verdictOf(obj); err != nil {
+				f.Warnings = append(f.Warnings, err.Error())
+			}
+		}
 		if last == nil || !reflect.DeepEqual(*last, f) {
 			if err := emit(f); err != nil {
 				return err
@@ -137,6 +154,48 @@ type caches struct {
 	leases     cache.GenericLister
 	configMaps cache.GenericNamespaceLister
 	factories  []informers.SharedInformerFactory
+	// clusterVIPs and dynamic are nil where the ClusterVIPs resource is
+	// not served or not allowed (watchObjects).
+	clusterVIPs cache.GenericLister
+	dynamic     dynamicinformer.DynamicSharedInformerFactory
+}
+
+// start starts the informers and waits until their caches are synced:
+// nil when ctx ends first (the watch ends without a frame).
+func (c *caches) start(ctx context.Context) error {
+	synced := func(typ any, ok bool) error {
+		if !ok && ctx.Err() == nil {
+			return fmt.Errorf("watching %v: the cache did not sync", typ)
+		}
+		return nil
+	}
+	for _, f := range c.factories {
+		f.Start(ctx.Done())
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if err := synced(typ, ok); err != nil {
+				return err
+			}
+		}
+	}
+	if c.dynamic != nil {
+		c.dynamic.Start(ctx.Done())
+		for typ, ok := range c.dynamic.WaitForCacheSync(ctx.Done()) {
+			if err := synced(typ, ok); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// shutdown stops the informers start started.
+func (c *caches) shutdown() {
+	for _, f := range c.factories {
+		f.Shutdown()
+	}
+	if c.dynamic != nil {
+		c.dynamic.Shutdown()
+	}
 }
 
 // newCaches sets up informers on the Nodes, the Services and (without a

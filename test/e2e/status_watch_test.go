@@ -14,9 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/vipctl/vipctl/internal/cli"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/status"
 	"github.com/vipctl/vipctl/test/lab"
@@ -94,7 +96,8 @@ func (s *streamed) stop(t *testing.T) int {
 // prints the status once, then again each time a Node's published VIPs
 // or the ConfigMap change what it shows, and not when a change shows
 // nothing new (a label on the Node); -o json streams one object per line
-// and change; it ends with exit 0 when interrupted.
+// and change; it ends with exit 0 when interrupted; on a migrated
+// cluster it follows the ClusterVIPs object and shows its verdict.
 func TestStatusWatch(t *testing.T) {
 	t.Parallel() // apiserver only: see doc.go
 	base := clusterYAML("fast", "unicast", updateBase)
@@ -192,6 +195,38 @@ func TestStatusWatch(t *testing.T) {
 		publish(t, apiVIP)
 		if f := frameText("the table with the API VIP held"); !held.MatchString(f) {
 			t.Fatalf("after master-0 published the API VIP:\n%s", f)
+		}
+		if code := w.stop(t); code != 0 {
+			t.Errorf("interrupted: exit %d, want 0\nstderr:\n%s", code, w.errors())
+		}
+	})
+
+	// Migrated (docs/migrate.md): each frame carries the object's
+	// verdict, and the watch reads the config from the object, so an
+	// `oc edit cvips` (the ConfigMap left as it was) shows.
+	t.Run("object", func(t *testing.T) {
+		if code, out, errOut := vipctl(t, "migrate", "--kubeconfig", kubeconfig, "--wait", "0s"); code != 0 {
+			t.Fatalf("migrate: exit %d\n%s%s", code, out, errOut)
+		}
+		w := watchStatus(t, "--kubeconfig", kubeconfig, "-o", "json")
+		frame := func(what string) status.Report {
+			t.Helper()
+			var r status.Report
+			if err := json.Unmarshal([]byte(w.next(t, what)), &r); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			return r
+		}
+		if r := frame("the first frame"); r.Object == nil || r.Object.Name != "lab" || r.Object.Generation != 1 {
+			t.Fatalf("first frame on a migrated cluster: object %+v, want lab's verdict", r.Object)
+		}
+		if _, err := dynamic.NewForConfigOrDie(e.api.AdminConfig()).Resource(crd.Resource).Patch(ctx, "lab", types.JSONPatchType,
+			[]byte(`[{"op":"replace","path":"/spec/ingress/0/vips/0","value":"198.51.100.7"}]`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		r := frame("the object's new ingress VIP")
+		if len(r.VIPs) != 2 || r.VIPs[1].Address != "198.51.100.7" || r.Object == nil || r.Object.Generation != 2 {
+			t.Fatalf("after the object's ingress VIP changed: rows %+v, object %+v", r.VIPs, r.Object)
 		}
 		if code := w.stop(t); code != 0 {
 			t.Errorf("interrupted: exit %d, want 0\nstderr:\n%s", code, w.errors())
