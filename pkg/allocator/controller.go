@@ -208,7 +208,7 @@ func (c *Controller) lead(ctx context.Context) error {
 	var status *statuswriter.Writer
 	if c.o.Dynamic != nil {
 		status = statuswriter.New(statuswriter.Options{Client: c.o.Client, Dynamic: c.o.Dynamic, Services: t.services,
-			Probe: c.o.ObjectProbe, Log: c.log.With("writer", "status")})
+			Probe: c.o.ObjectProbe, Log: c.log.With("writer", "status"), Observe: c.m.setConditions})
 	}
 	enqueue := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {

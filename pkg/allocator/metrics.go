@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
@@ -26,6 +27,9 @@ type Metrics struct {
 	// namespace is to its pools' maxPerNamespace (pools with one only).
 	NamespaceServices *prometheus.GaugeVec
 	MaxPerNamespace   *prometheus.GaugeVec
+	// Conditions are the ClusterVIPs objects' conditions as the status
+	// writer last computed them (leader only).
+	Conditions *prometheus.GaugeVec
 
 	// nsSeen are the NamespaceServices series set last, so that those of
 	// namespaces gone are dropped rather than left at their last count.
@@ -55,6 +59,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Services of a namespace holding an address of a pool with maxPerNamespace (what the cap counts); other pools are left out."}, []string{"pool", "namespace"}),
 		MaxPerNamespace: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "pool_max_per_namespace",
 			Help: "A pool's maxPerNamespace: the Services one namespace may have in it; pools without a cap are left out."}, []string{"pool"}),
+		Conditions: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "clustervips_condition",
+			Help: "The conditions of each ClusterVIPs object's status, as this replica last computed them while leading: 1 True, 0 False, one series per object, type and reason (oc get cvips)."},
+			[]string{"clustervips", "type", "reason"}),
 	}
 	// A counter's series that appears at its first increment hides that
 	// increment from increase(): the alerts on these would miss the
@@ -66,7 +73,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.WatchErrors.WithLabelValues(what)
 	}
 	if reg != nil {
-		reg.MustRegister(m.Allocations, m.Failures, m.WatchErrors, m.InUse, m.Size, m.Leader, m.ConfigInvalid, m.UnknownFields, m.NamespaceServices, m.MaxPerNamespace)
+		reg.MustRegister(m.Allocations, m.Failures, m.WatchErrors, m.InUse, m.Size, m.Leader, m.ConfigInvalid, m.UnknownFields, m.NamespaceServices, m.MaxPerNamespace, m.Conditions)
 	}
 	return m
 }
@@ -111,4 +118,20 @@ func (m *Metrics) setNamespaceServices(users map[string]map[string]int) {
 		}
 	}
 	m.nsSeen = now
+}
+
+// setConditions replaces the condition series with those of byObject
+// (object name → its status conditions): an object deleted, or a
+// condition's reason changed, leaves no series behind.
+func (m *Metrics) setConditions(byObject map[string][]metav1.Condition) {
+	m.Conditions.Reset()
+	for name, conds := range byObject {
+		for _, c := range conds {
+			v := 0.0
+			if c.Status == metav1.ConditionTrue {
+				v = 1
+			}
+			m.Conditions.WithLabelValues(name, c.Type, c.Reason).Set(v)
+		}
+	}
 }

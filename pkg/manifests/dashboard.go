@@ -264,7 +264,32 @@ func orZero(expr string) string { return expr + ` or vector(0)` }
 func dashboardSections() []section {
 	// Windows are fixed, not $__rate_interval: the console knows only its
 	// own variables.
-	return slices.Concat(vipSections(), operationSections())
+	return slices.Concat(vipSections(), objectSections(), operationSections())
+}
+
+// objectSections are the dashboard's section on the ClusterVIPs status
+// (docs/api.md, "Status"): the verdict GitOps tools read, as the
+// allocator's leader computed it.
+func objectSections() []section {
+	cond := func(typ string) string {
+		return leaderSeries(`vipctl_allocator_clustervips_condition{type="`+typ+`"}`, "clustervips, type, reason")
+	}
+	return []section{
+		{title: "ClusterVIPs status (oc get cvips)", charts: []chart{
+			{kind: stat, title: "Objects not Ready", width: 3, unit: "short", badFrom: 1,
+				description: "ClusterVIPs objects whose Ready condition is False: a VIP without holder, or nodes not running the object's spec (reason on the right).",
+				queries:     []Target{q(orZero(`count(`+cond("Ready")+` == 0)`), "")}},
+			{kind: stat, title: "Objects Degraded", width: 3, unit: "short", badFrom: 1,
+				description: "ClusterVIPs objects whose Degraded condition is True: split brain, no holder, a spec vipctl refuses, nodes away, a pool full.",
+				queries:     []Target{q(orZero(`count(`+cond("Degraded")+` == 1)`), "")}},
+			{kind: timeSeries, title: "Why: Ready False and Degraded True, by reason", width: 6, unit: "short", stack: true,
+				description: "The reasons of the conditions that are not as they should be; the object's status message (oc describe cvips) names the VIPs and nodes.",
+				queries: []Target{
+					q(cond("Ready")+` == 0`, "{{clustervips}} not Ready: {{reason}}"),
+					q(cond("Degraded")+` == 1`, "{{clustervips}} Degraded: {{reason}}"),
+				}},
+		}},
+	}
 }
 
 // vipSections are the dashboard's sections on the VIPs and the VRRP segment they live on.

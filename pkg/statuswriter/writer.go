@@ -48,6 +48,10 @@ type Options struct {
 	// Probe is how often the writer looks again for a resource that is
 	// not served (the CRD not installed) or not allowed. Zero: 30s.
 	Probe time.Duration
+	// Observe, when set, gets every object's conditions (by object
+	// name) each time the statuses are computed, written or not: the
+	// allocator exports them as metrics for the dashboard.
+	Observe func(map[string][]metav1.Condition)
 }
 
 // Writer writes the status of every ClusterVIPs object.
@@ -211,24 +215,31 @@ func (w *Writer) writeAll(ctx context.Context, nodeLister corelisters.NodeLister
 		return false, err
 	}
 	var errs []error
+	conditions := map[string][]metav1.Condition{}
 	for _, o := range list {
 		u, ok := o.(*unstructured.Unstructured)
 		if !ok {
 			continue
 		}
-		s, err := w.write(ctx, u, nodes, svcs, reach)
+		st, s, err := w.write(ctx, u, nodes, svcs, reach)
 		split = split || s
 		errs = append(errs, err)
+		if st != nil {
+			conditions[u.GetName()] = st.Conditions
+		}
+	}
+	if w.o.Observe != nil {
+		w.o.Observe(conditions)
 	}
 	return split, errors.Join(errs...)
 }
 
-// write updates one object's status when it changed; split tells
-// whether it has a split brain or an isolated holder.
-func (w *Writer) write(ctx context.Context, u *unstructured.Unstructured, nodes []corev1.Node, svcs []corev1.Service, reach status.Reach) (split bool, err error) {
+// write updates one object's status when it changed, and returns it;
+// split tells whether it has a split brain or an isolated holder.
+func (w *Writer) write(ctx context.Context, u *unstructured.Unstructured, nodes []corev1.Node, svcs []corev1.Service, reach status.Reach) (_ *crd.ClusterVIPsStatus, split bool, err error) {
 	obj, err := crd.FromUnstructured(u)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	st := Build(obj.Name, obj.Generation, obj.Spec, obj.Status, nodes, svcs, reach, time.Now())
 	split = slices.ContainsFunc(st.VIPs, func(v crd.VIPStatus) bool {
@@ -236,18 +247,18 @@ func (w *Writer) write(ctx context.Context, u *unstructured.Unstructured, nodes 
 	})
 	before, err := json.Marshal(obj.Status)
 	if err != nil {
-		return split, err
+		return &st, split, err
 	}
 	after, err := json.Marshal(st)
 	if err != nil {
-		return split, err
+		return &st, split, err
 	}
 	if bytes.Equal(before, after) {
-		return split, nil
+		return &st, split, nil
 	}
 	var m map[string]any
 	if err := json.Unmarshal(after, &m); err != nil {
-		return split, err
+		return &st, split, err
 	}
 	cp := u.DeepCopy()
 	cp.Object["status"] = m
@@ -255,12 +266,12 @@ func (w *Writer) write(ctx context.Context, u *unstructured.Unstructured, nodes 
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			// The informer brings the newer object (or its deletion)
 			// and, with it, another pass.
-			return split, nil
+			return &st, split, nil
 		}
-		return split, err
+		return &st, split, err
 	}
 	w.o.Log.Debug("ClusterVIPs status written", "name", obj.Name, "generation", obj.Generation)
-	return split, nil
+	return &st, split, nil
 }
 
 // stripLease keeps what status.ReachFromLeases reads.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -204,6 +205,7 @@ func TestCRDStatusWriter(t *testing.T) {
 	}
 	wantCondition(t, st, crd.ConditionDegraded, metav1.ConditionTrue, statuswriter.ReasonUnreachable, "master-0")
 	crdStatusTakeover(t, e, admin, publish)
+	conditionMetricsAgree(t, a, admin)
 
 	crdStatusRefused(t, admin)
 }
@@ -244,6 +246,44 @@ func crdStatusTakeover(t *testing.T, e *allocEnv, admin *rest.Config, publish fu
 	}
 	t.Logf("the takeover named %s after master-0's claim", time.Since(took).Round(time.Millisecond))
 	wantCondition(t, st, crd.ConditionDegraded, metav1.ConditionTrue, statuswriter.ReasonUnreachable, "master-1")
+}
+
+// conditionMetricsAgree: the allocator exports the conditions it wrote,
+// which the dashboard reads (vipctl_allocator_clustervips_condition):
+// one series per condition of the status, 1 for True, none left of a
+// reason the condition has no more (the ones before the takeover).
+func conditionMetricsAgree(t *testing.T, a *lab.Allocator, admin *rest.Config) {
+	t.Helper()
+	want := map[string]float64{}
+	for _, c := range lab.ClusterVIPs(t, admin, "lab").Status.Conditions {
+		want[c.Type+"/"+c.Reason] = map[bool]float64{true: 1, false: 0}[c.Status == metav1.ConditionTrue]
+	}
+	got := map[string]float64{}
+	ok := lab.WaitUntil(5*time.Second, func() bool {
+		mfs, err := a.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = map[string]float64{}
+		for _, mf := range mfs {
+			if mf.GetName() != "vipctl_allocator_clustervips_condition" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				l := map[string]string{}
+				for _, p := range m.GetLabel() {
+					l[p.GetName()] = p.GetValue()
+				}
+				if l["clustervips"] == "lab" {
+					got[l["type"]+"/"+l["reason"]] = m.GetGauge().GetValue()
+				}
+			}
+		}
+		return maps.Equal(got, want)
+	})
+	if !ok {
+		t.Errorf("vipctl_allocator_clustervips_condition for lab: %v, want the status's %v", got, want)
+	}
 }
 
 // crdStatusRefused: each held-out bad file the apiserver accepts and
