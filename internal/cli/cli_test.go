@@ -389,7 +389,7 @@ func TestRenderOldOutputFlag(t *testing.T) {
 		// After it only the development image's warning (TestRenderImageWarningGolden)
 		// and 4.14's reboots (TestRenderNodeDisruptionPolicy).
 		rest, deprecated := strings.CutPrefix(r.stderr, warning)
-		if r.code != 0 || !deprecated || !strings.HasPrefix(rest, "warning: spec.images.") || strings.Count(rest, "\n") != 2 || r.stdout != "wrote 9 files to "+out+"\n" {
+		if r.code != 0 || !deprecated || !strings.HasPrefix(rest, "warning: spec.images.") || strings.Count(rest, "\n") != 2 || r.stdout != "wrote 11 files to "+out+"\n" {
 			t.Errorf("render %s: exit %d\nstdout:\n%s\nstderr:\n%s", flag, r.code, r.stdout, r.stderr)
 		}
 		if _, err := os.Stat(filepath.Join(out, "manifests", "vipctl.yaml")); err != nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
@@ -45,6 +46,18 @@ const ManifestsPath = "manifests/vipctl.yaml"
 // cluster with prometheus-operator knows. Not written for
 // spec.monitoring.stack none.
 const MonitoringPath = "manifests/monitoring.yaml"
+
+// The ClusterVIPs API (docs/api.md): its CustomResourceDefinition, and
+// the cluster's object as the live config, for a cluster that starts on
+// the object (docs/install.md). Not under manifests/: a kind the
+// apiserver serves only once the CRD is established fails in the same
+// `oc apply` that creates the CRD; the installer's bootstrap creates
+// its manifests again until every one is created, so on day 1 both go
+// into its openshift/ directory.
+const (
+	ClusterVIPsCRDPath    = "clustervips/crd.yaml"
+	ClusterVIPsObjectPath = "clustervips/clustervips.yaml"
+)
 
 // GrafanaDashboardPath holds vipctl's dashboard as Grafana JSON, to
 // import into a Grafana (manifests.GrafanaFlavor; the console's flavor is
@@ -183,6 +196,11 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 		}
 		out = append(out, File{Path: MonitoringPath, Mode: 0o644, Data: data})
 	}
+	api, err := clusterVIPsFiles(c)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, api...)
 	// Whatever the stack: a Grafana fed by a Prometheus vipctl does not
 	// configure (stack none) reads the same series.
 	out = append(out, File{Path: GrafanaDashboardPath, Mode: 0o644, Data: manifests.DashboardJSON(manifests.GrafanaFlavor)})
@@ -232,6 +250,23 @@ func NodePlan(c *v1alpha1.ClusterVIPs, ids map[v1alpha1.InstanceKey]uint8, st cl
 		return nil, fmt.Errorf("--nodes: %s", strings.Join(refused, "; "))
 	}
 	return plan, nil
+}
+
+// clusterVIPsFiles are the ClusterVIPs CRD and c's object as the live
+// config.
+func clusterVIPsFiles(c *v1alpha1.ClusterVIPs) ([]File, error) {
+	obj, err := manifests.SourceObject(c)
+	if err != nil {
+		return nil, err
+	}
+	data, err := yaml.Marshal(obj.Object)
+	if err != nil {
+		return nil, err
+	}
+	return []File{
+		{Path: ClusterVIPsCRDPath, Mode: 0o644, Data: manifests.ClusterVIPsCRD()},
+		{Path: ClusterVIPsObjectPath, Mode: 0o644, Data: data},
+	}, nil
 }
 
 // dnsFiles are the DNS records of c's VIPs in every form; none where

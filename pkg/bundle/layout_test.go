@@ -8,9 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/bundle"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/configsource"
 	"github.com/vipctl/vipctl/pkg/manifests"
 )
 
@@ -103,6 +107,56 @@ func TestGrafanaDashboardWritten(t *testing.T) {
 		}
 		if strings.HasPrefix(bundle.GrafanaDashboardPath, "manifests/") {
 			t.Errorf("%s lies where oc apply -f DIR/manifests/ reads it as an object", bundle.GrafanaDashboardPath)
+		}
+	}
+}
+
+// TestClusterVIPsWritten: for every example, render writes the ClusterVIPs
+// CRD (the generated one) and the cluster's object, outside manifests/
+// (one `oc apply` cannot create a CRD and its object), annotated as the
+// live config, whose spec reads back, as the sidecars read it, as the
+// same config as the ConfigMap's copy.
+func TestClusterVIPsWritten(t *testing.T) {
+	t.Parallel()
+	paths, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("examples: %v %v", paths, err)
+	}
+	for _, p := range paths {
+		c, err := v1alpha1.Load(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		files, err := bundle.Build(c, bundle.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		byPath := map[string][]byte{}
+		for _, f := range files {
+			byPath[f.Path] = f.Data
+		}
+		if !slices.Equal(byPath[bundle.ClusterVIPsCRDPath], manifests.ClusterVIPsCRD()) {
+			t.Errorf("%s: %s is not the generated CRD", p, bundle.ClusterVIPsCRDPath)
+		}
+		var obj unstructured.Unstructured
+		if err := yaml.Unmarshal(byPath[bundle.ClusterVIPsObjectPath], &obj.Object); err != nil {
+			t.Fatalf("%s: %s: %v", p, bundle.ClusterVIPsObjectPath, err)
+		}
+		if obj.GetAnnotations()[v1alpha1.AnnotationConfigSource] != "true" || obj.GetName() != c.Metadata.Name {
+			t.Errorf("%s: object %s annotations %v, want %s marked as the live config", p, obj.GetName(), obj.GetAnnotations(), c.Metadata.Name)
+		}
+		read, err := configsource.Read(&obj)
+		if err != nil {
+			t.Fatalf("%s: the object does not read back: %v", p, err)
+		}
+		want, _ := c.ShippedYAML()
+		if got, _ := read.ShippedYAML(); string(got) != string(want) {
+			t.Errorf("%s: the object reads back as\n%s\nwant the ConfigMap's\n%s", p, got, want)
+		}
+	}
+	for _, path := range []string{bundle.ClusterVIPsCRDPath, bundle.ClusterVIPsObjectPath} {
+		if strings.HasPrefix(path, "manifests/") {
+			t.Errorf("%s lies where oc apply -f DIR/manifests/ creates it with the CRD", path)
 		}
 	}
 }

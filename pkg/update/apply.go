@@ -81,9 +81,15 @@ func (c Cluster) Apply(ctx context.Context, p *Plan, cm *corev1.ConfigMap, force
 		}
 		_, _ = fmt.Fprintf(out, "warning: %s: writing the MachineConfigs anyway (--force)\n", p.Release.Message)
 	}
+	// The ClusterVIPs CRD before its object: an older schema prunes, or
+	// under strict validation refuses, the fields this release writes.
+	schemas, objects := splitSchemas(p.Objects)
+	if err := c.applyObjects(ctx, schemas, out); err != nil {
+		return err
+	}
 	if p.Object != nil && p.configChanges() {
-		// The source first: a concurrent edit of it refuses the whole
-		// update before anything is written.
+		// The source next: a concurrent edit of it refuses the
+		// update before anything else is written.
 		if err := c.writeObject(ctx, p.Desired, p.Object, out); err != nil {
 			return err
 		}
@@ -112,7 +118,7 @@ func (c Cluster) Apply(ctx context.Context, p *Plan, cm *corev1.ConfigMap, force
 	// (RBAC only grows from one release to the next), while the
 	// allocator, one writer whose Service status both releases read,
 	// may move at once (docs/upgrade.md, "The order").
-	if err := c.applyObjects(ctx, p.Objects, out); err != nil {
+	if err := c.applyObjects(ctx, objects, out); err != nil {
 		return err
 	}
 	if len(p.Static) > 0 {
@@ -287,4 +293,17 @@ func (c Cluster) Nodes(ctx context.Context) ([]corev1.Node, error) {
 		return nil, err
 	}
 	return list.Items, nil
+}
+
+// splitSchemas parts changes into the CustomResourceDefinitions and the
+// rest, each in its order.
+func splitSchemas(changes []ObjectChange) (schemas, rest []ObjectChange) {
+	for _, ch := range changes {
+		if ch.resource == crdResource {
+			schemas = append(schemas, ch)
+		} else {
+			rest = append(rest, ch)
+		}
+	}
+	return schemas, rest
 }

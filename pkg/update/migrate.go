@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
@@ -88,13 +87,13 @@ func (c Cluster) Migrate(ctx context.Context, o MigrateOptions) error {
 // ensureCRD creates the ClusterVIPs CRD when the cluster lacks it and
 // waits until it is established.
 func (c Cluster) ensureCRD(ctx context.Context, out io.Writer) error {
-	var obj unstructured.Unstructured
-	if err := yaml.Unmarshal(manifests.ClusterVIPsCRD(), &obj.Object); err != nil {
+	obj, err := clusterVIPsCRD()
+	if err != nil {
 		return err
 	}
 	r := c.Dynamic.Resource(crdResource)
 	if _, err := r.Get(ctx, obj.GetName(), metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		if _, err := r.Create(ctx, &obj, metav1.CreateOptions{}); err != nil {
+		if _, err := r.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating CustomResourceDefinition %s: %w", obj.GetName(), err)
 		}
 		_, _ = fmt.Fprintf(out, "created CustomResourceDefinition %s\n", obj.GetName())
@@ -131,7 +130,7 @@ func established(u *unstructured.Unstructured) bool {
 // source annotation: created, or (an object applied before, which no
 // node read) its spec replaced.
 func (c Cluster) writeSourceObject(ctx context.Context, src Source, out io.Writer) error {
-	spec, err := SpecObject(src.Config)
+	want, err := manifests.SourceObject(src.Config)
 	if err != nil {
 		return err
 	}
@@ -140,10 +139,7 @@ func (c Cluster) writeSourceObject(ctx context.Context, src Source, out io.Write
 	obj, err := r.Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		obj = &unstructured.Unstructured{Object: map[string]any{"apiVersion": v1alpha1.APIVersion, "kind": v1alpha1.Kind,
-			"metadata": map[string]any{"name": name, "annotations": map[string]any{v1alpha1.AnnotationConfigSource: "true"}},
-			"spec":     spec}}
-		if _, err := r.Create(ctx, obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}); err != nil {
+		if _, err := r.Create(ctx, want, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}); err != nil {
 			return fmt.Errorf("creating ClusterVIPs %s: %w", name, err)
 		}
 		_, _ = fmt.Fprintf(out, "created ClusterVIPs %s from ConfigMap %s/%s: it is the live config now\n", name, c.Namespace, v1alpha1.ConfigMapName)
@@ -156,7 +152,7 @@ func (c Cluster) writeSourceObject(ctx context.Context, src Source, out io.Write
 		return nil
 	}
 	if err := c.updateObject(ctx, obj, func(next *unstructured.Unstructured) {
-		next.Object["spec"] = spec
+		next.Object["spec"] = want.Object["spec"]
 		setSource(next, true)
 	}); err != nil {
 		return fmt.Errorf("writing ClusterVIPs %s: %w", name, err)

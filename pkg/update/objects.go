@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/bundle"
@@ -63,6 +64,9 @@ type rendered struct {
 	obj      *unstructured.Unstructured
 	// file is the file of `vipctl render` that holds it.
 	file string
+	// ifPresent: only brought up to date, never added (the ClusterVIPs
+	// CRD: a cluster that has not taken the API on stays without it).
+	ifPresent bool
 }
 
 func (r rendered) String() string {
@@ -109,7 +113,24 @@ func renderedObjects(desired *v1alpha1.ClusterVIPs) ([]rendered, error) {
 		gvr, _ := meta.UnsafeGuessKindToResource(obj.GroupVersionKind())
 		out = append(out, rendered{resource: gvr, obj: obj, file: fileOf[o]})
 	}
-	return out, nil
+	crd, err := clusterVIPsCRD()
+	if err != nil {
+		return nil, err
+	}
+	return append(out, rendered{resource: crdResource, obj: crd, file: bundle.ClusterVIPsCRDPath, ifPresent: true}), nil
+}
+
+// clusterVIPsCRD is this release's ClusterVIPs CRD: a cluster on the
+// object needs its schema to keep the fields this release writes (the
+// apiserver prunes the fields its CRD does not know).
+func clusterVIPsCRD() (*unstructured.Unstructured, error) {
+	var obj unstructured.Unstructured
+	if err := yaml.Unmarshal(manifests.ClusterVIPsCRD(), &obj.Object); err != nil {
+		return nil, err
+	}
+	unstructured.RemoveNestedField(obj.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(obj.Object, "status")
+	return &obj, nil
 }
 
 func (c Cluster) resource(r rendered) dynamic.ResourceInterface {
@@ -162,8 +183,8 @@ func (s Skipped) Note() string {
 }
 
 // ObjectChanges compares every object of manifests/vipctl.yaml and
-// manifests/monitoring.yaml for desired (but the vipctl ConfigMap) with
-// the live one, through a server-side dry-run apply, so only what
+// manifests/monitoring.yaml for desired (but the vipctl ConfigMap), and
+// the ClusterVIPs CRD where the cluster has it, with the live one, through a server-side dry-run apply, so only what
 // applying would really change shows. An object that cannot be read or
 // applied for lack of permission, or that has no place in the cluster, is
 // named in skipped.
@@ -188,6 +209,10 @@ func (c Cluster) ObjectChanges(ctx context.Context, desired *v1alpha1.ClusterVIP
 		ri := c.resource(r)
 		live, err := ri.Get(ctx, r.obj.GetName(), metav1.GetOptions{})
 		switch {
+		case r.ifPresent && (apierrors.IsNotFound(err) || apierrors.IsForbidden(err)):
+			// Not there, or not for this user to know (one who may
+			// edit only the pools): nothing to bring in line.
+			continue
 		case apierrors.IsNotFound(err):
 			ch.Change = "added"
 			changes = append(changes, ch)

@@ -2,7 +2,6 @@ package update
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -11,12 +10,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/configsource"
+	"github.com/vipctl/vipctl/pkg/manifests"
 )
 
 // Source is the live config and where it is kept: the vipctl-config
@@ -64,7 +63,7 @@ func (c Cluster) LiveSource(ctx context.Context) (Source, error) {
 // resourceVersion it was read at: a concurrent edit (`oc edit`, another
 // update) fails instead of being overwritten.
 func (c Cluster) writeObject(ctx context.Context, desired *v1alpha1.ClusterVIPs, obj *unstructured.Unstructured, out io.Writer) error {
-	spec, err := SpecObject(desired)
+	spec, err := manifests.ClusterVIPsSpec(desired)
 	if err != nil {
 		return err
 	}
@@ -100,32 +99,6 @@ func (c Cluster) updateObject(ctx context.Context, read *unstructured.Unstructur
 		cur = latest
 	}
 	return fmt.Errorf("ClusterVIPs %s: its status kept changing under five writes", read.GetName())
-}
-
-// SpecObject is c's spec as the object's spec field holds it: what the
-// ConfigMap's copy says (ShippedYAML), as JSON values.
-func SpecObject(c *v1alpha1.ClusterVIPs) (map[string]any, error) {
-	data, err := c.ShippedYAML()
-	if err != nil {
-		return nil, err
-	}
-	var doc struct {
-		Spec map[string]any `json:"spec"`
-	}
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, err
-	}
-	// Through JSON: the dynamic client wants int64 and float64 numbers,
-	// not the YAML decoder's.
-	raw, err := json.Marshal(doc.Spec)
-	if err != nil {
-		return nil, err
-	}
-	var spec map[string]any
-	if err := json.Unmarshal(raw, &spec); err != nil {
-		return nil, err
-	}
-	return spec, nil
 }
 
 // mirrorStale tells whether the ConfigMap's copy of a migrated cluster's

@@ -3,9 +3,7 @@ package clusterlab
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,13 +12,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/vipctl/vipctl/pkg/bundle"
+	"github.com/vipctl/vipctl/test/fixture"
 	"github.com/vipctl/vipctl/test/kubeletlab"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/testapiserver"
@@ -88,36 +85,11 @@ const OpenShiftVersion = "4.16.3"
 func (c *Cluster) applyRendered(t testing.TB, out string, first ...runtime.Object) {
 	t.Helper()
 	objs := append([]runtime.Object{}, first...)
-	objs = append(objs, decodeObjects(t, filepath.Join(out, "manifests", "vipctl.yaml"))...)
+	objs = append(objs, fixture.ReadObjects(t, filepath.Join(out, "manifests", "vipctl.yaml"))...)
 	for _, role := range []string{RoleMaster, RoleWorker} {
-		objs = append(objs, decodeObjects(t, filepath.Join(out, "machineconfigs", bundle.MachineConfigName(role)+".yaml"))...)
+		objs = append(objs, fixture.ReadObjects(t, filepath.Join(out, "machineconfigs", bundle.MachineConfigName(role)+".yaml"))...)
 	}
 	lab.ApplyObjectsWithin(t, c.AdminConfig, objs, 2*time.Minute)
-}
-
-// decodeObjects reads every object of a YAML file of several documents.
-func decodeObjects(t testing.TB, path string) []runtime.Object {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Close() }()
-	var out []runtime.Object
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	for {
-		var obj unstructured.Unstructured
-		err := dec.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if len(obj.Object) > 0 {
-			out = append(out, &obj)
-		}
-	}
 }
 
 // machineConfigFiles are each role's files as the MachineConfigs in the

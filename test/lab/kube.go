@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -156,6 +157,36 @@ func ApplyObjectsWithin(t testing.TB, cfg *rest.Config, objs []runtime.Object, t
 			mapper.Reset()
 			time.Sleep(500 * time.Millisecond)
 		}
+	}
+}
+
+// CreateAsBootstrap creates objs as the OpenShift installer's bootstrap
+// creates its manifests directory (cluster-bootstrap, through
+// library-go's assets/create.EnsureManifestsCreated): every object not
+// created yet, in one pass, again every 200 ms with the apiserver's
+// discovery read anew, until all are created or timeout passes. A
+// custom resource whose CRD comes later in the list is created once
+// the CRD is served. It returns how many passes it took.
+func CreateAsBootstrap(t testing.TB, cfg *rest.Config, objs []runtime.Object, timeout time.Duration) int {
+	t.Helper()
+	dyn, mapper := dynamicClient(cfg)
+	left := slices.Clone(objs)
+	deadline := time.Now().Add(timeout)
+	for pass := 1; ; pass++ {
+		var errs []error
+		left = slices.DeleteFunc(left, func(o runtime.Object) bool {
+			err := applyObject(dyn, mapper, o)
+			errs = append(errs, err)
+			return err == nil
+		})
+		if len(left) == 0 {
+			return pass
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d objects not created after %s: %v", len(left), timeout, errors.Join(errs...))
+		}
+		mapper.Reset()
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
