@@ -137,6 +137,13 @@ func (w *Writer) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), nodes.Informer().HasSynced, objs.Informer().HasSynced) {
 		return ctx.Err()
 	}
+	// The Leases a little, not for ever (an allocator not allowed to
+	// list them never syncs them): a new leader's first status, right
+	// after the old leader's node was lost, would otherwise know no
+	// Lease and call the lost node's old claims a split brain.
+	lctx, cancel := context.WithTimeout(ctx, leaseSyncWait)
+	cache.WaitForCacheSync(lctx.Done(), leases.Informer().HasSynced)
+	cancel()
 	w.o.Log.Info("writing ClusterVIPs status")
 	// due is when the status is computed next; zero: nothing pending.
 	// A change brings it forward, never back.
@@ -180,6 +187,9 @@ func (w *Writer) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// leaseSyncWait bounds the wait for the kubelets' Leases at the start.
+const leaseSyncWait = 3 * time.Second
 
 // splitRecheck is how soon a status with a split brain or an isolated
 // holder is computed again, nothing else prompting it.
