@@ -90,7 +90,7 @@ func (c Cluster) Apply(ctx context.Context, p *Plan, cm *corev1.ConfigMap, force
 	if p.Object != nil && p.configChanges() {
 		// The source next: a concurrent edit of it refuses the
 		// update before anything else is written.
-		if err := c.writeObject(ctx, p.Desired, p.Object, out); err != nil {
+		if err := c.writeObjectUnder(ctx, p, len(schemas) > 0, out); err != nil {
 			return err
 		}
 	}
@@ -306,4 +306,28 @@ func splitSchemas(changes []ObjectChange) (schemas, rest []ObjectChange) {
 		}
 	}
 	return schemas, rest
+}
+
+// schemaDelay bounds how long a write of the object waits for a CRD
+// just applied to take effect: the apiserver serves a changed schema a
+// moment after the CRD's update returns, and until then refuses the new
+// fields as unknown.
+const schemaDelay = 15 * time.Second
+
+// writeObjectUnder writes the plan's object; after a CRD change
+// (newSchema) a refusal of an unknown field is tried again until
+// schemaDelay has passed.
+func (c Cluster) writeObjectUnder(ctx context.Context, p *Plan, newSchema bool, out io.Writer) error {
+	deadline := time.Now().Add(schemaDelay)
+	for {
+		err := c.writeObject(ctx, p.Desired, p.Object, out)
+		if err == nil || !newSchema || !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "unknown field") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }

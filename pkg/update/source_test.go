@@ -2,6 +2,7 @@ package update
 
 import (
 	"context"
+	"io"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
 )
 
@@ -59,6 +61,50 @@ func TestUpdateObjectRetriesStatusConflictsOnly(t *testing.T) {
 			}
 			if tc.wantErr && !apierrors.IsConflict(err) {
 				t.Errorf("err %v, want the conflict", err)
+			}
+		})
+	}
+}
+
+// After a CRD change the object's write is tried again while the
+// apiserver still refuses the new schema's fields as unknown (it serves
+// a changed CRD a moment after the update returns); without a CRD
+// change, or for another refusal, the first error is the answer.
+func TestWriteObjectWaitsForANewSchema(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		newSchema bool
+		refusal   string
+		wantTries int
+		wantErr   bool
+	}{
+		{"new schema, unknown field", true, `strict decoding error: unknown field "spec.monitoring.labels"`, 3, false},
+		{"no new schema", false, `strict decoding error: unknown field "spec.monitoring.labels"`, 1, true},
+		{"new schema, another refusal", true, "spec.vrrp: Invalid value", 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ann := map[string]any{"vipctl.io/config-source": "true"}
+			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+				map[schema.GroupVersionResource]string{crd.Resource: "ClusterVIPsList"})
+			if _, err := dyn.Resource(crd.Resource).Create(context.Background(), clusterVIPs(1, "1", ann), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			tries := 0
+			dyn.PrependReactor("update", "clustervips", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				tries++
+				if tries < 3 {
+					return true, nil, apierrors.NewBadRequest(tc.refusal)
+				}
+				return true, a.(k8stesting.UpdateAction).GetObject(), nil
+			})
+			desired, err := v1alpha1.Parse([]byte("apiVersion: vipctl.io/v1alpha1\nkind: ClusterVIPs\nmetadata: {name: lab}\nspec:\n  baseDomain: example.test\n  machineNetworks: [198.51.100.0/24]\n  api: {vips: [198.51.100.5]}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &Plan{Desired: desired, Object: clusterVIPs(1, "1", ann)}
+			err = Cluster{Dynamic: dyn}.writeObjectUnder(context.Background(), p, tc.newSchema, io.Discard)
+			if tries != tc.wantTries || tc.wantErr != (err != nil) {
+				t.Errorf("%d writes, err %v; want %d writes, error %t", tries, err, tc.wantTries, tc.wantErr)
 			}
 		})
 	}
