@@ -147,8 +147,15 @@ func (o *Object) Get() (c *v1alpha1.ClusterVIPs, ok bool, err error) {
 	if err != nil || !exists {
 		return nil, false, err
 	}
-	u, isU := item.(*unstructured.Unstructured)
-	if !isU || u.GetAnnotations()[v1alpha1.AnnotationConfigSource] != "true" {
+	u, _ := item.(*unstructured.Unstructured)
+	return ReadSource(u)
+}
+
+// ReadSource is u's config when u is the live config (annotated
+// AnnotationConfigSource "true"): ok is false for nil or an object only
+// reported on; err is a marked object vipctl refuses.
+func ReadSource(u *unstructured.Unstructured) (c *v1alpha1.ClusterVIPs, ok bool, err error) {
+	if u == nil || u.GetAnnotations()[v1alpha1.AnnotationConfigSource] != "true" {
 		return nil, false, nil
 	}
 	c, err = Read(u)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/configsource"
 )
 
 // WatchOptions say what `vipctl status --watch` follows.
@@ -109,7 +110,7 @@ func Watch(ctx context.Context, o WatchOptions, emit func(Frame) error) error {
 			}
 		}
 		obj := c.clusterVIPsObject(config.Metadata.Name)
-		if live, ok, err := objectConfig(obj); ok && c.configMaps != nil {
+		if live, ok, err := configsource.ReadSource(obj); ok && c.configMaps != nil {
 			if err != nil {
 				warnings = append(warnings, err.Error()+" (showing the ConfigMap's config)")
 			} else {
@@ -245,7 +246,7 @@ func (c *caches) objects() ([]corev1.Node, []corev1.Service, Reach, error) {
 	if err != nil {
 		return nil, nil, Reach{}, err
 	}
-	ns, ss := deref(nodeList), deref(svcList)
+	ns, ss := Deref(nodeList), Deref(svcList)
 	sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
 	sort.Slice(ss, func(i, j int) bool { return cluster.NamespacedName(&ss[i]) < cluster.NamespacedName(&ss[j]) })
 	if c.leases == nil {
@@ -292,8 +293,10 @@ func liveConfig(l cache.GenericNamespaceLister) (*v1alpha1.ClusterVIPs, v1alpha1
 	return cluster.ReadConfigMap(cm)
 }
 
-// deref copies the cache's objects out (they are shared and read-only).
-func deref[T any](list []*T) []T {
+// Deref copies a cache's objects out (they are shared and read-only),
+// for the functions here that take values: the watch's and the
+// ClusterVIPs status writer's listers.
+func Deref[T any](list []*T) []T {
 	out := make([]T, 0, len(list))
 	for _, p := range list {
 		out = append(out, *p)

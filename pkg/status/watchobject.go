@@ -9,9 +9,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
-	"github.com/vipctl/vipctl/pkg/configsource"
 )
 
 // watchObjects adds an informer on the ClusterVIPs objects (one or two
@@ -46,14 +44,4 @@ func (c *caches) clusterVIPsObject(name string) *unstructured.Unstructured {
 	}
 	u, _ := obj.(*unstructured.Unstructured)
 	return u
-}
-
-// objectConfig is the object's config when it is the live config (its
-// annotation): ok false otherwise; err is one vipctl refuses.
-func objectConfig(u *unstructured.Unstructured) (c *v1alpha1.ClusterVIPs, ok bool, err error) {
-	if u == nil || u.GetAnnotations()[v1alpha1.AnnotationConfigSource] != "true" {
-		return nil, false, nil
-	}
-	c, err = configsource.Read(u)
-	return c, true, err
 }

@@ -207,19 +207,8 @@ func (w *Writer) writeAll(ctx context.Context, nodeLister corelisters.NodeLister
 		return false, err
 	}
 	leasePtrs, _ := leaseLister.List(labels.Everything())
-	leaseList := make([]coordinationv1.Lease, len(leasePtrs))
-	for i, l := range leasePtrs {
-		leaseList[i] = *l
-	}
-	reach := status.ReachFromLeases(leaseList)
-	nodes := make([]corev1.Node, len(nodePtrs))
-	for i, n := range nodePtrs {
-		nodes[i] = *n
-	}
-	svcs := make([]corev1.Service, len(svcPtrs))
-	for i, s := range svcPtrs {
-		svcs[i] = *s
-	}
+	reach := status.ReachFromLeases(status.Deref(leasePtrs))
+	nodes, svcs := status.Deref(nodePtrs), status.Deref(svcPtrs)
 	list, err := objs.List(labels.Everything())
 	if err != nil {
 		return false, err

@@ -49,10 +49,11 @@ func (c Cluster) LiveSource(ctx context.Context) (Source, error) {
 	if err != nil {
 		return s, fmt.Errorf("reading ClusterVIPs %s: %w", cfg.Metadata.Name, err)
 	}
-	if obj.GetAnnotations()[v1alpha1.AnnotationConfigSource] != "true" {
+	live, ok, err := configsource.ReadSource(obj)
+	if !ok {
 		return s, nil
 	}
-	if s.Config, err = configsource.Read(obj); err != nil {
+	if s.Config = live; err != nil {
 		return s, err
 	}
 	s.Unknown, s.Object = nil, obj
