@@ -110,12 +110,17 @@ func (r peerResult) label() string {
 
 // peerVariant is what sets a peer's bar apart from its defaults: "fast"
 // where its settings are its quickest ones (they start with "fast/"),
-// "frr" for MetalLB's FRR mode, with "bfd" where BFD is on ("frr bfd").
+// "preserve" (kube-vip keeping the address on losing the lease) and
+// "tuned" (MetalLB's memberlist timers) likewise, "bfd" for BGP with
+// BFD, "frr" for MetalLB's FRR mode, with "bfd" where BFD is on ("frr
+// bfd").
 func (r peerResult) peerVariant() string {
 	first, rest, _ := strings.Cut(r.settings, "/")
 	switch first {
-	case "fast":
-		return "fast"
+	case "fast", "preserve", "tuned":
+		return first
+	case "bfd=300ms":
+		return "bfd"
 	case "frr":
 		if strings.HasPrefix(rest, "bfd=") {
 			return "frr bfd"
@@ -129,8 +134,8 @@ func (r peerResult) peerVariant() string {
 // the darker shade).
 var peerColors = map[string]string{
 	"vipctl default": "#1f77b4", "vipctl hold=3s": "#1f77b4", "vipctl fast": "#6baed6", "vipctl bfd=300ms": "#6baed6",
-	"kube-vip": "#ff7f0e", "kube-vip fast": "#fdae6b",
-	"metallb": "#2ca02c", "metallb frr": "#2ca02c", "metallb frr bfd": "#98df8a",
+	"kube-vip": "#ff7f0e", "kube-vip fast": "#fdae6b", "kube-vip preserve": "#fdd0a2", "kube-vip bfd": "#fdae6b",
+	"metallb": "#2ca02c", "metallb tuned": "#98df8a", "metallb frr": "#2ca02c", "metallb frr bfd": "#98df8a",
 }
 
 func (r peerResult) color() string {

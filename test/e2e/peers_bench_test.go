@@ -3,6 +3,7 @@ package e2e
 import (
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -22,6 +23,12 @@ import (
 )
 
 var peerTrials = flag.Int("peer-trials", 5, "peers benchmark: trials per peer and case")
+
+// peerKubeVIPBFD adds kube-vip's BGP with BFD (v1.2.2+) to the BGP cases.
+// Off by default: in this lab its BFD sessions never come up against the
+// router's bfdd (FRR 8.4), so the case fails rather than measures
+// (docs/benchmarks.md, "kube-vip's BFD in this lab").
+var peerKubeVIPBFD = flag.Bool("peer-kube-vip-bfd", false, "peers benchmark: also run kube-vip's BGP with BFD, whose sessions do not come up in this lab")
 
 // BenchmarkPeers measures vipctl and its peers side by side: the same
 // three nodes on one segment, the same client (a new connection every
@@ -72,6 +79,9 @@ func BenchmarkPeers(b *testing.B) {
 			})
 		}
 	}
+	peerCase(b, "api", "kube-vip", kubeVIPVersion, kubeVIPPreserve.settings(), "planned", func(b *testing.B, i int) (time.Duration, int) {
+		return kubeVIPTrial(b, kubeVIP, "api", kubeVIPPreserve, "planned", i)
+	})
 	for _, profile := range []string{"default", "fast"} {
 		for _, c := range peerCases {
 			peerCase(b, "service", "vipctl", version, "profile="+profile+"/announce=keepalived", c, func(b *testing.B, i int) (time.Duration, int) {
@@ -90,14 +100,22 @@ func BenchmarkPeers(b *testing.B) {
 			})
 		}
 	}
-	for _, c := range peerCases {
-		peerCase(b, "service", "metallb", metallbVersion, "l2/memberlist", c, func(b *testing.B, i int) (time.Duration, int) {
-			return metallbTrial(b, mlbController, mlbSpeaker, metallbL2, c, i)
-		})
+	peerCase(b, "service", "kube-vip", kubeVIPVersion, strings.Replace(kubeVIPPreserve.settings(), "lease=", "svc_election/lease=", 1), "planned", func(b *testing.B, i int) (time.Duration, int) {
+		return kubeVIPTrial(b, kubeVIP, "service", kubeVIPPreserve, "planned", i)
+	})
+	for _, m := range []struct {
+		mode     metallbMode
+		settings string
+	}{{metallbL2, "l2/memberlist"}, {metallbL2Fast, metallbFastMemberlist.settings()}} {
+		for _, c := range peerCases {
+			peerCase(b, "service", "metallb", metallbVersion, m.settings, c, func(b *testing.B, i int) (time.Duration, int) {
+				return metallbTrial(b, mlbController, mlbSpeaker, m.mode, c, i)
+			})
+		}
 	}
 	// BGP: the lab's router holds sessions 3 s (upstreamFRR), whatever a
-	// peer asks for; with BFD for vipctl and MetalLB's FRR mode, which
-	// speak it (kube-vip's BGP does not).
+	// peer asks for; with BFD for vipctl, kube-vip (GoBGP's, since
+	// v1.2.2) and MetalLB's FRR mode, which speak it.
 	for _, bfd := range []bool{false, true} {
 		settings := "hold=3s"
 		if bfd {
@@ -111,6 +129,11 @@ func BenchmarkPeers(b *testing.B) {
 	peerCase(b, "bgp", "kube-vip", kubeVIPVersion, "hold=3s", "node-loss", func(b *testing.B, i int) (time.Duration, int) {
 		return kubeVIPTrial(b, kubeVIP, "bgp", kubeVIPLeases[0], "node-loss", i)
 	})
+	if *peerKubeVIPBFD {
+		peerCase(b, "bgp", "kube-vip", kubeVIPVersion, "bfd=300ms", "node-loss", func(b *testing.B, i int) (time.Duration, int) {
+			return kubeVIPTrial(b, kubeVIP, "bgp-bfd", kubeVIPLeases[0], "node-loss", i)
+		})
+	}
 	// MetalLB announces over BGP from its own speaker (native) or
 	// through FRR beside it, where it also speaks BFD.
 	for _, m := range []struct {
@@ -148,11 +171,14 @@ func peerCase(b *testing.B, vip, peer, version, settings, scenario string, trial
 	switch {
 	case peer == "vipctl":
 		name = vip + "/" + peer + "/" + vipctlVariant(settings) + "/" + scenario
-	case vip == "bgp" && peer == "metallb":
+	case vip == "bgp":
 		// Its modes: bgp/metallb/frr/bfd=300ms/node-loss.
 		name = vip + "/" + peer + "/" + settings + "/" + scenario
-	case strings.HasPrefix(settings, "fast/"):
-		name = vip + "/" + peer + "/fast/" + scenario
+	default:
+		// A variant of a peer's defaults: service/kube-vip/fast/planned.
+		if v, _, _ := strings.Cut(settings, "/"); v == "fast" || v == "preserve" || v == "tuned" {
+			name = vip + "/" + peer + "/" + v + "/" + scenario
+		}
 	}
 	b.Run(name, func(b *testing.B) {
 		outages, failed := runTrials(*peerTrials, func(i int) (time.Duration, int) { return trial(b, i) })
@@ -238,6 +264,12 @@ type peerLab struct {
 	// (-peer-scale-profile): told when BenchmarkPeersScale's CPU window
 	// starts and ends.
 	profiled []*benchProc
+	// cycle is the period of the peer's own timer that decides how soon
+	// a fault is noticed or announced (kube-vip's ARP loop, MetalLB's
+	// memberlist probe): measure injects the fault at a random moment of
+	// it, since the timer starts with the process, at about the same
+	// moment of every trial.
+	cycle time.Duration
 }
 
 // startPeerLab builds a peer's lab, with the upstream router if bgp
@@ -365,6 +397,9 @@ func (pl *peerLab) measure(t testing.TB, url, holder, scenario string, agent *ne
 		ok, _ := w.Counts()
 		return ok > 20 && strings.TrimSpace(w.LastBody()) == holder
 	})
+	if pl.cycle > 0 {
+		time.Sleep(rand.N(pl.cycle))
+	}
 	at := time.Now()
 	switch scenario {
 	case "node-loss":
@@ -382,33 +417,54 @@ func (pl *peerLab) measure(t testing.TB, url, holder, scenario string, agent *ne
 }
 
 // kubeVIPLease is kube-vip's timing: its leader election's, in whole
-// seconds as its flags take them, and how often it sends gratuitous ARP
-// (vip_arpRate, milliseconds; only from the environment).
-type kubeVIPLease struct{ duration, renew, retry, arpRateMS int }
+// seconds as its flags take them, how often it sends gratuitous ARP
+// (vip_arpRate, milliseconds; only from the environment), and whether a
+// node that loses the lease keeps the address
+// (vip_preserve_on_leadership_loss, since v1.0.4).
+type kubeVIPLease struct {
+	duration, renew, retry, arpRateMS int
+	preserve                          bool
+}
 
 // kubeVIPLeases are the timings the benchmark runs: kube-vip's defaults
-// (5/3/1 s, gratuitous ARP every 3 s), and the quickest its settings
-// allow: the shortest lease that keeps retry < renew < duration, and
-// gratuitous ARP every 500 ms, the least it accepts. kube-vip v0.9.2
-// announces a new holder only from that loop, so with the default rate
-// a takeover reaches the clients 0-3 s after the new holder has the
-// address. The second's settings start with "fast/", which names its
-// sub-benchmarks and its bars.
-var kubeVIPLeases = []kubeVIPLease{{5, 3, 1, 3000}, {3, 2, 1, 500}}
+// (v1.2.3: 15/10/2 s, gratuitous ARP every 3 s; v0.9.2's were 5/3/1 s),
+// and the quickest its settings allow: the shortest lease that keeps
+// retry < renew < duration, and gratuitous ARP every 500 ms, the least
+// it accepts (below, it falls back to 3 s). kube-vip (v0.9.2 and still
+// v1.2.3, pkg/arp) announces a new holder only from that loop, so with
+// the default rate a takeover reaches the clients 0-3 s after the new
+// holder has the address. The second's settings start with "fast/",
+// which names its sub-benchmarks and its bars.
+var kubeVIPLeases = []kubeVIPLease{{duration: 15, renew: 10, retry: 2, arpRateMS: 3000}, kubeVIPFast}
+
+// kubeVIPFast is kube-vip's quickest timing; kubeVIPPreserve the same
+// with the address kept by a node that loses the lease, the setting its
+// docs give for moves that should not drop connections, run for the
+// planned move.
+var (
+	kubeVIPFast     = kubeVIPLease{duration: 3, renew: 2, retry: 1, arpRateMS: 500}
+	kubeVIPPreserve = kubeVIPLease{duration: 3, renew: 2, retry: 1, arpRateMS: 500, preserve: true}
+)
 
 func (l kubeVIPLease) settings() string {
 	s := fmt.Sprintf("lease=%ds/renew=%ds/retry=%ds", l.duration, l.renew, l.retry)
-	if l != kubeVIPLeases[0] {
+	switch {
+	case l.preserve:
+		s = fmt.Sprintf("preserve/%s/arp=%dms", s, l.arpRateMS)
+	case l != kubeVIPLeases[0]:
 		s = fmt.Sprintf("fast/%s/arp=%dms", s, l.arpRateMS)
 	}
 	return s
 }
 
 // flags are the lease's flags and, first, the environment with the ARP
-// rate.
+// rate (and the preservation).
 func (l kubeVIPLease) flags() (env, flags []string) {
-	return []string{fmt.Sprintf("vip_arpRate=%d", l.arpRateMS)},
-		[]string{"--leaseDuration", fmt.Sprint(l.duration), "--leaseRenewDuration", fmt.Sprint(l.renew), "--leaseRetry", fmt.Sprint(l.retry)}
+	env = []string{fmt.Sprintf("vip_arpRate=%d", l.arpRateMS)}
+	if l.preserve {
+		env = append(env, "vip_preserve_on_leadership_loss=true")
+	}
+	return env, []string{"--leaseDuration", fmt.Sprint(l.duration), "--leaseRenewDuration", fmt.Sprint(l.renew), "--leaseRetry", fmt.Sprint(l.retry)}
 }
 
 // startKubeVIP starts kube-vip on every node for kind (kubeVIPTrial)
@@ -431,11 +487,17 @@ func (pl *peerLab) startKubeVIP(t testing.TB, bin, kind string, lease kubeVIPLea
 		case "service":
 			args = append(append(env, append(args, "--interface", "br-ex", "--arp")...), flags...)
 			args = append(args, "--services", "--servicesElection")
-		case "bgp":
+		case "bgp", "bgp-bfd":
 			// The manager reads its peers from the environment
 			// alone (bgp_peers, as its generated manifests set it),
-			// not from --bgppeers.
-			args = append([]string{"bgp_peers=198.51.100.1:64512::false"}, args...)
+			// not from --bgppeers; BFD (v1.2.2+) is the peer's
+			// seventh field: enabled, receive and transmit
+			// intervals (ms), multiplier.
+			peer := "bgp_peers=198.51.100.1:64512::false"
+			if kind == "bgp-bfd" {
+				peer += ":::true;300;300;3"
+			}
+			args = append([]string{peer}, args...)
 			args = append(args, "--interface", "lo", "--services", "--bgp", "--localAS", "64513", "--bgpRouterID", pl.nodeIP(n))
 		}
 		agents[name] = pl.hosts[name].Start("kube-vip", append([]string{"env"}, args...)...)
@@ -452,8 +514,9 @@ func kubeVIPTrial(b *testing.B, bin, kind string, lease kubeVIPLease, scenario s
 	var outage time.Duration
 	var failed int
 	b.Run(fmt.Sprintf("trial-%d", i), func(t *testing.B) {
-		pl := startPeerLab(t, kind == "bgp", false)
-		vip := map[string]string{"api": apiVIP, "service": peerServiceVIP, "bgp": peerBGPVIP}[kind]
+		bgp := strings.HasPrefix(kind, "bgp")
+		pl := startPeerLab(t, bgp, kind == "bgp-bfd")
+		vip := map[string]string{"api": apiVIP, "service": peerServiceVIP, "bgp": peerBGPVIP, "bgp-bfd": peerBGPVIP}[kind]
 		if kind != "api" {
 			// The Service's address given by kube-vip's own annotation,
 			// as kube-vip's cloud provider would set it.
@@ -461,7 +524,8 @@ func kubeVIPTrial(b *testing.B, bin, kind string, lease kubeVIPLease, scenario s
 		}
 		agents := pl.startKubeVIP(t, bin, kind, lease)
 		logOnFailure(t, "kube-vip", agents)
-		if kind == "bgp" {
+		pl.cycle = time.Duration(lease.arpRateMS) * time.Millisecond
+		if bgp {
 			outage, failed = pl.bgpNodeLoss(t)
 			return
 		}

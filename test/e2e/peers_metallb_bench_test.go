@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/user"
@@ -40,10 +41,61 @@ const (
 	metallbFRR metallbMode = "frr"
 	// metallbFRRBFD: metallbFRR with a BFDProfile on the BGPPeer.
 	metallbFRRBFD metallbMode = "frr-bfd"
+	// metallbL2Fast: metallbL2 with memberlist's timers shortened
+	// (metallbFastMemberlist) through the configuration file v0.16 reads
+	// from its optional ConfigMap.
+	metallbL2Fast metallbMode = "l2-fast"
 )
+
+// bgp tells whether the mode announces over BGP.
+func (m metallbMode) bgp() bool { return m != metallbL2 && m != metallbL2Fast }
+
+// memberlistTimers are the memberlist settings a speaker reads from
+// /etc/metallb/memberlist/config.json (v0.16.0+, the optional
+// metallb-memberlist-config ConfigMap): memberlist's LAN defaults, which
+// the speaker uses without the file, but for the failure detector's
+// timers. Every field of the file is required.
+type memberlistTimers struct {
+	probeInterval, probeTimeout time.Duration
+	suspicionMult               int
+}
+
+// metallbFastMemberlist is the quickest failure detection that stays
+// sane on a LAN: a probe every 200 ms (default 1 s), answered within
+// 100 ms (500 ms), and a suspect declared dead after 2 probe intervals
+// (4) scaled by log10 of the node count, which is 1 for three nodes:
+// about 400 ms of suspicion after a failed probe.
+var metallbFastMemberlist = memberlistTimers{probeInterval: 200 * time.Millisecond, probeTimeout: 100 * time.Millisecond, suspicionMult: 2}
+
+func (m memberlistTimers) settings() string {
+	return fmt.Sprintf("tuned/l2/memberlist/probe=%s/timeout=%s/suspicion=%d", m.probeInterval, m.probeTimeout, m.suspicionMult)
+}
+
+// file is the configuration file's text.
+func (m memberlistTimers) file() []byte {
+	b, _ := json.Marshal(map[string]any{
+		"TCPTimeout": "10s", "IndirectChecks": 3, "RetransmitMult": 4, "SuspicionMult": m.suspicionMult,
+		"SuspicionMaxTimeoutMult": 6, "PushPullInterval": "30s", "ProbeTimeout": m.probeTimeout.String(),
+		"ProbeInterval": m.probeInterval.String(), "DisableTcpPings": false, "AwarenessMaxMultiplier": 8,
+		"GossipNodes": 3, "GossipInterval": "200ms", "GossipToTheDeadTime": "30s", "GossipVerifyIncoming": true,
+		"GossipVerifyOutgoing": true, "EnableCompression": true, "HandoffQueueDepth": 1024, "UDPBufferSize": 1400,
+		"QueueCheckInterval": "30s",
+	})
+	return b
+}
+
+// memberlistConfigDir is where a speaker pod mounts the optional
+// metallb-memberlist-config ConfigMap (MetalLB's speaker reads
+// config.json there, a path it does not let one change).
+const memberlistConfigDir = "/etc/metallb/memberlist"
 
 // metallbNS is the namespace MetalLB's manifests install it in.
 const metallbNS = "metallb-system"
+
+// metallbControllerPod is the controller's pod, named as its Deployment
+// would name one; the controller is told it (METALLB_POD_NAME, as the
+// release manifest sets it from the pod's name).
+const metallbControllerPod = "controller-0"
 
 // metallbSpeakerLabels are the labels of the speaker pods in MetalLB's
 // manifests; the speakers find each other's memberlist by them.
@@ -73,7 +125,7 @@ func metallbTrial(b *testing.B, controller, speaker string, mode metallbMode, sc
 	var outage time.Duration
 	var failed int
 	b.Run(fmt.Sprintf("trial-%d", i), func(t *testing.B) {
-		bgp := mode != metallbL2
+		bgp := mode.bgp()
 		pl := startPeerLab(t, bgp, mode == metallbFRRBFD)
 		vip := peerServiceVIP
 		if bgp {
@@ -81,6 +133,10 @@ func metallbTrial(b *testing.B, controller, speaker string, mode metallbMode, sc
 		}
 		ctx := context.Background()
 		agents := pl.startMetalLB(t, controller, speaker, mode, vip+"/32")
+		pl.cycle = time.Second // memberlist's LAN probe interval
+		if mode == metallbL2Fast {
+			pl.cycle = metallbFastMemberlist.probeInterval
+		}
 		pl.echoService(t, nil)
 		lab.WaitFor(t, 60*time.Second, "the Service's address from MetalLB", func() bool {
 			s, err := pl.admin.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "echo", metav1.GetOptions{})
@@ -127,7 +183,7 @@ func (pl *peerLab) startMetalLB(t testing.TB, controller, speaker string, mode m
 	}
 	agents := map[string]*netlab.Proc{}
 	agents["controller"] = pl.gw.Start("metallb-controller", append(env,
-		"METALLB_NAMESPACE="+metallbNS, "METALLB_ML_SECRET_NAME=memberlist", "METALLB_DEPLOYMENT=controller",
+		"METALLB_NAMESPACE="+metallbNS, "METALLB_POD_NAME="+metallbControllerPod, "METALLB_ML_SECRET_NAME=memberlist", "METALLB_DEPLOYMENT=controller",
 		controller, "--port=7472", "--log-level=info", "--webhook-mode=disabled", "--disable-cert-rotation")...)
 	logOnFailure(t, "MetalLB", agents)
 
@@ -164,13 +220,44 @@ func (pl *peerLab) startMetalLB(t testing.TB, controller, speaker string, mode m
 			nodeEnv = append(slices.Clone(env), "FRR_CONFIG_FILE="+filepath.Join(reloader, "frr.conf"),
 				"FRR_RELOADER_PID_FILE="+filepath.Join(reloader, "reloader.pid"))
 		}
-		agents[name] = h.Start("metallb-speaker", append(nodeEnv,
+		argv := append(slices.Clone(nodeEnv),
 			"METALLB_NODE_NAME="+name, "METALLB_POD_NAME=speaker-"+name, "METALLB_HOST="+ip,
 			"METALLB_ML_BIND_ADDR="+ip, "METALLB_ML_LABELS="+metallbSpeakerLabels, "METALLB_ML_BIND_PORT=7946",
 			"METALLB_ML_SECRET_KEY_PATH="+keyDir, "METALLB_NAMESPACE="+metallbNS,
-			speaker, "--port=7472", "--log-level=info")...)
+			speaker, "--port=7472", "--log-level=info")
+		if mode == metallbL2Fast {
+			argv = withMemberlistConfig(t, pl.home, metallbFastMemberlist, argv)
+		}
+		agents[name] = h.Start("metallb-speaker", argv...)
 	}
 	return agents
+}
+
+// withMemberlistConfig runs argv with m's configuration file at the path
+// the speaker reads it from, as the ConfigMap's volume puts it there: a
+// directory of the trial's bound over memberlistConfigDir in the
+// speaker's own mount namespace. The host needs the directory to bind
+// over; it is made, and removed after the trial, when missing.
+func withMemberlistConfig(t testing.TB, home string, m memberlistTimers, argv []string) []string {
+	t.Helper()
+	dir := filepath.Join(home, "memberlist-config")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), m.file(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Dir(memberlistConfigDir), memberlistConfigDir} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			continue
+		}
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.Remove(d) })
+	}
+	return append([]string{"unshare", "--mount", "--propagation", "private", "sh", "-c",
+		`mount --bind "$0" ` + memberlistConfigDir + ` && exec "$@"`, dir}, argv...)
 }
 
 // metallbFRRStartup is the frr.conf FRR starts from in MetalLB's speaker
@@ -309,8 +396,10 @@ func metallbObjects(t testing.TB, pl *peerLab, mode metallbMode, pool string) {
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metallbNS}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CoreV1().ServiceAccounts(metallbNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "speaker"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	for _, sa := range []string{"speaker", "controller"} {
+		if _, err := c.CoreV1().ServiceAccounts(metallbNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	zero := int32(0)
 	sel := map[string]string{"app": "metallb", "component": "controller"}
@@ -328,7 +417,17 @@ func metallbObjects(t testing.TB, pl *peerLab, mode metallbMode, pool string) {
 	if _, err := c.AppsV1().Deployments(metallbNS).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The controller's own pod (metallbControllerPod): since v0.16 it
+	// reads it at startup, as the owner of its ConfigurationState.
 	no := false
+	ctrl := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: metallbControllerPod, Namespace: metallbNS, Labels: sel},
+		Spec: corev1.PodSpec{ServiceAccountName: "controller", AutomountServiceAccountToken: &no,
+			Containers: []corev1.Container{{Name: "controller", Image: "quay.io/metallb/controller"}}},
+	}
+	if _, err := c.CoreV1().Pods(metallbNS).Create(ctx, ctrl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	for n, name := range pl.names {
 		ip := pl.nodeIP(n)
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
@@ -366,7 +465,7 @@ func metallbObjects(t testing.TB, pl *peerLab, mode metallbMode, pool string) {
 		obj               map[string]any
 	}
 	objects := []object{{"v1beta1", "ipaddresspools", map[string]any{"kind": "IPAddressPool", "spec": map[string]any{"addresses": []any{pool}}}}}
-	if mode != metallbL2 {
+	if mode.bgp() {
 		peer := map[string]any{"myASN": int64(64513), "peerASN": int64(64512), "peerAddress": "198.51.100.1"}
 		if mode == metallbFRRBFD {
 			objects = append(objects, object{"v1beta1", "bfdprofiles", map[string]any{"kind": "BFDProfile",

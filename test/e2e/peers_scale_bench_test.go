@@ -119,7 +119,7 @@ func BenchmarkPeersScale(b *testing.B) {
 				pl := startPeerLab(b, false, false)
 				agents := pl.startKubeVIP(b, kubeVIP, "service", kubeVIPLeases[0])
 				logOnFailure(b, "kube-vip", agents)
-				peerScale(b, pl, "kube-vip", kubeVIPVersion, "svc_election/lease=5s/renew=3s/retry=1s", oneAgentEach(agents), true)
+				peerScale(b, pl, "kube-vip", kubeVIPVersion, strings.Replace(kubeVIPLeases[0].settings(), "lease=", "svc_election/lease=", 1), oneAgentEach(agents), true)
 			})
 		case "metallb":
 			b.Run("metallb", func(b *testing.B) {
