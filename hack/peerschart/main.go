@@ -97,15 +97,18 @@ type peerResult struct {
 }
 
 // label names the bar: vipctl with its settings' variant, a peer with
-// its version and its variant (peerVariant).
+// its release and its variant (peerVariant).
 func (r peerResult) label() string {
 	if r.peer == "vipctl" {
 		return r.peer + " " + vipctlVariant(r.settings)
 	}
+	// The release, not the commit hack/build-peers.sh stamps after it
+	// (v1.2.3@7ce55caffa27): the lines keep that.
+	version, _, _ := strings.Cut(r.version, "@")
 	if v := r.peerVariant(); v != "" {
-		return r.peer + " " + r.version + " " + v
+		return r.peer + " " + version + " " + v
 	}
-	return r.peer + " " + r.version
+	return r.peer + " " + version
 }
 
 // peerVariant is what sets a peer's bar apart from its defaults: "fast"
@@ -177,7 +180,7 @@ func write(path, title string, results []peerResult) error {
 	// The axis ends on the next whole second above the longest p95.
 	axis := (top/time.Second + 1) * time.Second
 	const (
-		left, barW, rowH, groupGap, headH, width = 150, 560, 18, 34, 60, 960
+		left, barW, rowH, groupGap, headH, width = 190, 560, 18, 34, 60, 1000
 	)
 	height := headH + 30
 	for _, g := range groups {
