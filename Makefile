@@ -172,13 +172,14 @@ bench-peers: deps image
 ## own as in its pods (BenchmarkPeersScale, peers-scale lines; root;
 ## PEERS=vipctl,metallb to leave one out, vipctl-default for vipctl with
 ## its default profile, vipctl-pools for the pool alone (poolsOnly),
-## vipctl-pools-default for both; PEER_SCALE_FLAGS for the benchmark's
+## vipctl-pools-default for both; kube-vip-global for kube-vip's one
+## election for all Services, kube-vip for one per Service; PEER_SCALE_FLAGS for the benchmark's
 ## other flags, e.g. '-peer-scale-steady=10m -peer-scale-settle=6m
 ## -peer-scale-adds=100', -peer-scale-profile=DIR for CPU profiles of
 ## vipctl's sidecars over the CPU window, and -peer-scale-trace=DIR for the
 ## node loss's announcements per lost address and every agent's log)
 PEER_SERVICES ?= 1000
-PEERS ?= vipctl,kube-vip,metallb
+PEERS ?= vipctl,kube-vip-global,kube-vip,metallb
 PEER_SCALE_FLAGS ?=
 bench-peers-scale: deps image
 	./hack/build-peers.sh

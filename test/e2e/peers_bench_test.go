@@ -488,6 +488,11 @@ func (pl *peerLab) startKubeVIP(t testing.TB, bin, kind string, lease kubeVIPLea
 		case "service":
 			args = append(append(env, append(args, "--interface", "br-ex", "--arp")...), flags...)
 			args = append(args, "--services", "--servicesElection")
+		case "service-global":
+			// Services without svc_election: one election for all of
+			// them (the services Lease), its default.
+			args = append(append(env, append(args, "--interface", "br-ex", "--arp")...), flags...)
+			args = append(args, "--services")
 		case "bgp", "bgp-bfd":
 			// The manager reads its peers from the environment
 			// alone (bgp_peers, as its generated manifests set it),

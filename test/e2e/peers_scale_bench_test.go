@@ -45,7 +45,8 @@ var (
 		"each host saw after the fault; every host's kernel counters) and every agent's log (AGENT-I.log)")
 	peerScalePolled = flag.Int("peer-scale-polled", 10, "BenchmarkPeersScale: loaded addresses asked every 100 ms while Services are added")
 	peerScalePeers  = flag.String("peer-scale-peers", "vipctl,kube-vip,metallb", "BenchmarkPeersScale: the peers to run, in order "+
-		"(vipctl-default: vipctl with its default profile; vipctl-pools: the pool alone, spec.mode poolsOnly, without the API VIP; vipctl-pools-default: both)")
+		"(vipctl-default: vipctl with its default profile; vipctl-pools: the pool alone, spec.mode poolsOnly, without the API VIP; vipctl-pools-default: both; "+
+		"kube-vip: an election per Service; kube-vip-global: one election for all Services, kube-vip's default)")
 )
 
 // peerScalePool holds the peers' Service addresses at scale: IPv6, as
@@ -114,12 +115,18 @@ func BenchmarkPeersScale(b *testing.B) {
 				pl, agents := startVipctlPeer(b, profile, poolsOnly)
 				peerScale(b, pl, "vipctl", vipctlVersion(), "profile="+profile+settings, agents, false)
 			})
-		case "kube-vip":
-			b.Run("kube-vip", func(b *testing.B) {
+		case "kube-vip", "kube-vip-global":
+			// An election per Service (svc_election), or one for all
+			// Services, kube-vip's default.
+			kind, settings := "service", strings.Replace(kubeVIPLeases[0].settings(), "lease=", "svc_election/lease=", 1)
+			if peer == "kube-vip-global" {
+				kind, settings = "service-global", "global_election/"+kubeVIPLeases[0].settings()
+			}
+			b.Run(peer, func(b *testing.B) {
 				pl := startPeerLab(b, false, false)
-				agents := pl.startKubeVIP(b, kubeVIP, "service", kubeVIPLeases[0])
+				agents := pl.startKubeVIP(b, kubeVIP, kind, kubeVIPLeases[0])
 				logOnFailure(b, "kube-vip", agents)
-				peerScale(b, pl, "kube-vip", kubeVIPVersion, strings.Replace(kubeVIPLeases[0].settings(), "lease=", "svc_election/lease=", 1), oneAgentEach(agents), true)
+				peerScale(b, pl, "kube-vip", kubeVIPVersion, settings, oneAgentEach(agents), true)
 			})
 		case "metallb":
 			b.Run("metallb", func(b *testing.B) {
@@ -128,7 +135,7 @@ func BenchmarkPeersScale(b *testing.B) {
 				peerScale(b, pl, "metallb", metallbVersion, "l2/memberlist", oneAgentEach(agents), false)
 			})
 		default:
-			b.Fatalf("-peer-scale-peers: unknown peer %q (vipctl, vipctl-default, vipctl-pools, vipctl-pools-default, kube-vip, metallb)", peer)
+			b.Fatalf("-peer-scale-peers: unknown peer %q (vipctl, vipctl-default, vipctl-pools, vipctl-pools-default, kube-vip, kube-vip-global, metallb)", peer)
 		}
 	}
 }
