@@ -421,7 +421,7 @@ func (pl *peerLab) measure(t testing.TB, url, holder, scenario string, agent *ne
 // seconds as its flags take them, how often it sends gratuitous ARP
 // (vip_arpRate, milliseconds; only from the environment), and whether a
 // node that loses the lease keeps the address
-// (vip_preserve_on_leadership_loss, since v1.0.4).
+// (vip_preserve_on_leadership_loss, since v1.0.2).
 type kubeVIPLease struct {
 	duration, renew, retry, arpRateMS int
 	preserve                          bool
