@@ -53,7 +53,8 @@ func (c Cluster) LiveSource(ctx context.Context) (Source, error) {
 	if !ok {
 		return s, nil
 	}
-	if s.Config = live; err != nil {
+	s.Config = live
+	if err != nil {
 		return s, err
 	}
 	s.Unknown, s.Object = nil, obj

@@ -96,12 +96,12 @@ func BenchmarkPeers(b *testing.B) {
 	}
 	for _, lease := range kubeVIPLeases {
 		for _, c := range peerCases {
-			peerCase(b, "service", "kube-vip", kubeVIPVersion, strings.Replace(lease.settings(), "lease=", "svc_election/lease=", 1), c, func(b *testing.B, i int) (time.Duration, int) {
+			peerCase(b, "service", "kube-vip", kubeVIPVersion, lease.serviceSettings(), c, func(b *testing.B, i int) (time.Duration, int) {
 				return kubeVIPTrial(b, kubeVIP, "service", lease, c, i)
 			})
 		}
 	}
-	peerCase(b, "service", "kube-vip", kubeVIPVersion, strings.Replace(kubeVIPPreserve.settings(), "lease=", "svc_election/lease=", 1), "planned", func(b *testing.B, i int) (time.Duration, int) {
+	peerCase(b, "service", "kube-vip", kubeVIPVersion, kubeVIPPreserve.serviceSettings(), "planned", func(b *testing.B, i int) (time.Duration, int) {
 		return kubeVIPTrial(b, kubeVIP, "service", kubeVIPPreserve, "planned", i)
 	})
 	for _, m := range []struct {
@@ -444,8 +444,14 @@ var kubeVIPLeases = []kubeVIPLease{{duration: 15, renew: 10, retry: 2, arpRateMS
 // planned move.
 var (
 	kubeVIPFast     = kubeVIPLease{duration: 3, renew: 2, retry: 1, arpRateMS: 500}
-	kubeVIPPreserve = kubeVIPLease{duration: 3, renew: 2, retry: 1, arpRateMS: 500, preserve: true}
+	kubeVIPPreserve = kubeVIPFast.preserving()
 )
+
+// preserving is l with the address kept by a node that loses the lease.
+func (l kubeVIPLease) preserving() kubeVIPLease {
+	l.preserve = true
+	return l
+}
 
 func (l kubeVIPLease) settings() string {
 	s := fmt.Sprintf("lease=%ds/renew=%ds/retry=%ds", l.duration, l.renew, l.retry)
@@ -456,6 +462,12 @@ func (l kubeVIPLease) settings() string {
 		s = fmt.Sprintf("fast/%s/arp=%dms", s, l.arpRateMS)
 	}
 	return s
+}
+
+// serviceSettings names the lease's settings for a Service's address,
+// with an election per Service.
+func (l kubeVIPLease) serviceSettings() string {
+	return strings.Replace(l.settings(), "lease=", "svc_election/lease=", 1)
 }
 
 // flags are the lease's flags and, first, the environment with the ARP
@@ -480,19 +492,21 @@ func (pl *peerLab) startKubeVIP(t testing.TB, bin, kind string, lease kubeVIPLea
 		// plane's VIP, or Services with an election per Service, or
 		// Services over BGP.
 		args := []string{"HOME=" + pl.home, bin, "manager", "--nodeName", name, "--prometheusHTTPServer", ""}
-		env, flags := lease.flags()
+		// arp is the ARP kinds' command line: the lease's environment
+		// first, then the ARP flags, the lease's and the kind's.
+		arp := func(kindFlags ...string) []string {
+			env, flags := lease.flags()
+			return append(append(append(env, args...), append([]string{"--interface", "br-ex", "--arp"}, flags...)...), kindFlags...)
+		}
 		switch kind {
 		case "api":
-			args = append(append(env, append(args, "--interface", "br-ex", "--arp")...), flags...)
-			args = append(args, "--address", apiVIP, "--vipSubnet", "32", "--port", "6443", "--controlplane", "--leaderElection")
+			args = arp("--address", apiVIP, "--vipSubnet", "32", "--port", "6443", "--controlplane", "--leaderElection")
 		case "service":
-			args = append(append(env, append(args, "--interface", "br-ex", "--arp")...), flags...)
-			args = append(args, "--services", "--servicesElection")
+			args = arp("--services", "--servicesElection")
 		case "service-global":
 			// Services without svc_election: one election for all of
 			// them (the services Lease), its default.
-			args = append(append(env, append(args, "--interface", "br-ex", "--arp")...), flags...)
-			args = append(args, "--services")
+			args = arp("--services")
 		case "bgp", "bgp-bfd":
 			// The manager reads its peers from the environment
 			// alone (bgp_peers, as its generated manifests set it),
@@ -522,7 +536,10 @@ func kubeVIPTrial(b *testing.B, bin, kind string, lease kubeVIPLease, scenario s
 	b.Run(fmt.Sprintf("trial-%d", i), func(t *testing.B) {
 		bgp := strings.HasPrefix(kind, "bgp")
 		pl := startPeerLab(t, bgp, kind == "bgp-bfd")
-		vip := map[string]string{"api": apiVIP, "service": peerServiceVIP, "bgp": peerBGPVIP, "bgp-bfd": peerBGPVIP}[kind]
+		vip := map[string]string{"api": apiVIP, "service": peerServiceVIP}[kind]
+		if bgp {
+			vip = peerBGPVIP
+		}
 		if kind != "api" {
 			// The Service's address given by kube-vip's own annotation,
 			// as kube-vip's cloud provider would set it.
@@ -530,11 +547,11 @@ func kubeVIPTrial(b *testing.B, bin, kind string, lease kubeVIPLease, scenario s
 		}
 		agents := pl.startKubeVIP(t, bin, kind, lease)
 		logOnFailure(t, "kube-vip", agents)
-		pl.cycle = time.Duration(lease.arpRateMS) * time.Millisecond
 		if bgp {
 			outage, failed = pl.bgpNodeLoss(t)
 			return
 		}
+		pl.cycle = time.Duration(lease.arpRateMS) * time.Millisecond
 		holder := waitOneHolder(t, pl.hosts, vip, 60*time.Second)
 		outage, failed = pl.measure(t, "http://"+vip+":8080/", holder, scenario, agents[holder], func() {
 			// kube-vip has no drain: its pod stopped, SIGTERM, after which

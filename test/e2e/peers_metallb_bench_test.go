@@ -256,8 +256,27 @@ func withMemberlistConfig(t testing.TB, home string, m memberlistTimers, argv []
 		}
 		t.Cleanup(func() { _ = os.Remove(d) })
 	}
-	return append([]string{"unshare", "--mount", "--propagation", "private", "sh", "-c",
-		`mount --bind "$0" ` + memberlistConfigDir + ` && exec "$@"`, dir}, argv...)
+	return withVolumes([]volume{{dir, memberlistConfigDir}}, argv)
+}
+
+// volume is a directory of the trial's and the path a pod would see it
+// at.
+type volume struct{ dir, at string }
+
+// withVolumes runs argv as a pod's container sees its volumes: in a
+// mount namespace of its own, each volume's directory bound over its
+// path (which must exist on the host).
+func withVolumes(vs []volume, argv []string) []string {
+	script := ""
+	dirs := make([]string, len(vs))
+	for i, v := range vs {
+		script += fmt.Sprintf(`mount --bind "$%d" %s && `, i, v.at)
+		dirs[i] = v.dir
+	}
+	// sh names its first argument $0: shift the rest of the
+	// directories off before argv.
+	script += fmt.Sprintf(`shift %d && exec "$@"`, len(vs)-1)
+	return append(append([]string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script}, dirs...), argv...)
 }
 
 // metallbFRRStartup is the frr.conf FRR starts from in MetalLB's speaker
@@ -322,9 +341,7 @@ func (pl *peerLab) metallbFRRNode(t testing.TB, h *netlab.Host, agents map[strin
 	}
 	// pod runs argv with the pod's volumes at their paths.
 	pod := func(argv ...string) []string {
-		return append([]string{"unshare", "--mount", "--propagation", "private", "sh", "-c",
-			`mount --bind "$0" /etc/frr && mount --bind "$1" /var/run/frr && mount --bind "$2" /var/log/frr && shift 2 && exec "$@"`,
-			etc, run, logs}, argv...)
+		return withVolumes([]volume{{etc, "/etc/frr"}, {run, "/var/run/frr"}, {logs, "/var/log/frr"}}, argv)
 	}
 	// The daemons file's options; vty ports off (-P 0) as the lab's
 	// own FRR runs, and logs on standard output for the trial's log.

@@ -118,7 +118,7 @@ func BenchmarkPeersScale(b *testing.B) {
 		case "kube-vip", "kube-vip-global":
 			// An election per Service (svc_election), or one for all
 			// Services, kube-vip's default.
-			kind, settings := "service", strings.Replace(kubeVIPLeases[0].settings(), "lease=", "svc_election/lease=", 1)
+			kind, settings := "service", kubeVIPLeases[0].serviceSettings()
 			if peer == "kube-vip-global" {
 				kind, settings = "service-global", "global_election/"+kubeVIPLeases[0].settings()
 			}
