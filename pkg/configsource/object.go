@@ -104,10 +104,12 @@ func (o *Object) Run(ctx context.Context) {
 }
 
 // WaitServed returns once the ClusterVIPs objects that fieldSelector
-// picks can be listed (nil), or when ctx ends (its error). Meanwhile it
-// looks again every probe, and at once when wake says so, and logs, once
-// per reason, why it cannot, and what the caller does instead
-// (meanwhile).
+// picks can be listed (nil), or when ctx ends (its error). While the
+// resource is not installed or not readable it looks again every probe,
+// and at once when wake says so; after any other error (a timeout, an
+// apiserver whose etcd is electing a leader: what a node's loss brings)
+// within transientRetry. It logs, once per reason, why it cannot, and
+// what the caller does instead (meanwhile).
 func WaitServed(ctx context.Context, dyn dynamic.Interface, fieldSelector string, probe time.Duration, wake <-chan struct{}, log *slog.Logger, meanwhile string) error {
 	said := ""
 	for {
@@ -115,25 +117,32 @@ func WaitServed(ctx context.Context, dyn dynamic.Interface, fieldSelector string
 		if err == nil {
 			return nil
 		}
-		why := "cannot read ClusterVIPs objects: " + meanwhile
+		why, next := "cannot read ClusterVIPs objects: "+meanwhile, min(probe, transientRetry)
 		switch {
 		case apierrors.IsNotFound(err):
-			why = "no ClusterVIPs resource (the CRD is not installed): " + meanwhile
+			why, next = "no ClusterVIPs resource (the CRD is not installed): "+meanwhile, probe
 		case apierrors.IsForbidden(err):
-			why = "not allowed to read ClusterVIPs objects (RBAC older than this vipctl): " + meanwhile
+			why, next = "not allowed to read ClusterVIPs objects (RBAC older than this vipctl): "+meanwhile, probe
 		}
 		if why != said {
-			log.Info(why, "err", err, "next look", probe)
+			log.Info(why, "err", err, "next look", next)
 			said = why
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(probe):
+		case <-time.After(next):
 		case <-wake:
 		}
 	}
 }
+
+// transientRetry is how soon WaitServed asks again after an error that
+// is not the resource's absence or a refusal: the probe interval (a
+// minute by default) is for what an administrator changes, and a new
+// allocator leader whose first look came while etcd elected a leader
+// wrote no status for that minute.
+const transientRetry = time.Second
 
 // Get is the object's config when it is the live config: ok is false
 // while the object is not followed yet, is absent, or is not marked as

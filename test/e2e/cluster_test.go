@@ -440,6 +440,7 @@ func testAPIVIPHolderLost(t *testing.T, c *clusterlab.Cluster) {
 	// once the VIP answers again is logged, not judged (etcd elects a
 	// leader meanwhile and every apiserver is slow on two cores).
 	short := lab.StartPolling(c.Client, clusterlab.APIVersionURL(clusterlab.APIVIP4), clusterlab.PollInterval, lab.PollTimeout, false)
+	claims := watchClaims(t, c, lost.Name, clusterlab.APIVIP4)
 	time.Sleep(time.Second)
 	cut := time.Now()
 	lost.Lose()
@@ -516,6 +517,12 @@ func testAPIVIPHolderLost(t *testing.T, c *clusterlab.Cluster) {
 	kept.WantAnsweredOver(t, "a connection opened on "+strings.Join(interim, ",")+" before "+lost.Name+" took the API VIP back")
 	c.Settle(t, 5*time.Minute)
 	t.Logf("%s back: the cluster settled in %s", lost.Name, time.Since(began).Round(time.Millisecond))
+	var delivered []string
+	for _, w := range claims {
+		w.stop()
+		delivered = append(delivered, w.report(answered))
+	}
+	t.Logf("%s lost: watches of the Nodes delivered the interim holder's claim of the API VIP, from its answer again, %s", lost.Name, strings.Join(delivered, "; "))
 	back.WantNoFailures(t, "the API VIP while "+lost.Name+" returned and took it back")
 }
 
