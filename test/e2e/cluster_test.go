@@ -575,6 +575,34 @@ func lostHolderStatus(t *testing.T, c *clusterlab.Cluster, lost, holder, leaderB
 	if named == 0 {
 		t.Errorf("the status does not name %s the API VIP's holder two minutes after %s was lost: %+v", holder, lost, vipOf(last, clusterlab.APIVIP4))
 	}
+	if named == 0 || named > 5*time.Second {
+		logAllocatorLeader(t, c, answered)
+	}
+}
+
+// logAllocatorLeader logs the allocator leader's log since t0, each line
+// with its time from t0: where a slow status spent its time.
+func logAllocatorLeader(t *testing.T, c *clusterlab.Cluster, t0 time.Time) {
+	l, err := c.Admin.CoordinationV1().Leases(render.Namespace).Get(t.Context(), manifests.AllocatorName, metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil {
+		t.Logf("no allocator leader to log: %v", err)
+		return
+	}
+	since := metav1.NewTime(t0.Add(-5 * time.Second))
+	data, err := c.Admin.CoreV1().Pods(render.Namespace).GetLogs(*l.Spec.HolderIdentity, &corev1.PodLogOptions{SinceTime: &since, Timestamps: true}).DoRaw(t.Context())
+	if err != nil {
+		t.Logf("the allocator leader %s's log: %v", *l.Spec.HolderIdentity, err)
+		return
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		stamp, rest, _ := strings.Cut(line, " ")
+		if at, err := time.Parse(time.RFC3339Nano, stamp); err == nil {
+			line = at.Sub(t0).Round(10*time.Millisecond).String() + " " + rest
+		}
+		out = append(out, line)
+	}
+	t.Logf("the allocator leader %s's log, times from the API VIP's answer:\n%s", *l.Spec.HolderIdentity, strings.Join(out, "\n"))
 }
 
 // previousLocalOutage bounds what a Local Service's address may lose on
