@@ -583,15 +583,15 @@ func lostHolderStatus(t *testing.T, c *clusterlab.Cluster, lost, holder, leaderB
 // logAllocatorLeader logs the allocator leader's log since t0, each line
 // with its time from t0: where a slow status spent its time.
 func logAllocatorLeader(t *testing.T, c *clusterlab.Cluster, t0 time.Time) {
-	l, err := c.Admin.CoordinationV1().Leases(render.Namespace).Get(t.Context(), manifests.AllocatorName, metav1.GetOptions{})
-	if err != nil || l.Spec.HolderIdentity == nil {
+	leader, err := allocatorLeasePod(t.Context(), c)
+	if err != nil {
 		t.Logf("no allocator leader to log: %v", err)
 		return
 	}
 	since := metav1.NewTime(t0.Add(-5 * time.Second))
-	data, err := c.Admin.CoreV1().Pods(render.Namespace).GetLogs(*l.Spec.HolderIdentity, &corev1.PodLogOptions{SinceTime: &since, Timestamps: true}).DoRaw(t.Context())
+	data, err := c.Admin.CoreV1().Pods(render.Namespace).GetLogs(leader, &corev1.PodLogOptions{SinceTime: &since, Timestamps: true}).DoRaw(t.Context())
 	if err != nil {
-		t.Logf("the allocator leader %s's log: %v", *l.Spec.HolderIdentity, err)
+		t.Logf("the allocator leader %s's log: %v", leader, err)
 		return
 	}
 	var out []string
@@ -602,7 +602,7 @@ func logAllocatorLeader(t *testing.T, c *clusterlab.Cluster, t0 time.Time) {
 		}
 		out = append(out, line)
 	}
-	t.Logf("the allocator leader %s's log, times from the API VIP's answer:\n%s", *l.Spec.HolderIdentity, strings.Join(out, "\n"))
+	t.Logf("the allocator leader %s's log, times from the API VIP's answer:\n%s", leader, strings.Join(out, "\n"))
 }
 
 // previousLocalOutage bounds what a Local Service's address may lose on
@@ -638,15 +638,27 @@ func previousLocalMove(t *testing.T, p *lab.Poller, what string) {
 // node.
 func allocatorLeader(c *clusterlab.Cluster) string {
 	ctx := context.Background()
-	l, err := c.Admin.CoordinationV1().Leases(render.Namespace).Get(ctx, manifests.AllocatorName, metav1.GetOptions{})
-	if err != nil || l.Spec.HolderIdentity == nil {
+	leader, err := allocatorLeasePod(ctx, c)
+	if err != nil {
 		return "?"
 	}
-	pod, err := c.Admin.CoreV1().Pods(render.Namespace).Get(ctx, *l.Spec.HolderIdentity, metav1.GetOptions{})
+	pod, err := c.Admin.CoreV1().Pods(render.Namespace).Get(ctx, leader, metav1.GetOptions{})
 	if err != nil {
-		return *l.Spec.HolderIdentity
+		return leader
 	}
 	return pod.Name + " on " + pod.Spec.NodeName
+}
+
+// allocatorLeasePod is the name of the allocator pod holding its Lease.
+func allocatorLeasePod(ctx context.Context, c *clusterlab.Cluster) (string, error) {
+	l, err := c.Admin.CoordinationV1().Leases(render.Namespace).Get(ctx, manifests.AllocatorName, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	if l.Spec.HolderIdentity == nil {
+		return "", fmt.Errorf("the Lease %s/%s has no holder", render.Namespace, manifests.AllocatorName)
+	}
+	return *l.Spec.HolderIdentity, nil
 }
 
 // testUpgrade: vipctl moves to release to (this tree from the previous
