@@ -159,6 +159,7 @@ func TestCLIGolden(t *testing.T) {
 		{"render-interface-bad", []string{"render", "-f", repo("examples/compact-ipv4.yaml"), "--out-dir", "never-written", "--nodes", repo("examples/nodes/compact.yaml"), "--interface", "br-ex\n}\nvrrp_script x {"}, 1},
 		{"allocator-bad-listen", []string{"allocator", "--id", "allocator-0", "--listen", "9446", "--metrics-listen", ":0"}, 1},
 		{"runtimecfg-bad-listen", []string{"runtimecfg", "--once", "--node-name", "master-0", "--listen", "127.0.0.1:99999", "--metrics-listen", "ns1.example.test:9449"}, 1},
+		{"runtimecfg-bad-wire", []string{"runtimecfg", "--once", "--node-name", "master-0", "--wire-interval", "100ms", "--wire-rate", "0"}, 1},
 		{"runtimecfg-bad-profiles", []string{"runtimecfg", "--once", "--node-name", "master-0", "--cpu-profile", "testdata", "--heap-profile", "no-such-directory/heap.pprof"}, 1},
 	}
 	for _, tc := range cases {

@@ -43,6 +43,8 @@ type runtimecfgOptions struct {
 	metrics     metricsFlags
 	namespace   string
 	debounce    time.Duration
+	wireEvery   time.Duration
+	wireRate    int
 	cpuProfile  string
 	heapProfile string
 }
@@ -127,7 +129,27 @@ with a SubjectAccessReview, both with the node's credentials.`,
 	o.metrics.add(f, render.KubeletServingCert, render.KubeletServingCert)
 	f.StringVar(&o.namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap")
 	f.DurationVar(&o.debounce, "debounce", 200*time.Millisecond, "longest a change waits after a render: one after a quiet spell renders at once, one right after a render waits four times that render's length, at most this")
+	f.DurationVar(&o.wireEvery, "wire-interval", sidecar.DefaultWireInterval, "rest between two passes that ask the node's VRRP interface who answers for each VIP of its instances (ARP, neighbour solicitation); 0 asks never")
+	f.IntVar(&o.wireRate, "wire-rate", sidecar.DefaultWireRate, fmt.Sprintf("most questions a second, on average, of those passes (%d-%d)", minWireRate, maxWireRate))
 	return cmd
+}
+
+// The bounds of --wire-rate: below one question a second a node with
+// thousands of VIPs would take hours a pass; above maxWireRate the
+// questions of a few nodes would be most of what a segment's hosts
+// receive.
+const (
+	minWireRate = 1
+	maxWireRate = 2000
+)
+
+// wireInterval is the sidecar's Options.WireInterval for --wire-interval,
+// whose 0 means never (the Options' zero is the default).
+func (o *runtimecfgOptions) wireInterval() time.Duration {
+	if o.wireEvery == 0 {
+		return -1
+	}
+	return o.wireEvery
 }
 
 // validate refuses flags the pod's own manifest would never give, before
@@ -139,6 +161,12 @@ func (o *runtimecfgOptions) validate() error {
 	}
 	if o.debounce < 0 {
 		errs = append(errs, fmt.Errorf("--debounce %s: must not be negative", o.debounce))
+	}
+	if o.wireEvery < 0 || o.wireEvery > 0 && o.wireEvery < time.Second {
+		errs = append(errs, fmt.Errorf("--wire-interval %s: want 0 (never) or 1s and more", o.wireEvery))
+	}
+	if o.wireRate < minWireRate || o.wireRate > maxWireRate {
+		errs = append(errs, fmt.Errorf("--wire-rate %d: want %d-%d questions a second", o.wireRate, minWireRate, maxWireRate))
 	}
 	errs = append(errs, checkListen("--listen", o.listen), checkListen("--metrics-listen", o.metrics.listen))
 	errs = append(errs, checkProfilePath("--cpu-profile", o.cpuProfile), checkProfilePath("--heap-profile", o.heapProfile))
@@ -244,6 +272,7 @@ func runSidecar(ctx context.Context, o *runtimecfgOptions, streams IOStreams) er
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s, err := sidecar.New(sidecar.Options{
 		OnceOptions: o.once, Client: client, Dynamic: dyn, Namespace: o.namespace, Debounce: o.debounce,
+		WireInterval: o.wireInterval(), WireRate: o.wireRate,
 		Log: log, Metrics: sidecar.NewMetrics(reg),
 	})
 	if err != nil {

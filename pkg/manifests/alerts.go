@@ -58,7 +58,7 @@ func Alerts() []Alert {
 	return slices.Concat(vipAlerts(), sidecarAlerts(), bgpAlerts(), allocatorAlerts(), daemonAlerts())
 }
 
-// vipAlerts are the alerts on the VIPs themselves: held by nobody, by several nodes, or contested by a router outside the cluster.
+// vipAlerts are the alerts on the VIPs themselves: held by nobody, by several nodes, answered on the wire by nobody or by two, or contested by a router outside the cluster.
 func vipAlerts() []Alert {
 	return []Alert{
 		{
@@ -76,6 +76,30 @@ func vipAlerts() []Alert {
 			Severity:    severityCritical,
 			Summary:     "A VRRP VIP is held by more than one node.",
 			Description: "{{ $labels.vip }} is on {{ $value }} nodes at once (split brain): the VRRP adverts between them are lost, and connections break as the switches' ARP/ND caches flip.",
+		},
+		{
+			// The wire's view (issue 54): every member of a VIP's
+			// instance asks who answers for it. Two answering in any
+			// node's view is a fault; where the books show two holders
+			// too, VipctlVIPSplitBrain says it already (one alert per
+			// fault).
+			Name:        "VipctlVIPAnsweredTwice",
+			Expr:        `max by (vip) (vipctl_wire_vip_answerers) > 1 unless on (vip) ` + vrrpHolders + ` > 1`,
+			For:         time.Minute,
+			Severity:    severityCritical,
+			Summary:     "More than one host answers for a VIP on its segment.",
+			Description: "{{ $labels.vip }} is answered by {{ $value }} link-layer addresses when a node asks who has it (ARP/ND): the segment's hosts and routers flip between them and connections break. No second node holds it as far as the cluster knows (that would be VipctlVIPSplitBrain): the other answer comes from a host outside the cluster's books.",
+		},
+		{
+			// The holder's own view counts itself: only the other
+			// members' views tell whether the wire hears it. A VIP no
+			// node holds is VipctlVIPNotHeld's.
+			Name:        "VipctlVIPUnanswered",
+			Expr:        `max by (vip) (vipctl_wire_vip_answerers unless on (vip, node) (vipctl_runtimecfg_vip_held == 1)) == 0 and on (vip) ` + vrrpHolders + ` >= 1`,
+			For:         time.Minute,
+			Severity:    severityCritical,
+			Summary:     "A held VIP is answered by nobody on its segment.",
+			Description: "{{ $labels.vip }} is on a node's interface, yet no other member of its instance hears an answer when it asks who has it (ARP/ND): clients on the segment cannot reach it, while VRRP and the books look healthy.",
 		},
 		{
 			Name: "VipctlForeignVRRPRouter",

@@ -30,6 +30,13 @@ const (
 // advertisement for it. This host's own frames do not count. It needs
 // CAP_NET_RAW; the interface is left as it was.
 func Ask(ctx context.Context, ifi *net.Interface, addrs []netip.Addr, d time.Duration) (map[netip.Addr][]net.HardwareAddr, error) {
+	return AskRounds(ctx, ifi, addrs, askRounds, d)
+}
+
+// AskRounds is Ask with rounds questions per address (at least one),
+// askSpacing apart: the sidecar's watch of the wire (pkg/sidecar) asks
+// once and again only for the addresses nobody answered.
+func AskRounds(ctx context.Context, ifi *net.Interface, addrs []netip.Addr, rounds int, d time.Duration) (map[netip.Addr][]net.HardwareAddr, error) {
 	if len(ifi.HardwareAddr) != 6 {
 		return nil, fmt.Errorf("interface %s has no Ethernet address to ask from", ifi.Name)
 	}
@@ -67,7 +74,7 @@ func Ask(ctx context.Context, ifi *net.Interface, addrs []netip.Addr, d time.Dur
 	l := &listener{fd: fd, ifi: ifi, want: want, heard: map[netip.Addr][]net.HardwareAddr{}, stop: make(chan struct{})}
 	var reader sync.WaitGroup
 	reader.Go(l.listen)
-	sendErr := solicit(ctx, fd, ns, ifi, srcs, v4, v6, d)
+	sendErr := solicit(ctx, fd, ns, ifi, srcs, v4, v6, max(rounds, 1), d)
 	close(l.stop)
 	reader.Wait()
 	if err := errors.Join(sendErr, l.err); err != nil {
@@ -118,12 +125,12 @@ func (l *listener) listen() {
 	}
 }
 
-// solicit asks askRounds times, askSpacing apart, who has each address
+// solicit asks rounds times, askSpacing apart, who has each address
 // (ARP requests on fd, neighbour solicitations on ns), then waits d for
 // late answers.
-func solicit(ctx context.Context, fd, ns int, ifi *net.Interface, srcs ipv4Prefixes, v4, v6 []netip.Addr, d time.Duration) error {
+func solicit(ctx context.Context, fd, ns int, ifi *net.Interface, srcs ipv4Prefixes, v4, v6 []netip.Addr, rounds int, d time.Duration) error {
 	to := &unix.SockaddrLinklayer{Ifindex: ifi.Index, Protocol: linklayer.Htons(unix.ETH_P_ARP), Halen: 6, Addr: [8]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
-	for round := range askRounds {
+	for round := range rounds {
 		if round > 0 {
 			select {
 			case <-ctx.Done():

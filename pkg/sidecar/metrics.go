@@ -41,6 +41,7 @@ type Metrics struct {
 	SyncSeconds      prometheus.Histogram
 	BGP              BGPMetrics
 	VRRP             VRRPMetrics
+	Wire             WireMetrics
 }
 
 // VRRPMetrics describe the VRRP adverts the node's tap hears (foreign.go).
@@ -125,11 +126,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			ForeignLastSeen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: "vrrp", Name: "foreign_advert_last_seen_timestamp_seconds",
 				Help: "When the last foreign_adverts_total advert of the series arrived."}, []string{"vrid", "family", "source"}),
 		},
+		Wire: WireMetrics{
+			Answerers: newAnswerCollector(prometheus.BuildFQName(ns, "wire", "vip_answerers")),
+			Questions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: "wire", Name: "questions_total",
+				Help: "ARP requests and neighbour solicitations this node sent to learn who answers for its VIPs (--wire-rate bounds them)."}),
+			PassSeconds: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: "wire", Name: "last_pass_seconds",
+				Help: "How long the last complete pass over this node's VIPs took (--wire-rate paces it)."}),
+		},
 	}
 	if reg != nil {
 		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.WatchEvents, m.VIPsHeld, m.VIPHeld, m.SyncFailing, m.APIReachable, m.Drained, m.DaemonRestarts, m.ConfigInvalid, m.StaticDrift, m.UnknownFields, m.LastGood, m.Lonely, m.Unannounced, m.ProxyPending, m.InterfaceMissing, m.SyncSeconds,
 			m.BGP.Up, m.BGP.Since, m.BGP.Drops, m.BGP.Announced, m.BGP.BFDUp,
-			m.VRRP.Received, m.VRRP.Foreign, m.VRRP.ForeignLastSeen)
+			m.VRRP.Received, m.VRRP.Foreign, m.VRRP.ForeignLastSeen,
+			m.Wire.Answerers, m.Wire.Questions, m.Wire.PassSeconds)
 	}
 	return m
 }

@@ -83,7 +83,13 @@ type Options struct {
 	// nil asks netlink in the node's network namespace. It is used when
 	// the Node has no vipctl.io/interface annotation.
 	Interface func(netip.Prefix) (string, error)
-	Log       *slog.Logger
+	// WireInterval is the rest between two passes of questions on the
+	// wire for this node's VIPs (wire.go; DefaultWireInterval when zero,
+	// none when negative); WireRate bounds their questions per second
+	// (DefaultWireRate when zero).
+	WireInterval time.Duration
+	WireRate     int
+	Log          *slog.Logger
 	Metrics   *Metrics
 }
 
@@ -184,6 +190,8 @@ type Sidecar struct {
 	node *runtimecfg.Node
 	// vrrpIfaces are the node's VRRP interfaces as of the last render.
 	vrrpIfaces []string
+	// wire is what wireLoop asks for, as of the last render.
+	wire wireTargets
 	// drainAsked is the own Node's cluster.DrainAnnotation as of the
 	// last sync; drainedByAPI says this sidecar drained the node for it
 	// (a drain keepalived's preStop started is not the API's to end).
@@ -210,6 +218,12 @@ func New(o Options) (*Sidecar, error) {
 	}
 	if o.APIProbeInterval <= 0 {
 		o.APIProbeInterval = 30 * time.Second
+	}
+	if o.WireInterval == 0 {
+		o.WireInterval = DefaultWireInterval
+	}
+	if o.WireRate <= 0 {
+		o.WireRate = DefaultWireRate
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
@@ -288,6 +302,8 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); s.sessionsLoop(ctx) }()
 	wg.Add(1)
 	go func() { defer wg.Done(); s.drainLoop(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); s.wireLoop(ctx) }()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -448,6 +464,7 @@ func (s *Sidecar) sync(ctx context.Context) error {
 			ifaces = []string{out.Handover.Interface}
 		}
 		s.rememberVRRP(out.Members, ifaces)
+		s.rememberWire(out.Handover)
 	}
 	if err == nil {
 		s.rememberAnnounced(out.Announced)

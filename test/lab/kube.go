@@ -76,6 +76,9 @@ type KubeCluster struct {
 	// the sidecars read it.
 	ConfigPath string
 	Sidecars   map[string]*Sidecar
+	// WireInterval is the sidecars' rest between two passes of questions
+	// on the wire (sidecar.Options.WireInterval; zero: its default).
+	WireInterval time.Duration
 }
 
 // StartKube starts a kube-apiserver and a lab cluster (Start), with the
@@ -308,6 +311,7 @@ func (kc *KubeCluster) StartSidecar(t testing.TB, name string) *Sidecar {
 		// The API's reach every second, not every 30: the alert tests
 		// cut their waits.
 		APIProbeInterval: time.Second,
+		WireInterval:     kc.WireInterval,
 		Addresses:        func() ([]netip.Addr, error) { return dataplane.HandleAddresses(nl) },
 		Interface:        func(n netip.Prefix) (string, error) { return dataplane.LocalInterface(nl, n) },
 		Log:              slog.New(slog.NewTextHandler(buf, nil)),

@@ -1,0 +1,90 @@
+package e2e
+
+import (
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/vipctl/vipctl/test/lab"
+	"github.com/vipctl/vipctl/test/netlab"
+)
+
+// TestWireAnswers: three control-plane nodes with their sidecars (real
+// keepalived, real apiserver, node credentials) ask the segment every
+// second who answers for the API VIP, and a real Prometheus evaluates
+// the rendered alerts over their metrics. Two faults the nodes' books do
+// not show, each injected on the wire:
+//   - a copy of the VIP on a host of the segment that is no node: every
+//     node hears two answers, VipctlVIPAnsweredTwice fires (and no split
+//     brain: the books show one holder);
+//   - the holder's ARP answers for the VIP dropped by its own firewall
+//     (nftables, arp family): the other two hear nobody,
+//     VipctlVIPUnanswered fires, while VRRP keeps the VIP where it is.
+//
+// Each resolves once the fault is undone. The times from fault to every
+// node's view and to the alert firing are logged (docs/benchmarks.md).
+func TestWireAnswers(t *testing.T) {
+	kc := lab.StartKube(t, clusterYAML("fast", "unicast", ""), masters(3))
+	kc.GrantNodeReaders(t)
+	kc.WireInterval = time.Second
+	for _, n := range kc.Nodes {
+		kc.AddNode(t, n.Name)
+		kc.StartSidecar(t, n.Name)
+	}
+	holder := kc.Settled(apiVIP)
+	vip := netip.MustParseAddr(apiVIP)
+	// views waits until each node's last question for the VIP found
+	// want(node) answers, and says how long that took from since.
+	views := func(what string, since time.Time, want func(node string) int) {
+		t.Helper()
+		lab.WaitFor(t, 30*time.Second, what, func() bool {
+			for _, n := range kc.Nodes {
+				if got, ok := kc.Sidecars[n.Name].Metrics.Wire.Answerers.Get(vip); !ok || got != want(n.Name) {
+					return false
+				}
+			}
+			return true
+		})
+		t.Logf("%s: %.1f s", what, time.Since(since).Seconds())
+	}
+	views("every node hearing one answer", time.Now(), func(string) int { return 1 })
+	w := watchAlerts(t, kc.Config, sidecarTargets(kc)...)
+	w.expect("one answer in every view")
+
+	// A host outside the cluster given the VIP's address by hand.
+	stranger := kc.AddHost("stranger", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"198.51.100.66/24"}})
+	fault := time.Now()
+	stranger.MustExec("ip", "addr", "add", apiVIP+"/32", "dev", "br-ex")
+	views("a copy on a host outside the cluster, in every node's view", fault, func(string) int { return 2 })
+	w.expect("a copy on a host outside the cluster", "VipctlVIPAnsweredTwice vip="+apiVIP)
+	t.Logf("copy: VipctlVIPAnsweredTwice firing %.1f s after the fault (the lab's for: %s)", time.Since(fault).Seconds(), alertFor)
+	fixed := time.Now()
+	stranger.MustExec("ip", "addr", "del", apiVIP+"/32", "dev", "br-ex")
+	views("the copy removed", fixed, func(string) int { return 1 })
+	w.expect("the copy removed")
+	t.Logf("copy removed: resolved %.1f s after", time.Since(fixed).Seconds())
+
+	// The holder keeps the VIP, but its answers never leave it.
+	h := kc.ByName[holder].Host
+	fault = time.Now()
+	h.MustExec("nft", "add table arp wirelab")
+	h.MustExec("nft", "add chain arp wirelab out { type filter hook output priority 0 ; }")
+	h.MustExec("nft", "add rule arp wirelab out arp saddr ip "+apiVIP+" drop")
+	views("the holder's answers dropped, in every node's view", fault, func(n string) int {
+		if n == holder {
+			return 1 // itself
+		}
+		return 0
+	})
+	w.expect("the holder's answers dropped", "VipctlVIPUnanswered vip="+apiVIP)
+	t.Logf("answers dropped: VipctlVIPUnanswered firing %.1f s after the fault", time.Since(fault).Seconds())
+	if got := kc.Holders(apiVIP); !slices.Equal(got, []string{holder}) {
+		t.Errorf("the API VIP is held by %v with its answers dropped; VRRP alone must keep it on %s", got, holder)
+	}
+	fixed = time.Now()
+	h.MustExec("nft", "delete table arp wirelab")
+	views("the holder's answers let out again", fixed, func(string) int { return 1 })
+	w.expect("the holder's answers let out again")
+	t.Logf("answers let out: resolved %.1f s after", time.Since(fixed).Seconds())
+}
