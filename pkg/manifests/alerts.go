@@ -79,16 +79,26 @@ func vipAlerts() []Alert {
 		},
 		{
 			// The wire's view (issue 54): every member of a VIP's
-			// instance asks who answers for it. Two answering in any
-			// node's view is a fault; where the books show two holders
-			// too, VipctlVIPSplitBrain says it already (one alert per
-			// fault).
+			// instance asks who answers for it, and knows the members'
+			// link-layer addresses (their answers for their own).
+			Name:        "VipctlVIPAnsweredByStranger",
+			Expr:        `max by (vip) (vipctl_wire_vip_stranger_answerers) > 0`,
+			For:         time.Minute,
+			Severity:    severityCritical,
+			Summary:     "A host that is no member of a VIP's instance answers for it.",
+			Description: "{{ $labels.vip }} is answered by a link-layer address that belongs to no member of its instance when a node asks who has it (ARP/ND): the segment's hosts and routers send some or all of its traffic there. The Node's VIPAnsweredByStranger Event names the address.",
+		},
+		{
+			// Two answering in any node's view is a fault; where the
+			// books show two holders, VipctlVIPSplitBrain says it, and
+			// where one answerer is a stranger, the alert above (one
+			// alert per fault).
 			Name:        "VipctlVIPAnsweredTwice",
-			Expr:        `max by (vip) (vipctl_wire_vip_answerers) > 1 unless on (vip) ` + vrrpHolders + ` > 1`,
+			Expr:        `max by (vip) (vipctl_wire_vip_answerers) > 1 unless on (vip) ` + vrrpHolders + ` > 1 unless on (vip) max by (vip) (vipctl_wire_vip_stranger_answerers) > 0`,
 			For:         time.Minute,
 			Severity:    severityCritical,
 			Summary:     "More than one host answers for a VIP on its segment.",
-			Description: "{{ $labels.vip }} is answered by {{ $value }} link-layer addresses when a node asks who has it (ARP/ND): the segment's hosts and routers flip between them and connections break. No second node holds it as far as the cluster knows (that would be VipctlVIPSplitBrain): the other answer comes from a host outside the cluster's books.",
+			Description: "{{ $labels.vip }} is answered by {{ $value }} link-layer addresses when a node asks who has it (ARP/ND): the segment's hosts and routers flip between them and connections break. No second node holds it as far as the cluster's books know, and no answerer is known to be a stranger: a member whose sidecar does not publish, or a stranger while a member does not answer for its own address.",
 		},
 		{
 			// The holder's own view counts itself: only the other

@@ -52,8 +52,8 @@ type foreignRouters struct {
 	members vrid.Members
 	// series are the sources given series of their own.
 	series map[foreignKey]bool
-	// evented is when each router's Event was last recorded.
-	evented map[foreignKey]time.Time
+	// events gates each router's Event.
+	events *eventGate[foreignKey]
 	// received is the counter of adverts heard, by family: looked up
 	// once, not for each of the cluster's own adverts (tens a second
 	// with the fast profile).
@@ -67,7 +67,7 @@ type foreignKey struct {
 }
 
 func newForeignRouters(m *Metrics, log *slog.Logger, event func(string)) *foreignRouters {
-	return &foreignRouters{m: m, log: log, now: time.Now, event: event, series: map[foreignKey]bool{}, evented: map[foreignKey]time.Time{},
+	return &foreignRouters{m: m, log: log, now: time.Now, event: event, series: map[foreignKey]bool{}, events: newEventGate[foreignKey](foreignEventEvery, foreignSeriesMax),
 		received: map[string]prometheus.Counter{}}
 }
 
@@ -106,23 +106,12 @@ func (f *foreignRouters) heard(iface string, a vrid.Advert) {
 	f.m.VRRP.Foreign.WithLabelValues(labels...).Inc()
 	f.m.VRRP.ForeignLastSeen.WithLabelValues(labels...).Set(float64(now.Unix()))
 
-	if last, ok := f.evented[k]; ok && now.Sub(last) < foreignEventEvery {
+	// Bounded as the series are: while more routers than that are
+	// fresh, the new ones get no Event (the metric's "other" counts
+	// them).
+	if !f.events.allow(k, now) {
 		return
 	}
-	// Bounded as the series are: the stale entries go first, and while
-	// more routers than that are fresh, the new ones get no Event (the
-	// metric's "other" counts them).
-	if len(f.evented) >= foreignSeriesMax {
-		for key, t := range f.evented {
-			if now.Sub(t) >= foreignEventEvery {
-				delete(f.evented, key)
-			}
-		}
-		if len(f.evented) >= foreignSeriesMax {
-			return
-		}
-	}
-	f.evented[k] = now
 	msg := fmt.Sprintf("VRRP ID %d of this cluster (%s) is advertised on %s by %s (VRRPv%d, %s, priority %d), which is no member of it: a router outside the cluster uses the ID; see the runbook of the alert VipctlForeignVRRPRouter",
 		a.ID, strings.Join(f.members[a.ID].Keys, ", "), iface, a.Source, a.Version, a.Family, a.Priority)
 	f.log.Warn(msg)

@@ -84,7 +84,7 @@ func TestForeignRouters(t *testing.T) {
 	if got := testutil.ToFloat64(m.VRRP.Foreign.WithLabelValues("51", "ipv4", "198.51.100.66")); got != 4 {
 		t.Errorf("the stranger's adverts after the cap: %v, want 4 under its own source", got)
 	}
-	if len(f.evented) > foreignSeriesMax {
-		t.Errorf("%d routers remembered for their Events, want at most %d", len(f.evented), foreignSeriesMax)
+	if len(f.events.last) > foreignSeriesMax {
+		t.Errorf("%d routers remembered for their Events, want at most %d", len(f.events.last), foreignSeriesMax)
 	}
 }

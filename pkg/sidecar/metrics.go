@@ -127,7 +127,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 				Help: "When the last foreign_adverts_total advert of the series arrived."}, []string{"vrid", "family", "source"}),
 		},
 		Wire: WireMetrics{
-			Answerers: newAnswerCollector(prometheus.BuildFQName(ns, "wire", "vip_answerers")),
+			Answerers: newAnswerCollector(prometheus.BuildFQName(ns, "wire", "vip_answerers"),
+				"Link-layer addresses that answer ARP (IPv4) or neighbour solicitations (IPv6) for the VIP as this node last asked on its VRRP interface, this node included while it has the VIP: 1 is healthy; 0 while a node holds the VIP, or 2 and more, are faults (VipctlVIPUnanswered, VipctlVIPAnsweredTwice).", false),
+			Strangers: newAnswerCollector(prometheus.BuildFQName(ns, "wire", "vip_stranger_answerers"),
+				"Link-layer addresses that answered for the VIP as this node last asked and belong to no member of its instance (VipctlVIPAnsweredByStranger); no series while none does.", true),
 			Questions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: "wire", Name: "questions_total",
 				Help: "ARP requests and neighbour solicitations this node sent to learn who answers for its VIPs (--wire-rate bounds them)."}),
 			PassSeconds: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: "wire", Name: "last_pass_seconds",
@@ -138,7 +141,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.WatchEvents, m.VIPsHeld, m.VIPHeld, m.SyncFailing, m.APIReachable, m.Drained, m.DaemonRestarts, m.ConfigInvalid, m.StaticDrift, m.UnknownFields, m.LastGood, m.Lonely, m.Unannounced, m.ProxyPending, m.InterfaceMissing, m.SyncSeconds,
 			m.BGP.Up, m.BGP.Since, m.BGP.Drops, m.BGP.Announced, m.BGP.BFDUp,
 			m.VRRP.Received, m.VRRP.Foreign, m.VRRP.ForeignLastSeen,
-			m.Wire.Answerers, m.Wire.Questions, m.Wire.PassSeconds)
+			m.Wire.Answerers, m.Wire.Strangers, m.Wire.Questions, m.Wire.PassSeconds)
 	}
 	return m
 }

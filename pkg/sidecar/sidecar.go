@@ -90,7 +90,7 @@ type Options struct {
 	WireInterval time.Duration
 	WireRate     int
 	Log          *slog.Logger
-	Metrics   *Metrics
+	Metrics      *Metrics
 }
 
 // Sidecar keeps one node's keepalived and haproxy in step with the
@@ -129,6 +129,9 @@ type Sidecar struct {
 	vrrpKick chan struct{}
 	// foreign counts the adverts of routers outside the cluster.
 	foreign *foreignRouters
+	// strangerEvents gates the VIPAnsweredByStranger Events, by VIP and
+	// answerer.
+	strangerEvents *eventGate[string]
 	// proxy asks this node's service proxy whether it delivers the Local
 	// Services whose endpoints run here.
 	proxy *proxyGate
@@ -254,6 +257,7 @@ func New(o Options) (*Sidecar, error) {
 		nodeRef: &corev1.ObjectReference{Kind: "Node", Name: o.NodeName, UID: "", APIVersion: "v1"},
 	}
 	s.proxy = newProxyGate(o.Target, s.trigger)
+	s.strangerEvents = newEventGate[string](foreignEventEvery, foreignSeriesMax)
 	s.foreign = newForeignRouters(s.m, s.log, func(msg string) {
 		s.rec.Event(s.nodeRef, corev1.EventTypeWarning, ReasonForeignVRRPRouter, msg)
 	})

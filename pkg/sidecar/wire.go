@@ -2,13 +2,16 @@ package sidecar
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/vipctl/vipctl/pkg/preflight"
 	"github.com/vipctl/vipctl/pkg/render"
@@ -44,24 +47,38 @@ const (
 
 // wireTargets are the addresses the node asks for, on its VRRP
 // interface: the VIPs of its instances that have a peer (a lonely
-// instance's VIP has no second view to compare with).
+// instance's VIP has no second view to compare with), and the peers'
+// own addresses, whose answers are the members' link-layer addresses.
 type wireTargets struct {
 	iface string
 	addrs []netip.Addr
+	// keys name each VIP's instance, for the Events.
+	keys  map[netip.Addr]string
+	peers []netip.Addr
 }
 
-// rememberWire takes the node's instances from a render.
+// rememberWire takes the node's instances from a render, after
+// rememberVIPs (their keys).
 func (s *Sidecar) rememberWire(h render.Handover) {
-	var addrs []netip.Addr
+	tg := wireTargets{iface: h.Interface, keys: map[netip.Addr]string{}}
 	for _, in := range h.Instances {
-		addrs = append(addrs, in.VIPs...)
+		tg.addrs = append(tg.addrs, in.VIPs...)
+		tg.peers = append(tg.peers, in.Peers...)
 	}
-	slices.SortFunc(addrs, netip.Addr.Compare)
-	addrs = slices.Compact(addrs)
+	tg.addrs, tg.peers = sortedSet(tg.addrs), sortedSet(tg.peers)
 	s.mu.Lock()
-	s.wire = wireTargets{iface: h.Interface, addrs: addrs}
+	for _, a := range tg.addrs {
+		tg.keys[a] = string(s.known[a])
+	}
+	s.wire = tg
 	s.mu.Unlock()
-	s.m.Wire.Answerers.keep(addrs)
+	s.m.Wire.Answerers.keep(tg.addrs)
+	s.m.Wire.Strangers.keep(tg.addrs)
+}
+
+func sortedSet(addrs []netip.Addr) []netip.Addr {
+	slices.SortFunc(addrs, netip.Addr.Compare)
+	return slices.Compact(addrs)
 }
 
 // wireLoop asks the wire every WireInterval (after the pass before has
@@ -106,6 +123,10 @@ func (s *Sidecar) askWire(ctx context.Context, tg wireTargets) error {
 	if err != nil {
 		return err
 	}
+	members, err := s.memberMACs(ctx, tg)
+	if err != nil {
+		return err
+	}
 	for chunk := range slices.Chunk(tg.addrs, wireChunk) {
 		start := time.Now()
 		heard, asked, err := s.askChunk(ctx, tg.iface, chunk)
@@ -119,6 +140,11 @@ func (s *Sidecar) askWire(ctx context.Context, tg wireTargets) error {
 				n++
 			}
 			s.m.Wire.Answerers.set(a, n)
+			strangers := members.strangers(heard[a])
+			s.m.Wire.Strangers.set(a, len(strangers))
+			for _, mac := range strangers {
+				s.strangerAnswers(tg, a, mac, members)
+			}
 		}
 		pace := time.Duration(float64(asked) / float64(s.o.WireRate) * float64(time.Second))
 		select {
@@ -165,9 +191,96 @@ func (s *Sidecar) askChunk(ctx context.Context, iface string, chunk []netip.Addr
 	return heard, asked, nil
 }
 
+// memberMACs asks for the peers' own addresses: their answers, and this
+// node's interface, are the link-layer addresses of the instances'
+// members.
+func (s *Sidecar) memberMACs(ctx context.Context, tg wireTargets) (memberMACs, error) {
+	m := memberMACs{byMAC: map[string]string{}}
+	if err := s.o.InNetns(func() error {
+		ifi, err := net.InterfaceByName(tg.iface)
+		if err == nil {
+			m.byMAC[ifi.HardwareAddr.String()] = s.o.NodeName + " (this node)"
+		}
+		return err
+	}); err != nil {
+		return m, err
+	}
+	heard, asked, err := s.askChunk(ctx, tg.iface, tg.peers)
+	s.m.Wire.Questions.Add(float64(asked))
+	if err != nil {
+		return m, err
+	}
+	for _, p := range tg.peers {
+		macs := heard[p]
+		if len(macs) == 0 {
+			m.silent = append(m.silent, p)
+		}
+		for _, mac := range macs {
+			m.byMAC[mac.String()] = p.String()
+		}
+	}
+	return m, nil
+}
+
+// memberMACs are the members' link-layer addresses as a pass found them.
+type memberMACs struct {
+	// byMAC names each member's address: this node's, or a peer's node
+	// address.
+	byMAC map[string]string
+	// silent are the peers that did not answer for their own address.
+	silent []netip.Addr
+}
+
+// strangers are the answering addresses of macs that are no member's
+// (nor keepalived's virtual MAC, 00:00:5e:00:01|02:VRID, should a
+// member use one). While a peer does not answer for its own address its
+// link-layer address is not known, and nothing is called a stranger.
+func (m memberMACs) strangers(macs []net.HardwareAddr) []net.HardwareAddr {
+	if len(m.silent) > 0 {
+		return nil
+	}
+	var out []net.HardwareAddr
+	for _, mac := range macs {
+		if _, ok := m.byMAC[mac.String()]; ok || len(mac) == 6 && mac[0] == 0 && mac[1] == 0 && mac[2] == 0x5e && mac[3] == 0 && (mac[4] == 1 || mac[4] == 2) {
+			continue
+		}
+		out = append(out, mac)
+	}
+	return out
+}
+
+// members lists the members' link-layer addresses, for a message.
+func (m memberMACs) String() string {
+	out := make([]string, 0, len(m.byMAC))
+	for mac, who := range m.byMAC {
+		out = append(out, mac+" "+who)
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
+}
+
+// strangerAnswers records that mac, no member's, answered for a: an Event
+// on the Node (at most every foreignEventEvery for one address and
+// answerer, as a foreign router's).
+func (s *Sidecar) strangerAnswers(tg wireTargets, a netip.Addr, mac net.HardwareAddr, members memberMACs) {
+	if !s.strangerEvents.allow(a.String()+" "+mac.String(), time.Now()) {
+		return
+	}
+	msg := fmt.Sprintf("%s (%s) is answered on %s by %s, which is no member of its instance (members: %s): a host outside the cluster answers for the VIP; see the runbook of the alert VipctlVIPAnsweredByStranger",
+		a, tg.keys[a], tg.iface, mac, members)
+	s.log.Warn(msg)
+	s.rec.Event(s.nodeRef, corev1.EventTypeWarning, ReasonVIPAnsweredByStranger, msg)
+}
+
+// ReasonVIPAnsweredByStranger is the Node Event's reason.
+const ReasonVIPAnsweredByStranger = "VIPAnsweredByStranger"
+
 // WireMetrics describe what the node's questions on the wire found.
 type WireMetrics struct {
-	Answerers   *AnswerCollector
+	Answerers *AnswerCollector
+	// Strangers counts, per VIP, the answerers that are no member of
+	// its instance; a VIP with none has no series.
+	Strangers   *AnswerCollector
 	Questions   prometheus.Counter
 	PassSeconds prometheus.Gauge
 }
@@ -177,17 +290,17 @@ type WireMetrics struct {
 // series object per VIP kept between scrapes).
 type AnswerCollector struct {
 	desc *prometheus.Desc
-	mu   sync.Mutex
-	n    map[netip.Addr]int
+	// omitZero leaves out the series whose count is 0.
+	omitZero bool
+	mu       sync.Mutex
+	n        map[netip.Addr]int
 	// asked are the addresses asked for as of the last render, sorted: a
 	// pass that began before it sets none of the others.
 	asked []netip.Addr
 }
 
-func newAnswerCollector(name string) *AnswerCollector {
-	return &AnswerCollector{n: map[netip.Addr]int{}, desc: prometheus.NewDesc(name,
-		"Link-layer addresses that answer ARP (IPv4) or neighbour solicitations (IPv6) for the VIP as this node last asked on its VRRP interface, this node included while it has the VIP: 1 is healthy; 0 while a node holds the VIP, or 2 and more, are faults (VipctlVIPUnanswered, VipctlVIPAnsweredTwice).",
-		[]string{"vip"}, nil)}
+func newAnswerCollector(name, help string, omitZero bool) *AnswerCollector {
+	return &AnswerCollector{n: map[netip.Addr]int{}, omitZero: omitZero, desc: prometheus.NewDesc(name, help, []string{"vip"}, nil)}
 }
 
 // keep drops the series of the addresses no longer asked for.
@@ -227,6 +340,9 @@ func (c *AnswerCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for a, n := range c.n {
+		if n == 0 && c.omitZero {
+			continue
+		}
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), a.String())
 	}
 }

@@ -1,11 +1,16 @@
 package e2e
 
 import (
+	"context"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vipctl/vipctl/pkg/sidecar"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
 )
@@ -16,8 +21,10 @@ import (
 // the rendered alerts over their metrics. Two faults the nodes' books do
 // not show, each injected on the wire:
 //   - a copy of the VIP on a host of the segment that is no node: every
-//     node hears two answers, VipctlVIPAnsweredTwice fires (and no split
-//     brain: the books show one holder);
+//     node hears two answers, one of them no member's;
+//     VipctlVIPAnsweredByStranger fires (no split brain: the books show
+//     one holder), and each Node gets a VIPAnsweredByStranger Event
+//     naming the stranger's MAC;
 //   - the holder's ARP answers for the VIP dropped by its own firewall
 //     (nftables, arp family): the other two hear nobody,
 //     VipctlVIPUnanswered fires, while VRRP keeps the VIP where it is.
@@ -57,8 +64,26 @@ func TestWireAnswers(t *testing.T) {
 	fault := time.Now()
 	stranger.MustExec("ip", "addr", "add", apiVIP+"/32", "dev", "br-ex")
 	views("a copy on a host outside the cluster, in every node's view", fault, func(string) int { return 2 })
-	w.expect("a copy on a host outside the cluster", "VipctlVIPAnsweredTwice vip="+apiVIP)
-	t.Logf("copy: VipctlVIPAnsweredTwice firing %.1f s after the fault (the lab's for: %s)", time.Since(fault).Seconds(), alertFor)
+	w.expect("a copy on a host outside the cluster", "VipctlVIPAnsweredByStranger vip="+apiVIP)
+	t.Logf("copy: VipctlVIPAnsweredByStranger firing %.1f s after the fault (the lab's for: %s)", time.Since(fault).Seconds(), alertFor)
+	for _, n := range kc.Nodes {
+		if got, ok := kc.Sidecars[n.Name].Metrics.Wire.Strangers.Get(vip); !ok || got != 1 {
+			t.Errorf("%s counts %d strangers answering for %s, want 1", n.Name, got, apiVIP)
+		}
+	}
+	lab.WaitFor(t, 20*time.Second, "a VIPAnsweredByStranger Event naming the stranger on each Node", func() bool {
+		list, err := kc.Admin.CoreV1().Events("").List(context.Background(), metav1.ListOptions{FieldSelector: "reason=" + sidecar.ReasonVIPAnsweredByStranger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes := map[string]bool{}
+		for _, e := range list.Items {
+			if strings.HasPrefix(e.Message, apiVIP+" (api) is answered on br-ex by "+stranger.MAC()+", ") {
+				nodes[e.InvolvedObject.Name] = true
+			}
+		}
+		return len(nodes) == len(kc.Nodes)
+	})
 	fixed := time.Now()
 	stranger.MustExec("ip", "addr", "del", apiVIP+"/32", "dev", "br-ex")
 	views("the copy removed", fixed, func(string) int { return 1 })
