@@ -195,6 +195,8 @@ type Sidecar struct {
 	vrrpIfaces []string
 	// wire is what wireLoop asks for, as of the last render.
 	wire wireTargets
+	// wirePub is what wireLoop last published.
+	wirePub wirePublished
 	// drainAsked is the own Node's cluster.DrainAnnotation as of the
 	// last sync; drainedByAPI says this sidecar drained the node for it
 	// (a drain keepalived's preStop started is not the API's to end).

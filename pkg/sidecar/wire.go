@@ -12,7 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/preflight"
 	"github.com/vipctl/vipctl/pkg/render"
 )
@@ -93,15 +95,26 @@ func (s *Sidecar) wireLoop(ctx context.Context) {
 		tg := s.wire
 		s.mu.Unlock()
 		started := time.Now()
-		if err := s.askWire(ctx, tg); err != nil && ctx.Err() == nil {
+		var err error
+		// Before the first render nothing is asked, nor published.
+		if tg.iface != "" {
+			var views v1alpha1.WireViews
+			views, err = s.askWire(ctx, tg)
+			if err == nil {
+				pctx, cancel := context.WithTimeout(ctx, s.o.StepTimeout)
+				err = s.publishWire(pctx, views)
+				cancel()
+			}
+		}
+		if err != nil && ctx.Err() == nil {
 			s.m.Failures.WithLabelValues("wire").Inc()
 			// Once per cause, not every pass: an interface that is
 			// gone stays so for a while.
 			if err.Error() != said {
-				s.log.Error("cannot ask who answers for the VIPs", "interface", tg.iface, "err", err)
+				s.log.Error("cannot ask who answers for the VIPs, or publish what was heard", "interface", tg.iface, "err", err)
 				said = err.Error()
 			}
-		} else if err == nil {
+		} else if err == nil && tg.iface != "" {
 			said = ""
 			s.m.Wire.PassSeconds.Set(time.Since(started).Seconds())
 		}
@@ -114,25 +127,27 @@ func (s *Sidecar) wireLoop(ctx context.Context) {
 }
 
 // askWire makes one pass over tg's addresses, wireChunk at a time, no
-// faster than WireRate questions a second on average.
-func (s *Sidecar) askWire(ctx context.Context, tg wireTargets) error {
-	if tg.iface == "" || len(tg.addrs) == 0 {
-		return nil
+// faster than WireRate questions a second on average, and returns what
+// it found where that is not one answer from a member.
+func (s *Sidecar) askWire(ctx context.Context, tg wireTargets) (v1alpha1.WireViews, error) {
+	if len(tg.addrs) == 0 {
+		return nil, nil
 	}
 	local, err := s.o.Addresses()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	members, err := s.memberMACs(ctx, tg)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var views v1alpha1.WireViews
 	for chunk := range slices.Chunk(tg.addrs, wireChunk) {
 		start := time.Now()
 		heard, asked, err := s.askChunk(ctx, tg.iface, chunk)
 		s.m.Wire.Questions.Add(float64(asked))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, a := range chunk {
 			n := len(heard[a])
@@ -145,14 +160,66 @@ func (s *Sidecar) askWire(ctx context.Context, tg wireTargets) error {
 			for _, mac := range strangers {
 				s.strangerAnswers(tg, a, mac, members)
 			}
+			if n != 1 || len(strangers) > 0 {
+				v := v1alpha1.WireView{Address: a.String(), Answers: n, At: time.Now().UTC().Truncate(time.Second)}
+				for _, mac := range strangers {
+					v.Strangers = append(v.Strangers, mac.String())
+				}
+				views = append(views, v)
+			}
 		}
 		pace := time.Duration(float64(asked) / float64(s.o.WireRate) * float64(time.Second))
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(time.Until(start.Add(pace))):
 		}
 	}
+	return views, nil
+}
+
+// wireViewsMax caps the views a Node's annotation carries (in address
+// order): a segment that answers nothing would otherwise publish every
+// VIP of the node's instances.
+const wireViewsMax = 64
+
+// wirePublished is what this sidecar last set the Node's
+// AnnotationNodeWire to; only wireLoop touches it.
+type wirePublished struct {
+	views v1alpha1.WireViews
+	at    time.Time
+	// known is false until the first write: a Node may carry a previous
+	// pod's views.
+	known bool
+}
+
+// publishWire sets the Node's AnnotationNodeWire to views when they
+// differ from what was published (answers and strangers; not when), and
+// again every WireViewRepublish while there are any, so that readers
+// can tell a view that holds from one an older sidecar left behind.
+func (s *Sidecar) publishWire(ctx context.Context, views v1alpha1.WireViews) error {
+	if len(views) > wireViewsMax {
+		views = views[:wireViewsMax]
+	}
+	p := &s.wirePub
+	same := p.known && slices.EqualFunc(p.views, views, func(a, b v1alpha1.WireView) bool {
+		return a.Address == b.Address && a.Answers == b.Answers && slices.Equal(a.Strangers, b.Strangers)
+	})
+	if same && (len(views) == 0 || time.Since(p.at) < v1alpha1.WireViewRepublish) {
+		return nil
+	}
+	var value *string
+	if len(views) > 0 {
+		value = ptr.To(views.String())
+	}
+	if err := s.annotate(ctx, v1alpha1.AnnotationNodeWire, value); err != nil {
+		p.known = false
+		return err
+	}
+	if !same {
+		s.log.Info("published what the wire says", "views", len(views))
+	}
+	p.views, p.at, p.known = views, time.Now(), true
 	return nil
 }
 

@@ -48,7 +48,9 @@ type SessionStatus struct {
 func NewReport(c *v1alpha1.ClusterVIPs, nodes []corev1.Node, services []corev1.Service) (Report, []error) {
 	rows, errs := Compute(c, nodes, services)
 	sessions, serrs := Sessions(nodes)
-	return Report{VIPs: rows, BGPSessions: sessions}, append(errs, serrs...)
+	r := Report{VIPs: rows, BGPSessions: sessions}
+	werrs := r.attachWire(nodes, time.Now())
+	return r, slices.Concat(errs, serrs, werrs)
 }
 
 // Sessions lists the BGP sessions the nodes publish, by node and peer.
@@ -81,6 +83,10 @@ type VIPStatus struct {
 	// not been heard from since another took the VIP over (state
 	// isolated, Classify): their claim predates it.
 	Unreachable []string `json:"unreachable,omitempty"`
+	// Wire are the nodes' views of the address on the wire that are not
+	// one answer from a member: a stranger, nobody or several answering
+	// (their vipctl.io/wire annotations, at most WireViewFresh old).
+	Wire []WireNote `json:"wire,omitempty"`
 	// holderSince is when each holder claimed the address.
 	holderSince map[string]time.Time
 }
@@ -272,6 +278,9 @@ func (r Report) Problems() []string {
 		sort.Strings(away)
 		out = append(out, fmt.Sprintf("node(s) not reaching the API, whose claims are from before: %s", strings.Join(away, ", ")))
 	}
+	if wire := wireLines(r.VIPs); len(wire) > 0 {
+		out = append(out, fmt.Sprintf("%d finding(s) on the wire: %s", len(wire), strings.Join(wire, "; ")))
+	}
 	var down []string
 	for _, s := range r.BGPSessions {
 		if !s.Established() {
@@ -303,6 +312,12 @@ func (r Report) Text(now time.Time) string {
 		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Instance, v.Address, holder, v.State, since, svcs)
 	}
 	_ = w.Flush()
+	if wire := wireLines(r.VIPs); len(wire) > 0 {
+		b.WriteString("\nOn the wire (each node asks its segment who has the VIPs of its instances):\n")
+		for _, l := range wire {
+			b.WriteString("  " + l + "\n")
+		}
+	}
 	if r.Object != nil {
 		b.WriteString("\n" + r.Object.Text())
 	}

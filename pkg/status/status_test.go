@@ -243,3 +243,62 @@ func TestClassifyIsolated(t *testing.T) {
 		t.Errorf("without Leases: %s", rep.VIPs[0].State)
 	}
 }
+
+// TestWireNotes: the nodes' vipctl.io/wire views hang on their rows and
+// read as findings: a stranger's answer (with the nodes that heard it),
+// a held VIP nobody answers, one answered twice. A view older than
+// WireViewFresh (a rolled-back sidecar's leftover) and one of nobody
+// answering a VIP nobody holds are left out.
+func TestWireNotes(t *testing.T) {
+	c := fixture.Example(t, "pools-node-groups.yaml")
+	api, ingress := c.Spec.API.VIPs[0], c.Spec.Ingress[0].VIPs[0]
+	now := time.Now().UTC().Truncate(time.Second)
+	node := func(name string, held []string, views ...v1alpha1.WireView) corev1.Node {
+		var h v1alpha1.HeldVIPs
+		for _, v := range held {
+			h = append(h, v1alpha1.HeldVIP{Address: v, Since: now})
+		}
+		ann := map[string]string{v1alpha1.AnnotationNodeVIPs: h.String()}
+		if len(views) > 0 {
+			ann[v1alpha1.AnnotationNodeWire] = v1alpha1.WireViews(views).String()
+		}
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: ann}}
+	}
+	stranger := "02:00:00:00:00:66"
+	nodes := []corev1.Node{
+		node("master-0", nil, v1alpha1.WireView{Address: api, Answers: 0, At: now},
+			v1alpha1.WireView{Address: "198.51.100.130", Answers: 0, At: now}),
+		node("master-1", []string{api}, v1alpha1.WireView{Address: ingress, Answers: 2, Strangers: []string{stranger}, At: now}),
+		node("master-2", nil, v1alpha1.WireView{Address: api, Answers: 0, At: now},
+			v1alpha1.WireView{Address: ingress, Answers: 2, Strangers: []string{stranger}, At: now.Add(-v1alpha1.WireViewFresh - time.Minute)}),
+		node("worker-a0", []string{ingress}, v1alpha1.WireView{Address: ingress, Answers: 3, At: now}),
+	}
+	// 198.51.100.130: a Service's address nobody holds.
+	r, errs := NewReport(c, nodes, []corev1.Service{fixture.LBService("a", "198.51.100.130")})
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	want := []string{
+		api + " is held by master-1 and answered by nobody (asked by master-0, master-2)",
+		ingress + " is answered by " + stranger + ", which is no member of " + string(v1alpha1.IngressKey(c.Spec.Ingress[0].Name)) + " (heard by master-1)",
+		ingress + " is answered more than once (answers heard by worker-a0: 3)",
+	}
+	got := wireLines(r.VIPs)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	text := r.Text(now)
+	if !strings.Contains(text, "On the wire") || !strings.Contains(text, want[0]) {
+		t.Errorf("table without the findings:\n%s", text)
+	}
+	if p := r.Problems(); !slices.ContainsFunc(p, func(s string) bool { return strings.HasPrefix(s, "3 finding(s) on the wire: ") }) {
+		t.Errorf("problems %q", p)
+	}
+	// Every view healthy: nothing said.
+	r, _ = NewReport(c, []corev1.Node{node("master-1", []string{api})}, nil)
+	if got := wireLines(r.VIPs); len(got) != 0 || strings.Contains(r.Text(now), "On the wire") {
+		t.Errorf("findings without views: %q", got)
+	}
+}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/sidecar"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
+	"github.com/vipctl/vipctl/test/testapiserver"
 )
 
 // TestWireAnswers: three control-plane nodes with their sidecars (real
@@ -29,7 +31,9 @@ import (
 //     (nftables, arp family): the other two hear nobody,
 //     VipctlVIPUnanswered fires, while VRRP keeps the VIP where it is.
 //
-// Each resolves once the fault is undone. The times from fault to every
+// `vipctl status` names each finding (the nodes' vipctl.io/wire
+// annotations) and exits non-zero; each resolves once the fault is
+// undone, and status says nothing of the wire again. The times from fault to every
 // node's view and to the alert firing are logged (docs/benchmarks.md).
 func TestWireAnswers(t *testing.T) {
 	kc := lab.StartKube(t, clusterYAML("fast", "unicast", ""), masters(3))
@@ -41,6 +45,27 @@ func TestWireAnswers(t *testing.T) {
 	}
 	holder := kc.Settled(apiVIP)
 	vip := netip.MustParseAddr(apiVIP)
+	kubeconfig := filepath.Join(t.TempDir(), "admin.kubeconfig")
+	testapiserver.WriteKubeconfig(t, kc.API.AdminConfig(), kubeconfig)
+	// statusSays waits until `vipctl status` (the nodes' vipctl.io/wire
+	// annotations) says want on the wire, or nothing there for "".
+	statusSays := func(what, want string) {
+		t.Helper()
+		var code int
+		var out, errOut string
+		if !lab.WaitUntil(30*time.Second, func() bool {
+			code, out, errOut = vipctl(t, "status", "-f", kc.ConfigPath, "--kubeconfig", kubeconfig)
+			if want == "" {
+				return !strings.Contains(out, "On the wire") && !strings.Contains(errOut, "on the wire")
+			}
+			return strings.Contains(out, want) && code != 0 && strings.Contains(errOut, "on the wire")
+		}) {
+			t.Fatalf("%s: vipctl status (exit %d) does not say %q on the wire:\n%s%s", what, code, want, out, errOut)
+		}
+		if want != "" {
+			t.Logf("%s: vipctl status, exit %d:\n%s%s", what, code, out, errOut)
+		}
+	}
 	// views waits until each node's last question for the VIP found
 	// want(node) answers, and says how long that took from since.
 	views := func(what string, since time.Time, want func(node string) int) {
@@ -58,6 +83,7 @@ func TestWireAnswers(t *testing.T) {
 	views("every node hearing one answer", time.Now(), func(string) int { return 1 })
 	w := watchAlerts(t, kc.Config, sidecarTargets(kc)...)
 	w.expect("one answer in every view")
+	statusSays("one answer in every view", "")
 
 	// A host outside the cluster given the VIP's address by hand.
 	stranger := kc.AddHost("stranger", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"198.51.100.66/24"}})
@@ -84,11 +110,13 @@ func TestWireAnswers(t *testing.T) {
 		}
 		return len(nodes) == len(kc.Nodes)
 	})
+	statusSays("a copy on a host outside the cluster", apiVIP+" is answered by "+stranger.MAC()+", which is no member of api (heard by master-0, master-1, master-2)")
 	fixed := time.Now()
 	stranger.MustExec("ip", "addr", "del", apiVIP+"/32", "dev", "br-ex")
 	views("the copy removed", fixed, func(string) int { return 1 })
 	w.expect("the copy removed")
 	t.Logf("copy removed: resolved %.1f s after", time.Since(fixed).Seconds())
+	statusSays("the copy removed", "")
 
 	// The holder keeps the VIP, but its answers never leave it.
 	h := kc.ByName[holder].Host
@@ -104,6 +132,13 @@ func TestWireAnswers(t *testing.T) {
 	})
 	w.expect("the holder's answers dropped", "VipctlVIPUnanswered vip="+apiVIP)
 	t.Logf("answers dropped: VipctlVIPUnanswered firing %.1f s after the fault", time.Since(fault).Seconds())
+	var askers []string
+	for _, n := range kc.Nodes {
+		if n.Name != holder {
+			askers = append(askers, n.Name)
+		}
+	}
+	statusSays("the holder's answers dropped", apiVIP+" is held by "+holder+" and answered by nobody (asked by "+strings.Join(askers, ", ")+")")
 	if got := kc.Holders(apiVIP); !slices.Equal(got, []string{holder}) {
 		t.Errorf("the API VIP is held by %v with its answers dropped; VRRP alone must keep it on %s", got, holder)
 	}
@@ -112,4 +147,5 @@ func TestWireAnswers(t *testing.T) {
 	views("the holder's answers let out again", fixed, func(string) int { return 1 })
 	w.expect("the holder's answers let out again")
 	t.Logf("answers let out: resolved %.1f s after", time.Since(fixed).Seconds())
+	statusSays("the holder's answers let out again", "")
 }
