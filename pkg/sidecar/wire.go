@@ -55,17 +55,22 @@ type wireTargets struct {
 	iface string
 	addrs []netip.Addr
 	// keys name each VIP's instance, for the Events.
-	keys  map[netip.Addr]string
-	peers []netip.Addr
+	keys map[netip.Addr]string
+	// peers are every instance's peers; peersOf each VIP's instance's.
+	peers   []netip.Addr
+	peersOf map[netip.Addr][]netip.Addr
 }
 
 // rememberWire takes the node's instances from a render, after
 // rememberVIPs (their keys).
 func (s *Sidecar) rememberWire(h render.Handover) {
-	tg := wireTargets{iface: h.Interface, keys: map[netip.Addr]string{}}
+	tg := wireTargets{iface: h.Interface, keys: map[netip.Addr]string{}, peersOf: map[netip.Addr][]netip.Addr{}}
 	for _, in := range h.Instances {
 		tg.addrs = append(tg.addrs, in.VIPs...)
 		tg.peers = append(tg.peers, in.Peers...)
+		for _, a := range in.VIPs {
+			tg.peersOf[a] = append(tg.peersOf[a], in.Peers...)
+		}
 	}
 	tg.addrs, tg.peers = sortedSet(tg.addrs), sortedSet(tg.peers)
 	s.mu.Lock()
@@ -155,7 +160,7 @@ func (s *Sidecar) askWire(ctx context.Context, tg wireTargets) (v1alpha1.WireVie
 				n++
 			}
 			s.m.Wire.Answerers.set(a, n)
-			strangers := members.strangers(heard[a])
+			strangers := members.strangers(heard[a], tg.peersOf[a])
 			s.m.Wire.Strangers.set(a, len(strangers))
 			for _, mac := range strangers {
 				s.strangerAnswers(tg, a, mac, members)
@@ -300,10 +305,12 @@ type memberMACs struct {
 
 // strangers are the answering addresses of macs that are no member's
 // (nor keepalived's virtual MAC, 00:00:5e:00:01|02:VRID, should a
-// member use one). While a peer does not answer for its own address its
-// link-layer address is not known, and nothing is called a stranger.
-func (m memberMACs) strangers(macs []net.HardwareAddr) []net.HardwareAddr {
-	if len(m.silent) > 0 {
+// member use one). While one of peers (the VIP's instance's) does not
+// answer for its own address its link-layer address is not known, and
+// nothing is called a stranger; a silent peer of another instance
+// blinds only that instance's VIPs.
+func (m memberMACs) strangers(macs []net.HardwareAddr, peers []netip.Addr) []net.HardwareAddr {
+	if slices.ContainsFunc(peers, func(p netip.Addr) bool { return slices.Contains(m.silent, p) }) {
 		return nil
 	}
 	var out []net.HardwareAddr

@@ -54,7 +54,11 @@ func BenchmarkWirePass(b *testing.B) {
 		m: NewMetrics(nil), log: slog.New(slog.NewTextHandler(io.Discard, nil)), strangerEvents: newEventGate[string](foreignEventEvery, foreignSeriesMax),
 	}
 	s.mu.Lock()
-	s.wire = wireTargets{iface: "br-ex", addrs: vips, peers: []netip.Addr{netip.MustParseAddr("2001:db8:100::12")}}
+	peer := []netip.Addr{netip.MustParseAddr("2001:db8:100::12")}
+	s.wire = wireTargets{iface: "br-ex", addrs: vips, peers: peer, peersOf: map[netip.Addr][]netip.Addr{}}
+	for _, a := range vips {
+		s.wire.peersOf[a] = peer
+	}
 	s.mu.Unlock()
 	s.m.Wire.Answerers.keep(vips)
 	rx := func(h *netlab.Host) int64 {

@@ -18,18 +18,24 @@ func mac(s string) net.HardwareAddr {
 }
 
 // TestStrangers: an answer is a stranger's unless a member has its
-// link-layer address or it is keepalived's virtual MAC; while a peer is
-// silent nobody is called a stranger.
+// link-layer address or it is keepalived's virtual MAC; while a peer of
+// the VIP's instance is silent nobody is called a stranger, while a peer
+// of another instance is, the VIP's instance still tells.
 func TestStrangers(t *testing.T) {
 	m := memberMACs{byMAC: map[string]string{"02:00:00:00:00:01": "master-0 (this node)", "02:00:00:00:00:02": "198.51.100.12"}}
 	heard := []net.HardwareAddr{mac("02:00:00:00:00:02"), mac("02:00:00:00:00:66"), mac("00:00:5e:00:01:33"), mac("00:00:5e:00:02:33")}
-	got := m.strangers(heard)
+	peers := []netip.Addr{netip.MustParseAddr("198.51.100.12"), netip.MustParseAddr("198.51.100.13")}
+	got := m.strangers(heard, peers)
 	if len(got) != 1 || got[0].String() != "02:00:00:00:00:66" {
 		t.Errorf("strangers %v, want only 02:00:00:00:00:66", got)
 	}
-	m.silent = []netip.Addr{netip.MustParseAddr("198.51.100.13")}
-	if got := m.strangers(heard); len(got) != 0 {
-		t.Errorf("strangers %v with a peer silent, want none", got)
+	m.silent = []netip.Addr{netip.MustParseAddr("198.51.100.14")}
+	if got := m.strangers(heard, peers); len(got) != 1 {
+		t.Errorf("strangers %v with another instance's peer silent, want the stranger", got)
+	}
+	m.silent = append(m.silent, netip.MustParseAddr("198.51.100.13"))
+	if got := m.strangers(heard, peers); len(got) != 0 {
+		t.Errorf("strangers %v with a peer of the VIP's instance silent, want none", got)
 	}
 }
 
