@@ -125,8 +125,24 @@ func (s *Sidecar) wireLoop(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
+			s.unpublishWire()
 			return
 		case <-time.After(s.o.WireInterval):
+		}
+	}
+}
+
+// unpublishWire removes the Node's findings as the sidecar stops: they
+// are a running sidecar's, and the next one to run (an upgrade's, a
+// rollback's older release, which writes none) must not inherit them.
+// A sidecar killed without the chance leaves them for readers to skip
+// once WireViewFresh has passed.
+func (s *Sidecar) unpublishWire() {
+	if p := &s.wirePub; p.known && len(p.views) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := s.annotate(ctx, v1alpha1.AnnotationNodeWire, nil); err != nil {
+			s.log.Warn("could not remove what the wire said from the Node as the sidecar stops", "err", err)
 		}
 	}
 }
@@ -196,19 +212,41 @@ type wirePublished struct {
 	// known is false until the first write: a Node may carry a previous
 	// pod's views.
 	known bool
+	// found are the findings of the pass before (wireFinding), published
+	// or not.
+	found map[string]bool
 }
 
-// publishWire sets the Node's AnnotationNodeWire to views when they
-// differ from what was published (answers and strangers; not when), and
-// again every WireViewRepublish while there are any, so that readers
-// can tell a view that holds from one an older sidecar left behind.
-func (s *Sidecar) publishWire(ctx context.Context, views v1alpha1.WireViews) error {
+// wireFinding is what a view says, without when.
+func wireFinding(v v1alpha1.WireView) string {
+	return fmt.Sprintf("%s %d %v", v.Address, v.Answers, v.Strangers)
+}
+
+// publishWire sets the Node's AnnotationNodeWire to the views of this
+// pass that the pass before found too: a finding of one pass alone is a
+// moment (a planned handover has both nodes answer for a second or two,
+// make-before-break; seen in the cluster lab's rolls, where each such
+// moment, published, kept `vipctl status` unhealthy for a pass). It
+// writes when they differ from what was published (answers and
+// strangers; not when), and again every WireViewRepublish while there
+// are any, so that readers can tell a view that holds from one a
+// stopped sidecar left behind.
+func (s *Sidecar) publishWire(ctx context.Context, found v1alpha1.WireViews) error {
+	p := &s.wirePub
+	var views v1alpha1.WireViews
+	now := map[string]bool{}
+	for _, v := range found {
+		now[wireFinding(v)] = true
+		if p.found[wireFinding(v)] {
+			views = append(views, v)
+		}
+	}
+	p.found = now
 	if len(views) > wireViewsMax {
 		views = views[:wireViewsMax]
 	}
-	p := &s.wirePub
 	same := p.known && slices.EqualFunc(p.views, views, func(a, b v1alpha1.WireView) bool {
-		return a.Address == b.Address && a.Answers == b.Answers && slices.Equal(a.Strangers, b.Strangers)
+		return wireFinding(a) == wireFinding(b)
 	})
 	if same && (len(views) == 0 || time.Since(p.at) < v1alpha1.WireViewRepublish) {
 		return nil

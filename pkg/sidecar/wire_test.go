@@ -1,12 +1,22 @@
 package sidecar
 
 import (
+	"context"
+	"log/slog"
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/runtimecfg"
 )
 
 func mac(s string) net.HardwareAddr {
@@ -64,5 +74,67 @@ func TestAnswerCollector(t *testing.T) {
 	}
 	if got := sortedSet([]netip.Addr{c, a, c, b}); !slices.Equal(got, []netip.Addr{a, b, c}) {
 		t.Errorf("sortedSet: %v", got)
+	}
+}
+
+// TestPublishWire: a finding reaches the Node's annotation only when two
+// passes in a row found it (a planned handover's moment of two answers
+// does not), is not written again while unchanged, goes when the wire
+// is healthy again, and is removed as the sidecar stops.
+func TestPublishWire(t *testing.T) {
+	kube := kubefake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a0"}})
+	s := &Sidecar{o: Options{OnceOptions: runtimecfg.OnceOptions{NodeName: "a0"}, Client: kube}, log: slog.New(slog.DiscardHandler), m: NewMetrics(nil)}
+	ctx := context.Background()
+	annotation := func() string {
+		n, err := kube.CoreV1().Nodes().Get(ctx, "a0", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.Annotations[v1alpha1.AnnotationNodeWire]
+	}
+	patches := func() int {
+		n := 0
+		for _, a := range kube.Actions() {
+			if a.GetVerb() == "patch" {
+				n++
+			}
+		}
+		return n
+	}
+	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	twice := v1alpha1.WireView{Address: "198.51.100.5", Answers: 2, At: at}
+	pass := func(views ...v1alpha1.WireView) {
+		t.Helper()
+		if err := s.publishWire(ctx, views); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pass(twice)
+	if got := annotation(); got != "" {
+		t.Errorf("one pass's finding published: %s", got)
+	}
+	pass() // the handover is over
+	pass(twice)
+	if got := annotation(); got != "" {
+		t.Errorf("a finding of two passes apart published: %s", got)
+	}
+	pass(twice)
+	if got := annotation(); !strings.Contains(got, `"address":"198.51.100.5","answers":2`) {
+		t.Errorf("a finding of two passes in a row: annotation %q", got)
+	}
+	before := patches()
+	pass(twice)
+	if patches() != before {
+		t.Errorf("an unchanged finding written again within %s", v1alpha1.WireViewRepublish)
+	}
+	pass()
+	if got := annotation(); got != "" {
+		t.Errorf("healthy again, yet the Node says %s", got)
+	}
+	pass(twice)
+	pass(twice)
+	s.unpublishWire()
+	if got := annotation(); got != "" {
+		t.Errorf("the sidecar stopped, yet the Node says %s", got)
 	}
 }

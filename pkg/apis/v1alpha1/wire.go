@@ -5,9 +5,10 @@ import "time"
 // AnnotationNodeWire is written by each node's sidecar on its own Node:
 // what its questions on the wire found for the VIPs of its instances
 // where that is not one answer (JSON, see WireViews); absent while every
-// VIP is answered once. Since v0.2.0: older sidecars write none, and
-// readers skip views older than WireViewFresh, which an older sidecar
-// after a rollback leaves behind unchanged.
+// VIP is answered once, and removed as the sidecar stops. Since v0.2.0:
+// older sidecars write none, and readers skip views older than
+// WireViewFresh, which a sidecar killed without the chance to remove
+// them leaves behind for an older one.
 const AnnotationNodeWire = "vipctl.io/wire"
 
 // WireViewFresh is how old a WireView may be and still count: its
