@@ -105,7 +105,7 @@ deps:
 # tests' first error lines and the slowest tests: CI shows only the end.
 TESTREPORT = $(GO) run ./hack/testreport $(if $(filter -v,$(GOFLAGS)),-v)
 test: deps image previous-image verify
-	$(GO) test -json -count=1 -parallel 4 -timeout 40m ./... 2>&1 | $(TESTREPORT)
+	$(GO) test -json -count=1 -parallel 4 -timeout 55m ./... 2>&1 | $(TESTREPORT)
 	./hack/fuzz.sh 3s
 
 ## fuzz: each fuzz target for FUZZTIME (decode+validate+render, the
@@ -130,7 +130,7 @@ test-unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 
 test-e2e: deps image previous-image
-	$(GO) test -json -count=1 -parallel 4 -timeout 40m ./test/e2e/... 2>&1 | $(TESTREPORT)
+	$(GO) test -json -count=1 -parallel 4 -timeout 55m ./test/e2e/... 2>&1 | $(TESTREPORT)
 
 lint:
 	./hack/lint.sh
