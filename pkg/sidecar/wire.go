@@ -154,9 +154,15 @@ func (s *Sidecar) askWire(ctx context.Context, tg wireTargets) (v1alpha1.WireVie
 	if len(tg.addrs) == 0 {
 		return nil, nil
 	}
-	local, err := s.o.Addresses()
+	addrs, err := s.o.Addresses()
 	if err != nil {
 		return nil, err
+	}
+	// A set: a holder of thousands of Service addresses looks each VIP
+	// up in them.
+	local := make(map[netip.Addr]bool, len(addrs))
+	for _, a := range addrs {
+		local[a.Unmap()] = true
 	}
 	members, err := s.memberMACs(ctx, tg)
 	if err != nil {
@@ -172,7 +178,7 @@ func (s *Sidecar) askWire(ctx context.Context, tg wireTargets) (v1alpha1.WireVie
 		}
 		for _, a := range chunk {
 			n := len(heard[a])
-			if slices.Contains(local, a) {
+			if local[a] {
 				n++
 			}
 			s.m.Wire.Answerers.set(a, n)
