@@ -1,11 +1,13 @@
 package clusterlab
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,11 +58,18 @@ func (c *Cluster) StartUpgrade(t testing.TB, to Release) *Upgrade {
 	if err := os.WriteFile(u.ConfigPath, []byte(ClusterYAML(u.Image, c.opts.Profile, c.opts.BFD)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range c.Nodes {
-		if err := n.ImportImage(to.Image); err != nil {
-			t.Fatal(err)
-		}
+	// Every node at once, as nodes pull from a registry.
+	began := time.Now()
+	errs := make([]error, len(c.Nodes))
+	var wg sync.WaitGroup
+	for i, n := range c.Nodes {
+		wg.Go(func() { errs[i] = n.ImportImage(to.Image) })
 	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s imported on every node in %s", to.Image, time.Since(began).Round(time.Millisecond))
 	plan, err := c.vipctlOf(to, "update", "-f", u.ConfigPath, "--dry-run")
 	if err != nil {
 		c.DumpLogs()
@@ -141,8 +150,9 @@ func (u *Upgrade) UpdateNodeInPlace(t testing.TB, n *Node) {
 		}
 	}
 	u.c.waitNodePods(t, n, u.Image, 5*time.Minute)
+	t.Logf("%s upgrade %s in place: files written, static pods replaced (%s)", time.Now().Format("15:04:05.000"), n.Name, time.Since(began).Round(time.Millisecond))
 	u.c.Settle(t, 5*time.Minute)
-	t.Logf("%s upgrade %s in place: files written, static pods replaced, settled (%s)", time.Now().Format("15:04:05.000"), n.Name, time.Since(began).Round(time.Millisecond))
+	t.Logf("%s upgrade %s in place: settled (%s)", time.Now().Format("15:04:05.000"), n.Name, time.Since(began).Round(time.Millisecond))
 }
 
 func sameFile(a, b kubeletlab.File) bool {
@@ -211,7 +221,14 @@ func (c *Cluster) waitNodePods(t testing.TB, n *Node, image string, timeout time
 		want = append(want, render.HaproxyPodName, EtcdPod, APIServerPod)
 	}
 	var problems []string
+	// What is still missing, logged as it changes: where a slow step of
+	// a roll spends its time.
+	said := ""
 	if !lab.WaitUntil(timeout, func() bool {
+		if now := strings.Join(problems, "; "); now != said && now != "" {
+			t.Logf("%s %s: waiting for %s", time.Now().Format("15:04:05.000"), n.Name, now)
+			said = now
+		}
 		problems = nil
 		pods, err := n.Pods(t.Context())
 		if err != nil {
@@ -224,7 +241,7 @@ func (c *Cluster) waitNodePods(t testing.TB, n *Node, image string, timeout time
 			case i < 0:
 				problems = append(problems, "no pod "+name)
 			case !kubeletlab.PodReady(&pods[i]):
-				problems = append(problems, name+" not Ready")
+				problems = append(problems, name+" not Ready: "+kubeletlab.ContainerStates(&pods[i]))
 			case name == render.KeepalivedPodName || name == render.HaproxyPodName:
 				for _, ct := range pods[i].Spec.Containers {
 					if ct.Image != image {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -152,4 +153,34 @@ func (n *Node) ContainerLogsWhere(from, to time.Time, limit int, keep func(line 
 func (n *Node) SaveLogs(dir string) error {
 	return exec.Command("sh", "-c", `mkdir -p "$2" && cp -a "$1"/*.log "$2"/ 2>/dev/null; cp -a "$1"/root/var/log/pods "$2"/pods 2>/dev/null; true`,
 		"sh", n.dir, dir).Run()
+}
+
+// ContainerStates tells, for a pod that is not Ready, where each of its
+// containers is (init containers first): "render done", "keepalived
+// waiting (PodInitializing)", "runtimecfg running since 10:52:01, not
+// ready".
+func ContainerStates(p *corev1.Pod) string {
+	var out []string
+	for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+		s := cs.Name
+		switch st := cs.State; {
+		case st.Waiting != nil:
+			s += " waiting (" + st.Waiting.Reason + ")"
+		case st.Terminated != nil && st.Terminated.ExitCode == 0:
+			s += " done"
+		case st.Terminated != nil:
+			s += fmt.Sprintf(" exited %d (%s)", st.Terminated.ExitCode, st.Terminated.Reason)
+		case st.Running != nil && cs.Ready:
+			s += " ready"
+		case st.Running != nil:
+			s += " running since " + st.Running.StartedAt.Format("15:04:05") + ", not ready"
+		default:
+			s += " unknown"
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return "no container status"
+	}
+	return strings.Join(out, ", ")
 }
