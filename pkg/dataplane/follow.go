@@ -409,6 +409,16 @@ func addrRequest(ifindex int, a netip.Addr, add bool) *nl.NetlinkRequest {
 // infiniteLifetime is the kernel's "forever" for an address lifetime.
 const infiniteLifetime = 0xffffffff
 
+// Announce is announce on the interface named iface (the sidecar's
+// healing, pkg/sidecar/heal.go). Call it inside the namespace.
+func Announce(iface string, addrs []netip.Addr, rounds int) error {
+	link, err := netlink.LinkByName(iface)
+	if err != nil {
+		return err
+	}
+	return announce(link, addrs, rounds)
+}
+
 // announce tells the segment that addrs are now at link's hardware
 // address: rounds gratuitous ARP requests for each IPv4 address, rounds
 // unsolicited neighbour advertisements (Override set, to all nodes) for

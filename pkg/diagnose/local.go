@@ -59,9 +59,10 @@ func nodeFiles(t host.Target) []string {
 		render.KeepalivedPIDFile, render.VRRPPIDFile, render.CheckersPIDFile, render.SyncedFile,
 		render.DrainFile,
 	}
-	// The track files of the IngressControllers and Local Services that
-	// are on the node now, whichever the config names.
-	for _, pattern := range []string{render.IngressStatusFile("*"), render.LocalServiceStatusFile("*"), render.ScriptsDir + "/*"} {
+	// The track files of the IngressControllers, Local Services and
+	// instances stepped down (unheard) that are on the node now, whichever
+	// the config names.
+	for _, pattern := range []string{render.IngressStatusFile("*"), render.LocalServiceStatusFile("*"), render.UnheardGlob, render.ScriptsDir + "/*"} {
 		found, _ := filepath.Glob(t.Path(pattern))
 		for _, f := range found {
 			rel, err := filepath.Rel(t.Path("/"), f)

@@ -112,6 +112,17 @@ func vipAlerts() []Alert {
 			Description: "{{ $labels.vip }} is on a node's interface, yet no other member of its instance hears an answer when it asks who has it (ARP/ND): clients on the segment cannot reach it, while VRRP and the books look healthy.",
 		},
 		{
+			// The healing of VipctlVIPUnanswered's fault moves the VIPs
+			// away within about half a minute, before that alert fires:
+			// this one keeps the node's fault in sight for an hour.
+			Name:        "VipctlVIPHolderSteppedDown",
+			Expr:        `sum by (node) (increase(vipctl_heal_actions_total{action="step-down"}[60m])) > 0`,
+			For:         time.Minute,
+			Severity:    severityWarning,
+			Summary:     "A node gave up VIPs that the other members could not hear it answer for.",
+			Description: "{{ $labels.node }} held VIPs that no other member of their instance heard answered on the wire, even after it announced them again, and stepped down so that a member they hear took them over (VIPSteppedDown Event on the Node). Its answers do not reach the segment: the fault stays on the node.",
+		},
+		{
 			Name: "VipctlForeignVRRPRouter",
 			// Heard within 3 minutes, for 5: a router that keeps
 			// advertising, not the odd advert of a node that joined

@@ -40,8 +40,12 @@ type Handover struct {
 
 // HandoverInstance is one VRRP instance as seen by a node.
 type HandoverInstance struct {
+	// Name is keepalived's name of the instance (api_v4).
+	Name   string
 	Family int // 4 or 6
 	VRID   uint8
+	// StepsDown says the instance has an UnheardFile on this node.
+	StepsDown bool
 	// Priority is this node's priority in the instance, undrained: a
 	// master advertising less is one this node takes the VIP from (a
 	// drained node, or one this node preempts on its return).
@@ -79,9 +83,9 @@ func (p *Plan) Handover(node string) (Handover, error) {
 			// connections the old holder accepted are reset.
 			continue
 		}
-		hi := HandoverInstance{Family: inst.family, VRID: inst.vrid}
+		hi := HandoverInstance{Name: instanceName(inst.key, inst.family), Family: inst.family, VRID: inst.vrid}
 		self, peers := inst.membersOf(node)
-		hi.Priority, hi.Peers = self.priority, peers
+		hi.Priority, hi.Peers, hi.StepsDown = self.priority, peers, stepsDown(inst, peers)
 		if len(hi.Peers) == 0 {
 			continue
 		}

@@ -224,6 +224,11 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 		self, peers := inst.membersOf(node)
 		iv.Priority = self.priority
 		iv.TrackFiles = append([]string{drainRef(self.priority)}, inst.files...)
+		if stepsDown(inst, peers) {
+			t := unheardTrack(iv.Name, p.root)
+			iv.TrackFiles = append(iv.TrackFiles, fmt.Sprintf("%s weight %d", t.Name, -(self.priority-1)))
+			v.TrackFiles = append(v.TrackFiles, t)
+		}
 		if s.VRRP.Mode == v1alpha1.ModeUnicast {
 			iv.UnicastSrc = self.src.String()
 			iv.PeerCheck = peerCheck(inst.family)
@@ -269,11 +274,15 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 			v.Scripts = append(v.Scripts, sc)
 		}
 	}
+	// The instances' own step-down files after the shared ones.
+	own := v.TrackFiles
+	v.TrackFiles = nil
 	for _, t := range p.tracks {
 		if usedTracks[t.Name] {
 			v.TrackFiles = append(v.TrackFiles, t)
 		}
 	}
+	v.TrackFiles = append(v.TrackFiles, own...)
 	return v, nil
 }
 
@@ -299,6 +308,34 @@ func peerCheck(family int) string {
 		return " min_ttl 255"
 	}
 	return ""
+}
+
+// UnheardFile is the track file the sidecar writes "1" to when the other
+// members of a VRRP instance this node holds hear nobody answer for its
+// VIPs, even after it announced them again (docs/runtimecfg.md, "Healing"):
+// the instance's priority drops to 1, as a drain's does, and a member
+// that is heard takes over. Absent is 0 (keepalived 2.2.7, measured).
+func UnheardFile(instance string) string {
+	return fmt.Sprintf("%s/unheard-%s", RunDir, instance)
+}
+
+// UnheardGlob matches every instance's UnheardFile.
+const UnheardGlob = RunDir + "/unheard-*"
+
+// stepsDown says whether the node's instance gets an UnheardFile: it has
+// a peer to hand its VIPs to, its VIPs live on the VRRP interface, where
+// the wire is asked (Handover), and it is no externalTrafficPolicy Local
+// Service's instance, whose address follows the Service's endpoints (one
+// instance per Service: thousands of files) and is only reported.
+func stepsDown(inst *instance, peers []netip.Addr) bool {
+	_, _, service := inst.key.Service()
+	return len(peers) > 0 && !service && !inst.on.Own()
+}
+
+// unheardTrack declares an instance's UnheardFile to keepalived.
+func unheardTrack(instance, root string) trackFileView {
+	return trackFileView{Name: "vipctl_unheard_" + instance, Path: root + UnheardFile(instance), Weight: drainWeight,
+		Why: "1 while the other members hear nobody answer for " + instance + "'s VIPs (written by the sidecar)"}
 }
 
 // drainRef tracks the drain file with a weight that takes this instance's

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
@@ -33,6 +34,9 @@ func InitRunFiles(t host.Target, c *v1alpha1.ClusterVIPs) error {
 		}
 		init[render.IngressStatusFile(in.Name)] = v
 	}
+	if err := endStepDowns(t); err != nil {
+		return err
+	}
 	for p, v := range init {
 		f, err := os.OpenFile(t.Path(p), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, fs.ErrExist) {
@@ -43,6 +47,25 @@ func InitRunFiles(t host.Target, c *v1alpha1.ClusterVIPs) error {
 		}
 		_, werr := f.WriteString(v + "\n")
 		if err := errors.Join(werr, f.Close()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// endStepDowns writes 0 to every instance's render.UnheardFile on the
+// node: a step-down (pkg/sidecar/heal.go) is the running sidecar's, whose
+// hold ends with it, and one a previous pod left would otherwise last
+// for good. Before keepalived starts (the init container) and as the
+// sidecar starts.
+func endStepDowns(t host.Target) error {
+	found, err := filepath.Glob(t.Path(render.UnheardGlob))
+	if err != nil {
+		return err
+	}
+	prefix := strings.TrimSuffix(filepath.Base(render.UnheardGlob), "*")
+	for _, f := range found {
+		if err := t.WriteFlag(render.UnheardFile(strings.TrimPrefix(filepath.Base(f), prefix)), false); err != nil {
 			return err
 		}
 	}

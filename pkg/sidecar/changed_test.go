@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/randfill"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 )
 
 // changedByCopy is what changed must answer: whether what strip keeps of
@@ -28,7 +30,36 @@ func changedByCopy(t *testing.T, old, obj runtime.Object) bool {
 		t.Fatal(err)
 	}
 	a.(metav1.Object).SetResourceVersion(b.(metav1.Object).GetResourceVersion())
+	// Kept for the healing, and no change (watch.go).
+	for _, o := range []any{a, b} {
+		if n, ok := o.(*corev1.Node); ok {
+			delete(n.Annotations, v1alpha1.AnnotationNodeWire)
+			if len(n.Annotations) == 0 {
+				n.Annotations = nil
+			}
+		}
+	}
 	return !equality.Semantic.DeepEqual(a, b)
+}
+
+// TestWireAnnotationKeptNoChange: a Node's wire findings stay in the
+// informer's copy (the holder reads them) and a new one renders nothing.
+func TestWireAnnotationKeptNoChange(t *testing.T) {
+	t.Parallel()
+	old := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "master-1", ResourceVersion: "1"}}
+	obj := old.DeepCopy()
+	obj.ResourceVersion = "2"
+	obj.Annotations = map[string]string{v1alpha1.AnnotationNodeWire: `[{"address":"198.51.100.5","answers":0,"at":"2026-11-30T10:00:00Z"}]`}
+	if changed(old, obj) {
+		t.Error("a new wire finding on a Node counts as a change: every node would render again")
+	}
+	kept, err := strip(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kept.(*corev1.Node).Annotations[v1alpha1.AnnotationNodeWire]; got != obj.Annotations[v1alpha1.AnnotationNodeWire] {
+		t.Errorf("strip kept the wire annotation as %q", got)
+	}
 }
 
 // TestChangedComparesWhatStripKeeps: changed compares the kinds strip

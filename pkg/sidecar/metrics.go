@@ -42,6 +42,9 @@ type Metrics struct {
 	BGP              BGPMetrics
 	VRRP             VRRPMetrics
 	Wire             WireMetrics
+	// Heal counts what the node did about its VIPs nobody hears
+	// (heal.go), by action.
+	Heal *prometheus.CounterVec
 }
 
 // VRRPMetrics describe the VRRP adverts the node's tap hears (foreign.go).
@@ -136,12 +139,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			PassSeconds: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: "wire", Name: "last_pass_seconds",
 				Help: "How long the last complete pass over this node's VIPs took (--wire-rate paces it)."}),
 		},
+		Heal: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: "heal", Name: "actions_total",
+			Help: "What this node did because the other members of an instance it held heard nobody answer for a VIP: reannounce (gratuitous ARP / neighbour advertisements), step-down (its priority there 1, a heard member takes over), step-down-ended (eligible again after the hold)."}, []string{"action"}),
+	}
+	// Each action's series from the start, at 0: the alert on a step-down
+	// reads its increase, which a series born at 1 would not show.
+	for _, action := range []string{"reannounce", "step-down", "step-down-ended"} {
+		m.Heal.WithLabelValues(action)
 	}
 	if reg != nil {
 		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.WatchEvents, m.VIPsHeld, m.VIPHeld, m.SyncFailing, m.APIReachable, m.Drained, m.DaemonRestarts, m.ConfigInvalid, m.StaticDrift, m.UnknownFields, m.LastGood, m.Lonely, m.Unannounced, m.ProxyPending, m.InterfaceMissing, m.SyncSeconds,
 			m.BGP.Up, m.BGP.Since, m.BGP.Drops, m.BGP.Announced, m.BGP.BFDUp,
 			m.VRRP.Received, m.VRRP.Foreign, m.VRRP.ForeignLastSeen,
-			m.Wire.Answerers, m.Wire.Strangers, m.Wire.Questions, m.Wire.PassSeconds)
+			m.Wire.Answerers, m.Wire.Strangers, m.Wire.Questions, m.Wire.PassSeconds, m.Heal)
 	}
 	return m
 }

@@ -197,6 +197,8 @@ type Sidecar struct {
 	wire wireTargets
 	// wirePub is what wireLoop last published.
 	wirePub wirePublished
+	// healing is what wireLoop remembers of its healing (heal.go).
+	healing healState
 	// drainAsked is the own Node's cluster.DrainAnnotation as of the
 	// last sync; drainedByAPI says this sidecar drained the node for it
 	// (a drain keepalived's preStop started is not the API's to end).

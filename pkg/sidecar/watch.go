@@ -32,7 +32,7 @@ import (
 func strip(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Node:
-		return &corev1.Node{ObjectMeta: keptMeta(&o.ObjectMeta, o.Labels, kept(o.Annotations, nodeAnnotations...)),
+		return &corev1.Node{ObjectMeta: keptMeta(&o.ObjectMeta, o.Labels, kept(o.Annotations, keptNodeAnnotations...)),
 			Status: corev1.NodeStatus{Addresses: o.Status.Addresses}}, nil
 	case *corev1.Service:
 		out := &corev1.Service{ObjectMeta: keptMeta(&o.ObjectMeta, nil, nil), Spec: corev1.ServiceSpec{
@@ -76,7 +76,13 @@ func keptMeta(m *metav1.ObjectMeta, labels, annotations map[string]string) metav
 // Not the VIPs each node publishes (v1alpha1.AnnotationNodeVIPs), which
 // nothing renders from: each publication made every node render again,
 // two or three renders for every Service added to a small cluster.
+//
+// Kept but no change: what each node heard on the wire
+// (v1alpha1.AnnotationNodeWire), which the holder of a VIP reads to learn
+// whether the other members hear it (heal.go), at its own pace.
 var nodeAnnotations = []string{cluster.InterfaceAnnotation, cluster.DrainAnnotation}
+
+var keptNodeAnnotations = append(slices.Clip(nodeAnnotations), v1alpha1.AnnotationNodeWire)
 
 // kept is m narrowed to keys (an EndpointSlice's Service label, a Node's
 // annotations); nil when none is set.

@@ -59,17 +59,23 @@ type wireTargets struct {
 	// peers are every instance's peers; peersOf each VIP's instance's.
 	peers   []netip.Addr
 	peersOf map[netip.Addr][]netip.Addr
+	// instances name the instance of each VIP whose instance can step
+	// down (heal.go).
+	instances map[netip.Addr]string
 }
 
 // rememberWire takes the node's instances from a render, after
 // rememberVIPs (their keys).
 func (s *Sidecar) rememberWire(h render.Handover) {
-	tg := wireTargets{iface: h.Interface, keys: map[netip.Addr]string{}, peersOf: map[netip.Addr][]netip.Addr{}}
+	tg := wireTargets{iface: h.Interface, keys: map[netip.Addr]string{}, peersOf: map[netip.Addr][]netip.Addr{}, instances: map[netip.Addr]string{}}
 	for _, in := range h.Instances {
 		tg.addrs = append(tg.addrs, in.VIPs...)
 		tg.peers = append(tg.peers, in.Peers...)
 		for _, a := range in.VIPs {
 			tg.peersOf[a] = append(tg.peersOf[a], in.Peers...)
+			if in.StepsDown {
+				tg.instances[a] = in.Name
+			}
 		}
 	}
 	tg.addrs, tg.peers = sortedSet(tg.addrs), sortedSet(tg.peers)
@@ -104,11 +110,15 @@ func (s *Sidecar) wireLoop(ctx context.Context) {
 		// Before the first render nothing is asked, nor published.
 		if tg.iface != "" {
 			var views v1alpha1.WireViews
-			views, err = s.askWire(ctx, tg)
+			var local map[netip.Addr]bool
+			views, local, err = s.askWire(ctx, tg)
 			if err == nil {
 				pctx, cancel := context.WithTimeout(ctx, s.o.StepTimeout)
 				err = s.publishWire(pctx, views)
 				cancel()
+			}
+			if err == nil {
+				s.heal(tg, local, time.Now(), time.Since(started))
 			}
 		}
 		if err != nil && ctx.Err() == nil {
@@ -149,14 +159,15 @@ func (s *Sidecar) unpublishWire() {
 
 // askWire makes one pass over tg's addresses, wireChunk at a time, no
 // faster than WireRate questions a second on average, and returns what
-// it found where that is not one answer from a member.
-func (s *Sidecar) askWire(ctx context.Context, tg wireTargets) (v1alpha1.WireViews, error) {
+// it found where that is not one answer from a member, and the node's
+// own addresses as the pass began.
+func (s *Sidecar) askWire(ctx context.Context, tg wireTargets) (v1alpha1.WireViews, map[netip.Addr]bool, error) {
 	if len(tg.addrs) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	addrs, err := s.o.Addresses()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// A set: a holder of thousands of Service addresses looks each VIP
 	// up in them.
@@ -166,7 +177,7 @@ func (s *Sidecar) askWire(ctx context.Context, tg wireTargets) (v1alpha1.WireVie
 	}
 	members, err := s.memberMACs(ctx, tg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var views v1alpha1.WireViews
 	for chunk := range slices.Chunk(tg.addrs, wireChunk) {
@@ -174,7 +185,7 @@ func (s *Sidecar) askWire(ctx context.Context, tg wireTargets) (v1alpha1.WireVie
 		heard, asked, err := s.askChunk(ctx, tg.iface, chunk)
 		s.m.Wire.Questions.Add(float64(asked))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, a := range chunk {
 			n := len(heard[a])
@@ -198,11 +209,11 @@ func (s *Sidecar) askWire(ctx context.Context, tg wireTargets) (v1alpha1.WireVie
 		pace := time.Duration(float64(asked) / float64(s.o.WireRate) * float64(time.Second))
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case <-time.After(time.Until(start.Add(pace))):
 		}
 	}
-	return views, nil
+	return views, local, nil
 }
 
 // wireViewsMax caps the views a Node's annotation carries (in address

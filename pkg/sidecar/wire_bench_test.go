@@ -76,7 +76,7 @@ func BenchmarkWirePass(b *testing.B) {
 		s.mu.Lock()
 		tg := s.wire
 		s.mu.Unlock()
-		if _, err := s.askWire(context.Background(), tg); err != nil {
+		if _, _, err := s.askWire(context.Background(), tg); err != nil {
 			b.Fatal(err)
 		}
 		pass := time.Since(start)
