@@ -168,31 +168,9 @@ func Run(ctx context.Context, root string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	type proc struct {
-		name string
-		cmd  *exec.Cmd
-		done chan struct{}
-		err  error
-	}
 	var procs []*proc
 	exited := make(chan *proc, 3)
-	// stop ends the daemons in the reverse of their start order, each
-	// gone before the next is told: bgpd closes its sessions while bfdd
-	// still runs, so a router helping a graceful restart sees the session
-	// end (and keeps the routes) before BFD could say the node is down.
-	stop := func() {
-		deadline := time.After(frrStopGrace)
-		for i := len(procs) - 1; i >= 0; i-- {
-			p := procs[i]
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-p.done:
-			case <-deadline:
-				_ = p.cmd.Process.Kill()
-				<-p.done
-			}
-		}
-	}
+	stop := func() { stopAll(procs, frrStopGrace, out) }
 	for _, d := range Daemons(root, conf) {
 		cmd := exec.Command(d.Argv[0], d.Argv[1:]...)
 		cmd.Stdout, cmd.Stderr = out, out
@@ -221,6 +199,41 @@ func Run(ctx context.Context, root string, out io.Writer) error {
 	case p := <-exited:
 		stop()
 		return fmt.Errorf("%s exited (%v): stopping FRR", p.name, p.err)
+	}
+}
+
+// proc is one daemon Run started; done closes once it is reaped.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// stopAll ends the daemons in the reverse of their start order, each
+// gone before the next is told: bgpd closes its sessions while bfdd
+// still runs, so a router helping a graceful restart sees the session
+// end (and keeps the routes) before BFD could say the node is down.
+// Together they get grace; those left then are killed. The grace's end
+// is a context's, which every daemon after the first late one reads
+// too: a one-shot timer's value, taken by that first one, left the next
+// waiting for good on a daemon that did not leave on SIGTERM, until the
+// kubelet killed the container 30 s later (every keepalived pod replaced
+// in place, the cluster lab's rollback, 2026-11-30).
+func stopAll(procs []*proc, grace time.Duration, out io.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	for i := len(procs) - 1; i >= 0; i-- {
+		p := procs[i]
+		began := time.Now()
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			_ = p.cmd.Process.Kill()
+			<-p.done
+			_, _ = fmt.Fprintf(out, "vipctl frr: %s did not stop within %s of SIGTERM: killed\n", p.name, time.Since(began).Round(time.Millisecond))
+		}
 	}
 }
 
