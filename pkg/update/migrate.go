@@ -126,6 +126,27 @@ func established(u *unstructured.Unstructured) bool {
 	return false
 }
 
+// createServed runs create, and again while the apiserver that answers
+// does not serve the resource yet (404, "the server could not find the
+// requested resource"), for up to schemaDelay. A CRD is established as
+// one apiserver sees it; behind the API VIP the next request may reach
+// another, which installs the new resource a moment later (the cluster
+// lab's three apiservers: `vipctl migrate` failed so once, 2026-11-30).
+func createServed(ctx context.Context, create func() error) error {
+	deadline := time.Now().Add(schemaDelay)
+	for {
+		err := create()
+		if err == nil || !apierrors.IsNotFound(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
 // writeSourceObject writes the object with the ConfigMap's config and the
 // source annotation: created, or (an object applied before, which no
 // node read) its spec replaced.
@@ -139,7 +160,10 @@ func (c Cluster) writeSourceObject(ctx context.Context, src Source, out io.Write
 	obj, err := r.Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		if _, err := r.Create(ctx, want, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}); err != nil {
+		if err := createServed(ctx, func() error {
+			_, err := r.Create(ctx, want, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
+			return err
+		}); err != nil {
 			return fmt.Errorf("creating ClusterVIPs %s: %w", name, err)
 		}
 		_, _ = fmt.Fprintf(out, "created ClusterVIPs %s from ConfigMap %s/%s: it is the live config now\n", name, c.Namespace, v1alpha1.ConfigMapName)

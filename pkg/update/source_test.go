@@ -109,3 +109,30 @@ func TestWriteObjectWaitsForANewSchema(t *testing.T) {
 		})
 	}
 }
+
+// A ClusterVIPs create answered "the server could not find the requested
+// resource" (an apiserver that does not serve the CRD yet) is tried
+// again until one serves it; another refusal is the answer at once.
+func TestCreateServedWaitsForTheResource(t *testing.T) {
+	notServed := apierrors.NewNotFound(schema.GroupResource{}, "")
+	for _, tc := range []struct {
+		name      string
+		errs      []error
+		wantTries int
+		wantErr   bool
+	}{
+		{"served on the third try", []error{notServed, notServed, nil}, 3, false},
+		{"refused otherwise", []error{apierrors.NewBadRequest("spec.vrrp: Invalid value")}, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tries := 0
+			err := createServed(context.Background(), func() error {
+				tries++
+				return tc.errs[min(tries, len(tc.errs))-1]
+			})
+			if tries != tc.wantTries || tc.wantErr != (err != nil) {
+				t.Errorf("%d tries, err %v; want %d tries, error %t", tries, err, tc.wantTries, tc.wantErr)
+			}
+		})
+	}
+}
