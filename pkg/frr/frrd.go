@@ -214,8 +214,9 @@ type proc struct {
 // gone before the next is told: bgpd closes its sessions while bfdd
 // still runs, so a router helping a graceful restart sees the session
 // end (and keeps the routes) before BFD could say the node is down.
-// Together they get grace; those left then are killed. The grace's end
-// is a context's, which every daemon after the first late one reads
+// Together they get grace; those left then are killed. A daemon that
+// cannot be signalled is said and left to the container's end. The
+// grace's end is a context's, which every daemon after the first late one reads
 // too: a one-shot timer's value, taken by that first one, left the next
 // waiting for good on a daemon that did not leave on SIGTERM, until the
 // kubelet killed the container 30 s later (every keepalived pod replaced
@@ -226,11 +227,19 @@ func stopAll(procs []*proc, grace time.Duration, out io.Writer) {
 	for i := len(procs) - 1; i >= 0; i-- {
 		p := procs[i]
 		began := time.Now()
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			// The daemons run as user frr: without CAP_KILL root may not
+			// signal them (EPERM), and waiting would be for nothing.
+			_, _ = fmt.Fprintf(out, "vipctl frr: cannot stop %s: %v\n", p.name, err)
+			continue
+		}
 		select {
 		case <-p.done:
 		case <-ctx.Done():
-			_ = p.cmd.Process.Kill()
+			if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+				_, _ = fmt.Fprintf(out, "vipctl frr: cannot kill %s: %v\n", p.name, err)
+				continue
+			}
 			<-p.done
 			_, _ = fmt.Fprintf(out, "vipctl frr: %s did not stop within %s of SIGTERM: killed\n", p.name, time.Since(began).Round(time.Millisecond))
 		}

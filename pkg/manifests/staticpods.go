@@ -426,8 +426,12 @@ func withFRR(c *v1alpha1.ClusterVIPs, p *corev1.Pod) *corev1.Pod {
 		// zebra NET_ADMIN, NET_RAW and SYS_ADMIN (network namespaces for
 		// VRFs, asked for whether used or not), bgpd NET_BIND_SERVICE
 		// (port 179) and NET_RAW, bfdd NET_RAW. CHOWN: vipctl frr hands
-		// FRRRunDir to user frr.
-		SecurityContext: securityContext("NET_ADMIN", "NET_RAW", "NET_BIND_SERVICE", "SYS_ADMIN", "SETUID", "SETGID", "CHOWN"),
+		// FRRRunDir to user frr. KILL: vipctl frr (root) stops the
+		// daemons, which run as user frr then; without it each SIGTERM
+		// failed (EPERM, unseen), and the kubelet killed the container
+		// 30 s after every pod stop (the cluster lab's rollback: the
+		// frr containers were the last of each replaced pod).
+		SecurityContext: securityContext("NET_ADMIN", "NET_RAW", "NET_BIND_SERVICE", "SYS_ADMIN", "SETUID", "SETGID", "CHOWN", "KILL"),
 	})
 	return p
 }
