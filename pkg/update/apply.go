@@ -318,10 +318,19 @@ const schemaDelay = 15 * time.Second
 // (newSchema) a refusal of an unknown field is tried again until
 // schemaDelay has passed.
 func (c Cluster) writeObjectUnder(ctx context.Context, p *Plan, newSchema bool, out io.Writer) error {
+	return retryForSchema(ctx, func(err error) bool {
+		return newSchema && apierrors.IsBadRequest(err) && strings.Contains(err.Error(), "unknown field")
+	}, func() error { return c.writeObject(ctx, p.Desired, p.Object, out) })
+}
+
+// retryForSchema runs op, and again every 250 ms while it fails with an
+// error pending says a schema just applied has not taken effect yet, for
+// up to schemaDelay.
+func retryForSchema(ctx context.Context, pending func(error) bool, op func() error) error {
 	deadline := time.Now().Add(schemaDelay)
 	for {
-		err := c.writeObject(ctx, p.Desired, p.Object, out)
-		if err == nil || !newSchema || !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "unknown field") || time.Now().After(deadline) {
+		err := op()
+		if err == nil || !pending(err) || time.Now().After(deadline) {
 			return err
 		}
 		select {

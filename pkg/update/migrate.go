@@ -133,18 +133,7 @@ func established(u *unstructured.Unstructured) bool {
 // another, which installs the new resource a moment later (the cluster
 // lab's three apiservers: `vipctl migrate` failed so once, 2026-11-30).
 func createServed(ctx context.Context, create func() error) error {
-	deadline := time.Now().Add(schemaDelay)
-	for {
-		err := create()
-		if err == nil || !apierrors.IsNotFound(err) || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
+	return retryForSchema(ctx, apierrors.IsNotFound, create)
 }
 
 // writeSourceObject writes the object with the ConfigMap's config and the
