@@ -208,6 +208,8 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 	v := &keepalivedView{Node: node, Cluster: p.c.Metadata.Name, RouterID: scriptSafe(node), ScriptUser: ScriptUser, Version: s.VRRP.Version,
 		GARPDelay: int(GARPDelay / time.Second), GARPRepeat: GARPRepeat, GARPRefresh: int(GARPRefresh / time.Second)}
 	usedScripts, usedTracks := map[string]bool{}, map[string]bool{drainTrackName: true}
+	// The instances' own step-down files, declared after the shared ones.
+	var own []trackFileView
 	iface := n.Interface
 	if iface == "" {
 		iface = s.VRRP.Interface
@@ -227,7 +229,7 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 		if stepsDown(inst, peers) {
 			t := unheardTrack(iv.Name, p.root)
 			iv.TrackFiles = append(iv.TrackFiles, fmt.Sprintf("%s weight %d", t.Name, -(self.priority-1)))
-			v.TrackFiles = append(v.TrackFiles, t)
+			own = append(own, t)
 		}
 		if s.VRRP.Mode == v1alpha1.ModeUnicast {
 			iv.UnicastSrc = self.src.String()
@@ -274,9 +276,6 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 			v.Scripts = append(v.Scripts, sc)
 		}
 	}
-	// The instances' own step-down files after the shared ones.
-	own := v.TrackFiles
-	v.TrackFiles = nil
 	for _, t := range p.tracks {
 		if usedTracks[t.Name] {
 			v.TrackFiles = append(v.TrackFiles, t)
