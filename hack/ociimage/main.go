@@ -304,11 +304,13 @@ func writeIndex(o options, tag string) error {
 
 // writeLayer copies the root filesystem tar and the added files into one
 // gzipped tar on w; it returns the uncompressed digest (the diff ID) and
-// the layer's descriptor.
+// the layer's descriptor. gzip's default level: on the 190 MB layer it
+// gives an archive 0.7 % larger than level 9 in a quarter of the time
+// (9 s against 37 s, docs/benchmarks.md), which every make image pays.
 func writeLayer(w io.Writer, o options) (string, descriptor, error) {
 	compressed := sha256.New()
 	counter := &countingWriter{w: io.MultiWriter(w, compressed)}
-	gz, err := gzip.NewWriterLevel(counter, gzip.BestCompression)
+	gz, err := gzip.NewWriterLevel(counter, gzip.DefaultCompression)
 	if err != nil {
 		return "", descriptor{}, err
 	}
