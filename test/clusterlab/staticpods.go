@@ -173,17 +173,22 @@ func (c *Cluster) apiServerPod(s NodeSpec) *corev1.Pod {
 		// for this long, so haproxy's checks take it out before it closes
 		// its port (OpenShift waits longer, for slower load balancers).
 		"--shutdown-delay-duration=3s",
+		// After the delay it keeps listening, answers new requests 429
+		// with Retry-After and Connection: close until those in flight are
+		// done, then gives its open connections (watches) 2 s, as
+		// OpenShift's kube-apiserver runs (cluster-kube-apiserver-operator's
+		// defaultconfig.yaml, c813e82, 2026-08-21). Without it a stop
+		// waited up to a minute for watches to go idle.
+		"--shutdown-send-retry-after=true",
 		// Less work on two shared cores: no request fairness queues, no
 		// profiling endpoints.
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
 		"--v=1",
 	}, httpProbe(corev1.URISchemeHTTPS, apiServerPort, "/readyz"))
-	// After the shutdown delay it stops listening and drains its
-	// requests at once, then waits for its watch connections to go idle,
-	// up to a minute: APIServerRestart takes 40 s for it. 10 s was tried
-	// (2026-11-27) while a failure of the rolling upgrade that followed
-	// was not yet understood; it stays 30 until that is.
+	// A grace of 10 s was tried (2026-11-27) while a failure of the
+	// rolling upgrade that followed was not yet understood; it stays 30
+	// until that is.
 	p.Spec.TerminationGracePeriodSeconds = ptr.To(int64(30))
 	return p
 }
