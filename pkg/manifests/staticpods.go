@@ -218,11 +218,15 @@ func runtimecfgContainer(c *v1alpha1.ClusterVIPs) corev1.Container {
 		// Declared, as a host-network port must be (the scheduler and
 		// OpenShift's host port registry count on it), and named for the
 		// metrics Service.
-		Ports:          []corev1.ContainerPort{{Name: metricsPortName, ContainerPort: c.Spec.MetricsPort(), HostPort: c.Spec.MetricsPort(), Protocol: corev1.ProtocolTCP}},
-		Env:            nodeNameEnvVar(),
-		Resources:      requests("10m", "50Mi"),
-		LivenessProbe:  sidecarProbe("/healthz"),
-		ReadinessProbe: sidecarProbe("/readyz"),
+		Ports:         []corev1.ContainerPort{{Name: metricsPortName, ContainerPort: c.Spec.MetricsPort(), HostPort: c.Spec.MetricsPort(), Protocol: corev1.ProtocolTCP}},
+		Env:           nodeNameEnvVar(),
+		Resources:     requests("10m", "50Mi"),
+		LivenessProbe: sidecarProbe("/healthz", 10, 3),
+		// Asked every 2 s, so the pod is Ready about when the sidecar has
+		// first synced (at 10 s a rebooted node's pod waited up to 10 s
+		// more: the cluster lab's rolling upgrade, each node, 2026-11-30),
+		// and NotReady after 30 s of failed syncs, as before.
+		ReadinessProbe: sidecarProbe("/readyz", 2, 15),
 		// A pod stop tells every container at once, and keepalived drains
 		// in its preStop first (its anchors leave this node as the peers
 		// preempt), then stops. The sidecar outlives both, as haproxy
@@ -495,7 +499,8 @@ func nodeNameEnvVar() []corev1.EnvVar {
 
 // sidecarProbe asks the sidecar on loopback: without a host the kubelet
 // would probe a host-network pod on the node IP, where it does not listen.
-func sidecarProbe(path string) *corev1.Probe {
+// It asks every period seconds and fails after failures in a row.
+func sidecarProbe(path string, period, failures int32) *corev1.Probe {
 	return &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 			Host:   loopback,
@@ -503,9 +508,9 @@ func sidecarProbe(path string) *corev1.Probe {
 			Port:   intstr.FromInt32(render.SidecarPort),
 			Scheme: corev1.URISchemeHTTP,
 		}},
-		PeriodSeconds:    10,
+		PeriodSeconds:    period,
 		TimeoutSeconds:   2,
-		FailureThreshold: 3,
+		FailureThreshold: failures,
 	}
 }
 
