@@ -46,7 +46,7 @@ type foreignRouters struct {
 	m     *Metrics
 	log   *slog.Logger
 	now   func() time.Time
-	event func(msg string)
+	event func(reason, msg string)
 
 	mu      sync.Mutex
 	members vrid.Members
@@ -58,6 +58,8 @@ type foreignRouters struct {
 	// once, not for each of the cluster's own adverts (tens a second
 	// with the fast profile).
 	received map[string]prometheus.Counter
+	// clashes proposes a free ID for a clash that lasts (clash.go).
+	clashes *clashes
 }
 
 type foreignKey struct {
@@ -66,16 +68,20 @@ type foreignKey struct {
 	source netip.Addr
 }
 
-func newForeignRouters(m *Metrics, log *slog.Logger, event func(string)) *foreignRouters {
+// newForeignRouters: event records a Node Event; a clash is proposed
+// another ID after proposeAfter (DefaultClashProposeAfter when zero).
+func newForeignRouters(m *Metrics, log *slog.Logger, event func(reason, msg string), proposeAfter time.Duration) *foreignRouters {
 	return &foreignRouters{m: m, log: log, now: time.Now, event: event, series: map[foreignKey]bool{}, events: newEventGate[foreignKey](foreignEventEvery, foreignSeriesMax),
-		received: map[string]prometheus.Counter{}}
+		received: map[string]prometheus.Counter{}, clashes: newClashes(proposeAfter, m.VRRP.ClashProposed)}
 }
 
-// setMembers takes the cluster's routers from the last render.
-func (f *foreignRouters) setMembers(m vrid.Members) {
+// setMembers takes the cluster's routers, and its ID request, from the
+// last render.
+func (f *foreignRouters) setMembers(m vrid.Members, req vrid.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.members = m
+	f.clashes.req = req
 }
 
 // heard takes one advert the tap on iface heard.
@@ -88,9 +94,15 @@ func (f *foreignRouters) heard(iface string, a vrid.Advert) {
 		f.received[a.Family] = c
 	}
 	c.Inc()
+	now := f.now()
+	f.clashes.advert(a.ID, now)
 	// Before the first render nothing is known to be the cluster's.
 	if f.members == nil || !f.members.Foreign(a) {
 		return
+	}
+	if msg := f.clashes.foreign(a.ID, f.members[a.ID].Keys, a.Source.String(), iface, now); msg != "" {
+		f.log.Warn(msg)
+		f.event(ReasonVRRPIDProposed, msg)
 	}
 	k := foreignKey{id: a.ID, family: a.Family, source: a.Source}
 	source := a.Source.String()
@@ -101,7 +113,6 @@ func (f *foreignRouters) heard(iface string, a vrid.Advert) {
 			source = foreignOtherSource
 		}
 	}
-	now := f.now()
 	labels := []string{strconv.Itoa(int(a.ID)), a.Family, source}
 	f.m.VRRP.Foreign.WithLabelValues(labels...).Inc()
 	f.m.VRRP.ForeignLastSeen.WithLabelValues(labels...).Set(float64(now.Unix()))
@@ -115,13 +126,13 @@ func (f *foreignRouters) heard(iface string, a vrid.Advert) {
 	msg := fmt.Sprintf("VRRP ID %d of this cluster (%s) is advertised on %s by %s (VRRPv%d, %s, priority %d), which is no member of it: a router outside the cluster uses the ID; see the runbook of the alert VipctlForeignVRRPRouter",
 		a.ID, strings.Join(f.members[a.ID].Keys, ", "), iface, a.Source, a.Version, a.Family, a.Priority)
 	f.log.Warn(msg)
-	f.event(msg)
+	f.event(ReasonForeignVRRPRouter, msg)
 }
 
 // rememberVRRP takes the cluster's routers and the node's VRRP interfaces
 // from a render, and has vrrpLoop follow a change of the interfaces.
-func (s *Sidecar) rememberVRRP(members vrid.Members, ifaces []string) {
-	s.foreign.setMembers(members)
+func (s *Sidecar) rememberVRRP(members vrid.Members, req vrid.Request, ifaces []string) {
+	s.foreign.setMembers(members, req)
 	s.mu.Lock()
 	changed := !slices.Equal(s.vrrpIfaces, ifaces)
 	s.vrrpIfaces = ifaces

@@ -26,7 +26,11 @@ func TestForeignRouters(t *testing.T) {
 	m := NewMetrics(nil)
 	var events []string
 	clock := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	f := newForeignRouters(m, slog.New(slog.NewTextHandler(io.Discard, nil)), func(msg string) { events = append(events, msg) })
+	f := newForeignRouters(m, slog.New(slog.NewTextHandler(io.Discard, nil)), func(reason, msg string) {
+		if reason == ReasonForeignVRRPRouter {
+			events = append(events, msg)
+		}
+	}, 0)
 	f.now = func() time.Time { return clock }
 	advert := func(id uint8, family, src string) vrid.Advert {
 		return vrid.Advert{Observation: vrid.Observation{ID: id, Version: 3, Family: family, Source: a(src), Priority: 254}}
@@ -40,7 +44,7 @@ func TestForeignRouters(t *testing.T) {
 	members := vrid.Members{}
 	members.Add(51, "api", a("198.51.100.11"), []netip.Addr{a("198.51.100.5")})
 	members.Add(51, "api", a("198.51.100.12"), []netip.Addr{a("198.51.100.5")})
-	f.setMembers(members)
+	f.setMembers(members, vrid.Request{Cluster: "ostest", Keys: []vrid.Key{"api"}})
 
 	for range 3 {
 		f.heard("br-ex", advert(51, "ipv4", "198.51.100.12"))

@@ -52,6 +52,7 @@ type VRRPMetrics struct {
 	Received        *prometheus.CounterVec
 	Foreign         *prometheus.CounterVec
 	ForeignLastSeen *prometheus.GaugeVec
+	ClashProposed   *prometheus.GaugeVec
 }
 
 // BGPMetrics describe the node's BGP sessions, one series per peer.
@@ -128,6 +129,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 				Help: fmt.Sprintf("VRRP advertisements carrying one of this cluster's VRRP IDs from an address that is no member of its instances: a router outside the cluster uses the ID. At most %d series are told apart; later sources count under source %q.", foreignSeriesMax, foreignOtherSource)}, []string{"vrid", "family", "source"}),
 			ForeignLastSeen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: "vrrp", Name: "foreign_advert_last_seen_timestamp_seconds",
 				Help: "When the last foreign_adverts_total advert of the series arrived."}, []string{"vrid", "family", "source"}),
+			ClashProposed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: "vrrp", Name: "clash_proposed_vrid",
+				Help: "The VRRP ID proposed for the instance key, whose ID vrid a router outside the cluster has advertised for longer than the sidecar waits (5 min): free on the segment as far as this node has heard, and clear of the cluster's other IDs (Event VRRPIDProposed). No series while no clash lasts."}, []string{"key", "vrid"}),
 		},
 		Wire: WireMetrics{
 			Answerers: newAnswerCollector(prometheus.BuildFQName(ns, "wire", "vip_answerers"),
@@ -150,7 +153,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.Renders, m.Reloads, m.Failures, m.WatchErrors, m.WatchEvents, m.VIPsHeld, m.VIPHeld, m.SyncFailing, m.APIReachable, m.Drained, m.DaemonRestarts, m.ConfigInvalid, m.StaticDrift, m.UnknownFields, m.LastGood, m.Lonely, m.Unannounced, m.ProxyPending, m.InterfaceMissing, m.SyncSeconds,
 			m.BGP.Up, m.BGP.Since, m.BGP.Drops, m.BGP.Announced, m.BGP.BFDUp,
-			m.VRRP.Received, m.VRRP.Foreign, m.VRRP.ForeignLastSeen,
+			m.VRRP.Received, m.VRRP.Foreign, m.VRRP.ForeignLastSeen, m.VRRP.ClashProposed,
 			m.Wire.Answerers, m.Wire.Strangers, m.Wire.Questions, m.Wire.PassSeconds, m.Heal)
 	}
 	return m

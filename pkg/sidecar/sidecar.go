@@ -33,6 +33,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/frr"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
+	"github.com/vipctl/vipctl/pkg/vrid"
 )
 
 // Options configure the long-running sidecar.
@@ -89,8 +90,12 @@ type Options struct {
 	// (DefaultWireRate when zero).
 	WireInterval time.Duration
 	WireRate     int
-	Log          *slog.Logger
-	Metrics      *Metrics
+	// ClashProposeAfter is how long a router outside the cluster must
+	// advertise one of its VRRP IDs before the sidecar proposes another
+	// (clash.go; DefaultClashProposeAfter when zero).
+	ClashProposeAfter time.Duration
+	Log               *slog.Logger
+	Metrics           *Metrics
 }
 
 // Sidecar keeps one node's keepalived and haproxy in step with the
@@ -262,9 +267,9 @@ func New(o Options) (*Sidecar, error) {
 	}
 	s.proxy = newProxyGate(o.Target, s.trigger)
 	s.strangerEvents = newEventGate[string](foreignEventEvery, foreignSeriesMax)
-	s.foreign = newForeignRouters(s.m, s.log, func(msg string) {
-		s.rec.Event(s.nodeRef, corev1.EventTypeWarning, ReasonForeignVRRPRouter, msg)
-	})
+	s.foreign = newForeignRouters(s.m, s.log, func(reason, msg string) {
+		s.rec.Event(s.nodeRef, corev1.EventTypeWarning, reason, msg)
+	}, o.ClashProposeAfter)
 	if o.Dynamic != nil {
 		if o.ObjectProbe <= 0 {
 			o.ObjectProbe = time.Minute
@@ -471,7 +476,7 @@ func (s *Sidecar) sync(ctx context.Context) error {
 		if out.Handover.Interface != "" {
 			ifaces = []string{out.Handover.Interface}
 		}
-		s.rememberVRRP(out.Members, ifaces)
+		s.rememberVRRP(out.Members, vrid.RequestFor(c), ifaces)
 		s.rememberWire(out.Handover)
 	}
 	if err == nil {

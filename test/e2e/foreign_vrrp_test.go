@@ -31,6 +31,9 @@ import (
 func TestSidecarCountsForeignVRRPRouter(t *testing.T) {
 	kc := lab.StartKube(t, clusterYAML("fast", "unicast", ""), masters(2))
 	kc.GrantNodeReaders(t)
+	// Not 5 minutes: the proposal below comes after the stranger's first
+	// seconds.
+	kc.ClashProposeAfter = 5 * time.Second
 	for _, n := range kc.Nodes {
 		kc.AddNode(t, n.Name)
 		kc.StartSidecar(t, n.Name)
@@ -57,10 +60,15 @@ func TestSidecarCountsForeignVRRPRouter(t *testing.T) {
 		t.Fatal(err)
 	}
 	api := ids[v1alpha1.KeyAPI]
-	unused := uint8(1)
-	for slices.Contains(slices.Collect(maps.Values(ids)), unused) {
-		unused++
+	// The stranger's other instance takes the ID a proposal would give
+	// the API without listening: unused by the cluster, so it must not
+	// count as foreign, and heard on the segment, so it must not be
+	// proposed.
+	deaf, err := vrid.ProposeOverrides(vrid.RequestFor(kc.Config), []vrid.Clash{{ID: api, Key: vrid.Key(v1alpha1.KeyAPI)}}, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	unused := deaf[vrid.Key(v1alpha1.KeyAPI)]
 	const stranger = "198.51.100.66"
 	conf := fmt.Sprintf(`global_defs {
     router_id stranger
@@ -137,6 +145,36 @@ vrrp_instance elsewhere {
 	// The rendered alert names the ID and the stranger, once for all the
 	// nodes that hear it; it resolves once the stranger is quiet for
 	// long enough (3 minutes, alertWindow here).
+	// Every node proposes one ID for the API, the same, free of the
+	// cluster's IDs and of the stranger's other one.
+	var proposed string
+	lab.WaitFor(t, 30*time.Second, "a VRRPIDProposed Event on each Node", func() bool {
+		list, err := kc.Admin.CoreV1().Events("").List(context.Background(), metav1.ListOptions{FieldSelector: "reason=" + sidecar.ReasonVRRPIDProposed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes := map[string]bool{}
+		for _, e := range list.Items {
+			nodes[e.InvolvedObject.Name] = true
+			proposed = e.Message
+		}
+		return len(nodes) == len(kc.Nodes)
+	})
+	t.Logf("proposal: %s", proposed)
+	for _, n := range kc.Nodes {
+		series := kc.Sidecars[n.Name].Metrics.VRRP.ClashProposed
+		id := uint8(testutil.ToFloat64(series.WithLabelValues(string(v1alpha1.KeyAPI), strconv.Itoa(int(api)))))
+		if id == 0 || id == unused || slices.Contains(slices.Collect(maps.Values(ids)), id) {
+			t.Errorf("%s proposes ID %d for the API: want one neither the cluster's (%v) nor the stranger's other (%d)", n.Name, id, ids, unused)
+		}
+		if want := fmt.Sprintf("pin spec.vrrp.virtualRouterIDs {api: %d}", id); !strings.Contains(proposed, want) {
+			t.Errorf("%s: proposes %d; an Event says:\n%s", n.Name, id, proposed)
+		}
+		if c := testutil.CollectAndCount(series); c != 1 {
+			t.Errorf("%s: %d proposal series, want the API's alone", n.Name, c)
+		}
+	}
+
 	w.expect("the stranger advertising", fmt.Sprintf("VipctlForeignVRRPRouter vrid=%d source=%s", api, stranger))
 	p.Stop()
 	w.expect("the stranger stopped")

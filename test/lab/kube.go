@@ -79,6 +79,10 @@ type KubeCluster struct {
 	// WireInterval is the sidecars' rest between two passes of questions
 	// on the wire (sidecar.Options.WireInterval; zero: its default).
 	WireInterval time.Duration
+	// ClashProposeAfter is how long the sidecars hear a foreign router on
+	// one of the cluster's VRRP IDs before they propose another
+	// (sidecar.Options.ClashProposeAfter; zero: its default).
+	ClashProposeAfter time.Duration
 }
 
 // StartKube starts a kube-apiserver and a lab cluster (Start), with the
@@ -310,12 +314,13 @@ func (kc *KubeCluster) StartSidecar(t testing.TB, name string) *Sidecar {
 		Debounce:    100 * time.Millisecond,
 		// The API's reach every second, not every 30: the alert tests
 		// cut their waits.
-		APIProbeInterval: time.Second,
-		WireInterval:     kc.WireInterval,
-		Addresses:        func() ([]netip.Addr, error) { return dataplane.HandleAddresses(nl) },
-		Interface:        func(n netip.Prefix) (string, error) { return dataplane.LocalInterface(nl, n) },
-		Log:              slog.New(slog.NewTextHandler(buf, nil)),
-		Metrics:          m,
+		APIProbeInterval:  time.Second,
+		WireInterval:      kc.WireInterval,
+		ClashProposeAfter: kc.ClashProposeAfter,
+		Addresses:         func() ([]netip.Addr, error) { return dataplane.HandleAddresses(nl) },
+		Interface:         func(n netip.Prefix) (string, error) { return dataplane.LocalInterface(nl, n) },
+		Log:               slog.New(slog.NewTextHandler(buf, nil)),
+		Metrics:           m,
 	})
 	if err != nil {
 		t.Fatal(err)
