@@ -86,6 +86,9 @@ with a SubjectAccessReview, both with the node's credentials.`,
 			if err := o.validate(); err != nil {
 				return err
 			}
+			// A real node's pods start after a boot with haproxy not yet
+			// listening: the API redirects wait for it.
+			o.once.AwaitHaproxy = true
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if o.oneShot {

@@ -28,10 +28,10 @@ func TestInternalGuard(t *testing.T) {
 	node.MustExec("ip", "addr", "add", "198.51.100.4/32", "dev", "br-ex")
 	node.MustExec("ip", "addr", "add", "2001:db8:100::4/128", "dev", "br-ex", "nodad")
 	for port, body := range map[string]string{"6443": "apiserver", "9445": "haproxy-api", "22623": "mcs", "22624": "mcs-plain", "22625": "haproxy-mcs"} {
-		serveOn(t, node, ":"+port, body)
+		node.ServeText(t, ":"+port, body)
 	}
 	get := func(h *netlab.Host, addr, port string) string {
-		return getFrom(h, "http://"+net.JoinHostPort(addr, port)+"/")
+		return h.Get("http://" + net.JoinHostPort(addr, port) + "/")
 	}
 	ns := netnsOf(t, node)
 
@@ -83,7 +83,7 @@ func TestInternalGuard(t *testing.T) {
 	// through the node.
 	behind := lab.AddHost("behind", netlab.HostOpts{Iface: "eth0", Addrs: []string{"198.51.100.150/24"}})
 	behind.MustExec("ip", "addr", "add", "203.0.113.7/32", "dev", "eth0")
-	serveOn(t, behind, "203.0.113.7:22623", "behind")
+	behind.ServeText(t, "203.0.113.7:22623", "behind")
 	for _, kv := range []string{"net.ipv4.ip_forward=1", "net.ipv4.conf.all.send_redirects=0", "net.ipv4.conf.br-ex.send_redirects=0"} {
 		node.MustExec("sysctl", "-qw", kv)
 	}

@@ -3,8 +3,11 @@ package dataplane
 import (
 	"encoding/binary"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -43,15 +46,57 @@ func APIRedirects(c *v1alpha1.ClusterVIPs) []PortRedirect {
 	return out
 }
 
-// ApplyRedirects installs the API redirects, and the internal API's guard
-// when there is one (nil: none), on a control-plane node (the one whose
-// files include haproxy.cfg) in the target's namespace.
-func ApplyRedirects(t host.Target, c *v1alpha1.ClusterVIPs, files []render.File, guard *render.InternalGuard) error {
-	if !slices.ContainsFunc(files, func(f render.File) bool { return f.Path == render.HaproxyConfPath }) {
-		return nil
-	}
-	return t.WithNetnsFd(func(fd int) error { return EnsureAPITable(fd, APIRedirects(c), guard) })
+// ApplyRedirects makes the target's API table hold these redirects and
+// the internal API's guard (nil: none); the caller says what a node holds
+// (a control-plane node: the API's redirects, see APIRedirects).
+func ApplyRedirects(t host.Target, redirects []PortRedirect, guard *render.InternalGuard) error {
+	return t.WithNetnsFd(func(fd int) error { return EnsureAPITable(fd, redirects, guard) })
 }
+
+// HasRedirects tells whether the target's API table holds redirects (its
+// NAT chains), whoever wrote them.
+func HasRedirects(t host.Target) (bool, error) {
+	var has bool
+	err := t.WithNetnsFd(func(fd int) error {
+		conn, err := nftConn(fd)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = conn.CloseLasting() }()
+		chains, err := conn.ListChainsOfTableFamily(nftables.TableFamilyINet)
+		if err != nil {
+			return fmt.Errorf("nftables: listing chains: %w", err)
+		}
+		has = slices.ContainsFunc(chains, func(c *nftables.Chain) bool {
+			return c.Table.Name == RedirectTable && c.Type == nftables.ChainTypeNAT
+		})
+		return nil
+	})
+	return has, err
+}
+
+// Accepting tells whether something accepts TCP connections on port on
+// the target's loopback (IPv4 or IPv6): haproxy's API port, before the
+// redirects send the node's own clients there.
+func Accepting(t host.Target, port uint16) bool {
+	accepting := false
+	_ = t.InNetns(func() error {
+		for _, addr := range []string{"127.0.0.1", "::1"} {
+			c, err := net.DialTimeout("tcp", net.JoinHostPort(addr, strconv.Itoa(int(port))), acceptTimeout)
+			if err == nil {
+				_ = c.Close()
+				accepting = true
+				return nil
+			}
+		}
+		return nil
+	})
+	return accepting
+}
+
+// acceptTimeout bounds Accepting's connect on loopback, where a closed
+// port refuses at once.
+const acceptTimeout = 500 * time.Millisecond
 
 // nftConn opens an nftables connection in the network namespace of
 // netnsFd (-1: the current one).

@@ -1,14 +1,8 @@
 package dataplane
 
 import (
-	"errors"
-	"io"
-	"net"
-	"net/http"
 	"net/netip"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -22,8 +16,8 @@ import (
 // table is idempotent and nil removes it.
 func TestRedirectsAPIPort(t *testing.T) {
 	_, node, client := nodeAndClient(t)
-	serveOn(t, node, ":6443", "apiserver")
-	serveOn(t, node, ":9445", "haproxy")
+	node.ServeText(t, ":6443", "apiserver")
+	node.ServeText(t, ":9445", "haproxy")
 	ns := netnsOf(t, node)
 	redirects := []PortRedirect{
 		{VIP: netip.MustParseAddr("198.51.100.5"), From: 6443, To: 9445},
@@ -34,13 +28,13 @@ func TestRedirectsAPIPort(t *testing.T) {
 		t.Helper()
 		for _, u := range urls {
 			for _, h := range []*netlab.Host{client, node} {
-				if got := getFrom(h, u); got != want {
+				if got := h.Get(u); got != want {
 					t.Errorf("%s from %s: %q, want %q", u, h.Name, got, want)
 				}
 			}
 		}
 		// The node's own address is never redirected.
-		if got := getFrom(client, "http://198.51.100.11:6443/"); got != "apiserver" {
+		if got := client.Get("http://198.51.100.11:6443/"); got != "apiserver" {
 			t.Errorf("node address: %q, want the apiserver", got)
 		}
 	}
@@ -82,18 +76,6 @@ func TestLocalInterface(t *testing.T) {
 	}
 }
 
-// serveOn answers every HTTP request on addr inside h with body.
-func serveOn(t *testing.T, h *netlab.Host, addr, body string) {
-	t.Helper()
-	var l net.Listener
-	if err := h.Do(func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, body) })}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-}
-
 // nodeAndClient is a lab with a node (br-ex at 198.51.100.11 and
 // 2001:db8:100::11) holding the API VIPs 198.51.100.5 and
 // 2001:db8:100::5, and a client on its segment (.100 and ::100).
@@ -105,22 +87,6 @@ func nodeAndClient(t *testing.T) (lab *netlab.Lab, node, client *netlab.Host) {
 	node.MustExec("ip", "addr", "add", "198.51.100.5/32", "dev", "br-ex")
 	node.MustExec("ip", "addr", "add", "2001:db8:100::5/128", "dev", "br-ex", "nodad")
 	return lab, node, client
-}
-
-// getFrom asks url from inside h with a new connection: the body, or
-// "refused" when the connection was reset (ECONNREFUSED), or the error.
-func getFrom(h *netlab.Host, url string) string {
-	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: h.DialContext, DisableKeepAlives: true}}
-	resp, err := c.Get(url)
-	if errors.Is(err, syscall.ECONNREFUSED) {
-		return "refused"
-	}
-	if err != nil {
-		return "error: " + err.Error()
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
 }
 
 // netnsOf opens h's network namespace for the nftables calls, closed when

@@ -33,6 +33,10 @@ type OnceOptions struct {
 	// a haproxy pod restarting during a drain must not drop the local
 	// routes that keep the node's ingress and Service connections served.
 	KeepDrain bool
+	// AwaitHaproxy holds the API redirects back until haproxy accepts
+	// connections (Node.AwaitHaproxy): a real node's init container and
+	// sidecar, where the pods start after a boot.
+	AwaitHaproxy bool
 }
 
 // Once renders and applies this node's files from what the node has on
@@ -76,7 +80,9 @@ func Once(ctx context.Context, o OnceOptions) (OnceResult, error) {
 	if err != nil {
 		return res, err
 	}
-	out, err := NewNode(o.Target, o.NodeName, nil).Reconcile(ctx, in)
+	n := NewNode(o.Target, o.NodeName, nil)
+	n.AwaitHaproxy = o.AwaitHaproxy
+	out, err := n.Reconcile(ctx, in)
 	res.Result = out.Result
 	return res, errors.Join(err, out.HandoverErr)
 }

@@ -37,6 +37,16 @@ type Node struct {
 	// bypassCheckedAt is the redirectedAt of the table after which
 	// resetBypassing last ran without an error.
 	bypassCheckedAt time.Time
+	// AwaitHaproxy writes the API redirects only once haproxy accepts
+	// connections on the API's load-balancer port (the sidecar and a real
+	// node's init container): before that a redirect turns the node's own
+	// clients of the API VIP (the kubelet) to a closed port, refused,
+	// where without it they reach the VIP's holder. The node holds no
+	// API VIP meanwhile: haproxy's check puts its instances in FAULT.
+	// haproxySeen records that it did accept once; from then on the
+	// redirects stay, as they always did.
+	AwaitHaproxy bool
+	haproxySeen  bool
 }
 
 // NewNode prepares a node for Reconcile.
@@ -92,6 +102,9 @@ type Outcome struct {
 	// apart: the config is in place.
 	Bypassing int
 	BypassErr error
+	// RedirectWaiting says the API redirects wait for haproxy to accept
+	// connections (Node.AwaitHaproxy): a Reconcile soon writes them.
+	RedirectWaiting bool
 }
 
 // Reconcile brings the node into line with in, in the one order that is
@@ -135,7 +148,7 @@ func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
 		n.Local.SetHandoverAsOf(d.Handover, in.ReadAt)
 		n.Local.Kick()
 	}
-	if err := n.redirect(in.Model.Config, d); err != nil {
+	if out.RedirectWaiting, err = n.redirect(in.Model.Config, d); err != nil {
 		return out, &StepError{"redirect", err}
 	}
 	out.Bypassing, out.BypassErr = n.resetBypassing(in.Model.Config, d)
@@ -169,23 +182,45 @@ func localStatus(ls cluster.LocalService, node string, proxyPending map[string]b
 }
 
 // redirect writes the API redirects and guard (dataplane.ApplyRedirects)
-// unless the same were written less than LocalResync ago.
-func (n *Node) redirect(c *v1alpha1.ClusterVIPs, d NodeState) error {
+// of a control-plane node (one with haproxy.cfg) unless the same were
+// written less than LocalResync ago. With AwaitHaproxy, until haproxy
+// has accepted a connection it writes the guard alone, and leaves a
+// table that already redirects (a restarted sidecar's) as it is; waiting
+// says so.
+func (n *Node) redirect(c *v1alpha1.ClusterVIPs, d NodeState) (waiting bool, err error) {
+	if !hasHaproxy(d.Files) {
+		return false, nil
+	}
+	redirects := dataplane.APIRedirects(c)
+	if n.AwaitHaproxy && !n.haproxySeen {
+		n.haproxySeen = dataplane.Accepting(n.Target, uint16(c.Spec.API.LoadBalancerPort))
+	}
+	if n.AwaitHaproxy && !n.haproxySeen {
+		has, err := dataplane.HasRedirects(n.Target)
+		if err != nil || has {
+			return true, err
+		}
+		redirects, waiting = nil, true
+	}
 	var guard render.InternalGuard
 	if d.Guard != nil {
 		guard = *d.Guard
 	}
-	haproxy := hasHaproxy(d.Files)
-	key := fmt.Sprintf("%v %t %+v %t", dataplane.APIRedirects(c), d.Guard != nil, guard, haproxy)
+	key := fmt.Sprintf("%v %t %+v", redirects, d.Guard != nil, guard)
 	if key == n.redirected && time.Since(n.redirectedAt) < dataplane.LocalResync {
-		return nil
+		return waiting, nil
 	}
 	n.redirected = ""
-	if err := dataplane.ApplyRedirects(n.Target, c, d.Files, d.Guard); err != nil {
-		return err
+	if err := dataplane.ApplyRedirects(n.Target, redirects, d.Guard); err != nil {
+		return waiting, err
 	}
-	n.redirected, n.redirectedAt = key, time.Now()
-	return nil
+	n.redirected = key
+	if !waiting {
+		// Only a table that redirects makes connections that bypass it
+		// worth a reset (resetBypassing).
+		n.redirectedAt = time.Now()
+	}
+	return waiting, nil
 }
 
 // resetBypassing resets, on a control-plane node (one with the API

@@ -193,6 +193,10 @@ type Sidecar struct {
 	// earlyAt is when followEarly last handed the follower an address
 	// (Unix nanoseconds; earlyYield).
 	earlyAt atomic.Int64
+	// redirectWaiting says the last sync held the API redirects back
+	// until haproxy listens (runtimecfg.Node.AwaitHaproxy): the next
+	// sync comes a second later.
+	redirectWaiting atomic.Bool
 	// node is what every sync brings in line; its LocalVIPs keep the VIPs
 	// held here local for a while after they leave.
 	node *runtimecfg.Node
@@ -265,6 +269,7 @@ func New(o Options) (*Sidecar, error) {
 		node:    runtimecfg.NewNode(o.Target, o.NodeName, dataplane.NewLocalVIPs(o.Target, dataplane.HandoverGrace)),
 		nodeRef: &corev1.ObjectReference{Kind: "Node", Name: o.NodeName, UID: "", APIVersion: "v1"},
 	}
+	s.node.AwaitHaproxy = o.AwaitHaproxy
 	s.proxy = newProxyGate(o.Target, s.trigger)
 	s.strangerEvents = newEventGate[string](foreignEventEvery, foreignSeriesMax)
 	s.foreign = newForeignRouters(s.m, s.log, func(reason, msg string) {
@@ -352,6 +357,14 @@ func (s *Sidecar) Run(ctx context.Context) error {
 		return nil
 	}
 	s.log.Info("caches synced")
+	s.syncLoop(ctx)
+	return nil
+}
+
+// syncLoop syncs on every kick, debounced, and again after a failed sync
+// (5 s) or one that left the API redirects waiting for haproxy (1 s),
+// until ctx ends.
+func (s *Sidecar) syncLoop(ctx context.Context) {
 	s.trigger()
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
@@ -359,7 +372,7 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-s.kick:
 		case <-retry.C:
 		}
@@ -369,7 +382,7 @@ func (s *Sidecar) Run(ctx context.Context) error {
 		// with it.
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-time.After(max(time.Until(next), time.Until(time.Unix(0, s.earlyAt.Load()).Add(earlyYield)))):
 		}
 		select {
@@ -379,8 +392,14 @@ func (s *Sidecar) Run(ctx context.Context) error {
 		start := time.Now()
 		err := s.Sync(ctx)
 		next = nextSync(start, time.Now(), s.o.Debounce)
-		if err != nil {
+		switch {
+		case err != nil:
 			retry.Reset(5 * time.Second)
+		case s.redirectWaiting.Load():
+			// Soon after haproxy listens, not 5 s: the node's own
+			// clients reach the API VIP's holder meanwhile, but a holder
+			// here needs the redirects.
+			retry.Reset(time.Second)
 		}
 	}
 }
@@ -462,6 +481,7 @@ func (s *Sidecar) sync(ctx context.Context) error {
 	pending := s.proxy.Check(ctx, proxyTargets(st.LocalServices, st.Nodes, s.o.NodeName))
 	s.reportProxyPending(pending)
 	out, err := s.node.Reconcile(ctx, runtimecfg.Input{Model: m, State: st, IngressReady: ready, ReadAt: readAt, Drained: s.drainAsked, ProxyPending: pending})
+	s.redirectWaiting.Store(out.RedirectWaiting)
 	if out.Files != nil {
 		s.m.Renders.Inc()
 		s.m.Lonely.Set(float64(len(out.Lonely)))

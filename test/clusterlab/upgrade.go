@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/vipctl/vipctl/pkg/dataplane"
+	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/test/kubeletlab"
@@ -252,6 +254,15 @@ func (c *Cluster) waitNodePods(t testing.TB, n *Node, image string, timeout time
 		}
 		if len(problems) > 0 {
 			return false
+		}
+		// Its pods Ready, a control-plane node redirects the API VIP's
+		// port to haproxy: written once haproxy listened (after a boot
+		// the redirect waits for it, docs/runtimecfg.md).
+		if n.Spec.Role == RoleMaster {
+			if has, err := dataplane.HasRedirects(host.Target{Netns: n.Host.NS}); err != nil || !has {
+				problems = append(problems, fmt.Sprintf("no API redirect to haproxy (%v)", err))
+				return false
+			}
 		}
 		ctx, cancel := callCtx()
 		defer cancel()
