@@ -31,8 +31,10 @@ type Node struct {
 	takeover *dataplane.TakeoverWriter
 	// redirected is the API table's input last written, and when: a sync
 	// runs for every Service added, and writing the same table again is
-	// an nftables transaction each time.
+	// an nftables transaction each time. redirectedAt moves only when the
+	// table written redirects (resetBypassing follows it).
 	redirected   string
+	writtenAt    time.Time
 	redirectedAt time.Time
 	// bypassCheckedAt is the redirectedAt of the table after which
 	// resetBypassing last ran without an error.
@@ -207,14 +209,14 @@ func (n *Node) redirect(c *v1alpha1.ClusterVIPs, d NodeState) (waiting bool, err
 		guard = *d.Guard
 	}
 	key := fmt.Sprintf("%v %t %+v", redirects, d.Guard != nil, guard)
-	if key == n.redirected && time.Since(n.redirectedAt) < dataplane.LocalResync {
+	if key == n.redirected && time.Since(n.writtenAt) < dataplane.LocalResync {
 		return waiting, nil
 	}
 	n.redirected = ""
 	if err := dataplane.ApplyRedirects(n.Target, redirects, d.Guard); err != nil {
 		return waiting, err
 	}
-	n.redirected = key
+	n.redirected, n.writtenAt = key, time.Now()
 	if !waiting {
 		// Only a table that redirects makes connections that bypass it
 		// worth a reset (resetBypassing).
