@@ -758,6 +758,10 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 		// Who refused: the resets and ICMP errors the client got (and
 		// sent) around each failure, with the MAC they came from.
 		t.Logf("resets and ICMP errors at the client around the failed requests:\n%s", refusals.Around(failed, time.Second, 3*time.Second))
+		// The same in one line, senders named: CI shows a failed test's
+		// verdict lines, not its logs.
+		t.Errorf("resets and ICMP errors the client got around the %d failed requests (want none to fail): %s",
+			len(failed), refusals.Who(failed, time.Second, 3*time.Second, c.MACNames()))
 		from, to := failed[0].Add(-5*time.Second), failed[len(failed)-1].Add(5*time.Second)
 		for _, n := range c.Nodes {
 			t.Logf("%s", n.ContainerLogsWhere(from, to, 200, notRepeated))

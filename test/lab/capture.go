@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -107,4 +108,34 @@ func (r *Refusals) Around(times []time.Time, before, after time.Duration) string
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// macRE matches a link-layer address in tcpdump's -e output.
+var macRE = regexp.MustCompile(`\b[0-9a-f]{2}(:[0-9a-f]{2}){5}\b`)
+
+// Who is Around in one line for a test's verdict: each packet the host
+// received, its time, the sender named through names (link-layer
+// address to node; unknown addresses stay as they are) and what tcpdump
+// says of it, "; " between them, "nothing" when none came.
+func (r *Refusals) Who(times []time.Time, before, after time.Duration, names map[string]string) string {
+	var out []string
+	for _, line := range strings.Split(r.Around(times, before, after), "\n") {
+		stamp, rest, _ := strings.Cut(line, " ")
+		if !strings.Contains(rest, " In ") {
+			continue
+		}
+		sender := macRE.FindString(rest)
+		if n, ok := names[sender]; ok {
+			sender = n
+		}
+		// The packet itself follows tcpdump's "length N: ".
+		if i := strings.Index(rest, ": "); i >= 0 {
+			rest = rest[i+2:]
+		}
+		out = append(out, stamp+" from "+sender+": "+rest)
+	}
+	if len(out) == 0 {
+		return "nothing"
+	}
+	return strings.Join(out, "; ")
 }

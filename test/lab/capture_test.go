@@ -35,4 +35,14 @@ func TestRefusalsNameTheRefuser(t *testing.T) {
 	if old := r.Around([]time.Time{at.Add(-time.Hour)}, time.Second, time.Second); old != "" {
 		t.Errorf("an hour before, the recording holds:\n%s", old)
 	}
+	// The one-line verdict names the sender and keeps the packet, and
+	// holds only what the client received (no Out line: its own SYN is
+	// not recorded, its own resets would be).
+	who := r.Who([]time.Time{at}, time.Second, 2*time.Second, map[string]string{mac: "server"})
+	if !strings.Contains(who, " from server: 198.51.100.11.8081 > 198.51.100.100.") || strings.Count(who, "; ") != 0 {
+		t.Errorf("Who = %q, want the one reset from server", who)
+	}
+	if who := r.Who([]time.Time{at.Add(-time.Hour)}, time.Second, time.Second, nil); who != "nothing" {
+		t.Errorf("Who an hour before = %q, want nothing", who)
+	}
 }

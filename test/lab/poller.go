@@ -415,6 +415,13 @@ func (p *Poller) LongestGap() time.Duration {
 	return p.longest
 }
 
+// Slowest is the longest a good answer took.
+func (p *Poller) Slowest() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.slowest
+}
+
 // FirstFrom waits for the first answer after since from a node matching ok.
 func (p *Poller) FirstFrom(t testing.TB, ok func(string) bool, since time.Time, timeout time.Duration) time.Time {
 	t.Helper()
