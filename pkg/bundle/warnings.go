@@ -15,9 +15,9 @@ const manyPeers = 100
 // renders all the same: an IngressController without a nodeSelector in a
 // cluster of more than manyPeers nodes puts every node into its VRRP
 // instance, so every node's keepalived.conf lists every other node as a
-// peer (at 5000 nodes 666 MB of configs; docs/benchmarks.md, "Rendering
-// 5000 nodes"). The sidecar narrows it once it sees the routers; render,
-// and every node before that, cannot.
+// peer (at 5000 nodes 666 MB of configs; docs/benchmarks/render.md,
+// "Rendering 5000 nodes"). The sidecar narrows it once it sees the
+// routers; render, and every node before that, cannot.
 func PeerWarnings(c *v1alpha1.ClusterVIPs, nodes []cluster.Node) []string {
 	if len(nodes) <= manyPeers {
 		return nil

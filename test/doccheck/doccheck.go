@@ -1,6 +1,7 @@
 // Package doccheck reads the docs the way their tests need: the fenced
 // blocks of a guide with the doctest mark that says what to do with each
-// (test/e2e TestInstallGuide runs them), and the files a doc cites.
+// (test/e2e TestInstallGuide runs them), the files a doc cites, and the
+// releases of vipctl and of its peers a doc names.
 //
 // A mark is an HTML comment on the line before a fence (blank lines
 // between are allowed), invisible once the Markdown is rendered:
@@ -20,6 +21,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"golang.org/x/mod/semver"
 )
 
 // Block is one fenced code block.
@@ -201,6 +204,79 @@ func VersionMentions(md []byte) []Mention {
 			v := m[1]
 			out = append(out, Mention{Line: i + 1, Version: v, Release: releasePrefix.FindString(v)})
 		}
+	}
+	return out
+}
+
+// PeersEnv pins the releases of the peers the benchmarks measure vipctl
+// against, from the repository's root.
+const PeersEnv = "hack/peers.env"
+
+// peerVersionVars are PeersEnv's variables that pin a peer's release, by
+// the peer's name as the docs write it.
+var peerVersionVars = []struct{ name, peer string }{
+	{"KUBE_VIP_VERSION", "kube-vip"},
+	{"METALLB_VERSION", "MetalLB"},
+}
+
+// PinnedPeers reads the release PeersEnv pins for each peer, by the
+// peer's name (kube-vip, MetalLB). A variable that is missing or not a
+// release (vMAJOR.MINOR.PATCH) is an error naming it.
+func PinnedPeers(root string) (map[string]string, error) {
+	data, err := os.ReadFile(filepath.Join(root, PeersEnv))
+	if err != nil {
+		return nil, err
+	}
+	pinned := map[string]string{}
+	for i, line := range strings.Split(string(data), "\n") {
+		name, value, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if !ok {
+			continue
+		}
+		for _, v := range peerVersionVars {
+			if v.name != name {
+				continue
+			}
+			value = strings.Trim(value, `"'`)
+			if !semver.IsValid(value) || semver.Canonical(value) != value {
+				return nil, fmt.Errorf("%s:%d: %s=%q is not a release (vMAJOR.MINOR.PATCH)", PeersEnv, i+1, name, value)
+			}
+			pinned[v.peer] = value
+		}
+	}
+	for _, v := range peerVersionVars {
+		if pinned[v.peer] == "" {
+			return nil, fmt.Errorf("%s: no %s", PeersEnv, v.name)
+		}
+	}
+	return pinned, nil
+}
+
+// peerMention finds where a doc names a release of kube-vip or MetalLB:
+// "kube-vip v1.2.3", "MetalLB's v0.16.1", "kube-vip (v1.2.3)",
+// "metallb@v0.16.1", a benchmark line's "peer=kube-vip version=v1.2.3";
+// any case, and the name and the release on two lines of a paragraph too.
+var peerMention = regexp.MustCompile(`(?i)\b(kube-vip|metallb)` + "`?" + `(?:'s|’s)?(?:\s+version=|\s+\(?|@)(v[0-9]+\.[0-9]+\.[0-9]+(?:-(?:alpha|beta|rc)\.[0-9]+)?)\b`)
+
+// PeerMention is a release of a peer a doc names.
+type PeerMention struct {
+	// Line is the line the peer's name is on, from 1.
+	Line int
+	// Peer as PinnedPeers names it; Version as written.
+	Peer, Version string
+}
+
+// PeerMentions lists the releases of kube-vip and MetalLB the Markdown
+// names.
+func PeerMentions(md []byte) []PeerMention {
+	text := string(md)
+	var out []PeerMention
+	for _, m := range peerMention.FindAllStringSubmatchIndex(text, -1) {
+		peer := "MetalLB"
+		if strings.EqualFold(text[m[2]:m[3]], "kube-vip") {
+			peer = "kube-vip"
+		}
+		out = append(out, PeerMention{Line: 1 + strings.Count(text[:m[0]], "\n"), Peer: peer, Version: text[m[4]:m[5]]})
 	}
 	return out
 }

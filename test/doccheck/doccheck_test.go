@@ -1,11 +1,16 @@
 package doccheck
 
 import (
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/mod/semver"
 
 	"github.com/vipctl/vipctl/hack/releases"
 	"github.com/vipctl/vipctl/test/fixture"
@@ -54,19 +59,12 @@ func TestBadMarks(t *testing.T) {
 }
 
 // TestDocsCiteFilesThatExist: every Markdown file README.md and docs/
-// cite exists in the repository. docs/operations.md cited a design.md
-// that does not.
+// (the benchmark journal under docs/benchmarks/ too) cite exists in the
+// repository. docs/operations.md cited a design.md that does not.
 func TestDocsCiteFilesThatExist(t *testing.T) {
 	t.Parallel()
 	root := fixture.Repo("")
-	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	paths := []string{"README.md"}
-	for _, d := range docs {
-		paths = append(paths, filepath.Join("docs", filepath.Base(d)))
-	}
+	paths := append([]string{"README.md"}, docsMarkdown(t, root, "")...)
 	for _, p := range paths {
 		missing, err := MissingCitations(root, p)
 		if err != nil {
@@ -124,14 +122,7 @@ func TestDocVersions(t *testing.T) {
 	for _, r := range recorded {
 		known[r.Version] = true
 	}
-	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	paths := []string{"README.md", "CHANGELOG.md"}
-	for _, d := range docs {
-		paths = append(paths, filepath.Join("docs", filepath.Base(d)))
-	}
+	paths := append([]string{"README.md", "CHANGELOG.md"}, docsMarkdown(t, root, "")...)
 	named := 0
 	for _, p := range paths {
 		data, err := os.ReadFile(filepath.Join(root, p))
@@ -148,4 +139,91 @@ func TestDocVersions(t *testing.T) {
 	if named == 0 {
 		t.Errorf("no doc names a version of vipctl: %s's version is unknown to VersionMentions", current)
 	}
+}
+
+// TestPeerMentions: what counts as naming a release of kube-vip or
+// MetalLB, and which peer each is.
+func TestPeerMentions(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, md string
+		want     []PeerMention
+	}{
+		{"name and release", "kube-vip v1.2.3 and MetalLB v0.16.1.", []PeerMention{{1, "kube-vip", "v1.2.3"}, {1, "MetalLB", "v0.16.1"}}},
+		{"possessive, any case", "kube-vip's v0.9.2, METALLB v0.15.3", []PeerMention{{1, "kube-vip", "v0.9.2"}, {1, "MetalLB", "v0.15.3"}}},
+		{"in parentheses", "kube-vip (v0.9.2) took 5.7 s", []PeerMention{{1, "kube-vip", "v0.9.2"}}},
+		{"across a line break", "as in\nMetalLB\nv0.15.3 and kube-vip\nv1.0.0", []PeerMention{{2, "MetalLB", "v0.15.3"}, {3, "kube-vip", "v1.0.0"}}},
+		{"module path and benchmark line", "github.com/kube-vip/kube-vip@v0.9.2\npeers peer=metallb version=v0.16.1@791dfcc63ced case=node-loss", []PeerMention{{1, "kube-vip", "v0.9.2"}, {2, "MetalLB", "v0.16.1"}}},
+		{"a candidate", "kube-vip v1.3.0-rc.1", []PeerMention{{1, "kube-vip", "v1.3.0-rc.1"}}},
+		{"not a peer's release", "vipctl v0.1.0, GoBGP v4.8.0, FRR 8.4, kube-vip-global, MetalLB's rule (v0.16.1, frr-k8s v0.0.25", nil},
+	} {
+		if got := PeerMentions([]byte(tc.md)); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// journalDir holds the dated benchmark journal: each run as it was
+// recorded, at the releases pinned then.
+var journalDir = filepath.Join("docs", "benchmarks")
+
+// TestDocsNamePinnedPeers: README.md and the docs name kube-vip and
+// MetalLB at no release older than the one hack/peers.env pins, the one
+// the benchmarks measure now. The dated journal under docs/benchmarks/
+// and CHANGELOG.md are history and may name older ones: a sentence about
+// an older release belongs there, dated, not in a guide.
+func TestDocsNamePinnedPeers(t *testing.T) {
+	t.Parallel()
+	root := fixture.Repo("")
+	pinned, err := PinnedPeers(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := append([]string{"README.md"}, docsMarkdown(t, root, journalDir)...)
+	named := map[string]int{}
+	for _, p := range paths {
+		data, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range PeerMentions(data) {
+			named[m.Peer]++
+			if semver.Compare(m.Version, pinned[m.Peer]) < 0 {
+				t.Errorf("%s:%d names %s %s, older than %s, the release %s pins: name the current release, or move the sentence into the dated journal under %s/", p, m.Line, m.Peer, m.Version, pinned[m.Peer], PeersEnv, journalDir)
+			}
+		}
+	}
+	for _, peer := range slices.Sorted(maps.Keys(pinned)) {
+		if named[peer] == 0 {
+			t.Errorf("no doc names %s at a release (%s pins %s): PeerMentions finds none", peer, PeersEnv, pinned[peer])
+		}
+	}
+}
+
+// docsMarkdown lists the Markdown files under docs/, its subdirectories
+// included but skip (from the repository's root; "" skips none), as
+// paths from the root.
+func docsMarkdown(t *testing.T, root, skip string) []string {
+	t.Helper()
+	var paths []string
+	err := filepath.WalkDir(filepath.Join(root, "docs"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && rel == skip {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(rel, ".md") {
+			paths = append(paths, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return paths
 }

@@ -531,8 +531,8 @@ func testAPIVIPHolderLost(t *testing.T, c *clusterlab.Cluster) {
 // from a lost one, which still claims it: the new holder, the lost node
 // isolated. It logs when the new holder's claim was seen, when the
 // status named it, and where the allocator's leader ran, so a slow
-// naming says whose it was (docs/benchmarks.md, "The ClusterVIPs status
-// after a move"). It runs beside the test's goroutine: no FailNow.
+// naming says whose it was (docs/benchmarks/cluster.md, "The ClusterVIPs
+// status after a move"). It runs beside the test's goroutine: no FailNow.
 func lostHolderStatus(t *testing.T, c *clusterlab.Cluster, lost, holder, leaderBefore string, answered time.Time) {
 	cfg, err := v1alpha1.Load(c.ConfigPath)
 	if err != nil {

@@ -24,7 +24,7 @@ import (
 // watch cache, fed by its own etcd watch: it tells whether a controller
 // watching through that apiserver (the allocator's status writer) could
 // have known of the new holder when a direct read did
-// (docs/benchmarks.md, "The ClusterVIPs status after a move").
+// (docs/benchmarks/cluster.md, "The ClusterVIPs status after a move").
 type claimWatch struct {
 	server string
 	cancel context.CancelFunc

@@ -28,7 +28,7 @@ var peerTrials = flag.Int("peer-trials", 5, "peers benchmark: trials per peer an
 // peerKubeVIPBFD adds kube-vip's BGP with BFD (v1.2.2+) to the BGP cases.
 // Off by default: in this lab its BFD sessions never come up against the
 // router's bfdd (FRR 8.4), so the case fails rather than measures
-// (docs/benchmarks.md, "kube-vip's BFD in this lab").
+// (docs/benchmarks/peers.md, "kube-vip's BFD in this lab").
 var peerKubeVIPBFD = flag.Bool("peer-kube-vip-bfd", false, "peers benchmark: also run kube-vip's BGP with BFD, whose sessions do not come up in this lab")
 
 // BenchmarkPeers measures vipctl and its peers side by side: the same
