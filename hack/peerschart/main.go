@@ -111,6 +111,59 @@ func (r peerResult) label() string {
 	return r.peer + " " + version
 }
 
+// caption is the bar's text: its label and, in brackets, the settings
+// that make it (docs/benchmarks.md: a bar says what it measured).
+func (r peerResult) caption() string {
+	s := settingsText(r.settings)
+	switch {
+	case s == "":
+		return r.label()
+	case r.peer == "vipctl" && strings.Contains(vipctlVariant(r.settings), "="):
+		// Its label's variant is a setting ("vipctl bfd=300ms"): said
+		// once, in words.
+		return "vipctl (" + s + ")"
+	}
+	return r.label() + " (" + s + ")"
+}
+
+// settingWords are the words a line's settings are written in, as a
+// reader says them; the variant words the label already has (fast,
+// preserve, tuned, frr) are left out.
+var settingWords = map[string]string{
+	"profile=default": "1 s adverts", "profile=fast": "100 ms adverts",
+	"announce=keepalived": "keepalived announces", "announce=sidecar": "the sidecar announces",
+	"svc_election": "per-Service election", "l2": "L2", "native": "native BGP", "memberlist": "memberlist",
+	"fast": "", "preserve": "", "tuned": "", "frr": "",
+}
+
+// settingKeys name a setting's key in the caption.
+var settingKeys = map[string]string{"arp": "ARP every", "bfd": "BFD", "hold": "BGP hold time"}
+
+// settingsText writes a line's settings ("fast/lease=3s/arp=500ms") as
+// the caption says them ("lease 3s, ARP every 500ms").
+func settingsText(settings string) string {
+	var out []string
+	for _, s := range strings.Split(settings, "/") {
+		if w, ok := settingWords[s]; ok {
+			if w != "" {
+				out = append(out, w)
+			}
+			continue
+		}
+		if k, v, ok := strings.Cut(s, "="); ok {
+			if name, ok := settingKeys[k]; ok {
+				k = name
+			}
+			out = append(out, k+" "+v)
+			continue
+		}
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
 // peerVariant is what sets a peer's bar apart from its defaults: "fast"
 // where its settings are its quickest ones (they start with "fast/"),
 // "preserve" (kube-vip keeping the address on losing the lease) and
@@ -180,7 +233,7 @@ func write(path, title string, results []peerResult) error {
 	// The axis ends on the next whole second above the longest p95.
 	axis := (top/time.Second + 1) * time.Second
 	const (
-		left, barW, rowH, groupGap, headH, width = 190, 560, 18, 34, 60, 1000
+		left, barW, rowH, groupGap, headH, width = 600, 560, 18, 34, 60, 1410
 	)
 	height := headH + 30
 	for _, g := range groups {
@@ -213,7 +266,7 @@ func write(path, title string, results []peerResult) error {
 		fmt.Fprintf(&b, `<text x="10" y="%d" font-weight="bold">%s · %s</text>`+"\n", y-8, what, html.EscapeString(caseTitle))
 		for _, r := range byGroup[g] {
 			mid := y + rowH/2
-			fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", left-6, mid+4, html.EscapeString(r.label()))
+			fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", left-6, mid+4, html.EscapeString(r.caption()))
 			w := max(x(r.median)-left, 1)
 			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>`+"\n", left, y+2, w, rowH-4, r.color())
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="black"/>`+"\n", x(r.median), mid, x(r.p95), mid)

@@ -20,6 +20,7 @@ peers vip=api peer=kube-vip version=v0.9.2 settings=lease=5s case=node-loss tria
 peers vip=service peer=metallb version=v0.15.3 settings=l2 case=planned trials=5 median_ms=0 p95_ms=7 max_ms=7 failed_requests=1
 peers vip=api peer=kube-vip version=v0.9.2 settings=fast/lease=3s case=node-loss trials=5 median_ms=3600 p95_ms=3700 max_ms=3700 failed_requests=360
 peers vip=bgp peer=metallb version=v0.15.3 settings=frr/bfd=300ms case=node-loss trials=5 median_ms=900 p95_ms=950 max_ms=950 failed_requests=20
+peers vip=bgp peer=vipctl version=abc settings=bfd=300ms case=node-loss trials=5 median_ms=900 p95_ms=950 max_ms=950 failed_requests=20
 peers vip=api peer=kube-vip version=v1.2.3@7ce55caffa27 settings=preserve/lease=3s case=planned trials=3 median_ms=0 p95_ms=0 max_ms=0 failed_requests=0
 `
 	results, err := parse(strings.NewReader(lines))
@@ -64,11 +65,13 @@ peers vip=api peer=kube-vip version=v1.2.3@7ce55caffa27 settings=preserve/lease=
 		}
 	}
 	// The axis ends at 9 s: 560 px for 9 s.
-	want := []string{"205.3", "360.9", "224.0", "1.0", "56.0", "1.0"}
+	want := []string{"205.3", "360.9", "224.0", "1.0", "56.0", "56.0", "1.0"}
 	if !slices.Equal(widths, want) {
 		t.Errorf("bar widths %v, want %v", widths, want)
 	}
-	for _, s := range []string{"peers <test>", "3300 / 3400 ms, 330 failed (5 trials)", "kube-vip v0.9.2", "kube-vip v0.9.2 fast", "kube-vip v1.2.3 preserve", "metallb v0.15.3 frr bfd", "vipctl default", "Service VIP (ARP) · planned move: longest run of failed requests"} {
+	for _, s := range []string{"peers <test>", "3300 / 3400 ms, 330 failed (5 trials)", "kube-vip v0.9.2 (lease 5s)", "kube-vip v0.9.2 fast (lease 3s)",
+		"kube-vip v1.2.3 preserve (lease 3s)", "vipctl (BFD 300ms)", "metallb v0.15.3 frr bfd (BFD 300ms)",
+		"metallb v0.15.3 (L2)", "vipctl default (1 s adverts)", "Service VIP (ARP) · planned move: longest run of failed requests"} {
 		if !slices.Contains(texts, s) {
 			t.Errorf("no text %q in %q", s, texts)
 		}
