@@ -270,16 +270,6 @@ func (c *Cluster) Node(name string) *Node {
 	return nil
 }
 
-// MACNames names the lab's hosts by their link-layer address on the
-// segment: the nodes and the router (for lab.Refusals.Who).
-func (c *Cluster) MACNames() map[string]string {
-	out := map[string]string{c.Tor.MAC(): "the router"}
-	for _, n := range c.Nodes {
-		out[n.Host.MAC()] = n.Name
-	}
-	return out
-}
-
 // Masters are the control-plane nodes.
 func (c *Cluster) Masters() []*Node {
 	var out []*Node
