@@ -13,6 +13,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/bootstrap"
 	"github.com/vipctl/vipctl/pkg/dataplane"
+	"github.com/vipctl/vipctl/pkg/update"
 )
 
 type bootstrapOptions struct {
@@ -100,5 +101,54 @@ as vipctl's image has them.`,
 	addOutputFlag(cmd, &o.output)
 	_ = cmd.MarkFlagRequired("file")
 	_ = cmd.MarkFlagRequired("nodes")
+	cmd.AddCommand(newBootstrapIgnitionCommand(streams))
+	return cmd
+}
+
+// newBootstrapIgnitionCommand adds `vipctl bootstrap` to the installer's
+// bootstrap Ignition, so that the bootstrap machine runs it itself.
+func newBootstrapIgnitionCommand(streams IOStreams) *cobra.Command {
+	var o bootstrap.Options
+	var into string
+	cmd := &cobra.Command{
+		Use:   "ignition -f cluster.yaml --nodes nodes.yaml --into bootstrap.ign",
+		Short: "Add vipctl bootstrap to the installer's bootstrap Ignition, to run on the bootstrap machine",
+		Long: `Adds to the bootstrap machine's Ignition config (openshift-install's
+bootstrap.ign, after "create ignition-configs" and before "create cluster",
+which takes the file as it finds it) the cluster file and the node list,
+under ` + bootstrap.IgnitionDir + `, and the enabled unit ` + bootstrap.IgnitionUnit + `,
+which runs vipctl bootstrap in the cluster's vipctl image (spec.images.vipctl)
+with podman as soon as the machine's network is up. spec.bootstrap must name
+the bootstrap machine's address (platform.baremetal.bootstrapExternalStaticIP).
+The inputs are checked as vipctl bootstrap checks them first; the file is
+replaced atomically, its mode kept, or left as it was on any error. Running
+it again replaces what it added.`,
+		Example: `  openshift-install create ignition-configs --dir install
+  vipctl bootstrap ignition -f cluster.yaml --nodes nodes.yaml --into install/bootstrap.ign
+  openshift-install create cluster --dir install`,
+		Args: cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			ign, err := os.ReadFile(into)
+			if err != nil {
+				return fmt.Errorf("--into: %w", err)
+			}
+			out, err := bootstrap.AddToIgnition(ign, o)
+			if err != nil {
+				return fmt.Errorf("--into %s: %w", into, err)
+			}
+			if err := update.WriteFile(into, out); err != nil {
+				return fmt.Errorf("--into %s: %w", into, err)
+			}
+			_, err = fmt.Fprintf(streams.Out, "%s: %s and %s added, %s enabled\n", into, bootstrap.IgnitionConfigPath, bootstrap.IgnitionNodesPath, bootstrap.IgnitionUnit)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.Config, "file", "f", "", "ClusterVIPs file naming the bootstrap machine (spec.bootstrap)")
+	f.StringVar(&o.Nodes, "nodes", "", "the node list the MachineConfigs were rendered with (vipctl render --nodes)")
+	f.StringVar(&into, "into", "", "the installer's bootstrap Ignition config, edited in place (install-dir/bootstrap.ign)")
+	for _, name := range []string{"file", "nodes", "into"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
 	return cmd
 }

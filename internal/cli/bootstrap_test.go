@@ -43,3 +43,25 @@ func TestBootstrapStartsNothingOnBadFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestBootstrapIgnition: `vipctl bootstrap ignition` edits the installer's
+// bootstrap.ign in place, keeping its mode, and leaves it as it was when
+// the inputs are refused (exit 1, the field named).
+func TestBootstrapIgnition(t *testing.T) {
+	t.Parallel()
+	ign := filepath.Join(t.TempDir(), "bootstrap.ign")
+	orig := `{"ignition":{"version":"3.2.0"},"systemd":{"units":[{"name":"bootkube.service","enabled":true,"contents":"[Service]\n"}]}}`
+	if err := os.WriteFile(ign, []byte(orig), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, "bootstrap", "ignition", "-f", repo("examples/compact-ipv4.yaml"), "--nodes", repo("examples/nodes/compact.yaml"), "--into", ign)
+	if data, _ := os.ReadFile(ign); r.code != 1 || !strings.Contains(r.stderr, "spec.bootstrap: Required value") || string(data) != orig {
+		t.Errorf("without spec.bootstrap: exit %d, stderr %q, file changed %v; want exit 1 naming spec.bootstrap, the file as it was", r.code, r.stderr, string(data) != orig)
+	}
+	r = run(t, "bootstrap", "ignition", "-f", repo("examples/day1-bootstrap.yaml"), "--nodes", repo("examples/nodes/compact.yaml"), "--into", ign)
+	data, _ := os.ReadFile(ign)
+	st, err := os.Stat(ign)
+	if r.code != 0 || err != nil || st.Mode().Perm() != 0o640 || !strings.Contains(string(data), `"vipctl-bootstrap.service"`) || !strings.Contains(string(data), `"bootkube.service"`) {
+		t.Errorf("exit %d, stderr %q, mode %v: want exit 0, mode 0640 kept, both units in:\n%s", r.code, r.stderr, st.Mode(), data)
+	}
+}

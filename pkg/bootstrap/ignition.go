@@ -1,0 +1,142 @@
+package bootstrap
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	ignconfig "github.com/coreos/ignition/v2/config"
+
+	"github.com/vipctl/vipctl/pkg/version"
+)
+
+// The bootstrap machine's copy of the inputs and its unit, as AddToIgnition
+// writes them: one directory for both files, mounted into vipctl's image.
+const (
+	IgnitionDir        = "/etc/vipctl-bootstrap"
+	IgnitionConfigPath = IgnitionDir + "/cluster.yaml"
+	IgnitionNodesPath  = IgnitionDir + "/nodes.yaml"
+	IgnitionUnit       = "vipctl-bootstrap.service"
+)
+
+// AddToIgnition adds to ign, the installer's bootstrap.ign (any Ignition
+// 3.x config), what runs `vipctl bootstrap` on the bootstrap machine
+// itself: o's cluster file and node list under IgnitionDir and the
+// enabled unit IgnitionUnit, which runs it in the cluster's vipctl image
+// (spec.images.vipctl) with podman. The inputs are checked as a run
+// checks them before they are added. What an earlier call added is
+// replaced, so running it again after an edit is safe; everything else
+// of ign is kept. The result is checked by Ignition's own parser.
+func AddToIgnition(ign []byte, o Options) ([]byte, error) {
+	c, _, err := readInputs(o)
+	if err != nil {
+		return nil, err
+	}
+	config, err := os.ReadFile(o.Config)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := os.ReadFile(o.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(ign, &doc); err != nil {
+		return nil, fmt.Errorf("not an Ignition config: %w", err)
+	}
+	var meta struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(doc["ignition"], &meta); err != nil || !strings.HasPrefix(meta.Version, "3.") {
+		return nil, fmt.Errorf("ignition.version %q: want an Ignition 3.x config (openshift-install's bootstrap.ign is 3.2.0)", meta.Version)
+	}
+	files := []any{ignitionFile(IgnitionConfigPath, config), ignitionFile(IgnitionNodesPath, nodes)}
+	if doc["storage"], err = replaceEntries(doc["storage"], "files", "path", files); err != nil {
+		return nil, fmt.Errorf("storage.files: %w", err)
+	}
+	unit := map[string]any{"name": IgnitionUnit, "enabled": true, "contents": ignitionUnitText(c.Spec.Images.Vipctl)}
+	if doc["systemd"], err = replaceEntries(doc["systemd"], "units", "name", []any{unit}); err != nil {
+		return nil, fmt.Errorf("systemd.units: %w", err)
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	if _, rpt, err := ignconfig.Parse(out); err != nil {
+		return nil, fmt.Errorf("the Ignition config with vipctl's unit added does not parse: %w: %s", err, rpt.String())
+	}
+	return out, nil
+}
+
+// ignitionFile is a root-only file of the bootstrap machine (the cluster
+// file may name Secrets, the node list addresses).
+func ignitionFile(path string, data []byte) map[string]any {
+	return map[string]any{
+		"path":      path,
+		"mode":      0o600,
+		"overwrite": true,
+		"contents":  map[string]any{"source": "data:;base64," + base64.StdEncoding.EncodeToString(data)},
+	}
+}
+
+// ignitionUnitText is the unit that runs `vipctl bootstrap` in image on
+// the bootstrap machine, as docs/bootstrap.md has an administrator run it
+// by hand: root in the host's network namespace, the inputs mounted, the
+// pull secret the installer writes there for its own images. It starts
+// with the network and runs until the control-plane nodes hold the VIP
+// (exit 0); a failure is tried again.
+func ignitionUnitText(image string) string {
+	return `[Unit]
+Description=vipctl holds the API VIP until the control-plane nodes answer (vipctl bootstrap)
+Documentation=https://github.com/vipctl/vipctl/blob/` + version.Release() + `/docs/bootstrap.md
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=simple
+ExecStartPre=-/usr/bin/podman rm --force --ignore vipctl-bootstrap
+ExecStart=/usr/bin/podman run --rm --name vipctl-bootstrap --net=host --privileged --user 0 --authfile /root/.docker/config.json -v ` + IgnitionDir + `:/vipctl:z ` + image + ` vipctl bootstrap -f /vipctl/cluster.yaml --nodes /vipctl/nodes.yaml
+Restart=on-failure
+RestartSec=10
+
+[Install]
+WantedBy=multi-user.target
+`
+}
+
+// replaceEntries sets list (an array of objects, each named by key) of
+// the object raw to its entries without those named as one of add, then
+// add; the object's other members are kept.
+func replaceEntries(raw json.RawMessage, list, key string, add []any) (json.RawMessage, error) {
+	obj := map[string]json.RawMessage{}
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return nil, err
+		}
+	}
+	var entries []map[string]any
+	if l, ok := obj[list]; ok && string(l) != "null" {
+		if err := json.Unmarshal(l, &entries); err != nil {
+			return nil, err
+		}
+	}
+	var names []any
+	for _, a := range add {
+		names = append(names, a.(map[string]any)[key])
+	}
+	var out []any
+	for _, e := range entries {
+		if !slices.Contains(names, e[key]) {
+			out = append(out, e)
+		}
+	}
+	var err error
+	obj[list], err = json.Marshal(append(out, add...))
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(obj)
+}
