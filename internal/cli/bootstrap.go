@@ -109,9 +109,9 @@ as vipctl's image has them.`,
 // bootstrap Ignition, so that the bootstrap machine runs it itself.
 func newBootstrapIgnitionCommand(streams IOStreams) *cobra.Command {
 	var o bootstrap.Options
-	var into string
+	var into, installConfig string
 	cmd := &cobra.Command{
-		Use:   "ignition -f cluster.yaml --nodes nodes.yaml --into bootstrap.ign",
+		Use:   "ignition -f cluster.yaml --nodes nodes.yaml --into bootstrap.ign [--install-config install-config.yaml]",
 		Short: "Add vipctl bootstrap to the installer's bootstrap Ignition, to run on the bootstrap machine",
 		Long: `Adds to the bootstrap machine's Ignition config (openshift-install's
 bootstrap.ign, after "create ignition-configs" and before "create cluster",
@@ -119,12 +119,13 @@ which takes the file as it finds it) the cluster file and the node list,
 under ` + bootstrap.IgnitionDir + `, and the enabled unit ` + bootstrap.IgnitionUnit + `,
 which runs vipctl bootstrap in the cluster's vipctl image (spec.images.vipctl)
 with podman as soon as the machine's network is up. spec.bootstrap must name
-the bootstrap machine's address (platform.baremetal.bootstrapExternalStaticIP).
-The inputs are checked as vipctl bootstrap checks them first; the file is
-replaced atomically, its mode kept, or left as it was on any error. Running
-it again replaces what it added.`,
+the bootstrap machine's address (platform.baremetal.bootstrapExternalStaticIP,
+checked with --install-config). The inputs are checked as vipctl bootstrap
+checks them first; the file is replaced atomically, its mode kept, or left
+as it was on any error. Running it again replaces what it added.`,
 		Example: `  openshift-install create ignition-configs --dir install
-  vipctl bootstrap ignition -f cluster.yaml --nodes nodes.yaml --into install/bootstrap.ign
+  vipctl bootstrap ignition -f cluster.yaml --nodes nodes.yaml --into install/bootstrap.ign \
+    --install-config install-config.yaml
   openshift-install create cluster --dir install`,
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
@@ -132,7 +133,7 @@ it again replaces what it added.`,
 			if err != nil {
 				return fmt.Errorf("--into: %w", err)
 			}
-			out, err := bootstrap.AddToIgnition(ign, o)
+			out, err := bootstrap.AddToIgnition(ign, o, installConfig)
 			if err != nil {
 				return fmt.Errorf("--into %s: %w", into, err)
 			}
@@ -147,6 +148,7 @@ it again replaces what it added.`,
 	f.StringVarP(&o.Config, "file", "f", "", "ClusterVIPs file naming the bootstrap machine (spec.bootstrap)")
 	f.StringVar(&o.Nodes, "nodes", "", "the node list the MachineConfigs were rendered with (vipctl render --nodes)")
 	f.StringVar(&into, "into", "", "the installer's bootstrap Ignition config, edited in place (install-dir/bootstrap.ign)")
+	f.StringVar(&installConfig, "install-config", "", "install-config.yaml: spec.bootstrap.addresses must name its platform.baremetal.bootstrapExternalStaticIP")
 	for _, name := range []string{"file", "nodes", "into"} {
 		_ = cmd.MarkFlagRequired(name)
 	}

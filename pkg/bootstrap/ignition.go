@@ -4,12 +4,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
 
 	ignconfig "github.com/coreos/ignition/v2/config"
 
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/nodelist"
 	"github.com/vipctl/vipctl/pkg/version"
 )
 
@@ -30,10 +33,22 @@ const (
 // checks them before they are added. What an earlier call added is
 // replaced, so running it again after an edit is safe; everything else
 // of ign is kept. The result is checked by Ignition's own parser.
-func AddToIgnition(ign []byte, o Options) ([]byte, error) {
+// installConfig, when not empty, is the install-config.yaml the bootstrap
+// machine comes from: its bootstrapExternalStaticIP must be one of
+// spec.bootstrap.addresses.
+func AddToIgnition(ign []byte, o Options, installConfig string) ([]byte, error) {
 	c, _, err := readInputs(o)
 	if err != nil {
 		return nil, err
+	}
+	if installConfig != "" {
+		f, err := nodelist.ReadInstaller(nodelist.Installer{InstallConfig: installConfig})
+		if err != nil {
+			return nil, err
+		}
+		if err := bootstrapMachineNamed(c, o.Config, f); err != nil {
+			return nil, err
+		}
 	}
 	config, err := os.ReadFile(o.Config)
 	if err != nil {
@@ -69,6 +84,28 @@ func AddToIgnition(ign []byte, o Options) ([]byte, error) {
 		return nil, fmt.Errorf("the Ignition config with vipctl's unit added does not parse: %w: %s", err, rpt.String())
 	}
 	return out, nil
+}
+
+// bootstrapMachineNamed refuses a cluster file whose spec.bootstrap does
+// not name the installer-provisioned bootstrap VM f's install-config
+// gives an address: the control-plane nodes would not accept the VM's VRRP
+// adverts. Without that address (DHCP) it cannot tell.
+func bootstrapMachineNamed(c *v1alpha1.ClusterVIPs, configPath string, f nodelist.InstallerFiles) error {
+	if f.OnPrem == nil || f.OnPrem.BootstrapExternalStaticIP == "" {
+		return nil
+	}
+	ip := f.OnPrem.BootstrapExternalStaticIP
+	vm, err := netip.ParseAddr(ip)
+	if err != nil {
+		return fmt.Errorf("%s: %s.bootstrapExternalStaticIP: Invalid value: %q: not an IP address", f.InstallConfig, f.OnPrem.Field, ip)
+	}
+	for _, a := range c.Spec.Bootstrap.Addresses {
+		if b, err := netip.ParseAddr(a); err == nil && b == vm {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: spec.bootstrap.addresses: Invalid value: [%s]: the bootstrap machine runs vipctl bootstrap itself, so they must name its address, %s.bootstrapExternalStaticIP %s of %s",
+		configPath, strings.Join(c.Spec.Bootstrap.Addresses, ", "), f.OnPrem.Field, ip, f.InstallConfig)
 }
 
 // ignitionFile is a root-only file of the bootstrap machine (the cluster

@@ -28,7 +28,7 @@ const installerBootstrapIgn = `{"ignition":{"version":"3.2.0"},"passwd":{"users"
 func TestAddToIgnition(t *testing.T) {
 	t.Parallel()
 	o := Options{Config: fixture.Repo("examples/day1-bootstrap.yaml"), Nodes: fixture.Repo("examples/nodes/compact.yaml")}
-	out, err := AddToIgnition([]byte(installerBootstrapIgn), o)
+	out, err := AddToIgnition([]byte(installerBootstrapIgn), o, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,9 +89,18 @@ func TestAddToIgnition(t *testing.T) {
 	if _, _, err := readInputs(Options{Config: filepath.Join(dir, "cluster.yaml"), Nodes: filepath.Join(dir, "nodes.yaml")}); err != nil {
 		t.Errorf("the inputs as the bootstrap machine gets them: %v", err)
 	}
-	again, err := AddToIgnition(out, o)
+	again, err := AddToIgnition(out, o, "")
 	if err != nil || string(again) != string(out) {
 		t.Errorf("adding again: err %v, changed: %v", err, string(again) != string(out))
+	}
+	// Named as the install-config's bootstrap VM: taken.
+	day1, _ := os.ReadFile(o.Config)
+	vm := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(vm, []byte(strings.Replace(string(day1), "addresses: [198.51.100.9]", "addresses: [198.51.100.10]", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AddToIgnition([]byte(installerBootstrapIgn), Options{Config: vm, Nodes: o.Nodes}, fixture.Repo("examples/installer/install-config.yaml")); err != nil {
+		t.Errorf("spec.bootstrap naming bootstrapExternalStaticIP: %v", err)
 	}
 }
 
@@ -102,19 +111,24 @@ func TestAddToIgnitionRefuses(t *testing.T) {
 	day1, nodes := fixture.Repo("examples/day1-bootstrap.yaml"), fixture.Repo("examples/nodes/compact.yaml")
 	v22, _ := json.Marshal(map[string]any{"ignition": map[string]any{"version": "2.2.0"}})
 	for _, tc := range []struct {
-		name string
-		ign  string
-		o    Options
-		want string
+		name          string
+		ign           string
+		o             Options
+		installConfig string
+		want          string
 	}{
-		{"not JSON", "bootstrap", Options{Config: day1, Nodes: nodes}, "not an Ignition config"},
-		{"Ignition 2", string(v22), Options{Config: day1, Nodes: nodes}, `ignition.version "2.2.0"`},
-		{"no version", `{"storage":{}}`, Options{Config: day1, Nodes: nodes}, `ignition.version ""`},
-		{"files not a list", `{"ignition":{"version":"3.2.0"},"storage":{"files":{}}}`, Options{Config: day1, Nodes: nodes}, "storage.files"},
-		{"no bootstrap host", installerBootstrapIgn, Options{Config: fixture.Repo("examples/compact-ipv4.yaml"), Nodes: nodes}, "spec.bootstrap: Required value"},
-		{"no node list", installerBootstrapIgn, Options{Config: day1, Nodes: filepath.Join(t.TempDir(), "nodes.yaml")}, "--nodes"},
+		{"not JSON", "bootstrap", Options{Config: day1, Nodes: nodes}, "", "not an Ignition config"},
+		{"Ignition 2", string(v22), Options{Config: day1, Nodes: nodes}, "", `ignition.version "2.2.0"`},
+		{"no version", `{"storage":{}}`, Options{Config: day1, Nodes: nodes}, "", `ignition.version ""`},
+		{"files not a list", `{"ignition":{"version":"3.2.0"},"storage":{"files":{}}}`, Options{Config: day1, Nodes: nodes}, "", "storage.files"},
+		{"no bootstrap host", installerBootstrapIgn, Options{Config: fixture.Repo("examples/compact-ipv4.yaml"), Nodes: nodes}, "", "spec.bootstrap: Required value"},
+		{"no node list", installerBootstrapIgn, Options{Config: day1, Nodes: filepath.Join(t.TempDir(), "nodes.yaml")}, "", "--nodes"},
+		// day1-bootstrap.yaml names the provisioning host (198.51.100.9),
+		// the install-config the VM's own address (198.51.100.10).
+		{"the VM's address not named", installerBootstrapIgn, Options{Config: day1, Nodes: nodes}, fixture.Repo("examples/installer/install-config.yaml"),
+			"spec.bootstrap.addresses: Invalid value: [198.51.100.9]: the bootstrap machine runs vipctl bootstrap itself, so they must name its address, platform.baremetal.bootstrapExternalStaticIP 198.51.100.10"},
 	} {
-		_, err := AddToIgnition([]byte(tc.ign), tc.o)
+		_, err := AddToIgnition([]byte(tc.ign), tc.o, tc.installConfig)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error naming %q", tc.name, err, tc.want)
 		}

@@ -60,6 +60,9 @@ type (
 			Type string `json:"type"`
 		} `json:"loadBalancer"`
 		Hosts []installHost `json:"hosts"`
+		// BootstrapExternalStaticIP is the installer-provisioned bootstrap
+		// VM's address on the machine network (baremetal, 4.11 and later).
+		BootstrapExternalStaticIP string `json:"bootstrapExternalStaticIP"`
 	}
 	// platformNames are the keys under install-config's platform: which
 	// platform the cluster is installed on.

@@ -46,6 +46,10 @@ type OnPremPlatform struct {
 	// LoadBalancerType is loadBalancer.type; empty when unset, which
 	// the installer takes as OpenShiftManagedDefault.
 	LoadBalancerType string
+	// BootstrapExternalStaticIP is bootstrapExternalStaticIP: the
+	// installer-provisioned bootstrap VM's address; empty when unset
+	// (the VM takes one by DHCP).
+	BootstrapExternalStaticIP string
 }
 
 // FieldValues are the values of one field: a list (apiVIPs) or the
@@ -122,9 +126,10 @@ func (p *onPremPlatform) summary(field string) *OnPremPlatform {
 		return FieldValues{Field: field + "." + listField, Values: list}
 	}
 	return &OnPremPlatform{
-		Field:            field,
-		APIVIPs:          vips(p.APIVIPs, "apiVIPs", p.APIVIP, "apiVIP"),
-		IngressVIPs:      vips(p.IngressVIPs, "ingressVIPs", p.IngressVIP, "ingressVIP"),
-		LoadBalancerType: strings.TrimSpace(p.LoadBalancer.Type),
+		Field:                     field,
+		APIVIPs:                   vips(p.APIVIPs, "apiVIPs", p.APIVIP, "apiVIP"),
+		IngressVIPs:               vips(p.IngressVIPs, "ingressVIPs", p.IngressVIP, "ingressVIP"),
+		LoadBalancerType:          strings.TrimSpace(p.LoadBalancer.Type),
+		BootstrapExternalStaticIP: strings.TrimSpace(p.BootstrapExternalStaticIP),
 	}
 }
