@@ -59,7 +59,7 @@ func TestBootstrapInPlace(t *testing.T) {
 	lc.AddToState(rendezvous)
 	host := lc.AddHost(rendezvous.Name, netlab.HostOpts{Iface: "br-ex", Addrs: []string{rendezvous.Addr}})
 	bootAPI := lab.ServeAPIStandIn(t, host, addr, "bootstrap", 6443, 22623)
-	b := startBootstrap(t, host, clusterYAML, specs)
+	b := startBootstrap(t, host, clusterYAML, specs, false)
 	api, mcs := pollServed(t, lc, host)
 	start := time.Now()
 

@@ -45,7 +45,9 @@ spec:
 
 // TestBootstrapHandsOverToMasters is day 1 in the lab. A bootstrap host
 // (its interface ens3, as on a bootstrap VM) serves stand-in answers on
-// 6443 and 22623 and runs the real `vipctl bootstrap`; a client polls the
+// 6443 and 22623 and runs the real `vipctl bootstrap` as its Ignition
+// would have it run (`vipctl bootstrap ignition`: the inputs where the
+// Ignition config puts them, the unit's command line); a client polls the
 // API VIP on both ports every 10 ms from then on. Three control-plane
 // nodes come up, brought in line by the product's own Reconcile with
 // their apiserver and machine config server stand-ins answering: while
@@ -65,7 +67,7 @@ func bootstrapHandover(t *testing.T, profile string) {
 	boot := lc.AddHost("bootstrap", netlab.HostOpts{Iface: "ens3", Addrs: []string{bootstrapAddr + "/24"}})
 	lab.ServeAPIStandIn(t, boot, bootstrapAddr, "bootstrap", 6443, 22623)
 	specs := masters(3)
-	b := startBootstrap(t, boot, bootstrapClusterYAML(profile), specs)
+	b := startBootstrap(t, boot, bootstrapClusterYAML(profile), specs, true)
 	api, mcs := pollServed(t, lc, boot)
 
 	// A node that ignored the bootstrap host's adverts would take the VIP
@@ -101,17 +103,23 @@ type bootstrapRun struct {
 
 // startBootstrap writes clusterYAML and the node list of specs and starts
 // the real `vipctl bootstrap` on h with them (--yield-after 5s, --grace
-// 2s, -o json); a failing test gets its log and its daemons'.
-func startBootstrap(t *testing.T, h *netlab.Host, clusterYAML string, specs []lab.NodeSpec) *bootstrapRun {
+// 2s, -o json); a failing test gets its log and its daemons'. With
+// fromIgnition the inputs and the command line are those the installer's
+// bootstrap machine gets from its Ignition (bootstrapFromIgnition).
+func startBootstrap(t *testing.T, h *netlab.Host, clusterYAML string, specs []lab.NodeSpec, fromIgnition bool) *bootstrapRun {
 	t.Helper()
 	vipctl := requireVipctl(t)
 	dir := lab.SharedDir(t, "vipctl-bootstrap-")
 	cfg, nodes := filepath.Join(dir, "cluster.yaml"), filepath.Join(dir, "nodes.yaml")
 	writeFile(t, cfg, []byte(clusterYAML))
 	writeFile(t, nodes, nodeListOf(t, specs))
+	args := []string{"bootstrap", "-f", cfg, "--nodes", nodes}
+	if fromIgnition {
+		args = bootstrapFromIgnition(t, vipctl, dir, cfg, nodes)
+	}
 	b := &bootstrapRun{run: filepath.Join(dir, "run"), result: filepath.Join(dir, "result.json")}
-	b.proc = h.Start("vipctl-bootstrap", "sh", "-c", fmt.Sprintf("exec %s bootstrap -f %s --nodes %s --dir %s --yield-after 5s --grace 2s -o json >%s",
-		vipctl, cfg, nodes, b.run, b.result))
+	b.proc = h.Start("vipctl-bootstrap", "sh", "-c", fmt.Sprintf("exec %s %s --dir %s --yield-after 5s --grace 2s -o json >%s",
+		vipctl, strings.Join(args, " "), b.run, b.result))
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("--- vipctl bootstrap:\n%s", b.proc.LogTail(40))
