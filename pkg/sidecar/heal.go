@@ -91,8 +91,14 @@ func (s *Sidecar) heal(tg wireTargets, local map[netip.Addr]bool, now time.Time,
 			}
 		}
 	}
-	for inst := range h.reannounced {
-		if _, still := unheard[inst]; !still {
+	// Heard again: the announcement is forgotten once its wait is over.
+	// Heard for a moment within it (a member that asked while the
+	// announcement's own gratuitous ARPs went out), it is not: unheard
+	// again, the wait goes on from the announcement instead of starting
+	// over with another one (a CI run announced three times and stepped
+	// down after 32 s instead of 17).
+	for inst, at := range h.reannounced {
+		if _, still := unheard[inst]; !still && now.Sub(at) >= s.stepDownAfter(pass) {
 			s.log.Info("the other members hear this node answer for the instance's VIPs again", "instance", inst)
 			delete(h.reannounced, inst)
 		}

@@ -111,6 +111,37 @@ func TestHealUnheard(t *testing.T) {
 		}
 	})
 
+	t.Run("heard for a moment", func(t *testing.T) {
+		silent := []*corev1.Node{node("master-1", peers[0], none(vip, now)), node("master-2", peers[1], none(vip, now))}
+		s, rec := setup(t, silent...)
+		pass := time.Second
+		s.heal(tg, held, now, pass)
+		events(rec)
+		// One member hears an answer at the next pass (the
+		// announcement's own gratuitous ARP), then nobody again.
+		lister := func(nodes ...*corev1.Node) {
+			idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+			for _, n := range nodes {
+				_ = idx.Add(n)
+			}
+			s.nodes = cache.NewGenericLister(idx, schema.GroupResource{Resource: "nodes"})
+		}
+		lister(node("master-1", peers[0]), node("master-2", peers[1], none(vip, now)))
+		s.heal(tg, held, now.Add(3*time.Second), pass)
+		lister(node("master-1", peers[0], none(vip, now.Add(6*time.Second))), node("master-2", peers[1], none(vip, now.Add(6*time.Second))))
+		s.heal(tg, held, now.Add(6*time.Second), pass)
+		if got := events(rec); len(got) != 0 {
+			t.Errorf("unheard again within the wait: Events %q, want none (no second announcement)", got)
+		}
+		s.heal(tg, held, now.Add(s.stepDownAfter(pass)), pass)
+		if got := events(rec); flag(s) != "1" || len(got) != 1 || !strings.Contains(got[0], ReasonVIPSteppedDown) {
+			t.Errorf("still unheard when the first announcement's wait ended: the file says %s, Events %q", flag(s), got)
+		}
+		if got := testutil.ToFloat64(s.m.Heal.WithLabelValues("reannounce")); got != 1 {
+			t.Errorf("vipctl_heal_actions_total{action=\"reannounce\"} = %v, want 1", got)
+		}
+	})
+
 	t.Run("heard again", func(t *testing.T) {
 		s, rec := setup(t, node("master-1", peers[0], none(vip, now)), node("master-2", peers[1], none(vip, now)))
 		s.heal(tg, held, now, time.Second)
