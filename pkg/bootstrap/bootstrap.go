@@ -218,15 +218,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // prepare reads the inputs and checks them against each other, naming the
 // flag or field at fault; the options alone passed Validate.
 func prepare(o Options) (*machine, error) {
-	c, nodes, err := readInputs(o)
+	in, err := readInputs(o)
 	if err != nil {
 		return nil, err
 	}
-	h := &machine{o: o, c: c, log: o.Log}
+	c, nodes := in.c, in.nodes
+	h := &machine{o: o, c: c, log: o.Log, masters: in.masters, inPlace: in.inPlace}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	h.masters, h.inPlace = yieldTargets(nodes, c.Spec.Bootstrap)
 	// api-int's own VIPs after the API's: h.vips[0] picks the family the
 	// nodes are probed in, and the host yields once none of them is here.
 	for _, v := range slices.Concat(c.Spec.API.VIPs, c.Spec.API.InternalVIPs) {
@@ -251,32 +251,42 @@ func prepare(o Options) (*machine, error) {
 	return h, nil
 }
 
+// inputs are a run's cluster file and node list, checked (readInputs),
+// and whom the VIP may be yielded to (yieldTargets).
+type inputs struct {
+	c       *v1alpha1.ClusterVIPs
+	nodes   []cluster.Node
+	masters []cluster.Node
+	inPlace string
+}
+
 // readInputs reads the cluster file and the node list and checks what a
 // run needs of them wherever it runs: spec.bootstrap named, the nodes
 // valid for the cluster, a control-plane node to give the VIP to.
-func readInputs(o Options) (*v1alpha1.ClusterVIPs, []cluster.Node, error) {
+func readInputs(o Options) (*inputs, error) {
 	c, err := v1alpha1.Load(o.Config)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if c.Spec.Bootstrap == nil {
-		return nil, nil, fmt.Errorf("%s: spec.bootstrap: Required value: the bootstrap host's addresses; the control-plane nodes accept VRRP adverts for the API VIP only from them (docs/bootstrap.md)", o.Config)
+		return nil, fmt.Errorf("%s: spec.bootstrap: Required value: the bootstrap host's addresses; the control-plane nodes accept VRRP adverts for the API VIP only from them (docs/bootstrap.md)", o.Config)
 	}
 	list, err := nodelist.Input{Path: o.Nodes, Config: c, ConfigPath: o.Config, Interface: c.Spec.VRRP.Interface}.Load()
 	if err != nil {
-		return nil, nil, fmt.Errorf("--nodes: %w", err)
+		return nil, fmt.Errorf("--nodes: %w", err)
 	}
-	nodes := list.Nodes
-	if errs := v1alpha1.ValidateNodes(c, cluster.Addresses(nodes)); len(errs) > 0 {
-		return nil, nil, fmt.Errorf("%s with --nodes %s: %w", o.Config, o.Nodes, &v1alpha1.ValidationError{Errors: errs})
+	in := &inputs{c: c, nodes: list.Nodes}
+	if errs := v1alpha1.ValidateNodes(c, cluster.Addresses(in.nodes)); len(errs) > 0 {
+		return nil, fmt.Errorf("%s with --nodes %s: %w", o.Config, o.Nodes, &v1alpha1.ValidationError{Errors: errs})
 	}
-	switch masters, inPlace := yieldTargets(nodes, c.Spec.Bootstrap); {
-	case len(masters) == 0 && inPlace != "":
-		return nil, nil, fmt.Errorf("--nodes %s: no control-plane node but %s, the node this host reboots into (spec.bootstrap names its address: an in-place bootstrap): nobody to give the API VIP to before the reboot", o.Nodes, inPlace)
-	case len(masters) == 0:
-		return nil, nil, fmt.Errorf("--nodes %s: no control-plane node (label node-role.kubernetes.io/master or control-plane): nobody to give the API VIP to", o.Nodes)
+	in.masters, in.inPlace = yieldTargets(in.nodes, c.Spec.Bootstrap)
+	switch {
+	case len(in.masters) == 0 && in.inPlace != "":
+		return nil, fmt.Errorf("--nodes %s: no control-plane node but %s, the node this host reboots into (spec.bootstrap names its address: an in-place bootstrap): nobody to give the API VIP to before the reboot", o.Nodes, in.inPlace)
+	case len(in.masters) == 0:
+		return nil, fmt.Errorf("--nodes %s: no control-plane node (label node-role.kubernetes.io/master or control-plane): nobody to give the API VIP to", o.Nodes)
 	}
-	return c, nodes, nil
+	return in, nil
 }
 
 // yieldTargets are the control-plane nodes the VIP may be yielded to,

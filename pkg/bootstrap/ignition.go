@@ -37,10 +37,11 @@ const (
 // machine comes from: its bootstrapExternalStaticIP must be one of
 // spec.bootstrap.addresses.
 func AddToIgnition(ign []byte, o Options, installConfig string) ([]byte, error) {
-	c, _, err := readInputs(o)
+	in, err := readInputs(o)
 	if err != nil {
 		return nil, err
 	}
+	c := in.c
 	if installConfig != "" {
 		f, err := nodelist.ReadInstaller(nodelist.Installer{InstallConfig: installConfig})
 		if err != nil {

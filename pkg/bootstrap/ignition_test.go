@@ -86,7 +86,7 @@ func TestAddToIgnition(t *testing.T) {
 		t.Errorf("the installer's own unit or user lost: units %v, users %v", units, cfg.Passwd.Users)
 	}
 	// The unit's run reads its mounted inputs as this one did.
-	if _, _, err := readInputs(Options{Config: filepath.Join(dir, "cluster.yaml"), Nodes: filepath.Join(dir, "nodes.yaml")}); err != nil {
+	if _, err := readInputs(Options{Config: filepath.Join(dir, "cluster.yaml"), Nodes: filepath.Join(dir, "nodes.yaml")}); err != nil {
 		t.Errorf("the inputs as the bootstrap machine gets them: %v", err)
 	}
 	again, err := AddToIgnition(out, o, "")
