@@ -137,7 +137,7 @@ func (r *report) line(l string) {
 					r.printf("%s", o)
 				}
 			}
-			res.errors = verdicts(r.buffered[k], 3)
+			res.errors = verdicts(r.buffered[k], 8)
 			r.failed = append(r.failed, res)
 		}
 		if !strings.Contains(e.Test, "/") {

@@ -688,12 +688,13 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 	c.ScaleEcho(t, int32(len(c.Nodes)))
 	urls := everyVIPURL(t, c)
 	rollback := to.Name != clusterlab.ThisTree("").Name
-	bgp, local := map[string]bool{}, map[string]bool{}
+	bgp, local, service := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	ws := []watchedAddr{{"API VIP", "", clusterlab.APIVIP4}, {"API VIP", "", clusterlab.APIVIP6},
 		{"ingress VIP", "", clusterlab.IngressVIP4}, {"ingress VIP", "", clusterlab.IngressVIP6}}
 	for _, s := range clusterlab.Services {
 		for _, a := range c.ServiceAddrs(t, s.Name, time.Minute) {
 			ws = append(ws, watchedAddr{s.Name + " " + a, s.Pool, a})
+			service[clusterlab.URL(a, clusterlab.ServicePort)] = true
 			if s.Pool == clusterlab.PoolBGP {
 				bgp[clusterlab.URL(a, clusterlab.ServicePort)] = true
 			}
@@ -710,6 +711,12 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 	t.Logf("moving from %s to %s: image imported, vipctl update done in %s", from, to, time.Since(began).Round(time.Millisecond))
 	polls := make([]*lab.Poller, len(urls))
 	for i, url := range urls {
+		if service[url] {
+			// The echo pod's kernel acknowledges the request: one that
+			// it holds past the timeout is the workload's (lab.StartPollingHeld).
+			polls[i] = lab.StartPollingHeld(c.Client, url, rollPollInterval, clusterlab.RequestTimeout, rollHeldLimit)
+			continue
+		}
 		polls[i] = lab.StartPolling(c.Client, url, rollPollInterval, clusterlab.RequestTimeout, false)
 	}
 	stalled := watchStalls(t, c)
@@ -793,6 +800,11 @@ func notRepeated(line string) bool {
 // family, slower than clusterlab.PollInterval so that the sixteen of them
 // leave the cores to the roll.
 const rollPollInterval = 200 * time.Millisecond
+
+// rollHeldLimit is how long a roll's poller of a Service address waits
+// for the answer to a request the echo pod acknowledged: a client's
+// patience with a slow server, not a limit on the VIP.
+const rollHeldLimit = 10 * time.Second
 
 // keepalivedImages maps each node to the image of its keepalived pod's
 // sidecar container, as the administrator lists them through the API VIP.

@@ -39,8 +39,11 @@ type Poller struct {
 	failingSince time.Time
 	longest      time.Duration
 	slowest      time.Duration // the longest a good answer took
-	client       *netlab.Host
-	retrans0     int // the client's TCP retransmissions when polling began
+	// late are the answers that came after the timeout to requests the
+	// server held (StartPollingHeld).
+	late     []string
+	client   *netlab.Host
+	retrans0 int // the client's TCP retransmissions when polling began
 	// answersSeen: AwaitAnswers saw the 50 answers the judgements wait
 	// for.
 	answersSeen bool
@@ -82,24 +85,42 @@ func (lc *Cluster) startPolling(url string, interval time.Duration, concurrent b
 // requests failing after timeout: for a lab of its own (the cluster
 // lab's).
 func StartPolling(client *netlab.Host, url string, interval, timeout time.Duration, concurrent bool) *Poller {
+	return startPolling(client, url, interval, timeout, 0, concurrent)
+}
+
+// StartPollingHeld is StartPolling (waiting for each answer) for an
+// address whose connections end at the server itself, a Service address
+// kube-proxy sends on to a pod: a request the server acknowledged with
+// nothing retransmitted is left to answer until held, not timeout (see
+// heldByServer), and counts as answered, late.
+func StartPollingHeld(client *netlab.Host, url string, interval, timeout, held time.Duration) *Poller {
+	return startPolling(client, url, interval, timeout, held, false)
+}
+
+func startPolling(client *netlab.Host, url string, interval, timeout, held time.Duration, concurrent bool) *Poller {
 	p := &Poller{stop: make(chan struct{}), done: make(chan struct{}), client: client, retrans0: tcpRetrans(client)}
 	tr := probe.Transport(func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := client.DialContext(ctx, network, addr)
 		if tr, ok := ctx.Value(requestTraceKey{}).(*requestTrace); ok && err == nil {
-			tr.set(conn.LocalAddr().String(), "connected")
+			tr.connected(conn)
 		}
 		return conn, err
 	}, timeout)
 	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // stand-in servers with throwaway certificates
-	c := &http.Client{Transport: tr, Timeout: timeout}
+	c := &http.Client{Transport: tr}
+	if held == 0 {
+		c.Timeout = timeout
+	}
 	request := func() {
 		started := time.Now()
 		var tr requestTrace
-		body, err := probe.Get(tr.context(context.Background()), c, url)
+		ctx, done := tr.deadline(tr.context(context.Background()), timeout, held)
+		body, err := probe.Get(ctx, c, url)
+		done()
 		if err != nil {
 			err = fmt.Errorf("started %s, %s: %w", started.Format("15:04:05.000"), tr.String(), err)
 		}
-		p.record(started, time.Now(), body, err)
+		p.record(started, time.Now(), body, err, tr.wasHeld())
 	}
 	go func() {
 		var inFlight sync.WaitGroup
@@ -199,14 +220,15 @@ type requestTrace struct {
 	mu    sync.Mutex
 	local string
 	stage string
+	// conn is the request's TCP connection, held whether the server
+	// held the request past the timeout (heldByServer).
+	conn net.Conn
+	held bool
 }
 
-func (r *requestTrace) set(local, stage string) {
+func (r *requestTrace) set(stage string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if local != "" {
-		r.local = local
-	}
 	r.stage = stage
 }
 
@@ -215,10 +237,10 @@ type requestTraceKey struct{}
 func (r *requestTrace) context(ctx context.Context) context.Context {
 	ctx = context.WithValue(ctx, requestTraceKey{}, r)
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		ConnectStart:         func(_, _ string) { r.set("", "connecting") },
-		TLSHandshakeDone:     func(tls.ConnectionState, error) { r.set("", "handshake done") },
-		WroteRequest:         func(httptrace.WroteRequestInfo) { r.set("", "request written") },
-		GotFirstResponseByte: func() { r.set("", "answer started") },
+		ConnectStart:         func(_, _ string) { r.set("connecting") },
+		TLSHandshakeDone:     func(tls.ConnectionState, error) { r.set("handshake done") },
+		WroteRequest:         func(httptrace.WroteRequestInfo) { r.set("request written") },
+		GotFirstResponseByte: func() { r.set("answer started") },
 	})
 }
 
@@ -229,13 +251,16 @@ func (r *requestTrace) String() string {
 	if stage == "" {
 		stage = "not dialed"
 	}
+	if r.held {
+		stage += " (acknowledged, nothing retransmitted: held by the server)"
+	}
 	if r.local == "" {
 		return stage
 	}
 	return stage + " from " + r.local
 }
 
-func (p *Poller) record(started, now time.Time, body string, err error) {
+func (p *Poller) record(started, now time.Time, body string, err error, held bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
@@ -249,6 +274,9 @@ func (p *Poller) record(started, now time.Time, body string, err error) {
 	}
 	p.ok++
 	p.slowest = max(p.slowest, now.Sub(started))
+	if held {
+		p.late = append(p.late, fmt.Sprintf("started %s, answered after %s", started.Format("15:04:05.000"), now.Sub(started).Round(time.Millisecond)))
+	}
 	p.lastBody = body
 	p.seen = append(p.seen, sighting{at: now, node: body})
 	if !p.failingSince.IsZero() {
@@ -281,6 +309,7 @@ func (p *Poller) WantNoFailuresExcept(t testing.TB, what string, excused func(st
 	// cause them too.
 	t.Logf("%s: %d of %d requests failed, the slowest good answer took %s, the client retransmitted %d segments",
 		what, fail, ok+fail, slowest.Round(time.Millisecond), tcpRetrans(p.client)-p.retrans0)
+	p.logLate(t, what)
 	var blamed, lab []string
 	for i, started := range starts {
 		if excused(started) {
@@ -374,6 +403,7 @@ func (p *Poller) WantOnlyECMPChurn(t testing.TB, what string, max int) {
 		}
 	}
 	t.Logf("%s: %d of %d requests failed, %d of them by the router's ECMP churn (a reset flow, a moment unreachable)", what, fail, ok+fail, len(churn))
+	p.logLate(t, what)
 	if len(others) > 0 {
 		t.Errorf("%s: %d requests failed otherwise; want none:\n%s", what, len(others), strings.Join(others, "\n"))
 	}

@@ -1,9 +1,11 @@
 package lab
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +49,64 @@ func TestPollerGivesUpDials(t *testing.T) {
 	}
 	if again != 0 {
 		t.Errorf("%d SYNs sent again after their requests timed out", again)
+	}
+}
+
+// TestPollerHeldByServer: a held poller (StartPollingHeld) counts a late
+// answer to a request the server acknowledged as answered, late, where a
+// plain poller fails it at the timeout; a request the network loses (its
+// segments dropped at the server, the client retransmitting) fails at
+// the timeout all the same.
+func TestPollerHeldByServer(t *testing.T) {
+	l := netlab.New(t)
+	client := l.AddHost("client", netlab.HostOpts{Addrs: []string{"198.51.100.100/24"}})
+	server := l.AddHost("server", netlab.HostOpts{Addrs: []string{"198.51.100.11/24"}})
+	const timeout, held = 300 * time.Millisecond, 3 * time.Second
+	// The server reads the request, then answers 800 ms later.
+	server.Serve("198.51.100.11:8080", func(c net.Conn) {
+		r := bufio.NewReader(c)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if line == "\r\n" {
+				break
+			}
+		}
+		time.Sleep(800 * time.Millisecond)
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+	})
+	url := "http://198.51.100.11:8080/"
+	run := func(p *Poller) (ok, failed int, errs []string) {
+		time.Sleep(2 * time.Second)
+		ok, failed = p.Stop()
+		return ok, failed, p.Errors()
+	}
+	if ok, failed, errs := run(StartPollingHeld(client, url, 50*time.Millisecond, timeout, held)); ok == 0 || failed != 0 {
+		t.Errorf("held poller of a slow server: %d answered, %d failed (%v); want all answered, late", ok, failed, errs)
+	}
+	if ok, failed, _ := run(StartPolling(client, url, 50*time.Millisecond, timeout, false)); ok != 0 || failed == 0 {
+		t.Errorf("plain poller of a slow server: %d answered, %d failed; want every request failed at the timeout", ok, failed)
+	}
+	// Now the server's namespace drops every segment that carries data
+	// to it: the handshake completes, the request never arrives.
+	for _, args := range [][]string{
+		{"nft", "add", "table", "inet", "lossy"},
+		{"nft", "add", "chain", "inet", "lossy", "in", "{ type filter hook input priority 0; }"},
+		{"nft", "add", "rule", "inet", "lossy", "in", "tcp", "dport", "8080", "ip", "length", ">", "100", "drop"},
+	} {
+		if out, err := server.Exec(args...); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	ok, failed, errs := run(StartPollingHeld(client, url, 50*time.Millisecond, timeout, held))
+	if ok != 0 || failed == 0 {
+		t.Fatalf("held poller, request segments dropped: %d answered, %d failed; want every request failed", ok, failed)
+	}
+	for _, e := range errs {
+		if strings.Contains(e, "held by the server") {
+			t.Errorf("a lost request taken for one the server held: %s", e)
+		}
 	}
 }
