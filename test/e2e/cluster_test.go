@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -721,6 +722,7 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 	}
 	stalled := watchStalls(t, c)
 	refusals := lab.StartRefusals(t, c.Client)
+	flows := lab.StartFlows(t, c.Client, clusterlab.ServicePort, clusterlab.RouterPort, 6443)
 	for i, n := range c.Nodes {
 		if inPlace {
 			u.UpdateNodeInPlace(t, n)
@@ -777,6 +779,8 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 		senders[c.Tor.MAC()] = "the router"
 		report("resets and ICMP errors the client got around the %d failed requests (want none to fail): %s",
 			len(failed), refusals.Who(failed, time.Second, 3*time.Second, senders))
+		report("the client's packets of each failed request's connection (ms after its first; out, or the sender; TCP flags; payload bytes): %s",
+			failedStories(polls, urls, flows, senders))
 		from, to := failed[0].Add(-5*time.Second), failed[len(failed)-1].Add(5*time.Second)
 		for _, n := range c.Nodes {
 			t.Logf("%s", n.ContainerLogsWhere(from, to, 200, notRepeated))
@@ -787,6 +791,27 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 			t.Errorf("%s's keepalived pod runs %s after the upgrade, want %s", n, img, u.Image)
 		}
 	}
+}
+
+// failedStories tells the connection of each of the roll's failed
+// requests (the first six) as the client's capture holds it
+// (lab.Flows.Story), " | " between them.
+func failedStories(polls []*lab.Poller, urls []string, flows *lab.Flows, senders map[string]string) string {
+	var out []string
+	for i, p := range polls {
+		u, err := url.Parse(urls[i])
+		if err != nil {
+			continue
+		}
+		starts := p.FailedStarts()
+		for j, e := range p.Errors() {
+			if len(out) == 6 || j >= len(starts) {
+				break
+			}
+			out = append(out, u.Host+" "+flows.Story(e, u.Host, starts[j], rollHeldLimit+time.Second, senders))
+		}
+	}
+	return strings.Join(out, " | ")
 }
 
 // notRepeated drops the log lines every second repeats while nothing

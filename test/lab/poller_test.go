@@ -110,3 +110,35 @@ func TestPollerHeldByServer(t *testing.T) {
 		}
 	}
 }
+
+// TestFlowsStory: the capture tells a failed request's connection packet
+// by packet, the server named by its link-layer address: here the server
+// reads the request and resets the connection.
+func TestFlowsStory(t *testing.T) {
+	l := netlab.New(t)
+	client := l.AddHost("client", netlab.HostOpts{Addrs: []string{"198.51.100.100/24"}})
+	server := l.AddHost("server", netlab.HostOpts{Addrs: []string{"198.51.100.11/24"}})
+	server.Serve("198.51.100.11:8080", func(c net.Conn) {
+		_, _ = bufio.NewReader(c).ReadString('\n')
+		_ = c.(*net.TCPConn).SetLinger(0) // close with a reset
+	})
+	flows := StartFlows(t, client, 8080)
+	time.Sleep(500 * time.Millisecond) // tcpdump listening
+	p := StartPolling(client, "http://198.51.100.11:8080/", 100*time.Millisecond, time.Second, false)
+	time.Sleep(time.Second)
+	if ok, failed := p.Stop(); ok != 0 || failed == 0 {
+		t.Fatalf("%d answered, %d failed; want every request reset", ok, failed)
+	}
+	time.Sleep(200 * time.Millisecond) // the capture written
+	errs, starts := p.Errors(), p.FailedStarts()
+	got := flows.Story(errs[0], "198.51.100.11:8080", starts[0], 3*time.Second, map[string]string{server.MAC(): "server"})
+	t.Logf("%s\n%s", errs[0], got)
+	for _, want := range []string{"198.51.100.100:", "+0.0 out S;", " server S.;", " out P. ", " server R"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("story %q lacks %q", got, want)
+		}
+	}
+	if got := flows.Story("started 10:00:00.000, connecting: dial tcp: i/o timeout", "198.51.100.11:8080", starts[0], time.Second, nil); got != "no connection" {
+		t.Errorf("a request that never connected: %q, want no connection", got)
+	}
+}
