@@ -695,13 +695,10 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 	for _, s := range clusterlab.Services {
 		for _, a := range c.ServiceAddrs(t, s.Name, time.Minute) {
 			ws = append(ws, watchedAddr{s.Name + " " + a, s.Pool, a})
-			service[clusterlab.URL(a, clusterlab.ServicePort)] = true
-			if s.Pool == clusterlab.PoolBGP {
-				bgp[clusterlab.URL(a, clusterlab.ServicePort)] = true
-			}
-			if s.Policy == corev1.ServiceExternalTrafficPolicyLocal {
-				local[clusterlab.URL(a, clusterlab.ServicePort)] = true
-			}
+			u := clusterlab.URL(a, clusterlab.ServicePort)
+			service[u] = true
+			bgp[u] = s.Pool == clusterlab.PoolBGP
+			local[u] = s.Policy == corev1.ServiceExternalTrafficPolicyLocal
 		}
 	}
 	stopLogging := watchTimeline(t, c, ws)

@@ -77,12 +77,20 @@ type Refusals struct{ proc *netlab.Proc }
 // stops it. tcpdump comes from hack/install-deps.sh.
 func StartRefusals(t testing.TB, h *netlab.Host) *Refusals {
 	t.Helper()
+	return &Refusals{proc: startTcpdump(t, h, "refusals", "-i", "any", "-e", "-n", "-tt", "-l", "-Q", "inout",
+		"tcp[tcpflags] & tcp-rst != 0 or icmp[icmptype] == icmp-unreach or (icmp6 and ip6[40] == 1)")}
+}
+
+// startTcpdump runs tcpdump with args inside h as the test's process
+// name; the test's end stops it. tcpdump comes from
+// hack/install-deps.sh.
+func startTcpdump(t testing.TB, h *netlab.Host, name string, args ...string) *netlab.Proc {
+	t.Helper()
 	tcpdump, err := exec.LookPath("tcpdump")
 	if err != nil {
 		t.Fatalf("tcpdump: %v (run hack/install-deps.sh)", err)
 	}
-	return &Refusals{proc: h.Start("refusals", tcpdump, "-i", "any", "-e", "-n", "-tt", "-l", "-Q", "inout",
-		"tcp[tcpflags] & tcp-rst != 0 or icmp[icmptype] == icmp-unreach or (icmp6 and ip6[40] == 1)")}
+	return h.Start(name, append([]string{tcpdump}, args...)...)
 }
 
 // Around returns the recorded packets from before each of times to after

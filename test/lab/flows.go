@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,20 +30,19 @@ type Flows struct {
 }
 
 // StartFlows starts recording on every interface of h; the test's end
-// stops it. tcpdump comes from hack/install-deps.sh.
+// stops it. A port named twice (a Service's and the routers' both 80) is
+// filtered once.
 func StartFlows(t testing.TB, h *netlab.Host, ports ...int) *Flows {
 	t.Helper()
-	tcpdump, err := exec.LookPath("tcpdump")
-	if err != nil {
-		t.Fatalf("tcpdump: %v (run hack/install-deps.sh)", err)
-	}
 	var filter []string
 	for _, p := range ports {
-		filter = append(filter, "port "+strconv.Itoa(p))
+		if f := "port " + strconv.Itoa(p); !slices.Contains(filter, f) {
+			filter = append(filter, f)
+		}
 	}
 	pcap := filepath.Join(t.TempDir(), h.Name+"-flows.pcap")
 	// 128 bytes hold the link, IPv6 and TCP headers with their options.
-	proc := h.Start("flows", tcpdump, "-i", "any", "-e", "-n", "-U", "-s", "128", "-w", pcap,
+	proc := startTcpdump(t, h, "flows", "-i", "any", "-e", "-n", "-U", "-s", "128", "-w", pcap,
 		"tcp and ("+strings.Join(filter, " or ")+")")
 	return &Flows{pcap: pcap, proc: proc}
 }
