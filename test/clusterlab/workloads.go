@@ -72,9 +72,11 @@ func (c *Cluster) echoContainer(name string, port int, body string) corev1.Conta
 		Name:            name,
 		Image:           kubeletlab.ImageName(c.t, filepath.Join(c.bin, "labprobe-image.tar")),
 		ImagePullPolicy: corev1.PullNever,
-		Command:         []string{"/labprobe", "echo", "-listen", "[::]:" + itoa(port), "-body", body, "-out", "/dev/null"},
-		Env:             podEnv(),
-		Ports:           []corev1.ContainerPort{{ContainerPort: int32(port)}},
+		// After SIGTERM (the preStop sleep over) requests in flight
+		// are answered for up to 5 s of the 10 the grace period leaves.
+		Command: []string{"/labprobe", "echo", "-listen", "[::]:" + itoa(port), "-body", body, "-drain", "5s", "-out", "/dev/null"},
+		Env:     podEnv(),
+		Ports:   []corev1.ContainerPort{{ContainerPort: int32(port)}},
 		// A small request, as any real workload has: a BestEffort pod gets
 		// the least CPU weight there is, and its answers would come late
 		// whenever the machine is busy.

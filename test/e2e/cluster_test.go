@@ -720,6 +720,14 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 	stalled := watchStalls(t, c)
 	refusals := lab.StartRefusals(t, c.Client)
 	flows := lab.StartFlows(t, c.Client, clusterlab.ServicePort, clusterlab.RouterPort, 6443)
+	// In place no node reboots, so each node's capture lasts the roll: a
+	// dial that failed is followed through them by its SYN.
+	nodeFlows := map[string]*lab.Flows{}
+	if inPlace {
+		for _, n := range c.Nodes {
+			nodeFlows[n.Name] = lab.StartFlows(t, n.Host, clusterlab.ServicePort, clusterlab.EchoPort)
+		}
+	}
 	for i, n := range c.Nodes {
 		if inPlace {
 			u.UpdateNodeInPlace(t, n)
@@ -777,7 +785,7 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 		report("resets and ICMP errors the client got around the %d failed requests (want none to fail): %s",
 			len(failed), refusals.Who(failed, time.Second, 3*time.Second, senders))
 		report("the client's packets of each failed request's connection (ms after its first; out, or the sender; TCP flags; payload bytes): %s",
-			failedStories(polls, urls, flows, senders))
+			failedStories(polls, urls, flows, nodeFlows, senders))
 		from, to := failed[0].Add(-5*time.Second), failed[len(failed)-1].Add(5*time.Second)
 		for _, n := range c.Nodes {
 			t.Logf("%s", n.ContainerLogsWhere(from, to, 200, notRepeated))
@@ -792,8 +800,9 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 
 // failedStories tells the connection of each of the roll's failed
 // requests (the first six) as the client's capture holds it
-// (lab.Flows.Story), " | " between them.
-func failedStories(polls []*lab.Poller, urls []string, flows *lab.Flows, senders map[string]string) string {
+// (lab.Flows.Story), " | " between them; a dial that failed also by
+// where its SYN went on the nodes, when they were captured (nodeFlows).
+func failedStories(polls []*lab.Poller, urls []string, flows *lab.Flows, nodeFlows map[string]*lab.Flows, senders map[string]string) string {
 	var out []string
 	for i, p := range polls {
 		u, err := url.Parse(urls[i])
@@ -805,10 +814,29 @@ func failedStories(polls []*lab.Poller, urls []string, flows *lab.Flows, senders
 			if len(out) == 6 || j >= len(starts) {
 				break
 			}
-			out = append(out, u.Host+" "+flows.Story(e, u.Host, starts[j], rollHeldLimit+time.Second, senders))
+			story := u.Host + " " + flows.Story(e, u.Host, starts[j], rollHeldLimit+time.Second, senders)
+			if seq, ok := flows.DialSYN(e, u.Host, starts[j], clusterlab.RequestTimeout); ok && len(nodeFlows) > 0 {
+				story += "; its SYN " + followSYN(nodeFlows, seq)
+			}
+			out = append(out, story)
 		}
 	}
 	return strings.Join(out, " | ")
+}
+
+// followSYN tells where the nodes' captures saw the SYN seq and its
+// answers, node by node.
+func followSYN(nodeFlows map[string]*lab.Flows, seq uint32) string {
+	var seen []string
+	for _, name := range slices.Sorted(maps.Keys(nodeFlows)) {
+		if f := nodeFlows[name].Follow(seq); f != "" {
+			seen = append(seen, "at "+name+" "+f)
+		}
+	}
+	if len(seen) == 0 {
+		return "reached no node"
+	}
+	return strings.Join(seen, "; ")
 }
 
 // notRepeated drops the log lines every second repeats while nothing

@@ -56,26 +56,143 @@ var localRE = regexp.MustCompile(`from (\[[0-9a-fA-F:.]+\]:[0-9]+|[0-9.]+:[0-9]+
 // from started on for span: each packet's milliseconds after the first,
 // "out" for the host's own or the sender named through names (link-layer
 // address to node, as Refusals.Who), its TCP flags and payload length.
-// An error that names no connection (no dial got through) is told so.
+// An error that names no connection (the dial did not get through) gets
+// the story of each SYN the host sent to remote within the span: whether
+// anything answered it, and who.
 func (f *Flows) Story(err, remote string, started time.Time, span time.Duration, names map[string]string) string {
+	rhost, rport, rerr := net.SplitHostPort(remote)
+	if rerr != nil {
+		return "no connection"
+	}
 	m := localRE.FindStringSubmatch(err)
 	if m == nil {
+		return f.dialStory(rhost, rport, started, span, names)
+	}
+	lhost, lport, lerr := net.SplitHostPort(m[1])
+	if lerr != nil {
 		return "no connection"
 	}
-	lhost, lport, e1 := net.SplitHostPort(m[1])
-	rhost, rport, e2 := net.SplitHostPort(remote)
-	if e1 != nil || e2 != nil {
-		return "no connection"
+	out, cerr := f.read(fmt.Sprintf("tcp and host %s and port %s and host %s and port %s", lhost, lport, rhost, rport))
+	if cerr != nil {
+		return cerr.Error()
 	}
-	out, rerr := exec.Command("tcpdump", "-r", f.pcap, "-n", "-e", "-tt",
-		fmt.Sprintf("tcp and host %s and port %s and host %s and port %s", lhost, lport, rhost, rport)).Output()
+	return story(out, m[1], started, span, names)
+}
+
+// read is tcpdump's reading (-e -tt) of the packets filter selects.
+func (f *Flows) read(filter string) (string, error) {
+	out, err := exec.Command("tcpdump", "-r", f.pcap, "-n", "-e", "-tt", filter).Output()
 	// A capture still being written may end in half a packet, which
 	// tcpdump reports after printing the whole ones.
-	if rerr != nil && len(out) == 0 {
-		return "capture unreadable: " + rerr.Error()
+	if err != nil && len(out) == 0 {
+		return "", fmt.Errorf("capture unreadable: %w", err)
 	}
-	return story(string(out), m[1], started, span, names)
+	return string(out), nil
 }
+
+// synRE finds the sender's address and port of an outgoing SYN, and its
+// sequence number, in tcpdump's -e line ("... Out ... length 80:
+// 198.51.100.100.55172 > 198.51.100.128.80: Flags [S], seq 3511929348,").
+var synRE = regexp.MustCompile(` Out .*, length [0-9]+: ([0-9a-fA-F:.]+)\.([0-9]+) > [^ ]+: Flags \[S\], seq ([0-9]+),`)
+
+// DialSYN returns the sequence number of the first SYN the host sent to
+// remote (host:port) from started on within span, for a request whose
+// error (err) names no connection: the dial that failed. Follow finds
+// that SYN in other hosts' captures.
+func (f *Flows) DialSYN(err, remote string, started time.Time, span time.Duration) (uint32, bool) {
+	rhost, rport, rerr := net.SplitHostPort(remote)
+	if rerr != nil || localRE.MatchString(err) {
+		return 0, false
+	}
+	_, seq, ok := f.firstSYN(rhost, rport, started, span)
+	return seq, ok
+}
+
+// firstSYN is the first SYN to rhost:rport within the span: its sender
+// (host:port) and sequence number.
+func (f *Flows) firstSYN(rhost, rport string, started time.Time, span time.Duration) (string, uint32, bool) {
+	out, err := f.read(fmt.Sprintf("tcp and host %s and port %s", rhost, rport))
+	if err != nil {
+		return "", 0, false
+	}
+	for _, line := range strings.Split(out, "\n") {
+		stamp, _, _ := strings.Cut(line, " ")
+		secs, perr := strconv.ParseFloat(stamp, 64)
+		m := synRE.FindStringSubmatch(line)
+		if perr != nil || m == nil {
+			continue
+		}
+		if at := time.Unix(0, int64(secs*1e9)); at.Before(started) || at.After(started.Add(span)) {
+			continue
+		}
+		seq, serr := strconv.ParseUint(m[3], 10, 32)
+		if serr != nil {
+			continue
+		}
+		return net.JoinHostPort(m[1], m[2]), uint32(seq), true
+	}
+	return "", 0, false
+}
+
+// dialStory tells the connection of the first SYN the host sent to
+// rhost:rport from started on (a request dials once, as it starts): a
+// dial that failed sent SYNs nothing, or something unexpected, answered.
+func (f *Flows) dialStory(rhost, rport string, started time.Time, span time.Duration, names map[string]string) string {
+	local, _, ok := f.firstSYN(rhost, rport, started, span)
+	if !ok {
+		return "no connection, no SYN captured"
+	}
+	lhost, lport, _ := net.SplitHostPort(local)
+	conn, err := f.read(fmt.Sprintf("tcp and host %s and port %s and host %s and port %s", lhost, lport, rhost, rport))
+	if err != nil {
+		return err.Error()
+	}
+	return "no connection: " + story(conn, local, started, span, names)
+}
+
+// Follow tells where the SYN with sequence number seq, and any answer to
+// it (acknowledging seq+1), passed in this capture: each packet's
+// milliseconds after the first, interface, direction, addresses and
+// flags. NAT rewrites addresses and ports, never sequence numbers, so a
+// SYN is found on each node it crossed (the holder, the pod's node) and
+// where it stopped shows. Empty when the capture holds neither.
+func (f *Flows) Follow(seq uint32) string {
+	// The offsets assume no IP options and no IPv6 extension headers:
+	// the lab's TCP has neither.
+	out, err := f.read(fmt.Sprintf("(ip and (tcp[4:4] = %d or tcp[8:4] = %d)) or (ip6 and ip6[6] = 6 and (ip6[44:4] = %d or ip6[48:4] = %d))",
+		seq, seq+1, seq, seq+1))
+	if err != nil {
+		return err.Error()
+	}
+	var items []string
+	var first time.Time
+	for _, line := range strings.Split(out, "\n") {
+		m := followRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		secs, perr := strconv.ParseFloat(m[1], 64)
+		if perr != nil {
+			continue
+		}
+		at := time.Unix(0, int64(secs*1e9))
+		if first.IsZero() {
+			first = at
+		}
+		items = append(items, fmt.Sprintf("+%.1f %s %s %s > %s %s", float64(at.Sub(first).Microseconds())/1000, m[2], m[3], m[4], m[5], m[6]))
+	}
+	if len(items) == 0 {
+		return ""
+	}
+	if len(items) > 8 {
+		items = append(items[:8], fmt.Sprintf("(%d more)", len(items)-8))
+	}
+	return first.Format("15:04:05.000") + ": " + strings.Join(items, "; ")
+}
+
+// followRE takes tcpdump's -e -tt line apart: time, interface,
+// direction, source, destination, flags.
+var followRE = regexp.MustCompile(`^([0-9.]+) (\S+)\s+(In|Out|M|B|P) .*, length [0-9]+: (\S+) > (\S+): Flags \[([^\]]*)\]`)
 
 var (
 	flagsRE  = regexp.MustCompile(`Flags \[([^\]]*)\]`)

@@ -138,7 +138,45 @@ func TestFlowsStory(t *testing.T) {
 			t.Errorf("story %q lacks %q", got, want)
 		}
 	}
-	if got := flows.Story("started 10:00:00.000, connecting: dial tcp: i/o timeout", "198.51.100.11:8080", starts[0], time.Second, nil); got != "no connection" {
-		t.Errorf("a request that never connected: %q, want no connection", got)
+	// A dial refused: the error names no connection, the capture has the
+	// SYN and the server's reset.
+	flows = StartFlows(t, client, 8081)
+	atServer := StartFlows(t, server, 8081)
+	time.Sleep(500 * time.Millisecond)
+	p = StartPolling(client, "http://198.51.100.11:8081/", 100*time.Millisecond, time.Second, false)
+	time.Sleep(500 * time.Millisecond)
+	if ok, failed := p.Stop(); ok != 0 || failed == 0 {
+		t.Fatalf("%d answered, %d failed; want every dial refused", ok, failed)
+	}
+	time.Sleep(200 * time.Millisecond)
+	errs, starts = p.Errors(), p.FailedStarts()
+	got = flows.Story(errs[0], "198.51.100.11:8081", starts[0], time.Second, map[string]string{server.MAC(): "server"})
+	t.Logf("%s\n%s", errs[0], got)
+	for _, want := range []string{"no connection: 198.51.100.100:", "+0.0 out S;", " server R."} {
+		if !strings.Contains(got, want) {
+			t.Errorf("story %q lacks %q", got, want)
+		}
+	}
+	if n := strings.Count(got, " out S"); n != 1 {
+		t.Errorf("story %q tells %d SYNs, want the one of the dial that started then", got, n)
+	}
+	// The same SYN in the server's capture, by its sequence number, and
+	// the reset that answered it.
+	seq, ok := flows.DialSYN(errs[0], "198.51.100.11:8081", starts[0], time.Second)
+	if !ok {
+		t.Fatalf("no SYN found for the refused dial %q", errs[0])
+	}
+	followed := atServer.Follow(seq)
+	t.Logf("SYN %d at the server: %s", seq, followed)
+	for _, want := range []string{" In 198.51.100.100.", " > 198.51.100.11.8081 S;", " Out 198.51.100.11.8081 > 198.51.100.100.", " R."} {
+		if !strings.Contains(followed, want) {
+			t.Errorf("followed %q lacks %q", followed, want)
+		}
+	}
+	if got := atServer.Follow(seq + 7); got != "" {
+		t.Errorf("another sequence number followed: %q, want nothing", got)
+	}
+	if _, ok := flows.DialSYN(errs[0], "198.51.100.11:8081", starts[0].Add(time.Hour), time.Second); ok {
+		t.Errorf("a SYN found an hour after the dial")
 	}
 }

@@ -45,6 +45,7 @@ func run(args []string) error {
 	body := fs.String("body", "", "echo: what every answer says")
 	interval := fs.Duration("interval", 0, "poll: time between two requests to one URL")
 	timeout := fs.Duration("timeout", 0, "poll: how long a request may take")
+	drain := fs.Duration("drain", 500*time.Millisecond, "echo: after SIGTERM, how long requests in flight may take before their connections are closed")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -62,7 +63,7 @@ func run(args []string) error {
 	go func() { defer close(stalls); probe.WatchStalls(ctx, *stallEvery, *stallThreshold, w.Write) }()
 	switch mode {
 	case "echo":
-		err = echo(ctx, *listen, *body, w)
+		err = echo(ctx, *listen, *body, *drain, w)
 	case "poll":
 		if fs.NArg() == 0 || *interval <= 0 || *timeout <= 0 {
 			err = errors.New("poll needs -interval, -timeout and at least one URL")
@@ -77,7 +78,7 @@ func run(args []string) error {
 	return errors.Join(err, w.Close(), f.Close())
 }
 
-func echo(ctx context.Context, addr, body string, w *probe.Writer) error {
+func echo(ctx context.Context, addr, body string, drain time.Duration, w *probe.Writer) error {
 	if addr == "" {
 		return errors.New("echo needs -listen")
 	}
@@ -86,13 +87,23 @@ func echo(ctx context.Context, addr, body string, w *probe.Writer) error {
 		return err
 	}
 	w.Write(probe.Record{Kind: probe.KindListening, Start: time.Now(), Addr: l.Addr().String()})
-	srv := &http.Server{Handler: probe.Echo(body), ReadHeaderTimeout: time.Second}
+	// A client has as long to send its request as real servers give
+	// (Go's own has no limit, nginx a minute): a client the machine's
+	// load delayed must not find its connection closed for it.
+	srv := &http.Server{Handler: probe.Echo(body), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	select {
 	case err := <-served:
 		return err
 	case <-ctx.Done():
+	}
+	// As an application that drains: no new connection, idle ones
+	// closed, requests in flight answered, for at most drain.
+	sctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
 		return srv.Close()
 	}
+	return nil
 }
