@@ -718,6 +718,8 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 		polls[i] = lab.StartPolling(c.Client, url, rollPollInterval, clusterlab.RequestTimeout, false)
 	}
 	stalled := watchStalls(t, c)
+	lags := watchProxyLags(t.Context(), c)
+	defer lags.Stop()
 	refusals := lab.StartRefusals(t, c.Client)
 	flows := lab.StartFlows(t, c.Client, clusterlab.ServicePort, clusterlab.RouterPort, 6443)
 	// In place no node reboots, so each node's capture lasts the roll: a
@@ -746,6 +748,7 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 	t.Logf("every node upgraded in %s", time.Since(began).Round(time.Millisecond))
 	lab.AwaitAnswers(polls...)
 	stalled.stop()
+	lags.Stop()
 	stopLogging()
 	var failed []time.Time
 	for i, url := range urls {
@@ -762,6 +765,12 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 		}
 		failed = append(failed, polls[i].FailedStarts()...)
 		polls[i].WantNoFailuresExcept(t, what, stalled.at, labStallsAllowed)
+	}
+	if lags.Views() == 0 {
+		t.Errorf("the roll read no node's kube-proxy endpoints (nft list table ip/ip6 kube-proxy): its kube-proxy report would be empty")
+	}
+	if len(failed) == 0 {
+		t.Logf("kube-proxy sending a Service's traffic to an address that was no serving endpoint of it for %s or more: %s", proxyLagLimit, lags.Report())
 	}
 	if len(failed) > 0 {
 		// What every node logged around the failures, once for all
@@ -786,6 +795,7 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 			len(failed), refusals.Who(failed, time.Second, 3*time.Second, senders))
 		report("the client's packets of each failed request's connection (ms after its first; out, or the sender; TCP flags; payload bytes): %s",
 			failedStories(polls, urls, flows, nodeFlows, senders))
+		report("kube-proxy sending a Service's traffic to an address that was no serving endpoint of it for %s or more: %s", proxyLagLimit, lags.Report())
 		from, to := failed[0].Add(-5*time.Second), failed[len(failed)-1].Add(5*time.Second)
 		for _, n := range c.Nodes {
 			t.Logf("%s", n.ContainerLogsWhere(from, to, 200, notRepeated))

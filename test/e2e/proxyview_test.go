@@ -1,0 +1,219 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vipctl/vipctl/test/clusterlab"
+)
+
+// proxyLagLimit is how long a node's kube-proxy may send a Service's
+// traffic to an address that is no serving endpoint of it before the
+// roll calls that a lag: kube-proxy follows the EndpointSlices within a
+// second or two when its watch is alive.
+const proxyLagLimit = 3 * time.Second
+
+// proxyLags watches where each node's kube-proxy sends each of the lab's
+// Services: the endpoints its nftables service chain chooses among
+// (kube-proxy's nftables mode names each endpoint chain after the
+// endpoint's address), against the Services' serving endpoints in the
+// API. docs/lab.md has roll failures where one holder kept sending a
+// quarter of its connections to nothing for 20 s, as if its kube-proxy's
+// watch had gone stale; this tells, in CI's verdict lines, whether that
+// is what happened.
+type proxyLags struct {
+	mu sync.Mutex
+	// since is when each (node, family, Service, address) was first
+	// seen sent traffic without being a serving endpoint.
+	since map[string]time.Time
+	// lags are the episodes that lasted proxyLagLimit or more.
+	lags []string
+	// views counts the node tables read that named a Service's
+	// endpoints: a report of no lag rests on them.
+	views int
+	stop  func()
+	done  chan struct{}
+}
+
+// watchProxyLags samples every second until Stop.
+func watchProxyLags(ctx context.Context, c *clusterlab.Cluster) *proxyLags {
+	ctx, stop := context.WithCancel(ctx)
+	p := &proxyLags{since: map[string]time.Time{}, stop: stop, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for ctx.Err() == nil {
+			p.sample(ctx, c)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	return p
+}
+
+func (p *proxyLags) sample(ctx context.Context, c *clusterlab.Cluster) {
+	slices, err := c.Admin.DiscoveryV1().EndpointSlices(clusterlab.WorkloadNS).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	serving := servingAddrs(slices.Items)
+	now := time.Now()
+	seen := map[string]bool{}
+	for _, n := range c.Nodes {
+		if !n.Running() {
+			continue
+		}
+		for _, fam := range []string{"ip", "ip6"} {
+			out, err := n.Host.Exec("nft", "list", "table", fam, "kube-proxy")
+			if err != nil {
+				continue
+			}
+			eps := proxyEndpoints(string(out), fam == "ip6")
+			if len(eps) > 0 {
+				p.mu.Lock()
+				p.views++
+				p.mu.Unlock()
+			}
+			for svc, addrs := range eps {
+				if !strings.HasPrefix(svc, clusterlab.WorkloadNS+"/") {
+					continue // the API's own Service: not the lab's workloads
+				}
+				for _, a := range addrs {
+					if serving[svc][a] {
+						continue
+					}
+					key := n.Name + " sent " + svc + " traffic to " + a
+					seen[key] = true
+					p.mu.Lock()
+					if _, ok := p.since[key]; !ok {
+						p.since[key] = now
+					}
+					p.mu.Unlock()
+				}
+			}
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for key, from := range p.since {
+		if seen[key] {
+			continue
+		}
+		if now.Sub(from) >= proxyLagLimit {
+			p.lags = append(p.lags, fmt.Sprintf("%s from %s to %s", key, from.Format("15:04:05"), now.Format("15:04:05")))
+		}
+		delete(p.since, key)
+	}
+}
+
+// Stop ends the sampling.
+func (p *proxyLags) Stop() {
+	p.stop()
+	<-p.done
+}
+
+// Views is how many node tables were read that named endpoints.
+func (p *proxyLags) Views() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.views
+}
+
+// Report says which lags there were, ones still going included.
+func (p *proxyLags) Report() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := slices.Clone(p.lags)
+	now := time.Now()
+	for key, from := range p.since {
+		if now.Sub(from) >= proxyLagLimit {
+			out = append(out, fmt.Sprintf("%s from %s on", key, from.Format("15:04:05")))
+		}
+	}
+	if len(out) == 0 {
+		return fmt.Sprintf("none in %d readings of the nodes' kube-proxy tables", p.views)
+	}
+	slices.Sort(out)
+	return strings.Join(out, "; ")
+}
+
+// servingAddrs are each Service's serving endpoints' addresses, by
+// "namespace/name".
+func servingAddrs(items []discoveryv1.EndpointSlice) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for _, s := range items {
+		svc := s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName]
+		if out[svc] == nil {
+			out[svc] = map[string]bool{}
+		}
+		for _, e := range s.Endpoints {
+			if e.Conditions.Serving != nil && !*e.Conditions.Serving {
+				continue
+			}
+			for _, a := range e.Addresses {
+				out[svc][a] = true
+			}
+		}
+	}
+	return out
+}
+
+var (
+	// serviceChainRE is the head of kube-proxy's chain for a Service
+	// ("chain service-ULMVA6XW-lab/vrrp-cluster/tcp/ {").
+	serviceChainRE = regexp.MustCompile(`^\s*chain service-[A-Z0-9]+-([^/\s]+/[^/\s]+)/`)
+	// endpointRE is an endpoint chain named in it, as kube-proxy writes
+	// it for a Service with session affinity ("goto
+	// endpoint-2JNKTDBI-lab/vrrp-cluster/tcp/http__203.0.113.5/8080").
+	endpointRE = regexp.MustCompile(`endpoint-[A-Z0-9]+-[^\s]*__([0-9a-fA-F:.]+)/[0-9]+`)
+	// dnatRE is an element of the map it DNATs through otherwise
+	// ("dnat ip to numgen random mod 2 map { 0 : 203.0.113.2 . 8080, 1
+	// : ... }").
+	dnatRE = regexp.MustCompile(`\b[0-9]+ : ([0-9a-fA-F:.]+) \. [0-9]+`)
+)
+
+// proxyEndpoints reads nft's listing of a kube-proxy table: each
+// Service's endpoint addresses its service chain sends traffic to. An
+// IPv6 table's chain names spell an address's colons as dots.
+func proxyEndpoints(listing string, v6 bool) map[string][]string {
+	out := map[string][]string{}
+	svc := ""
+	for _, line := range strings.Split(listing, "\n") {
+		if m := serviceChainRE.FindStringSubmatch(line); m != nil {
+			svc = m[1]
+			continue
+		}
+		if strings.TrimSpace(line) == "}" {
+			svc = ""
+			continue
+		}
+		if svc == "" {
+			continue
+		}
+		var addrs []string
+		for _, m := range endpointRE.FindAllStringSubmatch(line, -1) {
+			if v6 {
+				m[1] = strings.ReplaceAll(m[1], ".", ":")
+			}
+			addrs = append(addrs, m[1])
+		}
+		for _, m := range dnatRE.FindAllStringSubmatch(line, -1) {
+			addrs = append(addrs, m[1])
+		}
+		for _, a := range addrs {
+			if !slices.Contains(out[svc], a) {
+				out[svc] = append(out[svc], a)
+			}
+		}
+	}
+	return out
+}

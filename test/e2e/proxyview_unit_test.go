@@ -1,0 +1,59 @@
+package e2e
+
+import (
+	"reflect"
+	"testing"
+)
+
+// TestProxyEndpoints reads kube-proxy's nftables chains as nft lists
+// them (kube-proxy 1.36, pkg/proxy/nftables): endpoint chains (session
+// affinity; IPv6 addresses spelled with dots in their names) and the
+// DNAT map every other Service gets (lines as the lab's kube-proxy wrote
+// them).
+func TestProxyEndpoints(t *testing.T) {
+	listing := `table ip kube-proxy {
+	chain service-ULMVA6XW-lab/vrrp-cluster/tcp/ {
+		ip daddr 172.30.0.10 tcp dport 80 ip saddr != 203.0.113.0/25 jump mark-for-masquerade
+		numgen random mod 2 vmap { 0 : goto endpoint-5OJB2KTY-lab/vrrp-cluster/tcp/__203.0.113.5/8080, 1 : goto endpoint-2JNKTDBI-lab/vrrp-cluster/tcp/__203.0.113.40/8080 }
+	}
+	chain endpoint-5OJB2KTY-lab/vrrp-cluster/tcp/__203.0.113.5/8080 {
+		ip saddr 203.0.113.5 jump mark-for-masquerade
+		meta l4proto tcp dnat to 203.0.113.5:8080
+	}
+	chain service-AAAAAAAA-lab/bgp-local/tcp/ {
+		goto endpoint-BBBBBBBB-lab/bgp-local/tcp/__203.0.113.66/8080
+	}
+	chain service-F4C5P3LM-lab/sidecar-cluster/tcp/http {
+		meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 203.0.113.2 . 8080, 1 : 203.0.113.34 . 8080 }
+	}
+	chain services {
+		ip daddr . meta l4proto . th dport vmap @service-ips
+	}
+}
+`
+	got := proxyEndpoints(listing, false)
+	want := map[string][]string{
+		"lab/vrrp-cluster":    {"203.0.113.5", "203.0.113.40"},
+		"lab/bgp-local":       {"203.0.113.66"},
+		"lab/sidecar-cluster": {"203.0.113.2", "203.0.113.34"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("IPv4: got %v, want %v", got, want)
+	}
+	listing6 := `	chain service-CCCCCCCC-lab/vrrp-cluster/tcp/ {
+		numgen random mod 2 vmap { 0 : goto endpoint-DDDDDDDD-lab/vrrp-cluster/tcp/__2001.db8.200..5/8080,
+		                           1 : goto endpoint-EEEEEEEE-lab/vrrp-cluster/tcp/__2001.db8.200.1..7/8080 }
+	}
+	chain service-F4C5P3LM-lab/bgp-cluster/tcp/http {
+		meta l4proto tcp dnat ip6 to numgen random mod 2 map { 0 : 2001:db8:200:1::2 . 8080, 1 : 2001:db8:200::4 . 8080 }
+	}
+`
+	got = proxyEndpoints(listing6, true)
+	want = map[string][]string{
+		"lab/vrrp-cluster": {"2001:db8:200::5", "2001:db8:200:1::7"},
+		"lab/bgp-cluster":  {"2001:db8:200:1::2", "2001:db8:200::4"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("IPv6: got %v, want %v", got, want)
+	}
+}
