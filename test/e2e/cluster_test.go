@@ -771,8 +771,7 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 	}
 	if len(failed) == 0 {
 		t.Logf("kube-proxy sending a Service's traffic to an address that was no serving endpoint of it for %s or more: %s", proxyLagLimit, lags.Report())
-	}
-	if len(failed) > 0 {
+	} else {
 		// What every node logged around the failures, once for all
 		// addresses: the log tails a failed test ends with start long
 		// after. The timeline above says who carried each address and
@@ -825,8 +824,10 @@ func failedStories(polls []*lab.Poller, urls []string, flows *lab.Flows, nodeFlo
 				break
 			}
 			story := u.Host + " " + flows.Story(e, u.Host, starts[j], rollHeldLimit+time.Second, senders)
-			if seq, ok := flows.DialSYN(e, u.Host, starts[j], clusterlab.RequestTimeout); ok && len(nodeFlows) > 0 {
-				story += "; its SYN " + followSYN(nodeFlows, seq)
+			if len(nodeFlows) > 0 { // else nothing to follow the SYN through: no need to find it
+				if seq, ok := flows.DialSYN(e, u.Host, starts[j], clusterlab.RequestTimeout); ok {
+					story += "; its SYN " + followSYN(nodeFlows, seq)
+				}
 			}
 			out = append(out, story)
 		}

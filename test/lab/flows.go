@@ -68,15 +68,27 @@ func (f *Flows) Story(err, remote string, started time.Time, span time.Duration,
 	if m == nil {
 		return f.dialStory(rhost, rport, started, span, names)
 	}
-	lhost, lport, lerr := net.SplitHostPort(m[1])
-	if lerr != nil {
+	if _, _, lerr := net.SplitHostPort(m[1]); lerr != nil {
 		return "no connection"
 	}
-	out, cerr := f.read(fmt.Sprintf("tcp and host %s and port %s and host %s and port %s", lhost, lport, rhost, rport))
-	if cerr != nil {
-		return cerr.Error()
+	return f.connStory(m[1], rhost, rport, started, span, names)
+}
+
+// connStory is story of the connection from local (host:port) to
+// rhost:rport.
+func (f *Flows) connStory(local, rhost, rport string, started time.Time, span time.Duration, names map[string]string) string {
+	lhost, lport, _ := net.SplitHostPort(local)
+	out, err := f.read(fmt.Sprintf("tcp and host %s and port %s and host %s and port %s", lhost, lport, rhost, rport))
+	if err != nil {
+		return err.Error()
 	}
-	return story(out, m[1], started, span, names)
+	return story(out, local, started, span, names)
+}
+
+// stamp is the time of tcpdump's -tt timestamp s.
+func stamp(s string) (time.Time, bool) {
+	secs, err := strconv.ParseFloat(s, 64)
+	return time.Unix(0, int64(secs*1e9)), err == nil
 }
 
 // read is tcpdump's reading (-e -tt) of the packets filter selects.
@@ -116,13 +128,10 @@ func (f *Flows) firstSYN(rhost, rport string, started time.Time, span time.Durat
 		return "", 0, false
 	}
 	for _, line := range strings.Split(out, "\n") {
-		stamp, _, _ := strings.Cut(line, " ")
-		secs, perr := strconv.ParseFloat(stamp, 64)
+		head, _, _ := strings.Cut(line, " ")
+		at, ok := stamp(head)
 		m := synRE.FindStringSubmatch(line)
-		if perr != nil || m == nil {
-			continue
-		}
-		if at := time.Unix(0, int64(secs*1e9)); at.Before(started) || at.After(started.Add(span)) {
+		if !ok || m == nil || at.Before(started) || at.After(started.Add(span)) {
 			continue
 		}
 		seq, serr := strconv.ParseUint(m[3], 10, 32)
@@ -142,12 +151,7 @@ func (f *Flows) dialStory(rhost, rport string, started time.Time, span time.Dura
 	if !ok {
 		return "no connection, no SYN captured"
 	}
-	lhost, lport, _ := net.SplitHostPort(local)
-	conn, err := f.read(fmt.Sprintf("tcp and host %s and port %s and host %s and port %s", lhost, lport, rhost, rport))
-	if err != nil {
-		return err.Error()
-	}
-	return "no connection: " + story(conn, local, started, span, names)
+	return "no connection: " + f.connStory(local, rhost, rport, started, span, names)
 }
 
 // Follow tells where the SYN with sequence number seq, and any answer to
@@ -171,11 +175,10 @@ func (f *Flows) Follow(seq uint32) string {
 		if m == nil {
 			continue
 		}
-		secs, perr := strconv.ParseFloat(m[1], 64)
-		if perr != nil {
+		at, ok := stamp(m[1])
+		if !ok {
 			continue
 		}
-		at := time.Unix(0, int64(secs*1e9))
 		if first.IsZero() {
 			first = at
 		}
@@ -205,12 +208,11 @@ func story(lines, local string, started time.Time, span time.Duration, names map
 	var out []string
 	var first time.Time
 	for _, line := range strings.Split(lines, "\n") {
-		stamp, rest, ok := strings.Cut(line, " ")
-		secs, err := strconv.ParseFloat(stamp, 64)
-		if !ok || err != nil {
+		head, rest, cut := strings.Cut(line, " ")
+		at, ok := stamp(head)
+		if !cut || !ok {
 			continue
 		}
-		at := time.Unix(0, int64(secs*1e9))
 		if at.Before(started.Add(-time.Second)) || at.After(started.Add(span)) {
 			continue // another connection from the same port
 		}
