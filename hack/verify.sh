@@ -22,6 +22,18 @@ if [ -n "$backwards" ]; then
   exit 1
 fi
 
+# The node's contract (pkg/onnode: layout, track files, the desired state)
+# sits below the plan: the data plane and the daemons' packages are told
+# what to hold and never import pkg/render, and pkg/onnode imports
+# nothing of vipctl's but the user's types (docs/architecture.md).
+told=$(go list -f '{{$p := .ImportPath}}{{range .Imports}}{{$p}} -> {{.}}{{"\n"}}{{end}}' ./pkg/dataplane ./pkg/keepalived ./pkg/haproxy ./pkg/frr ./pkg/host ./pkg/onnode ./pkg/sidecar |
+  grep -E ' -> github.com/vipctl/vipctl/pkg/render$|^github.com/vipctl/vipctl/pkg/onnode -> github.com/vipctl/vipctl/(internal|pkg/[^a])' || true)
+if [ -n "$told" ]; then
+  echo "verify: the node side imports the plan, or the node's contract imports above it:" >&2
+  echo "$told" >&2
+  exit 1
+fi
+
 cp go.mod /tmp/vipctl-go.mod.$$; cp go.sum /tmp/vipctl-go.sum.$$
 go mod tidy
 if ! cmp -s go.mod /tmp/vipctl-go.mod.$$ || ! cmp -s go.sum /tmp/vipctl-go.sum.$$; then

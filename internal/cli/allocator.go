@@ -19,7 +19,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/allocator"
 	"github.com/vipctl/vipctl/pkg/manifests"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // NewAllocatorCommand runs the Service address allocator (the Deployment
@@ -102,7 +102,7 @@ out twice. See docs/allocator.md.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default $KUBECONFIG, then in-cluster)")
-	f.StringVar(&o.Namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap and the Lease")
+	f.StringVar(&o.Namespace, "namespace", onnode.Namespace, "namespace of the vipctl ConfigMap and the Lease")
 	f.StringVar(&o.Identity, "id", os.Getenv("POD_NAME"), "this replica's name in the Lease (default $POD_NAME, then the hostname)")
 	f.StringVar(&listen, "listen", fmt.Sprintf(":%d", manifests.AllocatorPort), "address of /healthz and /readyz; empty to disable")
 	metrics.add(f, manifests.AllocatorMetricsCertDir+"/"+corev1.TLSCertKey, manifests.AllocatorMetricsCertDir+"/"+corev1.TLSPrivateKeyKey)

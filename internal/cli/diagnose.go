@@ -14,7 +14,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/diagnose"
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 type diagnoseOptions struct {
@@ -53,7 +53,7 @@ not at all, and never over an existing file without --force.`,
 	f.StringArrayVar(&o.include, "include", nil, "a node's bundle (diagnose --local) to add; repeatable")
 	f.StringVarP(&o.file, "file", "f", "", "ClusterVIPs file (default: the live ConfigMap)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig (default $KUBECONFIG, ~/.kube/config, then in-cluster)")
-	f.StringVar(&o.namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap and pods")
+	f.StringVar(&o.namespace, "namespace", onnode.Namespace, "namespace of the vipctl ConfigMap and pods")
 	f.Int64Var(&o.logLines, "log-lines", 2000, "last lines of each container's log to keep")
 	f.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "with --local: this node's name (default $NODE_NAME, then the host name)")
 	f.StringVar(&o.root, "root", "", "with --local: where the node's root is mounted (/host in oc debug node/NAME)")

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/update"
 )
 
@@ -59,7 +59,7 @@ func drainCommand(streams IOStreams, drain bool, use, short, long string) *cobra
 			if err := (update.DrainArgs{Command: verb, Node: node, Wait: wait, Timeout: timeout, TimeoutSet: cmd.Flags().Changed("timeout")}).Validate(); err != nil {
 				return err
 			}
-			cl, err := connect(kubeconfig, render.Namespace)
+			cl, err := connect(kubeconfig, onnode.Namespace)
 			if err != nil {
 				return err
 			}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/update"
 )
 
@@ -54,7 +54,7 @@ With --wait 0 it returns once the object is written.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default $KUBECONFIG, ~/.kube/config, then in-cluster)")
-	f.StringVar(&namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap")
+	f.StringVar(&namespace, "namespace", onnode.Namespace, "namespace of the vipctl ConfigMap")
 	f.BoolVar(&revert, "revert", false, "hand the live config back to the ConfigMap")
 	f.DurationVar(&wait, "wait", 5*time.Minute, "how long to wait for every node to follow (0: do not wait)")
 	return cmd

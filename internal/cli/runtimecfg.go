@@ -30,7 +30,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/metricsserver"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/pkg/sidecar"
 )
@@ -115,8 +115,8 @@ with a SubjectAccessReview, both with the node's credentials.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.oneShot, "once", false, "render from the static files, apply and exit (no API needed)")
-	f.StringVar(&o.once.Config, "config", render.ClusterConfigPath, "ClusterVIPs file laid down by the MachineConfig")
-	f.StringVar(&o.once.BootstrapNodes, "bootstrap-nodes", render.BootstrapNodesPath, "NodeList known at render time")
+	f.StringVar(&o.once.Config, "config", onnode.ClusterConfigPath, "ClusterVIPs file laid down by the MachineConfig")
+	f.StringVar(&o.once.BootstrapNodes, "bootstrap-nodes", onnode.BootstrapNodesPath, "NodeList known at render time")
 	f.StringVar(&o.once.NodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name (default $NODE_NAME)")
 	f.BoolVar(&o.once.KeepDrain, "keep-drain", false, "with --once: leave a drain in place (the haproxy pod; only keepalived's pod ends a drain)")
 	f.StringVar(&o.once.Root, "root", "", "prefix of every node path (tests and labs only)")
@@ -128,9 +128,9 @@ with a SubjectAccessReview, both with the node's credentials.`,
 	_ = f.MarkHidden("cpu-profile")
 	_ = f.MarkHidden("heap-profile")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig with the node's credentials (default $KUBECONFIG, then in-cluster)")
-	f.StringVar(&o.listen, "listen", net.JoinHostPort("127.0.0.1", fmt.Sprint(render.SidecarPort)), "address of /healthz, /readyz and /metrics; empty to disable")
-	o.metrics.add(f, render.KubeletServingCert, render.KubeletServingCert)
-	f.StringVar(&o.namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap")
+	f.StringVar(&o.listen, "listen", net.JoinHostPort("127.0.0.1", fmt.Sprint(onnode.SidecarPort)), "address of /healthz, /readyz and /metrics; empty to disable")
+	o.metrics.add(f, onnode.KubeletServingCert, onnode.KubeletServingCert)
+	f.StringVar(&o.namespace, "namespace", onnode.Namespace, "namespace of the vipctl ConfigMap")
 	f.DurationVar(&o.debounce, "debounce", 200*time.Millisecond, "longest a change waits after a render: one after a quiet spell renders at once, one right after a render waits four times that render's length, at most this")
 	f.DurationVar(&o.wireEvery, "wire-interval", sidecar.DefaultWireInterval, "rest between two passes that ask the node's VRRP interface who answers for each VIP of its instances (ARP, neighbour solicitation); 0 asks never")
 	f.IntVar(&o.wireRate, "wire-rate", sidecar.DefaultWireRate, fmt.Sprintf("most questions a second, on average, of those passes (%d-%d)", minWireRate, maxWireRate))

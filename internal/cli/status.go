@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/status"
 )
 
@@ -114,7 +114,7 @@ json: one JSON object per line and change), until interrupted (exit 0).`,
 	f := cmd.Flags()
 	f.StringVarP(&file, "file", "f", "", "ClusterVIPs file (default: the live ConfigMap)")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default $KUBECONFIG, ~/.kube/config, then in-cluster)")
-	f.StringVar(&namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap")
+	f.StringVar(&namespace, "namespace", onnode.Namespace, "namespace of the vipctl ConfigMap")
 	f.BoolVarP(&watch, "watch", "w", false, "show the status again whenever it changes, until interrupted")
 	addOutputFlag(cmd, &output)
 	markNonEmpty(cmd, "file")

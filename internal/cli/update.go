@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vipctl/vipctl/pkg/nodelist"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/update"
 )
 
@@ -119,7 +119,7 @@ edit concerns change, comments and layout stay). Nothing is written with
 	f := cmd.Flags()
 	f.StringVarP(&file, "file", "f", "", "ClusterVIPs file")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default $KUBECONFIG, ~/.kube/config, then in-cluster)")
-	f.StringVar(&namespace, "namespace", render.Namespace, "namespace of the vipctl ConfigMap")
+	f.StringVar(&namespace, "namespace", onnode.Namespace, "namespace of the vipctl ConfigMap")
 	f.StringVar(&nodes, "nodes", "", "NodeList (vipctl nodes, oc get nodes -o yaml) whose control-plane nodes rewritten MachineConfigs ship as the bootstrap node list (default: the live cluster's Nodes)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan, change nothing")
 	f.BoolVar(&force, "force", false, "release addresses the edit takes from Services; write MachineConfigs the cluster's release cannot parse")

@@ -34,6 +34,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/nodelist"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 )
@@ -174,7 +175,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	t := host.Target{Root: o.Dir}
-	for _, d := range []string{render.RunDir, render.HaproxyRunDir} {
+	for _, d := range []string{onnode.RunDir, onnode.HaproxyRunDir} {
 		if err := os.MkdirAll(filepath.Join(o.Dir, d), 0o755); err != nil {
 			return nil, err
 		}
@@ -370,7 +371,7 @@ func family(a netip.Addr) string {
 
 // serve waits for the VIP, then for the control-plane nodes to answer for
 // YieldAfter, yields, and keeps serving for Grace after the VIP left.
-func (h *machine) serve(ctx context.Context, t host.Target, hand render.Handover, local *dataplane.LocalVIPs, d *daemons, res *Result) error {
+func (h *machine) serve(ctx context.Context, t host.Target, hand onnode.Handover, local *dataplane.LocalVIPs, d *daemons, res *Result) error {
 	tick := time.NewTicker(probeInterval)
 	defer tick.Stop()
 	var since time.Time
@@ -422,7 +423,7 @@ func (h *machine) serve(ctx context.Context, t host.Target, hand render.Handover
 // stopEarly is serve's end when the run is stopped: the VIP goes to the
 // control-plane nodes make-before-break when they answer, and is given up
 // at once (keepalived's priority-0 advert) when nobody can take it.
-func (h *machine) stopEarly(t host.Target, hand render.Handover, local *dataplane.LocalVIPs, res *Result) error {
+func (h *machine) stopEarly(t host.Target, hand onnode.Handover, local *dataplane.LocalVIPs, res *Result) error {
 	ctx, cancel := context.WithTimeout(context.Background(), h.yieldTimeout()+probeTimeout)
 	defer cancel()
 	if !h.holds() || len(h.answering(ctx)) == 0 {
@@ -443,7 +444,7 @@ func (h *machine) yieldTimeout() time.Duration {
 // yield drains this host (priority 1, the VIP kept local) and waits for a
 // control-plane node to take the VIP. When none does in time, it ends the
 // drain and the host keeps the VIP; left says which.
-func (h *machine) yield(ctx context.Context, t host.Target, hand render.Handover, local *dataplane.LocalVIPs, res *Result) (left bool, err error) {
+func (h *machine) yield(ctx context.Context, t host.Target, hand onnode.Handover, local *dataplane.LocalVIPs, res *Result) (left bool, err error) {
 	start := time.Now()
 	if err := dataplane.Drain(t, hand); err != nil {
 		return false, err

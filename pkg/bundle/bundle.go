@@ -19,6 +19,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/dnsrecords"
 	"github.com/vipctl/vipctl/pkg/machineconfig"
 	"github.com/vipctl/vipctl/pkg/manifests"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/openshiftrelease"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/vrid"
@@ -97,7 +98,7 @@ type Options struct {
 // RoleFiles are the files the MachineConfig of role lays on a node: the
 // cluster file, the bootstrap node list (when o has one), the check
 // scripts, the kernel settings and the static pods.
-func RoleFiles(c *v1alpha1.ClusterVIPs, role string, o Options) ([]render.File, error) {
+func RoleFiles(c *v1alpha1.ClusterVIPs, role string, o Options) ([]onnode.File, error) {
 	clusterYAML, err := c.ShippedYAML()
 	if err != nil {
 		return nil, err
@@ -109,10 +110,10 @@ func RoleFiles(c *v1alpha1.ClusterVIPs, role string, o Options) ([]render.File, 
 	return roleFiles(c, clusterYAML, role, bootstrap)
 }
 
-func roleFiles(c *v1alpha1.ClusterVIPs, clusterYAML []byte, role string, bootstrap []byte) ([]render.File, error) {
-	files := []render.File{{Path: render.ClusterConfigPath, Mode: 0o644, Data: clusterYAML}}
+func roleFiles(c *v1alpha1.ClusterVIPs, clusterYAML []byte, role string, bootstrap []byte) ([]onnode.File, error) {
+	files := []onnode.File{{Path: onnode.ClusterConfigPath, Mode: 0o644, Data: clusterYAML}}
 	if role == ControlPlaneRole && bootstrap != nil {
-		files = append(files, render.File{Path: render.BootstrapNodesPath, Mode: 0o644, Data: bootstrap})
+		files = append(files, onnode.File{Path: onnode.BootstrapNodesPath, Mode: 0o644, Data: bootstrap})
 	}
 	scripts, err := render.ScriptFiles()
 	if err != nil {
@@ -226,7 +227,7 @@ func Build(c *v1alpha1.ClusterVIPs, o Options) ([]File, error) {
 		for _, f := range files {
 			// Node paths, not the pods': frr.conf lies in vipctl's own
 			// directory on the node.
-			out = append(out, File{Path: path.Join("nodes", n.Name, render.NodePath(f.Path)), Mode: f.Mode, Data: f.Data})
+			out = append(out, File{Path: path.Join("nodes", n.Name, onnode.NodePath(f.Path)), Mode: f.Mode, Data: f.Data})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
@@ -297,7 +298,7 @@ func dnsFiles(c *v1alpha1.ClusterVIPs) ([]File, error) {
 }
 
 // bootstrapNodeList is what the control-plane MachineConfig ships as
-// render.BootstrapNodesPath; nil for none, or when no node is a
+// onnode.BootstrapNodesPath; nil for none, or when no node is a
 // control-plane node.
 func bootstrapNodeList(items []corev1.Node) ([]byte, error) {
 	data, skipped, err := cluster.BootstrapNodeList(items)

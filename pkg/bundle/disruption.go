@@ -7,6 +7,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/machineconfig"
 	"github.com/vipctl/vipctl/pkg/manifests"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/openshiftrelease"
 	"github.com/vipctl/vipctl/pkg/render"
 )
@@ -42,22 +43,22 @@ var noAction = operatorv1.NodeDisruptionPolicySpecAction{Type: operatorv1.NoneSp
 func NoRebootFiles() ([]FileDisruption, error) {
 	files := []FileDisruption{
 		{
-			Path:   manifests.StaticPodPath(render.KeepalivedPodName),
+			Path:   manifests.StaticPodPath(onnode.KeepalivedPodName),
 			Action: noAction,
-			Why:    "the kubelet watches " + render.StaticPodDir + " and replaces a static pod whose manifest changed; the old keepalived pod's preStop hook first hands its VIPs to a peer (make-before-break), and the new one starts held back until its sidecar has synced",
+			Why:    "the kubelet watches " + onnode.StaticPodDir + " and replaces a static pod whose manifest changed; the old keepalived pod's preStop hook first hands its VIPs to a peer (make-before-break), and the new one starts held back until its sidecar has synced",
 		},
 		{
-			Path:   manifests.StaticPodPath(render.HaproxyPodName),
+			Path:   manifests.StaticPodPath(onnode.HaproxyPodName),
 			Action: noAction,
 			Why:    "the kubelet replaces the pod; while this node's haproxy is down its keepalived check fails and a node whose haproxy is ready holds the API VIP",
 		},
 		{
-			Path:   render.ClusterConfigPath,
+			Path:   onnode.ClusterConfigPath,
 			Action: noAction,
 			Why:    "read when the keepalived pod starts; that pod's manifest carries the file's digest (" + manifests.ClusterFileDigestAnnotation + "), so a new file is a new manifest and the kubelet restarts the pod, which reads it",
 		},
 		{
-			Path:   render.BootstrapNodesPath,
+			Path:   onnode.BootstrapNodesPath,
 			Action: noAction,
 			Why:    "read only when a pod starts while the API cannot be reached; a running sidecar follows the live Nodes",
 		},
@@ -80,7 +81,7 @@ func NoRebootFiles() ([]FileDisruption, error) {
 // drains and reboots each node of the pool, with why. The policy leaves
 // them out, which is the Machine Config Operator's default: Reboot.
 var RebootFiles = []FileDisruption{{
-	Path:   render.SysctlPath,
+	Path:   onnode.SysctlPath,
 	Action: operatorv1.NodeDisruptionPolicySpecAction{Type: operatorv1.RebootSpecAction},
 	Why:    "kernel settings, which systemd-sysctl applies at boot; a Restart of systemd-sysctl.service would apply them too, but it also applies every other sysctl.d file again, over what was set since boot (the Node Tuning Operator's TuneD sets kernel settings at run time), and it cannot take a removed setting back",
 }}

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/fixture"
 )
 
@@ -51,7 +51,7 @@ func TestLeavesOpenShiftsFilesAlone(t *testing.T) {
 				if !strings.Contains(f.Path, "vipctl") {
 					t.Errorf("%s %s: the MachineConfig lays %s, a path that does not name vipctl", ex, role, f.Path)
 				}
-				if path.Dir(f.Path) != render.StaticPodDir {
+				if path.Dir(f.Path) != onnode.StaticPodDir {
 					continue
 				}
 				var pod corev1.Pod
@@ -64,10 +64,10 @@ func TestLeavesOpenShiftsFilesAlone(t *testing.T) {
 				}
 				checkHostPaths(t, ex+" "+role+" "+pod.Name, &pod)
 			}
-			if c.PoolsOnly() && slices.Contains(pods, render.HaproxyPodName) {
+			if c.PoolsOnly() && slices.Contains(pods, onnode.HaproxyPodName) {
 				t.Errorf("%s %s: mode poolsOnly, yet vipctl's haproxy pod is laid down (OpenShift's fronts the API)", ex, role)
 			}
-			if !c.PoolsOnly() && role == "master" && !slices.Contains(pods, render.HaproxyPodName) {
+			if !c.PoolsOnly() && role == "master" && !slices.Contains(pods, onnode.HaproxyPodName) {
 				t.Errorf("%s %s: no haproxy pod in mode full", ex, role)
 			}
 		}
@@ -102,7 +102,7 @@ func checkHostPaths(t *testing.T, what string, pod *corev1.Pod) {
 		if writable[v.Name] && !strings.Contains(p, "vipctl") {
 			t.Errorf("%s: writes host path %s (volume %s), which does not name vipctl", what, p, v.Name)
 		}
-		if strings.Contains(what, "pools-only") && (p == render.HaproxyDir || p == render.HaproxyRunDir) {
+		if strings.Contains(what, "pools-only") && (p == onnode.HaproxyDir || p == onnode.HaproxyRunDir) {
 			t.Errorf("%s: mounts haproxy's %s though no haproxy of vipctl's runs in mode poolsOnly", what, p)
 		}
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/vipctl/vipctl/pkg/bundle"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/machineconfig"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/openshiftrelease"
-	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/test/fixture"
 )
 
@@ -70,7 +70,7 @@ func BenchmarkMachineConfigSize(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	mc, err := machineconfig.Build("all-nodes", "master", openshiftrelease.Default(), []render.File{{Path: render.BootstrapNodesPath, Mode: 0o644, Data: all}})
+	mc, err := machineconfig.Build("all-nodes", "master", openshiftrelease.Default(), []onnode.File{{Path: onnode.BootstrapNodesPath, Mode: 0o644, Data: all}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -188,7 +188,7 @@ func MarshalNodeList(nodes []corev1.Node) ([]byte, error) {
 	return yaml.Marshal(NewSlimNodeList(nodes))
 }
 
-// BootstrapNodeList is the bootstrap node list (render.BootstrapNodesPath)
+// BootstrapNodeList is the bootstrap node list (onnode.BootstrapNodesPath)
 // that `vipctl render --nodes` and `vipctl update` ship to the
 // control-plane nodes: the control-plane Nodes of items, slim (SlimNodes).
 // Before the API answers only the API VIP matters, and only control-plane

@@ -222,7 +222,7 @@ type Follower struct {
 }
 
 // Followers are the addresses of s that follow an anchor, each with it,
-// as a render places them (render.HandoverInstance.Sidecar): a Service
+// as a render places them (onnode.HandoverInstance.Sidecar): a Service
 // with externalTrafficPolicy Cluster (a Local Service's addresses take a
 // VRRP instance of their own), in a pool with announce: sidecar, not an
 // anchor. It reads s alone, so the sidecar can add a new Service's

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // TestRefreshesGoOutTogether: 100 Service addresses added one by one over
@@ -26,9 +26,9 @@ func TestRefreshesGoOutTogether(t *testing.T) {
 	// phase names the part of the run a wake at now is counted in.
 	phase := func(now time.Time) string {
 		switch {
-		case now.Before(start.Add(40*time.Second + 2*render.GARPRefresh)):
+		case now.Before(start.Add(40*time.Second + 2*onnode.GARPRefresh)):
 			return "settling"
-		case now.Before(start.Add(40*time.Second + (2+render.GARPRefreshEarly)*render.GARPRefresh)):
+		case now.Before(start.Add(40*time.Second + (2+onnode.GARPRefreshEarly)*onnode.GARPRefresh)):
 			return "early"
 		}
 		return "settled"
@@ -50,12 +50,12 @@ func TestRefreshesGoOutTogether(t *testing.T) {
 		}
 		for _, a := range append(due, refresh...) {
 			gap := now.Sub(last[a])
-			switch early := rounds[a] < 2+render.GARPRefreshEarly; {
-			case rounds[a] == 1 && gap < render.GARPDelay:
+			switch early := rounds[a] < 2+onnode.GARPRefreshEarly; {
+			case rounds[a] == 1 && gap < onnode.GARPDelay:
 				t.Errorf("%s announced again %s after its first round, before GARPDelay", a, gap)
-			case rounds[a] >= 2 && early && gap > render.GARPRefresh:
+			case rounds[a] >= 2 && early && gap > onnode.GARPRefresh:
 				t.Errorf("%s refreshed %s after its last announcement (refresh %d), more than GARPRefresh", a, gap, rounds[a]-1)
-			case !early && (gap > render.GARPRefreshSettled || gap < render.GARPRefreshSettled/2):
+			case !early && (gap > onnode.GARPRefreshSettled || gap < onnode.GARPRefreshSettled/2):
 				t.Errorf("%s refreshed %s after its last announcement (refresh %d), want between half GARPRefreshSettled and all of it", a, gap, rounds[a]-1)
 			}
 			rounds[a]++
@@ -80,20 +80,20 @@ func TestRefreshesGoOutTogether(t *testing.T) {
 		}
 	}
 	wakes = map[string]int{}
-	end := start.Add(40*time.Second + (2+render.GARPRefreshEarly)*render.GARPRefresh + 6*render.GARPRefreshSettled)
+	end := start.Add(40*time.Second + (2+onnode.GARPRefreshEarly)*onnode.GARPRefresh + 6*onnode.GARPRefreshSettled)
 	for !next.IsZero() && next.Before(end) {
 		next = step(next)
 	}
 	for a := range wanted {
-		if want := 2 + render.GARPRefreshEarly + 5; rounds[a] < want {
+		if want := 2 + onnode.GARPRefreshEarly + 5; rounds[a] < want {
 			t.Errorf("%s announced %d times, want at least %d", a, rounds[a], want)
 		}
-		if end.Sub(last[a]) > render.GARPRefreshSettled {
+		if end.Sub(last[a]) > onnode.GARPRefreshSettled {
 			t.Errorf("%s last announced %s before the end", a, end.Sub(last[a]))
 		}
 	}
-	if wakes["early"] > 2*render.GARPRefreshEarly {
-		t.Errorf("%d wakes in %d early refresh periods for 100 addresses, want at most 2 a period", wakes["early"], render.GARPRefreshEarly)
+	if wakes["early"] > 2*onnode.GARPRefreshEarly {
+		t.Errorf("%d wakes in %d early refresh periods for 100 addresses, want at most 2 a period", wakes["early"], onnode.GARPRefreshEarly)
 	}
 	if wakes["settled"] > 2*6 {
 		t.Errorf("%d wakes in 6 settled refresh periods for 100 addresses, want at most 2 a period", wakes["settled"])

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // ipv4 devconf indexes (linux/ip.h), set over rtnetlink so the sidecar
@@ -25,7 +25,7 @@ const (
 
 // arpSavedFile keeps the interface's ARP settings from before vipctl set
 // them, to restore when the last IPv4 local route goes.
-const arpSavedFile = render.RunDir + "/drain-arp"
+const arpSavedFile = onnode.RunDir + "/drain-arp"
 
 // setARP saves the interface's ARP settings once (a later call must not
 // save its own values) and sets arp_ignore 1, arp_announce 2.

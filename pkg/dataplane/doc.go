@@ -11,7 +11,7 @@
 //   - reading the node's links and addresses (links.go), and its nftables
 //     tables, vipctl's whole, for a support bundle (tables.go).
 //
-// Its rule: it is told what to hold (a render.Handover, a config's
+// Its rule: it is told what to hold (a onnode.Handover, a config's
 // redirects) and makes the kernel match, changing only the difference; it
 // reads no cluster object and renders nothing. Each write is testable on
 // its own in a network namespace.

@@ -7,7 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // The old master's half of a hitless handover (the new master's half is
@@ -34,13 +34,13 @@ import (
 // served after they move (local routes, ARP settings), then the drain file
 // drops every instance's priority to 1 so that peers take the VIPs over
 // while this node still answers. keepalived may stop once they have.
-func Drain(t host.Target, h render.Handover) error {
+func Drain(t host.Target, h onnode.Handover) error {
 	l := NewLocalVIPs(t, HandoverGrace)
 	l.SetHandover(h)
 	if err := l.Sync(time.Now()); err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}
-	return t.WriteFlag(render.DrainFile, true)
+	return t.WriteFlag(onnode.DrainFile, true)
 }
 
 // Undrain ends a drain, or cleans up after one that a stopped pod left:
@@ -49,7 +49,7 @@ func Drain(t host.Target, h render.Handover) error {
 // accepts; a running LocalVIPs puts back those of the VIPs still held),
 // the ARP settings are restored.
 func Undrain(t host.Target) error {
-	if err := t.WriteFlag(render.DrainFile, false); err != nil {
+	if err := t.WriteFlag(onnode.DrainFile, false); err != nil {
 		return err
 	}
 	return t.InNetns(func() error {

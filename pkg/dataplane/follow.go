@@ -15,7 +15,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/linklayer"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // The Service addresses of a pool with announce: sidecar. keepalived moves
@@ -210,7 +210,7 @@ func (l *LocalVIPs) add(link netlink.Link, f *followed, byProxy func(netip.Addr)
 	if len(early) > 0 {
 		errs = append(errs, announce(link, early, 1))
 		told = l.announcedAt(early)
-		next = told.Add(render.GARPDelay)
+		next = told.Add(onnode.GARPDelay)
 	}
 	var routeLater []netip.Addr
 	// The rest is announced window by window as each answers: the
@@ -235,14 +235,14 @@ func (l *LocalVIPs) add(link netlink.Link, f *followed, byProxy func(netip.Addr)
 		}
 		if len(unannounced) > 0 {
 			told = l.announcedAt(unannounced)
-			next = told.Add(render.GARPDelay)
+			next = told.Add(onnode.GARPDelay)
 		}
 	}
 	// The first round's other repeats once every window answers: one
 	// advertisement each is what moves the clients, so the last window
 	// does not wait for the repeats of all before it.
-	if len(f.added) > 0 && render.GARPRepeat > 1 {
-		errs = append(errs, announce(link, f.added, render.GARPRepeat-1))
+	if len(f.added) > 0 && onnode.GARPRepeat > 1 {
+		errs = append(errs, announce(link, f.added, onnode.GARPRepeat-1))
 	}
 	errs = append(errs, localRouteBurst(routeLater))
 	if len(f.added) > 0 && l.log != nil {
@@ -268,7 +268,7 @@ func (l *LocalVIPs) announcedAt(addrs []netip.Addr) time.Time {
 // announceDueRounds announces what dueAnnouncements picked: due in full
 // rounds, refresh once each.
 func announceDueRounds(link netlink.Link, due, refresh []netip.Addr) error {
-	return errors.Join(announce(link, due, render.GARPRepeat), announce(link, refresh, render.GARPRefreshRepeat))
+	return errors.Join(announce(link, due, onnode.GARPRepeat), announce(link, refresh, onnode.GARPRefreshRepeat))
 }
 
 // dueAnnouncements picks the addresses of wanted to announce at now,
@@ -298,12 +298,12 @@ func dueAnnouncements(announced map[netip.Addr]announcement, wanted map[netip.Ad
 		}
 		switch {
 		case an.rounds == 0:
-		case an.rounds == 1 && now.Sub(an.last) >= render.GARPDelay:
+		case an.rounds == 1 && now.Sub(an.last) >= onnode.GARPDelay:
 		case an.rounds >= 2 && now.Sub(an.last) >= period:
 		default:
 			wait := an.last.Add(an.refreshPeriod())
 			if an.rounds == 1 {
-				wait = an.last.Add(render.GARPDelay)
+				wait = an.last.Add(onnode.GARPDelay)
 			}
 			if next.IsZero() || wait.Before(next) {
 				next = wait
@@ -319,7 +319,7 @@ func dueAnnouncements(announced map[netip.Addr]announcement, wanted map[netip.Ad
 		announced[a] = done
 		wait := now.Add(done.refreshPeriod())
 		if an.rounds == 0 {
-			wait = now.Add(render.GARPDelay)
+			wait = now.Add(onnode.GARPDelay)
 		}
 		if next.IsZero() || wait.Before(next) {
 			next = wait
@@ -352,10 +352,10 @@ type announcement struct {
 // since is refreshed: GARPRefresh for its first GARPRefreshEarly
 // refreshes (its two full rounds come first), GARPRefreshSettled after.
 func (an announcement) refreshPeriod() time.Duration {
-	if an.rounds < 2+render.GARPRefreshEarly {
-		return render.GARPRefresh
+	if an.rounds < 2+onnode.GARPRefreshEarly {
+		return onnode.GARPRefresh
 	}
-	return render.GARPRefreshSettled
+	return onnode.GARPRefreshSettled
 }
 
 // addrBurstWindow is how many requests go out before their
@@ -367,7 +367,7 @@ const addrBurstWindow = 64
 // netlink socket (nlBurst): IPv6 ones without duplicate address detection
 // (IFA_F_NODAD, as keepalived adds its VIPs), so they are usable at once.
 // Each is marked as not the node's own, as keepalived's VIPs are
-// (render.VIPLabel): IPv4 ones with that label, IPv6 ones deprecated.
+// (onnode.VIPLabel): IPv4 ones with that label, IPv6 ones deprecated.
 // An address already there is replaced, one already gone is no error.
 // Call it inside the namespace.
 func addrBurst(ifindex int, addrs []netip.Addr, add bool) error {
@@ -394,7 +394,7 @@ func addrRequest(ifindex int, a netip.Addr, add bool) *nl.NetlinkRequest {
 	switch {
 	case !add:
 	case a.Is4():
-		req.AddData(nl.NewRtAttr(unix.IFA_LABEL, nl.ZeroTerminated(render.VIPLabel)))
+		req.AddData(nl.NewRtAttr(unix.IFA_LABEL, nl.ZeroTerminated(onnode.VIPLabel)))
 	default:
 		msg.Flags = unix.IFA_F_NODAD
 		req.AddData(nl.NewRtAttr(unix.IFA_FLAGS, nl.Uint32Attr(unix.IFA_F_NODAD)))
@@ -577,14 +577,14 @@ func (l *LocalVIPs) earlySync() error {
 		if err := errors.Join(addrBurst(ifindex, asAddr, true), localRouteBurst(asProxy), proxyBurst(ifindex, asProxy, true)); err != nil {
 			return err
 		}
-		err = announce(link, add, render.GARPRepeat)
+		err = announce(link, add, onnode.GARPRepeat)
 		at := time.Now()
 		for _, a := range add {
 			l.announced[a] = announcement{rounds: 1, last: at}
 		}
 		// The second round is due then; a sync already due sooner
 		// sends it when its time comes.
-		if second := at.Add(render.GARPDelay); !l.wakeDue.After(at) || second.Before(l.wakeDue) {
+		if second := at.Add(onnode.GARPDelay); !l.wakeDue.After(at) || second.Before(l.wakeDue) {
 			l.wakeAt(second)
 		}
 		if l.log != nil {

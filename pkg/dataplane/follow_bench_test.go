@@ -10,6 +10,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/host"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/test/netlab"
 )
@@ -43,16 +44,16 @@ func benchFollowerBurst(b *testing.B, mode string) {
 	}
 	tn := host.Target{Root: b.TempDir(), Netns: n.NS}
 	r6, _ := v1alpha1.ParseAddressRange("2001:db8:100::1:0/112")
-	instance := func(vrid uint8, first string, anchor netip.Addr) render.HandoverInstance {
+	instance := func(vrid uint8, first string, anchor netip.Addr) onnode.HandoverInstance {
 		var svc []netip.Addr
 		for a, i := netip.MustParseAddr(first), 0; i < 2500; a, i = a.Next(), i+1 {
 			svc = append(svc, a)
 		}
-		return render.HandoverInstance{Family: 6, VRID: vrid, Priority: 50, VIPs: append([]netip.Addr{anchor}, svc...),
+		return onnode.HandoverInstance{Family: 6, VRID: vrid, Priority: 50, VIPs: append([]netip.Addr{anchor}, svc...),
 			Peers: []netip.Addr{netip.MustParseAddr("2001:db8:100::12")}, Anchors: []netip.Addr{anchor}, Sidecar: svc}
 	}
 	held, anchor := netip.MustParseAddr("2001:db8:100::1:fffe"), netip.MustParseAddr("2001:db8:100::1:ffff")
-	h := render.Handover{Interface: "br-ex", SidecarRanges: []v1alpha1.AddressRange{r6}, Instances: []render.HandoverInstance{
+	h := onnode.Handover{Interface: "br-ex", SidecarRanges: []v1alpha1.AddressRange{r6}, Instances: []onnode.HandoverInstance{
 		instance(1, "2001:db8:100::1:0", anchor), instance(2, "2001:db8:100::1:8000", held),
 	}}
 	if err := ApplyTakeoverRoutes(tn, h); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/host"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/test/fixture"
 	"github.com/vipctl/vipctl/test/netlab"
@@ -77,8 +78,8 @@ func TestFollowerAddsServiceAddressesWithTheAnchor(t *testing.T) {
 	mac := linkMAC(t, n)
 	for _, a := range append(slices.Clone(svc4), svc6...) {
 		// The second round follows GARPDelay after the first.
-		if got := cap.Wait(a, mac, 2*render.GARPRepeat, 5*time.Second); got < 2*render.GARPRepeat {
-			t.Errorf("%s: %d announcements naming %s seen from the segment, want %d (%d at once, as many %s later)", a, got, mac, 2*render.GARPRepeat, render.GARPRepeat, render.GARPDelay)
+		if got := cap.Wait(a, mac, 2*onnode.GARPRepeat, 5*time.Second); got < 2*onnode.GARPRepeat {
+			t.Errorf("%s: %d announcements naming %s seen from the segment, want %d (%d at once, as many %s later)", a, got, mac, 2*onnode.GARPRepeat, onnode.GARPRepeat, onnode.GARPDelay)
 		}
 	}
 	if got := cap.Count(netip.MustParseAddr(anchor4), nil); got != 0 {
@@ -111,7 +112,7 @@ func followLab(t *testing.T) (n, c *netlab.Host, tn host.Target) {
 	n = lab.AddHost("n", netlab.HostOpts{Addrs: []string{"198.51.100.11/24", "2001:db8:100::11/64"}})
 	c = lab.AddHost("c", netlab.HostOpts{Addrs: []string{"198.51.100.99/24", "2001:db8:100::99/64"}})
 	tn = labTarget(t, n)
-	if err := tn.WriteFlag(render.DrainFile, false); err != nil {
+	if err := tn.WriteFlag(onnode.DrainFile, false); err != nil {
 		t.Fatal(err)
 	}
 	return n, c, tn
@@ -119,10 +120,10 @@ func followLab(t *testing.T) (n, c *netlab.Host, tn host.Target) {
 
 // followHandover is n's handover data for one sidecar pool of both
 // families: an instance per family with its anchor and Service addresses.
-func followHandover(anchor4, anchor6 string, svc4, svc6 []netip.Addr) render.Handover {
+func followHandover(anchor4, anchor6 string, svc4, svc6 []netip.Addr) onnode.Handover {
 	r4, _ := v1alpha1.ParseAddressRange("198.51.100.128/26")
 	r6, _ := v1alpha1.ParseAddressRange("2001:db8:100::1:0/112")
-	return render.Handover{Interface: "br-ex", SidecarRanges: []v1alpha1.AddressRange{r4, r6}, Instances: []render.HandoverInstance{
+	return onnode.Handover{Interface: "br-ex", SidecarRanges: []v1alpha1.AddressRange{r4, r6}, Instances: []onnode.HandoverInstance{
 		{Family: 4, VRID: 1, Priority: 50, VIPs: append(fixture.Addrs(anchor4), svc4...), Peers: fixture.Addrs("198.51.100.12"),
 			Anchors: fixture.Addrs(anchor4), Sidecar: svc4},
 		{Family: 6, VRID: 1, Priority: 50, VIPs: append(fixture.Addrs(anchor6), svc6...), Peers: fixture.Addrs("2001:db8:100::12"),
@@ -132,7 +133,7 @@ func followHandover(anchor4, anchor6 string, svc4, svc6 []netip.Addr) render.Han
 
 // runLocal runs a LocalVIPs for tn with h (10 s grace) until the returned
 // stop is called; a failed sync fails the test.
-func runLocal(t *testing.T, tn host.Target, h render.Handover) (*LocalVIPs, func()) {
+func runLocal(t *testing.T, tn host.Target, h onnode.Handover) (*LocalVIPs, func()) {
 	l := NewLocalVIPs(tn, 10*time.Second)
 	l.SetHandover(h)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -159,7 +160,7 @@ func linkMAC(t *testing.T, h *netlab.Host) net.HardwareAddr {
 
 // TestFollowerMarksItsAddressesNotTheNodes: every Service address the
 // follower adds carries what OVN-Kubernetes takes for "not the node's own
-// address" (render.VIPLabel): the IPv4 ones the label, the IPv6 ones
+// address" (onnode.VIPLabel): the IPv4 ones the label, the IPv6 ones
 // (which have no labels) the deprecated flag, valid for ever, as
 // keepalived leaves its /128 VIPs. Read back with `ip -j -d addr`, the
 // way OVN-Kubernetes reads them over netlink; the node's own addresses,
@@ -200,8 +201,8 @@ func TestFollowerMarksItsAddressesNotTheNodes(t *testing.T) {
 			if !a.MarkedNotNodes() {
 				t.Errorf("%s: added by the follower, but OVN-Kubernetes would take it for a node address", a)
 			}
-			if a.Addr.Is4() && a.Label != render.VIPLabel {
-				t.Errorf("%s: label %q, want %q", a, a.Label, render.VIPLabel)
+			if a.Addr.Is4() && a.Label != onnode.VIPLabel {
+				t.Errorf("%s: label %q, want %q", a, a.Label, onnode.VIPLabel)
 			}
 			if a.Addr.Is6() && (a.Preferred != 0 || a.Valid != 0xffffffff || a.PrefixLen != 128) {
 				t.Errorf("%s: want a /128, preferred lifetime 0, valid for ever", a)
@@ -279,8 +280,8 @@ func TestFollowerAddsEarly(t *testing.T) {
 	waitFollowed(t, n, true, "198.51.100.132", "2001:db8:100::1:7")
 	mac := linkMAC(t, n)
 	for _, a := range fixture.Addrs("198.51.100.132", "2001:db8:100::1:7") {
-		if got := cap.Wait(a, mac, render.GARPRepeat, 5*time.Second); got < render.GARPRepeat {
-			t.Errorf("%s: %d announcements naming %s seen from the segment, want %d", a, got, mac, render.GARPRepeat)
+		if got := cap.Wait(a, mac, onnode.GARPRepeat, 5*time.Second); got < onnode.GARPRepeat {
+			t.Errorf("%s: %d announcements naming %s seen from the segment, want %d", a, got, mac, onnode.GARPRepeat)
 		}
 	}
 	if routes := string(n.MustExec("ip", "-6", "route", "show", "table", "local", "proto", "118")); !strings.Contains(routes, "2001:db8:100::1:7 dev lo") {
@@ -383,26 +384,26 @@ func TestAnnounceDueWithoutSync(t *testing.T) {
 	mac := linkMAC(t, n)
 	both := append(slices.Clone(svc4), svc6...)
 	for _, a := range both {
-		if got := cap.Wait(a, mac, render.GARPRepeat, 5*time.Second); got != render.GARPRepeat {
-			t.Fatalf("%s: %d announcements after the sync, want %d", a, got, render.GARPRepeat)
+		if got := cap.Wait(a, mac, onnode.GARPRepeat, 5*time.Second); got != onnode.GARPRepeat {
+			t.Fatalf("%s: %d announcements after the sync, want %d", a, got, onnode.GARPRepeat)
 		}
 	}
 
 	// The second round, without a sync (the first went out after now).
-	now = time.Now().Add(render.GARPDelay)
+	now = time.Now().Add(onnode.GARPDelay)
 	if done, err := l.announceDue(now); !done || err != nil {
 		t.Fatalf("second round: done %v, %v; want done without a sync", done, err)
 	}
 	for _, a := range both {
-		if got := cap.Wait(a, mac, 2*render.GARPRepeat, 5*time.Second); got != 2*render.GARPRepeat {
-			t.Errorf("%s: %d announcements after the second round, want %d", a, got, 2*render.GARPRepeat)
+		if got := cap.Wait(a, mac, 2*onnode.GARPRepeat, 5*time.Second); got != 2*onnode.GARPRepeat {
+			t.Errorf("%s: %d announcements after the second round, want %d", a, got, 2*onnode.GARPRepeat)
 		}
 	}
 
 	// The IPv4 anchor leaves: its address is a sync's to remove, and not
 	// to be refreshed meanwhile.
 	n.MustExec("ip", "addr", "del", anchor4+"/32", "dev", "br-ex")
-	now = now.Add(render.GARPRefresh)
+	now = now.Add(onnode.GARPRefresh)
 	if done, err := l.announceDue(now); done || err != nil {
 		t.Errorf("anchor gone: done %v, %v; want a sync", done, err)
 	}
@@ -415,8 +416,8 @@ func TestAnnounceDueWithoutSync(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond) // what was sent has arrived
 	for _, a := range both {
-		if got := cap.Count(a, mac); got != 2*render.GARPRepeat {
-			t.Errorf("%s: %d announcements, want still %d", a, got, 2*render.GARPRepeat)
+		if got := cap.Count(a, mac); got != 2*onnode.GARPRepeat {
+			t.Errorf("%s: %d announcements, want still %d", a, got, 2*onnode.GARPRepeat)
 		}
 	}
 
@@ -426,8 +427,8 @@ func TestAnnounceDueWithoutSync(t *testing.T) {
 		t.Fatalf("refresh: done %v, %v; want done without a sync", done, err)
 	}
 	for _, a := range both {
-		if got := cap.Wait(a, mac, 2*render.GARPRepeat+render.GARPRefreshRepeat, 5*time.Second); got != 2*render.GARPRepeat+render.GARPRefreshRepeat {
-			t.Errorf("%s: %d announcements after the refresh, want %d", a, got, 2*render.GARPRepeat+render.GARPRefreshRepeat)
+		if got := cap.Wait(a, mac, 2*onnode.GARPRepeat+onnode.GARPRefreshRepeat, 5*time.Second); got != 2*onnode.GARPRepeat+onnode.GARPRefreshRepeat {
+			t.Errorf("%s: %d announcements after the refresh, want %d", a, got, 2*onnode.GARPRepeat+onnode.GARPRefreshRepeat)
 		}
 	}
 }

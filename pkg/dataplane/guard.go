@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // The guard's chain and sets in table inet vipctl (RedirectTable).
@@ -32,7 +32,7 @@ const (
 // nor haproxy's port is a way around it. A reject there needs Linux 5.10
 // (RHEL 9, so every OpenShift release vipctl supports). The node's own
 // connections (over lo) are let through.
-func addGuard(conn *nftables.Conn, table *nftables.Table, g *render.InternalGuard) error {
+func addGuard(conn *nftables.Conn, table *nftables.Table, g *onnode.InternalGuard) error {
 	sets := map[bool]*nftables.Set{}
 	for _, v4 := range []bool{true, false} {
 		s := &nftables.Set{Table: table, Name: guardAllowed6, KeyType: nftables.TypeIP6Addr, Interval: true}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/nftables"
 
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/netlab"
 )
 
@@ -41,7 +41,7 @@ func TestInternalGuard(t *testing.T) {
 			PortRedirect{VIP: netip.MustParseAddr(vip), From: 6443, To: 9445},
 			PortRedirect{VIP: netip.MustParseAddr(vip), From: 22623, To: 22625})
 	}
-	guard := &render.InternalGuard{
+	guard := &onnode.InternalGuard{
 		Ports: []uint16{22623, 22625, 22624},
 		VIPs:  []netip.Addr{netip.MustParseAddr("198.51.100.4"), netip.MustParseAddr("2001:db8:100::4")},
 		// The machine networks given narrower, the node's own addresses

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // A planned handover moves a VIP while clients have connections open to
@@ -70,7 +70,7 @@ const (
 
 // ApplyHandover installs this node's handover tables in the target's
 // network namespace, reading what is there to change only the difference.
-func ApplyHandover(t host.Target, h render.Handover) error {
+func ApplyHandover(t host.Target, h onnode.Handover) error {
 	return NewHandoverWriter(t, HandoverGrace).Apply(h)
 }
 
@@ -105,7 +105,7 @@ func NewHandoverWriter(t host.Target, grace time.Duration) *HandoverWriter {
 // set elements change as a difference, in transactions of at most
 // elementsPerFlush, since a netlink message cannot carry thousands. An h
 // without instances of a family removes that family's table.
-func (w *HandoverWriter) Apply(h render.Handover) error {
+func (w *HandoverWriter) Apply(h onnode.Handover) error {
 	return w.t.WithNetnsFd(func(fd int) error {
 		conn, err := nftConn(fd)
 		if err != nil {
@@ -178,7 +178,7 @@ const elementsPerFlush = 500
 
 // ruleKey is what one family's rules are written from (ensure): each
 // instance's VRID and priority, the interface and the grace.
-func (f handoverFamily) ruleKey(h render.Handover, ifindex int, grace time.Duration) string {
+func (f handoverFamily) ruleKey(h onnode.Handover, ifindex int, grace time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d %s", ifindex, grace)
 	learned := map[uint8]bool{}
@@ -196,7 +196,7 @@ func (f handoverFamily) ruleKey(h render.Handover, ifindex int, grace time.Durat
 // is what the last call returned (nil: read what the table holds);
 // sameRules says the rules were last written from the same ruleKey, so
 // that with known only set elements change.
-func (f handoverFamily) ensure(conn *nftables.Conn, h render.Handover, ifindex int, grace time.Duration, known map[string]map[netip.Addr][]byte, sameRules bool) (map[string]map[netip.Addr][]byte, error) {
+func (f handoverFamily) ensure(conn *nftables.Conn, h onnode.Handover, ifindex int, grace time.Duration, known map[string]map[netip.Addr][]byte, sameRules bool) (map[string]map[netip.Addr][]byte, error) {
 	vips, peers := map[netip.Addr][]byte{}, map[netip.Addr][]byte{}
 	for _, in := range h.Instances {
 		if (in.Family == 4) != f.is4 {
@@ -393,7 +393,7 @@ func vridKey(id uint8) []byte { return []byte{id, 0, 0, 0} }
 // address of the peers set or, with linkLocal (IPv6), any link-local
 // address: IPv6 VRRP in multicast mode advertises from one, and the
 // segments sent on to it leave through the VRRP interface.
-func (f handoverFamily) learnExprs(sets map[string]*nftables.Set, in render.HandoverInstance, grace time.Duration, linkLocal bool) []expr.Any {
+func (f handoverFamily) learnExprs(sets map[string]*nftables.Set, in onnode.HandoverInstance, grace time.Duration, linkLocal bool) []expr.Any {
 	addrLen := uint32(f.addrType.Bytes)
 	fromPeer := []expr.Any{&expr.Lookup{SourceRegister: 2, SetName: setPeers, SetID: sets[setPeers].ID}}
 	if linkLocal {

@@ -19,7 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/fixture"
 	"github.com/vipctl/vipctl/test/netlab"
 )
@@ -40,8 +40,8 @@ func TestHandoverSendsStraysToTheDrainer(t *testing.T) {
 	b := lab.AddHost("b", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"198.51.100.12/24"}})
 	client := lab.AddHost("client", netlab.HostOpts{Iface: "eth0", Addrs: []string{"198.51.100.100/24"}})
 	const vip, vrid = "198.51.100.5", 42
-	instance := func(peer string) render.Handover {
-		return render.Handover{Interface: "br-ex", Instances: []render.HandoverInstance{{
+	instance := func(peer string) onnode.Handover {
+		return onnode.Handover{Interface: "br-ex", Instances: []onnode.HandoverInstance{{
 			Family: 4, VRID: vrid, Priority: 50, VIPs: []netip.Addr{netip.MustParseAddr(vip)}, Peers: []netip.Addr{netip.MustParseAddr(peer)},
 		}}}
 	}
@@ -91,7 +91,7 @@ func TestHandoverSendsStraysToTheDrainer(t *testing.T) {
 	}
 
 	// Forget (remove the table), then learn from a drained advert.
-	for _, h := range []render.Handover{{}, instance("198.51.100.11")} {
+	for _, h := range []onnode.Handover{{}, instance("198.51.100.11")} {
 		if err := ApplyHandover(tb, h); err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func TestHandoverSendsStraysToTheDrainer(t *testing.T) {
 	if got, err := drained.ask(); got != "a" {
 		t.Errorf("after rewriting the table: %q, %v; want a's answer: what it learned must survive", got, err)
 	}
-	if err := ApplyHandover(tb, render.Handover{}); err != nil {
+	if err := ApplyHandover(tb, onnode.Handover{}); err != nil {
 		t.Fatal(err)
 	}
 	if tables := handoverTables(t, b); len(tables) != 0 {
@@ -125,7 +125,7 @@ func TestDrainRoutesAndARP(t *testing.T) {
 	n.MustExec("ip", "addr", "add", "198.51.100.5/32", "dev", "br-ex")
 	n.MustExec("ip", "addr", "add", "2001:db8:100::5/128", "dev", "br-ex", "nodad")
 	n.MustExec("sysctl", "-qw", "net.ipv4.conf.br-ex.arp_announce=1")
-	h := render.Handover{Interface: "br-ex", Instances: []render.HandoverInstance{
+	h := onnode.Handover{Interface: "br-ex", Instances: []onnode.HandoverInstance{
 		{Family: 4, VRID: 1, VIPs: fixture.Addrs("198.51.100.5", "198.51.100.6"), Peers: fixture.Addrs("198.51.100.12")},
 		{Family: 6, VRID: 1, VIPs: fixture.Addrs("2001:db8:100::5"), Peers: fixture.Addrs("2001:db8:100::12")},
 	}}
@@ -146,7 +146,7 @@ func TestDrainRoutesAndARP(t *testing.T) {
 	if got := sysctls(); got != "1 2" {
 		t.Errorf("arp_ignore arp_announce = %s while drained, want 1 2", got)
 	}
-	if got := readFile(t, tn, render.DrainFile); got != "1" {
+	if got := readFile(t, tn, onnode.DrainFile); got != "1" {
 		t.Errorf("drain file %q, want 1", got)
 	}
 	// keepalived removes the addresses; the routes stay and the node
@@ -164,7 +164,7 @@ func TestDrainRoutesAndARP(t *testing.T) {
 	if got := sysctls(); got != "0 1" {
 		t.Errorf("arp_ignore arp_announce = %s after Undrain, want the saved 0 1", got)
 	}
-	if got := readFile(t, tn, render.DrainFile); got != "0" {
+	if got := readFile(t, tn, onnode.DrainFile); got != "0" {
 		t.Errorf("drain file %q after Undrain, want 0", got)
 	}
 }
@@ -258,14 +258,14 @@ func runLocalVIPs(t *testing.T, grace time.Duration, addrsChanged func()) (n *ne
 	lab := netlab.New(t)
 	n = lab.AddHost("n", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"198.51.100.11/24"}})
 	tn := labTarget(t, n)
-	if err := tn.WriteFlag(render.DrainFile, false); err != nil {
+	if err := tn.WriteFlag(onnode.DrainFile, false); err != nil {
 		t.Fatal(err)
 	}
 	l = NewLocalVIPs(tn, grace)
 	if addrsChanged != nil {
 		l.OnAddressChange(addrsChanged)
 	}
-	l.SetHandover(render.Handover{Interface: "br-ex", Instances: []render.HandoverInstance{
+	l.SetHandover(onnode.Handover{Interface: "br-ex", Instances: []onnode.HandoverInstance{
 		{Family: 4, VRID: 1, Priority: 50, VIPs: fixture.Addrs("198.51.100.5"), Peers: fixture.Addrs("198.51.100.12")},
 	}})
 	ctx, cancel := context.WithCancel(t.Context())
@@ -287,7 +287,7 @@ func arpSettings(h *netlab.Host) string {
 func labTarget(t *testing.T, h *netlab.Host) host.Target {
 	t.Helper()
 	tg := host.Target{Root: t.TempDir(), Netns: h.NS}
-	if err := os.MkdirAll(tg.Path(render.RunDir), 0o755); err != nil {
+	if err := os.MkdirAll(tg.Path(onnode.RunDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return tg
@@ -394,11 +394,11 @@ func handoverTables(t *testing.T, h *netlab.Host) []string {
 
 // bigHandover is a pool node's view at the scale of the runtimecfg
 // benchmark: 5000 IPv6 Service addresses in 20 instances of 8 members.
-func bigHandover() render.Handover {
-	h := render.Handover{Interface: "br-ex"}
+func bigHandover() onnode.Handover {
+	h := onnode.Handover{Interface: "br-ex"}
 	base := netip.MustParseAddr("2001:db8:200::")
 	for i := 0; i < 20; i++ {
-		in := render.HandoverInstance{Family: 6, VRID: uint8(10 + i), Priority: 100}
+		in := onnode.HandoverInstance{Family: 6, VRID: uint8(10 + i), Priority: 100}
 		for p := 0; p < 7; p++ {
 			in.Peers = append(in.Peers, netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0x01, 15: byte(20 + p)}))
 		}
@@ -434,7 +434,7 @@ func TestHandoverTableAtScale(t *testing.T) {
 		added = added.Next()
 		h.Instances[1].VIPs = append(h.Instances[1].VIPs, added)
 	}
-	check := func(what string, h render.Handover) {
+	check := func(what string, h onnode.Handover) {
 		t.Helper()
 		got := vipsMap(t, tn)
 		want := map[netip.Addr]uint8{}
@@ -542,9 +542,9 @@ func BenchmarkHandoverTable(b *testing.B) {
 	tn := host.Target{Root: b.TempDir(), Netns: n.NS}
 	for _, bc := range []struct {
 		name  string
-		apply func(render.Handover) error
+		apply func(onnode.Handover) error
 	}{
-		{"read-back", func(h render.Handover) error { return ApplyHandover(tn, h) }},
+		{"read-back", func(h onnode.Handover) error { return ApplyHandover(tn, h) }},
 		{"writer", NewHandoverWriter(tn, HandoverGrace).Apply},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

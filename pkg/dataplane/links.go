@@ -80,7 +80,7 @@ func LocalInterface(h *netlink.Handle, network netip.Prefix) (string, error) {
 
 // LinkNames lists the names of t's interfaces: the sidecar's own node is
 // the one node whose interfaces are known for sure (a pool on an
-// interface the node lacks leaves it out, render.MissingInterface).
+// interface the node lacks leaves it out, onnode.MissingInterface).
 func LinkNames(t host.Target) ([]string, error) {
 	var names []string
 	err := t.InNetns(func() error {

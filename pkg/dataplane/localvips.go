@@ -17,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // LocalResync is how often a running LocalVIPs syncs with nothing to
@@ -46,7 +46,7 @@ type LocalVIPs struct {
 	addrsChanged func()
 
 	mu sync.Mutex
-	h  render.Handover
+	h  onnode.Handover
 	// lost is when each kept VIP was first seen gone from the interface.
 	lost map[netip.Addr]time.Time
 	// announced is when each address the follower added was announced
@@ -102,7 +102,7 @@ func (l *LocalVIPs) OnAddressChange(f func()) { l.addrsChanged = f }
 func (l *LocalVIPs) SetLog(log *slog.Logger) { l.log = log }
 
 // SetHandover sets the VIPs and the interface to watch.
-func (l *LocalVIPs) SetHandover(h render.Handover) { l.SetHandoverAsOf(h, time.Time{}) }
+func (l *LocalVIPs) SetHandover(h onnode.Handover) { l.SetHandoverAsOf(h, time.Time{}) }
 
 // SetHandoverAsOf sets a handover rendered from the cluster as read at
 // asOf (zero: now). Addresses added early (AddEarly) since then stay in
@@ -110,7 +110,7 @@ func (l *LocalVIPs) SetHandover(h render.Handover) { l.SetHandoverAsOf(h, time.T
 // them, and removing such an address only for the next render to add
 // it back would break the new Service's first connections. Those added
 // before asOf are the render's to keep or drop.
-func (l *LocalVIPs) SetHandoverAsOf(h render.Handover, asOf time.Time) {
+func (l *LocalVIPs) SetHandoverAsOf(h onnode.Handover, asOf time.Time) {
 	if asOf.IsZero() {
 		asOf = time.Now()
 	}
@@ -186,11 +186,11 @@ func (l *LocalVIPs) noteAnchors(onIf map[netip.Addr]bool) {
 // where h has that instance and lacks the address; h's slices are not
 // written to. placed are the early addresses the result has in their
 // anchor's instance (put there now or by the render already).
-func withEarly(h render.Handover, early map[netip.Addr]earlyAddr) (_ render.Handover, placed map[netip.Addr]bool) {
+func withEarly(h onnode.Handover, early map[netip.Addr]earlyAddr) (_ onnode.Handover, placed map[netip.Addr]bool) {
 	cloned := false
 	placed = map[netip.Addr]bool{}
 	for _, e := range early {
-		i := slices.IndexFunc(h.Instances, func(in render.HandoverInstance) bool {
+		i := slices.IndexFunc(h.Instances, func(in onnode.HandoverInstance) bool {
 			return (in.Family == 4) == e.addr.Is4() && slices.Contains(in.Anchors, e.anchor)
 		})
 		if i < 0 {
@@ -427,7 +427,7 @@ func (l *LocalVIPs) Sync(now time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.takePending()
-	drained, _ := os.ReadFile(l.t.Path(render.DrainFile))
+	drained, _ := os.ReadFile(l.t.Path(onnode.DrainFile))
 	isDrained := strings.TrimSpace(string(drained)) == "1"
 	vips := map[netip.Addr]bool{}
 	for _, in := range l.h.Instances {

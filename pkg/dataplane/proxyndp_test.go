@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/test/fixture"
 )
@@ -112,8 +113,8 @@ func TestFollowerProxiesIPv6ServiceAddresses(t *testing.T) {
 	}
 	mac := linkMAC(t, n)
 	for _, a := range svc6 {
-		if got := cap.Wait(a, mac, render.GARPRepeat, 5*time.Second); got < render.GARPRepeat {
-			t.Errorf("%s: %d unsolicited advertisements naming %s seen from the segment, want %d", a, got, mac, render.GARPRepeat)
+		if got := cap.Wait(a, mac, onnode.GARPRepeat, 5*time.Second); got < onnode.GARPRepeat {
+			t.Errorf("%s: %d unsolicited advertisements naming %s seen from the segment, want %d", a, got, mac, onnode.GARPRepeat)
 		}
 	}
 	if got := string(c.MustExec("ip", "-6", "neigh", "show", "2001:db8:100::1:5", "dev", c.Iface)); !strings.Contains(got, "lladdr "+mac.String()) {

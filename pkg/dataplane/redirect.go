@@ -15,7 +15,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // RedirectTable is the nftables table (family inet) holding the API
@@ -49,7 +49,7 @@ func APIRedirects(c *v1alpha1.ClusterVIPs) []PortRedirect {
 // ApplyRedirects makes the target's API table hold these redirects and
 // the internal API's guard (nil: none); the caller says what a node holds
 // (a control-plane node: the API's redirects, see APIRedirects).
-func ApplyRedirects(t host.Target, redirects []PortRedirect, guard *render.InternalGuard) error {
+func ApplyRedirects(t host.Target, redirects []PortRedirect, guard *onnode.InternalGuard) error {
 	return t.WithNetnsFd(func(fd int) error { return EnsureAPITable(fd, redirects, guard) })
 }
 
@@ -124,7 +124,7 @@ func EnsureRedirects(netnsFd int, redirects []PortRedirect) error {
 // other hosts and an output chain for the node's own, for the guard an
 // input chain (addGuard). The table is replaced atomically; with neither
 // it is removed.
-func EnsureAPITable(netnsFd int, redirects []PortRedirect, guard *render.InternalGuard) error {
+func EnsureAPITable(netnsFd int, redirects []PortRedirect, guard *onnode.InternalGuard) error {
 	conn, err := nftConn(netnsFd)
 	if err != nil {
 		return err

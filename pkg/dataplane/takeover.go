@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // The new master's first milliseconds, over IPv6. keepalived adds a VIP
@@ -44,7 +44,7 @@ const (
 
 // ApplyTakeoverRoutes makes the rule and routes match h's IPv6 VIPs;
 // without any, it removes them.
-func ApplyTakeoverRoutes(t host.Target, h render.Handover) error {
+func ApplyTakeoverRoutes(t host.Target, h onnode.Handover) error {
 	return NewTakeoverWriter(t).Apply(h)
 }
 
@@ -67,7 +67,7 @@ func NewTakeoverWriter(t host.Target) *TakeoverWriter { return &TakeoverWriter{t
 
 // Apply makes the rule and routes match h's IPv6 VIPs; without any, it
 // removes them.
-func (w *TakeoverWriter) Apply(h render.Handover) error {
+func (w *TakeoverWriter) Apply(h onnode.Handover) error {
 	want := map[netip.Addr]bool{}
 	for _, in := range h.Instances {
 		for _, v := range in.VIPs {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/netlab"
 )
 
@@ -26,15 +26,15 @@ func TestTakeoverRoutesAcceptTheFirstSYN(t *testing.T) {
 	b := lab.AddHost("b", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"198.51.100.12/24", "2001:db8:100::12/64"}})
 	client := lab.AddHost("client", netlab.HostOpts{Iface: "eth0", Addrs: []string{"198.51.100.100/24", "2001:db8:100::100/64"}})
 	const vip6, vip4, other6 = "2001:db8:100::5", "198.51.100.5", "2001:db8:100::6"
-	handover := func(vips ...string) render.Handover {
-		h := render.Handover{Interface: "br-ex"}
+	handover := func(vips ...string) onnode.Handover {
+		h := onnode.Handover{Interface: "br-ex"}
 		for i, v := range vips {
 			a := netip.MustParseAddr(v)
 			family, peer := 6, "2001:db8:100::11"
 			if a.Is4() {
 				family, peer = 4, "198.51.100.11"
 			}
-			h.Instances = append(h.Instances, render.HandoverInstance{Family: family, VRID: uint8(51 + i), Priority: 88,
+			h.Instances = append(h.Instances, onnode.HandoverInstance{Family: family, VRID: uint8(51 + i), Priority: 88,
 				VIPs: []netip.Addr{a}, Peers: []netip.Addr{netip.MustParseAddr(peer)}})
 		}
 		return h
@@ -89,7 +89,7 @@ func TestTakeoverRoutesAcceptTheFirstSYN(t *testing.T) {
 	if answers() {
 		t.Error("b still answers for a VIP that left its instances")
 	}
-	if err := ApplyTakeoverRoutes(tb, render.Handover{Interface: "br-ex"}); err != nil {
+	if err := ApplyTakeoverRoutes(tb, onnode.Handover{Interface: "br-ex"}); err != nil {
 		t.Fatal(err)
 	}
 	routes, _ := b.Exec("ip", "-6", "route", "show", "table", "30326") // an error when the table is gone
@@ -108,10 +108,10 @@ func TestTakeoverWriterChangesTheDifference(t *testing.T) {
 	lab := netlab.New(t)
 	b := lab.AddHost("b", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"2001:db8:100::12/64"}})
 	tb := labTarget(t, b)
-	handover := func(vips ...string) render.Handover {
-		h := render.Handover{Interface: "br-ex"}
+	handover := func(vips ...string) onnode.Handover {
+		h := onnode.Handover{Interface: "br-ex"}
 		for _, v := range vips {
-			h.Instances = append(h.Instances, render.HandoverInstance{Family: 6, VRID: 51, Priority: 88,
+			h.Instances = append(h.Instances, onnode.HandoverInstance{Family: 6, VRID: 51, Priority: 88,
 				VIPs: []netip.Addr{netip.MustParseAddr(v)}, Peers: []netip.Addr{netip.MustParseAddr("2001:db8:100::11")}})
 		}
 		return h
@@ -146,7 +146,7 @@ func TestTakeoverWriterChangesTheDifference(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("the table read again", "2001:db8:100::5", "2001:db8:100::7")
-	if err := w.Apply(render.Handover{Interface: "br-ex"}); err != nil {
+	if err := w.Apply(onnode.Handover{Interface: "br-ex"}); err != nil {
 		t.Fatal(err)
 	}
 	if out := string(b.MustExec("ip", "-6", "rule")); strings.Contains(out, "30326") || len(routes()) > 0 {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/keepalived"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // keepalived's own account of its VRRP instances. Asked by a signal,
@@ -130,7 +130,7 @@ func keepalivedProcess(t host.Target, podPID int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	pidFiles := []string{render.KeepalivedPIDFile, t.Path(render.KeepalivedPIDFile)}
+	pidFiles := []string{onnode.KeepalivedPIDFile, t.Path(onnode.KeepalivedPIDFile)}
 	var found []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -151,7 +151,7 @@ func keepalivedProcess(t host.Target, podPID int) (int, error) {
 	}
 	switch len(found) {
 	case 0:
-		return 0, fmt.Errorf("keepalived, PID %d in its pod (%s), is not among the processes here: not running, or diagnose runs outside the host's PID namespace (oc debug node shares it)", podPID, render.KeepalivedPIDFile)
+		return 0, fmt.Errorf("keepalived, PID %d in its pod (%s), is not among the processes here: not running, or diagnose runs outside the host's PID namespace (oc debug node shares it)", podPID, onnode.KeepalivedPIDFile)
 	case 1:
 		return found[0], nil
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/haproxy"
 	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/manifests"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/pkg/sidecar"
 )
@@ -49,20 +49,20 @@ func LocalDir(node string) string { return "nodes/" + node + "/local" }
 // files keepalived reads and the check scripts.
 func nodeFiles(t host.Target) []string {
 	files := []string{
-		render.ClusterConfigPath, render.BootstrapNodesPath,
-		render.KeepalivedConfPath, render.HaproxyConfPath,
+		onnode.ClusterConfigPath, onnode.BootstrapNodesPath,
+		onnode.KeepalivedConfPath, onnode.HaproxyConfPath,
 		// frr.conf as the pod sees it and where it lies on the host.
-		render.FRRConfPath, render.NodePath(render.FRRConfPath),
-		render.LastGoodPath, render.SysctlPath,
-		manifests.StaticPodPath(render.KeepalivedPodName), manifests.StaticPodPath(render.HaproxyPodName),
-		render.NodeKubeconfig,
-		render.KeepalivedPIDFile, render.VRRPPIDFile, render.CheckersPIDFile, render.SyncedFile,
-		render.DrainFile,
+		onnode.FRRConfPath, onnode.NodePath(onnode.FRRConfPath),
+		onnode.LastGoodPath, onnode.SysctlPath,
+		manifests.StaticPodPath(onnode.KeepalivedPodName), manifests.StaticPodPath(onnode.HaproxyPodName),
+		onnode.NodeKubeconfig,
+		onnode.KeepalivedPIDFile, onnode.VRRPPIDFile, onnode.CheckersPIDFile, onnode.SyncedFile,
+		onnode.DrainFile,
 	}
 	// The track files of the IngressControllers, Local Services and
 	// instances stepped down (unheard) that are on the node now, whichever
 	// the config names.
-	for _, pattern := range []string{render.IngressStatusFile("*"), render.LocalServiceStatusFile("*"), render.UnheardGlob, render.ScriptsDir + "/*"} {
+	for _, pattern := range []string{onnode.IngressStatusFile("*"), onnode.LocalServiceStatusFile("*"), onnode.UnheardGlob, onnode.ScriptsDir + "/*"} {
 		found, _ := filepath.Glob(t.Path(pattern))
 		for _, f := range found {
 			rel, err := filepath.Rel(t.Path("/"), f)
@@ -160,7 +160,7 @@ func Local(ctx context.Context, o LocalOptions) *Archive {
 
 	var d Daemons
 	d.PIDFiles = map[string]string{}
-	for _, p := range []string{render.KeepalivedPIDFile, render.VRRPPIDFile, render.CheckersPIDFile} {
+	for _, p := range []string{onnode.KeepalivedPIDFile, onnode.VRRPPIDFile, onnode.CheckersPIDFile} {
 		if b, err := os.ReadFile(t.Path(p)); err == nil {
 			d.PIDFiles[p] = strings.TrimSpace(string(b))
 		}
@@ -168,9 +168,9 @@ func Local(ctx context.Context, o LocalOptions) *Archive {
 	d.Running = sidecar.DaemonPIDs(ctx, t)
 	for _, q := range []struct{ sock, cmd, name string }{
 		// The master CLI keeps the connection open after a command.
-		{render.HaproxyMasterSocket, "show proc; quit", "haproxy-proc.txt"},
-		{render.HaproxyStatsSocket, "show info", "haproxy-info.txt"},
-		{render.HaproxyStatsSocket, "show stat", "haproxy-stat.csv"},
+		{onnode.HaproxyMasterSocket, "show proc; quit", "haproxy-proc.txt"},
+		{onnode.HaproxyStatsSocket, "show info", "haproxy-info.txt"},
+		{onnode.HaproxyStatsSocket, "show stat", "haproxy-stat.csv"},
 	} {
 		if _, err := os.Stat(t.Path(q.sock)); err != nil {
 			continue // no haproxy on this node (a worker), or not started
@@ -233,7 +233,7 @@ func heldVIPs(t host.Target, addrs []netip.Addr) ([]Held, error) {
 	case err == nil:
 		c, st = lgc, lg.State
 	case errors.Is(err, fs.ErrNotExist):
-		if c, _, err = v1alpha1.LoadStored(t.Path(render.ClusterConfigPath)); err != nil {
+		if c, _, err = v1alpha1.LoadStored(t.Path(onnode.ClusterConfigPath)); err != nil {
 			return nil, fmt.Errorf("no last-good view and the static config: %w", err)
 		}
 	default:

@@ -18,6 +18,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/manifests"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/pkg/sidecar"
@@ -69,7 +70,7 @@ func TestLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What an admin may add by hand, and the node's credentials.
-	conf := target.Path(render.KeepalivedConfPath)
+	conf := target.Path(onnode.KeepalivedConfPath)
 	rendered, err := os.ReadFile(conf)
 	if err != nil {
 		t.Fatal(err)
@@ -79,10 +80,10 @@ func TestLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	kubeconfig := "apiVersion: v1\nkind: Config\nusers:\n- name: system:node:master-0\n  user:\n    client-certificate: /var/lib/kubelet/pki/kubelet-client-current.pem\n    client-key-data: S2V5LURhdGEtU2VjcmV0\n"
-	if _, err := target.WriteFile(render.NodeKubeconfig, []byte(kubeconfig), 0o600); err != nil {
+	if _, err := target.WriteFile(onnode.NodeKubeconfig, []byte(kubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(target.Path(render.HaproxyRunDir), 0o755); err != nil {
+	if err := os.MkdirAll(target.Path(onnode.HaproxyRunDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	haproxy := node.Start("haproxy", manifests.HaproxyCommand(target.Root)...)
@@ -100,7 +101,7 @@ func TestLocal(t *testing.T) {
 	// redacted line).
 	for _, f := range slices.Concat(desired.Files, scripts, pods) {
 		got := file("files" + f.Path)
-		if f.Path == render.KeepalivedConfPath {
+		if f.Path == onnode.KeepalivedConfPath {
 			if strings.Contains(got, "Vrrp-S3cret") || !strings.Contains(got, "auth_pass <redacted> }") {
 				t.Errorf("keepalived.conf's auth_pass not redacted:\n%s", got)
 			}
@@ -110,13 +111,13 @@ func TestLocal(t *testing.T) {
 			t.Errorf("%s differs from what was rendered", f.Path)
 		}
 	}
-	if kc := file("files" + render.NodeKubeconfig); strings.Contains(kc, "S2V5LURhdGEtU2VjcmV0") || !strings.Contains(kc, "client-certificate: /var/lib/kubelet/pki/kubelet-client-current.pem") {
+	if kc := file("files" + onnode.NodeKubeconfig); strings.Contains(kc, "S2V5LURhdGEtU2VjcmV0") || !strings.Contains(kc, "client-certificate: /var/lib/kubelet/pki/kubelet-client-current.pem") {
 		t.Errorf("kubeconfig: key kept or certificate path lost:\n%s", kc)
 	}
-	if lg := file("files" + render.LastGoodPath); !strings.Contains(lg, `"node": "master-0"`) {
+	if lg := file("files" + onnode.LastGoodPath); !strings.Contains(lg, `"node": "master-0"`) {
 		t.Errorf("last-good view:\n%s", lg)
 	}
-	if d := file("files" + render.DrainFile); d != "0\n" {
+	if d := file("files" + onnode.DrainFile); d != "0\n" {
 		t.Errorf("drain track file %q", d)
 	}
 	var records []FileRecord
@@ -127,7 +128,7 @@ func TestLocal(t *testing.T) {
 	for _, r := range records {
 		missing[r.Path] = !r.Present
 	}
-	if !missing[render.NodePath(render.FRRConfPath)] || missing[render.HaproxyConfPath] || missing[render.IngressStatusFile(v1alpha1.DefaultIngressController)] {
+	if !missing[onnode.NodePath(onnode.FRRConfPath)] || missing[onnode.HaproxyConfPath] || missing[onnode.IngressStatusFile(v1alpha1.DefaultIngressController)] {
 		t.Errorf("files.json: want frr.conf missing (no bgp pools), haproxy.cfg and the default ingress track file present: %+v", records)
 	}
 
@@ -161,7 +162,7 @@ func TestLocal(t *testing.T) {
 	}
 	// No keepalived runs here (TestLocalKeepalived has one): a problem
 	// recorded, the rest gathered.
-	if p, want := a.Problems(), []Problem{{What: "keepalived", Error: "not running: no " + render.KeepalivedPIDFile}}; !slices.Equal(p, want) {
+	if p, want := a.Problems(), []Problem{{What: "keepalived", Error: "not running: no " + onnode.KeepalivedPIDFile}}; !slices.Equal(p, want) {
 		t.Errorf("problems: %+v, want %+v", p, want)
 	}
 	if nft := file("network/nftables.txt"); nft != "" {
@@ -214,7 +215,7 @@ func TestLocalKeepalived(t *testing.T) {
 		t.Fatal(err)
 	}
 	node.MustExec("nft", "add", "table", "inet", "lab-firewall")
-	conf := target.Path(render.KeepalivedConfPath)
+	conf := target.Path(onnode.KeepalivedConfPath)
 	rendered, err := os.ReadFile(conf)
 	if err != nil {
 		t.Fatal(err)
@@ -341,7 +342,7 @@ func TestLocalKeepalived(t *testing.T) {
 // TestLocalBGP: with the real FRR running as the keepalived pod's frr
 // container does, the local part asks bgpd for its sessions both where
 // the pod has its sockets and where the host keeps them (the pod's
-// directories are vipctl's own on the host: render.NodePath), and keeps
+// directories are vipctl's own on the host: onnode.NodePath), and keeps
 // frr.conf with its BGP password redacted.
 func TestLocalBGP(t *testing.T) {
 	nl := netlab.New(t)
@@ -355,7 +356,7 @@ func TestLocalBGP(t *testing.T) {
 	lab.StartFRR(t, h, pod)
 	// The host's view of the same directories.
 	hostRoot := t.TempDir()
-	for from, to := range map[string]string{render.FRRDir: render.NodePath(render.FRRConfPath), render.FRRRunDir: render.NodePath(render.FRRRunDir + "/x")} {
+	for from, to := range map[string]string{onnode.FRRDir: onnode.NodePath(onnode.FRRConfPath), onnode.FRRRunDir: onnode.NodePath(onnode.FRRRunDir + "/x")} {
 		link := filepath.Join(hostRoot, filepath.Dir(to))
 		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
 			t.Fatal(err)
@@ -378,9 +379,9 @@ func TestLocalBGP(t *testing.T) {
 				t.Errorf("%s: bgp-policy.txt lacks %q:\n%s", name, want, policy)
 			}
 		}
-		conf := render.FRRConfPath
+		conf := onnode.FRRConfPath
 		if root == hostRoot {
-			conf = render.NodePath(conf)
+			conf = onnode.NodePath(conf)
 		}
 		got, ok := a.File(path.Join(dir, "files", conf))
 		if !ok || strings.Contains(string(got), "bgp-S3cret") || !strings.Contains(string(got), "neighbor 198.51.100.1 password <redacted>") {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // PeerState is one BGP session as this node's bgpd reports it.
@@ -89,7 +89,7 @@ func ReadSessions(ctx context.Context, t host.Target) (peers []PeerState, ok boo
 
 // ReadHostSessions is ReadSessions from the node's own filesystem rather
 // than the keepalived pod's (vipctl diagnose --local on the host), where
-// the vty sockets lie in render.HostFRRRunDir.
+// the vty sockets lie in onnode.HostFRRRunDir.
 func ReadHostSessions(ctx context.Context, t host.Target) (peers []PeerState, ok bool, err error) {
 	vty, running := hostBgpdRunning(t)
 	if !running {
@@ -99,9 +99,9 @@ func ReadHostSessions(ctx context.Context, t host.Target) (peers []PeerState, ok
 }
 
 // hostBgpdRunning is bgpdRunning from the node's own filesystem, where
-// the pod's vty sockets lie in render.HostFRRRunDir.
+// the pod's vty sockets lie in onnode.HostFRRRunDir.
 func hostBgpdRunning(t host.Target) (vtyDir string, running bool) {
-	vty := t.Path(render.HostFRRRunDir)
+	vty := t.Path(onnode.HostFRRRunDir)
 	_, err := os.Stat(bgpdVty(vty))
 	return vty, err == nil
 }

@@ -16,7 +16,7 @@ import (
 	"path/filepath"
 
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // Name names FRR among the daemons an Apply reloads.
@@ -51,8 +51,8 @@ func Reload(ctx context.Context, t host.Target) (bool, error) {
 		return false, fmt.Errorf("reloading FRR: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, bin, "--reload", "--stdout", "--log-level", "error",
-		"--vty_socket", vty, "--bindir", filepath.Dir(vtysh), "--confdir", t.Path(render.FRRDir), "--rundir", scratch,
-		t.Path(render.FRRConfPath))
+		"--vty_socket", vty, "--bindir", filepath.Dir(vtysh), "--confdir", t.Path(onnode.FRRDir), "--rundir", scratch,
+		t.Path(onnode.FRRConfPath))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return false, fmt.Errorf("reloading FRR (frr-reload.py): %s: %w", boundOutput(out), err)
 	}
@@ -62,7 +62,7 @@ func Reload(ctx context.Context, t host.Target) (bool, error) {
 // bgpdRunning tells where the node's FRR vty sockets are and whether
 // bgpd listens there yet.
 func bgpdRunning(t host.Target) (vtyDir string, running bool) {
-	vty := t.Path(render.FRRRunDir)
+	vty := t.Path(onnode.FRRRunDir)
 	_, err := os.Stat(bgpdVty(vty))
 	return vty, !errors.Is(err, os.ErrNotExist)
 }

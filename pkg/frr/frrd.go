@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 const (
@@ -48,7 +48,7 @@ type Daemon struct {
 // and a host-network pod would otherwise listen on 2601 and 2605 on every
 // address. Logs go to stdout, the container's log.
 func Daemons(root, conf string) []Daemon {
-	run := filepath.Join(root, render.FRRRunDir)
+	run := filepath.Join(root, onnode.FRRRunDir)
 	zserv := filepath.Join(run, "zserv.api")
 	daemon := func(name, conf string, extra ...string) []string {
 		argv := []string{
@@ -90,7 +90,7 @@ const zebraLines = "ip nht resolve-via-default\nipv6 nht resolve-via-default\n"
 // user frr (startCopy) when the sidecar has written one, else nothing
 // (os.DevNull).
 func PrepareRun(root string) (conf string, err error) {
-	run := filepath.Join(root, render.FRRRunDir)
+	run := filepath.Join(root, onnode.FRRRunDir)
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		return "", err
 	}
@@ -109,7 +109,7 @@ func PrepareRun(root string) (conf string, err error) {
 	if err := os.WriteFile(filepath.Join(run, zebraConf), []byte(zebraLines), 0o644); err != nil {
 		return "", err
 	}
-	conf = filepath.Join(root, render.FRRConfPath)
+	conf = filepath.Join(root, onnode.FRRConfPath)
 	if _, err := os.Stat(conf); errors.Is(err, os.ErrNotExist) {
 		// The node announces nothing yet (spec.bgp but no bgp pool, or
 		// the init container found no bootstrap state): bgpd starts

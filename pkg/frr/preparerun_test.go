@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // TestPrepareRunStartCopy: bgpd starts from a copy of frr.conf that
@@ -28,7 +28,7 @@ func TestPrepareRunStartCopy(t *testing.T) {
 	if err != nil || conf != os.DevNull {
 		t.Fatalf("without frr.conf: %q, %v; want %s", conf, err, os.DevNull)
 	}
-	path := filepath.Join(root, render.FRRConfPath)
+	path := filepath.Join(root, onnode.FRRConfPath)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestPrepareRunStartCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(root, render.FRRRunDir, startConf); conf != want {
+	if want := filepath.Join(root, onnode.FRRRunDir, startConf); conf != want {
 		t.Fatalf("bgpd starts from %s, want %s", conf, want)
 	}
 	got, err := os.ReadFile(conf)
@@ -58,7 +58,7 @@ func TestPrepareRunStartCopy(t *testing.T) {
 	if fi, err := os.Stat(path); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 {
 		t.Errorf("frr.conf itself was handed over (err %v)", err)
 	}
-	if z, err := os.ReadFile(filepath.Join(root, render.FRRRunDir, zebraConf)); err != nil || string(z) != zebraLines {
+	if z, err := os.ReadFile(filepath.Join(root, onnode.FRRRunDir, zebraConf)); err != nil || string(z) != zebraLines {
 		t.Errorf("zebra's config %q (err %v), want %q", z, err, zebraLines)
 	}
 }
@@ -84,7 +84,7 @@ func TestPrepareRunAsTheContainer(t *testing.T) {
 		t.Fatalf("setpriv (util-linux): %v", err)
 	}
 	root := t.TempDir()
-	path := filepath.Join(root, render.FRRConfPath)
+	path := filepath.Join(root, onnode.FRRConfPath)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // dialTimeout bounds a connection to a socket; a command's answer has
@@ -52,7 +52,7 @@ func Command(ctx context.Context, sock, command string, timeout time.Duration, l
 // the line of `show proc` whose type is master. 0 when nothing answers
 // (haproxy not running, or not on this node: a worker).
 func MasterPID(ctx context.Context, t host.Target) int {
-	conn, err := dial(ctx, t.Path(render.HaproxyMasterSocket))
+	conn, err := dial(ctx, t.Path(onnode.HaproxyMasterSocket))
 	if err != nil {
 		return 0
 	}
@@ -76,7 +76,7 @@ func MasterPID(ctx context.Context, t host.Target) int {
 // socket: new workers take over the listening sockets, old ones finish
 // their connections. false means haproxy is not running yet.
 func Reload(ctx context.Context, t host.Target) (bool, error) {
-	sock := t.Path(render.HaproxyMasterSocket)
+	sock := t.Path(onnode.HaproxyMasterSocket)
 	if _, err := os.Stat(sock); errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/haproxy"
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/daemontest"
 )
 
@@ -31,7 +31,7 @@ func TestMasterSocket(t *testing.T) {
 		t.Errorf("Reload with no haproxy: %v, %v; want false, nil", ok, err)
 	}
 	pid, _ := daemontest.StartHaproxy(t, root)
-	sock := target.Path(render.HaproxyMasterSocket)
+	sock := target.Path(onnode.HaproxyMasterSocket)
 	// workers are the worker PIDs `show proc` lists; the master re-execs
 	// on a reload, which resets a connection to its socket meanwhile.
 	workers := func() ([]string, error) {

@@ -14,17 +14,17 @@ import (
 	"syscall"
 
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // ErrNotRunning is PID's error when keepalived has written no PID file
 // (not started yet, or not on this node).
-var ErrNotRunning = errors.New("not running: no " + render.KeepalivedPIDFile)
+var ErrNotRunning = errors.New("not running: no " + onnode.KeepalivedPIDFile)
 
 // PID is the PID of keepalived's parent on the node, in the keepalived
 // pod's PID namespace, from its PID file.
 func PID(t host.Target) (int, error) {
-	data, err := os.ReadFile(t.Path(render.KeepalivedPIDFile))
+	data, err := os.ReadFile(t.Path(onnode.KeepalivedPIDFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, ErrNotRunning
 	}
@@ -33,7 +33,7 @@ func PID(t host.Target) (int, error) {
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	if err != nil || pid <= 1 {
-		return 0, fmt.Errorf("%s: no PID in %q", render.KeepalivedPIDFile, data)
+		return 0, fmt.Errorf("%s: no PID in %q", onnode.KeepalivedPIDFile, data)
 	}
 	return pid, nil
 }

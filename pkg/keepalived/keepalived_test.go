@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // TestPID: no PID file is ErrNotRunning (Reload: not running, no error),
@@ -27,7 +27,7 @@ func TestPID(t *testing.T) {
 	}
 	write := func(s string) {
 		t.Helper()
-		if _, err := target.WriteFile(render.KeepalivedPIDFile, []byte(s), 0o644); err != nil {
+		if _, err := target.WriteFile(onnode.KeepalivedPIDFile, []byte(s), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -58,7 +58,7 @@ func TestReload(t *testing.T) {
 	go func() { _ = cmd.Wait(); close(done) }()
 	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGKILL); <-done })
 	target := host.Target{Root: dir}
-	if _, err := target.WriteFile(render.KeepalivedPIDFile, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+	if _, err := target.WriteFile(onnode.KeepalivedPIDFile, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// The shell says when its trap is installed.

@@ -24,8 +24,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/openshiftrelease"
-	"github.com/vipctl/vipctl/pkg/render"
 )
 
 // RoleLabel selects the MachineConfigPool (master, worker, ...) a
@@ -80,7 +80,7 @@ func ignitionSpec(target openshiftrelease.Release) (string, error) {
 // Build wraps files in a MachineConfig for one role (master, worker) in
 // the Ignition spec target's Machine Config Operator parses, which every
 // later release parses too.
-func Build(name, role string, target openshiftrelease.Release, files []render.File) (*mcfgv1.MachineConfig, error) {
+func Build(name, role string, target openshiftrelease.Release, files []onnode.File) (*mcfgv1.MachineConfig, error) {
 	var errs []error
 	spec, err := ignitionSpec(target)
 	if err != nil {
@@ -196,7 +196,7 @@ func SpecialModeBits(raw []byte) error {
 	return nil
 }
 
-func checkFile(f render.File, seen map[string]bool) error {
+func checkFile(f onnode.File, seen map[string]bool) error {
 	p := f.Path
 	switch {
 	case !path.IsAbs(p):
@@ -225,7 +225,7 @@ func underWritableRoot(p string) bool {
 	return false
 }
 
-func ignitionFile(f render.File) igntypes.File {
+func ignitionFile(f onnode.File) igntypes.File {
 	return igntypes.File{
 		Node: igntypes.Node{
 			Path: f.Path,

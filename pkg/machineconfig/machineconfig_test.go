@@ -15,18 +15,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/openshiftrelease"
-	"github.com/vipctl/vipctl/pkg/render"
 )
 
 // sampleFiles covers what vipctl ships (a script, a manifest) and content
 // that trips naive encoders.
-func sampleFiles() []render.File {
+func sampleFiles() []onnode.File {
 	allBytes := make([]byte, 256)
 	for i := range allBytes {
 		allBytes[i] = byte(i)
 	}
-	return []render.File{
+	return []onnode.File{
 		{Path: "/etc/vipctl/scripts/check-http.sh", Mode: 0o755, Data: []byte("#!/bin/bash\nset -u\nexec 3<>\"/dev/tcp/127.0.0.1/$1\" || exit 1\n")},
 		{Path: "/etc/kubernetes/manifests/vipctl-keepalived.yaml", Mode: 0o644, Data: []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: vipctl-keepalived\n")},
 		{Path: "/etc/vipctl/special.txt", Mode: 0o600, Data: []byte(
@@ -165,49 +165,49 @@ func decodeDataURL(t *testing.T, s string) []byte {
 
 func TestBuildRefuses(t *testing.T) {
 	t.Parallel()
-	ok := render.File{Path: "/etc/vipctl/ok", Mode: 0o644, Data: []byte("x")}
+	ok := onnode.File{Path: "/etc/vipctl/ok", Mode: 0o644, Data: []byte("x")}
 	tests := []struct {
 		name   string
 		mc     string
 		role   string
 		target openshiftrelease.Release // zero: the oldest supported
-		files  []render.File
+		files  []onnode.File
 		want   []string // each must appear in the error
 	}{
 		{
 			name:  "relative path",
-			files: []render.File{ok, {Path: "etc/vipctl/cluster.yaml", Mode: 0o644}},
+			files: []onnode.File{ok, {Path: "etc/vipctl/cluster.yaml", Mode: 0o644}},
 			want:  []string{`file "etc/vipctl/cluster.yaml": path must be absolute`},
 		},
 		{
 			name:  "duplicate path",
-			files: []render.File{ok, {Path: "/etc/vipctl/dup", Mode: 0o644}, {Path: "/etc/vipctl/dup", Mode: 0o600}},
+			files: []onnode.File{ok, {Path: "/etc/vipctl/dup", Mode: 0o644}, {Path: "/etc/vipctl/dup", Mode: 0o600}},
 			want:  []string{`file "/etc/vipctl/dup": listed more than once`},
 		},
 		{
 			name:  "unclean path",
-			files: []render.File{{Path: "/etc/vipctl/../../usr/bin/x", Mode: 0o755}},
+			files: []onnode.File{{Path: "/etc/vipctl/../../usr/bin/x", Mode: 0o755}},
 			want:  []string{`file "/etc/vipctl/../../usr/bin/x": path must be clean ("/usr/bin/x")`},
 		},
 		{
 			name:  "read-only part of the OS",
-			files: []render.File{{Path: "/usr/local/bin/vipctl", Mode: 0o755}},
+			files: []onnode.File{{Path: "/usr/local/bin/vipctl", Mode: 0o755}},
 			want:  []string{`file "/usr/local/bin/vipctl": the Machine Config Operator only writes below /etc/ and /var/`},
 		},
 		{
 			name:  "setuid",
-			files: []render.File{{Path: "/etc/vipctl/suid", Mode: 0o755 | fs.ModeSetuid}},
+			files: []onnode.File{{Path: "/etc/vipctl/suid", Mode: 0o755 | fs.ModeSetuid}},
 			want:  []string{`file "/etc/vipctl/suid": mode ` + (0o755 | fs.ModeSetuid).String() + " has bits beyond permissions"},
 		},
 		{
 			name:  "every problem at once",
-			files: []render.File{{Path: "rel", Mode: 0o644}, ok, ok},
+			files: []onnode.File{{Path: "rel", Mode: 0o644}, ok, ok},
 			want:  []string{`file "rel": path must be absolute`, `file "/etc/vipctl/ok": listed more than once`},
 		},
 		{
 			name:   "release without a known spec",
 			target: openshiftrelease.Release{Major: 4, Minor: 12},
-			files:  []render.File{ok},
+			files:  []onnode.File{ok},
 			want:   []string{"OpenShift 4.12: not a supported release"},
 		},
 		{

@@ -8,7 +8,7 @@ import (
 )
 
 // ClusterFileDigestAnnotation on the keepalived pod is the SHA-256 of the
-// cluster file (render.ClusterConfigPath) the same MachineConfig lays down.
+// cluster file (onnode.ClusterConfigPath) the same MachineConfig lays down.
 // The pod reads that file only when it starts, so a new one must restart
 // it: with a reboot that came for free, but a node disruption policy
 // applies the file without one (bundle.NoRebootFiles). A new digest is a

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // TestClusterFileChangeRestartsKeepalived: a node disruption policy lets
@@ -21,7 +21,7 @@ func TestClusterFileChangeRestartsKeepalived(t *testing.T) {
 	if after.Spec.API.VIPs[0] == before.Spec.API.VIPs[0] {
 		t.Fatalf("the edit changes nothing: %v", before.Spec.API.VIPs)
 	}
-	manifest := func(t *testing.T, files []render.File, pod string) []byte {
+	manifest := func(t *testing.T, files []onnode.File, pod string) []byte {
 		t.Helper()
 		for _, f := range files {
 			if f.Path == StaticPodPath(pod) {
@@ -43,8 +43,8 @@ func TestClusterFileChangeRestartsKeepalived(t *testing.T) {
 		pod         string
 		wantChanged bool
 	}{
-		{render.KeepalivedPodName, true},
-		{render.HaproxyPodName, false},
+		{onnode.KeepalivedPodName, true},
+		{onnode.HaproxyPodName, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.pod, func(t *testing.T) {

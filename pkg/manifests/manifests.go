@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/status"
 )
 
@@ -94,7 +94,7 @@ func Namespace(c *v1alpha1.ClusterVIPs) *corev1.Namespace {
 	if c.Spec.MonitoringStack() == v1alpha1.MonitoringOpenShift {
 		l[clusterMonitoringLabel] = "true"
 	}
-	return &corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: metav1.ObjectMeta{Name: render.Namespace, Labels: l}}
+	return &corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: metav1.ObjectMeta{Name: onnode.Namespace, Labels: l}}
 }
 
 // Marshal writes objects as one multi-document YAML stream.
@@ -120,7 +120,7 @@ func labels(component string) map[string]string {
 }
 
 func meta(name, component string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: render.Namespace, Labels: labels(component)}
+	return metav1.ObjectMeta{Name: name, Namespace: onnode.Namespace, Labels: labels(component)}
 }
 
 // Allocator is the allocator's ServiceAccount, RBAC, Deployment and
@@ -139,7 +139,7 @@ func meta(name, component string) metav1.ObjectMeta {
 //     brain).
 func Allocator(c *v1alpha1.ClusterVIPs) []runtime.Object {
 	m := meta(AllocatorName, "allocator")
-	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: AllocatorName, Namespace: render.Namespace}}
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: AllocatorName, Namespace: onnode.Namespace}}
 	read := []string{"get", "list", "watch"}
 	clusterMeta := metav1.ObjectMeta{Name: AllocatorName, Labels: m.Labels}
 	nodeLeaseMeta := metav1.ObjectMeta{Name: AllocatorName, Namespace: status.NodeLeaseNamespace, Labels: m.Labels}
@@ -211,7 +211,7 @@ func Allocator(c *v1alpha1.ClusterVIPs) []runtime.Object {
 							Name:    "allocator",
 							Image:   c.Spec.Images.Vipctl,
 							Command: []string{"vipctl"},
-							Args: []string{"allocator", "--namespace", render.Namespace, "--listen", fmt.Sprintf(":%d", AllocatorPort), "--id", "$(POD_NAME)",
+							Args: []string{"allocator", "--namespace", onnode.Namespace, "--listen", fmt.Sprintf(":%d", AllocatorPort), "--id", "$(POD_NAME)",
 								"--metrics-listen", fmt.Sprintf(":%d", c.Spec.MetricsPort()),
 								"--metrics-cert", AllocatorMetricsCertDir + "/" + corev1.TLSCertKey, "--metrics-key", AllocatorMetricsCertDir + "/" + corev1.TLSPrivateKeyKey},
 							Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{

@@ -11,7 +11,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/metricsserver"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // Names of the objects through which the cluster's Prometheus scrapes
@@ -96,7 +96,7 @@ func Monitoring(c *v1alpha1.ClusterVIPs) []runtime.Object {
 		&rbacv1.RoleBinding{TypeMeta: tm(rbacv1.SchemeGroupVersion.String(), "RoleBinding"), ObjectMeta: promMeta,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: PrometheusRoleName}, Subjects: subject},
 	}
-	nodeSvc := metricsService(NodeMetricsName, "runtimecfg", c.Spec.MetricsPort(), map[string]string{"app": render.KeepalivedPodName})
+	nodeSvc := metricsService(NodeMetricsName, "runtimecfg", c.Spec.MetricsPort(), map[string]string{"app": onnode.KeepalivedPodName})
 	allocSvc := metricsService(AllocatorMetricsName, "allocator", c.Spec.MetricsPort(), allocatorSelector())
 	nodeTLS := &monitoringv1.TLSConfig{SafeTLSConfig: monitoringv1.SafeTLSConfig{InsecureSkipVerify: ptr.To(true)}}
 	allocTLS := nodeTLS
@@ -107,7 +107,7 @@ func Monitoring(c *v1alpha1.ClusterVIPs) []runtime.Object {
 		// writes the allocator's, for the Service's DNS name.
 		nodeTLS = &monitoringv1.TLSConfig{TLSFilesConfig: monitoringv1.TLSFilesConfig{CAFile: openShiftKubeletServingCA}}
 		allocTLS = &monitoringv1.TLSConfig{
-			SafeTLSConfig:  monitoringv1.SafeTLSConfig{ServerName: ptr.To(AllocatorMetricsName + "." + render.Namespace + ".svc")},
+			SafeTLSConfig:  monitoringv1.SafeTLSConfig{ServerName: ptr.To(AllocatorMetricsName + "." + onnode.Namespace + ".svc")},
 			TLSFilesConfig: monitoringv1.TLSFilesConfig{CAFile: openShiftServiceCA},
 		}
 		allocSvc.Annotations = map[string]string{"service.beta.openshift.io/serving-cert-secret-name": AllocatorMetricsSecret}
@@ -154,7 +154,7 @@ func serviceMonitor(name, component string, objLabels map[string]string, tls *mo
 		ObjectMeta: m,
 		Spec: monitoringv1.ServiceMonitorSpec{
 			Selector:          metav1.LabelSelector{MatchLabels: labels(component)},
-			NamespaceSelector: monitoringv1.NamespaceSelector{MatchNames: []string{render.Namespace}},
+			NamespaceSelector: monitoringv1.NamespaceSelector{MatchNames: []string{onnode.Namespace}},
 			Endpoints: []monitoringv1.Endpoint{{
 				Port:     metricsPortName,
 				Path:     metricsserver.Path,

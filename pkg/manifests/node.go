@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // NodeReaderName names the roles and bindings that let the node sidecars
@@ -81,7 +81,7 @@ func NodeReaders(c *v1alpha1.ClusterVIPs) []runtime.Object {
 		own = append(own, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"},
 			ResourceNames: secrets, Verbs: []string{"get"}})
 	}
-	add(render.Namespace, own...)
+	add(onnode.Namespace, own...)
 	seen := map[string]bool{}
 	for _, in := range c.Spec.Ingress {
 		if seen[in.RouterNamespace] {

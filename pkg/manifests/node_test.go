@@ -7,7 +7,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/fixture"
 )
 
@@ -29,7 +29,7 @@ func TestNodeReadersBGPPasswords(t *testing.T) {
 			}
 			for _, r := range role.Rules {
 				if slices.Contains(r.Resources, "secrets") {
-					if role.Namespace != render.Namespace {
+					if role.Namespace != onnode.Namespace {
 						t.Errorf("Role %s/%s grants secrets", role.Namespace, role.Name)
 					}
 					out = append(out, r)

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // Machine config pool roles StaticPodFiles knows.
@@ -61,7 +61,7 @@ const manifestMode = 0o644
 // StaticPodFiles returns the manifests a node of the given role needs: role
 // "master" gets both (only keepalived in mode poolsOnly), "worker" only
 // keepalived.
-func StaticPodFiles(c *v1alpha1.ClusterVIPs, role string) ([]render.File, error) {
+func StaticPodFiles(c *v1alpha1.ClusterVIPs, role string) ([]onnode.File, error) {
 	clusterYAML, err := c.ShippedYAML()
 	if err != nil {
 		return nil, err
@@ -80,20 +80,20 @@ func StaticPodFiles(c *v1alpha1.ClusterVIPs, role string) ([]render.File, error)
 	default:
 		return nil, fmt.Errorf("static pods: unknown role %q (want %q or %q)", role, roleMaster, roleWorker)
 	}
-	files := make([]render.File, 0, len(pods))
+	files := make([]onnode.File, 0, len(pods))
 	for _, p := range pods {
 		data, err := yaml.Marshal(p)
 		if err != nil {
 			return nil, fmt.Errorf("static pod %s: %w", p.Name, err)
 		}
-		files = append(files, render.File{Path: StaticPodPath(p.Name), Mode: manifestMode, Data: data})
+		files = append(files, onnode.File{Path: StaticPodPath(p.Name), Mode: manifestMode, Data: data})
 	}
 	return files, nil
 }
 
 // StaticPodPath is where the node's kubelet finds the static pod name
-// (render.KeepalivedPodName, render.HaproxyPodName).
-func StaticPodPath(name string) string { return render.StaticPodDir + "/" + name + ".yaml" }
+// (onnode.KeepalivedPodName, onnode.HaproxyPodName).
+func StaticPodPath(name string) string { return onnode.StaticPodDir + "/" + name + ".yaml" }
 
 // KeepalivedCommand is keepalived's command line, with every node path
 // under root ("" on a real node): the static pod and the lab start it
@@ -103,10 +103,10 @@ func StaticPodPath(name string) string { return render.StaticPodDir + "/" + name
 func KeepalivedCommand(root string) []string {
 	return []string{
 		"keepalived", "-n", "-l", "-D", "-G",
-		"-f", root + render.KeepalivedConfPath,
-		"-p", root + render.KeepalivedPIDFile,
-		"-r", root + render.VRRPPIDFile,
-		"-c", root + render.CheckersPIDFile,
+		"-f", root + onnode.KeepalivedConfPath,
+		"-p", root + onnode.KeepalivedPIDFile,
+		"-r", root + onnode.VRRPPIDFile,
+		"-c", root + onnode.CheckersPIDFile,
 	}
 }
 
@@ -117,8 +117,8 @@ func KeepalivedCommand(root string) []string {
 func HaproxyCommand(root string) []string {
 	return []string{
 		"haproxy", "-W", "-db",
-		"-S", root + render.HaproxyMasterSocket + ",level,admin",
-		"-f", root + render.HaproxyConfPath,
+		"-S", root + onnode.HaproxyMasterSocket + ",level,admin",
+		"-f", root + onnode.HaproxyConfPath,
 	}
 }
 
@@ -126,7 +126,7 @@ func HaproxyCommand(root string) []string {
 func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 	return withoutHaproxy(c, withFRR(c, &corev1.Pod{
 		TypeMeta:   podTypeMeta(),
-		ObjectMeta: podMeta(render.KeepalivedPodName),
+		ObjectMeta: podMeta(onnode.KeepalivedPodName),
 		Spec: corev1.PodSpec{
 			HostNetwork:       true,
 			DNSPolicy:         corev1.DNSDefault,
@@ -140,14 +140,14 @@ func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 			InitContainers:        []corev1.Container{renderContainer(c, false)},
 			Containers:            []corev1.Container{keepalivedContainer(c), runtimecfgContainer(c)},
 			Volumes: []corev1.Volume{
-				hostPath(volConfig, render.ConfigDir, corev1.HostPathDirectory),
-				hostPath(volKeepalived, render.KeepalivedDir, corev1.HostPathDirectoryOrCreate),
-				hostPath(volHaproxy, render.HaproxyDir, corev1.HostPathDirectoryOrCreate),
-				hostPath(volRun, render.RunDir, corev1.HostPathDirectoryOrCreate),
-				hostPath(volHaproxyRun, render.HaproxyRunDir, corev1.HostPathDirectoryOrCreate),
-				hostPath(volKubeconfig, render.NodeKubeconfig, corev1.HostPathFile),
-				hostPath(volKubeletPKI, render.KubeletPKIDir, corev1.HostPathDirectory),
-				hostPath(volState, render.StateDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volConfig, onnode.ConfigDir, corev1.HostPathDirectory),
+				hostPath(volKeepalived, onnode.KeepalivedDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volHaproxy, onnode.HaproxyDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volRun, onnode.RunDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volHaproxyRun, onnode.HaproxyRunDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volKubeconfig, onnode.NodeKubeconfig, corev1.HostPathFile),
+				hostPath(volKubeletPKI, onnode.KubeletPKIDir, corev1.HostPathDirectory),
+				hostPath(volState, onnode.StateDir, corev1.HostPathDirectoryOrCreate),
 				tmpVolume(),
 			},
 		},
@@ -165,7 +165,7 @@ func keepalivedContainer(c *v1alpha1.ClusterVIPs) corev1.Container {
 		// gone or stale, reloads would go nowhere, and a restart rewrites it.
 		LivenessProbe: &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
-				Command: []string{"/bin/sh", "-c", `kill -0 "$(cat ` + render.KeepalivedPIDFile + `)"`},
+				Command: []string{"/bin/sh", "-c", `kill -0 "$(cat ` + onnode.KeepalivedPIDFile + `)"`},
 			}},
 			PeriodSeconds:    10,
 			TimeoutSeconds:   2,
@@ -179,12 +179,12 @@ func keepalivedContainer(c *v1alpha1.ClusterVIPs) corev1.Container {
 		// routes), so connections open at the move are still answered. The
 		// next pod's init container resets the file and the routes.
 		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
-			Command: []string{"/bin/sh", "-c", fmt.Sprintf("echo 1 > %s && sleep %d", render.DrainFile, drainSeconds(c))},
+			Command: []string{"/bin/sh", "-c", fmt.Sprintf("echo 1 > %s && sleep %d", onnode.DrainFile, drainSeconds(c))},
 		}}},
 		VolumeMounts: []corev1.VolumeMount{
-			mount(volConfig, render.ConfigDir, true), // check scripts
-			mount(volKeepalived, render.KeepalivedDir, true),
-			mount(volRun, render.RunDir, false), // PID files
+			mount(volConfig, onnode.ConfigDir, true), // check scripts
+			mount(volKeepalived, onnode.KeepalivedDir, true),
+			mount(volRun, onnode.RunDir, false), // PID files
 		},
 		// NET_ADMIN adds and removes VIPs, NET_RAW sends VRRP and
 		// gratuitous ARP/NA. SETUID and SETGID let keepalived run check
@@ -209,11 +209,11 @@ func runtimecfgContainer(c *v1alpha1.ClusterVIPs) corev1.Container {
 		Image:   c.Spec.Images.Vipctl,
 		Command: []string{"vipctl"},
 		Args: append(append([]string{"runtimecfg"}, runtimecfgFlags()...),
-			"--kubeconfig", render.NodeKubeconfig,
-			"--listen", net.JoinHostPort(loopback, strconv.Itoa(render.SidecarPort)),
+			"--kubeconfig", onnode.NodeKubeconfig,
+			"--listen", net.JoinHostPort(loopback, strconv.Itoa(onnode.SidecarPort)),
 			// Every address: the cluster's Prometheus scrapes the node's.
 			"--metrics-listen", fmt.Sprintf(":%d", c.Spec.MetricsPort()),
-			"--metrics-cert", render.KubeletServingCert, "--metrics-key", render.KubeletServingCert,
+			"--metrics-cert", onnode.KubeletServingCert, "--metrics-key", onnode.KubeletServingCert,
 		),
 		// Declared, as a host-network port must be (the scheduler and
 		// OpenShift's host port registry count on it), and named for the
@@ -240,17 +240,17 @@ func runtimecfgContainer(c *v1alpha1.ClusterVIPs) corev1.Container {
 			Command: []string{"/bin/sh", "-c", fmt.Sprintf("sleep %d", drainSeconds(c)+1)},
 		}}},
 		VolumeMounts: []corev1.VolumeMount{
-			mount(volConfig, render.ConfigDir, true),
-			mount(volKeepalived, render.KeepalivedDir, false),
-			mount(volHaproxy, render.HaproxyDir, false),
-			mount(volRun, render.RunDir, false),
+			mount(volConfig, onnode.ConfigDir, true),
+			mount(volKeepalived, onnode.KeepalivedDir, false),
+			mount(volHaproxy, onnode.HaproxyDir, false),
+			mount(volRun, onnode.RunDir, false),
 			// Connecting to haproxy's master socket needs no write access
 			// to the directory.
-			mount(volHaproxyRun, render.HaproxyRunDir, true),
-			mount(volKubeconfig, render.NodeKubeconfig, true),
-			mount(volKubeletPKI, render.KubeletPKIDir, true),
+			mount(volHaproxyRun, onnode.HaproxyRunDir, true),
+			mount(volKubeconfig, onnode.NodeKubeconfig, true),
+			mount(volKubeletPKI, onnode.KubeletPKIDir, true),
 			// The last-good view it records for the next pod's --once.
-			mount(volState, render.StateDir, false),
+			mount(volState, onnode.StateDir, false),
 			tmpMount(),
 		},
 		// The sidecar reloads keepalived with SIGHUP to the PID in its PID
@@ -330,8 +330,8 @@ func HaproxyPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 			Command: []string{"/bin/sh", "-c", fmt.Sprintf("sleep %d", drainSeconds(c)+1)},
 		}}},
 		VolumeMounts: []corev1.VolumeMount{
-			mount(volHaproxy, render.HaproxyDir, true),
-			mount(volHaproxyRun, render.HaproxyRunDir, false), // master and stats sockets
+			mount(volHaproxy, onnode.HaproxyDir, true),
+			mount(volHaproxyRun, onnode.HaproxyRunDir, false), // master and stats sockets
 		},
 		// Every port haproxy binds is above 1023, so it needs no
 		// capability. Root only because the socket directory on the host
@@ -340,7 +340,7 @@ func HaproxyPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 	}
 	return withFRR(c, &corev1.Pod{
 		TypeMeta:   podTypeMeta(),
-		ObjectMeta: podMeta(render.HaproxyPodName),
+		ObjectMeta: podMeta(onnode.HaproxyPodName),
 		Spec: corev1.PodSpec{
 			HostNetwork:        true,
 			DNSPolicy:          corev1.DNSDefault,
@@ -355,12 +355,12 @@ func HaproxyPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 			InitContainers: []corev1.Container{renderContainer(c, true)},
 			Containers:     []corev1.Container{haproxy},
 			Volumes: []corev1.Volume{
-				hostPath(volConfig, render.ConfigDir, corev1.HostPathDirectory),
-				hostPath(volKeepalived, render.KeepalivedDir, corev1.HostPathDirectoryOrCreate),
-				hostPath(volHaproxy, render.HaproxyDir, corev1.HostPathDirectoryOrCreate),
-				hostPath(volRun, render.RunDir, corev1.HostPathDirectoryOrCreate),
-				hostPath(volHaproxyRun, render.HaproxyRunDir, corev1.HostPathDirectoryOrCreate),
-				hostPath(volState, render.StateDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volConfig, onnode.ConfigDir, corev1.HostPathDirectory),
+				hostPath(volKeepalived, onnode.KeepalivedDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volHaproxy, onnode.HaproxyDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volRun, onnode.RunDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volHaproxyRun, onnode.HaproxyRunDir, corev1.HostPathDirectoryOrCreate),
+				hostPath(volState, onnode.StateDir, corev1.HostPathDirectoryOrCreate),
 				tmpVolume(),
 			},
 		},
@@ -375,7 +375,7 @@ func HaproxyPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 // frr container (`vipctl frr`: zebra, bfdd, bgpd), whose vty sockets in
 // FRRRunDir the sidecar reaches to apply a new frr.conf (frr-reload.py)
 // without resetting a session. Host paths, as for keepalived, but
-// vipctl's own (render.HostFRRDir, HostFRRRunDir): `vtysh --vty_socket
+// vipctl's own (onnode.HostFRRDir, HostFRRRunDir): `vtysh --vty_socket
 // /run/vipctl/frr` on the node reaches the same daemons.
 func withFRR(c *v1alpha1.ClusterVIPs, p *corev1.Pod) *corev1.Pod {
 	if c.Spec.BGP == nil {
@@ -385,22 +385,22 @@ func withFRR(c *v1alpha1.ClusterVIPs, p *corev1.Pod) *corev1.Pod {
 		for i := range cs {
 			switch cs[i].Name {
 			case containerRender:
-				cs[i].VolumeMounts = append(cs[i].VolumeMounts, mount(volFRR, render.FRRDir, false))
+				cs[i].VolumeMounts = append(cs[i].VolumeMounts, mount(volFRR, onnode.FRRDir, false))
 			case containerRuntimecfg:
 				// Connecting to a socket needs no write access to its
 				// directory; the sockets are group frrvty's, which root
 				// is in (the image's /etc/group), since the sidecar has
 				// no CAP_DAC_OVERRIDE.
 				cs[i].VolumeMounts = append(cs[i].VolumeMounts,
-					mount(volFRR, render.FRRDir, false), mount(volFRRRun, render.FRRRunDir, true))
+					mount(volFRR, onnode.FRRDir, false), mount(volFRRRun, onnode.FRRRunDir, true))
 			}
 		}
 	}
-	p.Spec.Volumes = append(p.Spec.Volumes, hostPath(volFRR, render.HostFRRDir, corev1.HostPathDirectoryOrCreate))
-	if p.Name != render.KeepalivedPodName {
+	p.Spec.Volumes = append(p.Spec.Volumes, hostPath(volFRR, onnode.HostFRRDir, corev1.HostPathDirectoryOrCreate))
+	if p.Name != onnode.KeepalivedPodName {
 		return p
 	}
-	p.Spec.Volumes = append(p.Spec.Volumes, hostPath(volFRRRun, render.HostFRRRunDir, corev1.HostPathDirectoryOrCreate))
+	p.Spec.Volumes = append(p.Spec.Volumes, hostPath(volFRRRun, onnode.HostFRRRunDir, corev1.HostPathDirectoryOrCreate))
 	p.Spec.Containers = append(p.Spec.Containers, corev1.Container{
 		Name:      containerFRR,
 		Image:     c.Spec.Images.Vipctl,
@@ -411,7 +411,7 @@ func withFRR(c *v1alpha1.ClusterVIPs, p *corev1.Pod) *corev1.Pod {
 		// exits when any daemon does.
 		LivenessProbe: &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
-				Command: []string{"vtysh", "--vty_socket", render.FRRRunDir, "-d", "bgpd", "-c", "show version"},
+				Command: []string{"vtysh", "--vty_socket", onnode.FRRRunDir, "-d", "bgpd", "-c", "show version"},
 			}},
 			InitialDelaySeconds: 10,
 			PeriodSeconds:       10,
@@ -419,8 +419,8 @@ func withFRR(c *v1alpha1.ClusterVIPs, p *corev1.Pod) *corev1.Pod {
 			FailureThreshold:    3,
 		},
 		VolumeMounts: []corev1.VolumeMount{
-			mount(volFRR, render.FRRDir, true),
-			mount(volFRRRun, render.FRRRunDir, false), // sockets, pid files
+			mount(volFRR, onnode.FRRDir, true),
+			mount(volFRRRun, onnode.FRRRunDir, false), // sockets, pid files
 			// zebra's crash log and per-thread log buffers.
 			mount(volTmp, "/var/tmp", false),
 		},
@@ -457,13 +457,13 @@ func renderContainer(c *v1alpha1.ClusterVIPs, keepDrain bool) corev1.Container {
 		Env:       nodeNameEnvVar(),
 		Resources: requests("10m", "50Mi"),
 		VolumeMounts: []corev1.VolumeMount{
-			mount(volConfig, render.ConfigDir, true),
-			mount(volKeepalived, render.KeepalivedDir, false),
-			mount(volHaproxy, render.HaproxyDir, false),
-			mount(volRun, render.RunDir, false),
+			mount(volConfig, onnode.ConfigDir, true),
+			mount(volKeepalived, onnode.KeepalivedDir, false),
+			mount(volHaproxy, onnode.HaproxyDir, false),
+			mount(volRun, onnode.RunDir, false),
 			// The sidecar's last-good view: a restart renders what the
 			// node last served, Service addresses included.
-			mount(volState, render.StateDir, true),
+			mount(volState, onnode.StateDir, true),
 			tmpMount(),
 		},
 		// NET_ADMIN: the API redirect, before the API is up; and what
@@ -482,8 +482,8 @@ func drainSeconds(c *v1alpha1.ClusterVIPs) int {
 // runtimecfgFlags are the flags the render container and the sidecar share.
 func runtimecfgFlags() []string {
 	return []string{
-		"--config", render.ClusterConfigPath,
-		"--bootstrap-nodes", render.BootstrapNodesPath,
+		"--config", onnode.ClusterConfigPath,
+		"--bootstrap-nodes", onnode.BootstrapNodesPath,
 		"--node-name", "$(" + nodeNameEnv + ")",
 	}
 }
@@ -505,7 +505,7 @@ func sidecarProbe(path string, period, failures int32) *corev1.Probe {
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 			Host:   loopback,
 			Path:   path,
-			Port:   intstr.FromInt32(render.SidecarPort),
+			Port:   intstr.FromInt32(onnode.SidecarPort),
 			Scheme: corev1.URISchemeHTTP,
 		}},
 		PeriodSeconds:    period,
@@ -560,7 +560,7 @@ func podTypeMeta() metav1.TypeMeta {
 func podMeta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:      name,
-		Namespace: render.Namespace,
+		Namespace: onnode.Namespace,
 		Labels:    map[string]string{"app": name},
 	}
 }

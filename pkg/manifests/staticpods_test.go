@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/fixture"
 	"github.com/vipctl/vipctl/test/golden"
 )
@@ -56,8 +56,8 @@ func TestStaticPodFilesPerRole(t *testing.T) {
 	t.Parallel()
 	c := loadExample(t, "compact-ipv4.yaml")
 	want := map[string][]string{
-		roleMaster: {render.StaticPodDir + "/vipctl-keepalived.yaml", render.StaticPodDir + "/vipctl-haproxy.yaml"},
-		roleWorker: {render.StaticPodDir + "/vipctl-keepalived.yaml"},
+		roleMaster: {onnode.StaticPodDir + "/vipctl-keepalived.yaml", onnode.StaticPodDir + "/vipctl-haproxy.yaml"},
+		roleWorker: {onnode.StaticPodDir + "/vipctl-keepalived.yaml"},
 	}
 	for role, paths := range want {
 		files, err := StaticPodFiles(c, role)
@@ -99,8 +99,8 @@ func TestStaticPodsRoundTrip(t *testing.T) {
 			keepalived := KeepalivedPod(c)
 			setClusterFileDigest(keepalived, clusterYAML)
 			built := map[string]*corev1.Pod{
-				render.StaticPodDir + "/" + render.KeepalivedPodName + ".yaml": keepalived,
-				render.StaticPodDir + "/" + render.HaproxyPodName + ".yaml":    HaproxyPod(c),
+				onnode.StaticPodDir + "/" + onnode.KeepalivedPodName + ".yaml": keepalived,
+				onnode.StaticPodDir + "/" + onnode.HaproxyPodName + ".yaml":    HaproxyPod(c),
 			}
 			for _, f := range files {
 				var got corev1.Pod
@@ -144,19 +144,19 @@ func TestStaticPodInvariants(t *testing.T) {
 				t.Errorf("keepalived adds capabilities %v, want exactly %v", got, wantCaps)
 			}
 			if p := keepalived.LivenessProbe; p == nil || p.Exec == nil || !strings.Contains(strings.Join(p.Exec.Command, " "), "kill -0") ||
-				!strings.Contains(strings.Join(p.Exec.Command, " "), render.KeepalivedPIDFile) {
-				t.Errorf("keepalived liveness probe %+v, want kill -0 on %s", keepalived.LivenessProbe, render.KeepalivedPIDFile)
+				!strings.Contains(strings.Join(p.Exec.Command, " "), onnode.KeepalivedPIDFile) {
+				t.Errorf("keepalived liveness probe %+v, want kill -0 on %s", keepalived.LivenessProbe, onnode.KeepalivedPIDFile)
 			}
 			// Planned stops drain first, for three adverts and a second.
-			wantDrain := fmt.Sprintf("echo 1 > %s && sleep %d", render.DrainFile, 4)
+			wantDrain := fmt.Sprintf("echo 1 > %s && sleep %d", onnode.DrainFile, 4)
 			if c.Spec.VRRP.Profile == v1alpha1.ProfileFast {
-				wantDrain = fmt.Sprintf("echo 1 > %s && sleep %d", render.DrainFile, 2)
+				wantDrain = fmt.Sprintf("echo 1 > %s && sleep %d", onnode.DrainFile, 2)
 			}
 			if l := keepalived.Lifecycle; l == nil || l.PreStop == nil || l.PreStop.Exec == nil || l.PreStop.Exec.Command[2] != wantDrain {
 				t.Errorf("keepalived preStop %+v, want sh -c %q", keepalived.Lifecycle, wantDrain)
 			}
-			wantCmd := []string{"keepalived", "-n", "-l", "-D", "-G", "-f", render.KeepalivedConfPath,
-				"-p", render.KeepalivedPIDFile, "-r", render.VRRPPIDFile, "-c", render.CheckersPIDFile}
+			wantCmd := []string{"keepalived", "-n", "-l", "-D", "-G", "-f", onnode.KeepalivedConfPath,
+				"-p", onnode.KeepalivedPIDFile, "-r", onnode.VRRPPIDFile, "-c", onnode.CheckersPIDFile}
 			if !slices.Equal(keepalived.Command, wantCmd) {
 				t.Errorf("keepalived command %q, want %q", keepalived.Command, wantCmd)
 			}
@@ -190,18 +190,18 @@ func TestStaticPodInvariants(t *testing.T) {
 				probe *corev1.Probe
 				path  string
 			}{{sidecar.LivenessProbe, "/healthz"}, {sidecar.ReadinessProbe, "/readyz"}} {
-				want := corev1.HTTPGetAction{Host: "127.0.0.1", Path: pr.path, Port: intstr.FromInt32(render.SidecarPort), Scheme: corev1.URISchemeHTTP}
+				want := corev1.HTTPGetAction{Host: "127.0.0.1", Path: pr.path, Port: intstr.FromInt32(onnode.SidecarPort), Scheme: corev1.URISchemeHTTP}
 				if pr.probe == nil || pr.probe.HTTPGet == nil || !reflect.DeepEqual(*pr.probe.HTTPGet, want) {
 					t.Errorf("sidecar probe for %s: %+v, want %+v", pr.path, pr.probe, want)
 				}
 			}
-			wantArgs := []string{"runtimecfg", "--config", render.ClusterConfigPath, "--bootstrap-nodes", render.BootstrapNodesPath,
-				"--node-name", "$(NODE_NAME)", "--kubeconfig", render.NodeKubeconfig, "--listen", fmt.Sprintf("127.0.0.1:%d", render.SidecarPort),
+			wantArgs := []string{"runtimecfg", "--config", onnode.ClusterConfigPath, "--bootstrap-nodes", onnode.BootstrapNodesPath,
+				"--node-name", "$(NODE_NAME)", "--kubeconfig", onnode.NodeKubeconfig, "--listen", fmt.Sprintf("127.0.0.1:%d", onnode.SidecarPort),
 				// The probes stay on localhost; the metrics for the
 				// cluster's Prometheus on every address, with the
 				// kubelet's serving certificate.
 				"--metrics-listen", fmt.Sprintf(":%d", c.Spec.MetricsPort()),
-				"--metrics-cert", render.KubeletServingCert, "--metrics-key", render.KubeletServingCert}
+				"--metrics-cert", onnode.KubeletServingCert, "--metrics-key", onnode.KubeletServingCert}
 			if !slices.Equal(sidecar.Args, wantArgs) {
 				t.Errorf("sidecar args %q, want %q", sidecar.Args, wantArgs)
 			}
@@ -221,7 +221,7 @@ func TestStaticPodInvariants(t *testing.T) {
 			if p := haproxy.LivenessProbe; p == nil || p.TCPSocket == nil || p.TCPSocket.Port != health {
 				t.Errorf("haproxy liveness probe %+v, want TCP on %d", p, c.Spec.API.HealthPort)
 			}
-			wantCmd = []string{"haproxy", "-W", "-db", "-S", render.HaproxyMasterSocket + ",level,admin", "-f", render.HaproxyConfPath}
+			wantCmd = []string{"haproxy", "-W", "-db", "-S", onnode.HaproxyMasterSocket + ",level,admin", "-f", onnode.HaproxyConfPath}
 			if !slices.Equal(haproxy.Command, wantCmd) {
 				t.Errorf("haproxy command %q, want %q", haproxy.Command, wantCmd)
 			}
@@ -259,8 +259,8 @@ func checkPodBasics(t *testing.T, p *corev1.Pod) {
 	if p.APIVersion != "v1" || p.Kind != "Pod" {
 		t.Errorf("%s: apiVersion/kind %s/%s, want v1/Pod", p.Name, p.APIVersion, p.Kind)
 	}
-	if p.Namespace != render.Namespace || p.Labels["app"] != p.Name {
-		t.Errorf("%s: namespace %q labels %v, want namespace %q and app=%s", p.Name, p.Namespace, p.Labels, render.Namespace, p.Name)
+	if p.Namespace != onnode.Namespace || p.Labels["app"] != p.Name {
+		t.Errorf("%s: namespace %q labels %v, want namespace %q and app=%s", p.Name, p.Namespace, p.Labels, onnode.Namespace, p.Name)
 	}
 	if !p.Spec.HostNetwork {
 		t.Errorf("%s: hostNetwork must be true", p.Name)
@@ -332,10 +332,10 @@ func checkRenderContainer(t *testing.T, c *v1alpha1.ClusterVIPs, p *corev1.Pod) 
 		t.Fatalf("%s: %d init containers, want 1", p.Name, len(p.Spec.InitContainers))
 	}
 	ic := p.Spec.InitContainers[0]
-	want := []string{"runtimecfg", "--once", "--config", render.ClusterConfigPath, "--bootstrap-nodes", render.BootstrapNodesPath, "--node-name", "$(NODE_NAME)"}
+	want := []string{"runtimecfg", "--once", "--config", onnode.ClusterConfigPath, "--bootstrap-nodes", onnode.BootstrapNodesPath, "--node-name", "$(NODE_NAME)"}
 	// Only the keepalived pod's start ends a drain: a haproxy pod
 	// restarting alone must not drop the routes of a handover in progress.
-	if p.Name == render.HaproxyPodName {
+	if p.Name == onnode.HaproxyPodName {
 		want = append(want, "--keep-drain")
 	}
 	if !slices.Equal(ic.Command, []string{"vipctl"}) || !slices.Equal(ic.Args, want) {
@@ -364,7 +364,7 @@ func allContainers(p *corev1.Pod) []corev1.Container {
 	return append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...)
 }
 
-// TestNodePathFollowsMounts: render.NodePath, which lays out `vipctl
+// TestNodePathFollowsMounts: onnode.NodePath, which lays out `vipctl
 // render --nodes`'s per-node files, maps every path the pods mount to the
 // host path it comes from (FRR's directories are not the node's /etc/frr
 // and /run/frr).
@@ -384,7 +384,7 @@ func TestNodePathFollowsMounts(t *testing.T) {
 				if !ok {
 					continue
 				}
-				if got := render.NodePath(m.MountPath + "/x"); got != host+"/x" && render.NodePath(m.MountPath) != host {
+				if got := onnode.NodePath(m.MountPath + "/x"); got != host+"/x" && onnode.NodePath(m.MountPath) != host {
 					t.Errorf("%s/%s mounts %s from %s, but NodePath(%s/x) = %s", p.Name, ct.Name, m.MountPath, host, m.MountPath, got)
 				}
 			}

@@ -13,7 +13,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/bundle"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/machineconfig"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/fixture"
 )
 
@@ -161,7 +161,7 @@ func TestGeneratedListRenders(t *testing.T) {
 		}
 		perNode := 0
 		for _, f := range files {
-			if strings.HasSuffix(f.Path, render.KeepalivedConfPath) {
+			if strings.HasSuffix(f.Path, onnode.KeepalivedConfPath) {
 				perNode++
 			}
 			if f.Path != "machineconfigs/"+bundle.MachineConfigName(bundle.ControlPlaneRole)+".yaml" {
@@ -171,11 +171,11 @@ func TestGeneratedListRenders(t *testing.T) {
 			if err := yaml.Unmarshal(f.Data, &mc.Object); err != nil {
 				t.Fatal(err)
 			}
-			shipped, ok, err := machineconfig.FileData(&mc, render.BootstrapNodesPath)
+			shipped, ok, err := machineconfig.FileData(&mc, onnode.BootstrapNodesPath)
 			if err != nil || !ok {
 				t.Fatalf("%s: the master MachineConfig ships no bootstrap list: %v", tc.example, err)
 			}
-			cp, err := cluster.ParseNodeList(render.BootstrapNodesPath, shipped, "br-ex")
+			cp, err := cluster.ParseNodeList(onnode.BootstrapNodesPath, shipped, "br-ex")
 			if err != nil || len(cp) != tc.cp {
 				t.Errorf("%s: bootstrap list %v, %d nodes, want %d", tc.example, err, len(cp), tc.cp)
 			}

@@ -8,20 +8,8 @@ import (
 	"sort"
 
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
-
-// Announced is what one node announces for one bgp pool.
-type Announced struct {
-	Pool  string
-	Addrs []netip.Addr
-	// Backup are addresses announced with a longer AS path
-	// (backupPrepend): the routers use them only while no node announces
-	// them plainly. A node announces so the Local Services whose only
-	// endpoints here are terminating but still serve (a rollout's old
-	// pod in its preStop), so that the route stays until the new pod's
-	// node announces it.
-	Backup []netip.Addr
-}
 
 // backupPrepend is how many times a backup route repeats the nodes' ASN
 // before the one every route carries: a path four ASNs long loses to the
@@ -110,17 +98,17 @@ func (p *Plan) HasBGP() bool { return p.c.Spec.BGP != nil }
 // the node's service proxy does not deliver yet (WithProxyPending); on a
 // drained node
 // (WithDrained) every one of them as Backup.
-func (p *Plan) Announced(node string) []Announced {
+func (p *Plan) Announced(node string) []onnode.Announced {
 	n := p.nodes[node]
 	if n == nil || !p.HasBGP() || p.isBootstrap(node) {
 		return nil
 	}
-	var out []Announced
+	var out []onnode.Announced
 	for _, pool := range p.model.Pools {
 		if !pool.IsBGP() || !cluster.Matches(pool.NodeSelector, n.Labels) {
 			continue
 		}
-		a := Announced{Pool: pool.Name, Addrs: append([]netip.Addr{}, p.state.ServiceVIPs[pool.Name]...)}
+		a := onnode.Announced{Pool: pool.Name, Addrs: append([]netip.Addr{}, p.state.ServiceVIPs[pool.Name]...)}
 		var pending map[string]bool
 		if node == p.proxyNode {
 			pending = p.proxyPending
@@ -205,7 +193,7 @@ func (p *Plan) frrView(node string) *frrView {
 // Service's address keeps its host route, so that the routers' longest
 // match sends its traffic only to the nodes that announce it. An
 // aggregate announced plainly for one address is no backup for another.
-func (p *Plan) routes(an Announced) (plain, backup []netip.Prefix) {
+func (p *Plan) routes(an onnode.Announced) (plain, backup []netip.Prefix) {
 	route := func(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
 	if pool := p.model.Pool(an.Pool); pool != nil && pool.BGP != nil && (pool.BGP.AggregationLength > 0 || pool.BGP.AggregationLengthV6 > 0) {
 		clusterVIP := make(map[netip.Addr]bool, len(p.state.ServiceVIPs[an.Pool]))

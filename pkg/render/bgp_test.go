@@ -12,6 +12,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/configcheck"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // TestBGPAnnounced: with policy Cluster every node the pool selects
@@ -56,11 +57,11 @@ func TestBGPAnnounced(t *testing.T) {
 		}
 		for _, f := range files {
 			switch f.Path {
-			case KeepalivedConfPath:
+			case onnode.KeepalivedConfPath:
 				if strings.Contains(string(f.Data), "203.0.113.22") || strings.Contains(string(f.Data), "203.0.113.23") {
 					t.Errorf("%s: keepalived.conf holds a bgp pool address:\n%s", node, f.Data)
 				}
-			case FRRConfPath:
+			case onnode.FRRConfPath:
 				for _, a := range addrs {
 					if !strings.Contains(string(f.Data), "network "+a.String()+"/32\n") {
 						t.Errorf("%s: frr.conf does not announce %s:\n%s", node, a, f.Data)
@@ -103,7 +104,7 @@ func TestBGPAnnouncedDraining(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, f := range files {
-			if f.Path == FRRConfPath {
+			if f.Path == onnode.FRRConfPath {
 				conf = string(f.Data)
 			}
 		}
@@ -189,7 +190,7 @@ func TestBGPAnnouncedDrained(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, f := range files {
-			if f.Path == FRRConfPath {
+			if f.Path == onnode.FRRConfPath {
 				for _, l := range strings.Split(string(f.Data), "\n") {
 					if strings.HasPrefix(strings.TrimSpace(l), "network ") {
 						out = append(out, l)
@@ -258,7 +259,7 @@ func TestBGPSessionsBeforeAnyBGPPool(t *testing.T) {
 	}
 	var frr string
 	for _, f := range files {
-		if f.Path == FRRConfPath {
+		if f.Path == onnode.FRRConfPath {
 			frr = string(f.Data)
 		}
 	}
@@ -280,7 +281,7 @@ func TestBGPPassword(t *testing.T) {
 	bgp.Peers = slices.Clone(bgp.Peers)
 	bgp.Peers[0].PasswordSecret = "rack-a"
 	c.Spec.BGP = &bgp
-	frrConf := func(pw map[string]string, node string) File {
+	frrConf := func(pw map[string]string, node string) onnode.File {
 		t.Helper()
 		return nodeFRRConf(t, &c, cluster.State{Nodes: r.nodes, BGPPasswords: pw}, node)
 	}
@@ -333,7 +334,7 @@ func TestBGPMultihopRender(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, f := range files {
-			if f.Path == FRRConfPath {
+			if f.Path == onnode.FRRConfPath {
 				return string(f.Data)
 			}
 		}
@@ -426,7 +427,7 @@ func TestBGPPolicyRender(t *testing.T) {
 }
 
 // nodeFRRConf renders c with st and returns node's frr.conf.
-func nodeFRRConf(t *testing.T, c *v1alpha1.ClusterVIPs, st cluster.State, node string) File {
+func nodeFRRConf(t *testing.T, c *v1alpha1.ClusterVIPs, st cluster.State, node string) onnode.File {
 	t.Helper()
 	p, err := NewPlan(cluster.Compile(c), testIDs(c), st)
 	if err != nil {
@@ -437,12 +438,12 @@ func nodeFRRConf(t *testing.T, c *v1alpha1.ClusterVIPs, st cluster.State, node s
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		if f.Path == FRRConfPath {
+		if f.Path == onnode.FRRConfPath {
 			return f
 		}
 	}
 	t.Fatalf("%s: no frr.conf", node)
-	return File{}
+	return onnode.File{}
 }
 
 // TestBGPIBGPRouteMap: an iBGP peer gets vipctl-out-ibgp, where a backup

@@ -8,10 +8,11 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // fileOf returns the data of the file at path among files ("" if none).
-func fileOf(files []File, path string) string {
+func fileOf(files []onnode.File, path string) string {
 	for _, f := range files {
 		if f.Path == path {
 			return string(f.Data)
@@ -52,7 +53,7 @@ func TestBootstrapHost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		conf := fileOf(files, KeepalivedConfPath)
+		conf := fileOf(files, onnode.KeepalivedConfPath)
 		if !strings.Contains(instanceBlock(t, conf, "api_v4"), "198.51.100.9 min_ttl 255") {
 			t.Errorf("%s: the API instance does not take the bootstrap host as a peer:\n%s", n.Name, conf)
 		}
@@ -74,7 +75,7 @@ func TestBootstrapHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf := fileOf(files, KeepalivedConfPath)
+	conf := fileOf(files, onnode.KeepalivedConfPath)
 	if got := instancesIn(t, files); !slices.Equal(got, []string{"api_v4"}) {
 		t.Errorf("the bootstrap host runs instances %v, want only api_v4", got)
 	}
@@ -84,7 +85,7 @@ func TestBootstrapHost(t *testing.T) {
 			t.Errorf("the bootstrap host's API instance lacks %q:\n%s", want, api)
 		}
 	}
-	hcfg := fileOf(files, HaproxyConfPath)
+	hcfg := fileOf(files, onnode.HaproxyConfPath)
 	for _, want := range []string{
 		"server vipctl_bootstrap 198.51.100.10:6443\n    server master-0 198.51.100.11:6443",
 		"server vipctl_bootstrap 198.51.100.10:22623\n    server master-0 198.51.100.11:22623",
@@ -144,7 +145,7 @@ func TestBootstrapHostRunsNoFRR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fileOf(nr.Files, FRRConfPath) != "" || len(nr.Announced) != 0 {
+	if fileOf(nr.Files, onnode.FRRConfPath) != "" || len(nr.Announced) != 0 {
 		t.Errorf("the bootstrap host got frr.conf or announcements: %v", nr.Announced)
 	}
 }
@@ -170,7 +171,7 @@ func TestBootstrapHostInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dual = &renderedExample{config: &c, nodes: dual.nodes, plan: p, files: map[string][]File{}}
+	dual = &renderedExample{config: &c, nodes: dual.nodes, plan: p, files: map[string][]onnode.File{}}
 	for _, n := range append(slices.Clone(dual.nodes), cluster.Node{Name: BootstrapNode}) {
 		if dual.files[n.Name], err = p.NodeFiles(n.Name); err != nil {
 			t.Fatalf("dual-stack in place: %s: %v", n.Name, err)
@@ -196,7 +197,7 @@ func bootstrapInPlace(t *testing.T, r *renderedExample) {
 	checked := 0
 	for _, name := range []string{"master-0", "master-1", "master-2", BootstrapNode} {
 		files := r.files[name]
-		conf := fileOf(files, KeepalivedConfPath)
+		conf := fileOf(files, onnode.KeepalivedConfPath)
 		for _, inst := range instancesIn(t, files) {
 			block := instanceBlock(t, conf, inst)
 			src := fieldAfter(block, "unicast_src_ip")
@@ -225,7 +226,7 @@ func bootstrapInPlace(t *testing.T, r *renderedExample) {
 				t.Errorf("%s: handover peers listed twice: %v", name, hi.Peers)
 			}
 		}
-		hcfg := fileOf(files, HaproxyConfPath)
+		hcfg := fileOf(files, onnode.HaproxyConfPath)
 		for _, backend := range strings.Split(hcfg, "\nbackend ")[1:] {
 			seen := map[string]string{}
 			for _, line := range strings.Split(backend, "\n") {
@@ -243,11 +244,11 @@ func bootstrapInPlace(t *testing.T, r *renderedExample) {
 	if checked < 7 {
 		t.Errorf("%s: %d instances checked", r.config.Metadata.Name, checked)
 	}
-	boot := fileOf(r.files[BootstrapNode], HaproxyConfPath)
+	boot := fileOf(r.files[BootstrapNode], onnode.HaproxyConfPath)
 	if want := "server vipctl_bootstrap 198.51.100.11:6443\n    server master-1 198.51.100.12:6443\n    server master-2 198.51.100.13:6443\n"; !strings.Contains(boot, want) {
 		t.Errorf("the bootstrap host's haproxy.cfg lacks\n%s in:\n%s", want, boot)
 	}
-	if api := instanceBlock(t, fileOf(r.files[BootstrapNode], KeepalivedConfPath), "api_v4"); !strings.Contains(api, "priority 254") {
+	if api := instanceBlock(t, fileOf(r.files[BootstrapNode], onnode.KeepalivedConfPath), "api_v4"); !strings.Contains(api, "priority 254") {
 		t.Errorf("the bootstrap host's API instance is not at priority 254:\n%s", api)
 	}
 }

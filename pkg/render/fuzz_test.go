@@ -10,6 +10,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/configcheck"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/vrid"
 	"github.com/vipctl/vipctl/test/netlab"
 )
@@ -68,7 +69,7 @@ func FuzzParseRender(f *testing.F) {
 // a check that has the real keepalived and haproxy judge a sample of the
 // rendered files inside a namespace with br-ex: the short run in `make
 // test` stays in-process. Each fuzz worker builds its own namespace.
-func daemonJudge(f *testing.F) func(*testing.T, []File) {
+func daemonJudge(f *testing.F) func(*testing.T, []onnode.File) {
 	if os.Getenv("VIPCTL_FUZZ_DAEMONS") == "" {
 		return nil
 	}
@@ -97,7 +98,7 @@ func daemonJudge(f *testing.F) func(*testing.T, []File) {
 		}
 	}
 	var n atomic.Int64
-	return func(t *testing.T, files []File) {
+	return func(t *testing.T, files []onnode.File) {
 		// Every seed, then one render in 50: a config test costs
 		// milliseconds, a render microseconds.
 		if n.Add(1) > 20 && n.Load()%50 != 0 {
@@ -106,9 +107,9 @@ func daemonJudge(f *testing.F) func(*testing.T, []File) {
 		for _, fl := range files {
 			var err error
 			switch fl.Path {
-			case KeepalivedConfPath:
+			case onnode.KeepalivedConfPath:
 				err = configcheck.Keepalived(context.Background(), fl.Data, configcheck.Options{Netns: h.NS, Root: root})
-			case HaproxyConfPath:
+			case onnode.HaproxyConfPath:
 				err = configcheck.Haproxy(context.Background(), fl.Data, configcheck.Options{})
 			}
 			if err != nil {

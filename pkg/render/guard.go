@@ -3,34 +3,17 @@ package render
 import (
 	"net/netip"
 	"slices"
-)
 
-// InternalGuard is what a control-plane node (and the bootstrap host)
-// refuses to all but the cluster's own hosts (pkg/dataplane writes it):
-// the internal API's ports on every address, and every port of
-// api-int's own VIPs. The machine config server hands each node its
-// Ignition, with the cluster's secrets, on those ports; it must answer
-// the nodes and nothing else on the LAN.
-type InternalGuard struct {
-	// Ports are closed on every address of the node (the VIPs', the
-	// node's own) to sources outside Allowed.
-	Ports []uint16
-	// VIPs are api-int's own VIPs: every TCP port closed to sources
-	// outside Allowed.
-	VIPs []netip.Addr
-	// Allowed are the sources let through: spec.api.internalAllowedSources
-	// (default the machine networks), every node's own addresses and the
-	// bootstrap host's, sorted, overlaps kept (the writer merges them).
-	Allowed []netip.Prefix
-}
+	"github.com/vipctl/vipctl/pkg/onnode"
+)
 
 // InternalGuard returns the guard of the cluster's control-plane nodes;
 // ok is false when the config serves no internal API (no internalPort,
 // no internalVIPs) and nothing is guarded.
-func (p *Plan) InternalGuard() (g InternalGuard, ok bool) {
+func (p *Plan) InternalGuard() (g onnode.InternalGuard, ok bool) {
 	api := &p.c.Spec.API
 	if !api.GuardsInternal() {
-		return InternalGuard{}, false
+		return onnode.InternalGuard{}, false
 	}
 	for _, port := range api.InternalPorts() {
 		g.Ports = append(g.Ports, uint16(port))

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // TestInternalGuard: the guard closes internalPort, haproxy's port for it
@@ -30,11 +31,11 @@ func TestInternalGuard(t *testing.T) {
 		// (compact.yaml: .11-.13, 2001:db8:100::11-13, both families
 		// whatever the config's).
 		allowed []string
-		want    InternalGuard
+		want    onnode.InternalGuard
 	}{
 		{
 			example: "api-int.yaml",
-			want: InternalGuard{
+			want: onnode.InternalGuard{
 				Ports: []uint16{22623, 22625, 22624},
 				VIPs:  []netip.Addr{netip.MustParseAddr("198.51.100.4"), netip.MustParseAddr("2001:db8:100::4")},
 				Allowed: prefixes("198.51.100.0/24", "198.51.100.11/32", "198.51.100.12/32", "198.51.100.13/32",
@@ -44,7 +45,7 @@ func TestInternalGuard(t *testing.T) {
 		{
 			example: "api-int.yaml",
 			allowed: []string{"203.0.113.0/24"},
-			want: InternalGuard{
+			want: onnode.InternalGuard{
 				Ports: []uint16{22623, 22625, 22624},
 				VIPs:  []netip.Addr{netip.MustParseAddr("198.51.100.4"), netip.MustParseAddr("2001:db8:100::4")},
 				Allowed: prefixes("198.51.100.11/32", "198.51.100.12/32", "198.51.100.13/32", "203.0.113.0/24",
@@ -56,7 +57,7 @@ func TestInternalGuard(t *testing.T) {
 			// control plane its first Ignition, is let in too.
 			example: "day1-bootstrap.yaml",
 			allowed: []string{"203.0.113.0/24"},
-			want: InternalGuard{
+			want: onnode.InternalGuard{
 				Ports: []uint16{22623, 22625, 22624},
 				Allowed: prefixes("198.51.100.9/32", "198.51.100.11/32", "198.51.100.12/32", "198.51.100.13/32", "203.0.113.0/24",
 					"2001:db8:100::11/128", "2001:db8:100::12/128", "2001:db8:100::13/128"),

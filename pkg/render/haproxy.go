@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 type haproxyView struct {
@@ -87,7 +88,7 @@ func (p *Plan) haproxyView(node string) (*haproxyView, error) {
 	}
 	primary := netip.MustParseAddr(s.API.VIPs[0])
 	families := apiFamilies(s.API.VIPs)
-	v := &haproxyView{Node: node, Cluster: p.c.Metadata.Name, StatsSocket: p.root + HaproxyStatsSocket, StatsPort: HaproxyStatsPort, APIBackend: apiBackend, LiveBackend: liveBackend}
+	v := &haproxyView{Node: node, Cluster: p.c.Metadata.Name, StatsSocket: p.root + onnode.HaproxyStatsSocket, StatsPort: onnode.HaproxyStatsPort, APIBackend: apiBackend, LiveBackend: liveBackend}
 	// keepalived's check script asks 127.0.0.1, so the health frontend
 	// listens on IPv4 even in an IPv6-only cluster (loopback always has it).
 	v.HealthBinds = binds(withIPv4(families), s.API.HealthPort)

@@ -10,50 +10,18 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
-)
-
-// LocalServiceStatusFile is where the sidecar says what this node runs of
-// the Local Service: one of LocalReady, LocalDraining or LocalNone,
-// which keepalived adds to the node's priority in the Service's instance
-// (track_file weight 1). Earlier builds wrote service-*.status, 0 or 1
-// under weight 0; the new name keeps a sidecar and a keepalived.conf of
-// different builds, side by side during an upgrade, from reading each
-// other's numbers.
-func LocalServiceStatusFile(name string) string {
-	return fmt.Sprintf("%s/service-%s.track", RunDir, strings.ReplaceAll(name, "/", "_"))
-}
-
-// LegacyLocalStatusGlob matches the status files of Local Services that
-// earlier versions wrote, which nothing reads once this version's
-// keepalived.conf is in place.
-const LegacyLocalStatusGlob = RunDir + "/service-*.status"
-
-// What a Local Service's status file holds. keepalived adds the number
-// to the member's priority, keeps the result within 1..254, and puts
-// the instance in FAULT below -253.
-const (
-	// LocalReady: a ready endpoint runs here; the member's own priority.
-	LocalReady = 0
-	// LocalDraining: only endpoints that are terminating but still serve
-	// (a rollout's old pod in its preStop). Priority 1: the node keeps
-	// the VIP until a member with a ready endpoint preempts it, however
-	// late that member's sidecar loads the instance, and never takes it
-	// from one.
-	LocalDraining = -253
-	// LocalNone: no endpoint that serves; FAULT, so never the holder
-	// (a holder leaves with a priority 0 advert).
-	LocalNone = -254
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // LocalServiceStatus is what node's status file of ls holds.
 func LocalServiceStatus(ls cluster.LocalService, node string) int {
 	switch {
 	case slices.Contains(ls.Nodes, node):
-		return LocalReady
+		return onnode.LocalReady
 	case slices.Contains(ls.Draining, node):
-		return LocalDraining
+		return onnode.LocalDraining
 	}
-	return LocalNone
+	return onnode.LocalNone
 }
 
 // Script and track-file names inside keepalived.conf, and what they watch.
@@ -66,7 +34,6 @@ const (
 	drainWeight      = -1
 	routerReadyPath  = "/healthz/ready"
 	haproxyReadyPath = "/readyz"
-	ingressStatusFmt = RunDir + "/ingress-%s.status"
 	minPriority      = 2
 	priorityBuckets  = 240
 	// preferredPriority marks the node a pool instance is steered to; it is
@@ -83,44 +50,6 @@ const (
 	scriptInterval   = 1
 	scriptTimeout    = 1
 )
-
-// Gratuitous ARP and unsolicited neighbour advertisements of a new
-// master, as keepalived.conf sets them (vrrp_garp_master_*) and as the
-// sidecar repeats them for the Service addresses it adds (announce:
-// sidecar): GARPRepeat at once, as many again GARPDelay later, and every
-// address again each GARPRefresh while held, GARPRefreshRepeat times
-// (keepalived's default vrrp_garp_master_refresh_repeat).
-//
-// keepalived refreshes its few VIPs each GARPRefresh for as long as it
-// holds them. The sidecar, which may hold thousands of Service
-// addresses, does so for the first GARPRefreshEarly refreshes after an
-// address came to the node (five minutes: past a switch's default MAC
-// ageing of 300 s, long enough to repair a cache that missed the move),
-// and then each GARPRefreshSettled: every advertisement costs each node
-// on the segment that holds IPv6 addresses a walk of its multicast groups
-// (docs/benchmarks.md), and a cache that missed the move has long been
-// repaired or has expired.
-const (
-	GARPRepeat         = 3
-	GARPDelay          = time.Second
-	GARPRefresh        = 60 * time.Second
-	GARPRefreshRepeat  = 1
-	GARPRefreshEarly   = 5
-	GARPRefreshSettled = 10 * time.Minute
-)
-
-// DrainFile is the track file the sidecar writes "1" to before a planned
-// stop: every instance's priority drops to 1, below every peer's (2 at
-// least), a peer takes over while this node still answers, and only then
-// does keepalived stop (make-before-break).
-const DrainFile = RunDir + "/drain"
-
-// IngressStatusFile is where the sidecar says whether a ready router pod
-// of that IngressController runs on this node ("0" yes, "1" no). It is what
-// keeps a shard's VIP off nodes that only run another shard's router.
-func IngressStatusFile(controller string) string {
-	return fmt.Sprintf(ingressStatusFmt, controller)
-}
 
 // scriptSafe maps a DNS label to keepalived's identifier alphabet.
 func scriptSafe(name string) string { return strings.ReplaceAll(name, "-", "_") }
@@ -205,8 +134,8 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 		return nil, p.notListed(node)
 	}
 	s := &p.c.Spec
-	v := &keepalivedView{Node: node, Cluster: p.c.Metadata.Name, RouterID: scriptSafe(node), ScriptUser: ScriptUser, Version: s.VRRP.Version,
-		GARPDelay: int(GARPDelay / time.Second), GARPRepeat: GARPRepeat, GARPRefresh: int(GARPRefresh / time.Second)}
+	v := &keepalivedView{Node: node, Cluster: p.c.Metadata.Name, RouterID: scriptSafe(node), ScriptUser: onnode.ScriptUser, Version: s.VRRP.Version,
+		GARPDelay: int(onnode.GARPDelay / time.Second), GARPRepeat: onnode.GARPRepeat, GARPRefresh: int(onnode.GARPRefresh / time.Second)}
 	usedScripts, usedTracks := map[string]bool{}, map[string]bool{drainTrackName: true}
 	// The instances' own step-down files, declared after the shared ones.
 	var own []trackFileView
@@ -290,7 +219,7 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 // not the node's (see VIPLabel).
 func vipAddress(a netip.Addr, iface string) string {
 	if a.Is4() {
-		return fmt.Sprintf("%s/32 dev %s label %s", a, iface, VIPLabel)
+		return fmt.Sprintf("%s/32 dev %s label %s", a, iface, onnode.VIPLabel)
 	}
 	return fmt.Sprintf("%s/128 dev %s", a, iface)
 }
@@ -309,18 +238,6 @@ func peerCheck(family int) string {
 	return ""
 }
 
-// UnheardFile is the track file the sidecar writes "1" to when the other
-// members of a VRRP instance this node holds hear nobody answer for its
-// VIPs, even after it announced them again (docs/runtimecfg.md, "Healing"):
-// the instance's priority drops to 1, as a drain's does, and a member
-// that is heard takes over. Absent is 0 (keepalived 2.2.7, measured).
-func UnheardFile(instance string) string {
-	return fmt.Sprintf("%s/unheard-%s", RunDir, instance)
-}
-
-// UnheardGlob matches every instance's UnheardFile.
-const UnheardGlob = RunDir + "/unheard-*"
-
 // stepsDown says whether the node's instance gets an UnheardFile: it has
 // a peer to hand its VIPs to, its VIPs live on the VRRP interface, where
 // the wire is asked (Handover), and it is no externalTrafficPolicy Local
@@ -333,7 +250,7 @@ func stepsDown(inst *instance, peers []netip.Addr) bool {
 
 // unheardTrack declares an instance's UnheardFile to keepalived.
 func unheardTrack(instance, root string) trackFileView {
-	return trackFileView{Name: "vipctl_unheard_" + instance, Path: root + UnheardFile(instance), Weight: drainWeight,
+	return trackFileView{Name: "vipctl_unheard_" + instance, Path: root + onnode.UnheardFile(instance), Weight: drainWeight,
 		Why: "1 while the other members hear nobody answer for " + instance + "'s VIPs (written by the sidecar)"}
 }
 

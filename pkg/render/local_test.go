@@ -9,6 +9,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 func groupsPlan(t *testing.T, st func(*cluster.State)) *Plan {
@@ -57,7 +58,7 @@ func TestLocalServiceInstance(t *testing.T) {
 		if got := strings.Contains(conf, "vrrp_instance service_4_shop_web_v4"); got != want {
 			t.Errorf("%s renders the Local Service's instance: %v, want %v", node, got, want)
 		}
-		if want && !strings.Contains(conf, `file "`+LocalServiceStatusFile("shop/web")+`"`+"\n    weight 1\n") {
+		if want && !strings.Contains(conf, `file "`+onnode.LocalServiceStatusFile("shop/web")+`"`+"\n    weight 1\n") {
 			t.Errorf("%s: the instance does not track the Service's status file with weight 1", node)
 		}
 	}
@@ -156,7 +157,7 @@ func TestLocalServiceNamesAreUnique(t *testing.T) {
 	if len(seen) < 4 {
 		t.Errorf("want two instances and two track files for the Services, got %v", seen)
 	}
-	if LocalServiceStatusFile("dev/a-web") == LocalServiceStatusFile("dev-a/web") {
+	if onnode.LocalServiceStatusFile("dev/a-web") == onnode.LocalServiceStatusFile("dev-a/web") {
 		t.Error("both Services share one status file")
 	}
 }
@@ -240,8 +241,8 @@ func TestLocalServiceKeepsUnreadyNodes(t *testing.T) {
 	if !strings.Contains(confOf(t, unready, a), "vrrp_instance service_4_shop_web_v4") {
 		t.Errorf("%s left the instance", a)
 	}
-	if got := LocalServiceStatus(ls, a); got != LocalNone {
-		t.Errorf("%s's status file says %d, want %d (FAULT)", a, got, LocalNone)
+	if got := LocalServiceStatus(ls, a); got != onnode.LocalNone {
+		t.Errorf("%s's status file says %d, want %d (FAULT)", a, got, onnode.LocalNone)
 	}
 
 	capped := *r.config

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // instance is one VRRP instance of the cluster, before it is seen from a
@@ -60,7 +61,7 @@ type Plan struct {
 	scripts   []scriptView
 	tracks    []trackFileView
 	unplaced  []string
-	missing   []MissingInterface
+	missing   []onnode.MissingInterface
 	// root prefixes the node paths the configs name; "" on a real node.
 	root string
 	// skipLonely leaves out instances without a peer instead of failing.
@@ -155,7 +156,7 @@ func NewPlan(m *cluster.Model, ids map[v1alpha1.InstanceKey]uint8, st cluster.St
 	if s.VRRP.Profile == v1alpha1.ProfileFast {
 		fall = 1
 	}
-	p.tracks = append(p.tracks, trackFileView{Name: drainTrackName, Path: p.root + DrainFile, Weight: drainWeight,
+	p.tracks = append(p.tracks, trackFileView{Name: drainTrackName, Path: p.root + onnode.DrainFile, Weight: drainWeight,
 		Why: "planned handover: the sidecar writes 1 here to give the VIPs away before stopping"})
 
 	// In mode poolsOnly OpenShift's own keepalived and haproxy carry the
@@ -286,9 +287,9 @@ func (p *Plan) addLocal(ls cluster.LocalService) error {
 	}
 	key := v1alpha1.ServiceKey(ls.Name)
 	track := keyIdent(key)
-	p.tracks = append(p.tracks, trackFileView{Name: track, Path: p.root + LocalServiceStatusFile(ls.Name), Weight: 1,
+	p.tracks = append(p.tracks, trackFileView{Name: track, Path: p.root + onnode.LocalServiceStatusFile(ls.Name), Weight: 1,
 		Why: fmt.Sprintf("written by the sidecar: %d while a ready endpoint of Service %s runs on this node, %d (priority 1) while only a terminating one serves, %d (FAULT) otherwise",
-			LocalReady, ls.Name, LocalDraining, LocalNone)})
+			onnode.LocalReady, ls.Name, onnode.LocalDraining, onnode.LocalNone)})
 	endpoint := map[string]bool{}
 	members := append(slices.Clone(ls.Nodes), ls.Draining...)
 	if pool.MaxHolders == 0 || len(members)+len(ls.Unready) <= pool.MaxHolders {

@@ -3,6 +3,8 @@ package render
 import (
 	"strings"
 	"testing"
+
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // TestPoolsOnlyRendersNoAPI: in mode poolsOnly OpenShift's own keepalived
@@ -27,10 +29,10 @@ func TestPoolsOnlyRendersNoAPI(t *testing.T) {
 			t.Errorf("%s: instances %v, want the pools' 8", n.Name, insts)
 		}
 		for _, f := range r.files[n.Name] {
-			if f.Path == HaproxyConfPath {
+			if f.Path == onnode.HaproxyConfPath {
 				t.Errorf("%s: haproxy.cfg rendered in mode poolsOnly", n.Name)
 			}
-			if f.Path == KeepalivedConfPath && strings.Contains(string(f.Data), haproxyScriptName) {
+			if f.Path == onnode.KeepalivedConfPath && strings.Contains(string(f.Data), haproxyScriptName) {
 				t.Errorf("%s: keepalived.conf tracks haproxy in mode poolsOnly", n.Name)
 			}
 		}

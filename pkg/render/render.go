@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"sync"
 
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/templates"
 )
 
@@ -23,12 +24,12 @@ type NodeRender struct {
 	// Files are every file the sidecar writes on the node: keepalived.conf,
 	// haproxy.cfg on control-plane nodes (none in mode poolsOnly), and the
 	// check script they call.
-	Files []File
+	Files []onnode.File
 	// Lonely says which instances were left out for lack of a peer
 	// (WithLonelySkipped).
 	Lonely []string
 	// Announced is what the node announces by BGP, per bgp pool.
-	Announced []Announced
+	Announced []onnode.Announced
 }
 
 // Node renders one node's part of the plan. The plan is not changed: any
@@ -43,17 +44,17 @@ func (p *Plan) Node(node string) (NodeRender, error) {
 }
 
 // NodeFiles renders the node's files (Node's Files).
-func (p *Plan) NodeFiles(node string) ([]File, error) {
+func (p *Plan) NodeFiles(node string) ([]onnode.File, error) {
 	r, err := p.Node(node)
 	return r.Files, err
 }
 
-func (p *Plan) nodeFiles(node string, kv *keepalivedView) ([]File, error) {
+func (p *Plan) nodeFiles(node string, kv *keepalivedView) ([]onnode.File, error) {
 	kconf, err := execute("keepalived.conf", kv)
 	if err != nil {
 		return nil, err
 	}
-	files := []File{{Path: KeepalivedConfPath, Mode: configMode, Data: kconf}}
+	files := []onnode.File{{Path: onnode.KeepalivedConfPath, Mode: configMode, Data: kconf}}
 	if p.HasAPI() && p.IsControlPlane(node) {
 		hv, err := p.haproxyView(node)
 		if err != nil {
@@ -63,7 +64,7 @@ func (p *Plan) nodeFiles(node string, kv *keepalivedView) ([]File, error) {
 		if err != nil {
 			return nil, err
 		}
-		files = append(files, File{Path: HaproxyConfPath, Mode: configMode, Data: hconf})
+		files = append(files, onnode.File{Path: onnode.HaproxyConfPath, Mode: configMode, Data: hconf})
 	}
 	if p.HasBGP() && !p.isBootstrap(node) {
 		view := p.frrView(node)
@@ -75,7 +76,7 @@ func (p *Plan) nodeFiles(node string, kv *keepalivedView) ([]File, error) {
 		if view.hasPassword() {
 			mode = secretMode
 		}
-		files = append(files, File{Path: FRRConfPath, Mode: mode, Data: fconf})
+		files = append(files, onnode.File{Path: onnode.FRRConfPath, Mode: mode, Data: fconf})
 	}
 	scripts, err := ScriptFiles()
 	if err != nil {
@@ -86,12 +87,12 @@ func (p *Plan) nodeFiles(node string, kv *keepalivedView) ([]File, error) {
 
 // ScriptFiles are the check scripts, identical on every node: every node's
 // File shares one copy of the bytes, which nobody changes.
-func ScriptFiles() ([]File, error) {
+func ScriptFiles() ([]onnode.File, error) {
 	data, err := checkScriptData()
 	if err != nil {
 		return nil, err
 	}
-	return []File{{Path: ScriptsDir + "/" + checkScript, Mode: scriptMode, Data: data}}, nil
+	return []onnode.File{{Path: onnode.ScriptsDir + "/" + checkScript, Mode: scriptMode, Data: data}}, nil
 }
 
 var checkScriptData = sync.OnceValues(func() ([]byte, error) { return templates.Script(checkScript) })

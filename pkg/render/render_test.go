@@ -12,6 +12,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/fixture"
 	"github.com/vipctl/vipctl/test/golden"
 )
@@ -66,7 +67,7 @@ type renderedExample struct {
 	config *v1alpha1.ClusterVIPs
 	nodes  []cluster.Node
 	plan   *Plan
-	files  map[string][]File // by node
+	files  map[string][]onnode.File // by node
 }
 
 func renderExample(t *testing.T, example string) *renderedExample {
@@ -83,7 +84,7 @@ func renderExample(t *testing.T, example string) *renderedExample {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &renderedExample{config: c, nodes: nodes, plan: p, files: map[string][]File{}}
+	r := &renderedExample{config: c, nodes: nodes, plan: p, files: map[string][]onnode.File{}}
 	if c.Spec.Bootstrap != nil {
 		// What `vipctl bootstrap` runs is pinned with the nodes' files.
 		nodes = append(slices.Clone(nodes), cluster.Node{Name: BootstrapNode})
@@ -124,7 +125,7 @@ func TestRenderGolden(t *testing.T) {
 			}
 			for _, name := range names {
 				for _, f := range r.files[name] {
-					if strings.HasPrefix(f.Path, ScriptsDir) {
+					if strings.HasPrefix(f.Path, onnode.ScriptsDir) {
 						continue // identical everywhere; pinned once below
 					}
 					fmt.Fprintf(&b, "### node %s: %s (%04o)\n%s\n", name, f.Path, f.Mode.Perm(), f.Data)
@@ -150,10 +151,10 @@ func TestScriptsGolden(t *testing.T) {
 }
 
 // instancesIn lists "key family" pairs of a keepalived.conf.
-func instancesIn(t *testing.T, files []File) []string {
+func instancesIn(t *testing.T, files []onnode.File) []string {
 	t.Helper()
 	for _, f := range files {
-		if f.Path != KeepalivedConfPath {
+		if f.Path != onnode.KeepalivedConfPath {
 			continue
 		}
 		var out []string
@@ -195,10 +196,10 @@ func TestPoolsOnlyOnTheirNodes(t *testing.T) {
 	}
 	for _, n := range []string{"edge-0", "edge-1"} {
 		for _, f := range r.files[n] {
-			if f.Path == HaproxyConfPath {
+			if f.Path == onnode.HaproxyConfPath {
 				t.Errorf("%s is not control plane but got haproxy.cfg", n)
 			}
-			if f.Path == KeepalivedConfPath && bytes.Contains(f.Data, []byte("198.51.100.")) {
+			if f.Path == onnode.KeepalivedConfPath && bytes.Contains(f.Data, []byte("198.51.100.")) {
 				t.Errorf("%s (second segment) got a first-segment address:\n%s", n, f.Data)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // TestSidecarAnnouncedPool: with announce: sidecar a Service address
@@ -76,12 +77,12 @@ func TestSysctlFiles(t *testing.T) {
 	t.Parallel()
 	r := renderExample(t, "dual-stack.yaml")
 	files := SysctlFiles(r.config)
-	if len(files) != 1 || files[0].Path != SysctlPath {
-		t.Fatalf("dual-stack: %d files, want %s", len(files), SysctlPath)
+	if len(files) != 1 || files[0].Path != onnode.SysctlPath {
+		t.Fatalf("dual-stack: %d files, want %s", len(files), onnode.SysctlPath)
 	}
 	for _, line := range []string{"net.ipv6.conf.all.proxy_ndp = 1\n", "net/ipv6/conf/br-ex/forwarding = 1\n", "net/ipv6/neigh/br-ex/proxy_delay = 0\n"} {
 		if !strings.Contains(string(files[0].Data), line) {
-			t.Errorf("dual-stack's %s lacks %q:\n%s", SysctlPath, line, files[0].Data)
+			t.Errorf("dual-stack's %s lacks %q:\n%s", onnode.SysctlPath, line, files[0].Data)
 		}
 	}
 	c := *r.config

@@ -5,13 +5,8 @@ import (
 	"strings"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
-
-// SysctlPath holds the kernel settings the cluster's pools need on every
-// node. systemd-sysctl applies it at boot, and its udev rule applies an
-// interface's lines again whenever that interface appears (br-ex is
-// created after boot).
-const SysctlPath = "/etc/sysctl.d/50-vipctl.conf"
 
 // SysctlFiles returns the node settings file, or nothing when no pool
 // needs one. A vrrp pool with announce: sidecar and IPv6 addresses has
@@ -22,7 +17,7 @@ const SysctlPath = "/etc/sysctl.d/50-vipctl.conf"
 // vipctl.io/interface annotation names another interface needs the same
 // lines for it; without them its sidecar puts the addresses on the
 // interface, as it logs.
-func SysctlFiles(c *v1alpha1.ClusterVIPs) []File {
+func SysctlFiles(c *v1alpha1.ClusterVIPs) []onnode.File {
 	proxied := false
 	for _, p := range c.Spec.ServicePools {
 		if !p.SidecarAnnounced() {
@@ -58,5 +53,5 @@ net.ipv6.conf.all.proxy_ndp = 1
 	// Slashes, so that an interface name with a dot (a VLAN) stays whole.
 	fmt.Fprintf(&b, "net/ipv6/conf/%s/forwarding = 1\n", iface)
 	fmt.Fprintf(&b, "# An answer for a proxy entry otherwise waits up to 0.8 s (the sidecar\n# also sets this).\nnet/ipv6/neigh/%s/proxy_delay = 0\n", iface)
-	return []File{{Path: SysctlPath, Mode: configMode, Data: []byte(b.String())}}
+	return []onnode.File{{Path: onnode.SysctlPath, Mode: configMode, Data: []byte(b.String())}}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/fixture"
 )
 
@@ -23,7 +24,7 @@ func TestEveryVIPMarkedNotTheNodes(t *testing.T) {
 		seen := map[bool]int{}
 		for node, files := range r.files {
 			for _, f := range files {
-				if f.Path != KeepalivedConfPath {
+				if f.Path != onnode.KeepalivedConfPath {
 					continue
 				}
 				in := false
@@ -48,7 +49,7 @@ func TestEveryVIPMarkedNotTheNodes(t *testing.T) {
 								dev = "br-ex"
 							}
 						}
-						want := []string{p.String(), "dev", dev, "label", VIPLabel}
+						want := []string{p.String(), "dev", dev, "label", onnode.VIPLabel}
 						if p.Addr().Is6() {
 							want = []string{p.Addr().String() + "/128", "dev", dev}
 						}

@@ -1,34 +1,18 @@
 package render
 
 import (
-	"fmt"
 	"net/netip"
 	"slices"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
-
-// MissingInterface is a node left out of the VRRP instances of a pool or
-// an IngressController whose VIPs live on an interface of their own
-// (interface, interfaceLabel) that the node lacks. `render --nodes`
-// refuses it; the sidecar reports its own node's and renders the rest.
-type MissingInterface struct {
-	Node string
-	// Owner is "service pool NAME" or "ingress NAME".
-	Owner string
-	// Why says what the node lacks: the interface, or the label naming it.
-	Why string
-}
-
-func (m MissingInterface) String() string {
-	return fmt.Sprintf("%s: node %s holds none of its VIPs: %s", m.Owner, m.Node, m.Why)
-}
 
 // MissingInterfaces lists the nodes left out for lack of an own
 // interface, in the order they were found.
-func (p *Plan) MissingInterfaces() []MissingInterface {
-	return append([]MissingInterface(nil), p.missing...)
+func (p *Plan) MissingInterfaces() []onnode.MissingInterface {
+	return append([]onnode.MissingInterface(nil), p.missing...)
 }
 
 // vrrpNetwork is the machine network VRRP speaks in for a VIP: the VIP's
@@ -61,7 +45,7 @@ func (p *Plan) hasVIPInterface(node *cluster.Node, s instanceSpec) bool {
 	if why == "" {
 		return true
 	}
-	m := MissingInterface{Node: node.Name, Owner: s.owner, Why: why}
+	m := onnode.MissingInterface{Node: node.Name, Owner: s.owner, Why: why}
 	if !slices.Contains(p.missing, m) {
 		p.missing = append(p.missing, m)
 	}

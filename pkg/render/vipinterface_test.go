@@ -8,6 +8,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // TestOwnInterfaceLeavesOutNodesWithout: a node known to lack a pool's
@@ -33,12 +34,12 @@ func TestOwnInterfaceLeavesOutNodesWithout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []MissingInterface{
+	want := []onnode.MissingInterface{
 		{Node: "master-1", Owner: "service pool dmz", Why: "it has no interface br-dmz"},
 		{Node: "master-2", Owner: "ingress partners", Why: "no label vipctl.io/partners-interface"},
 	}
 	got := p.MissingInterfaces()
-	slices.SortFunc(got, func(a, b MissingInterface) int { return strings.Compare(a.Node, b.Node) })
+	slices.SortFunc(got, func(a, b onnode.MissingInterface) int { return strings.Compare(a.Node, b.Node) })
 	if !slices.Equal(got, want) {
 		t.Errorf("MissingInterfaces = %v\nwant %v", got, want)
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/haproxy"
 	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/keepalived"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // check runs the daemons' config tests where the node's interfaces are.
@@ -43,11 +43,11 @@ type Result struct {
 // (the configs name them), then keepalived.conf and haproxy.cfg are judged
 // by the real daemons before either replaces the running one; a config
 // the daemon rejects is never written.
-func Apply(ctx context.Context, t host.Target, files []render.File) (Result, error) {
+func Apply(ctx context.Context, t host.Target, files []onnode.File) (Result, error) {
 	var res Result
-	var configs []render.File
+	var configs []onnode.File
 	for _, f := range files {
-		if f.Path == render.KeepalivedConfPath || f.Path == render.HaproxyConfPath || f.Path == render.FRRConfPath {
+		if f.Path == onnode.KeepalivedConfPath || f.Path == onnode.HaproxyConfPath || f.Path == onnode.FRRConfPath {
 			configs = append(configs, f)
 			continue
 		}
@@ -59,7 +59,7 @@ func Apply(ctx context.Context, t host.Target, files []render.File) (Result, err
 			res.Written = append(res.Written, f.Path)
 		}
 	}
-	var changed []render.File
+	var changed []onnode.File
 	// replaced is what each changed config held before: it goes back
 	// when the daemon fails to take the new one.
 	replaced := map[string][]byte{}
@@ -74,11 +74,11 @@ func Apply(ctx context.Context, t host.Target, files []render.File) (Result, err
 		// The configs were rendered with t.Root already in their paths, so
 		// the scripts they name are checked where they stand.
 		switch f.Path {
-		case render.KeepalivedConfPath:
+		case onnode.KeepalivedConfPath:
 			err = configcheck.Keepalived(ctx, f.Data, check(t))
-		case render.HaproxyConfPath:
+		case onnode.HaproxyConfPath:
 			err = configcheck.Haproxy(ctx, f.Data, check(t))
-		case render.FRRConfPath:
+		case onnode.FRRConfPath:
 			err = configcheck.FRR(ctx, f.Data, check(t))
 		}
 		if err != nil {
@@ -96,17 +96,17 @@ func Apply(ctx context.Context, t host.Target, files []render.File) (Result, err
 	// anyway, which no order saves.
 	frrFirst := false
 	for _, f := range changed {
-		if f.Path == render.FRRConfPath {
-			frrFirst = frrTakesOver(replaced[render.KeepalivedConfPath], f.Data)
+		if f.Path == onnode.FRRConfPath {
+			frrFirst = frrTakesOver(replaced[onnode.KeepalivedConfPath], f.Data)
 		}
 	}
-	rank := func(f render.File) int {
-		if (f.Path == render.FRRConfPath) == frrFirst {
+	rank := func(f onnode.File) int {
+		if (f.Path == onnode.FRRConfPath) == frrFirst {
 			return 0
 		}
 		return 1
 	}
-	slices.SortStableFunc(changed, func(a, b render.File) int { return rank(a) - rank(b) })
+	slices.SortStableFunc(changed, func(a, b onnode.File) int { return rank(a) - rank(b) })
 	for _, f := range changed {
 		if _, err := t.WriteFile(f.Path, f.Data, f.Mode); err != nil {
 			return res, err
@@ -156,13 +156,13 @@ func frrTakesOver(oldKeepalived, frrConf []byte) bool {
 // daemon, and whether it was running to be told.
 func reload(ctx context.Context, t host.Target, path string) (string, bool, error) {
 	switch path {
-	case render.KeepalivedConfPath:
+	case onnode.KeepalivedConfPath:
 		ok, err := keepalived.Reload(t)
 		return "keepalived", ok, err
-	case render.HaproxyConfPath:
+	case onnode.HaproxyConfPath:
 		ok, err := haproxy.Reload(ctx, t)
 		return "haproxy", ok, err
-	case render.FRRConfPath:
+	case onnode.FRRConfPath:
 		ok, err := frr.Reload(ctx, t)
 		return frr.Name, ok, err
 	}

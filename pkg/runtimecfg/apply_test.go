@@ -15,7 +15,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/netlab"
 )
 
@@ -68,7 +68,7 @@ func TestApplyKeepsLastGood(t *testing.T) {
 	if len(res.Written) != 3 || len(res.Reloaded) != 0 {
 		t.Errorf("first apply: %+v; want 3 files written, nothing reloaded (no daemon yet)", res)
 	}
-	confPath := filepath.Join(target.Root, render.KeepalivedConfPath)
+	confPath := filepath.Join(target.Root, onnode.KeepalivedConfPath)
 	good, err := os.ReadFile(confPath)
 	if err != nil {
 		t.Fatal(err)
@@ -84,14 +84,14 @@ func TestApplyKeepsLastGood(t *testing.T) {
 	}
 
 	// A config keepalived rejects (an interface this node lacks).
-	bad := append([]render.File{}, files...)
+	bad := append([]onnode.File{}, files...)
 	for i := range bad {
-		if bad[i].Path == render.KeepalivedConfPath {
+		if bad[i].Path == onnode.KeepalivedConfPath {
 			bad[i].Data = []byte(strings.ReplaceAll(string(bad[i].Data), "dev br-ex", "dev eth9"))
 			bad[i].Data = []byte(strings.ReplaceAll(string(bad[i].Data), "interface br-ex", "interface eth9"))
 		}
 	}
-	if _, err := Apply(ctx, target, bad); err == nil || !strings.Contains(err.Error(), "keeping the last good "+render.KeepalivedConfPath) {
+	if _, err := Apply(ctx, target, bad); err == nil || !strings.Contains(err.Error(), "keeping the last good "+onnode.KeepalivedConfPath) {
 		t.Fatalf("bad config: err = %v", err)
 	}
 	if now, _ := os.ReadFile(confPath); string(now) != string(good) {
@@ -111,13 +111,13 @@ func TestApplyReloadsKeepalived(t *testing.T) {
 	// A stand-in process that records SIGHUP: what matters here is that
 	// Apply finds the PID and signals it; the lab test shows keepalived
 	// itself reloading.
-	if err := os.MkdirAll(filepath.Join(target.Root, render.RunDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(target.Root, onnode.RunDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGHUP)
 	defer signal.Stop(sig)
-	if err := os.WriteFile(filepath.Join(target.Root, render.KeepalivedPIDFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(target.Root, onnode.KeepalivedPIDFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	d, err := DesiredNode(cluster.Compile(c), st, "master-0", target.Root)
@@ -149,7 +149,7 @@ func TestInitRunFiles(t *testing.T) {
 	if err := InitRunFiles(target, c); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{render.DrainFile: "0\n", render.IngressStatusFile("default"): "0\n", render.IngressStatusFile("internal"): "1\n"}
+	want := map[string]string{onnode.DrainFile: "0\n", onnode.IngressStatusFile("default"): "0\n", onnode.IngressStatusFile("internal"): "1\n"}
 	for p, v := range want {
 		if got, err := os.ReadFile(filepath.Join(target.Root, p)); err != nil || string(got) != v {
 			t.Errorf("%s = %q, %v; want %q", p, got, err, v)
@@ -159,13 +159,13 @@ func TestInitRunFiles(t *testing.T) {
 	if err := SetIngressReady(target, "internal", true); err != nil {
 		t.Fatal(err)
 	}
-	if err := target.WriteFlag(render.DrainFile, true); err != nil {
+	if err := target.WriteFlag(onnode.DrainFile, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := InitRunFiles(target, c); err != nil {
 		t.Fatal(err)
 	}
-	for p, v := range map[string]string{render.DrainFile: "1\n", render.IngressStatusFile("internal"): "0\n"} {
+	for p, v := range map[string]string{onnode.DrainFile: "1\n", onnode.IngressStatusFile("internal"): "0\n"} {
 		if got, _ := os.ReadFile(filepath.Join(target.Root, p)); string(got) != v {
 			t.Errorf("%s = %q after InitRunFiles again, want %q", p, got, v)
 		}
@@ -185,11 +185,11 @@ func TestPruneLocalStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"shop/web", "shop/old", "db/primary"} {
-		if err := target.WriteFlag(render.LocalServiceStatusFile(name), false); err != nil {
+		if err := target.WriteFlag(onnode.LocalServiceStatusFile(name), false); err != nil {
 			t.Fatal(err)
 		}
 	}
-	legacy := render.RunDir + "/service-shop_web.status"
+	legacy := onnode.RunDir + "/service-shop_web.status"
 	if err := target.WriteFlag(legacy, false); err != nil {
 		t.Fatal(err)
 	}
@@ -201,13 +201,13 @@ func TestPruneLocalStatus(t *testing.T) {
 		_, err := os.Stat(filepath.Join(target.Root, p))
 		return err == nil
 	}
-	for _, p := range []string{render.LocalServiceStatusFile("shop/web"), render.LocalServiceStatusFile("db/primary"),
-		render.DrainFile, render.IngressStatusFile("default"), render.IngressStatusFile("internal")} {
+	for _, p := range []string{onnode.LocalServiceStatusFile("shop/web"), onnode.LocalServiceStatusFile("db/primary"),
+		onnode.DrainFile, onnode.IngressStatusFile("default"), onnode.IngressStatusFile("internal")} {
 		if !exists(p) {
 			t.Errorf("%s was removed", p)
 		}
 	}
-	for _, p := range []string{render.LocalServiceStatusFile("shop/old"), legacy} {
+	for _, p := range []string{onnode.LocalServiceStatusFile("shop/old"), legacy} {
 		if exists(p) {
 			t.Errorf("%s is still there", p)
 		}
@@ -216,7 +216,7 @@ func TestPruneLocalStatus(t *testing.T) {
 	if err := PruneLocalStatus(target, nil); err != nil {
 		t.Fatal(err)
 	}
-	if exists(render.LocalServiceStatusFile("shop/web")) {
+	if exists(onnode.LocalServiceStatusFile("shop/web")) {
 		t.Errorf("pruning with no Local Services kept shop/web")
 	}
 }
@@ -229,8 +229,8 @@ func TestApplyRetriesAFailedReload(t *testing.T) {
 	// The judge (vtysh -C) passes; frr-reload.py fails until it is
 	// replaced by one that succeeds.
 	target := host.Target{Root: nodeRoot(t), Vtysh: "/bin/true", FRRReload: "/bin/false"}
-	conf := func(timers string) []render.File {
-		return []render.File{{Path: render.FRRConfPath, Mode: 0o644,
+	conf := func(timers string) []onnode.File {
+		return []onnode.File{{Path: onnode.FRRConfPath, Mode: 0o644,
 			Data: []byte("router bgp 64513\n neighbor 198.51.100.1 remote-as 64512\n neighbor 198.51.100.1 timers " + timers + "\nexit\n")}}
 	}
 	ctx := context.Background()
@@ -238,7 +238,7 @@ func TestApplyRetriesAFailedReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	// bgpd runs from now on: its vty socket is there.
-	run := filepath.Join(target.Root, render.FRRRunDir)
+	run := filepath.Join(target.Root, onnode.FRRRunDir)
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestApplyRetriesAFailedReload(t *testing.T) {
 	}
 	onDisk := func() string {
 		t.Helper()
-		b, err := os.ReadFile(filepath.Join(target.Root, render.FRRConfPath))
+		b, err := os.ReadFile(filepath.Join(target.Root, onnode.FRRConfPath))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,8 +313,8 @@ func TestFRRTakesOver(t *testing.T) {
 func TestApplyOrdersReloads(t *testing.T) {
 	h := netlab.New(t).AddHost("worker-0", netlab.HostOpts{Addrs: []string{"198.51.100.21/24"}})
 	target := host.Target{Root: nodeRoot(t), Netns: h.NS, Vtysh: "/bin/true", FRRReload: "/bin/true"}
-	keepalived := func(vip string) render.File {
-		return render.File{Path: render.KeepalivedConfPath, Mode: 0o644, Data: []byte(`vrrp_instance web {
+	keepalived := func(vip string) onnode.File {
+		return onnode.File{Path: onnode.KeepalivedConfPath, Mode: 0o644, Data: []byte(`vrrp_instance web {
     state BACKUP
     interface ` + h.Iface + `
     virtual_router_id 51
@@ -325,15 +325,15 @@ func TestApplyOrdersReloads(t *testing.T) {
 }
 `)}
 	}
-	frrConf := func(network string) render.File {
-		return render.File{Path: render.FRRConfPath, Mode: 0o644,
+	frrConf := func(network string) onnode.File {
+		return onnode.File{Path: onnode.FRRConfPath, Mode: 0o644,
 			Data: []byte("router bgp 64513\n address-family ipv4 unicast\n  network " + network + "/32\n exit-address-family\nexit\n")}
 	}
 	ctx := context.Background()
-	if _, err := Apply(ctx, target, []render.File{keepalived("198.51.100.130"), frrConf("203.0.113.1")}); err != nil {
+	if _, err := Apply(ctx, target, []onnode.File{keepalived("198.51.100.130"), frrConf("203.0.113.1")}); err != nil {
 		t.Fatal(err)
 	}
-	order := func(files ...render.File) []string {
+	order := func(files ...onnode.File) []string {
 		t.Helper()
 		res, err := Apply(ctx, target, files)
 		if err != nil {
@@ -341,10 +341,10 @@ func TestApplyOrdersReloads(t *testing.T) {
 		}
 		return res.Written
 	}
-	if got, want := order(keepalived("198.51.100.131"), frrConf("203.0.113.2")), []string{render.KeepalivedConfPath, render.FRRConfPath}; !slices.Equal(got, want) {
+	if got, want := order(keepalived("198.51.100.131"), frrConf("203.0.113.2")), []string{onnode.KeepalivedConfPath, onnode.FRRConfPath}; !slices.Equal(got, want) {
 		t.Errorf("a VIP and a route changing apart: written %v, want %v", got, want)
 	}
-	if got, want := order(keepalived("198.51.100.132"), frrConf("198.51.100.131")), []string{render.FRRConfPath, render.KeepalivedConfPath}; !slices.Equal(got, want) {
+	if got, want := order(keepalived("198.51.100.132"), frrConf("198.51.100.131")), []string{onnode.FRRConfPath, onnode.KeepalivedConfPath}; !slices.Equal(got, want) {
 		t.Errorf("198.51.100.131 moving from keepalived to FRR: written %v, want %v", got, want)
 	}
 }

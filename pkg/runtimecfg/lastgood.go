@@ -9,11 +9,11 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // LastGood is the sidecar's last successful view of the cluster, kept on
-// the node (render.LastGoodPath) so that `--once` after a pod restart, a
+// the node (onnode.LastGoodPath) so that `--once` after a pod restart, a
 // reboot or a whole-cluster cold start renders what the node last served:
 // the Service addresses, the Nodes that joined since render time, the
 // routers' placement and the day-2 pools. Without it a restarted node
@@ -45,7 +45,7 @@ func SaveLastGood(t host.Target, node string, c *v1alpha1.ClusterVIPs, st cluste
 	if err != nil {
 		return false, err
 	}
-	return t.WriteFile(render.LastGoodPath, append(data, '\n'), 0o600)
+	return t.WriteFile(onnode.LastGoodPath, append(data, '\n'), 0o600)
 }
 
 // LoadLastGood reads the recorded view, its config decoded as the
@@ -53,7 +53,7 @@ func SaveLastGood(t host.Target, node string, c *v1alpha1.ClusterVIPs, st cluste
 // rollback are named in Unknown and ignored), and when it was written. A
 // missing file is fs.ErrNotExist.
 func LoadLastGood(t host.Target) (*LastGood, *v1alpha1.ClusterVIPs, time.Time, error) {
-	path := t.Path(render.LastGoodPath)
+	path := t.Path(onnode.LastGoodPath)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, time.Time{}, err
@@ -64,11 +64,11 @@ func LoadLastGood(t host.Target) (*LastGood, *v1alpha1.ClusterVIPs, time.Time, e
 	}
 	var lg LastGood
 	if err := json.Unmarshal(data, &lg); err != nil {
-		return nil, nil, time.Time{}, fmt.Errorf("%s: %w", render.LastGoodPath, err)
+		return nil, nil, time.Time{}, fmt.Errorf("%s: %w", onnode.LastGoodPath, err)
 	}
 	c, unknown, err := v1alpha1.ParseStored(lg.Config)
 	if err != nil {
-		return nil, nil, time.Time{}, fmt.Errorf("%s: config: %w", render.LastGoodPath, err)
+		return nil, nil, time.Time{}, fmt.Errorf("%s: config: %w", onnode.LastGoodPath, err)
 	}
 	lg.Unknown = unknown
 	return &lg, c, fi.ModTime(), nil

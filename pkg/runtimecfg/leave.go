@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/vipctl/vipctl/pkg/dataplane"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // Leave undoes what Reconcile set up in the node's network namespace, for
@@ -18,8 +18,8 @@ func (n *Node) Leave() error {
 	n.redirected = "" // a Reconcile after this writes the redirects again
 	return errors.Join(
 		n.WithNetnsFd(func(fd int) error { return dataplane.EnsureRedirects(fd, nil) }),
-		n.handover.Apply(render.Handover{}),
-		n.takeover.Apply(render.Handover{}),
+		n.handover.Apply(onnode.Handover{}),
+		n.takeover.Apply(onnode.Handover{}),
 		dataplane.Undrain(n.Target),
 	)
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // OnceOptions are the inputs of the init container: everything comes from
@@ -21,10 +21,10 @@ import (
 // answers and the API VIP can come up first.
 type OnceOptions struct {
 	host.Target
-	// Config is the ClusterVIPs file (render.ClusterConfigPath).
+	// Config is the ClusterVIPs file (onnode.ClusterConfigPath).
 	Config string
 	// BootstrapNodes is the NodeList shipped at render time
-	// (render.BootstrapNodesPath).
+	// (onnode.BootstrapNodesPath).
 	BootstrapNodes string
 	// NodeName is this node.
 	NodeName string
@@ -63,7 +63,7 @@ func Once(ctx context.Context, o OnceOptions) (OnceResult, error) {
 		if err := dataplane.Undrain(o.Target); err != nil {
 			return OnceResult{}, err
 		}
-		if err := os.Remove(o.Path(render.SyncedFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(o.Path(onnode.SyncedFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return OnceResult{}, err
 		}
 	}
@@ -114,7 +114,7 @@ func BootInput(o OnceOptions, static *v1alpha1.ClusterVIPs) (Input, error) {
 	// The haproxy pod's init container and a restarted sidecar run this
 	// too: once the keepalived pod's sidecar has synced they must not
 	// lower the running node's priorities.
-	if _, err := os.Stat(o.Path(render.SyncedFile)); err != nil {
+	if _, err := os.Stat(o.Path(onnode.SyncedFile)); err != nil {
 		in.HoldBack = true
 	}
 	nodes, nerr := cluster.LoadNodeList(o.BootstrapNodes, static.Spec.VRRP.Interface)
@@ -123,14 +123,14 @@ func BootInput(o OnceOptions, static *v1alpha1.ClusterVIPs) (Input, error) {
 	}
 	lg, lgConfig, saved, lerr := LoadLastGood(o.Target)
 	if lerr == nil && lg.Node != o.NodeName {
-		lerr = fmt.Errorf("%s: written by node %s, not %s", render.LastGoodPath, lg.Node, o.NodeName)
+		lerr = fmt.Errorf("%s: written by node %s, not %s", onnode.LastGoodPath, lg.Node, o.NodeName)
 	}
 	if lerr != nil && !errors.Is(lerr, fs.ErrNotExist) {
 		in.Warnings = append(in.Warnings, fmt.Sprintf("ignoring the last-good view: %v", lerr))
 	}
 	if lerr == nil {
 		if len(lg.Unknown) > 0 {
-			in.Warnings = append(in.Warnings, render.LastGoodPath+": config: "+lg.Unknown.String())
+			in.Warnings = append(in.Warnings, onnode.LastGoodPath+": config: "+lg.Unknown.String())
 		}
 		if eff, _, err := cluster.Effective(static, lgConfig); err == nil {
 			cfg = eff
@@ -142,7 +142,7 @@ func BootInput(o OnceOptions, static *v1alpha1.ClusterVIPs) (Input, error) {
 		// haproxy balances over every control-plane node and its own
 		// health checks decide.
 		in.State.APIServers = nil
-		in.From = render.LastGoodPath
+		in.From = onnode.LastGoodPath
 	}
 	in.Model = cluster.Compile(cfg)
 	if nerr == nil {
@@ -182,10 +182,10 @@ var ErrNodeNotListed = errors.New("node not in the node list")
 // placeholder writes a keepalived.conf without instances when there is
 // none yet, so keepalived starts and the sidecar can reload it.
 func placeholder(ctx context.Context, t host.Target, node string, why error) (Result, error) {
-	if _, err := os.Stat(t.Path(render.KeepalivedConfPath)); err == nil {
+	if _, err := os.Stat(t.Path(onnode.KeepalivedConfPath)); err == nil {
 		return Result{}, nil
 	}
 	reason := strings.ReplaceAll(why.Error(), "\n", " ")
 	data := fmt.Appendf(nil, "# Written by vipctl runtimecfg --once for node %s: %s.\n# No VRRP instance until the sidecar renders from the API.\nglobal_defs {\n    router_id %s\n}\n", node, reason, strings.ReplaceAll(node, "-", "_"))
-	return Apply(ctx, t, []render.File{{Path: render.KeepalivedConfPath, Mode: 0o644, Data: data}})
+	return Apply(ctx, t, []onnode.File{{Path: onnode.KeepalivedConfPath, Mode: 0o644, Data: data}})
 }

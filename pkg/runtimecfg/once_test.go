@@ -14,7 +14,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/fixture"
 	"github.com/vipctl/vipctl/test/netlab"
 )
@@ -29,11 +29,11 @@ func TestOnceWithoutBootstrapNodes(t *testing.T) {
 	if !errors.Is(err, ErrNoBootstrapNodes) {
 		t.Fatalf("err = %v, want ErrNoBootstrapNodes", err)
 	}
-	data, err := os.ReadFile(target.Path(render.KeepalivedConfPath))
+	data, err := os.ReadFile(target.Path(onnode.KeepalivedConfPath))
 	if err != nil || !strings.Contains(string(data), "router_id master_0") || strings.Contains(string(data), "vrrp_instance") {
 		t.Fatalf("placeholder keepalived.conf: %v\n%s", err, data)
 	}
-	if drain, _ := os.ReadFile(target.Path(render.DrainFile)); string(drain) != "0\n" {
+	if drain, _ := os.ReadFile(target.Path(onnode.DrainFile)); string(drain) != "0\n" {
 		t.Errorf("drain file %q", drain)
 	}
 }
@@ -49,7 +49,7 @@ func TestOnceNodeNotListed(t *testing.T) {
 	if !errors.Is(err, ErrNoInstances) || !errors.Is(err, ErrNodeNotListed) {
 		t.Fatalf("err = %v, want ErrNoInstances and ErrNodeNotListed", err)
 	}
-	data, err := os.ReadFile(target.Path(render.KeepalivedConfPath))
+	data, err := os.ReadFile(target.Path(onnode.KeepalivedConfPath))
 	if err != nil || !strings.Contains(string(data), "router_id worker_7") || strings.Contains(string(data), "vrrp_instance") {
 		t.Fatalf("placeholder keepalived.conf: %v\n%s", err, data)
 	}
@@ -122,8 +122,8 @@ func TestBootInputSources(t *testing.T) {
 		wantWarning string
 		wantErr     error
 	}{
-		{name: "last-good newer", writtenBy: "master-0", node: "master-0", wantFrom: render.LastGoodPath, wantNodes: 4, wantVIPs: true},
-		{name: "node added after render", writtenBy: "worker-3", node: "worker-3", wantFrom: render.LastGoodPath, wantNodes: 4, wantVIPs: true},
+		{name: "last-good newer", writtenBy: "master-0", node: "master-0", wantFrom: onnode.LastGoodPath, wantNodes: 4, wantVIPs: true},
+		{name: "node added after render", writtenBy: "worker-3", node: "worker-3", wantFrom: onnode.LastGoodPath, wantNodes: 4, wantVIPs: true},
 		// The list names the control plane only: the view's worker stays.
 		{name: "bootstrap newer", bootstrapNewer: true, writtenBy: "master-0", node: "master-0", wantFrom: bootstrap, wantNodes: 4, wantVIPs: true},
 		{name: "another node's view", writtenBy: "master-1", node: "master-0", wantFrom: bootstrap, wantNodes: 3,
@@ -141,7 +141,7 @@ func TestBootInputSources(t *testing.T) {
 				if _, err := SaveLastGood(target, tc.writtenBy, &live, seen); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.Chtimes(target.Path(render.LastGoodPath), viewTime, viewTime); err != nil {
+				if err := os.Chtimes(target.Path(onnode.LastGoodPath), viewTime, viewTime); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -209,10 +209,10 @@ func TestBootInputHoldsBackUntilSynced(t *testing.T) {
 	if in, err := BootInput(o, static); err != nil || !in.HoldBack {
 		t.Fatalf("never synced: HoldBack %v, %v; want true", in.HoldBack, err)
 	}
-	if err := os.MkdirAll(target.Path(render.RunDir), 0o755); err != nil {
+	if err := os.MkdirAll(target.Path(onnode.RunDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := target.WriteFlag(render.SyncedFile, true); err != nil {
+	if err := target.WriteFlag(onnode.SyncedFile, true); err != nil {
 		t.Fatal(err)
 	}
 	if in, err := BootInput(o, static); err != nil || in.HoldBack {
@@ -228,11 +228,11 @@ func TestOnceEndsADrainUnlessKept(t *testing.T) {
 	lab := netlab.New(t)
 	n := lab.AddHost("n", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"198.51.100.11/24"}})
 	tn := host.Target{Root: nodeRoot(t), Netns: n.NS}
-	if err := os.MkdirAll(tn.Path(render.RunDir), 0o755); err != nil {
+	if err := os.MkdirAll(tn.Path(onnode.RunDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	n.MustExec("ip", "addr", "add", "198.51.100.5/32", "dev", "br-ex")
-	h := render.Handover{Interface: "br-ex", Instances: []render.HandoverInstance{
+	h := onnode.Handover{Interface: "br-ex", Instances: []onnode.HandoverInstance{
 		{Family: 4, VRID: 1, VIPs: fixture.Addrs("198.51.100.5"), Peers: fixture.Addrs("198.51.100.12")},
 	}}
 	if err := dataplane.Drain(tn, h); err != nil {
@@ -245,7 +245,7 @@ func TestOnceEndsADrainUnlessKept(t *testing.T) {
 	if _, err := Once(context.Background(), o); !errors.Is(err, ErrNoBootstrapNodes) {
 		t.Fatalf("Once without a node list: %v, want %v", err, ErrNoBootstrapNodes)
 	}
-	if got := runFile(t, tn, render.DrainFile); got != "1" {
+	if got := runFile(t, tn, onnode.DrainFile); got != "1" {
 		t.Errorf("drain file %q after Once with KeepDrain, want 1", got)
 	}
 	if got := routes(); got == "" {
@@ -255,7 +255,7 @@ func TestOnceEndsADrainUnlessKept(t *testing.T) {
 	if _, err := Once(context.Background(), o); !errors.Is(err, ErrNoBootstrapNodes) {
 		t.Fatalf("Once without a node list: %v, want %v", err, ErrNoBootstrapNodes)
 	}
-	if got := runFile(t, tn, render.DrainFile); got != "0" {
+	if got := runFile(t, tn, onnode.DrainFile); got != "0" {
 		t.Errorf("drain file %q after Once, want 0", got)
 	}
 	if got := routes(); got != "" {

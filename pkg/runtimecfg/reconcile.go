@@ -11,6 +11,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/host"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/vrid"
 )
@@ -130,7 +131,7 @@ func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
 	// pool's are announced or not by frr.conf instead.
 	vrrpLocal := in.Model.VRRPLocalServices(in.State)
 	for _, ls := range vrrpLocal {
-		if err := n.WriteTrackValue(render.LocalServiceStatusFile(ls.Name), localStatus(ls, n.Name, in.ProxyPending, in.HoldBack)); err != nil {
+		if err := n.WriteTrackValue(onnode.LocalServiceStatusFile(ls.Name), localStatus(ls, n.Name, in.ProxyPending, in.HoldBack)); err != nil {
 			return out, &StepError{"write", err}
 		}
 	}
@@ -174,11 +175,11 @@ func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
 // at once. In FAULT it takes nothing; its first sync renders the truth.
 func localStatus(ls cluster.LocalService, node string, proxyPending map[string]bool, heldBack bool) int {
 	if heldBack {
-		return render.LocalNone
+		return onnode.LocalNone
 	}
 	v := render.LocalServiceStatus(ls, node)
-	if v == render.LocalReady && proxyPending[ls.Name] {
-		return render.LocalDraining
+	if v == onnode.LocalReady && proxyPending[ls.Name] {
+		return onnode.LocalDraining
 	}
 	return v
 }
@@ -204,7 +205,7 @@ func (n *Node) redirect(c *v1alpha1.ClusterVIPs, d NodeState) (waiting bool, err
 		}
 		redirects, waiting = nil, true
 	}
-	var guard render.InternalGuard
+	var guard onnode.InternalGuard
 	if d.Guard != nil {
 		guard = *d.Guard
 	}
@@ -244,8 +245,8 @@ func (n *Node) resetBypassing(c *v1alpha1.ClusterVIPs, d NodeState) (int, error)
 
 // hasHaproxy tells whether files include haproxy.cfg: a control-plane
 // node's, the one with the API redirect.
-func hasHaproxy(files []render.File) bool {
-	return slices.ContainsFunc(files, func(f render.File) bool { return f.Path == render.HaproxyConfPath })
+func hasHaproxy(files []onnode.File) bool {
+	return slices.ContainsFunc(files, func(f onnode.File) bool { return f.Path == onnode.HaproxyConfPath })
 }
 
 // Desired is what Reconcile brings the node in line with, rendered from
@@ -291,22 +292,22 @@ func (n *Node) Desired(in Input) (NodeState, error) {
 
 // NodeState is everything the sidecar keeps true on one node.
 type NodeState struct {
-	Files []render.File
+	Files []onnode.File
 	// Handover feeds the handover table and a drain.
-	Handover render.Handover
+	Handover onnode.Handover
 	// Lonely tells which instances were left out for lack of a peer.
 	Lonely []string
 	// Unannounced are the Local Services no VRRP ID was left for: their
 	// VIPs are announced by no node until IDs free up.
 	Unannounced []cluster.LocalService
 	// Announced are the bgp pool routes this node's frr.conf announces.
-	Announced []render.Announced
+	Announced []onnode.Announced
 	// Guard closes the internal API to all but the cluster's hosts (nil:
 	// the config serves none); written where haproxy runs.
-	Guard *render.InternalGuard
+	Guard *onnode.InternalGuard
 	// MissingInterfaces are the pools and IngressControllers this node
 	// holds no VIP of because it lacks the interface they live on.
-	MissingInterfaces []render.MissingInterface
+	MissingInterfaces []onnode.MissingInterface
 	// Members are the cluster's own VRRP routers by ID, for telling a
 	// foreign router's adverts from theirs.
 	Members vrid.Members
@@ -348,11 +349,11 @@ func DesiredNode(m *cluster.Model, st cluster.State, node, root string, opts ...
 		return NodeState{}, err
 	}
 	h, err := plan.Handover(node)
-	var guard *render.InternalGuard
+	var guard *onnode.InternalGuard
 	if g, ok := plan.InternalGuard(); ok {
 		guard = &g
 	}
-	var missing []render.MissingInterface
+	var missing []onnode.MissingInterface
 	for _, m := range plan.MissingInterfaces() {
 		if m.Node == node {
 			missing = append(missing, m)

@@ -10,11 +10,11 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // The run files are keepalived's track files and the sidecar's marks
-// under render.RunDir: small flags the daemons read, written only here
+// under onnode.RunDir: small flags the daemons read, written only here
 // (and the drain file by the data plane's Drain and Undrain).
 
 // InitRunFiles creates the track files keepalived reads, without
@@ -23,16 +23,16 @@ import (
 // does; its router health check still guards it) while other controllers
 // wait for the sidecar to see their routers.
 func InitRunFiles(t host.Target, c *v1alpha1.ClusterVIPs) error {
-	if err := os.MkdirAll(t.Path(render.RunDir), 0o755); err != nil {
+	if err := os.MkdirAll(t.Path(onnode.RunDir), 0o755); err != nil {
 		return err
 	}
-	init := map[string]string{render.DrainFile: "0"}
+	init := map[string]string{onnode.DrainFile: "0"}
 	for _, in := range c.Spec.Ingress {
 		v := "1"
 		if in.Name == v1alpha1.DefaultIngressController {
 			v = "0"
 		}
-		init[render.IngressStatusFile(in.Name)] = v
+		init[onnode.IngressStatusFile(in.Name)] = v
 	}
 	if err := endStepDowns(t); err != nil {
 		return err
@@ -53,19 +53,19 @@ func InitRunFiles(t host.Target, c *v1alpha1.ClusterVIPs) error {
 	return nil
 }
 
-// endStepDowns writes 0 to every instance's render.UnheardFile on the
+// endStepDowns writes 0 to every instance's onnode.UnheardFile on the
 // node: a step-down (pkg/sidecar/heal.go) is the running sidecar's, whose
 // hold ends with it, and one a previous pod left would otherwise last
 // for good. Before keepalived starts (the init container) and as the
 // sidecar starts.
 func endStepDowns(t host.Target) error {
-	found, err := filepath.Glob(t.Path(render.UnheardGlob))
+	found, err := filepath.Glob(t.Path(onnode.UnheardGlob))
 	if err != nil {
 		return err
 	}
-	prefix := strings.TrimSuffix(filepath.Base(render.UnheardGlob), "*")
+	prefix := strings.TrimSuffix(filepath.Base(onnode.UnheardGlob), "*")
 	for _, f := range found {
-		if err := t.WriteFlag(render.UnheardFile(strings.TrimPrefix(filepath.Base(f), prefix)), false); err != nil {
+		if err := t.WriteFlag(onnode.UnheardFile(strings.TrimPrefix(filepath.Base(f), prefix)), false); err != nil {
 			return err
 		}
 	}
@@ -76,7 +76,7 @@ func endStepDowns(t host.Target) error {
 // runs on this node.
 func SetIngressReady(t host.Target, controller string, ready bool) error {
 	// The file holds 0 for ready: keepalived treats non-zero as a fault.
-	return t.WriteFlag(render.IngressStatusFile(controller), !ready)
+	return t.WriteFlag(onnode.IngressStatusFile(controller), !ready)
 }
 
 // PruneLocalStatus removes the status files of Local Services that are no
@@ -86,13 +86,13 @@ func SetIngressReady(t host.Target, controller string, ready bool) error {
 func PruneLocalStatus(t host.Target, keep []cluster.LocalService) error {
 	want := make(map[string]bool, len(keep))
 	for _, ls := range keep {
-		want[t.Path(render.LocalServiceStatusFile(ls.Name))] = true
+		want[t.Path(onnode.LocalServiceStatusFile(ls.Name))] = true
 	}
-	found, err := filepath.Glob(t.Path(render.LocalServiceStatusFile("*")))
+	found, err := filepath.Glob(t.Path(onnode.LocalServiceStatusFile("*")))
 	if err != nil {
 		return err
 	}
-	legacy, err := filepath.Glob(t.Path(render.LegacyLocalStatusGlob))
+	legacy, err := filepath.Glob(t.Path(onnode.LegacyLocalStatusGlob))
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // TestInitRunFilesEndsStepDowns: the init container and a starting
@@ -16,7 +16,7 @@ import (
 // it, before keepalived reads them.
 func TestInitRunFilesEndsStepDowns(t *testing.T) {
 	tg := host.Target{Root: t.TempDir()}
-	f := tg.Path(render.UnheardFile("pool_general_0_v6"))
+	f := tg.Path(onnode.UnheardFile("pool_general_0_v6"))
 	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // TestBootInputLastGoodFromNewer: a last-good view a newer vipctl wrote
@@ -36,14 +36,14 @@ func TestBootInputLastGoodFromNewer(t *testing.T) {
 		warnings []string
 		from     string // "": the bootstrap node list
 	}{
-		{"as this vipctl writes it", func(map[string]any) {}, nil, render.LastGoodPath},
+		{"as this vipctl writes it", func(map[string]any) {}, nil, onnode.LastGoodPath},
 		{"a newer vipctl's fields", func(spec map[string]any) {
 			spec["futureSection"] = map[string]any{"on": true}
 			spec["servicePools"].([]any)[0].(map[string]any)["futureKnob"] = 1
-		}, []string{render.LastGoodPath + ": config: fields this vipctl does not know (written by a newer one), ignored: spec.futureSection, spec.servicePools[0].futureKnob"}, render.LastGoodPath},
+		}, []string{onnode.LastGoodPath + ": config: fields this vipctl does not know (written by a newer one), ignored: spec.futureSection, spec.servicePools[0].futureKnob"}, onnode.LastGoodPath},
 		{"a known field of the wrong kind", func(spec map[string]any) {
 			spec["servicePools"].([]any)[0].(map[string]any)["instances"] = "two"
-		}, []string{"ignoring the last-good view: " + render.LastGoodPath + ": config: 1 invalid field(s):\n  spec.servicePools[0].instances: Invalid value: \"two\": must be a whole number, not a string"}, ""},
+		}, []string{"ignoring the last-good view: " + onnode.LastGoodPath + ": config: 1 invalid field(s):\n  spec.servicePools[0].instances: Invalid value: \"two\": must be a whole number, not a string"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			target := host.Target{Root: t.TempDir()}
@@ -60,7 +60,7 @@ func TestBootInputLastGoodFromNewer(t *testing.T) {
 			if err := os.WriteFile(o.BootstrapNodes, nodes, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			old := mustStat(t, target.Path(render.LastGoodPath)).ModTime().Add(-time.Hour)
+			old := mustStat(t, target.Path(onnode.LastGoodPath)).ModTime().Add(-time.Hour)
 			if err := os.Chtimes(o.BootstrapNodes, old, old); err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +77,7 @@ func TestBootInputLastGoodFromNewer(t *testing.T) {
 			if in.From != tc.from {
 				t.Errorf("from %s, want %s", in.From, tc.from)
 			}
-			if got := in.State.ServiceVIPs["general"]; tc.from == render.LastGoodPath && !slices.Equal(got, st.ServiceVIPs["general"]) {
+			if got := in.State.ServiceVIPs["general"]; tc.from == onnode.LastGoodPath && !slices.Equal(got, st.ServiceVIPs["general"]) {
 				t.Errorf("Service addresses %v, want the view's %v", got, st.ServiceVIPs["general"])
 			}
 		})
@@ -87,7 +87,7 @@ func TestBootInputLastGoodFromNewer(t *testing.T) {
 // editLastGood changes the spec of the config in the recorded view.
 func editLastGood(t *testing.T, target host.Target, edit func(spec map[string]any)) {
 	t.Helper()
-	path := target.Path(render.LastGoodPath)
+	path := target.Path(onnode.LastGoodPath)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/vipctl/vipctl/pkg/cluster"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/vrid"
 )
 
@@ -42,7 +42,7 @@ func TestServiceWithoutVRIDDegradesAlone(t *testing.T) {
 	}
 	conf := func(d NodeState) string {
 		for _, f := range d.Files {
-			if f.Path == render.KeepalivedConfPath {
+			if f.Path == onnode.KeepalivedConfPath {
 				return string(f.Data)
 			}
 		}
@@ -96,14 +96,14 @@ func TestLocalStatusWaitsForTheProxy(t *testing.T) {
 		heldBack bool
 		want     int
 	}{
-		{"ready", nil, false, render.LocalReady},
-		{"ready", pending, false, render.LocalDraining},
-		{"ready", map[string]bool{"shop/other": true}, false, render.LocalReady},
-		{"stopping", pending, false, render.LocalDraining},
-		{"none", pending, false, render.LocalNone},
-		{"none", nil, false, render.LocalNone},
-		{"ready", nil, true, render.LocalNone},
-		{"stopping", nil, true, render.LocalNone},
+		{"ready", nil, false, onnode.LocalReady},
+		{"ready", pending, false, onnode.LocalDraining},
+		{"ready", map[string]bool{"shop/other": true}, false, onnode.LocalReady},
+		{"stopping", pending, false, onnode.LocalDraining},
+		{"none", pending, false, onnode.LocalNone},
+		{"none", nil, false, onnode.LocalNone},
+		{"ready", nil, true, onnode.LocalNone},
+		{"stopping", nil, true, onnode.LocalNone},
 	} {
 		if got := localStatus(ls, c.node, c.pending, c.heldBack); got != c.want {
 			t.Errorf("%s, pending %v, held back %t: %d, want %d", c.node, c.pending, c.heldBack, got, c.want)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // bgpPasswordInterval is how often the sidecar reads the peers'
@@ -45,7 +45,7 @@ func (p *bgpPasswords) get() map[string]string {
 // the password its sessions run on, rather than without it, which would
 // drop them.
 func (s *Sidecar) seedPasswords() {
-	data, err := os.ReadFile(s.o.Path(render.FRRConfPath))
+	data, err := os.ReadFile(s.o.Path(onnode.FRRConfPath))
 	if err != nil || s.static.Spec.BGP == nil {
 		return
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/test/daemontest"
 )
@@ -21,7 +21,7 @@ import (
 // gone for a while and back under its old PID, count nothing.
 func TestDaemonRestarts(t *testing.T) {
 	root := t.TempDir()
-	for _, d := range []string{render.RunDir} {
+	for _, d := range []string{onnode.RunDir} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -29,7 +29,7 @@ func TestDaemonRestarts(t *testing.T) {
 	s := &Sidecar{o: Options{OnceOptions: runtimecfg.OnceOptions{Target: host.Target{Root: root}}}}
 	m := NewMetrics(nil)
 	keepalived := func(pid int) {
-		if err := os.WriteFile(filepath.Join(root, render.KeepalivedPIDFile), []byte(fmt.Sprintf("%d\n", pid)), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(root, onnode.KeepalivedPIDFile), []byte(fmt.Sprintf("%d\n", pid)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -61,7 +61,7 @@ func TestDaemonRestarts(t *testing.T) {
 	if k, h := restarts(DaemonKeepalived), restarts(DaemonHaproxy); k != 1 || h != 1 {
 		t.Errorf("after new PIDs: keepalived %v, haproxy %v restarts, want 1 each", k, h)
 	}
-	if err := os.Remove(filepath.Join(root, render.KeepalivedPIDFile)); err != nil {
+	if err := os.Remove(filepath.Join(root, onnode.KeepalivedPIDFile)); err != nil {
 		t.Fatal(err)
 	}
 	look()

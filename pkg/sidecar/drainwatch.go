@@ -5,9 +5,8 @@ import (
 	"context"
 	"os"
 
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"golang.org/x/sys/unix"
-
-	"github.com/vipctl/vipctl/pkg/render"
 )
 
 // drainLoop follows the drain file, whoever writes it (keepalived's
@@ -16,7 +15,7 @@ import (
 // takes over three adverts later (300 ms with the fast profile). Drained,
 // the VIPs' local routes stay until the undrain.
 func (s *Sidecar) drainLoop(ctx context.Context) {
-	dir := s.o.Path(render.RunDir)
+	dir := s.o.Path(onnode.RunDir)
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		s.log.Error("cannot follow the drain file; its changes take effect within a second", "err", err)
@@ -32,7 +31,7 @@ func (s *Sidecar) drainLoop(ctx context.Context) {
 	buf := make([]byte, 4096)
 	last := ""
 	for {
-		if data, err := os.ReadFile(s.o.Path(render.DrainFile)); err == nil {
+		if data, err := os.ReadFile(s.o.Path(onnode.DrainFile)); err == nil {
 			if now := string(bytes.TrimSpace(data)); now != last {
 				s.log.Info("drain file changed", "drain", now)
 				last = now

@@ -13,7 +13,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/dataplane"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // Healing a holder nobody hears (issue 54 §2, docs/runtimecfg.md
@@ -24,7 +24,7 @@ import (
 // again (gratuitous ARP, unsolicited neighbour advertisements): a switch
 // or router that lost them learns them anew. Should the others still hear
 // nobody once they have asked again, the holder steps down: it writes 1
-// to the instance's render.UnheardFile, keepalived lowers its priority
+// to the instance's onnode.UnheardFile, keepalived lowers its priority
 // there to 1 as a drain does, and a member that is heard takes the VIPs
 // over. It stays down for healHold, then writes 0 and is eligible again.
 //
@@ -107,7 +107,7 @@ func (s *Sidecar) heal(tg wireTargets, local map[netip.Addr]bool, now time.Time,
 		if now.Sub(at) < healHold {
 			continue
 		}
-		if err := s.o.WriteFlag(render.UnheardFile(inst), false); err != nil {
+		if err := s.o.WriteFlag(onnode.UnheardFile(inst), false); err != nil {
 			s.m.Failures.WithLabelValues("heal").Inc()
 			s.log.Error("cannot end a step-down", "instance", inst, "err", err)
 			continue
@@ -182,7 +182,7 @@ func (s *Sidecar) unheard(tg wireTargets, local map[netip.Addr]bool, now time.Ti
 // reannounce announces the VIPs nobody hears again, as keepalived does
 // for a new master, and says so on the Node.
 func (s *Sidecar) reannounce(iface, inst string, addrs []netip.Addr) {
-	err := s.o.InNetns(func() error { return dataplane.Announce(iface, addrs, render.GARPRepeat) })
+	err := s.o.InNetns(func() error { return dataplane.Announce(iface, addrs, onnode.GARPRepeat) })
 	if err != nil {
 		s.m.Failures.WithLabelValues("heal").Inc()
 		s.log.Error("cannot announce the VIPs nobody hears again", "instance", inst, "err", err)
@@ -197,7 +197,7 @@ func (s *Sidecar) reannounce(iface, inst string, addrs []netip.Addr) {
 // stepDown gives the instance's VIPs to a member that is heard, and
 // tells whether it could.
 func (s *Sidecar) stepDown(inst string, addrs []netip.Addr, waited time.Duration) bool {
-	if err := s.o.WriteFlag(render.UnheardFile(inst), true); err != nil {
+	if err := s.o.WriteFlag(onnode.UnheardFile(inst), true); err != nil {
 		s.m.Failures.WithLabelValues("heal").Inc()
 		s.log.Error("cannot step down", "instance", inst, "err", err)
 		return false

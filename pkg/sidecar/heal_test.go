@@ -17,7 +17,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 )
 
@@ -59,7 +59,7 @@ func TestHealUnheard(t *testing.T) {
 		return s, rec
 	}
 	flag := func(s *Sidecar) string {
-		b, err := os.ReadFile(s.o.Path(render.UnheardFile("api_v4")))
+		b, err := os.ReadFile(s.o.Path(onnode.UnheardFile("api_v4")))
 		if err != nil {
 			return "absent"
 		}

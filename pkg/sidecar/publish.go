@@ -17,7 +17,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/frr"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // rememberVIPs records every VIP of the render with the key of the
@@ -34,7 +34,7 @@ func (s *Sidecar) rememberVIPs(m *cluster.Model, st cluster.State) {
 // successful apply, backup routes too (the node still carries what the
 // routers send it): a bgp pool's addresses sit on no interface, so Held
 // cannot find them there.
-func (s *Sidecar) rememberAnnounced(pools []render.Announced) {
+func (s *Sidecar) rememberAnnounced(pools []onnode.Announced) {
 	var addrs []netip.Addr
 	for _, p := range pools {
 		addrs = append(addrs, p.Addrs...)
@@ -270,8 +270,8 @@ func (s *Sidecar) annotate(ctx context.Context, key string, value *string) error
 
 // rememberBGP notes whether the last render gave this node a frr.conf:
 // only then does it have sessions to read and publish.
-func (s *Sidecar) rememberBGP(files []render.File) {
-	bgp := slices.ContainsFunc(files, func(f render.File) bool { return f.Path == render.FRRConfPath })
+func (s *Sidecar) rememberBGP(files []onnode.File) {
+	bgp := slices.ContainsFunc(files, func(f onnode.File) bool { return f.Path == onnode.FRRConfPath })
 	s.mu.Lock()
 	s.bgp, s.rendered = bgp, true
 	s.mu.Unlock()

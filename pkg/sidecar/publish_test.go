@@ -21,7 +21,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/test/fixture"
 )
@@ -40,7 +40,7 @@ func TestHeldIncludesAnnouncedRoutes(t *testing.T) {
 	}
 	st := cluster.State{ServiceVIPs: map[string][]netip.Addr{"racks": {announced, netip.MustParseAddr("203.0.113.225")}}}
 	s.rememberVIPs(cluster.Compile(c), st)
-	s.rememberAnnounced([]render.Announced{{Pool: "racks", Addrs: []netip.Addr{announced}}})
+	s.rememberAnnounced([]onnode.Announced{{Pool: "racks", Addrs: []netip.Addr{announced}}})
 	held, err := s.Held()
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestVIPHeldSeries(t *testing.T) {
 	}
 	st := cluster.State{ServiceVIPs: map[string][]netip.Addr{"racks": {announced}}}
 	s.rememberVIPs(cluster.Compile(c), st)
-	s.rememberAnnounced([]render.Announced{{Pool: "racks", Addrs: []netip.Addr{announced}}})
+	s.rememberAnnounced([]onnode.Announced{{Pool: "racks", Addrs: []netip.Addr{announced}}})
 	held, err := s.Held()
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/vipctl/vipctl/pkg/cluster"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // reportUnannounced says which Local Services got no VRRP instance: a
@@ -40,8 +40,8 @@ func (s *Sidecar) reportUnannounced(list []cluster.LocalService) {
 // gauge per owner, a log line and a Warning Event on the Node once per
 // owner and reason until it is resolved. The node's other VIPs are
 // rendered as ever.
-func (s *Sidecar) reportMissingInterfaces(list []render.MissingInterface) {
-	now := make(map[render.MissingInterface]bool, len(list))
+func (s *Sidecar) reportMissingInterfaces(list []onnode.MissingInterface) {
+	now := make(map[onnode.MissingInterface]bool, len(list))
 	for _, m := range list {
 		now[m] = true
 		s.m.InterfaceMissing.WithLabelValues(m.Owner).Set(1)
@@ -52,7 +52,7 @@ func (s *Sidecar) reportMissingInterfaces(list []render.MissingInterface) {
 		s.rec.Event(s.nodeRef, corev1.EventTypeWarning, "VIPInterfaceMissing", truncate(m.String()))
 	}
 	for m := range s.missingIfaces {
-		if !slices.ContainsFunc(list, func(o render.MissingInterface) bool { return o.Owner == m.Owner }) {
+		if !slices.ContainsFunc(list, func(o onnode.MissingInterface) bool { return o.Owner == m.Owner }) {
 			s.m.InterfaceMissing.DeleteLabelValues(m.Owner)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 )
 
@@ -27,7 +27,7 @@ import (
 func TestPublishSessions(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	run := filepath.Join(root, render.FRRRunDir)
+	run := filepath.Join(root, onnode.FRRRunDir)
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/configsource"
 	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/frr"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/pkg/vrid"
 )
@@ -49,7 +49,7 @@ type Options struct {
 	// ClusterVIPs resource while it is not served (60 s when zero): one
 	// cheap request per node, like the API probe.
 	ObjectProbe time.Duration
-	// Namespace holds the vipctl ConfigMap (render.Namespace).
+	// Namespace holds the vipctl ConfigMap (onnode.Namespace).
 	Namespace string
 	// Debounce is the longest a change waits after a sync before the
 	// next (nextSync): a burst of cluster events is applied at its start
@@ -163,7 +163,7 @@ type Sidecar struct {
 	unannounced map[string]bool
 	// missingIfaces are the owners last reported as on an interface this
 	// node lacks (reportMissingInterfaces).
-	missingIfaces map[render.MissingInterface]bool
+	missingIfaces map[onnode.MissingInterface]bool
 	// lastErr is why the last sync kept the last good config.
 	lastErr   error
 	applied   bool
@@ -256,7 +256,7 @@ func New(o Options) (*Sidecar, error) {
 		o.Interface = func(n netip.Prefix) (string, error) { return dataplane.TargetInterface(o.Target, n) }
 	}
 	if o.Namespace == "" {
-		o.Namespace = render.Namespace
+		o.Namespace = onnode.Namespace
 	}
 	static, staticUnknown, err := v1alpha1.LoadStored(o.Config)
 	if err != nil {
@@ -520,7 +520,7 @@ func (s *Sidecar) sync(ctx context.Context) error {
 	s.publishSoon()
 	// Synced: from now on a --once (the haproxy pod's, a restarted
 	// sidecar's) renders this node at its real priorities.
-	if err := s.o.WriteFlag(render.SyncedFile, true); err != nil {
+	if err := s.o.WriteFlag(onnode.SyncedFile, true); err != nil {
 		s.m.Failures.WithLabelValues("write").Inc()
 		s.log.Error("cannot record the first sync", "err", err)
 	}
@@ -553,7 +553,7 @@ func (s *Sidecar) sync(ctx context.Context) error {
 // (cluster.DrainAnnotation, `vipctl drain`) with the same make-before-break
 // handover as keepalived's preStop, and undrains it when the annotation
 // goes. Only a drain it started itself is ended here.
-func (s *Sidecar) followDrainAnnotation(h render.Handover) error {
+func (s *Sidecar) followDrainAnnotation(h onnode.Handover) error {
 	switch {
 	case s.drainAsked && !s.drainedByAPI:
 		s.log.Info("draining: the Node asks for it", "annotation", cluster.DrainAnnotation)

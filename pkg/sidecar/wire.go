@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/preflight"
-	"github.com/vipctl/vipctl/pkg/render"
 )
 
 // What the wire says (issue 54): the node's books (keepalived's state,
@@ -66,7 +66,7 @@ type wireTargets struct {
 
 // rememberWire takes the node's instances from a render, after
 // rememberVIPs (their keys).
-func (s *Sidecar) rememberWire(h render.Handover) {
+func (s *Sidecar) rememberWire(h onnode.Handover) {
 	tg := wireTargets{iface: h.Interface, keys: map[netip.Addr]string{}, peersOf: map[netip.Addr][]netip.Addr{}, instances: map[netip.Addr]string{}}
 	for _, in := range h.Instances {
 		tg.addrs = append(tg.addrs, in.VIPs...)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/machineconfig"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // shippedFile is a file's content in a MachineConfig written to dyn, and
@@ -90,15 +90,15 @@ items:
 			if !strings.Contains(log.String(), tc.wantLog) {
 				t.Errorf("log %q, want %q", log.String(), tc.wantLog)
 			}
-			if _, ok := shippedFile(t, dyn, "50-vipctl-worker", render.BootstrapNodesPath); ok {
-				t.Errorf("50-vipctl-worker ships %s: no worker reads it", render.BootstrapNodesPath)
+			if _, ok := shippedFile(t, dyn, "50-vipctl-worker", onnode.BootstrapNodesPath); ok {
+				t.Errorf("50-vipctl-worker ships %s: no worker reads it", onnode.BootstrapNodesPath)
 			}
 			const mc = "50-vipctl-master"
-			data, ok := shippedFile(t, dyn, mc, render.BootstrapNodesPath)
+			data, ok := shippedFile(t, dyn, mc, onnode.BootstrapNodesPath)
 			if !ok {
-				t.Fatalf("%s ships no %s", mc, render.BootstrapNodesPath)
+				t.Fatalf("%s ships no %s", mc, onnode.BootstrapNodesPath)
 			}
-			nodes, err := cluster.ParseNodeList(render.BootstrapNodesPath, data, "br-ex")
+			nodes, err := cluster.ParseNodeList(onnode.BootstrapNodesPath, data, "br-ex")
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", mc, err, data)
 			}

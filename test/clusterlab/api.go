@@ -23,7 +23,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/manifests"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/lab/probe"
 )
@@ -155,7 +155,7 @@ func (c *Cluster) WaitServing(t testing.TB, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for _, d := range []struct{ ns, name string }{
-		{render.Namespace, manifests.AllocatorName},
+		{onnode.Namespace, manifests.AllocatorName},
 		{WorkloadNS, EchoName},
 		{v1alpha1.DefaultRouterNamespace, RouterName},
 	} {

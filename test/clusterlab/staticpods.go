@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/kubeletlab"
 )
 
@@ -51,7 +51,7 @@ var componentCPU = map[string]string{
 }
 
 // ManifestPath is where a static pod's manifest lies on a node.
-func ManifestPath(pod string) string { return render.StaticPodDir + "/" + pod + ".yaml" }
+func ManifestPath(pod string) string { return onnode.StaticPodDir + "/" + pod + ".yaml" }
 
 // componentPod is a static pod of a Kubernetes component: vipctl's image
 // under BaseImage, the binary from bin/ (mounted at binDir), the node's

@@ -18,7 +18,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/manifests"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/kubeletlab"
 	"github.com/vipctl/vipctl/test/lab"
 )
@@ -83,7 +83,7 @@ func (c *Cluster) StartUpgrade(t testing.TB, to Release) *Upgrade {
 		fatalf(t, "%s: vipctl update: %v\n%s", to, err, out)
 	}
 	t.Logf("%s: vipctl update:\n%s", to, out)
-	c.waitDeployment(t, render.Namespace, manifests.AllocatorName, 3*time.Minute)
+	c.waitDeployment(t, onnode.Namespace, manifests.AllocatorName, 3*time.Minute)
 	u.roleFiles = c.machineConfigFiles(t)
 	return u
 }
@@ -217,9 +217,9 @@ func (c *Cluster) evictPods(t testing.TB, n *Node, timeout time.Duration) {
 // vipctl's running image.
 func (c *Cluster) waitNodePods(t testing.TB, n *Node, image string, timeout time.Duration) {
 	t.Helper()
-	want := []string{render.KeepalivedPodName}
+	want := []string{onnode.KeepalivedPodName}
 	if n.Spec.Role == RoleMaster {
-		want = append(want, render.HaproxyPodName, EtcdPod, APIServerPod)
+		want = append(want, onnode.HaproxyPodName, EtcdPod, APIServerPod)
 	}
 	var problems []string
 	// What is still missing, logged as it changes: where a slow step of
@@ -243,7 +243,7 @@ func (c *Cluster) waitNodePods(t testing.TB, n *Node, image string, timeout time
 				problems = append(problems, "no pod "+name)
 			case !kubeletlab.PodReady(&pods[i]):
 				problems = append(problems, name+" not Ready: "+kubeletlab.ContainerStates(&pods[i]))
-			case name == render.KeepalivedPodName || name == render.HaproxyPodName:
+			case name == onnode.KeepalivedPodName || name == onnode.HaproxyPodName:
 				for _, ct := range pods[i].Spec.Containers {
 					if ct.Image != image {
 						problems = append(problems, fmt.Sprintf("%s/%s runs %s", name, ct.Name, ct.Image))

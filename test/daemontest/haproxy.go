@@ -15,7 +15,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/haproxy"
 	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/manifests"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // StartHaproxy runs the real haproxy as the haproxy pod does
@@ -25,13 +25,13 @@ import (
 func StartHaproxy(t testing.TB, root string) (pid int, stop func()) {
 	t.Helper()
 	cfg := "global\n  maxconn 16\ndefaults\n  mode tcp\n  timeout connect 1s\n  timeout client 1s\n  timeout server 1s\n" +
-		"frontend f\n  bind unix@" + filepath.Join(root, render.HaproxyRunDir, "f.sock") + "\n"
-	for _, d := range []string{render.HaproxyRunDir, filepath.Dir(render.HaproxyConfPath)} {
+		"frontend f\n  bind unix@" + filepath.Join(root, onnode.HaproxyRunDir, "f.sock") + "\n"
+	for _, d := range []string{onnode.HaproxyRunDir, filepath.Dir(onnode.HaproxyConfPath)} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(root, render.HaproxyConfPath), []byte(cfg), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, onnode.HaproxyConfPath), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	argv := manifests.HaproxyCommand(root)

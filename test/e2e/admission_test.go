@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vipctl/vipctl/pkg/manifests"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/fixture"
 	"github.com/vipctl/vipctl/test/testapiserver"
 )
@@ -104,7 +104,7 @@ func TestRenderedNamespacePassesPodSecurity(t *testing.T) {
 		}
 		for _, p := range pods {
 			mirror(p)
-			_, err := cs.CoreV1().Pods(render.Namespace).Create(ctx, p, dryRun)
+			_, err := cs.CoreV1().Pods(onnode.Namespace).Create(ctx, p, dryRun)
 			admitted(ex+": mirror pod "+p.Name, err)
 			for _, ctr := range p.Spec.Containers {
 				checked[ctr.Name] = true
@@ -115,10 +115,10 @@ func TestRenderedNamespacePassesPodSecurity(t *testing.T) {
 			if !ok {
 				continue
 			}
-			_, err := cs.AppsV1().Deployments(render.Namespace).Create(ctx, d, dryRun)
+			_, err := cs.AppsV1().Deployments(onnode.Namespace).Create(ctx, d, dryRun)
 			admitted(ex+": allocator Deployment", err)
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: d.Name + "-x", Labels: d.Spec.Template.Labels}, Spec: d.Spec.Template.Spec}
-			_, err = cs.CoreV1().Pods(render.Namespace).Create(ctx, pod, dryRun)
+			_, err = cs.CoreV1().Pods(onnode.Namespace).Create(ctx, pod, dryRun)
 			admitted(ex+": allocator pod", err)
 			checked["allocator"] = true
 		}

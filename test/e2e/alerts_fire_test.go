@@ -20,7 +20,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/manifests"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/lab"
 )
 
@@ -251,7 +251,7 @@ func TestAlertsFireOnFaults(t *testing.T) {
 
 	// An invalid ConfigMap: every sidecar keeps its last valid pools.
 	ctx := context.Background()
-	cms := kc.Admin.CoreV1().ConfigMaps(render.Namespace)
+	cms := kc.Admin.CoreV1().ConfigMaps(onnode.Namespace)
 	cm, err := cms.Get(ctx, v1alpha1.ConfigMapName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

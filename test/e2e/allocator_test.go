@@ -19,7 +19,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/manifests"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/testapiserver"
 )
@@ -280,15 +280,15 @@ func TestAllocatorSurvivesRestartBadConfigAndMissingPermission(t *testing.T) {
 	e.service(t, "default", "after-restart")
 	e.waitIPs(t, "default", "after-restart", 1)
 
-	cm, err := e.admin.CoreV1().ConfigMaps(render.Namespace).Get(ctx, v1alpha1.ConfigMapName, metav1.GetOptions{})
+	cm, err := e.admin.CoreV1().ConfigMaps(onnode.Namespace).Get(ctx, v1alpha1.ConfigMapName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cm.Data[v1alpha1.ConfigMapKey] = strings.Replace(clusterYAML("fast", "unicast", allocPools), "[198.51.100.128/26,", "[bogus,", 1)
-	if _, err := e.admin.CoreV1().ConfigMaps(render.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+	if _, err := e.admin.CoreV1().ConfigMaps(onnode.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.waitEvent(t, render.Namespace, v1alpha1.ConfigMapName, "InvalidConfig", "bogus")
+	e.waitEvent(t, onnode.Namespace, v1alpha1.ConfigMapName, "InvalidConfig", "bogus")
 	e.service(t, "default", "during-bad-config")
 	if got := e.waitIPs(t, "default", "during-bad-config", 1); !strings.HasPrefix(got[0], "198.51.100.") {
 		t.Errorf("with a broken ConfigMap: %v, want an address of the last valid pools", got)
@@ -325,7 +325,7 @@ func TestAllocatorSurvivesRestartBadConfigAndMissingPermission(t *testing.T) {
 	if err := as.CoreV1().Services("default").Delete(ctx, "before", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("allocator deleted a Service: %v", err)
 	}
-	if _, err := as.CoreV1().ConfigMaps(render.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+	if _, err := as.CoreV1().ConfigMaps(onnode.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("allocator wrote its ConfigMap: %v", err)
 	}
 	assertNoDuplicates(t, e.admin)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/kubeletlab"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/lab/probe"
@@ -465,7 +465,7 @@ func announceTrial(b *testing.B, probeBin, profile string, nodes int, mode, faul
 			} else {
 				// What keepalived's preStop does; the sidecar follows
 				// the file.
-				if err := os.WriteFile(filepath.Join(victim.Target.Root, render.DrainFile), []byte("1\n"), 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(victim.Target.Root, onnode.DrainFile), []byte("1\n"), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				for _, a := range al.polled {
@@ -642,7 +642,7 @@ func announceKubeletTrial(b *testing.B, mode, fault string, i int) announceSampl
 // Ready again.
 func (kc *kubeletCluster) killSidecar(t testing.TB, n *kubeletlab.Node) func() bool {
 	t.Helper()
-	p, err := n.Pod(context.Background(), render.KeepalivedPodName)
+	p, err := n.Pod(context.Background(), onnode.KeepalivedPodName)
 	if err != nil || p == nil {
 		t.Fatalf("%s: keepalived pod: %v", n.Name, err)
 	}
@@ -654,7 +654,7 @@ func (kc *kubeletCluster) killSidecar(t testing.TB, n *kubeletlab.Node) func() b
 		t.Fatal(err)
 	}
 	return func() bool {
-		p, err := n.Pod(context.Background(), render.KeepalivedPodName)
+		p, err := n.Pod(context.Background(), onnode.KeepalivedPodName)
 		if err != nil || !kubeletlab.PodReady(p) {
 			return false
 		}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/lab/probe"
 )
@@ -62,7 +62,7 @@ func TestSidecarAnnouncedPoolSurvivesNodeLoss(t *testing.T) {
 	v4, v6 := netip.MustParseAddr("198.51.100.130"), netip.MustParseAddr("2001:db8:100::1:7")
 	lc := startSidecarPool(t, v4, v6)
 	for _, n := range lc.Nodes {
-		conf, err := os.ReadFile(filepath.Join(n.Target.Root, render.KeepalivedConfPath))
+		conf, err := os.ReadFile(filepath.Join(n.Target.Root, onnode.KeepalivedConfPath))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +151,7 @@ func TestSidecarAnnouncedPoolAfterKeepalivedCrash(t *testing.T) {
 	// dead one's PID files gone (a killed VRRP child's file otherwise
 	// makes keepalived say "daemon is already running" and exit).
 	crashed.Keepalived.Stop()
-	for _, f := range []string{render.KeepalivedPIDFile, render.VRRPPIDFile, render.CheckersPIDFile} {
+	for _, f := range []string{onnode.KeepalivedPIDFile, onnode.VRRPPIDFile, onnode.CheckersPIDFile} {
 		if err := os.Remove(filepath.Join(crashed.Target.Root, f)); err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}

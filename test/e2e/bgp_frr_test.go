@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
 )
@@ -37,7 +37,7 @@ func TestBGPFRRSupervisor(t *testing.T) {
 		" neighbor 198.51.100.1 remote-as 64512",
 		"exit",
 	)
-	run := filepath.Join(root, render.FRRRunDir)
+	run := filepath.Join(root, onnode.FRRRunDir)
 	start := func() *netlab.Proc {
 		t.Helper()
 		p := h.Start("frr", bin, "frr", "--root", root)

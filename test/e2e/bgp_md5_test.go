@@ -13,7 +13,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/frr"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
 )
@@ -87,9 +87,9 @@ func testBGPMD5(t *testing.T, startRouter func(kc *lab.KubeCluster)) {
 	kc.ApplyManifests(t)
 	kc.GrantNodeReaders(t)
 	ctx := context.Background()
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bgp-router", Namespace: render.Namespace},
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bgp-router", Namespace: onnode.Namespace},
 		Type: corev1.SecretTypeBasicAuth, Data: map[string][]byte{v1alpha1.BGPPasswordKey: []byte(bgpMD5Password)}}
-	if _, err := kc.Admin.CoreV1().Secrets(render.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+	if _, err := kc.Admin.CoreV1().Secrets(onnode.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range kc.Nodes {
@@ -102,7 +102,7 @@ func testBGPMD5(t *testing.T, startRouter func(kc *lab.KubeCluster)) {
 	}
 	for _, n := range kc.Nodes {
 		lab.WaitFor(t, 30*time.Second, n.Name+"'s session Established with the password", func() bool { return established(n.Name) })
-		path := n.Target.Path(render.FRRConfPath)
+		path := n.Target.Path(onnode.FRRConfPath)
 		fi, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)
@@ -111,7 +111,7 @@ func testBGPMD5(t *testing.T, startRouter func(kc *lab.KubeCluster)) {
 			t.Errorf("%s: frr.conf has mode %v, want 0600 (it holds a password)", n.Name, fi.Mode().Perm())
 		}
 	}
-	cm, err := kc.Admin.CoreV1().ConfigMaps(render.Namespace).Get(ctx, v1alpha1.ConfigMapName, metav1.GetOptions{})
+	cm, err := kc.Admin.CoreV1().ConfigMaps(onnode.Namespace).Get(ctx, v1alpha1.ConfigMapName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,19 +122,19 @@ func testBGPMD5(t *testing.T, startRouter func(kc *lab.KubeCluster)) {
 	// A wrong password: frr.conf takes it, the router refuses.
 	setPassword := func(pw string) {
 		t.Helper()
-		s, err := kc.Admin.CoreV1().Secrets(render.Namespace).Get(ctx, "bgp-router", metav1.GetOptions{})
+		s, err := kc.Admin.CoreV1().Secrets(onnode.Namespace).Get(ctx, "bgp-router", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		s.Data[v1alpha1.BGPPasswordKey] = []byte(pw)
-		if _, err := kc.Admin.CoreV1().Secrets(render.Namespace).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		if _, err := kc.Admin.CoreV1().Secrets(onnode.Namespace).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	setPassword("not-the-routers")
 	for _, n := range kc.Nodes {
 		lab.WaitFor(t, 30*time.Second, n.Name+"'s frr.conf with the wrong password", func() bool {
-			c, err := os.ReadFile(n.Target.Path(render.FRRConfPath))
+			c, err := os.ReadFile(n.Target.Path(onnode.FRRConfPath))
 			return err == nil && strings.Contains(string(c), " password not-the-routers\n")
 		})
 	}

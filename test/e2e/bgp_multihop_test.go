@@ -9,7 +9,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/frr"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
 )
@@ -86,7 +86,7 @@ func testBGPMultihop(t *testing.T, startRouter func(r *netlab.Host, nodes []*lab
 	for _, n := range lc.Nodes {
 		lab.StartFRR(t, n.Host, n.Target.Root)
 		lc.Apply(n)
-		conf, err := os.ReadFile(n.Target.Path(render.FRRConfPath))
+		conf, err := os.ReadFile(n.Target.Path(onnode.FRRConfPath))
 		if err != nil || !strings.Contains(string(conf), " neighbor 203.0.113.66 ebgp-multihop 2\n") {
 			t.Fatalf("%s's frr.conf lacks the TTL (err %v):\n%s", n.Name, err, conf)
 		}

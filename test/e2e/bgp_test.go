@@ -24,7 +24,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/frr"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/status"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
@@ -574,7 +574,7 @@ func TestBGPUpdateKeepsAddresses(t *testing.T) {
 		for _, vip := range vips {
 			onLo(t, kc.ByName[w].Host, vip)
 		}
-		conf := filepath.Join(kc.ByName[w].Target.Root, render.FRRConfPath)
+		conf := filepath.Join(kc.ByName[w].Target.Root, onnode.FRRConfPath)
 		var last string
 		ok := lab.WaitUntil(30*time.Second, func() bool {
 			data, _ := os.ReadFile(conf)
@@ -591,7 +591,7 @@ func TestBGPUpdateKeepsAddresses(t *testing.T) {
 			return !slices.ContainsFunc(vips, func(vip string) bool { return !strings.Contains(run, " network "+vip+"/32\n") })
 		})
 	}
-	if data, err := os.ReadFile(filepath.Join(kc.ByName["master-0"].Target.Root, render.FRRConfPath)); err == nil && strings.Contains(string(data), "  network ") {
+	if data, err := os.ReadFile(filepath.Join(kc.ByName["master-0"].Target.Root, onnode.FRRConfPath)); err == nil && strings.Contains(string(data), "  network ") {
 		t.Errorf("master-0, outside the pool, announces:\n%s", data)
 	}
 	for _, vip := range vips {

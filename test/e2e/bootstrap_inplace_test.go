@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
 )
@@ -72,7 +72,7 @@ func TestBootstrapInPlace(t *testing.T) {
 	for _, n := range lc.Nodes {
 		n.APIServer.SetReady(false)
 	}
-	drain := filepath.Join(b.run, render.DrainFile)
+	drain := filepath.Join(b.run, onnode.DrainFile)
 	w := watchHandover(lc, host, drain)
 	time.Sleep(8 * time.Second) // --yield-after 5s, and some
 	if d, _ := os.ReadFile(drain); strings.TrimSpace(string(d)) == "1" || b.proc.Exited() || !hostHolds(host, apiVIP) {
@@ -176,7 +176,7 @@ func TestBootstrapInPlace(t *testing.T) {
 // readConf is a node's keepalived.conf as written.
 func readConf(t *testing.T, n *lab.Node) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(n.Target.Root, render.KeepalivedConfPath))
+	data, err := os.ReadFile(filepath.Join(n.Target.Root, onnode.KeepalivedConfPath))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/bootstrap"
 	"github.com/vipctl/vipctl/pkg/cluster"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
 )
@@ -74,7 +74,7 @@ func bootstrapHandover(t *testing.T, profile string) {
 	// within its master-down interval and keep it beside the bootstrap
 	// host: the watch, from the nodes' start on, sees it.
 	lc.StartNodes(specs)
-	w := watchHandover(lc, boot, filepath.Join(b.run, render.DrainFile))
+	w := watchHandover(lc, boot, filepath.Join(b.run, onnode.DrainFile))
 	res := b.wait(t, w)
 	holder := lc.WaitHolder(apiVIP, 10*time.Second, func(string) bool { return true })
 	if hostHolds(boot, apiVIP) {

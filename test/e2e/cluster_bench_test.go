@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/clusterlab"
 	"github.com/vipctl/vipctl/test/lab"
 )
@@ -100,10 +100,10 @@ func clusterFailoverTrial(b *testing.B, c *clusterlab.Cluster, scenario string) 
 		n.Lose()
 	case "planned":
 		var err error
-		if manifest, err = n.ReadFile(clusterlab.ManifestPath(render.KeepalivedPodName)); err != nil {
+		if manifest, err = n.ReadFile(clusterlab.ManifestPath(onnode.KeepalivedPodName)); err != nil {
 			b.Fatal(err)
 		}
-		if err := n.RemoveFile(clusterlab.ManifestPath(render.KeepalivedPodName)); err != nil {
+		if err := n.RemoveFile(clusterlab.ManifestPath(onnode.KeepalivedPodName)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -125,7 +125,7 @@ func clusterFailoverTrial(b *testing.B, c *clusterlab.Cluster, scenario string) 
 	case "node-loss":
 		n.Return()
 	case "planned":
-		if err := n.WriteFile(clusterlab.ManifestPath(render.KeepalivedPodName), 0o644, manifest); err != nil {
+		if err := n.WriteFile(clusterlab.ManifestPath(onnode.KeepalivedPodName), 0o644, manifest); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
 	"github.com/vipctl/vipctl/pkg/manifests"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/status"
 	"github.com/vipctl/vipctl/test/clusterlab"
 	"github.com/vipctl/vipctl/test/kubeletlab"
@@ -116,15 +116,15 @@ func testMirrorPods(t *testing.T, c *clusterlab.Cluster) {
 			have[p.Namespace+"/"+p.Name] = &pods.Items[i]
 		}
 		for _, n := range c.Nodes {
-			want := []string{render.KeepalivedPodName}
+			want := []string{onnode.KeepalivedPodName}
 			if n.Spec.Role == clusterlab.RoleMaster {
-				want = append(want, render.HaproxyPodName)
+				want = append(want, onnode.HaproxyPodName)
 			}
 			for _, w := range want {
-				p := have[render.Namespace+"/"+w+"-"+n.Name]
+				p := have[onnode.Namespace+"/"+w+"-"+n.Name]
 				switch {
 				case p == nil:
-					problems = append(problems, fmt.Sprintf("no mirror pod %s/%s-%s", render.Namespace, w, n.Name))
+					problems = append(problems, fmt.Sprintf("no mirror pod %s/%s-%s", onnode.Namespace, w, n.Name))
 				case p.Spec.NodeName != n.Name || p.Status.Phase != corev1.PodRunning || !kubeletlab.PodReady(p):
 					problems = append(problems, fmt.Sprintf("mirror pod %s/%s: node %s, phase %s, ready %t", p.Namespace, p.Name, p.Spec.NodeName, p.Status.Phase, kubeletlab.PodReady(p)))
 				}
@@ -365,7 +365,7 @@ func testContainerRestarts(t *testing.T, c *clusterlab.Cluster) {
 	p := c.Poll(clusterlab.APIVersionURL(clusterlab.APIVIP4))
 	defer p.Stop()
 	for _, container := range []string{"runtimecfg", "keepalived", "frr"} {
-		pod, err := victim.Pod(t.Context(), render.KeepalivedPodName)
+		pod, err := victim.Pod(t.Context(), onnode.KeepalivedPodName)
 		if err != nil || pod == nil {
 			t.Fatalf("%s: keepalived pod: %v", victim.Name, err)
 		}
@@ -377,7 +377,7 @@ func testContainerRestarts(t *testing.T, c *clusterlab.Cluster) {
 			t.Fatal(err)
 		}
 		lab.WaitFor(t, 2*time.Minute, victim.Name+" "+container+" restarted and Ready", func() bool {
-			pod, err := victim.Pod(t.Context(), render.KeepalivedPodName)
+			pod, err := victim.Pod(t.Context(), onnode.KeepalivedPodName)
 			if err != nil || !kubeletlab.PodReady(pod) {
 				return false
 			}
@@ -590,7 +590,7 @@ func logAllocatorLeader(t *testing.T, c *clusterlab.Cluster, t0 time.Time) {
 		return
 	}
 	since := metav1.NewTime(t0.Add(-5 * time.Second))
-	data, err := c.Admin.CoreV1().Pods(render.Namespace).GetLogs(leader, &corev1.PodLogOptions{SinceTime: &since, Timestamps: true}).DoRaw(t.Context())
+	data, err := c.Admin.CoreV1().Pods(onnode.Namespace).GetLogs(leader, &corev1.PodLogOptions{SinceTime: &since, Timestamps: true}).DoRaw(t.Context())
 	if err != nil {
 		t.Logf("the allocator leader %s's log: %v", leader, err)
 		return
@@ -643,7 +643,7 @@ func allocatorLeader(c *clusterlab.Cluster) string {
 	if err != nil {
 		return "?"
 	}
-	pod, err := c.Admin.CoreV1().Pods(render.Namespace).Get(ctx, leader, metav1.GetOptions{})
+	pod, err := c.Admin.CoreV1().Pods(onnode.Namespace).Get(ctx, leader, metav1.GetOptions{})
 	if err != nil {
 		return leader
 	}
@@ -652,12 +652,12 @@ func allocatorLeader(c *clusterlab.Cluster) string {
 
 // allocatorLeasePod is the name of the allocator pod holding its Lease.
 func allocatorLeasePod(ctx context.Context, c *clusterlab.Cluster) (string, error) {
-	l, err := c.Admin.CoordinationV1().Leases(render.Namespace).Get(ctx, manifests.AllocatorName, metav1.GetOptions{})
+	l, err := c.Admin.CoordinationV1().Leases(onnode.Namespace).Get(ctx, manifests.AllocatorName, metav1.GetOptions{})
 	if err != nil {
 		return "", err
 	}
 	if l.Spec.HolderIdentity == nil {
-		return "", fmt.Errorf("the Lease %s/%s has no holder", render.Namespace, manifests.AllocatorName)
+		return "", fmt.Errorf("the Lease %s/%s has no holder", onnode.Namespace, manifests.AllocatorName)
 	}
 	return *l.Spec.HolderIdentity, nil
 }
@@ -870,13 +870,13 @@ const rollHeldLimit = 10 * time.Second
 // keepalivedImages maps each node to the image of its keepalived pod's
 // sidecar container, as the administrator lists them through the API VIP.
 func keepalivedImages(t *testing.T, c *clusterlab.Cluster) map[string]string {
-	pods, err := c.Admin.CoreV1().Pods(render.Namespace).List(t.Context(), metav1.ListOptions{})
+	pods, err := c.Admin.CoreV1().Pods(onnode.Namespace).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
 	for _, p := range pods.Items {
-		if !strings.HasPrefix(p.Name, render.KeepalivedPodName+"-") {
+		if !strings.HasPrefix(p.Name, onnode.KeepalivedPodName+"-") {
 			continue
 		}
 		for _, ct := range p.Spec.Containers {

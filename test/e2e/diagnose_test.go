@@ -15,7 +15,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/diagnose"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/status"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
@@ -49,11 +49,11 @@ func TestDiagnose(t *testing.T) {
 		}
 		// The kubelet's mirror pod of the node's keepalived static pod.
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: render.KeepalivedPodName + "-" + n, Namespace: render.Namespace,
+			ObjectMeta: metav1.ObjectMeta{Name: onnode.KeepalivedPodName + "-" + n, Namespace: onnode.Namespace,
 				Annotations: map[string]string{"kubernetes.io/config.mirror": "hash"}},
 			Spec: corev1.PodSpec{NodeName: n, Containers: []corev1.Container{{Name: "keepalived", Image: "vipctl"}}},
 		}
-		if _, err := e.admin.CoreV1().Pods(render.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		if _, err := e.admin.CoreV1().Pods(onnode.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		// What the node's sidecar records when it keeps its last good config.
@@ -128,7 +128,7 @@ func TestDiagnose(t *testing.T) {
 	if strings.Contains(events, "master-1") {
 		t.Errorf("events.txt has master-1's sidecar Event, only master-0 was asked for:\n%s", events)
 	}
-	pod := "pods/" + render.KeepalivedPodName + "-master-0/"
+	pod := "pods/" + onnode.KeepalivedPodName + "-master-0/"
 	if p := file(pod + "pod.yaml"); !strings.Contains(p, "nodeName: master-0") {
 		t.Errorf("pod.yaml:\n%s", p)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/lab"
 )
 
@@ -39,7 +39,7 @@ func kubeletFailoverTrial(b *testing.B, profile, scenario string, i int) (time.D
 		case "node-loss":
 			n.Host.LinkDown()
 		case "planned":
-			if err := n.RemoveFile(render.StaticPodDir + "/" + render.KeepalivedPodName + ".yaml"); err != nil {
+			if err := n.RemoveFile(onnode.StaticPodDir + "/" + onnode.KeepalivedPodName + ".yaml"); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -29,7 +29,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/bundle"
 	"github.com/vipctl/vipctl/pkg/manifests"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/kubeletlab"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/lab/probe"
@@ -159,11 +159,11 @@ func startKubeletClusterFrom(t testing.TB, clusterYAML func(image string) string
 	if err != nil {
 		t.Fatal(err)
 	}
-	kc.pods = []string{render.KeepalivedPodName, render.HaproxyPodName}
+	kc.pods = []string{onnode.KeepalivedPodName, onnode.HaproxyPodName}
 	if cfg.PoolsOnly() {
 		kc.pods = kc.pods[:1]
 	}
-	for _, ns := range []string{render.Namespace} {
+	for _, ns := range []string{onnode.Namespace} {
 		if _, err := kc.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
@@ -466,7 +466,7 @@ func TestKubeletPlannedHandover(t *testing.T) {
 		}
 		drained[holder[0]] = true
 		n := kc.node(holder[0])
-		if err := n.RemoveFile(render.StaticPodDir + "/" + render.KeepalivedPodName + ".yaml"); err != nil {
+		if err := n.RemoveFile(onnode.StaticPodDir + "/" + onnode.KeepalivedPodName + ".yaml"); err != nil {
 			t.Fatal(err)
 		}
 		lab.WaitFor(t, 60*time.Second, vip+" held by another node than "+n.Name, func() bool {
@@ -474,7 +474,7 @@ func TestKubeletPlannedHandover(t *testing.T) {
 			return len(h) == 1 && h[0] != n.Name
 		})
 		lab.WaitFor(t, 60*time.Second, n.Name+"'s keepalived pod gone", func() bool {
-			p, err := n.Pod(context.Background(), render.KeepalivedPodName)
+			p, err := n.Pod(context.Background(), onnode.KeepalivedPodName)
 			return err == nil && p == nil
 		})
 		t.Logf("%s drained through the kubelet (preStop): %s moved", n.Name, vip)
@@ -511,7 +511,7 @@ func TestKubeletSidecarAddressLeavesWithPod(t *testing.T) {
 		t.Fatalf("%s held by %v, want one node", vip, holders)
 	}
 	n := kc.node(holders[0])
-	if err := n.RemoveFile(render.StaticPodDir + "/" + render.KeepalivedPodName + ".yaml"); err != nil {
+	if err := n.RemoveFile(onnode.StaticPodDir + "/" + onnode.KeepalivedPodName + ".yaml"); err != nil {
 		t.Fatal(err)
 	}
 	// The kubelet drops the mirror pod at once; the containers stop
@@ -558,7 +558,7 @@ spec:
 	})
 	kc.waitPodsReady(t, 180*time.Second)
 	for _, n := range kc.nodes {
-		if p, err := n.Pod(context.Background(), render.HaproxyPodName); err != nil || p != nil {
+		if p, err := n.Pod(context.Background(), onnode.HaproxyPodName); err != nil || p != nil {
 			t.Errorf("%s: haproxy pod %v (err %v) in mode poolsOnly", n.Name, p != nil, err)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/cluster"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/test/lab"
 )
@@ -397,7 +397,7 @@ func TestServiceVIPChangesLeaveOthersAlone(t *testing.T) {
 		t.Errorf("removed VIP %s still held by %v", b[2], h)
 	}
 	for _, n := range []string{"worker-0", "worker-1"} {
-		conf, err := os.ReadFile(filepath.Join(lc.ByName[n].Target.Root, render.KeepalivedConfPath))
+		conf, err := os.ReadFile(filepath.Join(lc.ByName[n].Target.Root, onnode.KeepalivedConfPath))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -439,7 +439,7 @@ func instanceFor(t testing.TB, lc *lab.Cluster, node, pool string, vip netip.Add
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		if f.Path != render.KeepalivedConfPath {
+		if f.Path != onnode.KeepalivedConfPath {
 			continue
 		}
 		inst := ""

@@ -22,7 +22,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/machineconfig"
 	"github.com/vipctl/vipctl/pkg/manifests"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/pkg/sidecar"
 	"github.com/vipctl/vipctl/test/lab"
@@ -98,7 +98,7 @@ func startPod(t *testing.T, kc *lab.KubeCluster, name, bootstrapNodes string) (i
 func stopPod(t *testing.T, kc *lab.KubeCluster, name string) {
 	t.Helper()
 	n := kc.ByName[name]
-	if err := os.WriteFile(filepath.Join(n.Target.Root, render.DrainFile), []byte("1\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(n.Target.Root, onnode.DrainFile), []byte("1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(3*kc.Config.Spec.VRRP.Advert() + time.Second)
@@ -155,15 +155,15 @@ func TestNewNodeJoinsAfterRender(t *testing.T) {
 
 	// It has a last-good view now: the next start renders from it, with
 	// the Service's address, instead of falling back to no instance.
-	lastGood := filepath.Join(n.Target.Root, render.LastGoodPath)
+	lastGood := filepath.Join(n.Target.Root, onnode.LastGoodPath)
 	lab.WaitFor(t, 15*time.Second, late.Name+" records the Service's address in its last-good view", func() bool {
 		data, err := os.ReadFile(lastGood)
 		return err == nil && strings.Contains(string(data), "198.51.100.128")
 	})
 	stopPod(t, kc, late.Name)
 	code, out = startPod(t, kc, late.Name, bootstrap)
-	if code != 0 || !strings.Contains(out, render.LastGoodPath) {
-		t.Fatalf("restart of %s: exit %d, want 0 rendering from %s: %s", late.Name, code, render.LastGoodPath, out)
+	if code != 0 || !strings.Contains(out, onnode.LastGoodPath) {
+		t.Fatalf("restart of %s: exit %d, want 0 rendering from %s: %s", late.Name, code, onnode.LastGoodPath, out)
 	}
 	if c := kc.KeepalivedConf(t, late.Name); !strings.Contains(c, "198.51.100.128/32") {
 		t.Errorf("%s restarted without the Service's address:\n%s", late.Name, c)
@@ -248,13 +248,13 @@ func TestUpdateThenReinstallKeepsAPIVIP(t *testing.T) {
 	if code, out, errOut := vipctl(t, "update", "-f", file, "--kubeconfig", kubeconfig); code != 0 || !strings.Contains(errOut, "wrote MachineConfig 50-vipctl-master") {
 		t.Fatalf("update with a static change: %d\n%s%s", code, out, errOut)
 	}
-	nodesYAML, ok := machineConfigFile(t, kc, "50-vipctl-master", render.BootstrapNodesPath)
+	nodesYAML, ok := machineConfigFile(t, kc, "50-vipctl-master", onnode.BootstrapNodesPath)
 	if !ok {
-		t.Fatalf("the MachineConfig vipctl update wrote ships no %s", render.BootstrapNodesPath)
+		t.Fatalf("the MachineConfig vipctl update wrote ships no %s", onnode.BootstrapNodesPath)
 	}
-	clusterFile, ok := machineConfigFile(t, kc, "50-vipctl-master", render.ClusterConfigPath)
+	clusterFile, ok := machineConfigFile(t, kc, "50-vipctl-master", onnode.ClusterConfigPath)
 	if !ok {
-		t.Fatalf("the MachineConfig ships no %s", render.ClusterConfigPath)
+		t.Fatalf("the MachineConfig ships no %s", onnode.ClusterConfigPath)
 	}
 	p := kc.Poll("https://"+apiVIP+":6443/", 20*time.Millisecond)
 	lab.WaitFor(t, 15*time.Second, "the API VIP answers", func() bool { ok, _ := p.Counts(); return ok > 5 })
@@ -264,21 +264,21 @@ func TestUpdateThenReinstallKeepsAPIVIP(t *testing.T) {
 	kc.API.RestartAPIServer(t, func() {
 		// Reinstalled: the MachineConfig's files, nothing else of vipctl's.
 		n.Keepalived.Stop()
-		for _, d := range []string{render.KeepalivedDir, render.StateDir, render.RunDir} {
+		for _, d := range []string{onnode.KeepalivedDir, onnode.StateDir, onnode.RunDir} {
 			if err := os.RemoveAll(filepath.Join(n.Target.Root, d)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := os.MkdirAll(filepath.Join(n.Target.Root, render.RunDir), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(n.Target.Root, onnode.RunDir), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		for path, data := range map[string][]byte{render.BootstrapNodesPath: nodesYAML, render.ClusterConfigPath: clusterFile} {
+		for path, data := range map[string][]byte{onnode.BootstrapNodesPath: nodesYAML, onnode.ClusterConfigPath: clusterFile} {
 			if err := os.WriteFile(filepath.Join(n.Target.Root, path), data, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
-		code, out, errOut := vipctl(t, "runtimecfg", "--once", "--config", filepath.Join(n.Target.Root, render.ClusterConfigPath),
-			"--bootstrap-nodes", filepath.Join(n.Target.Root, render.BootstrapNodesPath), "--node-name", n.Name, "--root", n.Target.Root, "--netns", n.Target.Netns)
+		code, out, errOut := vipctl(t, "runtimecfg", "--once", "--config", filepath.Join(n.Target.Root, onnode.ClusterConfigPath),
+			"--bootstrap-nodes", filepath.Join(n.Target.Root, onnode.BootstrapNodesPath), "--node-name", n.Name, "--root", n.Target.Root, "--netns", n.Target.Netns)
 		if code != 0 || strings.Contains(errOut, "without VRRP instances") {
 			t.Fatalf("init container on the reinstalled node: %d\n%s%s", code, out, errOut)
 		}
@@ -416,7 +416,7 @@ func TestDrainCommandMovesVIPs(t *testing.T) {
 	kc.WaitHolder(vip, 15*time.Second, func(n string) bool { return n == holder })
 	time.Sleep(time.Second)
 	p.WantNoFailures(t, "vipctl undrain "+holder+": "+vip+" back")
-	if got, _ := os.ReadFile(filepath.Join(kc.ByName[holder].Target.Root, render.DrainFile)); string(got) != "0\n" {
+	if got, _ := os.ReadFile(filepath.Join(kc.ByName[holder].Target.Root, onnode.DrainFile)); string(got) != "0\n" {
 		t.Errorf("%s: drain file %q after the undrain", holder, got)
 	}
 	// The holder's sidecar stops: nobody follows the annotation, the VIP
@@ -466,7 +466,7 @@ func TestColdStartWithAPIDown(t *testing.T) {
 		start := time.Now()
 		for _, n := range kc.Nodes {
 			// A reboot empties /run.
-			if err := os.RemoveAll(filepath.Join(n.Target.Root, render.RunDir)); err != nil {
+			if err := os.RemoveAll(filepath.Join(n.Target.Root, onnode.RunDir)); err != nil {
 				t.Fatal(err)
 			}
 			if code, out := startPod(t, kc, n.Name, bootstrap); code != 0 {
@@ -534,7 +534,7 @@ func TestSidecarReachesAPIWithoutTheVIP(t *testing.T) {
 		}
 	})
 	lab.WaitFor(t, 30*time.Second, "the sidecar synced through the fallback", func() bool { return s.Ready() == nil })
-	if data, err := os.ReadFile(filepath.Join(n.Target.Root, render.LastGoodPath)); err != nil || !strings.Contains(string(data), "worker-1") {
+	if data, err := os.ReadFile(filepath.Join(n.Target.Root, onnode.LastGoodPath)); err != nil || !strings.Contains(string(data), "worker-1") {
 		t.Errorf("no last-good view from the API: %v", err)
 	}
 }

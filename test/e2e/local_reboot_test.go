@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/lab"
 )
 
@@ -47,7 +47,7 @@ func TestRebootedNodeTakesNoStaleLocalVIP(t *testing.T) {
 			break
 		}
 	}
-	status := filepath.Join(kc.ByName[rebooted].Target.Root, render.LocalServiceStatusFile("default/stale"))
+	status := filepath.Join(kc.ByName[rebooted].Target.Root, onnode.LocalServiceStatusFile("default/stale"))
 	waitFile(t, status, "0\n")
 	for n := range ready {
 		kc.ByName[n].StartEcho(t, "0.0.0.0:8080")
@@ -55,7 +55,7 @@ func TestRebootedNodeTakesNoStaleLocalVIP(t *testing.T) {
 	// Its last-good view, written after the sync that wrote the status
 	// file, counts it an endpoint node.
 	lab.WaitFor(t, 10*time.Second, rebooted+"'s last-good view naming its endpoint", func() bool {
-		lg, err := os.ReadFile(filepath.Join(kc.ByName[rebooted].Target.Root, render.LastGoodPath))
+		lg, err := os.ReadFile(filepath.Join(kc.ByName[rebooted].Target.Root, onnode.LastGoodPath))
 		return err == nil && strings.Contains(string(lg), `"`+rebooted+`"`)
 	})
 	p := kc.Poll("http://"+vip+":8080/", 10*time.Millisecond)
@@ -63,7 +63,7 @@ func TestRebootedNodeTakesNoStaleLocalVIP(t *testing.T) {
 	// The power goes: keepalived and the sidecar end, /run is gone.
 	kc.Sidecars[rebooted].Stop()
 	kc.ByName[rebooted].Keepalived.Stop()
-	if err := os.RemoveAll(filepath.Join(kc.ByName[rebooted].Target.Root, render.RunDir)); err != nil {
+	if err := os.RemoveAll(filepath.Join(kc.ByName[rebooted].Target.Root, onnode.RunDir)); err != nil {
 		t.Fatal(err)
 	}
 	// Meanwhile its pod is evicted: the peers render the instance

@@ -24,7 +24,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/manifests"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
 	"github.com/vipctl/vipctl/test/testapiserver"
@@ -121,7 +121,7 @@ func TestMetricsEndpointsAuthorizeScrapers(t *testing.T) {
 	testapiserver.WriteKubeconfig(t, env.api.TokenConfig(env.token), allocKubeconfig)
 	allocProbes := fmt.Sprintf("127.0.0.1:%d", freeLocalPort(t))
 	allocMetrics := fmt.Sprintf("127.0.0.1:%d", freeLocalPort(t))
-	allocLog := startVipctl(t, "allocator", "--kubeconfig", allocKubeconfig, "--id", "allocator-0", "--namespace", render.Namespace,
+	allocLog := startVipctl(t, "allocator", "--kubeconfig", allocKubeconfig, "--id", "allocator-0", "--namespace", onnode.Namespace,
 		"--listen", allocProbes, "--metrics-listen", allocMetrics,
 		"--metrics-cert", filepath.Join(dir, "absent", "tls.crt"), "--metrics-key", filepath.Join(dir, "absent", "tls.key"))
 
@@ -132,7 +132,7 @@ func TestMetricsEndpointsAuthorizeScrapers(t *testing.T) {
 	lb := netlab.New(t)
 	judge := lb.AddHost("judge", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"198.51.100.11/24"}})
 	root := filepath.Join(dir, "node")
-	for _, d := range []string{render.RunDir, render.KeepalivedDir, render.HaproxyDir, render.StateDir} {
+	for _, d := range []string{onnode.RunDir, onnode.KeepalivedDir, onnode.HaproxyDir, onnode.StateDir} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}

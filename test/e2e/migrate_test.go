@@ -12,7 +12,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/testapiserver"
 )
@@ -131,7 +131,7 @@ func TestMigrateToClusterVIPs(t *testing.T) {
 
 func liveConfigMap(t *testing.T, kc *lab.KubeCluster) string {
 	t.Helper()
-	cm, err := kc.Admin.CoreV1().ConfigMaps(render.Namespace).Get(context.Background(), v1alpha1.ConfigMapName, metav1.GetOptions{})
+	cm, err := kc.Admin.CoreV1().ConfigMaps(onnode.Namespace).Get(context.Background(), v1alpha1.ConfigMapName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vipctl/vipctl/pkg/cluster"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/fixture"
 	"github.com/vipctl/vipctl/test/testapiserver"
 )
@@ -88,7 +88,7 @@ func TestNodesFromCluster(t *testing.T) {
 		t.Fatalf("vipctl render --nodes with the list: exit %d\n%s%s", code, stdout, stderr)
 	}
 	for _, n := range want {
-		conf, err := os.ReadFile(filepath.Join(out, "nodes", n, render.KeepalivedConfPath))
+		conf, err := os.ReadFile(filepath.Join(out, "nodes", n, onnode.KeepalivedConfPath))
 		if err != nil || !bytes.Contains(conf, []byte("vrrp_instance")) {
 			t.Errorf("%s: no keepalived.conf with instances: %v", n, err)
 		}

@@ -23,7 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/lab/probe"
 	"github.com/vipctl/vipctl/test/netlab"
@@ -549,7 +549,7 @@ func startVipctlPeer(b *testing.B, profile string, poolsOnly bool) (*peerLab, ma
 		nodeKubeconfig := filepath.Join(dir, n.Name+".kubeconfig")
 		testapiserver.WriteKubeconfig(b, kc.API.NodeConfig(b, n.Name), nodeKubeconfig)
 		n.StopLocal() // the sidecar keeps the VIPs local from now on
-		args := []string{"runtimecfg", "--config", kc.ConfigPath, "--bootstrap-nodes", n.Target.Path(render.BootstrapNodesPath),
+		args := []string{"runtimecfg", "--config", kc.ConfigPath, "--bootstrap-nodes", n.Target.Path(onnode.BootstrapNodesPath),
 			"--node-name", n.Name, "--kubeconfig", nodeKubeconfig, "--listen", "", "--metrics-listen", "", "--root", n.Target.Root, "--netns", n.Host.NS}
 		if *peerScaleProfile != "" {
 			// The sidecar only logs a profile it cannot create.

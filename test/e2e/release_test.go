@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/fixture"
 	"github.com/vipctl/vipctl/test/kubeletlab"
 )
@@ -105,7 +105,7 @@ func TestReleaseDevelopmentBuild(t *testing.T) {
 	}
 	pods := 0
 	for _, f := range files {
-		if !strings.HasPrefix(f.Path, render.StaticPodDir+"/") {
+		if !strings.HasPrefix(f.Path, onnode.StaticPodDir+"/") {
 			continue
 		}
 		pods++

@@ -12,6 +12,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/bundle"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/configcheck"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/vrid"
 	"github.com/vipctl/vipctl/test/netlab"
@@ -88,7 +89,7 @@ func TestRenderedConfigsPassRealDaemons(t *testing.T) {
 		}
 		for _, n := range nodes {
 			root := filepath.Join(out, "r", "nodes", n.Name)
-			kconf, err := os.ReadFile(filepath.Join(root, render.KeepalivedConfPath))
+			kconf, err := os.ReadFile(filepath.Join(root, onnode.KeepalivedConfPath))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +97,7 @@ func TestRenderedConfigsPassRealDaemons(t *testing.T) {
 				t.Errorf("%s node %s: %v", filepath.Base(ex), n.Name, err)
 			}
 			checked++
-			if fconf, err := os.ReadFile(filepath.Join(root, render.FRRConfPath)); err == nil {
+			if fconf, err := os.ReadFile(filepath.Join(root, onnode.FRRConfPath)); err == nil {
 				if err := configcheck.FRR(ctx, fconf, configcheck.Options{}); err != nil {
 					t.Errorf("%s node %s: %v", filepath.Base(ex), n.Name, err)
 				}
@@ -105,7 +106,7 @@ func TestRenderedConfigsPassRealDaemons(t *testing.T) {
 			if !n.ControlPlane || c.PoolsOnly() { // no haproxy of vipctl's then
 				continue
 			}
-			hconf, err := os.ReadFile(filepath.Join(root, render.HaproxyConfPath))
+			hconf, err := os.ReadFile(filepath.Join(root, onnode.HaproxyConfPath))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,9 +170,9 @@ func TestBootstrapHostConfigsPassRealDaemons(t *testing.T) {
 		}
 		for _, f := range files {
 			switch f.Path {
-			case render.KeepalivedConfPath:
+			case onnode.KeepalivedConfPath:
 				err = configcheck.Keepalived(ctx, f.Data, configcheck.Options{Netns: judge.NS, Root: root})
-			case render.HaproxyConfPath:
+			case onnode.HaproxyConfPath:
 				err = configcheck.Haproxy(ctx, f.Data, configcheck.Options{})
 			default:
 				continue

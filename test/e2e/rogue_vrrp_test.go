@@ -11,7 +11,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/manifests"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/vrid"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
@@ -81,8 +81,8 @@ func startStrangerKeepalived(t *testing.T, lc *lab.Cluster, name, addr, conf str
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	// Laid out like a node, so it starts with the static pod's own
 	// command line.
-	path := filepath.Join(dir, render.KeepalivedConfPath)
-	for _, d := range []string{filepath.Dir(path), filepath.Join(dir, render.RunDir)} {
+	path := filepath.Join(dir, onnode.KeepalivedConfPath)
+	for _, d := range []string{filepath.Dir(path), filepath.Join(dir, onnode.RunDir)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}

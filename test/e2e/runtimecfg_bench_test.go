@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
 	"github.com/vipctl/vipctl/test/testapiserver"
@@ -146,7 +146,7 @@ func runRuntimecfgBench(b *testing.B) {
 	lab := netlab.New(b)
 	judge := lab.AddHost("judge", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"2001:db8:1::1064/64"}})
 	root := filepath.Join(dir, "node")
-	for _, d := range []string{render.RunDir, render.KeepalivedDir, render.HaproxyDir} {
+	for _, d := range []string{onnode.RunDir, onnode.KeepalivedDir, onnode.HaproxyDir} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			b.Fatal(err)
 		}
@@ -163,7 +163,7 @@ func runRuntimecfgBench(b *testing.B) {
 	sidecar := startProcessEnv(b, heap.Env(), bin, append([]string{"runtimecfg", "--config", cfgPath, "--bootstrap-nodes", bootstrap, "--node-name", benchNode,
 		"--kubeconfig", nodeKubeconfig, "--listen", listen, "--root", root, "--netns", judge.NS}, heap.Args()...)...)
 	rssSamples := sampleRSS(sidecar.PID())
-	conf := filepath.Join(root, render.KeepalivedConfPath)
+	conf := filepath.Join(root, onnode.KeepalivedConfPath)
 	start = time.Now()
 	waitUntilOrFatal(b, 10*time.Minute, "the sidecar renders every loaded Service", sidecar, func() bool {
 		data, _ := os.ReadFile(conf)

@@ -23,7 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/lab"
 )
 
@@ -220,7 +220,7 @@ func (s *scaleLab) addAndPoll(b *testing.B) {
 			continue
 		}
 		onIf = append(onIf, at.Sub(t0))
-		if st, err := os.Stat(filepath.Join(s.kc.ByName[holder].Target.Root, render.KeepalivedConfPath)); err == nil && st.ModTime().After(t0) {
+		if st, err := os.Stat(filepath.Join(s.kc.ByName[holder].Target.Root, onnode.KeepalivedConfPath)); err == nil && st.ModTime().After(t0) {
 			reload = append(reload, at.Sub(st.ModTime()))
 		}
 		s.vips = append(s.vips, vip)

@@ -26,7 +26,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/dataplane"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/lab"
 )
 
@@ -94,13 +94,13 @@ func TestSidecarFollowsTheCluster(t *testing.T) {
 		return !strings.Contains(c, "198.51.100.6/32")
 	})
 	kc.WaitConf(t, "worker-0", "the ingress instance", func(c string) bool { return strings.Contains(c, "198.51.100.6/32") })
-	waitFile(t, filepath.Join(kc.ByName["worker-0"].Target.Root, render.IngressStatusFile("default")), "0\n")
+	waitFile(t, filepath.Join(kc.ByName["worker-0"].Target.Root, onnode.IngressStatusFile("default")), "0\n")
 	// The router goes unready: the node's status file says so (keepalived
 	// then lets the VIP go).
 	kc.SetPodReady(t, "router-default-worker-0", false)
-	waitFile(t, filepath.Join(kc.ByName["worker-0"].Target.Root, render.IngressStatusFile("default")), "1\n")
+	waitFile(t, filepath.Join(kc.ByName["worker-0"].Target.Root, onnode.IngressStatusFile("default")), "1\n")
 	kc.SetPodReady(t, "router-default-worker-0", true)
-	waitFile(t, filepath.Join(kc.ByName["worker-0"].Target.Root, render.IngressStatusFile("default")), "0\n")
+	waitFile(t, filepath.Join(kc.ByName["worker-0"].Target.Root, onnode.IngressStatusFile("default")), "0\n")
 
 	// A Service created in the API gets an address from the allocator,
 	// which reaches the pool nodes' keepalived and answers from the
@@ -165,12 +165,12 @@ func TestSidecarFollowsTheCluster(t *testing.T) {
 
 	// A broken ConfigMap: every file stays as it was, the metric says why.
 	before := kc.KeepalivedConf(t, "worker-0")
-	cm, err := kc.Admin.CoreV1().ConfigMaps(render.Namespace).Get(ctx, v1alpha1.ConfigMapName, metav1.GetOptions{})
+	cm, err := kc.Admin.CoreV1().ConfigMaps(onnode.Namespace).Get(ctx, v1alpha1.ConfigMapName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cm.Data[v1alpha1.ConfigMapKey] = "apiVersion: vipctl.io/v1alpha1\nkind: ClusterVIPs\nspec: {servicePools: [{name: web, addresses: [198.51.100.0/33]}]}\n"
-	if cm, err = kc.Admin.CoreV1().ConfigMaps(render.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+	if cm, err = kc.Admin.CoreV1().ConfigMaps(onnode.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	w0 := kc.Sidecars["worker-0"]
@@ -193,7 +193,7 @@ func TestSidecarFollowsTheCluster(t *testing.T) {
 	// The ConfigMap fixed, with a second pool range: it takes effect.
 	fixed := strings.Replace(clusterYAML("fast", "unicast", sidecarPools), "[198.51.100.128/26]", "[198.51.100.128/26, 198.51.100.200-198.51.100.210]", 1)
 	cm.Data[v1alpha1.ConfigMapKey] = fixed
-	if _, err := kc.Admin.CoreV1().ConfigMaps(render.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+	if _, err := kc.Admin.CoreV1().ConfigMaps(onnode.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	lab.WaitFor(t, 15*time.Second, "config_invalid=0", func() bool { return testutil.ToFloat64(w0.Metrics.ConfigInvalid) == 0 })
@@ -251,7 +251,7 @@ func TestSidecarFollowsTheCluster(t *testing.T) {
 	// warning, yet a connection opened on it is answered after the return.
 	holder = kc.Settled(apiVIP)
 	kept := kc.OpenKept(t, "https://"+apiVIP+":6443/")
-	drainFile := filepath.Join(kc.ByName[holder].Target.Root, render.DrainFile)
+	drainFile := filepath.Join(kc.ByName[holder].Target.Root, onnode.DrainFile)
 	if err := os.WriteFile(drainFile, []byte("1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -314,15 +314,15 @@ func TestSidecarWithoutRBACKeepsFiles(t *testing.T) {
 	if _, err := asNode.CoreV1().Services(svc.Namespace).UpdateStatus(ctx, svc, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("node wrote Service status: %v", err)
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ConfigMapName, Namespace: render.Namespace}}
-	if _, err := asNode.CoreV1().ConfigMaps(render.Namespace).Create(ctx, cm, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ConfigMapName, Namespace: onnode.Namespace}}
+	if _, err := asNode.CoreV1().ConfigMaps(onnode.Namespace).Create(ctx, cm, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("node created the vipctl ConfigMap: %v", err)
 	}
 	patch := []byte(`{"metadata":{"annotations":{"vipctl.io/vips":"[]"}}}`)
 	if _, err := asNode.CoreV1().Nodes().Patch(ctx, "worker-1", "application/merge-patch+json", patch, metav1.PatchOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("node annotated another node: %v", err)
 	}
-	if _, err := asNode.CoreV1().Secrets(render.Namespace).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+	if _, err := asNode.CoreV1().Secrets(onnode.Namespace).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("node listed secrets: %v", err)
 	}
 }
@@ -365,7 +365,7 @@ func TestSidecarLocalTrafficPolicy(t *testing.T) {
 	if c := kc.KeepalivedConf(t, "master-0"); strings.Contains(c, vip+"/32") {
 		t.Errorf("master-0 (outside the pool) renders the Local Service's instance")
 	}
-	waitFile(t, filepath.Join(kc.ByName["worker-0"].Target.Root, render.LocalServiceStatusFile("default/local")), "-254\n")
+	waitFile(t, filepath.Join(kc.ByName["worker-0"].Target.Root, onnode.LocalServiceStatusFile("default/local")), "-254\n")
 
 	// The endpoint moves to worker-0: so does the VIP, and worker-1 lets
 	// go of it.
@@ -383,7 +383,7 @@ func TestSidecarLocalTrafficPolicy(t *testing.T) {
 	}
 	lab.WaitFor(t, 30*time.Second, vip+" held by no node", func() bool { return len(kc.Holders(vip)) == 0 })
 	for _, n := range []string{"worker-0", "worker-1"} {
-		f := filepath.Join(kc.ByName[n].Target.Root, render.LocalServiceStatusFile("default/local"))
+		f := filepath.Join(kc.ByName[n].Target.Root, onnode.LocalServiceStatusFile("default/local"))
 		lab.WaitFor(t, 30*time.Second, n+" removing the deleted Service's status file", func() bool {
 			_, err := os.Stat(f)
 			return os.IsNotExist(err)
@@ -410,7 +410,7 @@ func TestSidecarLocalEndpointMovesMakeBeforeBreak(t *testing.T) {
 		t.Fatalf("%s held by %s; want worker-1, the only node with a ready endpoint", vip, h)
 	}
 	status := func(node string) string {
-		return filepath.Join(kc.ByName[node].Target.Root, render.LocalServiceStatusFile("default/mover"))
+		return filepath.Join(kc.ByName[node].Target.Root, onnode.LocalServiceStatusFile("default/mover"))
 	}
 	// worker-0 pads the instance (a peer is needed), in FAULT.
 	waitFile(t, status("worker-0"), "-254\n")
@@ -478,7 +478,7 @@ func TestSidecarLocalHolderUnreadyHandsOver(t *testing.T) {
 	}
 	setEndpointConditions(t, kc.Admin, svc.Name, all)
 	status := func(node string) string {
-		return filepath.Join(kc.ByName[node].Target.Root, render.LocalServiceStatusFile("default/prober"))
+		return filepath.Join(kc.ByName[node].Target.Root, onnode.LocalServiceStatusFile("default/prober"))
 	}
 	for _, w := range workers {
 		waitFile(t, status(w), "0\n")

@@ -27,7 +27,7 @@ import (
 	"github.com/vipctl/vipctl/hack/releases"
 	"github.com/vipctl/vipctl/pkg/allocator"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/sidecar"
 	"github.com/vipctl/vipctl/pkg/status"
 	"github.com/vipctl/vipctl/test/fixture"
@@ -153,7 +153,7 @@ func startSkewLab(t *testing.T, writer, allocatorOf string) *skewLab {
 		testapiserver.WriteKubeconfig(t, kc.API.NodeConfig(t, name), kubeconfig)
 		n.StopLocal() // the sidecar keeps the VIPs local from now on
 		s.sidecars[name] = startProcess(t, s.previous, "runtimecfg", "--config", prevStatic,
-			"--bootstrap-nodes", n.Target.Path(render.BootstrapNodesPath), "--node-name", name, "--kubeconfig", kubeconfig,
+			"--bootstrap-nodes", n.Target.Path(onnode.BootstrapNodesPath), "--node-name", name, "--kubeconfig", kubeconfig,
 			"--listen", "", "--metrics-listen", "", "--root", n.Target.Root, "--netns", n.Host.NS)
 	}
 	for _, name := range skewThis {
@@ -276,7 +276,7 @@ func TestSkewPreviousSidecarReadsThisConfig(t *testing.T) {
 	// The next release's ConfigMap: a field of a pool this tree does not
 	// know, and a new range of the added pool.
 	ctx := context.Background()
-	cms := s.kc.Admin.CoreV1().ConfigMaps(render.Namespace)
+	cms := s.kc.Admin.CoreV1().ConfigMaps(onnode.Namespace)
 	cm, err := cms.Get(ctx, v1alpha1.ConfigMapName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 	"github.com/vipctl/vipctl/internal/cli"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/status"
 	"github.com/vipctl/vipctl/test/lab"
 )
@@ -145,12 +145,12 @@ func TestStatusWatch(t *testing.T) {
 			t.Fatalf("after master-0 published the API VIP: %+v", row)
 		}
 		// The ConfigMap gains an ingress VIP: a row of its own.
-		cm, err := e.admin.CoreV1().ConfigMaps(render.Namespace).Get(ctx, v1alpha1.ConfigMapName, metav1.GetOptions{})
+		cm, err := e.admin.CoreV1().ConfigMaps(onnode.Namespace).Get(ctx, v1alpha1.ConfigMapName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		cm.Data[v1alpha1.ConfigMapKey] = strings.Replace(base, "  vrrp:", "  ingress: [{name: default, vips: [198.51.100.6]}]\n  vrrp:", 1)
-		if _, err := e.admin.CoreV1().ConfigMaps(render.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		if _, err := e.admin.CoreV1().ConfigMaps(onnode.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		r = frame("the ingress VIP's row")

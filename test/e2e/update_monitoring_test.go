@@ -15,7 +15,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/manifests"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/update"
 	"github.com/vipctl/vipctl/test/testapiserver"
 )
@@ -47,7 +47,7 @@ func TestUpdateKeepsMonitoringObjectsLikeTheOthers(t *testing.T) {
 	}
 
 	dyn := dynamic.NewForConfigOrDie(e.api.AdminConfig())
-	rules := dyn.Resource(schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheusrules"}).Namespace(render.Namespace)
+	rules := dyn.Resource(schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheusrules"}).Namespace(onnode.Namespace)
 	// alerts reads the PrometheusRule: the object, its groups, and the
 	// rules of the first group.
 	alerts := func() (rule *unstructured.Unstructured, groups, first []any) {
@@ -85,7 +85,7 @@ func TestUpdateKeepsMonitoringObjectsLikeTheOthers(t *testing.T) {
 	// An edit between the plan and the apply: the apply fails naming the
 	// PrometheusRule, and the edit stays.
 	rendered := setFor("1h")
-	cl := update.Cluster{Kube: e.admin, Dynamic: dyn, Namespace: render.Namespace}
+	cl := update.Cluster{Kube: e.admin, Dynamic: dyn, Namespace: onnode.Namespace}
 	live, cm, err := cl.Live(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/update"
 )
 
@@ -42,7 +42,7 @@ func TestUpdateWritesEveryPoolField(t *testing.T) {
 	}
 	livePool := func() v1alpha1.ServicePool {
 		t.Helper()
-		live, _, err := update.Cluster{Kube: e.admin, Namespace: render.Namespace}.Live(ctx)
+		live, _, err := update.Cluster{Kube: e.admin, Namespace: onnode.Namespace}.Live(ctx)
 		if err != nil || live == nil || len(live.Spec.ServicePools) != 1 {
 			t.Fatalf("the live config: %+v, %v", live, err)
 		}

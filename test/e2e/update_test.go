@@ -25,7 +25,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/machineconfig"
 	"github.com/vipctl/vipctl/pkg/manifests"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/status"
 	"github.com/vipctl/vipctl/pkg/update"
 	"github.com/vipctl/vipctl/test/lab"
@@ -62,7 +62,7 @@ func TestUpdateAndStatus(t *testing.T) {
 		return vipctl(t, append(args, "--kubeconfig", kubeconfig)...)
 	}
 	configMap := func() string {
-		cm, err := e.admin.CoreV1().ConfigMaps(render.Namespace).Get(ctx, v1alpha1.ConfigMapName, metav1.GetOptions{})
+		cm, err := e.admin.CoreV1().ConfigMaps(onnode.Namespace).Get(ctx, v1alpha1.ConfigMapName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func TestUpdateAndStatus(t *testing.T) {
 	}
 
 	// Two admins: both read, one writes, the other's write conflicts.
-	cl := update.Cluster{Kube: e.admin, Namespace: render.Namespace}
+	cl := update.Cluster{Kube: e.admin, Namespace: onnode.Namespace}
 	cfg := []byte(readFile(t, file))
 	live1, cm1, err := cl.Live(ctx)
 	if err != nil {
@@ -288,7 +288,7 @@ const mirrored = `  images:
 // allocatorImage is the image of the live allocator Deployment.
 func allocatorImage(t *testing.T, c kubernetes.Interface) string {
 	t.Helper()
-	d, err := c.AppsV1().Deployments(render.Namespace).Get(context.Background(), manifests.AllocatorName, metav1.GetOptions{})
+	d, err := c.AppsV1().Deployments(onnode.Namespace).Get(context.Background(), manifests.AllocatorName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +350,7 @@ func TestUpdateBringsRenderedObjectsInLine(t *testing.T) {
 	}
 	// An alert's rule edited by hand is put back: the PrometheusRule as
 	// rendered is vipctl's.
-	alertRules := dynamic.NewForConfigOrDie(e.api.AdminConfig()).Resource(schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheusrules"}).Namespace(render.Namespace)
+	alertRules := dynamic.NewForConfigOrDie(e.api.AdminConfig()).Resource(schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheusrules"}).Namespace(onnode.Namespace)
 	rule, err := alertRules.Get(ctx, manifests.AlertsName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -392,20 +392,20 @@ func TestUpdateBringsRenderedObjectsInLine(t *testing.T) {
 	}
 
 	// An object deleted by hand is recreated.
-	if err := e.admin.PolicyV1().PodDisruptionBudgets(render.Namespace).Delete(ctx, manifests.AllocatorName, metav1.DeleteOptions{}); err != nil {
+	if err := e.admin.PolicyV1().PodDisruptionBudgets(onnode.Namespace).Delete(ctx, manifests.AllocatorName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut = run("update", "-f", file)
 	if code != 0 || !strings.Contains(out, "+ PodDisruptionBudget vipctl-system/vipctl-allocator (new)\n") {
 		t.Fatalf("update after the PDB was deleted: %d\n%s%s", code, out, errOut)
 	}
-	if _, err := e.admin.PolicyV1().PodDisruptionBudgets(render.Namespace).Get(ctx, manifests.AllocatorName, metav1.GetOptions{}); err != nil {
+	if _, err := e.admin.PolicyV1().PodDisruptionBudgets(onnode.Namespace).Get(ctx, manifests.AllocatorName, metav1.GetOptions{}); err != nil {
 		t.Fatalf("the PDB is not back: %v", err)
 	}
 
 	// An edit between the plan and the apply: the apply fails, the edit
 	// stays.
-	cl := update.Cluster{Kube: e.admin, Dynamic: dynamic.NewForConfigOrDie(e.api.AdminConfig()), Namespace: render.Namespace}
+	cl := update.Cluster{Kube: e.admin, Dynamic: dynamic.NewForConfigOrDie(e.api.AdminConfig()), Namespace: onnode.Namespace}
 	live, cm, err := cl.Live(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -421,12 +421,12 @@ func TestUpdateBringsRenderedObjectsInLine(t *testing.T) {
 	if plan.Objects, _, err = cl.ObjectChanges(ctx, plan.Desired); err != nil || len(plan.Objects) != 1 {
 		t.Fatalf("object changes back to the old image: %+v, %v", plan.Objects, err)
 	}
-	d, err := e.admin.AppsV1().Deployments(render.Namespace).Get(ctx, manifests.AllocatorName, metav1.GetOptions{})
+	d, err := e.admin.AppsV1().Deployments(onnode.Namespace).Get(ctx, manifests.AllocatorName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.Spec.Template.Spec.Containers[0].Image = "registry.example.test/someone/else:v1"
-	if _, err := e.admin.AppsV1().Deployments(render.Namespace).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+	if _, err := e.admin.AppsV1().Deployments(onnode.Namespace).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := cl.Apply(ctx, plan, cm, false, io.Discard); err == nil || !strings.Contains(err.Error(), "Deployment vipctl-system/vipctl-allocator changed since it was read") {
@@ -510,7 +510,7 @@ func TestUpdateRefusesMachineConfigsTheClusterCannotParse(t *testing.T) {
 	}
 
 	target("4.19")
-	cmBefore, _, _ := update.Cluster{Kube: e.admin, Namespace: render.Namespace}.Live(ctx)
+	cmBefore, _, _ := update.Cluster{Kube: e.admin, Namespace: onnode.Namespace}.Live(ctx)
 	code, out, errOut := run("update", "-f", file)
 	// The refusal names the file (issue 47).
 	refusal := "error: " + file + ": refusing to write MachineConfigs the cluster cannot parse: the cluster runs OpenShift 4.16.12, older than spec.openshiftRelease 4.19: its Machine Config Operator parses Ignition 3.4.0 at most and would refuse MachineConfigs written for 4.19 (Ignition 3.5.0), and its machine-config pools would degrade; set spec.openshiftRelease to 4.16 in the file, or pass --force to write them anyway\n"
@@ -520,7 +520,7 @@ func TestUpdateRefusesMachineConfigsTheClusterCannotParse(t *testing.T) {
 	if v := ignition("50-vipctl-master"); v != "" {
 		t.Errorf("a refused update wrote a MachineConfig (Ignition %s)", v)
 	}
-	if cmAfter, _, _ := (update.Cluster{Kube: e.admin, Namespace: render.Namespace}).Live(ctx); cmAfter.Spec.OpenShiftRelease != cmBefore.Spec.OpenShiftRelease {
+	if cmAfter, _, _ := (update.Cluster{Kube: e.admin, Namespace: onnode.Namespace}).Live(ctx); cmAfter.Spec.OpenShiftRelease != cmBefore.Spec.OpenShiftRelease {
 		t.Errorf("a refused update wrote the ConfigMap (openshiftRelease %q)", cmAfter.Spec.OpenShiftRelease)
 	}
 

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/vrid"
 	"github.com/vipctl/vipctl/test/lab"
 )
@@ -62,13 +62,13 @@ func TestVRRPIDPinMovesTheInstance(t *testing.T) {
 
 			pinned := strings.Replace(yaml, "  vrrp: {", fmt.Sprintf("  vrrp: {virtualRouterIDs: {api: %d}, ", moved), 1)
 			ctx := context.Background()
-			cm, err := kc.Admin.CoreV1().ConfigMaps(render.Namespace).Get(ctx, v1alpha1.ConfigMapName, metav1.GetOptions{})
+			cm, err := kc.Admin.CoreV1().ConfigMaps(onnode.Namespace).Get(ctx, v1alpha1.ConfigMapName, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			cm.Data[v1alpha1.ConfigMapKey] = pinned
 			began := time.Now()
-			if _, err := kc.Admin.CoreV1().ConfigMaps(render.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			if _, err := kc.Admin.CoreV1().ConfigMaps(onnode.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			want := fmt.Sprintf("virtual_router_id %d\n", moved)

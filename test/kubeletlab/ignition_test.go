@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	"github.com/vipctl/vipctl/pkg/machineconfig"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/openshiftrelease"
-	"github.com/vipctl/vipctl/pkg/render"
 )
 
 // The lab lays down what the MachineConfig carries: every file, with its
 // mode and bytes, whichever data URL encoding the builder chose.
 func TestMachineConfigFilesRoundTrip(t *testing.T) {
-	in := []render.File{
+	in := []onnode.File{
 		{Path: "/etc/vipctl/cluster.yaml", Mode: 0o644, Data: []byte("apiVersion: vipctl.io/v1alpha1\nkind: ClusterVIPs\n")},
 		{Path: "/etc/vipctl/scripts/check-http.sh", Mode: 0o755, Data: []byte("#!/bin/bash\nexit 0\n")},
 		{Path: "/etc/kubernetes/manifests/pod.yaml", Mode: 0o644, Data: bytes.Repeat([]byte{0, 255, '%'}, 40)},

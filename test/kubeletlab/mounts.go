@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // nodePaths are the directories each node has to itself: bound from the
@@ -19,9 +19,9 @@ import (
 // /opt/containerd), so two nodes would clobber each other's sockets and
 // files without this.
 var nodePaths = []string{
-	"/etc/kubernetes", render.KeepalivedDir, render.HaproxyDir, render.ConfigDir,
-	render.RunDir, render.HaproxyRunDir,
-	render.StateDir, "/var/lib/kubelet", "/var/lib/containerd", "/run/containerd", "/opt/containerd",
+	"/etc/kubernetes", onnode.KeepalivedDir, onnode.HaproxyDir, onnode.ConfigDir,
+	onnode.RunDir, onnode.HaproxyRunDir,
+	onnode.StateDir, "/var/lib/kubelet", "/var/lib/containerd", "/run/containerd", "/opt/containerd",
 	"/var/log/pods", "/var/log/containers",
 	// A cluster node's: etcd's data, the CNI configuration and the
 	// host-local IPAM's leases (under /run: a reboot forgets them), and

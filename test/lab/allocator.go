@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vipctl/vipctl/pkg/allocator"
 	"github.com/vipctl/vipctl/pkg/manifests"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/testapiserver"
 )
 
@@ -53,7 +53,7 @@ func (r *Allocator) Done() <-chan struct{} { return r.done }
 // manifests are applied already.
 func AllocatorToken(t testing.TB, admin kubernetes.Interface) string {
 	t.Helper()
-	tok, err := admin.CoreV1().ServiceAccounts(render.Namespace).CreateToken(context.Background(), manifests.AllocatorName,
+	tok, err := admin.CoreV1().ServiceAccounts(onnode.Namespace).CreateToken(context.Background(), manifests.AllocatorName,
 		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(7200))}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +85,7 @@ func StartAllocatorWith(t testing.TB, cfg *rest.Config, id string, syncTimeout t
 		EventClient: kubernetes.NewForConfigOrDie(events),
 		Dynamic:     dynamic.NewForConfigOrDie(events),
 		ObjectProbe: 2 * time.Second,
-		Namespace:   render.Namespace, Identity: id,
+		Namespace:   onnode.Namespace, Identity: id,
 		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
 		SyncTimeout: syncTimeout,
 		Log:         slog.New(slog.NewTextHandler(buf, nil)), Metrics: m,

@@ -27,6 +27,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/manifests"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/test/netlab"
@@ -44,7 +45,7 @@ type Node struct {
 	Haproxy    *netlab.Proc        // nil on workers
 	APIServer  *StandIn            // nil on workers
 	Routers    map[string]*StandIn // by IngressController
-	handover   render.Handover
+	handover   onnode.Handover
 	// node is what the sidecar would keep in line; the lab calls its
 	// Reconcile where the sidecar would sync.
 	node      *runtimecfg.Node
@@ -236,7 +237,7 @@ func (lc *Cluster) nodeOn(t testing.TB, s NodeSpec, h *netlab.Host) *Node {
 	n := &Node{Name: s.Name, Addr: strings.Split(s.Addr, "/")[0], Host: h, Routers: map[string]*StandIn{},
 		Target: host.Target{Root: filepath.Join(lc.base, s.Name), Netns: h.NS}}
 	lc.ByName[s.Name] = n
-	for _, d := range []string{render.RunDir, render.HaproxyRunDir, tmpDir} {
+	for _, d := range []string{onnode.RunDir, onnode.HaproxyRunDir, tmpDir} {
 		if err := os.MkdirAll(filepath.Join(n.Target.Root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/frr"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/netlab"
 )
 
@@ -64,7 +64,7 @@ func StartFRR(t testing.TB, h *netlab.Host, dir string) *FRR {
 
 // Vtysh runs one vtysh command against this instance.
 func (f *FRR) Vtysh(cmd string) (string, error) {
-	out, err := f.Host.Exec("vtysh", "--vty_socket", filepath.Join(f.Dir, render.FRRRunDir), "-c", cmd)
+	out, err := f.Host.Exec("vtysh", "--vty_socket", filepath.Join(f.Dir, onnode.FRRRunDir), "-c", cmd)
 	return string(out), err
 }
 
@@ -91,7 +91,7 @@ func RequireFRR(t testing.TB) {
 // WriteFRRConf writes dir's etc/frr/frr.conf (for a router the lab plays).
 func WriteFRRConf(t testing.TB, dir string, lines ...string) {
 	t.Helper()
-	conf := filepath.Join(dir, render.FRRConfPath)
+	conf := filepath.Join(dir, onnode.FRRConfPath)
 	if err := os.MkdirAll(filepath.Dir(conf), 0o755); err != nil {
 		t.Fatal(err)
 	}

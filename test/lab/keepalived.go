@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // LogMark is where each node's keepalived log ended at some moment.
@@ -53,8 +53,8 @@ func (lc *Cluster) Transitions(since LogMark, instances ...string) []string {
 // nothing hands over gracefully. The VIP stays on the interface (pitfall 2).
 func (n *Node) CrashKeepalived(t testing.TB) {
 	t.Helper()
-	vrrp := readPID(t, filepath.Join(n.Target.Root, render.VRRPPIDFile))
-	parent := readPID(t, filepath.Join(n.Target.Root, render.KeepalivedPIDFile))
+	vrrp := readPID(t, filepath.Join(n.Target.Root, onnode.VRRPPIDFile))
+	parent := readPID(t, filepath.Join(n.Target.Root, onnode.KeepalivedPIDFile))
 	for _, sig := range []syscall.Signal{syscall.SIGSTOP, syscall.SIGKILL} {
 		for _, pid := range []int{parent, vrrp} {
 			_ = syscall.Kill(pid, sig)
@@ -98,7 +98,7 @@ func (s VRRPStats) Errors() uint64 {
 // KeepalivedStats asks the node's keepalived for its counters.
 func (n *Node) KeepalivedStats(t testing.TB) map[string]VRRPStats {
 	t.Helper()
-	return ReadKeepalivedStats(t, filepath.Join(n.Target.Root, render.KeepalivedPIDFile), filepath.Join(n.Target.Root, tmpDir))
+	return ReadKeepalivedStats(t, filepath.Join(n.Target.Root, onnode.KeepalivedPIDFile), filepath.Join(n.Target.Root, tmpDir))
 }
 
 // ReadKeepalivedStats has the keepalived whose parent wrote pidFile write

@@ -33,7 +33,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/manifests"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/pkg/sidecar"
 	"github.com/vipctl/vipctl/test/fixture"
@@ -97,7 +97,7 @@ func StartKube(t testing.TB, clusterYAML string, specs []NodeSpec) *KubeCluster 
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, ns := range []string{render.Namespace, v1alpha1.DefaultRouterNamespace} {
+	for _, ns := range []string{onnode.Namespace, v1alpha1.DefaultRouterNamespace} {
 		if _, err := kc.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
@@ -360,13 +360,13 @@ func (kc *KubeCluster) RestartSidecar(t testing.TB, name string) *Sidecar {
 // then their last-good view).
 func (kc *KubeCluster) onceOptions(name string) runtimecfg.OnceOptions {
 	n := kc.ByName[name]
-	return runtimecfg.OnceOptions{Target: n.Target, Config: kc.ConfigPath, NodeName: name, BootstrapNodes: n.Target.Path(render.BootstrapNodesPath)}
+	return runtimecfg.OnceOptions{Target: n.Target, Config: kc.ConfigPath, NodeName: name, BootstrapNodes: n.Target.Path(onnode.BootstrapNodesPath)}
 }
 
 // KeepalivedConf is the node's keepalived.conf as it is now.
 func (kc *KubeCluster) KeepalivedConf(t testing.TB, node string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(kc.ByName[node].Target.Root, render.KeepalivedConfPath))
+	data, err := os.ReadFile(filepath.Join(kc.ByName[node].Target.Root, onnode.KeepalivedConfPath))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/manifests"
-	"github.com/vipctl/vipctl/pkg/render"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/test/netlab"
 )
@@ -75,7 +75,7 @@ func (kc *KubeCluster) PowerOff(t testing.TB, name string) {
 	if err := h.ApplySysctl([]byte("net/ipv4/conf/" + h.Iface + "/arp_ignore = 0\nnet/ipv4/conf/" + h.Iface + "/arp_announce = 0\nnet/ipv6/neigh/" + h.Iface + "/proxy_delay = 80\n")); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{render.RunDir, render.HaproxyRunDir} {
+	for _, d := range []string{onnode.RunDir, onnode.HaproxyRunDir} {
 		dir := filepath.Join(n.Target.Root, d)
 		if err := os.RemoveAll(dir); err != nil {
 			t.Fatal(err)

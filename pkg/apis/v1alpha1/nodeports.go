@@ -7,8 +7,8 @@ import (
 )
 
 // Ports vipctl's own processes bind on the nodes whatever the config
-// says. pkg/render/paths.go gives them their node-side names
-// (render.SidecarPort, HaproxyStatsPort); they are defined here so that
+// says. pkg/onnode/paths.go gives them their node-side names
+// (onnode.SidecarPort, HaproxyStatsPort); they are defined here so that
 // Validate can refuse a configured port that would clash with one of them
 // (haproxy, kube-apiserver or a router would then fail to bind it on every
 // node): they are in the table below. 9447-9449 are in the 9000-9999 range OpenShift opens between

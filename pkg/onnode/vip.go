@@ -1,4 +1,4 @@
-package render
+package onnode
 
 // VIPLabel marks an IPv4 address as a VIP: the mark, with IPv6's below,
 // by which every address vipctl or its keepalived puts on a node's

@@ -1,4 +1,4 @@
-package render
+package onnode
 
 import (
 	"strings"
@@ -121,3 +121,9 @@ func NodePath(path string) string {
 	}
 	return path
 }
+
+// SysctlPath holds the kernel settings the cluster's pools need on every
+// node. systemd-sysctl applies it at boot, and its udev rule applies an
+// interface's lines again whenever that interface appears (br-ex is
+// created after boot).
+const SysctlPath = "/etc/sysctl.d/50-vipctl.conf"
