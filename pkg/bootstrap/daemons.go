@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vipctl/vipctl/pkg/haproxy"
 	"github.com/vipctl/vipctl/pkg/manifests"
 )
 
@@ -36,7 +37,7 @@ const stopWait = 5 * time.Second
 // are stopped again.
 func startDaemons(dir string) (*daemons, error) {
 	d := &daemons{exited: make(chan error, 2)}
-	for _, argv := range [][]string{manifests.HaproxyCommand(dir), manifests.KeepalivedCommand(dir)} {
+	for _, argv := range [][]string{haproxy.Args(dir), manifests.KeepalivedCommand(dir)} {
 		p, err := start(dir, argv)
 		if err != nil {
 			d.stop()

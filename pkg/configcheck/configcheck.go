@@ -1,6 +1,10 @@
 // Package configcheck lets the real daemons judge rendered configuration:
-// `keepalived --config-test` and `haproxy -c`; its success message is not passed on. The sidecar runs it before
-// every swap, the tests on every rendered file.
+// `keepalived --config-test` and `vtysh -C` here, and the runner the
+// daemons' own packages judge with (pkg/haproxy's `haproxy -c`): a private
+// copy of the file (WithFile), the binary run in the node's namespace
+// (Options.Run), and its answer bounded and redacted (Diagnose); a
+// success message is not passed on. The sidecar judges before every swap,
+// the tests every rendered file.
 package configcheck
 
 import (
@@ -56,30 +60,19 @@ func Keepalived(ctx context.Context, conf []byte, o Options) error {
 	if err := os.WriteFile(strippedPath, stripped, 0o600); err != nil {
 		return err
 	}
-	if out, err := o.run(ctx, o.bin(o.Keepalived, "keepalived"), "--config-test", "-f", strippedPath); err != nil || len(bytes.TrimSpace(out)) > 0 {
-		return fmt.Errorf("keepalived --config-test: %s", diagnose(out, err))
+	if out, err := o.Run(ctx, o.Binary(o.Keepalived, "keepalived"), "--config-test", "-f", strippedPath); err != nil || len(bytes.TrimSpace(out)) > 0 {
+		return fmt.Errorf("keepalived --config-test: %s", Diagnose(out, err))
 	}
 
 	fullPath := filepath.Join(dir, "keepalived.conf")
 	if err := os.WriteFile(fullPath, conf, 0o600); err != nil {
 		return err
 	}
-	out, err := o.run(ctx, o.bin(o.Keepalived, "keepalived"), "--config-test", "-f", fullPath)
+	out, err := o.Run(ctx, o.Binary(o.Keepalived, "keepalived"), "--config-test", "-f", fullPath)
 	if !acceptable(err) || len(bytes.TrimSpace(out)) > 0 {
-		return fmt.Errorf("keepalived --config-test: %s", diagnose(out, err))
+		return fmt.Errorf("keepalived --config-test: %s", Diagnose(out, err))
 	}
 	return o.checkScripts(conf)
-}
-
-// Haproxy checks a haproxy.cfg with `haproxy -c`; its success message is not passed on.
-func Haproxy(ctx context.Context, cfg []byte, o Options) error {
-	return withFile("haproxy.cfg", cfg, func(path string) error {
-		out, err := o.run(ctx, o.bin(o.Haproxy, "haproxy"), "-c", "-f", path)
-		if err != nil {
-			return fmt.Errorf("haproxy -c: %s", diagnose(out, err))
-		}
-		return nil
-	})
 }
 
 // FRR checks a frr.conf with `vtysh -C -f` (a dry run: vtysh parses every
@@ -89,22 +82,22 @@ func Haproxy(ctx context.Context, cfg []byte, o Options) error {
 // complains when there is none (a node's /etc/frr is vipctl's, holding
 // frr.conf only), so it is pointed at an empty one beside the candidate.
 func FRR(ctx context.Context, conf []byte, o Options) error {
-	return withFile("frr.conf", conf, func(path string) error {
+	return WithFile("frr.conf", conf, func(path string) error {
 		dir := filepath.Dir(path)
 		if err := os.WriteFile(filepath.Join(dir, "vtysh.conf"), nil, 0o600); err != nil {
 			return err
 		}
-		out, err := (Options{}).run(ctx, o.bin(o.Vtysh, "vtysh"), "--config_dir", dir, "-C", "-f", path)
+		out, err := (Options{}).Run(ctx, o.Binary(o.Vtysh, "vtysh"), "--config_dir", dir, "-C", "-f", path)
 		if err != nil || len(bytes.TrimSpace(out)) > 0 {
-			return fmt.Errorf("vtysh -C: %s", diagnose(out, err))
+			return fmt.Errorf("vtysh -C: %s", Diagnose(out, err))
 		}
 		return nil
 	})
 }
 
-// withFile hands check a private temporary copy of data named name, gone
+// WithFile hands check a private temporary copy of data named name, gone
 // when check returns: the daemons judge files, not stdin.
-func withFile(name string, data []byte, check func(path string) error) error {
+func WithFile(name string, data []byte, check func(path string) error) error {
 	dir, err := os.MkdirTemp("", "vipctl-check-")
 	if err != nil {
 		return err
@@ -117,14 +110,17 @@ func withFile(name string, data []byte, check func(path string) error) error {
 	return check(path)
 }
 
-func (o Options) bin(set, name string) string {
+// Binary is set when set, else the named binary from PATH.
+func (o Options) Binary(set, name string) string {
 	if set != "" {
 		return set
 	}
 	return name
 }
 
-func (o Options) run(ctx context.Context, argv ...string) ([]byte, error) {
+// Run runs argv, inside Netns when set, and returns its output (stdout
+// and stderr together).
+func (o Options) Run(ctx context.Context, argv ...string) ([]byte, error) {
 	if o.Netns != "" {
 		argv = append([]string{"ip", "netns", "exec", o.Netns}, argv...)
 	}
@@ -152,11 +148,11 @@ func acceptable(err error) bool {
 	return exit.ExitCode() == 128+int(syscall.SIGTERM)
 }
 
-// diagnose turns a daemon's output into one bounded, redacted message. It
+// Diagnose turns a daemon's output into one bounded, redacted message. It
 // ends up in the sidecar's log, a ConfigKept Event and the failures the
 // tests print; a daemon that echoes the offending config line could put a
 // password there, and a runaway one megabytes, or terminal escapes.
-func diagnose(out []byte, err error) string {
+func Diagnose(out []byte, err error) string {
 	msg := bound(string(out))
 	if msg == "" && err != nil {
 		return err.Error()
@@ -167,7 +163,7 @@ func diagnose(out []byte, err error) string {
 	return msg
 }
 
-// Limits on what diagnose passes on from a daemon: enough to see the first
+// Limits on what Diagnose passes on from a daemon: enough to see the first
 // few problems, never a whole config.
 const (
 	maxDiagnosticLines     = 10

@@ -97,19 +97,6 @@ func TestKeepalivedJudge(t *testing.T) {
 	}
 }
 
-func TestHaproxyJudge(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	good := "global\ndefaults\n    mode tcp\n    timeout connect 1s\n    timeout client 1s\n    timeout server 1s\nfrontend api\n    bind 127.0.0.1:9445\n    default_backend api\nbackend api\n    server m0 198.51.100.11:6443 check\n"
-	if err := Haproxy(ctx, []byte(good), Options{}); err != nil {
-		t.Fatalf("good config refused: %v", err)
-	}
-	bad := strings.Replace(good, "default_backend api", "default_backend nowhere", 1)
-	if err := Haproxy(ctx, []byte(bad), Options{}); err == nil || !strings.Contains(err.Error(), "nowhere") {
-		t.Errorf("bad config: err = %v", err)
-	}
-}
-
 // TestFRRJudge: vtysh's dry run accepts a node's BGP config and names the
 // line of a broken one.
 func TestFRRJudge(t *testing.T) {
@@ -137,7 +124,7 @@ func TestDiagnoseIsBoundedAndRedacted(t *testing.T) {
 	for i := 0; i < 1000; i++ {
 		out.WriteString("more noise\n")
 	}
-	got := diagnose([]byte(out.String()), errors.New("exit status 1"))
+	got := Diagnose([]byte(out.String()), errors.New("exit status 1"))
 	if strings.Contains(got, "s3cr3t") {
 		t.Errorf("the password reached the message: %q", got)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/dataplane"
+	"github.com/vipctl/vipctl/pkg/haproxy"
 	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/onnode"
@@ -86,12 +87,12 @@ func TestLocal(t *testing.T) {
 	if err := os.MkdirAll(target.Path(onnode.HaproxyRunDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	haproxy := node.Start("haproxy", manifests.HaproxyCommand(target.Root)...)
+	proc := node.Start("haproxy", haproxy.Args(target.Root)...)
 	ctx := context.Background()
 	deadline := time.Now().Add(30 * time.Second)
 	for sidecar.DaemonPIDs(ctx, target)[sidecar.DaemonHaproxy] == 0 {
-		if haproxy.Exited() || time.Now().After(deadline) {
-			t.Fatalf("haproxy does not answer on its master socket:\n%s", haproxy.LogTail(20))
+		if proc.Exited() || time.Now().After(deadline) {
+			t.Fatalf("haproxy does not answer on its master socket:\n%s", proc.LogTail(20))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -136,8 +137,8 @@ func TestLocal(t *testing.T) {
 	if err := json.Unmarshal([]byte(file("daemons/daemons.json")), &d); err != nil {
 		t.Fatal(err)
 	}
-	if d.Running[sidecar.DaemonHaproxy] != haproxy.PID() || d.BGPd != "not running" {
-		t.Errorf("daemons: %+v, want haproxy as PID %d and bgpd not running", d, haproxy.PID())
+	if d.Running[sidecar.DaemonHaproxy] != proc.PID() || d.BGPd != "not running" {
+		t.Errorf("daemons: %+v, want haproxy as PID %d and bgpd not running", d, proc.PID())
 	}
 	if proc := file("daemons/haproxy-proc.txt"); !strings.Contains(proc, "master") {
 		t.Errorf("haproxy show proc:\n%s", proc)

@@ -1,8 +1,9 @@
-// Package haproxy is how vipctl reaches a node's running haproxy: the
-// master socket the static pod's command line opens
-// (manifests.HaproxyCommand) for the reload and the master's PID, and
-// any socket's one-command answer. Its config is rendered by pkg/render
-// and judged by pkg/configcheck.
+// Package haproxy is haproxy's one home in vipctl: its config (Config,
+// the template haproxy.cfg.tmpl, Write; pkg/render fills Config from the
+// plan), its command line (Args, for the static pod, the bootstrap host
+// and the lab), its judge (Check, `haproxy -c`), and the running daemon
+// reached: the master socket Args opens, for the reload and the master's
+// PID, and any socket's one-command answer.
 package haproxy
 
 import (

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/haproxy"
 	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
@@ -107,18 +108,6 @@ func KeepalivedCommand(root string) []string {
 		"-p", root + onnode.KeepalivedPIDFile,
 		"-r", root + onnode.VRRPPIDFile,
 		"-c", root + onnode.CheckersPIDFile,
-	}
-}
-
-// HaproxyCommand is haproxy's command line, with every node path under
-// root, like KeepalivedCommand. Master-worker mode: a reload through the
-// master socket starts new workers on the listening sockets the master
-// keeps, so no connection is refused during a reload.
-func HaproxyCommand(root string) []string {
-	return []string{
-		"haproxy", "-W", "-db",
-		"-S", root + onnode.HaproxyMasterSocket + ",level,admin",
-		"-f", root + onnode.HaproxyConfPath,
 	}
 }
 
@@ -295,10 +284,10 @@ func HaproxyPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 	// cluster's families, and the kubelet probes a host-network pod on the
 	// node IP, which is always of one of them.
 	health := intstr.FromInt32(c.Spec.API.HealthPort)
-	haproxy := corev1.Container{
+	ctr := corev1.Container{
 		Name:      containerHaproxy,
 		Image:     c.Spec.Images.Haproxy,
-		Command:   HaproxyCommand(""),
+		Command:   haproxy.Args(""),
 		Resources: requests("50m", "64Mi"),
 		// Ready means at least one kube-apiserver behind it is up
 		// (monitor-uri in haproxy.cfg); alive only needs the port.
@@ -353,7 +342,7 @@ func HaproxyPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
 			// `--once` rewrites identical files. Only the keepalived pod's
 			// start ends a drain.
 			InitContainers: []corev1.Container{renderContainer(c, true)},
-			Containers:     []corev1.Container{haproxy},
+			Containers:     []corev1.Container{ctr},
 			Volumes: []corev1.Volume{
 				hostPath(volConfig, onnode.ConfigDir, corev1.HostPathDirectory),
 				hostPath(volKeepalived, onnode.KeepalivedDir, corev1.HostPathDirectoryOrCreate),

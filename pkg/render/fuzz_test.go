@@ -10,6 +10,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/configcheck"
+	"github.com/vipctl/vipctl/pkg/haproxy"
 	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/vrid"
 	"github.com/vipctl/vipctl/test/netlab"
@@ -110,7 +111,7 @@ func daemonJudge(f *testing.F) func(*testing.T, []onnode.File) {
 			case onnode.KeepalivedConfPath:
 				err = configcheck.Keepalived(context.Background(), fl.Data, configcheck.Options{Netns: h.NS, Root: root})
 			case onnode.HaproxyConfPath:
-				err = configcheck.Haproxy(context.Background(), fl.Data, configcheck.Options{})
+				err = haproxy.Check(context.Background(), fl.Data, configcheck.Options{})
 			}
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", fl.Path, err, fl.Data)

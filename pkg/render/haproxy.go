@@ -5,40 +5,11 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/vipctl/vipctl/pkg/haproxy"
+
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/onnode"
 )
-
-type haproxyView struct {
-	Node, Cluster string
-	StatsSocket   string
-	StatsPort     int
-	Frontends     []frontendView
-	HealthBinds   []string
-	APIBackend    string
-	LiveBackend   string
-	// APIServers names the servers of the API backend, and Quorum is how
-	// many of them must be alive for this haproxy to count as serving
-	// while none is ready (see apiQuorum).
-	APIServers []string
-	Quorum     int
-}
-
-type frontendView struct {
-	Name  string
-	Binds []string
-	// Check is the path haproxy's health check asks each server for.
-	Check string
-	// Live, when set, is the path of a second check that tells a live
-	// server from a dead one: live servers take the traffic when none
-	// passes Check.
-	Live    string
-	Servers []serverView
-}
-
-type serverView struct {
-	Name, Address string
-}
 
 const (
 	apiBackend = "api"
@@ -57,12 +28,12 @@ const (
 	mcsCheckPath = "/healthz"
 )
 
-// haproxyView balances the API (and api-int's port when configured) over
+// haproxyConfig balances the API (and api-int's port when configured) over
 // every control-plane node, on the bootstrap host over the bootstrap
 // machine's servers first. haproxy listens on its own port because
 // kube-apiserver already holds the API port on all addresses; traffic for
 // VIP:port is redirected to it on the holder.
-func (p *Plan) haproxyView(node string) (*haproxyView, error) {
+func (p *Plan) haproxyConfig(node string) (*haproxy.Config, error) {
 	s := &p.c.Spec
 	var masters []*cluster.Node
 	for i := range p.state.Nodes {
@@ -88,7 +59,7 @@ func (p *Plan) haproxyView(node string) (*haproxyView, error) {
 	}
 	primary := netip.MustParseAddr(s.API.VIPs[0])
 	families := apiFamilies(s.API.VIPs)
-	v := &haproxyView{Node: node, Cluster: p.c.Metadata.Name, StatsSocket: p.root + onnode.HaproxyStatsSocket, StatsPort: onnode.HaproxyStatsPort, APIBackend: apiBackend, LiveBackend: liveBackend}
+	v := &haproxy.Config{Node: node, Cluster: p.c.Metadata.Name, StatsSocket: p.root + onnode.HaproxyStatsSocket, StatsPort: onnode.HaproxyStatsPort, APIBackend: apiBackend, LiveBackend: liveBackend}
 	// keepalived's check script asks 127.0.0.1, so the health frontend
 	// listens on IPv4 even in an IPv6-only cluster (loopback always has it).
 	v.HealthBinds = binds(withIPv4(families), s.API.HealthPort)
@@ -103,13 +74,13 @@ func (p *Plan) haproxyView(node string) (*haproxyView, error) {
 		fes = append(fes, fe{"api_int", s.API.InternalLoadBalancerPort, s.API.InternalPort, mcsCheckPath, ""})
 	}
 	for _, f := range fes {
-		fv := frontendView{Name: f.name, Binds: binds(families, f.listen), Check: f.check, Live: f.live}
+		fv := haproxy.Frontend{Name: f.name, Binds: binds(families, f.listen), Check: f.check, Live: f.live}
 		for _, m := range masters {
 			addr, ok := firstOfFamily(m.Addresses, primary.Is4())
 			if !ok {
 				return nil, fmt.Errorf("control-plane node %s has no %s address for the API backend", m.Name, familyLabel(primary))
 			}
-			fv.Servers = append(fv.Servers, serverView{Name: m.Name, Address: netip.AddrPortFrom(addr, uint16(f.target)).String()})
+			fv.Servers = append(fv.Servers, haproxy.Server{Name: m.Name, Address: netip.AddrPortFrom(addr, uint16(f.target)).String()})
 		}
 		v.Frontends = append(v.Frontends, fv)
 	}

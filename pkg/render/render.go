@@ -3,9 +3,11 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
 	"sync"
 
+	"github.com/vipctl/vipctl/pkg/haproxy"
 	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/templates"
 )
@@ -56,11 +58,11 @@ func (p *Plan) nodeFiles(node string, kv *keepalivedView) ([]onnode.File, error)
 	}
 	files := []onnode.File{{Path: onnode.KeepalivedConfPath, Mode: configMode, Data: kconf}}
 	if p.HasAPI() && p.IsControlPlane(node) {
-		hv, err := p.haproxyView(node)
+		hc, err := p.haproxyConfig(node)
 		if err != nil {
 			return nil, err
 		}
-		hconf, err := execute("haproxy.cfg", hv)
+		hconf, err := write(func(w io.Writer) error { return haproxy.Write(w, hc) })
 		if err != nil {
 			return nil, err
 		}
@@ -103,13 +105,23 @@ var checkScriptData = sync.OnceValues(func() ([]byte, error) { return templates.
 var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func execute(name string, view any) ([]byte, error) {
+	return write(func(w io.Writer) error {
+		if err := templates.Parsed.ExecuteTemplate(w, name, view); err != nil {
+			return fmt.Errorf("rendering %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// write returns what render writes, through a pooled buffer.
+func write(render func(w io.Writer) error) ([]byte, error) {
 	b := buffers.Get().(*bytes.Buffer)
 	defer func() {
 		b.Reset()
 		buffers.Put(b)
 	}()
-	if err := templates.Parsed.ExecuteTemplate(b, name, view); err != nil {
-		return nil, fmt.Errorf("rendering %s: %w", name, err)
+	if err := render(b); err != nil {
+		return nil, err
 	}
 	return bytes.Clone(b.Bytes()), nil
 }

@@ -77,7 +77,7 @@ func Apply(ctx context.Context, t host.Target, files []onnode.File) (Result, err
 		case onnode.KeepalivedConfPath:
 			err = configcheck.Keepalived(ctx, f.Data, check(t))
 		case onnode.HaproxyConfPath:
-			err = configcheck.Haproxy(ctx, f.Data, check(t))
+			err = haproxy.Check(ctx, f.Data, check(t))
 		case onnode.FRRConfPath:
 			err = configcheck.FRR(ctx, f.Data, check(t))
 		}

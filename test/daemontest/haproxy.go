@@ -14,12 +14,11 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/haproxy"
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // StartHaproxy runs the real haproxy as the haproxy pod does
-// (manifests.HaproxyCommand under root) with a config that serves only a
+// (haproxy.Args under root) with a config that serves only a
 // unix socket, and waits until its master socket answers with haproxy's
 // own PID; stop ends it (and so does the test's cleanup).
 func StartHaproxy(t testing.TB, root string) (pid int, stop func()) {
@@ -34,7 +33,7 @@ func StartHaproxy(t testing.TB, root string) (pid int, stop func()) {
 	if err := os.WriteFile(filepath.Join(root, onnode.HaproxyConfPath), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	argv := manifests.HaproxyCommand(root)
+	argv := haproxy.Args(root)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -12,6 +12,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/bundle"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/configcheck"
+	"github.com/vipctl/vipctl/pkg/haproxy"
 	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/vrid"
@@ -110,7 +111,7 @@ func TestRenderedConfigsPassRealDaemons(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := configcheck.Haproxy(ctx, hconf, configcheck.Options{}); err != nil {
+			if err := haproxy.Check(ctx, hconf, configcheck.Options{}); err != nil {
 				t.Errorf("%s node %s: %v", filepath.Base(ex), n.Name, err)
 			}
 			checked++
@@ -173,7 +174,7 @@ func TestBootstrapHostConfigsPassRealDaemons(t *testing.T) {
 			case onnode.KeepalivedConfPath:
 				err = configcheck.Keepalived(ctx, f.Data, configcheck.Options{Netns: judge.NS, Root: root})
 			case onnode.HaproxyConfPath:
-				err = configcheck.Haproxy(ctx, f.Data, configcheck.Options{})
+				err = haproxy.Check(ctx, f.Data, configcheck.Options{})
 			default:
 				continue
 			}

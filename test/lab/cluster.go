@@ -25,6 +25,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/dataplane"
+	"github.com/vipctl/vipctl/pkg/haproxy"
 	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/onnode"
@@ -168,7 +169,7 @@ func (lc *Cluster) start(started []*Node, withClient, heldBack bool) {
 		// In mode poolsOnly OpenShift's own haproxy fronts the API.
 		if lc.isControlPlane(n.Name) && !lc.Config.PoolsOnly() {
 			n.APIServer = ServeAPIStandIn(t, n.Host, n.Addr, n.Name, lc.apiServerPorts()...)
-			n.Haproxy = n.Host.Start("haproxy", manifests.HaproxyCommand(n.Target.Root)...)
+			n.Haproxy = n.Host.Start("haproxy", haproxy.Args(n.Target.Root)...)
 		}
 		n.StartKeepalived()
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/pkg/manifests"
+	"github.com/vipctl/vipctl/pkg/haproxy"
 	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/test/netlab"
@@ -101,7 +101,7 @@ func (kc *KubeCluster) PowerOn(t testing.TB, name string) {
 		t.Fatalf("%s: runtimecfg --once: %v", name, err)
 	}
 	if n.Haproxy != nil {
-		n.Haproxy = n.Host.Start("haproxy", manifests.HaproxyCommand(n.Target.Root)...)
+		n.Haproxy = n.Host.Start("haproxy", haproxy.Args(n.Target.Root)...)
 	}
 	n.StartKeepalived()
 	kc.RestartSidecar(t, name)
