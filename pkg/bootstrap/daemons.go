@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/haproxy"
-	"github.com/vipctl/vipctl/pkg/manifests"
+	"github.com/vipctl/vipctl/pkg/keepalived"
 )
 
 // daemons are the keepalived and haproxy this run started, with the
@@ -37,7 +37,7 @@ const stopWait = 5 * time.Second
 // are stopped again.
 func startDaemons(dir string) (*daemons, error) {
 	d := &daemons{exited: make(chan error, 2)}
-	for _, argv := range [][]string{haproxy.Args(dir), manifests.KeepalivedCommand(dir)} {
+	for _, argv := range [][]string{haproxy.Args(dir), keepalived.Args(dir)} {
 		p, err := start(dir, argv)
 		if err != nil {
 			d.stop()

@@ -18,6 +18,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/haproxy"
 	"github.com/vipctl/vipctl/pkg/host"
+	"github.com/vipctl/vipctl/pkg/keepalived"
 	"github.com/vipctl/vipctl/pkg/manifests"
 	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/render"
@@ -238,16 +239,16 @@ func TestLocalKeepalived(t *testing.T) {
 	// PID 1 of the namespace is a shell, as the pod's is its pause
 	// process; keepalived's /tmp is the node's own, as a container's is.
 	argv := append([]string{"unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", `"$@" & wait`, "pidns",
-		"env", "TMPDIR=" + target.Path("/tmp")}, manifests.KeepalivedCommand(target.Root)...)
+		"env", "TMPDIR=" + target.Path("/tmp")}, keepalived.Args(target.Root)...)
 	if err := os.MkdirAll(target.Path("/tmp"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	keepalived := node.Start("keepalived", argv...)
+	kproc := node.Start("keepalived", argv...)
 	// Ready once every instance has its first state.
 	entered := regexp.MustCompile(`(?i)\((\w+)\) entering (BACKUP|MASTER|FAULT) state`)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		log, _ := os.ReadFile(keepalived.Log)
+		log, _ := os.ReadFile(kproc.Log)
 		started := map[string]bool{}
 		for _, m := range entered.FindAllStringSubmatch(string(log), -1) {
 			started[m[1]] = true
@@ -255,7 +256,7 @@ func TestLocalKeepalived(t *testing.T) {
 		if len(started) == len(instances) {
 			break
 		}
-		if keepalived.Exited() || time.Now().After(deadline) {
+		if kproc.Exited() || time.Now().After(deadline) {
 			t.Fatalf("keepalived did not start every instance of %v:\n%s", instances, log)
 		}
 		time.Sleep(20 * time.Millisecond)

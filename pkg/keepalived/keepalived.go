@@ -1,7 +1,8 @@
-// Package keepalived is how vipctl reaches a node's running keepalived:
-// its parent's PID through the PID file the static pod's command line
-// names (manifests.KeepalivedCommand), and the reload. Its config is
-// rendered by pkg/render and judged by pkg/configcheck.
+// Package keepalived is keepalived's one home in vipctl: its config
+// (Config, the template keepalived.conf.tmpl, Write; pkg/render fills
+// Config from the plan), its command line (Args), its judge (Check), and
+// the running daemon reached: its parent's PID through the PID file Args
+// names, and the reload.
 package keepalived
 
 import (

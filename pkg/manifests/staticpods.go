@@ -17,6 +17,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/haproxy"
+	"github.com/vipctl/vipctl/pkg/keepalived"
 	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
@@ -67,17 +68,17 @@ func StaticPodFiles(c *v1alpha1.ClusterVIPs, role string) ([]onnode.File, error)
 	if err != nil {
 		return nil, err
 	}
-	keepalived := KeepalivedPod(c)
-	setClusterFileDigest(keepalived, clusterYAML)
+	kpod := KeepalivedPod(c)
+	setClusterFileDigest(kpod, clusterYAML)
 	var pods []*corev1.Pod
 	switch role {
 	case roleMaster:
-		pods = []*corev1.Pod{keepalived}
+		pods = []*corev1.Pod{kpod}
 		if !c.PoolsOnly() { // else OpenShift's own haproxy fronts the API
 			pods = append(pods, HaproxyPod(c))
 		}
 	case roleWorker:
-		pods = []*corev1.Pod{keepalived}
+		pods = []*corev1.Pod{kpod}
 	default:
 		return nil, fmt.Errorf("static pods: unknown role %q (want %q or %q)", role, roleMaster, roleWorker)
 	}
@@ -95,21 +96,6 @@ func StaticPodFiles(c *v1alpha1.ClusterVIPs, role string) ([]onnode.File, error)
 // StaticPodPath is where the node's kubelet finds the static pod name
 // (onnode.KeepalivedPodName, onnode.HaproxyPodName).
 func StaticPodPath(name string) string { return onnode.StaticPodDir + "/" + name + ".yaml" }
-
-// KeepalivedCommand is keepalived's command line, with every node path
-// under root ("" on a real node): the static pod and the lab start it
-// alike. In the foreground (the pod's main process), logging to the
-// console and not to syslog, with the PID files the sidecar signals and
-// the preStop hook reads.
-func KeepalivedCommand(root string) []string {
-	return []string{
-		"keepalived", "-n", "-l", "-D", "-G",
-		"-f", root + onnode.KeepalivedConfPath,
-		"-p", root + onnode.KeepalivedPIDFile,
-		"-r", root + onnode.VRRPPIDFile,
-		"-c", root + onnode.CheckersPIDFile,
-	}
-}
 
 // KeepalivedPod is the static pod on every node that may hold a VIP.
 func KeepalivedPod(c *v1alpha1.ClusterVIPs) *corev1.Pod {
@@ -148,7 +134,7 @@ func keepalivedContainer(c *v1alpha1.ClusterVIPs) corev1.Container {
 	return corev1.Container{
 		Name:      containerKeepalived,
 		Image:     c.Spec.Images.Keepalived,
-		Command:   KeepalivedCommand(""),
+		Command:   keepalived.Args(""),
 		Resources: requests("10m", "20Mi"),
 		// The sidecar reloads keepalived through this PID file: if it is
 		// gone or stale, reloads would go nowhere, and a restart rewrites it.

@@ -11,6 +11,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/configcheck"
 	"github.com/vipctl/vipctl/pkg/haproxy"
+	"github.com/vipctl/vipctl/pkg/keepalived"
 	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/vrid"
 	"github.com/vipctl/vipctl/test/netlab"
@@ -109,7 +110,7 @@ func daemonJudge(f *testing.F) func(*testing.T, []onnode.File) {
 			var err error
 			switch fl.Path {
 			case onnode.KeepalivedConfPath:
-				err = configcheck.Keepalived(context.Background(), fl.Data, configcheck.Options{Netns: h.NS, Root: root})
+				err = keepalived.Check(context.Background(), fl.Data, configcheck.Options{Netns: h.NS, Root: root})
 			case onnode.HaproxyConfPath:
 				err = haproxy.Check(context.Background(), fl.Data, configcheck.Options{})
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/keepalived"
 	"github.com/vipctl/vipctl/test/fixture"
 )
 
@@ -31,7 +32,7 @@ func TestHandoverMatchesKeepalivedConf(t *testing.T) {
 			}
 			// Instances whose VIPs live on an interface of their own
 			// have no handover (see Plan.Handover).
-			kv.Instances = slices.DeleteFunc(kv.Instances, func(iv instanceView) bool { return iv.VIPInterface != "" })
+			kv.Instances = slices.DeleteFunc(kv.Instances, func(iv keepalived.Instance) bool { return iv.VIPInterface != "" })
 			if len(kv.Instances) == 0 {
 				// A node off every VRRP segment (bgp-two-racks' rack-b
 				// workers only announce routes) has nothing to hand over.

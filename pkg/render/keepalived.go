@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vipctl/vipctl/pkg/keepalived"
+
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/onnode"
@@ -73,56 +75,12 @@ func keyIdent(key v1alpha1.InstanceKey) string {
 	return scriptSafe(strings.ReplaceAll(key.String(), "/", "_"))
 }
 
+// keepalivedView is one node's keepalived.conf and what the plan left
+// out of it.
 type keepalivedView struct {
-	Node, Cluster, RouterID string
-	ScriptUser              string
-	Version                 int
-	// GARPDelay, GARPRepeat and GARPRefresh: see the constants.
-	GARPDelay, GARPRepeat, GARPRefresh int
-	// OwnInterfaces says some instance's VIPs live on an interface of
-	// their own, where keepalived refreshes its gratuitous ARPs only when
-	// told.
-	OwnInterfaces bool
-	Scripts       []scriptView
-	TrackFiles    []trackFileView
-	Instances     []instanceView
+	keepalived.Config
 	// lonely are the instances left out for lack of a peer.
 	lonely []string
-}
-
-type scriptView struct {
-	Name, Command                 string
-	Interval, Timeout, Fall, Rise int
-}
-
-type trackFileView struct {
-	Name, Path, Why string
-	Weight          int
-}
-
-type instanceView struct {
-	Key, Name, Family, Why string
-	Interface              string
-	Version                int
-	VRID                   uint8
-	Priority               int
-	Advert                 string
-	UnicastSrc             string
-	Peers                  []string
-	// PeerCheck follows each unicast peer: the TTL an advert must arrive
-	// with (see peerCheck).
-	PeerCheck string
-	VIPs      []string
-	Excluded  []string
-	// Sidecar says the vipctl sidecar adds the instance's Service
-	// addresses while this node holds it (announce: sidecar). keepalived.conf
-	// neither names nor counts them, so a new Service reloads nothing.
-	Sidecar bool
-	// VIPInterface is where the VIPs live when not on Interface (a pool's
-	// or an IngressController's own interface); keepalived tracks it.
-	VIPInterface string
-	TrackScripts []string
-	TrackFiles   []string
 }
 
 // keepalivedView is the node's view of the plan. It refuses an instance
@@ -134,17 +92,17 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 		return nil, p.notListed(node)
 	}
 	s := &p.c.Spec
-	v := &keepalivedView{Node: node, Cluster: p.c.Metadata.Name, RouterID: scriptSafe(node), ScriptUser: onnode.ScriptUser, Version: s.VRRP.Version,
-		GARPDelay: int(onnode.GARPDelay / time.Second), GARPRepeat: onnode.GARPRepeat, GARPRefresh: int(onnode.GARPRefresh / time.Second)}
+	v := &keepalivedView{Config: keepalived.Config{Node: node, Cluster: p.c.Metadata.Name, RouterID: scriptSafe(node), ScriptUser: onnode.ScriptUser, Version: s.VRRP.Version,
+		GARPDelay: int(onnode.GARPDelay / time.Second), GARPRepeat: onnode.GARPRepeat, GARPRefresh: int(onnode.GARPRefresh / time.Second)}}
 	usedScripts, usedTracks := map[string]bool{}, map[string]bool{drainTrackName: true}
 	// The instances' own step-down files, declared after the shared ones.
-	var own []trackFileView
+	var own []keepalived.TrackFile
 	iface := n.Interface
 	if iface == "" {
 		iface = s.VRRP.Interface
 	}
 	for _, inst := range p.byNode[node] {
-		iv := instanceView{
+		iv := keepalived.Instance{
 			Key: inst.key.String(), Name: instanceName(inst.key, inst.family), Family: "IPv" + strconv.Itoa(inst.family), Why: inst.why,
 			Interface: iface, Version: s.VRRP.Version, VRID: inst.vrid, Advert: advert(s.VRRP.Advert()),
 			TrackScripts: inst.scripts,
@@ -249,8 +207,8 @@ func stepsDown(inst *instance, peers []netip.Addr) bool {
 }
 
 // unheardTrack declares an instance's UnheardFile to keepalived.
-func unheardTrack(instance, root string) trackFileView {
-	return trackFileView{Name: "vipctl_unheard_" + instance, Path: root + onnode.UnheardFile(instance), Weight: drainWeight,
+func unheardTrack(instance, root string) keepalived.TrackFile {
+	return keepalived.TrackFile{Name: "vipctl_unheard_" + instance, Path: root + onnode.UnheardFile(instance), Weight: drainWeight,
 		Why: "1 while the other members hear nobody answer for " + instance + "'s VIPs (written by the sidecar)"}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/keepalived"
 	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
@@ -58,8 +59,8 @@ type Plan struct {
 	instances []*instance
 	byNode    map[string][]*instance
 	nodes     map[string]*cluster.Node
-	scripts   []scriptView
-	tracks    []trackFileView
+	scripts   []keepalived.Script
+	tracks    []keepalived.TrackFile
 	unplaced  []string
 	missing   []onnode.MissingInterface
 	// root prefixes the node paths the configs name; "" on a real node.
@@ -156,7 +157,7 @@ func NewPlan(m *cluster.Model, ids map[v1alpha1.InstanceKey]uint8, st cluster.St
 	if s.VRRP.Profile == v1alpha1.ProfileFast {
 		fall = 1
 	}
-	p.tracks = append(p.tracks, trackFileView{Name: drainTrackName, Path: p.root + onnode.DrainFile, Weight: drainWeight,
+	p.tracks = append(p.tracks, keepalived.TrackFile{Name: drainTrackName, Path: p.root + onnode.DrainFile, Weight: drainWeight,
 		Why: "planned handover: the sidecar writes 1 here to give the VIPs away before stopping"})
 
 	// In mode poolsOnly OpenShift's own keepalived and haproxy carry the
@@ -287,7 +288,7 @@ func (p *Plan) addLocal(ls cluster.LocalService) error {
 	}
 	key := v1alpha1.ServiceKey(ls.Name)
 	track := keyIdent(key)
-	p.tracks = append(p.tracks, trackFileView{Name: track, Path: p.root + onnode.LocalServiceStatusFile(ls.Name), Weight: 1,
+	p.tracks = append(p.tracks, keepalived.TrackFile{Name: track, Path: p.root + onnode.LocalServiceStatusFile(ls.Name), Weight: 1,
 		Why: fmt.Sprintf("written by the sidecar: %d while a ready endpoint of Service %s runs on this node, %d (priority 1) while only a terminating one serves, %d (FAULT) otherwise",
 			onnode.LocalReady, ls.Name, onnode.LocalDraining, onnode.LocalNone)})
 	endpoint := map[string]bool{}

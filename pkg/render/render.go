@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/vipctl/vipctl/pkg/haproxy"
+	"github.com/vipctl/vipctl/pkg/keepalived"
 	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/templates"
 )
@@ -52,7 +53,7 @@ func (p *Plan) NodeFiles(node string) ([]onnode.File, error) {
 }
 
 func (p *Plan) nodeFiles(node string, kv *keepalivedView) ([]onnode.File, error) {
-	kconf, err := execute("keepalived.conf", kv)
+	kconf, err := write(func(w io.Writer) error { return keepalived.Write(w, &kv.Config) })
 	if err != nil {
 		return nil, err
 	}

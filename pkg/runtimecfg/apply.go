@@ -75,7 +75,7 @@ func Apply(ctx context.Context, t host.Target, files []onnode.File) (Result, err
 		// the scripts they name are checked where they stand.
 		switch f.Path {
 		case onnode.KeepalivedConfPath:
-			err = configcheck.Keepalived(ctx, f.Data, check(t))
+			err = keepalived.Check(ctx, f.Data, check(t))
 		case onnode.HaproxyConfPath:
 			err = haproxy.Check(ctx, f.Data, check(t))
 		case onnode.FRRConfPath:

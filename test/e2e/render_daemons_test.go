@@ -13,6 +13,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/configcheck"
 	"github.com/vipctl/vipctl/pkg/haproxy"
+	"github.com/vipctl/vipctl/pkg/keepalived"
 	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/vrid"
@@ -94,7 +95,7 @@ func TestRenderedConfigsPassRealDaemons(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := configcheck.Keepalived(ctx, kconf, configcheck.Options{Netns: judge.NS, Root: root}); err != nil {
+			if err := keepalived.Check(ctx, kconf, configcheck.Options{Netns: judge.NS, Root: root}); err != nil {
 				t.Errorf("%s node %s: %v", filepath.Base(ex), n.Name, err)
 			}
 			checked++
@@ -172,7 +173,7 @@ func TestBootstrapHostConfigsPassRealDaemons(t *testing.T) {
 		for _, f := range files {
 			switch f.Path {
 			case onnode.KeepalivedConfPath:
-				err = configcheck.Keepalived(ctx, f.Data, configcheck.Options{Netns: judge.NS, Root: root})
+				err = keepalived.Check(ctx, f.Data, configcheck.Options{Netns: judge.NS, Root: root})
 			case onnode.HaproxyConfPath:
 				err = haproxy.Check(ctx, f.Data, configcheck.Options{})
 			default:

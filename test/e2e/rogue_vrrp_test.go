@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
-	"github.com/vipctl/vipctl/pkg/manifests"
+	"github.com/vipctl/vipctl/pkg/keepalived"
 	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/vrid"
 	"github.com/vipctl/vipctl/test/lab"
@@ -91,7 +91,7 @@ func startStrangerKeepalived(t *testing.T, lc *lab.Cluster, name, addr, conf str
 		t.Fatal(err)
 	}
 	h := lc.AddHost(name, netlab.HostOpts{Iface: "br-ex", Addrs: []string{addr + "/24"}})
-	p := h.Start("keepalived", manifests.KeepalivedCommand(dir)...)
+	p := h.Start("keepalived", keepalived.Args(dir)...)
 	t.Cleanup(p.Stop)
 	lab.WaitFor(t, 10*time.Second, fmt.Sprintf("%d instance(s) of the %s keepalived advertising as master", masters, name), func() bool {
 		return strings.Count(p.LogTail(200), "Entering MASTER STATE") >= masters

@@ -27,7 +27,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/haproxy"
 	"github.com/vipctl/vipctl/pkg/host"
-	"github.com/vipctl/vipctl/pkg/manifests"
+	"github.com/vipctl/vipctl/pkg/keepalived"
 	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
@@ -268,7 +268,7 @@ func (n *Node) StopLocal() { n.stopLocal() }
 // they go to the container's own /tmp.
 func (n *Node) StartKeepalived() {
 	env := []string{"env", "TMPDIR=" + filepath.Join(n.Target.Root, tmpDir)}
-	n.Keepalived = n.Host.Start("keepalived", append(env, manifests.KeepalivedCommand(n.Target.Root)...)...)
+	n.Keepalived = n.Host.Start("keepalived", append(env, keepalived.Args(n.Target.Root)...)...)
 }
 
 // tmpDir is a node's temporary directory, under its root.
