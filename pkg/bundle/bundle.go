@@ -115,10 +115,7 @@ func roleFiles(c *v1alpha1.ClusterVIPs, clusterYAML []byte, role string, bootstr
 	if role == ControlPlaneRole && bootstrap != nil {
 		files = append(files, onnode.File{Path: onnode.BootstrapNodesPath, Mode: 0o644, Data: bootstrap})
 	}
-	scripts, err := render.ScriptFiles()
-	if err != nil {
-		return nil, err
-	}
+	scripts := render.ScriptFiles()
 	files = append(files, scripts...)
 	files = append(files, render.SysctlFiles(c)...)
 	pods, err := manifests.StaticPodFiles(c, role)

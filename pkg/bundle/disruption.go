@@ -63,10 +63,7 @@ func NoRebootFiles() ([]FileDisruption, error) {
 			Why:    "read only when a pod starts while the API cannot be reached; a running sidecar follows the live Nodes",
 		},
 	}
-	scripts, err := render.ScriptFiles()
-	if err != nil {
-		return nil, err
-	}
+	scripts := render.ScriptFiles()
 	for _, s := range scripts {
 		files = append(files, FileDisruption{
 			Path:   s.Path,

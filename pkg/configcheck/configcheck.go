@@ -1,10 +1,9 @@
-// Package configcheck lets the real daemons judge rendered configuration:
-// `keepalived --config-test` and `vtysh -C` here, and the runner the
-// daemons' own packages judge with (pkg/haproxy's `haproxy -c`): a private
-// copy of the file (WithFile), the binary run in the node's namespace
-// (Options.Run), and its answer bounded and redacted (Diagnose); a
-// success message is not passed on. The sidecar judges before every swap,
-// the tests every rendered file.
+// Package configcheck is the runner with which the real daemons judge
+// rendered configuration (keepalived.Check, haproxy.Check, frr.Check,
+// each in its daemon's package): a private copy of the file (WithFile),
+// the binary run in the node's namespace (Options.Run), and its answer
+// bounded and redacted (Diagnose); a success message is not passed on.
+// The sidecar judges before every swap, the tests every rendered file.
 package configcheck
 
 import (
@@ -34,26 +33,6 @@ type Options struct {
 	// Keepalived, Haproxy and Vtysh are the binaries; empty means from
 	// PATH.
 	Keepalived, Haproxy, Vtysh string
-}
-
-// FRR checks a frr.conf with `vtysh -C -f` (a dry run: vtysh parses every
-// line with the grammar of the daemons it was built with and applies
-// nothing, so no daemon need be running). It needs no interface, so it
-// runs wherever vipctl runs. vtysh reads its own vtysh.conf first and
-// complains when there is none (a node's /etc/frr is vipctl's, holding
-// frr.conf only), so it is pointed at an empty one beside the candidate.
-func FRR(ctx context.Context, conf []byte, o Options) error {
-	return WithFile("frr.conf", conf, func(path string) error {
-		dir := filepath.Dir(path)
-		if err := os.WriteFile(filepath.Join(dir, "vtysh.conf"), nil, 0o600); err != nil {
-			return err
-		}
-		out, err := (Options{}).Run(ctx, o.Binary(o.Vtysh, "vtysh"), "--config_dir", dir, "-C", "-f", path)
-		if err != nil || len(bytes.TrimSpace(out)) > 0 {
-			return fmt.Errorf("vtysh -C: %s", Diagnose(out, err))
-		}
-		return nil
-	})
 }
 
 // WithFile hands check a private temporary copy of data named name, gone

@@ -52,10 +52,7 @@ func TestLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scripts, err := render.ScriptFiles()
-	if err != nil {
-		t.Fatal(err)
-	}
+	scripts := render.ScriptFiles()
 	pods, err := manifests.StaticPodFiles(c, "master")
 	if err != nil {
 		t.Fatal(err)
@@ -193,10 +190,7 @@ func TestLocalKeepalived(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scripts, err := render.ScriptFiles()
-	if err != nil {
-		t.Fatal(err)
-	}
+	scripts := render.ScriptFiles()
 	for _, f := range scripts {
 		if _, err := target.WriteFile(f.Path, f.Data, f.Mode); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"text/template"
 
+	"github.com/Masterminds/sprig/v3"
 	"github.com/vipctl/vipctl/pkg/configcheck"
 	"github.com/vipctl/vipctl/pkg/onnode"
 )
@@ -50,7 +51,11 @@ type Server struct {
 //go:embed haproxy.cfg.tmpl
 var configTemplate string
 
-var parsed = template.Must(template.New("haproxy").Option("missingkey=error").Parse(configTemplate))
+// parsed is the template with sprig's function map (the house style:
+// no hand-written helpers) and missingkey=error; a broken template fails
+// every test at once.
+var parsed = template.Must(template.New("haproxy").Option("missingkey=error").
+	Funcs(sprig.TxtFuncMap()).Parse(configTemplate))
 
 // Write renders c as haproxy.cfg to w.
 func Write(w io.Writer, c *Config) error {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"text/template"
 
+	"github.com/Masterminds/sprig/v3"
 	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
@@ -67,12 +68,27 @@ type Instance struct {
 	TrackFiles   []string
 }
 
+// CheckHTTP is the check script keepalived's vrrp_scripts run (haproxy's
+// health and the routers'), laid under onnode.ScriptsDir on every node.
+// A static file, never rendered: nothing from the cluster file ever
+// reaches a shell.
+const CheckHTTP = "check-http.sh"
+
+//go:embed check-http.sh
+var checkHTTP []byte
+
+// CheckHTTPScript is CheckHTTP's content: one copy shared by every
+// caller, which nobody may change.
+func CheckHTTPScript() []byte { return checkHTTP }
+
 //go:embed keepalived.conf.tmpl
 var configTemplate string
 
+// parsed is the template with sprig's function map (the house style:
+// no hand-written helpers) and missingkey=error; a broken template fails
+// every test at once.
 var parsed = template.Must(template.New("keepalived").Option("missingkey=error").
-	Funcs(template.FuncMap{"add": func(a, b int) int { return a + b }}).
-	Parse(configTemplate))
+	Funcs(sprig.TxtFuncMap()).Parse(configTemplate))
 
 // Write renders c as keepalived.conf to w.
 func Write(w io.Writer, c *Config) error {

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/frr"
 	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
@@ -15,73 +16,6 @@ import (
 // before the one every route carries: a path four ASNs long loses to the
 // plain one, and is no equal-cost partner of it.
 const backupPrepend = 3
-
-// frrView feeds frr.conf.tmpl: one node's BGP sessions and the /32 and
-// /128 routes it announces.
-type frrView struct {
-	Node     string
-	ASN      uint32
-	RouterID string
-	Peers    []frrPeerView
-	// Families are ipv4 and/or ipv6, each with its peers and networks;
-	// a family without peers is left out.
-	Families []frrFamilyView
-	// Backup4 and Backup6 are the backup routes, which frr.conf lists in
-	// the prefix-lists vipctl-backup4 and vipctl-backup6 for the outbound
-	// route-maps to match. A route turning into a backup keeps its
-	// network line: frr-reload.py would replace a changed one by
-	// withdrawing it first (seen in the cluster lab: ~0.5 s without a
-	// route).
-	Backup4, Backup6 []string
-	// Multihop tells whether a peer is hops away: frr.conf then lets
-	// next-hop tracking resolve through the default route.
-	Multihop bool
-	// GracefulRestart tells whether a peer restarts gracefully: frr.conf
-	// then says the node keeps its forwarding state across a restart, and
-	// announces RestartTime (seconds).
-	GracefulRestart bool
-	RestartTime     int
-	// PrefixLists are the pools' ranges and the peers' outbound filters;
-	// RouteMaps the outbound route-maps (bgppolicy.go).
-	PrefixLists []frrPrefixList
-	RouteMaps   []frrRouteMap
-}
-
-type frrPeerView struct {
-	Address         string
-	ASN             uint32
-	Hold, Keepalive int
-	BFD             bool
-	// Password is the session's TCP MD5 password ("" none, or not read
-	// yet: cluster.State.BGPPasswords).
-	Password string
-	// Multihop is the eBGP session's TTL for a router hops away (0:
-	// directly connected).
-	Multihop int32
-	// IBGP tells a peer in the nodes' own AS.
-	IBGP bool
-	// GracefulRestart: graceful restart with this peer (and, with BFD,
-	// its control-plane failure check).
-	GracefulRestart bool
-}
-
-// hasPassword tells whether frr.conf holds a password, and so is
-// written for root alone.
-func (v *frrView) hasPassword() bool {
-	return slices.ContainsFunc(v.Peers, func(p frrPeerView) bool { return p.Password != "" })
-}
-
-type frrFamilyView struct {
-	Name     string // ipv4, ipv6
-	Peers    []frrFamilyPeer
-	Networks []string
-}
-
-// frrFamilyPeer is a peer in its address family: its outbound route-map
-// and, where a pool's bgp.peers leaves it out, its outbound prefix-list.
-type frrFamilyPeer struct {
-	Address, RouteMap, Filter string
-}
 
 // HasBGP tells whether the nodes run BGP: with spec.bgp set every node
 // gets a frr.conf, its sessions up even before any pool is bgp, so that a
@@ -139,18 +73,18 @@ func (p *Plan) Announced(node string) []onnode.Announced {
 
 // frrView computes node's frr.conf view. A node that peers with no router
 // still gets a valid file (bgpd with no neighbor announces nothing).
-func (p *Plan) frrView(node string) *frrView {
+func (p *Plan) frrView(node string) *frr.Config {
 	b := p.c.Spec.BGP
 	n := p.nodes[node]
-	v := &frrView{Node: node, ASN: b.ASN, RestartTime: b.RestartTime()}
+	v := &frr.Config{Node: node, ASN: b.ASN, RestartTime: b.RestartTime()}
 	v.RouterID = routerID(node, n.Addresses)
-	fams := map[bool]*frrFamilyView{true: {Name: "ipv4"}, false: {Name: "ipv6"}}
+	fams := map[bool]*frr.Family{true: {Name: "ipv4"}, false: {Name: "ipv6"}}
 	for _, peer := range b.Peers {
 		if !cluster.Matches(peer.NodeSelector, n.Labels) {
 			continue
 		}
 		hold, keep := peer.Timers()
-		v.Peers = append(v.Peers, frrPeerView{Address: peer.Address, ASN: peer.ASN, Hold: hold, Keepalive: keep, BFD: peer.BFD,
+		v.Peers = append(v.Peers, frr.Peer{Address: peer.Address, ASN: peer.ASN, Hold: hold, Keepalive: keep, BFD: peer.BFD,
 			Password: p.state.BGPPasswords[peer.PasswordSecret], Multihop: peer.EBGPMultihop, IBGP: peer.ASN == b.ASN,
 			GracefulRestart: peer.GracefulRestart})
 		v.Multihop = v.Multihop || peer.EBGPMultihop > 0
@@ -171,7 +105,7 @@ func (p *Plan) frrView(node string) *frrView {
 	}
 	filters := p.peerFilters(v.Peers)
 	for _, peer := range v.Peers {
-		fp := frrFamilyPeer{Address: peer.Address, RouteMap: outMap, Filter: filters[peer.Address].Name}
+		fp := frr.FamilyPeer{Address: peer.Address, RouteMap: outMap, Filter: filters[peer.Address].Name}
 		if peer.IBGP {
 			fp.RouteMap = outMapIBGP
 		}

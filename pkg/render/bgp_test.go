@@ -12,6 +12,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/configcheck"
+	"github.com/vipctl/vipctl/pkg/frr"
 	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
@@ -299,7 +300,7 @@ func TestBGPPassword(t *testing.T) {
 	if line := " neighbor " + peer.Address + " password s3cret!x\n"; !strings.Contains(string(f.Data), line) || f.Mode != 0o600 {
 		t.Errorf("%s: frr.conf (mode %v) lacks %q or is not 0600:\n%s", a, f.Mode, line, f.Data)
 	}
-	if err := configcheck.FRR(context.Background(), f.Data, configcheck.Options{}); err != nil {
+	if err := frr.Check(context.Background(), f.Data, configcheck.Options{}); err != nil {
 		t.Errorf("vtysh refuses frr.conf with a password: %v", err)
 	}
 	if g := frrConf(map[string]string{"rack-a": "s3cret!x"}, other); strings.Contains(string(g.Data), "password") || g.Mode != 0o644 {
@@ -347,7 +348,7 @@ func TestBGPMultihopRender(t *testing.T) {
 			t.Errorf("multi-hop frr.conf lacks %q:\n%s", want, multi)
 		}
 	}
-	if err := configcheck.FRR(context.Background(), []byte(multi), configcheck.Options{}); err != nil {
+	if err := frr.Check(context.Background(), []byte(multi), configcheck.Options{}); err != nil {
 		t.Errorf("vtysh refuses the multi-hop frr.conf: %v", err)
 	}
 	if direct := conf(0); strings.Contains(direct, "nht resolve-via-default") || strings.Contains(direct, "ebgp-multihop") {
@@ -378,7 +379,7 @@ func TestBGPPolicyRender(t *testing.T) {
 		st := cluster.State{Nodes: r.nodes, ServiceVIPs: map[string][]netip.Addr{"racks": {cl}},
 			LocalServices: []cluster.LocalService{{Name: "web/local", Pool: "racks", VIPs: []netip.Addr{local}, Nodes: []string{"worker-a0", "worker-b1"}}}}
 		f := nodeFRRConf(t, &c, st, node)
-		if err := configcheck.FRR(context.Background(), f.Data, configcheck.Options{}); err != nil {
+		if err := frr.Check(context.Background(), f.Data, configcheck.Options{}); err != nil {
 			t.Errorf("vtysh refuses %s's frr.conf: %v\n%s", node, err, f.Data)
 		}
 		return string(f.Data)
@@ -468,7 +469,7 @@ func TestBGPIBGPRouteMap(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := nodeFRRConf(t, &c, st, "worker-a0")
-		if err := configcheck.FRR(context.Background(), f.Data, configcheck.Options{}); err != nil {
+		if err := frr.Check(context.Background(), f.Data, configcheck.Options{}); err != nil {
 			t.Errorf("vtysh refuses worker-a0's frr.conf: %v\n%s", err, f.Data)
 		}
 		return string(f.Data)
@@ -516,7 +517,7 @@ func TestBGPGracefulRestartRender(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := nodeFRRConf(t, &c, cluster.State{Nodes: r.nodes}, "worker-a0")
-		if err := configcheck.FRR(context.Background(), f.Data, configcheck.Options{}); err != nil {
+		if err := frr.Check(context.Background(), f.Data, configcheck.Options{}); err != nil {
 			t.Errorf("vtysh refuses worker-a0's frr.conf: %v\n%s", err, f.Data)
 		}
 		return string(f.Data)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/frr"
 )
 
 // The outbound route-maps: outMap for eBGP peers, outMapIBGP for peers
@@ -34,27 +35,7 @@ const (
 	policyFinalSeq  = 65000
 )
 
-// frrPrefixList is one prefix-list: its lines after "seq N".
-type frrPrefixList struct {
-	Family string // ip, ipv6
-	Name   string
-	Lines  []string
-}
-
-// frrRouteMap is one route-map's entries, in order; every entry permits.
-type frrRouteMap struct {
-	Name    string
-	Entries []frrEntry
-}
-
-type frrEntry struct {
-	Seq int
-	// Match is the entry's one match clause ("" matches every route).
-	Match string
-	Sets  []string
-	// Goto is the entry's on-match goto (0: none, the route-map ends).
-	Goto int
-}
+// frr.PrefixList is one prefix-list: its lines after "seq N".
 
 // poolPolicy is one bgp pool's policy as route-map entries need it.
 type poolPolicy struct {
@@ -68,15 +49,15 @@ type poolPolicy struct {
 // outboundPolicy builds the prefix-lists and the route-maps of v's node:
 // outMap always (frr.conf has always had it), outMapIBGP when a peer is
 // iBGP.
-func (p *Plan) outboundPolicy(v *frrView, filters map[string]frrPrefixList) ([]frrPrefixList, []frrRouteMap) {
+func (p *Plan) outboundPolicy(v *frr.Config, filters map[string]frr.PrefixList) ([]frr.PrefixList, []frr.RouteMap) {
 	pols := p.poolPolicies()
-	var lists []frrPrefixList
+	var lists []frr.PrefixList
 	for _, pol := range pols {
 		if len(pol.prefix4) > 0 {
-			lists = append(lists, frrPrefixList{Family: "ip", Name: pol.list4, Lines: prefixLines("permit", pol.prefix4, "32")})
+			lists = append(lists, frr.PrefixList{Family: "ip", Name: pol.list4, Lines: prefixLines("permit", pol.prefix4, "32")})
 		}
 		if len(pol.prefix6) > 0 {
-			lists = append(lists, frrPrefixList{Family: "ipv6", Name: pol.list6, Lines: prefixLines("permit", pol.prefix6, "128")})
+			lists = append(lists, frr.PrefixList{Family: "ipv6", Name: pol.list6, Lines: prefixLines("permit", pol.prefix6, "128")})
 		}
 	}
 	for _, peer := range v.Peers {
@@ -84,8 +65,8 @@ func (p *Plan) outboundPolicy(v *frrView, filters map[string]frrPrefixList) ([]f
 			lists = append(lists, f)
 		}
 	}
-	maps := []frrRouteMap{p.outRouteMap(pols, false)}
-	if slices.ContainsFunc(v.Peers, func(pv frrPeerView) bool { return pv.IBGP }) {
+	maps := []frr.RouteMap{p.outRouteMap(pols, false)}
+	if slices.ContainsFunc(v.Peers, func(pv frr.Peer) bool { return pv.IBGP }) {
 		maps = append(maps, p.outRouteMap(pols, true))
 	}
 	return lists, maps
@@ -102,7 +83,7 @@ func prefixLines(action string, prefixes []string, max string) []string {
 }
 
 // outRouteMap is outMap (ibgp false) or outMapIBGP.
-func (p *Plan) outRouteMap(pols []poolPolicy, ibgp bool) frrRouteMap {
+func (p *Plan) outRouteMap(pols []poolPolicy, ibgp bool) frr.RouteMap {
 	b := p.c.Spec.BGP
 	var community []string
 	if len(b.Communities) > 0 {
@@ -113,22 +94,22 @@ func (p *Plan) outRouteMap(pols []poolPolicy, ibgp bool) frrRouteMap {
 	if ibgp {
 		name, backupSet = outMapIBGP, "local-preference "+strconv.Itoa(backupLocalPref)
 	}
-	backups := func(seq int, sets []string) []frrEntry {
-		return []frrEntry{
+	backups := func(seq int, sets []string) []frr.RouteMapEntry {
+		return []frr.RouteMapEntry{
 			{Seq: seq, Match: "ip address prefix-list vipctl-backup4", Sets: sets},
 			{Seq: seq + 1, Match: "ipv6 address prefix-list vipctl-backup6", Sets: sets},
 		}
 	}
-	m := frrRouteMap{Name: name}
+	m := frr.RouteMap{Name: name}
 	if len(pols) == 0 {
-		m.Entries = append(backups(5, slices.Concat([]string{backupSet}, community)), frrEntry{Seq: 10, Sets: community})
+		m.Entries = append(backups(5, slices.Concat([]string{backupSet}, community)), frr.RouteMapEntry{Seq: 10, Sets: community})
 		return m
 	}
 	if !ibgp {
 		m.Entries = backups(5, slices.Concat([]string{backupSet}, community))
 		m.Entries[0].Goto, m.Entries[1].Goto = policySeq, policySeq
 	}
-	m.Entries = append(m.Entries, frrEntry{Seq: 10, Sets: community, Goto: policySeq})
+	m.Entries = append(m.Entries, frr.RouteMapEntry{Seq: 10, Sets: community, Goto: policySeq})
 	for i, pol := range pols {
 		sets := pol.sets
 		next := 0
@@ -138,16 +119,16 @@ func (p *Plan) outRouteMap(pols []poolPolicy, ibgp bool) frrRouteMap {
 			sets = slices.Concat([]string{"as-path prepend " + pol.prepend}, sets)
 		}
 		if len(pol.prefix4) > 0 {
-			m.Entries = append(m.Entries, frrEntry{Seq: policySeq + 2*i, Match: "ip address prefix-list " + pol.list4, Sets: sets, Goto: next})
+			m.Entries = append(m.Entries, frr.RouteMapEntry{Seq: policySeq + 2*i, Match: "ip address prefix-list " + pol.list4, Sets: sets, Goto: next})
 		}
 		if len(pol.prefix6) > 0 {
-			m.Entries = append(m.Entries, frrEntry{Seq: policySeq + 2*i + 1, Match: "ipv6 address prefix-list " + pol.list6, Sets: sets, Goto: next})
+			m.Entries = append(m.Entries, frr.RouteMapEntry{Seq: policySeq + 2*i + 1, Match: "ipv6 address prefix-list " + pol.list6, Sets: sets, Goto: next})
 		}
 	}
 	if ibgp {
 		m.Entries = append(m.Entries, backups(policyBackupSeq, []string{backupSet})...)
 	}
-	m.Entries = append(m.Entries, frrEntry{Seq: policyFinalSeq})
+	m.Entries = append(m.Entries, frr.RouteMapEntry{Seq: policyFinalSeq})
 	return m
 }
 
@@ -181,8 +162,8 @@ func (p *Plan) poolPolicies() []poolPolicy {
 // peerFilters are the outbound prefix-lists, by peer address, of the
 // node's peers that some bgp pool's bgp.peers leaves out: each denies
 // those pools' ranges and permits the rest.
-func (p *Plan) peerFilters(peers []frrPeerView) map[string]frrPrefixList {
-	out := map[string]frrPrefixList{}
+func (p *Plan) peerFilters(peers []frr.Peer) map[string]frr.PrefixList {
+	out := map[string]frr.PrefixList{}
 	for _, peer := range peers {
 		addr := netip.MustParseAddr(peer.Address)
 		var deny []string
@@ -207,7 +188,7 @@ func (p *Plan) peerFilters(peers []frrPeerView) map[string]frrPrefixList {
 		if !addr.Is4() {
 			fam, any, max = "ipv6", "::/0", "128"
 		}
-		out[peer.Address] = frrPrefixList{Family: fam, Name: "vipctl-to-" + strings.ReplaceAll(addr.String(), ":", "-"),
+		out[peer.Address] = frr.PrefixList{Family: fam, Name: "vipctl-to-" + strings.ReplaceAll(addr.String(), ":", "-"),
 			Lines: append(prefixLines("deny", deny, max), "permit "+any+" le "+max)}
 	}
 	return out

@@ -28,7 +28,6 @@ func LocalServiceStatus(ls cluster.LocalService, node string) int {
 
 // Script and track-file names inside keepalived.conf, and what they watch.
 const (
-	checkScript       = "check-http.sh"
 	haproxyScriptName = "chk_haproxy"
 	drainTrackName    = "vipctl_drain"
 	// drainWeight is only the file-level default; each instance overrides

@@ -16,7 +16,7 @@ import (
 func (p *Plan) addAPI(fall, rise int) error {
 	s := &p.c.Spec
 	if p.HasAPI() {
-		haproxyCmd := fmt.Sprintf("%s/%s %d %s", p.root+onnode.ScriptsDir, checkScript, s.API.HealthPort, haproxyReadyPath)
+		haproxyCmd := fmt.Sprintf("%s/%s %d %s", p.root+onnode.ScriptsDir, keepalived.CheckHTTP, s.API.HealthPort, haproxyReadyPath)
 		p.scripts = append(p.scripts, keepalived.Script{Name: haproxyScriptName, Command: haproxyCmd, Interval: scriptInterval, Timeout: scriptTimeout, Fall: fall, Rise: rise})
 		if err := p.add(instanceSpec{key: v1alpha1.KeyAPI, vips: parseAddrs(s.API.VIPs), eligible: func(n *cluster.Node) bool { return n.ControlPlane },
 			scripts: []string{haproxyScriptName}, why: "held by a control-plane node whose haproxy can reach a kube-apiserver"}); err != nil {
@@ -37,7 +37,7 @@ func (p *Plan) addAPI(fall, rise int) error {
 func (p *Plan) addIngress(i int, in v1alpha1.IngressSpec, fall, rise int) error {
 	script := "chk_ingress_" + scriptSafe(in.Name)
 	track := "ingress_" + scriptSafe(in.Name)
-	p.scripts = append(p.scripts, keepalived.Script{Name: script, Command: fmt.Sprintf("%s/%s %d %s", p.root+onnode.ScriptsDir, checkScript, in.HealthPort, routerReadyPath),
+	p.scripts = append(p.scripts, keepalived.Script{Name: script, Command: fmt.Sprintf("%s/%s %d %s", p.root+onnode.ScriptsDir, keepalived.CheckHTTP, in.HealthPort, routerReadyPath),
 		Interval: scriptInterval, Timeout: scriptTimeout, Fall: fall, Rise: rise})
 	p.tracks = append(p.tracks, keepalived.TrackFile{Name: track, Path: p.root + onnode.IngressStatusFile(in.Name), Weight: 0,
 		Why: "0 while a ready router pod of IngressController " + in.Name + " runs on this node (written by the sidecar)"})

@@ -2,15 +2,14 @@ package render
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"io/fs"
 	"sync"
 
+	"github.com/vipctl/vipctl/pkg/frr"
 	"github.com/vipctl/vipctl/pkg/haproxy"
 	"github.com/vipctl/vipctl/pkg/keepalived"
 	"github.com/vipctl/vipctl/pkg/onnode"
-	"github.com/vipctl/vipctl/templates"
 )
 
 // Script modes: keepalived refuses scripts that others can write.
@@ -71,48 +70,30 @@ func (p *Plan) nodeFiles(node string, kv *keepalivedView) ([]onnode.File, error)
 	}
 	if p.HasBGP() && !p.isBootstrap(node) {
 		view := p.frrView(node)
-		fconf, err := execute("frr.conf", view)
+		fconf, err := write(func(w io.Writer) error { return frr.Write(w, view) })
 		if err != nil {
 			return nil, err
 		}
 		mode := fs.FileMode(configMode)
-		if view.hasPassword() {
+		if view.HasPassword() {
 			mode = secretMode
 		}
 		files = append(files, onnode.File{Path: onnode.FRRConfPath, Mode: mode, Data: fconf})
 	}
-	scripts, err := ScriptFiles()
-	if err != nil {
-		return nil, err
-	}
+	scripts := ScriptFiles()
 	return append(files, scripts...), nil
 }
 
 // ScriptFiles are the check scripts, identical on every node: every node's
 // File shares one copy of the bytes, which nobody changes.
-func ScriptFiles() ([]onnode.File, error) {
-	data, err := checkScriptData()
-	if err != nil {
-		return nil, err
-	}
-	return []onnode.File{{Path: onnode.ScriptsDir + "/" + checkScript, Mode: scriptMode, Data: data}}, nil
+func ScriptFiles() []onnode.File {
+	return []onnode.File{{Path: onnode.ScriptsDir + "/" + keepalived.CheckHTTP, Mode: scriptMode, Data: keepalived.CheckHTTPScript()}}
 }
-
-var checkScriptData = sync.OnceValues(func() ([]byte, error) { return templates.Script(checkScript) })
 
 // buffers are the templates' scratch space: a render of every node of a
 // large cluster would otherwise grow a buffer from nothing for each file,
 // allocating about twice the output (issue 47).
 var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-func execute(name string, view any) ([]byte, error) {
-	return write(func(w io.Writer) error {
-		if err := templates.Parsed.ExecuteTemplate(w, name, view); err != nil {
-			return fmt.Errorf("rendering %s: %w", name, err)
-		}
-		return nil
-	})
-}
 
 // write returns what render writes, through a pooled buffer.
 func write(render func(w io.Writer) error) ([]byte, error) {

@@ -79,7 +79,7 @@ func Apply(ctx context.Context, t host.Target, files []onnode.File) (Result, err
 		case onnode.HaproxyConfPath:
 			err = haproxy.Check(ctx, f.Data, check(t))
 		case onnode.FRRConfPath:
-			err = configcheck.FRR(ctx, f.Data, check(t))
+			err = frr.Check(ctx, f.Data, check(t))
 		}
 		if err != nil {
 			return res, fmt.Errorf("keeping the last good %s: %w", f.Path, err)

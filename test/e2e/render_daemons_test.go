@@ -12,6 +12,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/bundle"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/configcheck"
+	"github.com/vipctl/vipctl/pkg/frr"
 	"github.com/vipctl/vipctl/pkg/haproxy"
 	"github.com/vipctl/vipctl/pkg/keepalived"
 	"github.com/vipctl/vipctl/pkg/onnode"
@@ -100,7 +101,7 @@ func TestRenderedConfigsPassRealDaemons(t *testing.T) {
 			}
 			checked++
 			if fconf, err := os.ReadFile(filepath.Join(root, onnode.FRRConfPath)); err == nil {
-				if err := configcheck.FRR(ctx, fconf, configcheck.Options{}); err != nil {
+				if err := frr.Check(ctx, fconf, configcheck.Options{}); err != nil {
 					t.Errorf("%s node %s: %v", filepath.Base(ex), n.Name, err)
 				}
 				checked++
