@@ -30,6 +30,34 @@ func check(t host.Target) configcheck.Options {
 	return configcheck.Options{Netns: t.Netns, Keepalived: t.Keepalived, Haproxy: t.Haproxy, Vtysh: t.Vtysh}
 }
 
+// daemon is one of the node's daemons as Apply meets it: the config file
+// it reads, the real daemon's judgement of a candidate (its package's
+// Check), and the running daemon told to apply it (its package's Reload:
+// whether it was running to be told). Adding a daemon is its package and
+// a line in daemons.
+type daemon struct {
+	name   string
+	conf   string
+	check  func(ctx context.Context, conf []byte, o configcheck.Options) error
+	reload func(ctx context.Context, t host.Target) (bool, error)
+}
+
+var daemons = []daemon{
+	{"keepalived", onnode.KeepalivedConfPath, keepalived.Check, func(_ context.Context, t host.Target) (bool, error) { return keepalived.Reload(t) }},
+	{"haproxy", onnode.HaproxyConfPath, haproxy.Check, haproxy.Reload},
+	{frr.Name, onnode.FRRConfPath, frr.Check, frr.Reload},
+}
+
+// daemonOf is the daemon that reads the config at path, if any.
+func daemonOf(path string) (daemon, bool) {
+	for _, d := range daemons {
+		if d.conf == path {
+			return d, true
+		}
+	}
+	return daemon{}, false
+}
+
 // Result tells what an Apply changed.
 type Result struct {
 	// Written lists the node paths whose content changed.
@@ -47,7 +75,7 @@ func Apply(ctx context.Context, t host.Target, files []onnode.File) (Result, err
 	var res Result
 	var configs []onnode.File
 	for _, f := range files {
-		if f.Path == onnode.KeepalivedConfPath || f.Path == onnode.HaproxyConfPath || f.Path == onnode.FRRConfPath {
+		if _, ok := daemonOf(f.Path); ok {
 			configs = append(configs, f)
 			continue
 		}
@@ -73,15 +101,8 @@ func Apply(ctx context.Context, t host.Target, files []onnode.File) (Result, err
 		}
 		// The configs were rendered with t.Root already in their paths, so
 		// the scripts they name are checked where they stand.
-		switch f.Path {
-		case onnode.KeepalivedConfPath:
-			err = keepalived.Check(ctx, f.Data, check(t))
-		case onnode.HaproxyConfPath:
-			err = haproxy.Check(ctx, f.Data, check(t))
-		case onnode.FRRConfPath:
-			err = frr.Check(ctx, f.Data, check(t))
-		}
-		if err != nil {
+		d, _ := daemonOf(f.Path)
+		if err := d.check(ctx, f.Data, check(t)); err != nil {
 			return res, fmt.Errorf("keeping the last good %s: %w", f.Path, err)
 		}
 		changed = append(changed, f)
@@ -112,7 +133,8 @@ func Apply(ctx context.Context, t host.Target, files []onnode.File) (Result, err
 			return res, err
 		}
 		res.Written = append(res.Written, f.Path)
-		daemon, ok, err := reload(ctx, t, f.Path)
+		d, _ := daemonOf(f.Path)
+		ok, err := d.reload(ctx, t)
 		if err != nil {
 			// The daemon runs what it ran before: its file goes back, so
 			// the next sync finds the difference and reloads again,
@@ -125,7 +147,7 @@ func Apply(ctx context.Context, t host.Target, files []onnode.File) (Result, err
 			return res, err
 		}
 		if ok {
-			res.Reloaded = append(res.Reloaded, daemon)
+			res.Reloaded = append(res.Reloaded, d.name)
 		}
 	}
 	return res, nil
@@ -150,21 +172,4 @@ func frrTakesOver(oldKeepalived, frrConf []byte) bool {
 		}
 	}
 	return false
-}
-
-// reload tells the daemon of the config at path to apply it: which
-// daemon, and whether it was running to be told.
-func reload(ctx context.Context, t host.Target, path string) (string, bool, error) {
-	switch path {
-	case onnode.KeepalivedConfPath:
-		ok, err := keepalived.Reload(t)
-		return "keepalived", ok, err
-	case onnode.HaproxyConfPath:
-		ok, err := haproxy.Reload(ctx, t)
-		return "haproxy", ok, err
-	case onnode.FRRConfPath:
-		ok, err := frr.Reload(ctx, t)
-		return frr.Name, ok, err
-	}
-	return "", false, nil
 }
