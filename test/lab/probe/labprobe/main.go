@@ -52,6 +52,14 @@ func run(args []string) error {
 	if *out == "" {
 		return errors.New("-out is required")
 	}
+	// Refused before the output file exists: a negative drain would close
+	// every connection at once, a stall check needs a positive period.
+	if *drain < 0 {
+		return fmt.Errorf("-drain %v: must not be negative", *drain)
+	}
+	if *stallEvery <= 0 || *stallThreshold < 0 {
+		return fmt.Errorf("-stall-every %v, -stall-threshold %v: the period must be positive, the threshold not negative", *stallEvery, *stallThreshold)
+	}
 	f, err := os.Create(*out)
 	if err != nil {
 		return err
