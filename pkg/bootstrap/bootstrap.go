@@ -203,7 +203,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	daemons, err := startDaemons(o.Dir)
 	if err == nil {
 		h.log.Info("keepalived and haproxy started; keepalived takes the VIP once haproxy has a ready backend", "logs", o.Dir)
-		err = h.serve(ctx, t, out.Handover, local, daemons, res)
+		err = h.serve(ctx, node, out.Handover, daemons, res)
 	}
 	daemons.stop()
 	now := time.Now()
@@ -371,14 +371,14 @@ func family(a netip.Addr) string {
 
 // serve waits for the VIP, then for the control-plane nodes to answer for
 // YieldAfter, yields, and keeps serving for Grace after the VIP left.
-func (h *machine) serve(ctx context.Context, t host.Target, hand onnode.Handover, local *dataplane.LocalVIPs, d *daemons, res *Result) error {
+func (h *machine) serve(ctx context.Context, node *runtimecfg.Node, hand onnode.Handover, d *daemons, res *Result) error {
 	tick := time.NewTicker(probeInterval)
 	defer tick.Stop()
 	var since time.Time
 	for {
 		select {
 		case <-ctx.Done():
-			return h.stopEarly(t, hand, local, res)
+			return h.stopEarly(node, hand, res)
 		case err := <-d.exited:
 			return err
 		case <-tick.C:
@@ -409,7 +409,7 @@ func (h *machine) serve(ctx context.Context, t host.Target, hand onnode.Handover
 			h.log.Warn("the control-plane nodes answer and this host does not hold the VIP: stopping")
 			return nil
 		}
-		left, err := h.yield(ctx, t, hand, local, res)
+		left, err := h.yield(ctx, node, hand, res)
 		if err != nil {
 			return err
 		}
@@ -423,7 +423,7 @@ func (h *machine) serve(ctx context.Context, t host.Target, hand onnode.Handover
 // stopEarly is serve's end when the run is stopped: the VIP goes to the
 // control-plane nodes make-before-break when they answer, and is given up
 // at once (keepalived's priority-0 advert) when nobody can take it.
-func (h *machine) stopEarly(t host.Target, hand onnode.Handover, local *dataplane.LocalVIPs, res *Result) error {
+func (h *machine) stopEarly(node *runtimecfg.Node, hand onnode.Handover, res *Result) error {
 	ctx, cancel := context.WithTimeout(context.Background(), h.yieldTimeout()+probeTimeout)
 	defer cancel()
 	if !h.holds() || len(h.answering(ctx)) == 0 {
@@ -431,7 +431,7 @@ func (h *machine) stopEarly(t host.Target, hand onnode.Handover, local *dataplan
 		return nil
 	}
 	h.log.Info("stopped: giving the VIP to the control-plane nodes first")
-	_, err := h.yield(ctx, t, hand, local, res)
+	_, err := h.yield(ctx, node, hand, res)
 	return err
 }
 
@@ -444,21 +444,19 @@ func (h *machine) yieldTimeout() time.Duration {
 // yield drains this host (priority 1, the VIP kept local) and waits for a
 // control-plane node to take the VIP. When none does in time, it ends the
 // drain and the host keeps the VIP; left says which.
-func (h *machine) yield(ctx context.Context, t host.Target, hand onnode.Handover, local *dataplane.LocalVIPs, res *Result) (left bool, err error) {
+func (h *machine) yield(ctx context.Context, node *runtimecfg.Node, hand onnode.Handover, res *Result) (left bool, err error) {
 	start := time.Now()
-	if err := dataplane.Drain(t, hand); err != nil {
+	if err := node.Drain(hand); err != nil {
 		return false, err
 	}
-	local.Kick()
 	h.log.Info("yielding: priority 1, a control-plane node takes the VIP while this host still answers")
 	deadline := start.Add(h.yieldTimeout())
 	for h.holds() {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			h.log.Warn("no control-plane node took the VIP; keeping it", "waited", time.Since(start).Round(time.Millisecond))
-			if err := dataplane.Undrain(t); err != nil {
+			if err := node.Undrain(); err != nil {
 				return false, err
 			}
-			local.Kick()
 			return false, nil
 		}
 		time.Sleep(10 * time.Millisecond)

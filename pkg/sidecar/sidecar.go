@@ -5,7 +5,8 @@
 // Node.Reconcile; it publishes what the node holds (vipctl.io/vips, BGP
 // sessions), follows the drain annotation, and exposes its metrics. Its
 // rule: it decides when and from what a node is brought in line, never
-// how: every file and kernel write goes through runtimecfg and dataplane.
+// how: every file and kernel write goes through runtimecfg (a drain too:
+// Node.Drain) and dataplane.
 package sidecar
 
 import (
@@ -557,20 +558,17 @@ func (s *Sidecar) followDrainAnnotation(h onnode.Handover) error {
 	switch {
 	case s.drainAsked && !s.drainedByAPI:
 		s.log.Info("draining: the Node asks for it", "annotation", cluster.DrainAnnotation)
-		if err := dataplane.Drain(s.o.Target, h); err != nil {
+		if err := s.node.Drain(h); err != nil {
 			return err
 		}
 		s.drainedByAPI = true
 	case !s.drainAsked && s.drainedByAPI:
 		s.log.Info("undraining: the Node's drain annotation is gone")
-		if err := dataplane.Undrain(s.o.Target); err != nil {
+		if err := s.node.Undrain(); err != nil {
 			return err
 		}
 		s.drainedByAPI = false
-	default:
-		return nil
 	}
-	s.node.Local.Kick()
 	return nil
 }
 

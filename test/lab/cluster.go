@@ -279,10 +279,9 @@ const tmpDir = "/tmp"
 // let go.
 func (n *Node) Undrain(t testing.TB) {
 	t.Helper()
-	if err := dataplane.Undrain(n.Target); err != nil {
+	if err := n.node.Undrain(); err != nil {
 		t.Fatal(err)
 	}
-	n.node.Local.Kick()
 }
 
 // keepLocal runs what the sidecar runs to keep the VIPs a node holds (and
@@ -353,10 +352,9 @@ func (lc *Cluster) RemoveServiceVIPs(pool string, vips ...netip.Addr) {
 func (lc *Cluster) Drain(n *Node) {
 	lc.t.Helper()
 	lc.t.Logf("draining %s at %s", n.Name, time.Now().Format("15:04:05.000"))
-	if err := dataplane.Drain(n.Target, n.handover); err != nil {
+	if err := n.node.Drain(n.handover); err != nil {
 		lc.t.Fatal(err)
 	}
-	n.node.Local.Kick()
 }
 
 // Holders lists the nodes that answer for vip right now: it is on one of
