@@ -15,12 +15,25 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 )
 
-// Model is a validated ClusterVIPs, compiled.
+// Model is a validated ClusterVIPs, compiled: every address of the
+// config parsed once, here, for every consumer.
 type Model struct {
 	Config *v1alpha1.ClusterVIPs
 	Pools  Pools
 	// Class is which Services the config has vipctl serve.
 	Class Class
+	// API and APIInternal are spec.api.vips and internalVIPs; Ingress
+	// each IngressController's VIPs, in the config's order.
+	API, APIInternal []netip.Addr
+	Ingress          []IngressVIPs
+	// MachineNetworks are spec.machineNetworks.
+	MachineNetworks []netip.Prefix
+}
+
+// IngressVIPs are one IngressController's VIPs, parsed.
+type IngressVIPs struct {
+	Name string
+	VIPs []netip.Addr
 }
 
 // Pools are service pools in declaration order: the first pool containing
@@ -37,7 +50,40 @@ type Pool struct {
 // Compile parses c's pools once. c must be valid (v1alpha1.Validate):
 // unparsable entries are skipped, not reported.
 func Compile(c *v1alpha1.ClusterVIPs) *Model {
-	return &Model{Config: c, Pools: CompilePools(c.Spec.ServicePools), Class: ClassOf(c)}
+	s := &c.Spec
+	m := &Model{Config: c, Pools: CompilePools(s.ServicePools), Class: ClassOf(c),
+		API: parseAddrs(s.API.VIPs), APIInternal: parseAddrs(s.API.InternalVIPs)}
+	for _, in := range s.Ingress {
+		m.Ingress = append(m.Ingress, IngressVIPs{Name: in.Name, VIPs: parseAddrs(in.VIPs)})
+	}
+	for _, n := range s.MachineNetworks {
+		if p, err := netip.ParsePrefix(n); err == nil {
+			m.MachineNetworks = append(m.MachineNetworks, p)
+		}
+	}
+	return m
+}
+
+// parseAddrs parses addresses the config's validation has checked,
+// skipping any it would have refused.
+func parseAddrs(ss []string) []netip.Addr {
+	out := make([]netip.Addr, 0, len(ss))
+	for _, s := range ss {
+		if a, err := netip.ParseAddr(s); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// FixedVIPs are the API's, api-int's and every IngressController's VIPs,
+// in that order: the addresses the config names (no Service's).
+func (m *Model) FixedVIPs() []netip.Addr {
+	out := slices.Concat(m.API, m.APIInternal)
+	for _, in := range m.Ingress {
+		out = append(out, in.VIPs...)
+	}
+	return out
 }
 
 // CompilePools parses pools once, like Compile.
@@ -158,17 +204,16 @@ func (p *Pool) Key(a netip.Addr) v1alpha1.InstanceKey {
 // Local Services) to the key of the VRRP instance that carries it: what a
 // node publishes as held, and what status reads back.
 func (m *Model) VIPKeys(st State) map[netip.Addr]v1alpha1.InstanceKey {
-	s := &m.Config.Spec
 	out := map[netip.Addr]v1alpha1.InstanceKey{}
-	for _, v := range s.API.VIPs {
-		out[netip.MustParseAddr(v)] = v1alpha1.KeyAPI
+	for _, a := range m.API {
+		out[a] = v1alpha1.KeyAPI
 	}
-	for _, v := range s.API.InternalVIPs {
-		out[netip.MustParseAddr(v)] = v1alpha1.KeyAPIInternal
+	for _, a := range m.APIInternal {
+		out[a] = v1alpha1.KeyAPIInternal
 	}
-	for _, in := range s.Ingress {
-		for _, v := range in.VIPs {
-			out[netip.MustParseAddr(v)] = v1alpha1.IngressKey(in.Name)
+	for _, in := range m.Ingress {
+		for _, a := range in.VIPs {
+			out[a] = v1alpha1.IngressKey(in.Name)
 		}
 	}
 	for name, vips := range st.ServiceVIPs {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
@@ -65,5 +66,36 @@ func TestModelLookups(t *testing.T) {
 	}
 	if _, _, ok := general.Key(in).Pool(); !ok {
 		t.Errorf("%s does not parse back as a pool key", general.Key(in))
+	}
+}
+
+// TestCompileParsesTheFixedVIPs: the config's own addresses are parsed
+// once, in the config's order, for every consumer (render, status).
+func TestCompileParsesTheFixedVIPs(t *testing.T) {
+	t.Parallel()
+	m := Compile(fixture.Example(t, "api-int.yaml"))
+	addrs := func(ss ...string) []netip.Addr {
+		var out []netip.Addr
+		for _, s := range ss {
+			out = append(out, netip.MustParseAddr(s))
+		}
+		return out
+	}
+	want := addrs("198.51.100.5", "2001:db8:100::5", "198.51.100.4", "2001:db8:100::4", "198.51.100.6", "2001:db8:100::6")
+	if got := m.FixedVIPs(); !slices.Equal(got, want) {
+		t.Errorf("FixedVIPs = %v, want %v", got, want)
+	}
+	if len(m.Ingress) != 1 || m.Ingress[0].Name != "default" || !slices.Equal(m.Ingress[0].VIPs, want[4:]) {
+		t.Errorf("Ingress = %+v", m.Ingress)
+	}
+	nets := []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("2001:db8:100::/64")}
+	if !slices.Equal(m.MachineNetworks, nets) {
+		t.Errorf("MachineNetworks = %v, want %v", m.MachineNetworks, nets)
+	}
+	keys := m.VIPKeys(State{})
+	for a, k := range map[netip.Addr]v1alpha1.InstanceKey{want[0]: v1alpha1.KeyAPI, want[3]: v1alpha1.KeyAPIInternal, want[5]: v1alpha1.IngressKey("default")} {
+		if keys[a] != k {
+			t.Errorf("VIPKeys[%s] = %v, want %v", a, keys[a], k)
+		}
 	}
 }

@@ -18,9 +18,7 @@ func (p *Plan) InternalGuard() (g onnode.InternalGuard, ok bool) {
 	for _, port := range api.InternalPorts() {
 		g.Ports = append(g.Ports, uint16(port))
 	}
-	for _, v := range api.InternalVIPs {
-		g.VIPs = append(g.VIPs, netip.MustParseAddr(v))
-	}
+	g.VIPs = append(g.VIPs, p.model.APIInternal...)
 	g.Allowed = p.c.AllowedInternalSources()
 	hosts := make([][]netip.Addr, 0, len(p.state.Nodes)+1)
 	for i := range p.state.Nodes {

@@ -57,8 +57,8 @@ func (p *Plan) haproxyConfig(node string) (*haproxy.Config, error) {
 		})
 		masters = append([]*cluster.Node{boot}, masters...)
 	}
-	primary := netip.MustParseAddr(s.API.VIPs[0])
-	families := apiFamilies(s.API.VIPs)
+	primary := p.model.API[0]
+	families := apiFamilies(p.model.API)
 	v := &haproxy.Config{Node: node, Cluster: p.c.Metadata.Name, StatsSocket: p.root + onnode.HaproxyStatsSocket, StatsPort: onnode.HaproxyStatsPort, APIBackend: apiBackend, LiveBackend: liveBackend}
 	// keepalived's check script asks 127.0.0.1, so the health frontend
 	// listens on IPv4 even in an IPv6-only cluster (loopback always has it).
@@ -144,10 +144,10 @@ func serving(masters []*cluster.Node, endpoints []netip.Addr) []*cluster.Node {
 	return out
 }
 
-func apiFamilies(vips []string) []int {
+func apiFamilies(vips []netip.Addr) []int {
 	var fams []int
-	for _, s := range vips {
-		if netip.MustParseAddr(s).Is4() {
+	for _, a := range vips {
+		if a.Is4() {
 			fams = append(fams, 4)
 		} else {
 			fams = append(fams, 6)

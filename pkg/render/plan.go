@@ -529,8 +529,7 @@ func (p *Plan) Unplaced() []string {
 }
 
 func (p *Plan) machineNetwork(a netip.Addr) (netip.Prefix, bool) {
-	for _, s := range p.c.Spec.MachineNetworks {
-		n := netip.MustParsePrefix(s)
+	for _, n := range p.model.MachineNetworks {
 		if n.Contains(a) {
 			return n, true
 		}

@@ -18,13 +18,13 @@ func (p *Plan) addAPI(fall, rise int) error {
 	if p.HasAPI() {
 		haproxyCmd := fmt.Sprintf("%s/%s %d %s", p.root+onnode.ScriptsDir, keepalived.CheckHTTP, s.API.HealthPort, haproxyReadyPath)
 		p.scripts = append(p.scripts, keepalived.Script{Name: haproxyScriptName, Command: haproxyCmd, Interval: scriptInterval, Timeout: scriptTimeout, Fall: fall, Rise: rise})
-		if err := p.add(instanceSpec{key: v1alpha1.KeyAPI, vips: parseAddrs(s.API.VIPs), eligible: func(n *cluster.Node) bool { return n.ControlPlane },
+		if err := p.add(instanceSpec{key: v1alpha1.KeyAPI, vips: p.model.API, eligible: func(n *cluster.Node) bool { return n.ControlPlane },
 			scripts: []string{haproxyScriptName}, why: "held by a control-plane node whose haproxy can reach a kube-apiserver"}); err != nil {
 			return err
 		}
 	}
 	if len(s.API.InternalVIPs) > 0 {
-		if err := p.add(instanceSpec{key: v1alpha1.KeyAPIInternal, vips: parseAddrs(s.API.InternalVIPs), eligible: func(n *cluster.Node) bool { return n.ControlPlane },
+		if err := p.add(instanceSpec{key: v1alpha1.KeyAPIInternal, vips: p.model.APIInternal, eligible: func(n *cluster.Node) bool { return n.ControlPlane },
 			scripts: []string{haproxyScriptName}, why: "api-int, for the cluster's nodes only: held by a control-plane node whose haproxy can reach a kube-apiserver"}); err != nil {
 			return err
 		}
@@ -41,7 +41,7 @@ func (p *Plan) addIngress(i int, in v1alpha1.IngressSpec, fall, rise int) error 
 		Interval: scriptInterval, Timeout: scriptTimeout, Fall: fall, Rise: rise})
 	p.tracks = append(p.tracks, keepalived.TrackFile{Name: track, Path: p.root + onnode.IngressStatusFile(in.Name), Weight: 0,
 		Why: "0 while a ready router pod of IngressController " + in.Name + " runs on this node (written by the sidecar)"})
-	return p.add(instanceSpec{key: v1alpha1.IngressKey(in.Name), vips: parseAddrs(in.VIPs), eligible: routerCandidates(in, p.state), on: in.VIPInterface(), owner: "ingress " + in.Name,
+	return p.add(instanceSpec{key: v1alpha1.IngressKey(in.Name), vips: p.model.Ingress[i].VIPs, eligible: routerCandidates(in, p.state), on: in.VIPInterface(), owner: "ingress " + in.Name,
 		scripts: []string{script}, files: []string{track}, why: routerWhy(i, in)})
 }
 
@@ -92,13 +92,4 @@ func (p *Plan) addPool(pool *cluster.Pool) error {
 	steer(p.instances[first:])
 	p.checkPoolHolders(*pool.ServicePool)
 	return nil
-}
-
-// parseAddrs parses addresses the config's validation has checked.
-func parseAddrs(ss []string) []netip.Addr {
-	out := make([]netip.Addr, 0, len(ss))
-	for _, s := range ss {
-		out = append(out, netip.MustParseAddr(s))
-	}
-	return out
 }

@@ -23,8 +23,8 @@ func (p *Plan) vrrpNetwork(vip netip.Addr, on v1alpha1.VIPInterface) (netip.Pref
 	if !on.Own() {
 		return p.machineNetwork(vip)
 	}
-	for _, s := range p.c.Spec.MachineNetworks {
-		if n := netip.MustParsePrefix(s); n.Addr().Is4() == vip.Is4() {
+	for _, n := range p.model.MachineNetworks {
+		if n.Addr().Is4() == vip.Is4() {
 			return n, true
 		}
 	}

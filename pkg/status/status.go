@@ -114,13 +114,8 @@ func Compute(c *v1alpha1.ClusterVIPs, nodes []corev1.Node, services []corev1.Ser
 		sort.Strings(svcs)
 		rows = append(rows, hs.row(name, a, svcs))
 	}
-	for _, v := range slices.Concat(c.Spec.API.VIPs, c.Spec.API.InternalVIPs) {
-		row(netip.MustParseAddr(v))
-	}
-	for _, in := range c.Spec.Ingress {
-		for _, v := range in.VIPs {
-			row(netip.MustParseAddr(v))
-		}
+	for _, a := range m.FixedVIPs() {
+		row(a)
 	}
 	order := make([]netip.Addr, 0, len(users))
 	for a := range users {
