@@ -230,9 +230,8 @@ func prepare(o Options) (*machine, error) {
 	}
 	// api-int's own VIPs after the API's: h.vips[0] picks the family the
 	// nodes are probed in, and the host yields once none of them is here.
-	for _, v := range slices.Concat(c.Spec.API.VIPs, c.Spec.API.InternalVIPs) {
-		h.vips = append(h.vips, netip.MustParseAddr(v))
-	}
+	m := cluster.Compile(c)
+	h.vips = slices.Concat(m.API, m.APIInternal)
 	servers, err := checkServers(o.Servers, h.vips[0])
 	if err = errors.Join(err, checkServersAgainst(c, o.Config, o.Servers)); err != nil {
 		return nil, err

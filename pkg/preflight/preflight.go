@@ -101,19 +101,19 @@ func (r *Report) Text() string {
 // anchors of a larger one. bgp pools are routed, not held on the
 // segment: notAsked says so, and what else was left out.
 func Targets(c *v1alpha1.ClusterVIPs) (targets []Target, notAsked []string) {
-	s := &c.Spec
-	for i, v := range s.API.VIPs {
-		targets = append(targets, Target{netip.MustParseAddr(v), fmt.Sprintf("spec.api.vips[%d]", i)})
+	m := cluster.Compile(c)
+	for i, a := range m.API {
+		targets = append(targets, Target{a, fmt.Sprintf("spec.api.vips[%d]", i)})
 	}
-	for i, v := range s.API.InternalVIPs {
-		targets = append(targets, Target{netip.MustParseAddr(v), fmt.Sprintf("spec.api.internalVIPs[%d]", i)})
+	for i, a := range m.APIInternal {
+		targets = append(targets, Target{a, fmt.Sprintf("spec.api.internalVIPs[%d]", i)})
 	}
-	for i, in := range s.Ingress {
-		for j, v := range in.VIPs {
-			targets = append(targets, Target{netip.MustParseAddr(v), fmt.Sprintf("spec.ingress[%d].vips[%d]", i, j)})
+	for i, in := range m.Ingress {
+		for j, a := range in.VIPs {
+			targets = append(targets, Target{a, fmt.Sprintf("spec.ingress[%d].vips[%d]", i, j)})
 		}
 	}
-	for i, p := range cluster.CompilePools(s.ServicePools) {
+	for i, p := range m.Pools {
 		field := fmt.Sprintf("spec.servicePools[%d] (%s)", i, p.Name)
 		if p.IsBGP() {
 			notAsked = append(notAsked, field+": mode bgp, routed to the nodes rather than held on the segment")
