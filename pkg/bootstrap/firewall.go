@@ -12,6 +12,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/hostfirewall"
+	"github.com/vipctl/vipctl/pkg/render"
 )
 
 // firewallPackets are what the bootstrap host must receive from each
@@ -35,7 +36,7 @@ func (h *machine) firewallPackets() []hostfirewall.Packet {
 			return hostfirewall.Packet{What: "VRRP adverts from " + m.Name, Src: src, Dst: dst, Proto: hostfirewall.ProtoVRRP, Iface: iface}
 		})...)
 	}
-	for _, r := range dataplane.APIRedirects(h.c) {
+	for _, r := range render.APIRedirects(cluster.Compile(h.c)) {
 		out = append(out, h.fromMasters(r.VIP, func(m cluster.Node, src netip.Addr) hostfirewall.Packet {
 			return hostfirewall.Packet{What: fmt.Sprintf("connections to port %d of the VIP from %s", r.From, m.Name),
 				Src: src, Dst: r.VIP, Proto: hostfirewall.ProtoTCP, Port: r.From, LocalPort: r.To, Iface: iface}

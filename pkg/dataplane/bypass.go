@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vipctl/vipctl/pkg/host"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // ResetBypassing resets the node's own TCP connections to a redirected
@@ -32,7 +33,7 @@ import (
 // answer comes from haproxy's port), every other one is reset with
 // SOCK_DESTROY, which needs a kernel built with CONFIG_INET_DIAG_DESTROY
 // (an error says so; nothing else changes).
-func ResetBypassing(t host.Target, redirects []PortRedirect) (int, error) {
+func ResetBypassing(t host.Target, redirects []onnode.PortRedirect) (int, error) {
 	if len(redirects) == 0 {
 		return 0, nil
 	}
@@ -77,7 +78,7 @@ func ResetBypassing(t host.Target, redirects []PortRedirect) (int, error) {
 
 // toVIP tells whether the socket is an established TCP connection to a
 // redirected VIP:port, and its two ends.
-func toVIP(s *netlink.Socket, redirects []PortRedirect) (local, remote netip.AddrPort, ok bool) {
+func toVIP(s *netlink.Socket, redirects []onnode.PortRedirect) (local, remote netip.AddrPort, ok bool) {
 	if s.State != netlink.TCP_ESTABLISHED {
 		return local, remote, false
 	}
@@ -98,7 +99,7 @@ func toVIP(s *netlink.Socket, redirects []PortRedirect) (local, remote netip.Add
 // redirected are the connections (local, VIP:port) of the family that
 // conntrack saw turned by a redirect: their answer comes from another
 // port than the one asked.
-func redirected(family uint8, redirects []PortRedirect) (map[[2]netip.AddrPort]bool, error) {
+func redirected(family uint8, redirects []onnode.PortRedirect) (map[[2]netip.AddrPort]bool, error) {
 	flows, err := netlink.ConntrackTableList(netlink.ConntrackTable, netlink.InetFamily(family))
 	if err != nil {
 		return nil, fmt.Errorf("conntrack: %w", err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vipctl/vipctl/pkg/host"
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/netlab"
 )
 
@@ -36,7 +37,7 @@ func TestResetBypassingConnections(t *testing.T) {
 			}
 		}
 	})
-	redirects := []PortRedirect{
+	redirects := []onnode.PortRedirect{
 		{VIP: netip.MustParseAddr("198.51.100.5"), From: 8080, To: 9445},
 		{VIP: netip.MustParseAddr("2001:db8:100::5"), From: 8080, To: 9445},
 	}

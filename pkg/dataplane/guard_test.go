@@ -35,11 +35,11 @@ func TestInternalGuard(t *testing.T) {
 	}
 	ns := netnsOf(t, node)
 
-	var redirects []PortRedirect
+	var redirects []onnode.PortRedirect
 	for _, vip := range []string{"198.51.100.5", "198.51.100.4", "2001:db8:100::5", "2001:db8:100::4"} {
 		redirects = append(redirects,
-			PortRedirect{VIP: netip.MustParseAddr(vip), From: 6443, To: 9445},
-			PortRedirect{VIP: netip.MustParseAddr(vip), From: 22623, To: 22625})
+			onnode.PortRedirect{VIP: netip.MustParseAddr(vip), From: 6443, To: 9445},
+			onnode.PortRedirect{VIP: netip.MustParseAddr(vip), From: 22623, To: 22625})
 	}
 	guard := &onnode.InternalGuard{
 		Ports: []uint16{22623, 22625, 22624},

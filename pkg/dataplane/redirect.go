@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
-	"net/netip"
 	"slices"
 	"strconv"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
 
-	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/onnode"
 )
@@ -22,34 +20,10 @@ import (
 // redirect. vipctl owns it whole and replaces it in one transaction.
 const RedirectTable = "vipctl"
 
-// PortRedirect sends TCP connections to VIP:From on to local port To.
-type PortRedirect struct {
-	VIP      netip.Addr
-	From, To uint16
-}
-
-// APIRedirects lists the redirects of a control-plane node: kube-apiserver
-// holds the API port on every address, so connections to the API VIP's
-// port must be turned to haproxy's port, or the holder's own apiserver
-// would answer alone (and a dead one would fail the VIP). The same for
-// api-int's port when haproxy fronts it; api-int's own VIPs serve both
-// as well.
-func APIRedirects(c *v1alpha1.ClusterVIPs) []PortRedirect {
-	var out []PortRedirect
-	for _, v := range slices.Concat(c.Spec.API.VIPs, c.Spec.API.InternalVIPs) {
-		vip := netip.MustParseAddr(v)
-		out = append(out, PortRedirect{VIP: vip, From: uint16(c.Spec.API.Port), To: uint16(c.Spec.API.LoadBalancerPort)})
-		if c.Spec.API.InternalPort != 0 {
-			out = append(out, PortRedirect{VIP: vip, From: uint16(c.Spec.API.InternalPort), To: uint16(c.Spec.API.InternalLoadBalancerPort)})
-		}
-	}
-	return out
-}
-
 // ApplyRedirects makes the target's API table hold these redirects and
 // the internal API's guard (nil: none); the caller says what a node holds
-// (a control-plane node: the API's redirects, see APIRedirects).
-func ApplyRedirects(t host.Target, redirects []PortRedirect, guard *onnode.InternalGuard) error {
+// (a control-plane node: the API's redirects, render.APIRedirects).
+func ApplyRedirects(t host.Target, redirects []onnode.PortRedirect, guard *onnode.InternalGuard) error {
 	return t.WithNetnsFd(func(fd int) error { return EnsureAPITable(fd, redirects, guard) })
 }
 
@@ -114,7 +88,7 @@ func nftConn(netnsFd int) (*nftables.Conn, error) {
 
 // EnsureRedirects makes table inet vipctl hold exactly these redirects
 // (EnsureAPITable without a guard); nil removes the table.
-func EnsureRedirects(netnsFd int, redirects []PortRedirect) error {
+func EnsureRedirects(netnsFd int, redirects []onnode.PortRedirect) error {
 	return EnsureAPITable(netnsFd, redirects, nil)
 }
 
@@ -124,7 +98,7 @@ func EnsureRedirects(netnsFd int, redirects []PortRedirect) error {
 // other hosts and an output chain for the node's own, for the guard an
 // input chain (addGuard). The table is replaced atomically; with neither
 // it is removed.
-func EnsureAPITable(netnsFd int, redirects []PortRedirect, guard *onnode.InternalGuard) error {
+func EnsureAPITable(netnsFd int, redirects []onnode.PortRedirect, guard *onnode.InternalGuard) error {
 	conn, err := nftConn(netnsFd)
 	if err != nil {
 		return err
@@ -165,7 +139,7 @@ func EnsureAPITable(netnsFd int, redirects []PortRedirect, guard *onnode.Interna
 }
 
 // redirectExprs is `ip[6] daddr VIP tcp dport From redirect to :To`.
-func redirectExprs(r PortRedirect) []expr.Any {
+func redirectExprs(r onnode.PortRedirect) []expr.Any {
 	proto, offset := byte(unix.NFPROTO_IPV4), uint32(16)
 	if r.VIP.Is6() {
 		proto, offset = unix.NFPROTO_IPV6, 24

@@ -7,6 +7,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/netlab"
 )
 
@@ -19,7 +20,7 @@ func TestRedirectsAPIPort(t *testing.T) {
 	node.ServeText(t, ":6443", "apiserver")
 	node.ServeText(t, ":9445", "haproxy")
 	ns := netnsOf(t, node)
-	redirects := []PortRedirect{
+	redirects := []onnode.PortRedirect{
 		{VIP: netip.MustParseAddr("198.51.100.5"), From: 6443, To: 9445},
 		{VIP: netip.MustParseAddr("2001:db8:100::5"), From: 6443, To: 9445},
 	}

@@ -114,3 +114,11 @@ type Announced struct {
 	// node announces it.
 	Backup []netip.Addr
 }
+
+// PortRedirect sends TCP connections to VIP:From on to local port To: a
+// control-plane node's API redirect to haproxy (pkg/render computes
+// them, pkg/dataplane writes them).
+type PortRedirect struct {
+	VIP      netip.Addr
+	From, To uint16
+}

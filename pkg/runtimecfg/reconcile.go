@@ -154,7 +154,7 @@ func (n *Node) Reconcile(ctx context.Context, in Input) (Outcome, error) {
 	if out.RedirectWaiting, err = n.redirect(in.Model.Config, d); err != nil {
 		return out, &StepError{"redirect", err}
 	}
-	out.Bypassing, out.BypassErr = n.resetBypassing(in.Model.Config, d)
+	out.Bypassing, out.BypassErr = n.resetBypassing(d)
 	out.HandoverErr = errors.Join(n.handover.Apply(d.Handover), n.takeover.Apply(d.Handover))
 	return out, nil
 }
@@ -194,7 +194,7 @@ func (n *Node) redirect(c *v1alpha1.ClusterVIPs, d NodeState) (waiting bool, err
 	if !hasHaproxy(d.Files) {
 		return false, nil
 	}
-	redirects := dataplane.APIRedirects(c)
+	redirects := d.Redirects
 	if n.AwaitHaproxy && !n.haproxySeen {
 		n.haproxySeen = dataplane.Accepting(n.Target, uint16(c.Spec.API.LoadBalancerPort))
 	}
@@ -232,11 +232,11 @@ func (n *Node) redirect(c *v1alpha1.ClusterVIPs, d NodeState) (waiting bool, err
 // table, they break silently once this node takes the VIP. Once the
 // table has been written there are no new ones, so it runs only when the
 // table was written (n.redirectedAt moved), not on every sync.
-func (n *Node) resetBypassing(c *v1alpha1.ClusterVIPs, d NodeState) (int, error) {
+func (n *Node) resetBypassing(d NodeState) (int, error) {
 	if n.redirectedAt.Equal(n.bypassCheckedAt) || !hasHaproxy(d.Files) {
 		return 0, nil
 	}
-	reset, err := dataplane.ResetBypassing(n.Target, dataplane.APIRedirects(c))
+	reset, err := dataplane.ResetBypassing(n.Target, d.Redirects)
 	if err == nil {
 		n.bypassCheckedAt = n.redirectedAt
 	}
@@ -305,6 +305,9 @@ type NodeState struct {
 	// Guard closes the internal API to all but the cluster's hosts (nil:
 	// the config serves none); written where haproxy runs.
 	Guard *onnode.InternalGuard
+	// Redirects are the node's API redirects to haproxy (none where
+	// haproxy does not run).
+	Redirects []onnode.PortRedirect
 	// MissingInterfaces are the pools and IngressControllers this node
 	// holds no VIP of because it lacks the interface they live on.
 	MissingInterfaces []onnode.MissingInterface
@@ -359,7 +362,7 @@ func DesiredNode(m *cluster.Model, st cluster.State, node, root string, opts ...
 			missing = append(missing, m)
 		}
 	}
-	return NodeState{Files: r.Files, Handover: h, Lonely: r.Lonely, Unannounced: unannounced, Announced: r.Announced, Guard: guard, MissingInterfaces: missing, Members: plan.VRRPMembers()}, err
+	return NodeState{Files: r.Files, Handover: h, Lonely: r.Lonely, Unannounced: unannounced, Announced: r.Announced, Guard: guard, Redirects: plan.Redirects(node), MissingInterfaces: missing, Members: plan.VRRPMembers()}, err
 }
 
 // StepError is a failed step of a sync, labelled for the sidecar's

@@ -4,9 +4,11 @@ import (
 	"testing"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/onnode"
+	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/test/netlab"
 )
 
@@ -29,7 +31,7 @@ func TestRedirectsWaitForHaproxy(t *testing.T) {
 	node.MustExec("ip", "addr", "add", "198.51.100.5/32", "dev", "br-ex")
 	node.ServeText(t, ":6443", "apiserver")
 	target := host.Target{Netns: node.NS}
-	cp := NodeState{Files: []onnode.File{{Path: onnode.HaproxyConfPath}}}
+	cp := NodeState{Files: []onnode.File{{Path: onnode.HaproxyConfPath}}, Redirects: render.APIRedirects(cluster.Compile(c))}
 	const vipURL = "http://198.51.100.5:6443/"
 	redirecting := func() bool {
 		t.Helper()

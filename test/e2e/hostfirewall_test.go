@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/dataplane"
 	"github.com/vipctl/vipctl/pkg/hostfirewall"
+	"github.com/vipctl/vipctl/pkg/render"
 	"github.com/vipctl/vipctl/test/fixture"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
@@ -60,7 +62,7 @@ func TestHostFirewallCheckMatchesKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	redirects := dataplane.APIRedirects(c)
+	redirects := render.APIRedirects(cluster.Compile(c))
 	src, dst, vip := netip.MustParseAddr("198.51.100.11"), netip.MustParseAddr(bootstrapAddr), netip.MustParseAddr(apiVIP)
 	packets := []hostfirewall.Packet{
 		{What: "VRRP", Src: src, Dst: dst, Proto: hostfirewall.ProtoVRRP, Iface: "ens3"},
