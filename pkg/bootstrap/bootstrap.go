@@ -134,8 +134,10 @@ const (
 
 // machine is one run's fixed facts (the bootstrap host's).
 type machine struct {
-	o     Options
-	c     *v1alpha1.ClusterVIPs
+	o Options
+	c *v1alpha1.ClusterVIPs
+	// model is c compiled, once.
+	model *cluster.Model
 	state cluster.State
 	// masters are the control-plane nodes the VIP may go to: every one
 	// but the node this host reboots into (inPlace).
@@ -185,7 +187,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	local := dataplane.NewLocalVIPs(t, o.Grace)
 	node := runtimecfg.NewNode(t, render.BootstrapNode, local)
-	out, err := node.Reconcile(ctx, runtimecfg.Input{Model: cluster.Compile(h.c), State: h.state, From: o.Config})
+	out, err := node.Reconcile(ctx, runtimecfg.Input{Model: h.model, State: h.state, From: o.Config})
 	if err == nil && len(out.Lonely) > 0 {
 		err = errors.New(strings.Join(out.Lonely, "; "))
 	}
@@ -230,8 +232,8 @@ func prepare(o Options) (*machine, error) {
 	}
 	// api-int's own VIPs after the API's: h.vips[0] picks the family the
 	// nodes are probed in, and the host yields once none of them is here.
-	m := cluster.Compile(c)
-	h.vips = slices.Concat(m.API, m.APIInternal)
+	h.model = cluster.Compile(c)
+	h.vips = slices.Concat(h.model.API, h.model.APIInternal)
 	servers, err := checkServers(o.Servers, h.vips[0])
 	if err = errors.Join(err, checkServersAgainst(c, o.Config, o.Servers)); err != nil {
 		return nil, err

@@ -36,7 +36,7 @@ func (h *machine) firewallPackets() []hostfirewall.Packet {
 			return hostfirewall.Packet{What: "VRRP adverts from " + m.Name, Src: src, Dst: dst, Proto: hostfirewall.ProtoVRRP, Iface: iface}
 		})...)
 	}
-	for _, r := range render.APIRedirects(cluster.Compile(h.c)) {
+	for _, r := range render.APIRedirects(h.model) {
 		out = append(out, h.fromMasters(r.VIP, func(m cluster.Node, src netip.Addr) hostfirewall.Packet {
 			return hostfirewall.Packet{What: fmt.Sprintf("connections to port %d of the VIP from %s", r.From, m.Name),
 				Src: src, Dst: r.VIP, Proto: hostfirewall.ProtoTCP, Port: r.From, LocalPort: r.To, Iface: iface}

@@ -24,7 +24,7 @@ func TestFirewallPackets(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Spec.VRRP.Mode = mode
-		h := &machine{c: c, state: cluster.State{Bootstrap: &cluster.BootstrapHost{Interface: "ens3"}}}
+		h := &machine{c: c, model: cluster.Compile(c), state: cluster.State{Bootstrap: &cluster.BootstrapHost{Interface: "ens3"}}}
 		for i := range 2 {
 			h.masters = append(h.masters, cluster.Node{Name: fmt.Sprintf("master-%d", i), ControlPlane: true,
 				Addresses: []netip.Addr{netip.MustParseAddr(fmt.Sprintf("198.51.100.%d", 11+i))}})
