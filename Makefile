@@ -102,8 +102,9 @@ deps:
 # -parallel 4: the e2e tests that need only an apiserver run four at a
 # time, after the others (test/e2e/doc.go).
 # hack/testreport prints what go test would and ends with the failed
-# tests' first error lines and the slowest tests: CI shows only the end.
-TESTREPORT = $(GO) run ./hack/testreport $(if $(filter -v,$(GOFLAGS)),-v)
+# tests' first error lines and the slowest tests: CI shows only the end;
+# every test's and subtest's span goes to bin/test-times.tsv.
+TESTREPORT = $(GO) run ./hack/testreport -times bin/test-times.tsv $(if $(filter -v,$(GOFLAGS)),-v)
 test: deps image previous-image verify
 	$(GO) test -json -count=1 -parallel 4 -timeout 55m ./... 2>&1 | $(TESTREPORT)
 	./hack/fuzz.sh 3s

@@ -30,6 +30,7 @@ type event struct {
 	Package    string
 	Test       string
 	Elapsed    float64
+	Time       time.Time
 	Output     string
 	ImportPath string
 }
@@ -39,6 +40,8 @@ type testKey struct{ pkg, test string }
 type result struct {
 	key     testKey
 	elapsed time.Duration
+	// ended is when the test ended, from go test's own clock.
+	ended time.Time
 	// errors are the test's own report lines (file.go:NN: ...), the
 	// first of which usually names the cause.
 	errors []string
@@ -99,8 +102,10 @@ type report struct {
 	buffered map[testKey][]string
 	failed   []result
 	finished []result
-	badPkgs  []string
-	build    bool
+	// all is every test and subtest that ended, in the order they ended.
+	all     []result
+	badPkgs []string
+	build   bool
 }
 
 func (r *report) line(l string) {
@@ -130,7 +135,8 @@ func (r *report) line(l string) {
 			}
 			return
 		}
-		res := result{key: k, elapsed: time.Duration(e.Elapsed * float64(time.Second))}
+		res := result{key: k, elapsed: time.Duration(e.Elapsed * float64(time.Second)), ended: e.Time}
+		r.all = append(r.all, res)
 		if e.Action == "fail" {
 			if !r.verbose {
 				for _, o := range r.buffered[k] {
@@ -195,9 +201,36 @@ func (r *report) summary(slowest int) {
 	}
 }
 
+// writeTimes writes every test's and subtest's time, one line each:
+// package, test, when it began and ended (seconds after the first test
+// began) and how long it took. Tab-separated, in the order the tests
+// ended, so that where a run's minutes went can be read after it:
+//
+//	sort -t$'\t' -k5 -rn bin/test-times.tsv | head
+func (r *report) writeTimes(path string) error {
+	var first time.Time
+	for _, t := range r.all {
+		if began := t.ended.Add(-t.elapsed); first.IsZero() || began.Before(first) {
+			first = began
+		}
+	}
+	var b strings.Builder
+	b.WriteString("package\ttest\tbegan_s\tended_s\telapsed_s\n")
+	for _, t := range r.all {
+		fmt.Fprintf(&b, "%s\t%s\t%.1f\t%.1f\t%.1f\n", t.key.pkg, t.key.test,
+			t.ended.Add(-t.elapsed).Sub(first).Seconds(), t.ended.Sub(first).Seconds(), t.elapsed.Seconds())
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
 func main() {
 	verbose := flag.Bool("v", false, "print every test's output as it comes, as go test -v does")
 	slowest := flag.Int("slowest", 12, "how many of the slowest tests to list")
+	times := flag.String("times", "", "write every test's and subtest's time to this file (tab-separated)")
 	flag.Parse()
 	r := &report{out: os.Stdout, verbose: *verbose, buffered: map[testKey][]string{}}
 	sc := bufio.NewScanner(os.Stdin)
@@ -210,6 +243,11 @@ func main() {
 		os.Exit(1)
 	}
 	r.summary(*slowest)
+	if *times != "" {
+		if err := r.writeTimes(*times); err != nil {
+			fmt.Fprintln(os.Stderr, "testreport:", err)
+		}
+	}
 	if len(r.failed) > 0 || len(r.badPkgs) > 0 || r.build {
 		os.Exit(1)
 	}

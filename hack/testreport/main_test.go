@@ -1,7 +1,11 @@
 package main
 
 import (
+	"io"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -42,5 +46,33 @@ func TestVerdictsFallBackToFirstLines(t *testing.T) {
 	got := verdicts(out, 2)
 	if want := []string{"x_test.go:1: a", "x_test.go:1: b"}; !slices.Equal(got, want) {
 		t.Errorf("verdicts = %q, want %q", got, want)
+	}
+}
+
+func TestTimesNameEveryTestWithItsSpan(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Time":"2026-12-01T06:00:00Z","Action":"run","Package":"p","Test":"TestA"}`,
+		`{"Time":"2026-12-01T06:00:10Z","Action":"pass","Package":"p","Test":"TestA/sub","Elapsed":4}`,
+		`{"Time":"2026-12-01T06:00:12Z","Action":"pass","Package":"p","Test":"TestA","Elapsed":12}`,
+		`{"Time":"2026-12-01T06:00:20Z","Action":"fail","Package":"p","Test":"TestB","Elapsed":3.5}`,
+	}, "\n")
+	r := &report{out: io.Discard, buffered: map[testKey][]string{}}
+	for _, l := range strings.Split(in, "\n") {
+		r.line(l)
+	}
+	path := filepath.Join(t.TempDir(), "times.tsv")
+	if err := r.writeTimes(path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "package\ttest\tbegan_s\tended_s\telapsed_s\n" +
+		"p\tTestA/sub\t6.0\t10.0\t4.0\n" +
+		"p\tTestA\t0.0\t12.0\t12.0\n" +
+		"p\tTestB\t16.5\t20.0\t3.5\n"
+	if string(got) != want {
+		t.Errorf("times file:\n%s\nwant:\n%s", got, want)
 	}
 }
