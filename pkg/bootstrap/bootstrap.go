@@ -232,13 +232,13 @@ func prepare(o Options) (*machine, error) {
 	}
 	// api-int's own VIPs after the API's: h.vips[0] picks the family the
 	// nodes are probed in, and the host yields once none of them is here.
-	h.model = cluster.Compile(c)
+	h.model = in.model
 	h.vips = slices.Concat(h.model.API, h.model.APIInternal)
 	servers, err := checkServers(o.Servers, h.vips[0])
 	if err = errors.Join(err, checkServersAgainst(c, o.Config, o.Servers)); err != nil {
 		return nil, err
 	}
-	iface, err := bootstrapInterface(c.Spec.Bootstrap, o.Interface)
+	iface, err := bootstrapInterface(h.model.Bootstrap, o.Interface)
 	if err != nil {
 		return nil, err
 	}
@@ -257,6 +257,7 @@ func prepare(o Options) (*machine, error) {
 // and whom the VIP may be yielded to (yieldTargets).
 type inputs struct {
 	c       *v1alpha1.ClusterVIPs
+	model   *cluster.Model
 	nodes   []cluster.Node
 	masters []cluster.Node
 	inPlace string
@@ -277,11 +278,11 @@ func readInputs(o Options) (*inputs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--nodes: %w", err)
 	}
-	in := &inputs{c: c, nodes: list.Nodes}
+	in := &inputs{c: c, model: cluster.Compile(c), nodes: list.Nodes}
 	if errs := v1alpha1.ValidateNodes(c, cluster.Addresses(in.nodes)); len(errs) > 0 {
 		return nil, fmt.Errorf("%s with --nodes %s: %w", o.Config, o.Nodes, &v1alpha1.ValidationError{Errors: errs})
 	}
-	in.masters, in.inPlace = yieldTargets(in.nodes, c.Spec.Bootstrap)
+	in.masters, in.inPlace = yieldTargets(in.nodes, in.model.Bootstrap)
 	switch {
 	case len(in.masters) == 0 && in.inPlace != "":
 		return nil, fmt.Errorf("--nodes %s: no control-plane node but %s, the node this host reboots into (spec.bootstrap names its address: an in-place bootstrap): nobody to give the API VIP to before the reboot", o.Nodes, in.inPlace)
@@ -298,11 +299,7 @@ func readInputs(o Options) (*inputs, error) {
 // names (validation accepts no other node's). That node's haproxy port is
 // this host's own haproxy, and the VIP must be gone from here before the
 // reboot: it goes to another one.
-func yieldTargets(nodes []cluster.Node, b *v1alpha1.BootstrapSpec) (masters []cluster.Node, inPlace string) {
-	var own []netip.Addr
-	for _, s := range b.Addresses {
-		own = append(own, netip.MustParseAddr(s))
-	}
+func yieldTargets(nodes []cluster.Node, own []netip.Addr) (masters []cluster.Node, inPlace string) {
 	for _, n := range nodes {
 		if !n.ControlPlane {
 			continue
@@ -318,13 +315,12 @@ func yieldTargets(nodes []cluster.Node, b *v1alpha1.BootstrapSpec) (masters []cl
 
 // bootstrapInterface is the interface holding every spec.bootstrap
 // address: keepalived sends from them, so they must be this host's.
-func bootstrapInterface(b *v1alpha1.BootstrapSpec, want string) (string, error) {
+func bootstrapInterface(own []netip.Addr, want string) (string, error) {
 	iface := want
-	for i, s := range b.Addresses {
-		a := netip.MustParseAddr(s)
+	for i, a := range own {
 		got, err := dataplane.LocalInterface(nil, netip.PrefixFrom(a, a.BitLen()))
 		if err != nil {
-			return "", fmt.Errorf("spec.bootstrap.addresses[%d]: %s is not an address of this host: run vipctl bootstrap on the host that has it", i, s)
+			return "", fmt.Errorf("spec.bootstrap.addresses[%d]: %s is not an address of this host: run vipctl bootstrap on the host that has it", i, a)
 		}
 		if iface == "" {
 			iface = got
@@ -334,7 +330,7 @@ func bootstrapInterface(b *v1alpha1.BootstrapSpec, want string) (string, error) 
 			if want == "" {
 				what = "interface " + iface + " (spec.bootstrap.addresses[0])"
 			}
-			return "", fmt.Errorf("spec.bootstrap.addresses[%d]: %s is on interface %s, not on %s: VRRP speaks on one interface", i, s, got, what)
+			return "", fmt.Errorf("spec.bootstrap.addresses[%d]: %s is on interface %s, not on %s: VRRP speaks on one interface", i, a, got, what)
 		}
 	}
 	if msg := v1alpha1.InterfaceNameError(iface); msg != "" {

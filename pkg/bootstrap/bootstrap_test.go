@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/test/fixture"
 )
@@ -94,7 +93,11 @@ func TestYieldTargets(t *testing.T) {
 		{"in place, by its IPv6 address alone", []string{"2001:db8:100::11"}, []string{"master-1"}, "master-0"},
 	}
 	for _, tc := range cases {
-		masters, inPlace := yieldTargets(nodes, &v1alpha1.BootstrapSpec{Addresses: tc.bootstrap})
+		var own []netip.Addr
+		for _, a := range tc.bootstrap {
+			own = append(own, netip.MustParseAddr(a))
+		}
+		masters, inPlace := yieldTargets(nodes, own)
 		if got := names(masters); !slices.Equal(got, tc.masters) || inPlace != tc.inPlace {
 			t.Errorf("%s: %v in place of %q, want %v in place of %q", tc.name, got, inPlace, tc.masters, tc.inPlace)
 		}

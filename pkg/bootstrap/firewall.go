@@ -24,11 +24,11 @@ import (
 func (h *machine) firewallPackets() []hostfirewall.Packet {
 	var out []hostfirewall.Packet
 	iface := h.state.Bootstrap.Interface
-	for _, b := range h.c.Spec.Bootstrap.Addresses {
-		dst := netip.MustParseAddr(b)
+	for _, own := range h.model.Bootstrap {
+		dst := own
 		if h.c.Spec.VRRP.Mode == v1alpha1.ModeMulticast {
 			dst = hostfirewall.MulticastVRRP4
-			if netip.MustParseAddr(b).Is6() {
+			if own.Is6() {
 				dst = hostfirewall.MulticastVRRP6
 			}
 		}

@@ -28,6 +28,9 @@ type Model struct {
 	Ingress          []IngressVIPs
 	// MachineNetworks are spec.machineNetworks.
 	MachineNetworks []netip.Prefix
+	// Bootstrap are spec.bootstrap.addresses, in their order (nil
+	// without spec.bootstrap).
+	Bootstrap []netip.Addr
 }
 
 // IngressVIPs are one IngressController's VIPs, parsed.
@@ -55,6 +58,9 @@ func Compile(c *v1alpha1.ClusterVIPs) *Model {
 		API: parseAddrs(s.API.VIPs), APIInternal: parseAddrs(s.API.InternalVIPs)}
 	for _, in := range s.Ingress {
 		m.Ingress = append(m.Ingress, IngressVIPs{Name: in.Name, VIPs: parseAddrs(in.VIPs)})
+	}
+	if s.Bootstrap != nil {
+		m.Bootstrap = parseAddrs(s.Bootstrap.Addresses)
 	}
 	for _, n := range s.MachineNetworks {
 		if p, err := netip.ParsePrefix(n); err == nil {

@@ -92,10 +92,27 @@ func TestCompileParsesTheFixedVIPs(t *testing.T) {
 	if !slices.Equal(m.MachineNetworks, nets) {
 		t.Errorf("MachineNetworks = %v, want %v", m.MachineNetworks, nets)
 	}
+	if m.Bootstrap != nil {
+		t.Errorf("Bootstrap = %v without spec.bootstrap, want none", m.Bootstrap)
+	}
 	keys := m.VIPKeys(State{})
 	for a, k := range map[netip.Addr]v1alpha1.InstanceKey{want[0]: v1alpha1.KeyAPI, want[3]: v1alpha1.KeyAPIInternal, want[5]: v1alpha1.IngressKey("default")} {
 		if keys[a] != k {
 			t.Errorf("VIPKeys[%s] = %v, want %v", a, keys[a], k)
+		}
+	}
+}
+
+func TestCompileParsesTheBootstrapAddresses(t *testing.T) {
+	t.Parallel()
+	c := fixture.Example(t, "day1-bootstrap.yaml")
+	m := Compile(c)
+	if len(m.Bootstrap) != len(c.Spec.Bootstrap.Addresses) || len(m.Bootstrap) == 0 {
+		t.Fatalf("Bootstrap = %v, want spec.bootstrap.addresses %v parsed", m.Bootstrap, c.Spec.Bootstrap.Addresses)
+	}
+	for i, a := range m.Bootstrap {
+		if a != netip.MustParseAddr(c.Spec.Bootstrap.Addresses[i]) {
+			t.Errorf("Bootstrap[%d] = %s, want %s", i, a, c.Spec.Bootstrap.Addresses[i])
 		}
 	}
 }

@@ -246,9 +246,7 @@ func (p *Plan) addBootstrap() error {
 		return fmt.Errorf("node %s: the name is the bootstrap host's (spec.bootstrap)", BootstrapNode)
 	}
 	host := &cluster.Node{Name: BootstrapNode, ControlPlane: true}
-	for _, a := range b.Addresses {
-		host.Addresses = append(host.Addresses, netip.MustParseAddr(a))
-	}
+	host.Addresses = slices.Clone(p.model.Bootstrap)
 	if p.state.Bootstrap != nil {
 		host.Interface = p.state.Bootstrap.Interface
 	}
@@ -491,12 +489,8 @@ func ranksAbove(a, b member) bool {
 // checkPoolHolders notes a pool that no node could ever hold, whether or
 // not it has addresses allocated yet: that is a wrong nodeSelector or node
 // list, and allocating from it would hand out dead addresses.
-func (p *Plan) checkPoolHolders(pool v1alpha1.ServicePool) {
-	for _, a := range pool.Addresses {
-		r, err := v1alpha1.ParseAddressRange(a)
-		if err != nil {
-			continue
-		}
+func (p *Plan) checkPoolHolders(pool *cluster.Pool) {
+	for _, r := range pool.Ranges {
 		network, ok := p.machineNetwork(r.First)
 		if !ok {
 			continue

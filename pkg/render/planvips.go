@@ -90,6 +90,6 @@ func (p *Plan) addPool(pool *cluster.Pool) error {
 	}
 	excludeFromServices(p.instances[first:])
 	steer(p.instances[first:])
-	p.checkPoolHolders(*pool.ServicePool)
+	p.checkPoolHolders(pool)
 	return nil
 }

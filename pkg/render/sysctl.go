@@ -2,9 +2,11 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
@@ -19,14 +21,9 @@ import (
 // interface, as it logs.
 func SysctlFiles(c *v1alpha1.ClusterVIPs) []onnode.File {
 	proxied := false
-	for _, p := range c.Spec.ServicePools {
-		if !p.SidecarAnnounced() {
-			continue
-		}
-		for _, a := range p.Addresses {
-			if r, err := v1alpha1.ParseAddressRange(a); err == nil && !r.Is4() {
-				proxied = true
-			}
+	for _, p := range cluster.CompilePools(c.Spec.ServicePools) {
+		if p.SidecarAnnounced() && slices.ContainsFunc(p.Ranges, func(r v1alpha1.AddressRange) bool { return !r.Is4() }) {
+			proxied = true
 		}
 	}
 	if !proxied {

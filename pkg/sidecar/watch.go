@@ -383,7 +383,7 @@ func (s *Sidecar) state(m *cluster.Model) (cluster.State, map[string]bool, error
 	if len(obs.Orphans) > 0 {
 		s.log.Warn("service addresses outside every pool are not served", "addresses", obs.Orphans)
 	}
-	s.localInterface(m.Config, o.Nodes, obs.State.Nodes)
+	s.localInterface(m.MachineNetworks, o.Nodes, obs.State.Nodes)
 	return obs.State, obs.ReadyHere, nil
 }
 
@@ -391,7 +391,7 @@ func (s *Sidecar) state(m *cluster.Model) (cluster.State, map[string]bool, error
 // Node has no vipctl.io/interface annotation: the interface that holds the
 // node's address in a machine network. Other nodes' interfaces do not
 // matter to this node's config.
-func (s *Sidecar) localInterface(c *v1alpha1.ClusterVIPs, objs []*corev1.Node, nodes []cluster.Node) {
+func (s *Sidecar) localInterface(networks []netip.Prefix, objs []*corev1.Node, nodes []cluster.Node) {
 	for _, o := range objs {
 		if o.Name == s.o.NodeName && o.Annotations[cluster.InterfaceAnnotation] != "" {
 			return
@@ -401,8 +401,7 @@ func (s *Sidecar) localInterface(c *v1alpha1.ClusterVIPs, objs []*corev1.Node, n
 		if nodes[i].Name != s.o.NodeName {
 			continue
 		}
-		for _, mn := range c.Spec.MachineNetworks {
-			network := netip.MustParsePrefix(mn)
+		for _, network := range networks {
 			if !slices.ContainsFunc(nodes[i].Addresses, network.Contains) {
 				continue
 			}
