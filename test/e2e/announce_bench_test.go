@@ -17,6 +17,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/onnode"
+	"github.com/vipctl/vipctl/test/e2e/failoverbench"
 	"github.com/vipctl/vipctl/test/kubeletlab"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/lab/probe"
@@ -106,7 +107,7 @@ func BenchmarkAnnounce(b *testing.B) {
 	unsettled := map[announceCase]int{}
 	for i := 0; i < *announceTrials; i++ {
 		for _, fault := range announceFaults {
-			if !selected(*announceFaultsFlag, fault) {
+			if !failoverbench.Selected(*announceFaultsFlag, fault) {
 				continue
 			}
 			modes := slices.Clone(announceModes)
@@ -563,7 +564,7 @@ func BenchmarkAnnounceKubelet(b *testing.B) {
 	results := map[announceCase][]announceSample{}
 	for i := 0; i < *kubeletTrials; i++ {
 		for _, fault := range announceKubeletFaults {
-			if !selected(*announceFaultsFlag, fault) {
+			if !failoverbench.Selected(*announceFaultsFlag, fault) {
 				continue
 			}
 			modes := slices.Clone(announceModes)

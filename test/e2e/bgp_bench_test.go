@@ -6,6 +6,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/vipctl/vipctl/test/e2e/failoverbench"
 )
 
 // BenchmarkFailoverBGP measures, for a bgp pool announced by three nodes
@@ -37,8 +39,8 @@ func BenchmarkFailoverBGP(b *testing.B) {
 			sort.Slice(outages, func(i, j int) bool { return outages[i] < outages[j] })
 			sort.Slice(withdrawals, func(i, j int) bool { return withdrawals[i] < withdrawals[j] })
 			fmt.Fprintf(os.Stdout, "failover mode=bgp detection=%s scenario=node-loss trials=%d median_ms=%d p95_ms=%d max_ms=%d withdraw_median_ms=%d failed_requests=%d\n",
-				detection, len(outages), percentile(outages, 50).Milliseconds(), percentile(outages, 95).Milliseconds(), outages[len(outages)-1].Milliseconds(),
-				percentile(withdrawals, 50).Milliseconds(), failed)
+				detection, len(outages), failoverbench.Percentile(outages, 50).Milliseconds(), failoverbench.Percentile(outages, 95).Milliseconds(), outages[len(outages)-1].Milliseconds(),
+				failoverbench.Percentile(withdrawals, 50).Milliseconds(), failed)
 		})
 	}
 }

@@ -81,10 +81,10 @@ func TestCRDStatusWriter(t *testing.T) {
 	e.waitIPs(t, "default", "web-1", 1)
 
 	st := waitStatus(t, admin, "the holders, the pool in use, the nodes behind", func(s crd.ClusterVIPsStatus) bool {
-		return holderOf(s, apiVIP) == "master-0" && holderOf(s, "198.51.100.6") == "master-0" &&
+		return lab.StatusHolder(s, apiVIP) == "master-0" && lab.StatusHolder(s, "198.51.100.6") == "master-0" &&
 			len(s.Pools) == 2 && s.Pools[0].InUse == 1 && len(s.Nodes) == 2
 	})
-	if v := vipOf(st, apiVIP); v.Instance != "api" || v.State != "ok" || v.Since == nil || !v.Since.Time.Equal(since) {
+	if v := lab.VIPStatus(st, apiVIP); v.Instance != "api" || v.State != "ok" || v.Since == nil || !v.Since.Time.Equal(since) {
 		t.Errorf("API VIP: %+v, want instance api, state ok, since %s", v, since)
 	}
 	// web: a /26 and 256 IPv6 addresses, two instances' anchors per
@@ -116,9 +116,9 @@ func TestCRDStatusWriter(t *testing.T) {
 	start := time.Now()
 	publish("master-0", since, "198.51.100.6")
 	publish("master-1", moved, apiVIP)
-	st = waitStatus(t, admin, "master-1 holding the API VIP", func(s crd.ClusterVIPsStatus) bool { return holderOf(s, apiVIP) == "master-1" })
+	st = waitStatus(t, admin, "master-1 holding the API VIP", func(s crd.ClusterVIPsStatus) bool { return lab.StatusHolder(s, apiVIP) == "master-1" })
 	t.Logf("the status named the new holder %v after its annotation", time.Since(start).Round(time.Millisecond))
-	if v := vipOf(st, apiVIP); v.Since == nil || !v.Since.Time.Equal(moved) {
+	if v := lab.VIPStatus(st, apiVIP); v.Since == nil || !v.Since.Time.Equal(moved) {
 		t.Errorf("API VIP since %v, want %s (when master-1 took it)", v.Since, moved)
 	}
 
@@ -126,14 +126,14 @@ func TestCRDStatusWriter(t *testing.T) {
 	// holding the API VIP: no holder.
 	publish("master-1", moved, "198.51.100.6")
 	st = waitStatus(t, admin, "a split brain on the ingress VIP", func(s crd.ClusterVIPsStatus) bool {
-		return holderOf(s, "198.51.100.6") == "master-0,master-1"
+		return lab.StatusHolder(s, "198.51.100.6") == "master-0,master-1"
 	})
-	if v := vipOf(st, apiVIP); v.Holder != "" || v.State != "no-holder" || v.Since == nil {
+	if v := lab.VIPStatus(st, apiVIP); v.Holder != "" || v.State != "no-holder" || v.Since == nil {
 		t.Errorf("API VIP without holder: %+v, want state no-holder and since when", v)
 	}
 	wantCondition(t, st, crd.ConditionDegraded, metav1.ConditionTrue, statuswriter.ReasonSplitBrain, "198.51.100.6 (master-0,master-1)")
 	wantCondition(t, st, crd.ConditionReady, metav1.ConditionFalse, statuswriter.ReasonNotHeld, "no holder: "+apiVIP)
-	noHolderSince := vipOf(st, apiVIP).Since
+	noHolderSince := lab.VIPStatus(st, apiVIP).Since
 
 	// `oc get cvips` shows the holders and the pools' use.
 	table := getTable(t, admin)
@@ -163,12 +163,12 @@ func TestCRDStatusWriter(t *testing.T) {
 	if !slices.Equal(st.Nodes, []crd.NodeStatus{{Name: "master-0", ObservedGeneration: 1, SpecDigest: digest}, {Name: "master-1", ObservedGeneration: 1, SpecDigest: digest}}) || st.SpecDigest == digest {
 		t.Errorf("nodes after the edit: %+v, want both still on generation 1 and digest %s, the object on a new digest (%s)", st.Nodes, digest, st.SpecDigest)
 	}
-	if v := vipOf(st, apiVIP); v.Since == nil || !v.Since.Equal(noHolderSince) {
+	if v := lab.VIPStatus(st, apiVIP); v.Since == nil || !v.Since.Equal(noHolderSince) {
 		t.Errorf("API VIP without holder since %v, then %v: want the first time kept", noHolderSince, v.Since)
 	}
 	publish("master-1", moved, apiVIP)
 	publish("master-0", since, "198.51.100.6")
-	st = waitStatus(t, admin, "the API VIP held again", func(s crd.ClusterVIPsStatus) bool { return holderOf(s, apiVIP) == "master-1" })
+	st = waitStatus(t, admin, "the API VIP held again", func(s crd.ClusterVIPsStatus) bool { return lab.StatusHolder(s, apiVIP) == "master-1" })
 	wantCondition(t, st, crd.ConditionReady, metav1.ConditionFalse, statuswriter.ReasonNodesBehind, "not running generation 2 (its spec digest): master-0, master-1")
 	wantCondition(t, st, crd.ConditionDegraded, metav1.ConditionFalse, statuswriter.ReasonAsExpected, "")
 
@@ -198,9 +198,9 @@ func TestCRDStatusWriter(t *testing.T) {
 	}
 	publish("master-0", since, apiVIP, "198.51.100.6")
 	st = waitStatus(t, admin, "the API VIP isolated on master-0, held by master-1", func(s crd.ClusterVIPsStatus) bool {
-		return vipOf(s, apiVIP).State == status.StateIsolated
+		return lab.VIPStatus(s, apiVIP).State == status.StateIsolated
 	})
-	if v := vipOf(st, apiVIP); v.Holder != "master-1" {
+	if v := lab.VIPStatus(st, apiVIP); v.Holder != "master-1" {
 		t.Errorf("API VIP claimed by master-0 (unreachable) and master-1: %+v, want master-1 the holder", v)
 	}
 	wantCondition(t, st, crd.ConditionDegraded, metav1.ConditionTrue, statuswriter.ReasonUnreachable, "master-0")
@@ -230,7 +230,7 @@ func crdStatusTakeover(t *testing.T, e *allocEnv, admin *rest.Config, publish fu
 	}
 	renew("master-0", time.Now())
 	waitStatus(t, admin, "a split brain once master-0 renews its Lease", func(s crd.ClusterVIPsStatus) bool {
-		return vipOf(s, apiVIP).State == status.StateSplitBrain
+		return lab.VIPStatus(s, apiVIP).State == status.StateSplitBrain
 	})
 	renew("master-1", time.Now())
 	time.Sleep(100 * time.Millisecond)
@@ -239,10 +239,10 @@ func crdStatusTakeover(t *testing.T, e *allocEnv, admin *rest.Config, publish fu
 	var st crd.ClusterVIPsStatus
 	if !lab.WaitUntil(10*time.Second, func() bool {
 		st = lab.ClusterVIPs(t, admin, "lab").Status
-		v := vipOf(st, apiVIP)
+		v := lab.VIPStatus(st, apiVIP)
 		return v.Holder == "master-0" && v.State == status.StateIsolated
 	}) {
-		t.Fatalf("master-0 took the API VIP over from master-1, silent since: status %+v 10 s later, want master-0 the holder (master-1's Lease is not overdue yet)", vipOf(st, apiVIP))
+		t.Fatalf("master-0 took the API VIP over from master-1, silent since: status %+v 10 s later, want master-0 the holder (master-1's Lease is not overdue yet)", lab.VIPStatus(st, apiVIP))
 	}
 	t.Logf("the takeover named %s after master-0's claim", time.Since(took).Round(time.Millisecond))
 	wantCondition(t, st, crd.ConditionDegraded, metav1.ConditionTrue, statuswriter.ReasonUnreachable, "master-1")
@@ -344,33 +344,8 @@ func annotateNode(t *testing.T, e *allocEnv, node, key, value string) {
 // waitStatus waits for the lab object's status to satisfy ok.
 func waitStatus(t *testing.T, cfg *rest.Config, what string, ok func(crd.ClusterVIPsStatus) bool) crd.ClusterVIPsStatus {
 	t.Helper()
-	return waitObjectStatus(t, cfg, "lab", what, ok)
+	return lab.WaitClusterVIPsStatus(t, cfg, "lab", what, ok)
 }
-
-// waitObjectStatus waits up to 30 s for the status of the ClusterVIPs
-// object name to satisfy ok, and names the last one seen if it does not.
-func waitObjectStatus(t *testing.T, cfg *rest.Config, name, what string, ok func(crd.ClusterVIPsStatus) bool) crd.ClusterVIPsStatus {
-	t.Helper()
-	var last crd.ClusterVIPsStatus
-	if !lab.WaitUntil(30*time.Second, func() bool {
-		last = lab.ClusterVIPs(t, cfg, name).Status
-		return ok(last)
-	}) {
-		t.Fatalf("timed out after 30s waiting for %s in the ClusterVIPs status; the last: %+v", what, last)
-	}
-	return last
-}
-
-func vipOf(s crd.ClusterVIPsStatus, addr string) crd.VIPStatus {
-	for _, v := range s.VIPs {
-		if v.Address == addr {
-			return v
-		}
-	}
-	return crd.VIPStatus{}
-}
-
-func holderOf(s crd.ClusterVIPsStatus, addr string) string { return vipOf(s, addr).Holder }
 
 func wantCondition(t *testing.T, s crd.ClusterVIPsStatus, typ string, status metav1.ConditionStatus, reason, msg string) {
 	t.Helper()

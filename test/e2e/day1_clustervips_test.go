@@ -59,7 +59,7 @@ func TestDay1OnClusterVIPs(t *testing.T) {
 	for _, w := range []string{"worker-0", "worker-1"} {
 		kc.WaitConf(t, w, "the service VIP", func(c string) bool { return strings.Contains(c, "198.51.100.128/32") })
 	}
-	st := waitObjectStatus(t, admin, "lab", "every node on the object's spec", func(s crd.ClusterVIPsStatus) bool {
+	st := lab.WaitClusterVIPsStatus(t, admin, "lab", "every node on the object's spec", func(s crd.ClusterVIPsStatus) bool {
 		if len(s.Nodes) != len(kc.Nodes) {
 			return false
 		}

@@ -10,24 +10,22 @@ import (
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/test/e2e/failoverbench"
 	"github.com/vipctl/vipctl/test/lab"
 )
 
 var (
-	trials          = flag.Int("trials", 20, "failover benchmark: trials per profile and scenario")
-	benchProfiles   = flag.String("profiles", "default,fast", "failover benchmark: the profiles to run, comma-separated")
-	benchScenarios  = flag.String("scenarios", "", "failover benchmark: only these scenarios, comma-separated (empty: all)")
-	benchAdvertFlag = flag.String("advert", "", "failover and steady-state benchmarks: advertInterval overriding the profile's (the curve of outage and false failovers against the advert)")
+	trials = flag.Int("trials", 20, "failover benchmark: trials per profile and scenario")
 )
 
 // benchClusterYAML is the benchmarks' three-master cluster with -advert,
 // when set, overriding the profile's advert interval.
 func benchClusterYAML(profile string) string {
 	y := clusterYAML(profile, "unicast", "")
-	if *benchAdvertFlag == "" {
+	if *failoverbench.Advert == "" {
 		return y
 	}
-	return strings.Replace(y, "mode: unicast}", "mode: unicast, advertInterval: "+*benchAdvertFlag+"}", 1)
+	return strings.Replace(y, "mode: unicast}", "mode: unicast, advertInterval: "+*failoverbench.Advert+"}", 1)
 }
 
 // advertLabel is the advert interval a benchmark line ran with: the
@@ -38,10 +36,6 @@ func advertLabel(profile string) string {
 		return "invalid: " + err.Error()
 	}
 	return c.Spec.VRRP.Advert().String()
-}
-
-func selected(list, name string) bool {
-	return list == "" || slices.Contains(strings.Split(list, ","), name)
 }
 
 // BenchmarkFailover measures, from a client in its own namespace opening a
@@ -67,55 +61,19 @@ func failoverCases(b *testing.B, lab string, scenarios []string, n int, trial fu
 		prefix += " lab=" + lab
 	}
 	for _, profile := range []string{"default", "fast"} {
-		if !selected(*benchProfiles, profile) {
+		if !failoverbench.Selected(*failoverbench.Profiles, profile) {
 			continue
 		}
 		for _, scenario := range scenarios {
-			if !selected(*benchScenarios, scenario) {
+			if !failoverbench.Selected(*failoverbench.Scenarios, scenario) {
 				continue
 			}
 			b.Run(profile+"/"+scenario, func(b *testing.B) {
-				outages, failed := runTrials(n, func(i int) (time.Duration, int) { return trial(b, profile, scenario, i) })
-				printFailover(prefix, profile, advertLabel(profile), scenario, outages, failed)
+				outages, failed := failoverbench.RunTrials(n, func(i int) (time.Duration, int) { return trial(b, profile, scenario, i) })
+				failoverbench.Print(prefix, profile, advertLabel(profile), scenario, outages, failed)
 			})
 		}
 	}
-}
-
-// runTrials runs trial n times and returns each trial's outage and the
-// failed requests of all of them.
-func runTrials(n int, trial func(i int) (time.Duration, int)) ([]time.Duration, int) {
-	var outages []time.Duration
-	failed := 0
-	for i := 0; i < n; i++ {
-		d, f := trial(i)
-		outages = append(outages, d)
-		failed += f
-	}
-	return outages, failed
-}
-
-// printFailover prints one benchmark line: the outages' median, p95 and
-// maximum, and the failed requests of every trial.
-func printFailover(prefix, profile, advert, scenario string, outages []time.Duration, failed int) {
-	fmt.Fprintf(os.Stdout, "%s profile=%s advert=%s scenario=%s %s\n", prefix, profile, advert, scenario, outageFields(outages, failed))
-}
-
-// outageFields is the end of a benchmark line: the trials' count, their
-// outages' median, p95 and maximum, and the failed requests of all.
-func outageFields(outages []time.Duration, failed int) string {
-	sorted := slices.Clone(outages)
-	slices.Sort(sorted)
-	return fmt.Sprintf("trials=%d median_ms=%d p95_ms=%d max_ms=%d failed_requests=%d",
-		len(sorted), percentile(sorted, 50).Milliseconds(), percentile(sorted, 95).Milliseconds(), sorted[len(sorted)-1].Milliseconds(), failed)
-}
-
-func percentile(sorted []time.Duration, p int) time.Duration {
-	i := (len(sorted)*p + 99) / 100
-	if i < 1 {
-		i = 1
-	}
-	return sorted[i-1]
 }
 
 // failoverTrial builds a fresh three-master cluster (so trials share no

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/test/e2e/failoverbench"
 	"github.com/vipctl/vipctl/test/fixture"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
@@ -182,7 +183,7 @@ func peerCase(b *testing.B, vip, peer, version, settings, scenario string, trial
 		}
 	}
 	b.Run(name, func(b *testing.B) {
-		outages, failed := runTrials(*peerTrials, func(i int) (time.Duration, int) { return trial(b, i) })
+		outages, failed := failoverbench.RunTrials(*peerTrials, func(i int) (time.Duration, int) { return trial(b, i) })
 		printPeer(b, vip, peer, version, settings, scenario, outages, failed)
 	})
 }
@@ -201,7 +202,7 @@ func printPeer(b *testing.B, vip, peer, version, settings, scenario string, outa
 	if b.Failed() {
 		return
 	}
-	fmt.Fprintf(os.Stdout, "peers vip=%s peer=%s version=%s settings=%s case=%s %s\n", vip, peer, version, settings, scenario, outageFields(outages, failed))
+	fmt.Fprintf(os.Stdout, "peers vip=%s peer=%s version=%s settings=%s case=%s %s\n", vip, peer, version, settings, scenario, failoverbench.OutageFields(outages, failed))
 }
 
 // vipctlVersion is the commit the benchmark runs (with -dirty for

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vipctl/vipctl/pkg/onnode"
+	"github.com/vipctl/vipctl/test/e2e/failoverbench"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/lab/probe"
 	"github.com/vipctl/vipctl/test/netlab"
@@ -307,8 +308,8 @@ func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents
 		slices.Sort(assigns)
 		slices.Sort(afterAssign)
 		ms := func(d time.Duration) string { return fmt.Sprint(d.Milliseconds()) }
-		assign, assign95 = ms(percentile(assigns, 50)), ms(percentile(assigns, 95))
-		after, after95 = ms(percentile(afterAssign, 50)), ms(percentile(afterAssign, 95))
+		assign, assign95 = ms(failoverbench.Percentile(assigns, 50)), ms(failoverbench.Percentile(assigns, 95))
+		after, after95 = ms(failoverbench.Percentile(afterAssign, 50)), ms(failoverbench.Percentile(afterAssign, 95))
 	}
 	untouched, untouchedFailed := 0, 0
 	for i, p := range pollers {
@@ -353,7 +354,7 @@ func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents
 	unrecovered := len(lost) - len(outages)
 	lossMedian, lossMax := time.Duration(0), time.Duration(0)
 	if len(outages) > 0 {
-		lossMedian, lossMax = percentile(outages, 50), outages[len(outages)-1]
+		lossMedian, lossMax = failoverbench.Percentile(outages, 50), outages[len(outages)-1]
 	}
 	if trace != nil {
 		// The new holders' syncs and repeats finish after the first answers.
@@ -375,7 +376,7 @@ func peerScale(b *testing.B, pl *peerLab, peer, version, settings string, agents
 	fmt.Fprintf(os.Stdout, "peers-scale peer=%s version=%s settings=%s services=%d sampled=%d bulk_ms=%d add_p50_ms=%d add_p95_ms=%d add_max_ms=%d add_assigned_p50_ms=%s add_assigned_p95_ms=%s add_answered_p50_ms=%s add_answered_p95_ms=%s "+
 		"untouched_requests=%d untouched_failed=%d loss_vips=%d loss_median_ms=%d loss_max_ms=%d unrecovered=%d "+
 		"node_cpu_pct=%.1f node_rss_mib=%d controller_cpu_pct=%.1f controller_rss_mib=%d agents_exited=%d\n",
-		peer, version, settings, n, len(sampled), bulk.Milliseconds(), percentile(adds, 50).Milliseconds(), percentile(adds, 95).Milliseconds(), adds[len(adds)-1].Milliseconds(), assign, assign95, after, after95,
+		peer, version, settings, n, len(sampled), bulk.Milliseconds(), failoverbench.Percentile(adds, 50).Milliseconds(), failoverbench.Percentile(adds, 95).Milliseconds(), adds[len(adds)-1].Milliseconds(), assign, assign95, after, after95,
 		untouched, untouchedFailed, len(lost), lossMedian.Milliseconds(), lossMax.Milliseconds(), unrecovered, nodeCPU, nodeRSS, ctlCPU, ctlRSS, exited)
 }
 

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/vipctl/vipctl/pkg/onnode"
+	"github.com/vipctl/vipctl/test/e2e/failoverbench"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
 	"github.com/vipctl/vipctl/test/testapiserver"
@@ -217,7 +218,7 @@ func runRuntimecfgBench(b *testing.B) {
 	dups := duplicateAddresses(b, admin)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	fmt.Printf("runtimecfg nodes=%d services=%d rss_mib=%d p50_ms=%d p95_ms=%d duplicates=%d peak_anon_mib=%d peak_file_mib=%d\n",
-		*benchNodes, *benchServices, rss, percentile(lat, 50).Milliseconds(), percentile(lat, 95).Milliseconds(), dups, anon, file)
+		*benchNodes, *benchServices, rss, failoverbench.Percentile(lat, 50).Milliseconds(), failoverbench.Percentile(lat, 95).Milliseconds(), dups, anon, file)
 	runChurn(b, churnEnv{admin: admin, sidecar: sidecar, metricsURL: "http://" + listen + "/metrics", watches: watches})
 	heap.Take(b, sidecar, "end.pprof")
 	heap.Save(b, sidecar, samples)

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vipctl/vipctl/pkg/onnode"
+	"github.com/vipctl/vipctl/test/e2e/failoverbench"
 	"github.com/vipctl/vipctl/test/lab"
 )
 
@@ -645,5 +646,5 @@ func ms(d []time.Duration, p int) int64 {
 	if len(d) == 0 {
 		return -1
 	}
-	return percentile(d, p).Milliseconds()
+	return failoverbench.Percentile(d, p).Milliseconds()
 }

@@ -141,7 +141,7 @@ func TestSidecarFollowsTheCluster(t *testing.T) {
 	// has the digest of the object the apiserver defaulted.
 	admin := kc.API.AdminConfig()
 	st := waitStatus(t, admin, "the API VIP's holder and 4 nodes on the object's spec", func(s crd.ClusterVIPsStatus) bool {
-		return holderOf(s, apiVIP) == holder && len(s.Nodes) == 4 &&
+		return lab.StatusHolder(s, apiVIP) == holder && len(s.Nodes) == 4 &&
 			!slices.ContainsFunc(s.Nodes, func(n crd.NodeStatus) bool { return n.SpecDigest != s.SpecDigest || n.ObservedGeneration != 1 })
 	})
 	if st.Pools[0].InUse != 1 {
@@ -257,7 +257,7 @@ func TestSidecarFollowsTheCluster(t *testing.T) {
 	}
 	interim := kc.WaitHolder(apiVIP, 15*time.Second, func(n string) bool { return n != holder })
 	moved := time.Now()
-	waitStatus(t, admin, "the status naming "+interim, func(s crd.ClusterVIPsStatus) bool { return holderOf(s, apiVIP) == interim })
+	waitStatus(t, admin, "the status naming "+interim, func(s crd.ClusterVIPsStatus) bool { return lab.StatusHolder(s, apiVIP) == interim })
 	t.Logf("drain %s -> %s: the ClusterVIPs status named the new holder %v after the lab saw the VIP on it", holder, interim, time.Since(moved).Round(10*time.Millisecond))
 	time.Sleep(500 * time.Millisecond)
 	kept.WantAnsweredOver(t, fmt.Sprintf("drain %s -> %s: a connection opened on the old holder", holder, interim))

@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -44,3 +45,30 @@ func ClusterVIPs(t testing.TB, cfg *rest.Config, name string) *crd.ClusterVIPs {
 	}
 	return obj
 }
+
+// WaitClusterVIPsStatus waits up to 30 s for the status of the ClusterVIPs
+// object name to satisfy ok, and names the last one seen if it does not.
+func WaitClusterVIPsStatus(t testing.TB, cfg *rest.Config, name, what string, ok func(crd.ClusterVIPsStatus) bool) crd.ClusterVIPsStatus {
+	t.Helper()
+	var last crd.ClusterVIPsStatus
+	if !WaitUntil(30*time.Second, func() bool {
+		last = ClusterVIPs(t, cfg, name).Status
+		return ok(last)
+	}) {
+		t.Fatalf("timed out after 30s waiting for %s in the ClusterVIPs status; the last: %+v", what, last)
+	}
+	return last
+}
+
+// VIPStatus is the status of the VIP addr in s, zero when s has none.
+func VIPStatus(s crd.ClusterVIPsStatus, addr string) crd.VIPStatus {
+	for _, v := range s.VIPs {
+		if v.Address == addr {
+			return v
+		}
+	}
+	return crd.VIPStatus{}
+}
+
+// StatusHolder is the node s names addr's holder, "" when none.
+func StatusHolder(s crd.ClusterVIPsStatus, addr string) string { return VIPStatus(s, addr).Holder }

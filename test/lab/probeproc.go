@@ -27,6 +27,18 @@ func BuildProbe(t testing.TB) string {
 	return bin
 }
 
+// BuildVipctl builds vipctl from this tree into a directory of t's,
+// removed when t ends: what a test runs as a user would, on PATH or in a
+// namespace.
+func BuildVipctl(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "vipctl")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/vipctl/vipctl/cmd/vipctl").CombinedOutput(); err != nil {
+		t.Fatalf("building vipctl: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // ProbeProc is a labprobe process in a namespace, and the file it
 // records in.
 type ProbeProc struct {

@@ -1,4 +1,4 @@
-package e2e
+package cluster
 
 import (
 	"flag"
@@ -11,6 +11,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/clusterlab"
+	"github.com/vipctl/vipctl/test/e2e/failoverbench"
 	"github.com/vipctl/vipctl/test/lab"
 )
 
@@ -33,13 +34,13 @@ var clusterTrials = flag.Int("cluster-trials", 3, "failover benchmark in the clu
 func BenchmarkFailoverCluster(b *testing.B) {
 	clusterlab.Require(b)
 	for _, profile := range []string{v1alpha1.ProfileDefault, v1alpha1.ProfileFast} {
-		if !selected(*benchProfiles, profile) {
+		if !failoverbench.Selected(*failoverbench.Profiles, profile) {
 			continue
 		}
 		b.Run(profile, func(b *testing.B) {
 			c := clusterlab.Start(b, clusterlab.Options{Profile: profile})
 			for _, scenario := range []string{"node-loss", "planned"} {
-				if !selected(*benchScenarios, scenario) {
+				if !failoverbench.Selected(*failoverbench.Scenarios, scenario) {
 					continue
 				}
 				var outages []time.Duration
@@ -52,7 +53,7 @@ func BenchmarkFailoverCluster(b *testing.B) {
 					})
 				}
 				if len(outages) > 0 {
-					printFailover("failover lab=cluster", profile, clusterAdvert(profile), scenario, outages, failed)
+					failoverbench.Print("failover lab=cluster", profile, clusterAdvert(profile), scenario, outages, failed)
 				}
 			}
 		})

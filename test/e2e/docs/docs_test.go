@@ -1,4 +1,4 @@
-package e2e
+package docs
 
 import (
 	"context"
@@ -68,10 +68,7 @@ func runGuide(t *testing.T, doc string) {
 	if err != nil {
 		t.Fatalf("%s: %v", doc, err)
 	}
-	bin, err := buildVipctl()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := lab.BuildVipctl(t)
 	e := &guideEnv{t: t, doc: doc, dir: t.TempDir()}
 	if err := os.Symlink(fixture.Repo("examples"), filepath.Join(e.dir, "examples")); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package e2e
+package cluster
 
 import (
 	"net/netip"
@@ -58,8 +58,8 @@ func testMigrate(t *testing.T, c *clusterlab.Cluster) {
 	if len(holders) != 1 {
 		t.Fatalf("API VIP held by %v", holders)
 	}
-	st := waitObjectStatus(t, c.AdminConfig, name, "the API VIP's holder "+holders[0], func(s crd.ClusterVIPsStatus) bool {
-		return holderOf(s, clusterlab.APIVIP4) == holders[0]
+	st := lab.WaitClusterVIPsStatus(t, c.AdminConfig, name, "the API VIP's holder "+holders[0], func(s crd.ClusterVIPsStatus) bool {
+		return lab.StatusHolder(s, clusterlab.APIVIP4) == holders[0]
 	})
 	svcs, err := c.Admin.CoreV1().Services("").List(t.Context(), metav1.ListOptions{})
 	if err != nil {
@@ -80,8 +80,8 @@ func testMigrate(t *testing.T, c *clusterlab.Cluster) {
 	if len(next) != 1 || next[0] == holders[0] {
 		t.Fatalf("API VIP held by %v after draining %s", next, holders[0])
 	}
-	waitObjectStatus(t, c.AdminConfig, name, "the API VIP's new holder "+next[0], func(s crd.ClusterVIPsStatus) bool {
-		return holderOf(s, clusterlab.APIVIP4) == next[0]
+	lab.WaitClusterVIPsStatus(t, c.AdminConfig, name, "the API VIP's new holder "+next[0], func(s crd.ClusterVIPsStatus) bool {
+		return lab.StatusHolder(s, clusterlab.APIVIP4) == next[0]
 	})
 	t.Logf("drain %s -> %s: the status named the new holder %s after vipctl drain --wait returned", holders[0], next[0], time.Since(drained).Round(10*time.Millisecond))
 	if out, err := c.Vipctl("undrain", holders[0]); err != nil {

@@ -1,4 +1,4 @@
-package e2e
+package cluster
 
 import (
 	"context"
@@ -560,7 +560,7 @@ func lostHolderStatus(t *testing.T, c *clusterlab.Cluster, lost, holder, leaderB
 		if obj, err := crd.FromUnstructured(u); err == nil {
 			last = obj.Status
 		}
-		if holderOf(last, clusterlab.APIVIP4) == holder {
+		if lab.StatusHolder(last, clusterlab.APIVIP4) == holder {
 			named = time.Since(answered)
 			return true
 		}
@@ -571,10 +571,10 @@ func lostHolderStatus(t *testing.T, c *clusterlab.Cluster, lost, holder, leaderB
 		renewed = l.Spec.RenewTime.Sub(answered).Round(10 * time.Millisecond).String()
 	}
 	t.Logf("%s lost: the API VIP answered again; %s's claim seen %s later, the status named it %s later (state %s); allocator leader before %s, now %s; %s's Lease last renewed %s from the answer",
-		lost, holder, published.Round(10*time.Millisecond), named.Round(10*time.Millisecond), vipOf(last, clusterlab.APIVIP4).State,
+		lost, holder, published.Round(10*time.Millisecond), named.Round(10*time.Millisecond), lab.VIPStatus(last, clusterlab.APIVIP4).State,
 		leaderBefore, allocatorLeader(c), lost, renewed)
 	if named == 0 {
-		t.Errorf("the status does not name %s the API VIP's holder two minutes after %s was lost: %+v", holder, lost, vipOf(last, clusterlab.APIVIP4))
+		t.Errorf("the status does not name %s the API VIP's holder two minutes after %s was lost: %+v", holder, lost, lab.VIPStatus(last, clusterlab.APIVIP4))
 	}
 	if named == 0 || named > 5*time.Second {
 		logAllocatorLeader(t, c, answered)
