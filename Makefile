@@ -98,21 +98,21 @@ deps:
 ## test: every test, unit and end to end, after installing what they need,
 ## and a few seconds of each fuzz target
 # The end-to-end suites (docs/lab.md, "Suites") run one after another:
-# test/e2e (the namespace and kubelet labs) beside the unit tests, then
+# test/e2e (the namespace lab) beside the unit tests, then
 # the suites of ALONE one at a time (-p 1). Measured in rehearsal r36:
 # the cluster lab keeps both cores 80-98% busy for most of its ten
 # minutes, and the namespace lab times failovers against a clock.
-# -timeout: test/e2e runs the namespace lab and the kubelet lab in one
-# binary, longer together than go test's default of 10 minutes.
+# -timeout: test/e2e runs the namespace lab's scenarios in one binary,
+# longer together than go test's default of 10 minutes.
 # -parallel 4: the e2e tests that need only an apiserver run four at a
 # time, after the others (test/e2e/doc.go).
 # hack/testreport prints what go test would and ends with the failed
 # tests' first error lines and the slowest tests: CI shows only the end;
 # every test's and subtest's span goes to bin/test-times.tsv.
 TESTREPORT = $(GO) run ./hack/testreport -times bin/test-times.tsv $(if $(filter -v,$(GOFLAGS)),-v)
-ALONE = ./test/e2e/cluster/ ./test/e2e/docs/
+ALONE = ./test/e2e/kubelet/ ./test/e2e/cluster/ ./test/e2e/docs/
 test: deps image previous-image verify
-	{ $(GO) test -json -count=1 -parallel 4 -timeout 55m $$($(GO) list ./... | grep -v -e '/test/e2e/cluster$$' -e '/test/e2e/docs$$'); \
+	{ $(GO) test -json -count=1 -parallel 4 -timeout 55m $$($(GO) list ./... | grep -v -e '/test/e2e/kubelet$$' -e '/test/e2e/cluster$$' -e '/test/e2e/docs$$'); \
 	  $(GO) test -json -count=1 -p 1 -timeout 40m $(ALONE); } 2>&1 | $(TESTREPORT)
 	./hack/fuzz.sh 3s
 
@@ -163,7 +163,8 @@ bench:
 ## it: -profiles=fast -scenarios=node-loss -advert=100ms
 BENCH_ARGS ?=
 bench-failover: deps image
-	$(GO) test -run '^$$' -bench BenchmarkFailover -benchtime 1x -timeout 3h ./test/e2e/ -args -trials=$(TRIALS) -kubelet-trials=$(KUBELET_TRIALS) $(BENCH_ARGS) | grep '^failover '
+	$(GO) test -run '^$$' -bench BenchmarkFailover -benchtime 1x -timeout 3h ./test/e2e/ -args -trials=$(TRIALS) $(BENCH_ARGS) | grep '^failover '
+	$(GO) test -run '^$$' -bench BenchmarkFailoverKubelet -benchtime 1x -timeout 3h ./test/e2e/kubelet/ -args -kubelet-trials=$(KUBELET_TRIALS) $(BENCH_ARGS) | grep '^failover '
 	$(GO) test -run '^$$' -bench BenchmarkFailoverCluster -benchtime 1x -timeout 3h ./test/e2e/cluster/ -args -cluster-trials=$(CLUSTER_TRIALS) $(BENCH_ARGS) | grep '^failover '
 
 ## bench-peers: vipctl and its peers (hack/peers.env: kube-vip, MetalLB) side by
@@ -202,7 +203,8 @@ bench-peers-scale: deps image
 ## KUBELET_TRIALS per case). BENCH_ARGS narrows it: -announce-faults=node-loss
 ANNOUNCE_TRIALS ?= 5
 bench-announce: deps image
-	$(GO) test -run '^$$' -bench BenchmarkAnnounce -benchtime 1x -timeout 4h ./test/e2e/ -args -announce-trials=$(ANNOUNCE_TRIALS) -kubelet-trials=$(KUBELET_TRIALS) $(BENCH_ARGS) | grep '^announce '
+	$(GO) test -run '^$$' -bench BenchmarkAnnounce -benchtime 1x -timeout 4h ./test/e2e/ -args -announce-trials=$(ANNOUNCE_TRIALS) $(BENCH_ARGS) | grep '^announce '
+	$(GO) test -run '^$$' -bench BenchmarkAnnounceKubelet -benchtime 1x -timeout 4h ./test/e2e/kubelet/ -args -kubelet-trials=$(KUBELET_TRIALS) $(BENCH_ARGS) | grep '^announce '
 
 ## bench-runtimecfg: 2000 Nodes and 5000 LoadBalancer Services in the real apiserver,
 ## the allocator and one sidecar as processes; Service created -> VIP in keepalived.conf,

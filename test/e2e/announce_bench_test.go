@@ -1,39 +1,30 @@
 package e2e
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/onnode"
+	"github.com/vipctl/vipctl/test/e2e/announcebench"
 	"github.com/vipctl/vipctl/test/e2e/failoverbench"
-	"github.com/vipctl/vipctl/test/kubeletlab"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/lab/probe"
 )
 
 var (
 	announceTrials      = flag.Int("announce-trials", 5, "BenchmarkAnnounce: trials per mode and fault (a fresh lab each)")
-	announceFaultsFlag  = flag.String("announce-faults", "", "BenchmarkAnnounce, BenchmarkAnnounceKubelet: only these faults, comma-separated (empty: all)")
 	announceProfile     = flag.String("announce-profile", "fast", "BenchmarkAnnounce: the VRRP profile")
 	announceSidecarDown = flag.Duration("announce-sidecar-down", 5*time.Second, "BenchmarkAnnounce: how long a crashed sidecar stays down before it restarts (sidecar-crash, sidecar-down-node-loss)")
 	announceAPIDown     = flag.Duration("announce-api-down", 10*time.Second, "BenchmarkAnnounce: cold-start-api-down: how long after the nodes boot the API starts answering (then kube-apiserver's own start)")
 )
-
-// announceModes are the two ways a vrrp pool's Service addresses get on
-// the holder (v1alpha1.ServicePool.Announce).
-var announceModes = []string{v1alpha1.AnnounceKeepalived, v1alpha1.AnnounceSidecar}
 
 // The faults BenchmarkAnnounce injects, in the order it prints them.
 var announceFaults = []string{"node-loss", "keepalived-kill", "sidecar-crash", "sidecar-down-node-loss", "planned", "cold-start", "cold-start-api-down"}
@@ -45,17 +36,6 @@ const announcePool = `  servicePools:
       addresses: [198.51.100.128/26, "2001:db8:100::1:0/112"]
       announce: %s
 `
-
-// announceSample is one trial's result for one polled address.
-type announceSample struct {
-	outage time.Duration
-	failed int
-	// extra is what the fault's line reports besides (the API's return
-	// for cold-start-api-down).
-	extra time.Duration
-}
-
-type announceCase struct{ lab, mode, fault, family string }
 
 // BenchmarkAnnounce measures `announce: keepalived` against `announce:
 // sidecar` on a small pool: two control-plane lab nodes with the real
@@ -101,100 +81,34 @@ type announceCase struct{ lab, mode, fault, family string }
 //
 // `make bench-announce` runs it with BenchmarkAnnounceKubelet.
 func BenchmarkAnnounce(b *testing.B) {
-	printUptime()
+	announcebench.PrintUptime()
 	probeBin := lab.BuildProbe(b)
-	results := map[announceCase][]announceSample{}
-	unsettled := map[announceCase]int{}
+	results := map[announcebench.Case][]announcebench.Sample{}
+	unsettled := map[announcebench.Case]int{}
 	for i := 0; i < *announceTrials; i++ {
 		for _, fault := range announceFaults {
-			if !failoverbench.Selected(*announceFaultsFlag, fault) {
+			if !failoverbench.Selected(*announcebench.Faults, fault) {
 				continue
 			}
-			modes := slices.Clone(announceModes)
-			if i%2 == 1 {
-				slices.Reverse(modes)
-			}
-			for _, mode := range modes {
+			for _, mode := range announcebench.ModeOrder(i) {
 				got := announceTrial(b, probeBin, *announceProfile, 2, mode, fault, i)
 				if len(got) == 0 {
-					unsettled[announceCase{"process", mode, fault, ""}]++
+					unsettled[announcebench.Case{Lab: "process", Mode: mode, Fault: fault}]++
 				}
 				for family, s := range got {
-					c := announceCase{"process", mode, fault, family}
+					c := announcebench.Case{Lab: "process", Mode: mode, Fault: fault, Family: family}
 					results[c] = append(results[c], s)
 				}
 			}
 		}
 	}
-	printAnnounce(results, unsettled, announceFaults)
-	printUptime()
-}
-
-// printUptime prints the machine's load as a line of the benchmark's
-// output: the numbers mean little without it on a shared machine.
-func printUptime() {
-	out, err := exec.Command("uptime").Output()
-	if err != nil {
-		out = []byte(err.Error())
-	}
-	fmt.Printf("announce uptime=%q at=%s\n", strings.TrimSpace(string(out)), time.Now().UTC().Format(time.RFC3339))
-}
-
-// printAnnounce prints one line per case; unsettled counts, per lab, mode
-// and fault, the trials whose lab never settled.
-func printAnnounce(results map[announceCase][]announceSample, unsettled map[announceCase]int, faults []string) {
-	cases := make([]announceCase, 0, len(results))
-	for c := range results {
-		cases = append(cases, c)
-	}
-	for c := range unsettled {
-		measured := false
-		for r := range results {
-			measured = measured || (r.lab == c.lab && r.mode == c.mode && r.fault == c.fault)
+	announcebench.Print(results, unsettled, announceFaults, *announceProfile, func(c announcebench.Case) string {
+		if c.Fault == "sidecar-crash" || c.Fault == "sidecar-down-node-loss" {
+			return fmt.Sprintf(" sidecar_down_ms=%d", announceSidecarDown.Milliseconds())
 		}
-		if !measured { // every trial unsettled: a line that says so
-			cases = append(cases, c)
-		}
-	}
-	sort.Slice(cases, func(i, j int) bool {
-		a, b := cases[i], cases[j]
-		if a.fault != b.fault {
-			return slices.Index(faults, a.fault) < slices.Index(faults, b.fault)
-		}
-		if a.mode != b.mode {
-			return slices.Index(announceModes, a.mode) < slices.Index(announceModes, b.mode)
-		}
-		return a.family < b.family
+		return ""
 	})
-	for _, c := range cases {
-		samples := results[c]
-		var outages, extras []time.Duration
-		failed := 0
-		for _, s := range samples {
-			outages = append(outages, s.outage)
-			extras = append(extras, s.extra)
-			failed += s.failed
-		}
-		sortDurations(outages)
-		sortDurations(extras)
-		line := fmt.Sprintf("announce lab=%s profile=%s fault=%s mode=%s family=%s trials=%d median_ms=%d p95_ms=%d max_ms=%d failed_requests=%d",
-			c.lab, *announceProfile, c.fault, c.mode, c.family, len(samples), ms(outages, 50), ms(outages, 95), ms(outages, 100), failed)
-		if c.lab == "kubelet" {
-			line = strings.Replace(line, " profile="+*announceProfile, " profile="+v1alpha1.ProfileFast, 1)
-		}
-		if n := unsettled[announceCase{c.lab, c.mode, c.fault, ""}]; n > 0 {
-			line += fmt.Sprintf(" unsettled_trials=%d", n)
-		}
-		switch c.fault {
-		case "sidecar-crash", "sidecar-down-node-loss":
-			if c.lab == "process" {
-				line += fmt.Sprintf(" sidecar_down_ms=%d", announceSidecarDown.Milliseconds())
-			}
-		case "cold-start-api-down":
-			line += fmt.Sprintf(" api_back_ms=%d", ms(extras, 50))
-		}
-		fmt.Println(line)
-	}
+	announcebench.PrintUptime()
 }
 
 // announceLab is one trial's lab: the victim holds both polled
@@ -244,7 +158,7 @@ func startAnnounceLab(t testing.TB, probeBin, profile string, nodes int, mode st
 	}
 	holders, ok := kc.SettleAll(names...)
 	if !ok {
-		return nil, fmt.Sprintf("the Service addresses never settled on one holder each (last %v, %s)", holders, loadAverage())
+		return nil, fmt.Sprintf("the Service addresses never settled on one holder each (last %v, %s)", holders, announcebench.LoadAverage())
 	}
 	al := &announceLab{kc: kc, polled: map[string]netip.Addr{}, urls: map[string]string{}}
 	for _, a := range vips {
@@ -422,8 +336,8 @@ func full(perInstance map[int]int, n, want int) bool {
 // announceTrial runs one fault on a fresh lab in one mode and returns
 // each polled address's sample. A sub-benchmark, so that its lab is torn
 // down before the next trial starts.
-func announceTrial(b *testing.B, probeBin, profile string, nodes int, mode, fault string, i int) map[string]announceSample {
-	out := map[string]announceSample{}
+func announceTrial(b *testing.B, probeBin, profile string, nodes int, mode, fault string, i int) map[string]announcebench.Sample {
+	out := map[string]announcebench.Sample{}
 	b.Run(fmt.Sprintf("%s-%s-%d", fault, mode, i), func(t *testing.B) {
 		// At 100 ms adverts keepalived's adverts are late on a machine
 		// loaded far past its cores, and the lab flaps; such a lab
@@ -511,8 +425,8 @@ func announceTrial(b *testing.B, probeBin, profile string, nodes int, mode, faul
 			if !ok { // nothing moves: the longest run of failures
 				d = longestGap(rs)
 			}
-			out[family] = announceSample{outage: d, failed: failed, extra: extra}
-			t.Logf("%s %s %s (%s on %s): outage %s, %d failed; %s", fault, mode, family, al.polled[family], victim.Name, d.Round(time.Millisecond), failed, loadAverage())
+			out[family] = announcebench.Sample{Outage: d, Failed: failed, Extra: extra}
+			t.Logf("%s %s %s (%s on %s): outage %s, %d failed; %s", fault, mode, family, al.polled[family], victim.Name, d.Round(time.Millisecond), failed, announcebench.LoadAverage())
 			if outages == nil {
 				// Nothing moves for good: every failure wants explaining.
 				for _, r := range rs {
@@ -531,135 +445,4 @@ func announceTrial(b *testing.B, probeBin, profile string, nodes int, mode, faul
 		t.Logf("the client stalled %d times (≥ %s late)", stalls, probe.StallThreshold)
 	})
 	return out
-}
-
-// loadAverage is the machine's load, for each trial's log line.
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return err.Error()
-	}
-	return "load " + strings.Join(strings.Fields(string(data))[:3], " ")
-}
-
-// The faults BenchmarkAnnounceKubelet injects.
-var announceKubeletFaults = []string{"node-loss", "sidecar-crash", "sidecar-down-node-loss"}
-
-// BenchmarkAnnounceKubelet is BenchmarkAnnounce's comparison under a real
-// kubelet (the lab of BenchmarkFailoverKubelet: three control-plane nodes
-// booted from the rendered MachineConfig, the fast profile, the pool
-// IPv4 only), where a crashed sidecar is the real thing: its container
-// SIGKILLed through containerd, restarted by the kubelet. One Service
-// from the allocator; a client asks its address every 10 ms, one request
-// at a time (250 ms timeout); the outage is its longest run of failed
-// requests, to the next answer. Faults: node-loss (the holder cut off),
-// sidecar-crash (the holder's runtimecfg container killed; until the pod
-// is Ready again), sidecar-down-node-loss (the runtimecfg containers of
-// both other nodes killed, and the holder cut off at once). The modes
-// alternate as in BenchmarkAnnounce; one line per fault and mode:
-//
-//	announce lab=kubelet profile=fast fault=F mode=M family=ipv4 trials=N median_ms=X p95_ms=Y max_ms=Z failed_requests=R
-func BenchmarkAnnounceKubelet(b *testing.B) {
-	printUptime()
-	results := map[announceCase][]announceSample{}
-	for i := 0; i < *kubeletTrials; i++ {
-		for _, fault := range announceKubeletFaults {
-			if !failoverbench.Selected(*announceFaultsFlag, fault) {
-				continue
-			}
-			modes := slices.Clone(announceModes)
-			if i%2 == 1 {
-				slices.Reverse(modes)
-			}
-			for _, mode := range modes {
-				c := announceCase{"kubelet", mode, fault, "ipv4"}
-				results[c] = append(results[c], announceKubeletTrial(b, mode, fault, i))
-			}
-		}
-	}
-	printAnnounce(results, nil, announceKubeletFaults)
-	printUptime()
-}
-
-func announceKubeletTrial(b *testing.B, mode, fault string, i int) announceSample {
-	var s announceSample
-	b.Run(fmt.Sprintf("%s-%s-%d", fault, mode, i), func(t *testing.B) {
-		kc := startKubeletClusterFrom(t, func(image string) string {
-			return strings.Replace(kubeletClusterYAML(image, v1alpha1.ProfileFast),
-				"      addresses: ["+kubeletPoolCIDR+"]\n", "      addresses: ["+kubeletPoolCIDR+"]\n      announce: "+mode+"\n", 1)
-		})
-		kc.waitPodsReady(t, 180*time.Second)
-		vip := kc.serviceVIP(t, "web")
-		url := fmt.Sprintf("http://%s/", netip.AddrPortFrom(netip.MustParseAddr(vip), kubeletEchoPort))
-		lab.WaitFor(t, 30*time.Second, vip+" answering", func() bool { _, err := kc.get(url); return err == nil })
-		holders := kc.holders(t, vip)
-		if len(holders) != 1 {
-			t.Fatalf("%s held by %v, want one node", vip, holders)
-		}
-		holder := kc.node(holders[0])
-		p := kc.poll(url, benchRequestTimeout, true)
-		time.Sleep(500 * time.Millisecond)
-		moved := func() bool {
-			return slices.ContainsFunc(kc.holders(t, vip), func(h string) bool { return h != holder.Name })
-		}
-		switch fault {
-		case "node-loss":
-			holder.Host.LinkDown()
-			lab.WaitFor(t, 60*time.Second, vip+" on another node", moved)
-		case "sidecar-crash":
-			restarted := kc.killSidecar(t, holder)
-			lab.WaitFor(t, 120*time.Second, holder.Name+"'s sidecar restarted and the pod Ready", restarted)
-		case "sidecar-down-node-loss":
-			var restarted []func() bool
-			for _, n := range kc.nodes {
-				if n != holder {
-					restarted = append(restarted, kc.killSidecar(t, n))
-				}
-			}
-			holder.Host.LinkDown()
-			lab.WaitFor(t, 120*time.Second, vip+" on another node", moved)
-			for _, r := range restarted {
-				lab.WaitFor(t, 120*time.Second, "the sidecars restarted", r)
-			}
-		default:
-			t.Fatalf("unknown fault %q", fault)
-		}
-		lab.WaitFor(t, 60*time.Second, vip+" answering", func() bool { _, err := kc.get(url); return err == nil })
-		time.Sleep(time.Second)
-		p.Stop()
-		s.failed = len(p.failed)
-		// The client's own measure: from its first failed request to the
-		// next answer. Taking the time before the fault instead counted
-		// answers to requests sent while `ip` was still cutting the node
-		// off, on a loaded machine tens of milliseconds.
-		s.outage = p.longestGap()
-		t.Logf("%s %s: %s on %s, outage %s, %d failed; %s", fault, mode, vip, holder.Name, s.outage.Round(time.Millisecond), s.failed, loadAverage())
-	})
-	return s
-}
-
-// killSidecar SIGKILLs n's runtimecfg container through containerd and
-// returns a test of whether the kubelet has restarted it and the pod is
-// Ready again.
-func (kc *kubeletCluster) killSidecar(t testing.TB, n *kubeletlab.Node) func() bool {
-	t.Helper()
-	p, err := n.Pod(context.Background(), onnode.KeepalivedPodName)
-	if err != nil || p == nil {
-		t.Fatalf("%s: keepalived pod: %v", n.Name, err)
-	}
-	id := kubeletlab.ContainerID(p, "runtimecfg")
-	if id == "" {
-		t.Fatalf("%s: no running runtimecfg container", n.Name)
-	}
-	if err := n.KillContainer(id); err != nil {
-		t.Fatal(err)
-	}
-	return func() bool {
-		p, err := n.Pod(context.Background(), onnode.KeepalivedPodName)
-		if err != nil || !kubeletlab.PodReady(p) {
-			return false
-		}
-		nid := kubeletlab.ContainerID(p, "runtimecfg")
-		return nid != "" && nid != id
-	}
 }

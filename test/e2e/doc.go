@@ -1,10 +1,10 @@
-// Package e2e holds the end-to-end tests of the namespace lab and the
-// kubelet lab: a real kube-apiserver with etcd (test/testapiserver) and
-// real keepalived/haproxy in network namespaces (test/netlab), and nodes
-// under their own containerd and kubelet (test/kubeletlab). They need
-// root; CI runs them as root. The cluster lab's suite is
-// test/e2e/cluster and the guides' is test/e2e/docs; make test runs them
-// after this one, one at a time (docs/lab.md, "Suites").
+// Package e2e holds the end-to-end tests of the namespace lab: a real
+// kube-apiserver with etcd (test/testapiserver) and real
+// keepalived/haproxy in network namespaces (test/netlab), and the peers'
+// benchmarks. They need root; CI runs them as root. The kubelet lab's
+// suite is test/e2e/kubelet, the cluster lab's test/e2e/cluster and the
+// guides' test/e2e/docs; make test runs them after this one, one at a
+// time (docs/lab.md, "Suites").
 //
 // Tests that need only an apiserver of their own (no network namespace,
 // no keepalived or haproxy, no Prometheus, no request counted against a

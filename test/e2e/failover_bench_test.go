@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/test/e2e/failoverbench"
 	"github.com/vipctl/vipctl/test/lab"
 )
@@ -30,13 +29,7 @@ func benchClusterYAML(profile string) string {
 
 // advertLabel is the advert interval a benchmark line ran with: the
 // profile's own, or -advert, as the config defaults it.
-func advertLabel(profile string) string {
-	c, err := v1alpha1.Parse([]byte(benchClusterYAML(profile)))
-	if err != nil {
-		return "invalid: " + err.Error()
-	}
-	return c.Spec.VRRP.Advert().String()
-}
+func advertLabel(profile string) string { return failoverbench.AdvertOf(benchClusterYAML(profile)) }
 
 // BenchmarkFailover measures, from a client in its own namespace opening a
 // new connection every 10 ms (250 ms timeout, without waiting for earlier
@@ -49,31 +42,7 @@ func advertLabel(profile string) string {
 // Run with `make bench-failover [TRIALS=N]`. The targets live in
 // docs/benchmarks.md, not here: this prints, it does not judge.
 func BenchmarkFailover(b *testing.B) {
-	failoverCases(b, "", []string{"node-loss", "keepalived-kill", "planned"}, *trials, failoverTrial)
-}
-
-// failoverCases runs trial n times for every profile and scenario and
-// prints one line per case; lab ("" for the process lab) names the lab in
-// the line, as lab=NAME after "failover".
-func failoverCases(b *testing.B, lab string, scenarios []string, n int, trial func(*testing.B, string, string, int) (time.Duration, int)) {
-	prefix := "failover"
-	if lab != "" {
-		prefix += " lab=" + lab
-	}
-	for _, profile := range []string{"default", "fast"} {
-		if !failoverbench.Selected(*failoverbench.Profiles, profile) {
-			continue
-		}
-		for _, scenario := range scenarios {
-			if !failoverbench.Selected(*failoverbench.Scenarios, scenario) {
-				continue
-			}
-			b.Run(profile+"/"+scenario, func(b *testing.B) {
-				outages, failed := failoverbench.RunTrials(n, func(i int) (time.Duration, int) { return trial(b, profile, scenario, i) })
-				failoverbench.Print(prefix, profile, advertLabel(profile), scenario, outages, failed)
-			})
-		}
-	}
+	failoverbench.Cases(b, "", []string{"node-loss", "keepalived-kill", "planned"}, *trials, advertLabel, failoverTrial)
 }
 
 // failoverTrial builds a fresh three-master cluster (so trials share no

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
-	"net"
 	"os/exec"
 	"strings"
 	"testing"
@@ -48,22 +46,4 @@ func execJSON(t *testing.T, h *netlab.Host, v any, argv ...string) (code int, st
 		}
 	}
 	return code, errOut.String()
-}
-
-// relayTCP listens on listen inside h and relays every connection to
-// target (host:port) as dialled from the test's own namespace: a
-// service of the machine's loopback (the test apiserver) reached from a
-// lab namespace.
-func relayTCP(h *netlab.Host, listen, target string) {
-	h.Serve(listen, func(c net.Conn) {
-		up, err := net.Dial("tcp", target)
-		if err != nil {
-			return
-		}
-		defer func() { _ = up.Close() }()
-		done := make(chan struct{})
-		go func() { _, _ = io.Copy(up, c); close(done) }()
-		_, _ = io.Copy(c, up)
-		<-done
-	})
 }

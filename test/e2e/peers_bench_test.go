@@ -91,7 +91,7 @@ func BenchmarkPeers(b *testing.B) {
 				if !ok {
 					b.Fatalf("trial %d: the Service addresses never settled", i)
 				}
-				return got.outage, got.failed
+				return got.Outage, got.Failed
 			})
 		}
 	}
@@ -283,7 +283,7 @@ func startPeerLab(t testing.TB, bgp, bfd bool) *peerLab {
 	l := netlab.New(t)
 	pl := &peerLab{api: api, hosts: map[string]*netlab.Host{}, bfd: bgp && bfd}
 	pl.gw = l.AddHost("api", netlab.HostOpts{Addrs: []string{peerAPIAddr + "/24"}})
-	relayTCP(pl.gw, net.JoinHostPort(peerAPIAddr, "6443"), strings.TrimPrefix(api.URL, "https://"))
+	pl.gw.RelayTCP(net.JoinHostPort(peerAPIAddr, "6443"), strings.TrimPrefix(api.URL, "https://"))
 	pl.client = l.AddHost("client", netlab.HostOpts{Addrs: []string{"198.51.100.100/24", "2001:db8:100::100/64"}})
 
 	// The admin kubeconfig a control-plane node's static pod mounts,

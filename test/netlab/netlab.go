@@ -15,6 +15,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -504,6 +505,24 @@ func (h *Host) DialContext(ctx context.Context, network, addr string) (net.Conn,
 		return err
 	})
 	return conn, err
+}
+
+// RelayTCP listens on listen inside h and relays every connection to
+// target (host:port) as dialled from the caller's own namespace: a
+// service of the machine's loopback (the test apiserver) reached from a
+// lab namespace.
+func (h *Host) RelayTCP(listen, target string) {
+	h.Serve(listen, func(c net.Conn) {
+		up, err := net.Dial("tcp", target)
+		if err != nil {
+			return
+		}
+		defer func() { _ = up.Close() }()
+		done := make(chan struct{})
+		go func() { _, _ = io.Copy(up, c); close(done) }()
+		_, _ = io.Copy(c, up)
+		<-done
+	})
 }
 
 // Serve listens on addr inside the host and runs handle for every

@@ -62,11 +62,7 @@ func BenchmarkFailoverCluster(b *testing.B) {
 
 // clusterAdvert is the advert interval of the cluster lab's profile.
 func clusterAdvert(profile string) string {
-	c, err := v1alpha1.Parse([]byte(clusterlab.ClusterYAML("example.test/vipctl:lab", profile, false)))
-	if err != nil {
-		return "invalid: " + err.Error()
-	}
-	return c.Spec.VRRP.Advert().String()
+	return failoverbench.AdvertOf(clusterlab.ClusterYAML("example.test/vipctl:lab", profile, false))
 }
 
 // clusterFailoverTrial injects one fault into the holder of the vrrp

@@ -12,7 +12,10 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"testing"
 	"time"
+
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 )
 
 var (
@@ -29,6 +32,41 @@ var (
 // empty.
 func Selected(list, name string) bool {
 	return list == "" || slices.Contains(strings.Split(list, ","), name)
+}
+
+// Cases runs trial n times for every profile of -profiles and scenario
+// of -scenarios and prints one line per case; lab ("" for the namespace
+// lab) names the lab in the line, as lab=NAME after "failover", and
+// advert is the advert interval a profile runs with in that lab.
+func Cases(b *testing.B, lab string, scenarios []string, n int, advert func(profile string) string, trial func(b *testing.B, profile, scenario string, i int) (time.Duration, int)) {
+	prefix := "failover"
+	if lab != "" {
+		prefix += " lab=" + lab
+	}
+	for _, profile := range []string{"default", "fast"} {
+		if !Selected(*Profiles, profile) {
+			continue
+		}
+		for _, scenario := range scenarios {
+			if !Selected(*Scenarios, scenario) {
+				continue
+			}
+			b.Run(profile+"/"+scenario, func(b *testing.B) {
+				outages, failed := RunTrials(n, func(i int) (time.Duration, int) { return trial(b, profile, scenario, i) })
+				Print(prefix, profile, advert(profile), scenario, outages, failed)
+			})
+		}
+	}
+}
+
+// AdvertOf is the advert interval a cluster file runs with, as its
+// defaults set it: the advert a benchmark line names.
+func AdvertOf(clusterYAML string) string {
+	c, err := v1alpha1.Parse([]byte(clusterYAML))
+	if err != nil {
+		return "invalid: " + err.Error()
+	}
+	return c.Spec.VRRP.Advert().String()
 }
 
 // RunTrials runs trial n times and returns each trial's outage and the

@@ -1,4 +1,4 @@
-package e2e
+package kubelet
 
 import (
 	"context"
@@ -230,7 +230,7 @@ func kubeletNodeNames() []string { return []string{"master-0", "master-1", "mast
 func (kc *kubeletCluster) forwardAPI(t testing.TB, h *netlab.Host) {
 	t.Helper()
 	hostport := strings.TrimPrefix(kc.api.URL, "https://")
-	relayTCP(h, hostport, hostport)
+	h.RelayTCP(hostport, hostport)
 }
 
 // serveStandInAPIServer answers https://IP:6443/readyz inside the node, as

@@ -1,4 +1,4 @@
-package e2e
+package kubelet
 
 import (
 	"flag"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/onnode"
+	"github.com/vipctl/vipctl/test/e2e/failoverbench"
 	"github.com/vipctl/vipctl/test/lab"
 )
 
@@ -23,7 +24,12 @@ var kubeletTrials = flag.Int("kubelet-trials", 3, "failover benchmark in the kub
 //
 // `make bench-failover` runs it with the process lab's benchmark.
 func BenchmarkFailoverKubelet(b *testing.B) {
-	failoverCases(b, "kubelet", []string{"node-loss", "planned"}, *kubeletTrials, kubeletFailoverTrial)
+	failoverbench.Cases(b, "kubelet", []string{"node-loss", "planned"}, *kubeletTrials, kubeletAdvert, kubeletFailoverTrial)
+}
+
+// kubeletAdvert is the advert interval of the kubelet lab's profile.
+func kubeletAdvert(profile string) string {
+	return failoverbench.AdvertOf(kubeletClusterYAML("example.test/vipctl:lab", profile))
 }
 
 func kubeletFailoverTrial(b *testing.B, profile, scenario string, i int) (time.Duration, int) {
