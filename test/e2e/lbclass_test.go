@@ -10,17 +10,26 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/test/lab"
 )
 
-// classOnlyPools is sidecarPools with spec.loadBalancerClass.only: the
-// Services without a class belong to another implementation.
-const classOnlyPools = sidecarPools + `  loadBalancerClass:
-    only: true
-`
+// lbClass is the class the lab's vipctl serves in TestLoadBalancerClassOnly:
+// a name of the cluster's own, not the default.
+const lbClass = "example.com/lb"
 
-// TestLoadBalancerClassOnly: with spec.loadBalancerClass.only, beside
+// classOnlyPools is sidecarPools with spec.loadBalancerClass named lbClass
+// and only: the Services without a class belong to another
+// implementation; classPools the same class without only.
+const (
+	classOnlyPools = classPools + `    only: true
+`
+	classPools = sidecarPools + `  loadBalancerClass:
+    name: ` + lbClass + `
+`
+)
+
+// TestLoadBalancerClassOnly: with spec.loadBalancerClass naming a class
+// of the cluster's own and only, beside
 // another implementation of the default class (played here by the test,
 // which writes its Service's status as MetalLB would), vipctl allocates,
 // announces and answers for the Services of its class only: a Service
@@ -53,7 +62,7 @@ func TestLoadBalancerClassOnly(t *testing.T) {
 	}
 	classed := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "classed", Namespace: "default"},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To(v1alpha1.LoadBalancerClass),
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To(lbClass),
 			Ports: []corev1.ServicePort{{Port: 8080, Protocol: corev1.ProtocolTCP}}},
 	}
 	if _, err := kc.Admin.CoreV1().Services("default").Create(ctx, classed, metav1.CreateOptions{}); err != nil {
@@ -78,12 +87,12 @@ func TestLoadBalancerClassOnly(t *testing.T) {
 	}
 
 	// Only off: vipctl serves the Services without a class again.
-	kubeconfig, file := updateFiles(t, kc.API, clusterYAML("fast", "unicast", sidecarPools))
+	kubeconfig, file := updateFiles(t, kc.API, clusterYAML("fast", "unicast", classPools))
 	code, out, errOut := vipctl(t, "update", "-f", file, "--kubeconfig", kubeconfig)
 	if code != 0 {
 		t.Fatalf("update: exit %d\n%s%s", code, out, errOut)
 	}
-	for _, want := range []string{"~ spec.loadBalancerClass class vipctl.io/keepalived only -> class vipctl.io/keepalived or none", "no MachineConfig change"} {
+	for _, want := range []string{"~ spec.loadBalancerClass class " + lbClass + " only -> class " + lbClass + " or none", "no MachineConfig change"} {
 		if !strings.Contains(out+errOut, want) {
 			t.Errorf("update's output lacks %q:\n%s%s", want, out, errOut)
 		}
