@@ -158,8 +158,8 @@ bench:
 ## VRRP (BenchmarkFailover), bgp pools over FRR (BenchmarkFailoverBGP,
 ## mode=bgp lines) and the kubelet lab (BenchmarkFailoverKubelet,
 ## lab=kubelet lines), KUBELET_TRIALS per case, and the cluster lab
-## (BenchmarkFailoverCluster, lab=cluster lines), CLUSTER_TRIALS per case.
-## BENCH_ARGS narrows or varies
+## (BenchmarkFailoverCluster, lab=cluster lines), CLUSTER_TRIALS per case;
+## TRIALS=0 or KUBELET_TRIALS=0 leaves that lab out. BENCH_ARGS narrows or varies
 ## it: -profiles=fast -scenarios=node-loss -advert=100ms
 BENCH_ARGS ?=
 bench-failover: deps image

@@ -37,8 +37,12 @@ func Selected(list, name string) bool {
 // Cases runs trial n times for every profile of -profiles and scenario
 // of -scenarios and prints one line per case; lab ("" for the namespace
 // lab) names the lab in the line, as lab=NAME after "failover", and
-// advert is the advert interval a profile runs with in that lab.
+// advert is the advert interval a profile runs with in that lab. n = 0
+// runs and prints nothing (a make target's TRIALS=0 leaves a lab out).
 func Cases(b *testing.B, lab string, scenarios []string, n int, advert func(profile string) string, trial func(b *testing.B, profile, scenario string, i int) (time.Duration, int)) {
+	if n < 1 {
+		return
+	}
 	prefix := "failover"
 	if lab != "" {
 		prefix += " lab=" + lab
