@@ -20,7 +20,8 @@ import (
 // from the ConfigMap to the ClusterVIPs object (`vipctl migrate`, which
 // installs the CRD) while the API VIP in both families and a Service's
 // VIP answer every request; the object's status then names the API VIP's
-// holder, counts each pool's addresses as the Services' statuses do, and
+// holder, lists every pool of the config with the addresses the
+// Services' statuses hold in it, and
 // follows a planned move (`vipctl drain`) of the API VIP. `--revert`
 // hands the live config back to the ConfigMap, again without a failed
 // request, as docs/upgrade.md asks before a rollback to the previous
@@ -64,6 +65,9 @@ func testMigrate(t *testing.T, c *clusterlab.Cluster) {
 	svcs, err := c.Admin.CoreV1().Services("").List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(st.Pools) != len(cfg.Spec.ServicePools) {
+		t.Errorf("the status counts %d pools, want the config's %d: %+v", len(st.Pools), len(cfg.Spec.ServicePools), st.Pools)
 	}
 	for _, p := range st.Pools {
 		if want := addressesIn(cfg, p.Name, svcs.Items); p.InUse != want {
