@@ -62,8 +62,8 @@ var buildVipctl = sync.OnceValues(func() (string, error) {
 	}
 	builtDir = dir
 	bin := filepath.Join(dir, "vipctl")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/vipctl/vipctl/cmd/vipctl").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	if err := lab.GoBuild(bin, "github.com/vipctl/vipctl/cmd/vipctl"); err != nil {
+		return "", err
 	}
 	return bin, nil
 })

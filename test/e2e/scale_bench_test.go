@@ -94,14 +94,14 @@ func BenchmarkScale(b *testing.B) {
 		}
 		sortDurations(single)
 		fmt.Printf("scale case=node-loss vips=1 lost=1 trials=%d p50_ms=%d p95_ms=%d max_ms=%d\n",
-			len(single), ms(single, 50), ms(single, 95), ms(single, 100))
+			len(single), failoverbench.PercentileMS(single, 50), failoverbench.PercentileMS(single, 95), failoverbench.PercentileMS(single, 100))
 		b.Run("loaded", func(b *testing.B) {
 			s := startScale(b, *scaleServices)
 			s.addAndPoll(b)
 			outages, onIf, told, anchor := s.nodeLoss(b)
 			fmt.Printf("scale case=node-loss vips=%d lost=%d sampled=%d p50_ms=%d p95_ms=%d max_ms=%d anchor_ms=%d told_max_ms=%d told_seen=%d on_if_max_ms=%d on_if_seen=%d single_vip_ms=%d single_vip_max_ms=%d\n",
-				len(s.vips), s.lost, min(*scaleSample, s.lost), ms(outages, 50), ms(outages, 95), ms(outages, 100),
-				anchor.Milliseconds(), ms(told, 100), len(told), ms(onIf, 100), len(onIf), ms(single, 50), ms(single, 100))
+				len(s.vips), s.lost, min(*scaleSample, s.lost), failoverbench.PercentileMS(outages, 50), failoverbench.PercentileMS(outages, 95), failoverbench.PercentileMS(outages, 100),
+				anchor.Milliseconds(), failoverbench.PercentileMS(told, 100), len(told), failoverbench.PercentileMS(onIf, 100), len(onIf), failoverbench.PercentileMS(single, 50), failoverbench.PercentileMS(single, 100))
 		})
 	}
 }
@@ -235,7 +235,7 @@ func (s *scaleLab) addAndPoll(b *testing.B) {
 	sortDurations(alloc)
 	sortDurations(onIf)
 	fmt.Printf("scale case=add vips=%d adds=%d p50_ms=%d p95_ms=%d max_ms=%d alloc_p50_ms=%d on_if_p50_ms=%d\n",
-		len(s.vips), len(answer), ms(answer, 50), ms(answer, 95), ms(answer, 100), ms(alloc, 50), ms(onIf, 50))
+		len(s.vips), len(answer), failoverbench.PercentileMS(answer, 50), failoverbench.PercentileMS(answer, 95), failoverbench.PercentileMS(answer, 100), failoverbench.PercentileMS(alloc, 50), failoverbench.PercentileMS(onIf, 50))
 	fmt.Printf("scale case=untouched vips=%d polled=%d requests=%d failed_requests=%d no_handshake=%d vrrp_state_changes=%d "+
 		"failure_bursts=%d addr_removals=%d answer_moves=%d poller_stalls=%d echo_stalls=%d bench_stalls=%d\n",
 		len(s.vips), len(polled.urls), u.requests, u.failed, u.noHandshake, len(transitions),
@@ -243,7 +243,7 @@ func (s *scaleLab) addAndPoll(b *testing.B) {
 	total, vrrp := s.keepalivedRSS(b)
 	sortDurations(reload)
 	fmt.Printf("scale case=reload vips=%d reloads=%d p50_ms=%d p95_ms=%d max_ms=%d keepalived_rss_mib=%d vrrp_rss_mib=%d\n",
-		len(s.vips), len(reload), ms(reload, 50), ms(reload, 95), ms(reload, 100), total, vrrp)
+		len(s.vips), len(reload), failoverbench.PercentileMS(reload, 50), failoverbench.PercentileMS(reload, 95), failoverbench.PercentileMS(reload, 100), total, vrrp)
 }
 
 // nodeLoss takes the node holding the most VIPs off the network and times each of (a sample of) its VIPs until it
@@ -357,7 +357,7 @@ func (s *scaleLab) nodeLoss(b *testing.B) (outages, onIf, told []time.Duration, 
 		b.Logf("the first anchor taken over: %s, %s after the fault", a, anchor.Round(time.Millisecond))
 	}
 	b.Logf("%s lost %d VIPs: %d sampled answered within %s, %d announced to the client within %d ms, %d seen on another interface within %d ms",
-		holder, len(vips), len(sample), outages[len(outages)-1].Round(time.Millisecond), len(told), ms(told, 100), len(onIf), ms(onIf, 100))
+		holder, len(vips), len(sample), outages[len(outages)-1].Round(time.Millisecond), len(told), failoverbench.PercentileMS(told, 100), len(onIf), failoverbench.PercentileMS(onIf, 100))
 	return outages, onIf, told, anchor
 }
 
@@ -640,11 +640,3 @@ func (l *addrLog) firstOther(prefix netip.Prefix, skip map[netip.Addr]bool, sinc
 }
 
 func sortDurations(d []time.Duration) { sort.Slice(d, func(i, j int) bool { return d[i] < d[j] }) }
-
-// ms is the p-th percentile of sorted durations, in milliseconds.
-func ms(d []time.Duration, p int) int64 {
-	if len(d) == 0 {
-		return -1
-	}
-	return failoverbench.Percentile(d, p).Milliseconds()
-}

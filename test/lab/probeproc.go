@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,10 +22,19 @@ import (
 func BuildProbe(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "labprobe")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/vipctl/vipctl/test/lab/probe/labprobe").CombinedOutput(); err != nil {
-		t.Fatalf("building labprobe: %v\n%s", err, out)
+	if err := GoBuild(bin, "github.com/vipctl/vipctl/test/lab/probe/labprobe"); err != nil {
+		t.Fatal(err)
 	}
 	return bin
+}
+
+// GoBuild builds the command pkg of this module into bin; the error
+// carries go build's output.
+func GoBuild(bin, pkg string) error {
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return nil
 }
 
 // BuildVipctl builds vipctl from this tree into a directory of t's,
@@ -33,8 +43,8 @@ func BuildProbe(t testing.TB) string {
 func BuildVipctl(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "vipctl")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/vipctl/vipctl/cmd/vipctl").CombinedOutput(); err != nil {
-		t.Fatalf("building vipctl: %v\n%s", err, out)
+	if err := GoBuild(bin, "github.com/vipctl/vipctl/cmd/vipctl"); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

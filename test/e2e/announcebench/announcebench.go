@@ -108,7 +108,7 @@ func Print(results map[Case][]Sample, unsettled map[Case]int, faults []string, p
 		slices.Sort(outages)
 		slices.Sort(extras)
 		line := fmt.Sprintf("announce lab=%s profile=%s fault=%s mode=%s family=%s trials=%d median_ms=%d p95_ms=%d max_ms=%d failed_requests=%d",
-			c.Lab, profile, c.Fault, c.Mode, c.Family, len(samples), ms(outages, 50), ms(outages, 95), ms(outages, 100), failed)
+			c.Lab, profile, c.Fault, c.Mode, c.Family, len(samples), failoverbench.PercentileMS(outages, 50), failoverbench.PercentileMS(outages, 95), failoverbench.PercentileMS(outages, 100), failed)
 		if n := unsettled[Case{Lab: c.Lab, Mode: c.Mode, Fault: c.Fault}]; n > 0 {
 			line += fmt.Sprintf(" unsettled_trials=%d", n)
 		}
@@ -116,17 +116,8 @@ func Print(results map[Case][]Sample, unsettled map[Case]int, faults []string, p
 			line += extra(c)
 		}
 		if c.Fault == "cold-start-api-down" {
-			line += fmt.Sprintf(" api_back_ms=%d", ms(extras, 50))
+			line += fmt.Sprintf(" api_back_ms=%d", failoverbench.PercentileMS(extras, 50))
 		}
 		fmt.Println(line)
 	}
-}
-
-// ms is the p-th percentile of sorted durations in milliseconds, -1 for
-// none.
-func ms(d []time.Duration, p int) int64 {
-	if len(d) == 0 {
-		return -1
-	}
-	return failoverbench.Percentile(d, p).Milliseconds()
 }

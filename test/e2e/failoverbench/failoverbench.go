@@ -101,6 +101,14 @@ func OutageFields(outages []time.Duration, failed int) string {
 		len(sorted), Percentile(sorted, 50).Milliseconds(), Percentile(sorted, 95).Milliseconds(), sorted[len(sorted)-1].Milliseconds(), failed)
 }
 
+// PercentileMS is Percentile in milliseconds, -1 for no durations.
+func PercentileMS(sorted []time.Duration, p int) int64 {
+	if len(sorted) == 0 {
+		return -1
+	}
+	return Percentile(sorted, p).Milliseconds()
+}
+
 // Percentile is the p-th percentile of sorted (nearest rank).
 func Percentile(sorted []time.Duration, p int) time.Duration {
 	i := (len(sorted)*p + 99) / 100
