@@ -65,7 +65,7 @@ func Build(name string, gen int64, spec v1alpha1.ClusterVIPsSpec, prev crd.Clust
 	// sidecars still run (a pool ending on a broadcast address worked
 	// before the check came): its VIPs are reported, the refusal too.
 	var refused []string
-	for _, e := range v1alpha1.ValidateNodes(c, nil) {
+	for _, e := range v1alpha1.ValidateNodes(c, nodeAddresses(nodes)) {
 		refused = append(refused, e.Error())
 	}
 	if _, err := vrid.ForCluster(c); err != nil {
@@ -92,6 +92,19 @@ func Build(name string, gen int64, spec v1alpha1.ClusterVIPsSpec, prev crd.Clust
 	f.collect(out, rows)
 	f.setConditions(&out, gen, now)
 	return out
+}
+
+// nodeAddresses are the Nodes' own addresses, which no VIP or pool
+// address may be (what `vipctl validate --nodes` checks). A Node
+// without an InternalIP or ExternalIP has none to check.
+func nodeAddresses(nodes []corev1.Node) []v1alpha1.NodeAddresses {
+	var list []cluster.Node
+	for i := range nodes {
+		if n, err := cluster.NodeFromKubernetes(&nodes[i], ""); err == nil {
+			list = append(list, n)
+		}
+	}
+	return cluster.Addresses(list)
 }
 
 // findings are what the conditions report.
@@ -158,10 +171,14 @@ func (f findings) setConditions(out *crd.ClusterVIPsStatus, gen int64, now time.
 	switch {
 	case len(f.split) > 0:
 		set(out, gen, now, crd.ConditionDegraded, true, ReasonSplitBrain, "more than one holder: "+list(f.split))
+	case len(f.refused) > 0:
+		// The cause before what it likely brings: a sidecar that cannot
+		// give a VIP a VRRP ID keeps its last good config, and a VIP
+		// that is a node's own address conflicts on the wire with that
+		// node, so its VIPs may have no holder because of it.
+		set(out, gen, now, crd.ConditionDegraded, true, ReasonInvalidSpec, "vipctl validate refuses it: "+list(f.refused))
 	case len(f.none) > 0:
 		set(out, gen, now, crd.ConditionDegraded, true, ReasonNoHolder, "no holder: "+list(f.none))
-	case len(f.refused) > 0:
-		set(out, gen, now, crd.ConditionDegraded, true, ReasonInvalidSpec, "vipctl validate refuses it: "+list(f.refused))
 	case len(f.away) > 0:
 		set(out, gen, now, crd.ConditionDegraded, true, ReasonUnreachable,
 			"node(s) not reaching the API, whose claims on VIPs are from before: "+list(f.away))

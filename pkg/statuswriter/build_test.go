@@ -2,9 +2,11 @@ package statuswriter
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -68,5 +70,42 @@ func TestBuildRefusedSpec(t *testing.T) {
 		if c == nil || c.Status != want || c.Reason != ReasonInvalidSpec || c.ObservedGeneration != 2 {
 			t.Errorf("%s: %+v, want %s %s at generation 2", typ, c, want, ReasonInvalidSpec)
 		}
+	}
+}
+
+// A pool holding a Node's own address (what `vipctl validate --nodes`
+// refuses, and the apiserver cannot know) is reported in Degraded at
+// vipctl's field path, naming the node; the Node reaches Build through
+// the informer's stripNode, as the writer runs it.
+func TestBuildNodeAddressInPool(t *testing.T) {
+	s := spec(t, `  servicePools:
+    - {name: general, addresses: [198.51.100.12-198.51.100.20]}
+`)
+	full := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "master-1", Labels: map[string]string{"node-role.kubernetes.io/master": "", "kubernetes.io/os": "linux"},
+			Annotations: map[string]string{
+				v1alpha1.AnnotationNodeVIPs:    v1alpha1.HeldVIPs{{Address: "198.51.100.5", Instance: v1alpha1.KeyAPI, Since: time.Now()}}.String(),
+				"machine.openshift.io/machine": "x",
+			}},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{
+			{Type: corev1.NodeHostName, Address: "master-1"}, {Type: corev1.NodeInternalIP, Address: "198.51.100.13"},
+		}},
+	}
+	obj, err := stripNode(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := *obj.(*corev1.Node)
+	if len(n.Status.Addresses) != 1 || len(n.Labels) != 1 || len(n.Annotations) != 1 {
+		t.Errorf("stripped Node %+v: want the InternalIP, one role label and vipctl's annotation", n)
+	}
+	st := Build("lab", 1, s, crd.ClusterVIPsStatus{}, []corev1.Node{n, {ObjectMeta: metav1.ObjectMeta{Name: "worker-0"}}}, nil, status.Reach{}, time.Now())
+	c := meta.FindStatusCondition(st.Conditions, crd.ConditionDegraded)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonInvalidSpec ||
+		!strings.Contains(c.Message, "spec.servicePools[0].addresses[0]") || !strings.Contains(c.Message, "master-1") {
+		t.Errorf("Degraded %+v, want %s at spec.servicePools[0].addresses[0] naming master-1", c, ReasonInvalidSpec)
+	}
+	if len(st.VIPs) != 1 {
+		t.Errorf("VIPs %+v: a spec the sidecars still run reports its VIPs", st.VIPs)
 	}
 }

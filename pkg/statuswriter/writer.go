@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/configsource"
 	"github.com/vipctl/vipctl/pkg/status"
 )
@@ -283,8 +284,9 @@ func stripLease(obj any) (any, error) {
 		Spec: coordinationv1.LeaseSpec{RenewTime: l.Spec.RenewTime, LeaseDurationSeconds: l.Spec.LeaseDurationSeconds}}, nil
 }
 
-// stripNode keeps what Build reads of a Node: its name and vipctl's
-// annotations.
+// stripNode keeps what Build reads of a Node: its name, vipctl's
+// annotations, its control-plane role labels and its InternalIP and
+// ExternalIP addresses (a VIP or pool address that is a node's own).
 func stripNode(obj any) (any, error) {
 	n, ok := obj.(*corev1.Node)
 	if !ok {
@@ -296,5 +298,16 @@ func stripNode(obj any) (any, error) {
 			keep[k] = v
 		}
 	}
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, ResourceVersion: n.ResourceVersion, Annotations: keep}}, nil
+	var roles map[string]string
+	if cluster.IsControlPlane(n.Labels) {
+		roles = map[string]string{cluster.RoleLabel("control-plane"): ""}
+	}
+	var addrs []corev1.NodeAddress
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP || a.Type == corev1.NodeExternalIP {
+			addrs = append(addrs, a)
+		}
+	}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, ResourceVersion: n.ResourceVersion, Annotations: keep, Labels: roles},
+		Status: corev1.NodeStatus{Addresses: addrs}}, nil
 }

@@ -16,15 +16,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/status"
 	"github.com/vipctl/vipctl/pkg/statuswriter"
 	"github.com/vipctl/vipctl/pkg/vrid"
@@ -288,11 +291,14 @@ func conditionMetricsAgree(t *testing.T, a *lab.Allocator, admin *rest.Config) {
 
 // crdStatusRefused: each held-out bad file the apiserver accepts and
 // vipctl refuses (crdBadInput's validateOnly) gets, applied as an
-// object, a status that says so at vipctl's field path.
+// object, a status that says so at vipctl's field path. The lab's Nodes
+// take the addresses examples/nodes/compact.yaml gives them, the node
+// list `render --nodes` refuses node-addresses.yaml with.
 func crdStatusRefused(t *testing.T, admin *rest.Config) {
 	t.Helper()
 	dyn := dynamic.NewForConfigOrDie(admin)
 	ctx := context.Background()
+	nodes := nodesAddressedAsListed(t, admin, fixture.Repo("examples/nodes/compact.yaml"))
 	checked := 0
 	for name, want := range crdBadInput {
 		if want.validateOnly == "" {
@@ -306,7 +312,7 @@ func crdStatusRefused(t *testing.T, admin *rest.Config) {
 			field = verr.Errors[0].Field
 		} else if err != nil {
 			continue // refused before validation: two documents
-		} else if errs := v1alpha1.ValidateNodes(c, nil); len(errs) > 0 {
+		} else if errs := v1alpha1.ValidateNodes(c, nodes); len(errs) > 0 {
 			field = errs[0].Field
 		} else if _, err := vrid.ForCluster(c); err == nil {
 			continue // refused only with a node list
@@ -328,6 +334,36 @@ func crdStatusRefused(t *testing.T, admin *rest.Config) {
 	if checked == 0 {
 		t.Error("no bad file was both accepted by the apiserver and refused by vipctl")
 	}
+}
+
+// nodesAddressedAsListed gives each Node of the apiserver that the node
+// list at path names that list's addresses, and returns them.
+func nodesAddressedAsListed(t *testing.T, admin *rest.Config, path string) []v1alpha1.NodeAddresses {
+	t.Helper()
+	listed, err := cluster.LoadNodeListFile(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := kubernetes.NewForConfigOrDie(admin)
+	ctx := context.Background()
+	var set []cluster.Node
+	for i, obj := range listed.Objects {
+		n, err := client.CoreV1().Nodes().Get(ctx, obj.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		n.Status.Addresses = obj.Status.Addresses
+		if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		set = append(set, listed.Nodes[i])
+	}
+	if len(set) == 0 {
+		t.Fatalf("no Node of %s in the apiserver", path)
+	}
+	return cluster.Addresses(set)
 }
 
 func annotateNode(t *testing.T, e *allocEnv, node, key, value string) {
