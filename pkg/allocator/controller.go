@@ -318,6 +318,9 @@ func (t *term) loadConfig() {
 			if err != nil {
 				t.c.m.ConfigInvalid.Set(1)
 				t.c.log.Error("invalid ClusterVIPs object; the last valid pools stay in force", "err", err)
+				if ref := t.object.Ref(); ref != nil {
+					t.rec.Event(ref, corev1.EventTypeWarning, "InvalidConfig", truncate(err.Error()))
+				}
 				return
 			}
 			t.setConfig(cfg)
@@ -357,9 +360,9 @@ func (t *term) setConfig(cfg *v1alpha1.ClusterVIPs) {
 	t.c.m.ConfigInvalid.Set(0)
 	t.pools, t.class = cfg.Spec.ServicePools, cluster.ClassOf(cfg)
 	t.alloc.SetPools(t.pools)
-	// Node addresses are not known here (the status writer keeps only
-	// vipctl's annotations of the Nodes); render --nodes refuses pools
-	// that hold one.
+	// Node addresses are not known here (the allocator watches no
+	// Nodes): render --nodes refuses pools that hold one, and the status
+	// writer reports one as Degraded, InvalidSpec.
 	t.alloc.SetReserved(cfg.ReservedAddresses(nil))
 	t.c.m.setPools(t.pools)
 }

@@ -160,6 +160,24 @@ func (o *Object) Get() (c *v1alpha1.ClusterVIPs, ok bool, err error) {
 	return ReadSource(u)
 }
 
+// Ref refers to the followed object as an Event's involved object
+// (`oc describe clustervips` lists the Events whose reference carries its
+// UID); nil while it is not followed or absent. Its Events go to the
+// default namespace: the object is cluster-scoped.
+func (o *Object) Ref() *corev1.ObjectReference {
+	st := o.store.Load()
+	if st == nil {
+		return nil
+	}
+	item, exists, err := (*st).GetByKey(o.name)
+	u, _ := item.(*unstructured.Unstructured)
+	if err != nil || !exists || u == nil {
+		return nil
+	}
+	return &corev1.ObjectReference{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(),
+		UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()}
+}
+
 // ReadSource is u's config when u is the live config (annotated
 // AnnotationConfigSource "true"): ok is false for nil or an object only
 // reported on; err is a marked object vipctl refuses.

@@ -161,8 +161,8 @@ func sidecarAlerts() []Alert {
 			Expr:        `max by (namespace, job) (vipctl_runtimecfg_config_invalid == 1 or vipctl_allocator_config_invalid == 1)`,
 			For:         5 * time.Minute,
 			Severity:    severityWarning,
-			Summary:     "The vipctl ConfigMap holds an invalid config.",
-			Description: "The vipctl-config ConfigMap does not validate; the sidecars and the allocator keep its last valid pools.",
+			Summary:     "vipctl's live config is invalid.",
+			Description: "The live config (the vipctl-config ConfigMap, or the ClusterVIPs object after vipctl migrate) does not validate; the sidecars and the allocator keep its last valid pools.",
 		},
 		{
 			Name: "VipctlSidecarAPIUnreachable",

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -13,6 +14,7 @@ import (
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
 	"github.com/vipctl/vipctl/pkg/onnode"
+	"github.com/vipctl/vipctl/pkg/statuswriter"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/testapiserver"
 )
@@ -102,6 +104,7 @@ func TestMigrateToClusterVIPs(t *testing.T) {
 		t.Error("an edit of the object changed the ConfigMap")
 	}
 	failures("an edit of the object")
+	invalidObjectEdit(t, kc, dyn)
 
 	// vipctl update plans against the object, writes it and brings the
 	// ConfigMap's copy along. The file does not have the range the object
@@ -136,4 +139,54 @@ func liveConfigMap(t *testing.T, kc *lab.KubeCluster) string {
 		t.Fatal(err)
 	}
 	return cm.Data[v1alpha1.ConfigMapKey]
+}
+
+// invalidObjectEdit: an edit of the live object that the apiserver takes
+// and vipctl refuses (a pool range holding the API and ingress VIPs:
+// docs/api.md, "What only vipctl validate checks") leaves the last valid
+// pools in force, and says so
+// where `oc describe clustervips lab` shows it: a Warning Event on the
+// object, from the allocator, with the field path, and Degraded in its
+// status. Taking the range out again clears the status.
+func invalidObjectEdit(t *testing.T, kc *lab.KubeCluster, dyn dynamic.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	patch := func(op string) {
+		t.Helper()
+		if _, err := dyn.Resource(crd.Resource).Patch(ctx, "lab", types.JSONPatchType, []byte(op), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	patch(`[{"op":"add","path":"/spec/servicePools/0/addresses/-","value":"198.51.100.4-198.51.100.6"}]`)
+	uid := lab.ClusterVIPs(t, kc.API.AdminConfig(), "lab").UID
+	const field = "spec.servicePools[0].addresses[2]"
+	var seen []string
+	if !lab.WaitUntil(30*time.Second, func() bool {
+		evs, err := kc.Admin.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=lab"})
+		if err != nil {
+			seen = []string{err.Error()}
+			return false
+		}
+		seen = seen[:0]
+		for _, ev := range evs.Items {
+			seen = append(seen, ev.Namespace+" "+ev.InvolvedObject.Kind+" "+ev.Type+" "+ev.Reason+" "+string(ev.InvolvedObject.UID)+": "+ev.Message)
+			if ev.Namespace == metav1.NamespaceDefault && ev.InvolvedObject.Kind == v1alpha1.Kind && ev.Type == "Warning" &&
+				ev.Reason == "InvalidConfig" && ev.InvolvedObject.UID == uid && strings.Contains(ev.Message, field) {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("no Warning InvalidConfig Event on clustervips lab (in default, with its UID %s) naming %s within 30s; its Events: %q", uid, field, seen)
+	}
+	lab.WaitClusterVIPsStatus(t, kc.API.AdminConfig(), "lab", "Degraded "+statuswriter.ReasonInvalidSpec+" at "+field, func(s crd.ClusterVIPsStatus) bool {
+		c := meta.FindStatusCondition(s.Conditions, crd.ConditionDegraded)
+		return c != nil && c.Reason == statuswriter.ReasonInvalidSpec && strings.Contains(c.Message, field)
+	})
+	patch(`[{"op":"remove","path":"/spec/servicePools/0/addresses/2"}]`)
+	lab.WaitClusterVIPsStatus(t, kc.API.AdminConfig(), "lab", "Degraded no longer "+statuswriter.ReasonInvalidSpec, func(s crd.ClusterVIPsStatus) bool {
+		c := meta.FindStatusCondition(s.Conditions, crd.ConditionDegraded)
+		return c != nil && c.Reason != statuswriter.ReasonInvalidSpec
+	})
+	t.Logf("the refused edit: Events %q", seen)
 }
