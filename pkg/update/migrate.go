@@ -17,6 +17,7 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/manifests"
 )
 
@@ -66,6 +67,9 @@ func (c Cluster) Migrate(ctx context.Context, o MigrateOptions) error {
 			return err
 		}
 	} else {
+		if err := c.noSidecarBeforeObjects(ctx); err != nil {
+			return err
+		}
 		if err := c.ensureCRD(ctx, o.Log); err != nil {
 			return err
 		}
@@ -82,6 +86,32 @@ func (c Cluster) Migrate(ctx context.Context, o MigrateOptions) error {
 		return nil
 	}
 	return c.waitNodesOn(ctx, name, want, o)
+}
+
+// noSidecarBeforeObjects refuses a migration, before anything is
+// written, while a node runs a sidecar older than v0.2.0: it publishes
+// what it holds (AnnotationNodeVIPs) and never where it reads its config
+// (AnnotationNodeConfig), and it reads only the ConfigMap, so an edit of
+// the object alone would never reach it (docs/api.md, "Migration").
+func (c Cluster) noSidecarBeforeObjects(ctx context.Context) error {
+	nodes, err := c.Nodes(ctx)
+	if err != nil {
+		return fmt.Errorf("listing the Nodes: %w", err)
+	}
+	var older []string
+	for _, n := range nodes {
+		_, vips := n.Annotations[v1alpha1.AnnotationNodeVIPs]
+		_, applied := n.Annotations[v1alpha1.AnnotationNodeConfig]
+		if vips && !applied {
+			older = append(older, n.Name)
+		}
+	}
+	if len(older) == 0 {
+		return nil
+	}
+	sort.Strings(older)
+	return fmt.Errorf("node(s) %s run a vipctl sidecar older than v0.2.0 (it publishes %s, never %s): it reads only the ConfigMap %s/%s, so an edit of the ClusterVIPs object alone would never reach it; finish the upgrade on every node (docs/upgrade.md), then migrate; nothing was changed",
+		cluster.SomeOf(older, 5), v1alpha1.AnnotationNodeVIPs, v1alpha1.AnnotationNodeConfig, c.Namespace, v1alpha1.ConfigMapName)
 }
 
 // ensureCRD creates the ClusterVIPs CRD when the cluster lacks it and

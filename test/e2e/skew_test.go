@@ -23,10 +23,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/vipctl/vipctl/hack/releases"
 	"github.com/vipctl/vipctl/pkg/allocator"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
 	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/sidecar"
 	"github.com/vipctl/vipctl/pkg/status"
@@ -272,6 +274,7 @@ func TestSkewPreviousSidecarReadsThisConfig(t *testing.T) {
 	s := startSkewLab(t, "this", "this")
 	s.servesEverywhere(t)
 	s.statusesAgree(t)
+	s.migrateRefused(t)
 
 	// The next release's ConfigMap: a field of a pool this tree does not
 	// know, and a new range of the added pool.
@@ -330,6 +333,31 @@ func TestSkewPreviousSidecarReadsThisConfig(t *testing.T) {
 		if !strings.Contains(s.kc.KeepalivedConf(t, name), skewExtraVIP+"/32") || p.Exited() {
 			t.Errorf("%s: the previous release's sidecar dropped a Service address it served (exited: %v)", name, p.Exited())
 		}
+	}
+}
+
+// migrateRefused: `vipctl migrate` while the previous release's
+// sidecars (before v0.2.0, ConfigMap only) run is refused, naming their
+// nodes, before anything is written: no ClusterVIPs object, the
+// ConfigMap not marked.
+func (s *skewLab) migrateRefused(t *testing.T) {
+	t.Helper()
+	code, out, errOut := vipctl(t, "migrate", "--kubeconfig", s.kubeconfig, "--wait", "30s")
+	want := strings.Join(skewPrevious, ", ") + " run a vipctl sidecar older than v0.2.0"
+	if code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("vipctl migrate with the previous release's sidecars: exit %d, want 1 and %q\n%s%s", code, want, out, errOut)
+	}
+	ctx := context.Background()
+	cm, err := s.kc.Admin.CoreV1().ConfigMaps(onnode.Namespace).Get(ctx, v1alpha1.ConfigMapName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := cm.Annotations[v1alpha1.AnnotationConfigSource]; ok {
+		t.Errorf("the refused migration marked the ConfigMap %s=%q", v1alpha1.AnnotationConfigSource, v)
+	}
+	_, err = dynamic.NewForConfigOrDie(s.kc.API.AdminConfig()).Resource(crd.Resource).Get(ctx, "lab", metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("the refused migration left a ClusterVIPs object (or the lookup failed): %v", err)
 	}
 }
 
