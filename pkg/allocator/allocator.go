@@ -176,6 +176,24 @@ func New(pools []v1alpha1.ServicePool) *Allocator {
 	return a
 }
 
+// HoldingReserved lists the Services (namespace/name) that hold an
+// address now reserved: their next sync gives them another.
+func (a *Allocator) HoldingReserved() []string {
+	var keys []string
+	for ad, h := range a.byAddr {
+		if _, ok := a.reserved[ad]; !ok {
+			continue
+		}
+		for k := range h.users {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
 // SetPools replaces the pools. Existing assignments stay, also those now
 // outside every pool (see Orphans): releasing them is `vipctl update
 // --force`'s decision, not the allocator's.

@@ -319,8 +319,17 @@ func TestReservedNeverGiven(t *testing.T) {
 	if err := a.Assign(old, fixture.Addrs("198.51.100.0")); err != nil {
 		t.Fatal(err)
 	}
+	if got := a.HoldingReserved(); !slices.Equal(got, []string{"default/old"}) {
+		t.Errorf("holding a reserved address: %v, want default/old", got)
+	}
 	if got, err := a.Allocate(old); err != nil || got[0] == netip.MustParseAddr("198.51.100.0") {
 		t.Fatalf("a Service holding the network address keeps it: %v, %v", got, err)
+	}
+	// A node's own address reserved later: its holder is named, the
+	// others not.
+	a.SetReserved(c.ReservedAddresses([]v1alpha1.NodeAddresses{{Name: "worker-7", Addresses: fixture.Addrs("198.51.100.1")}}))
+	if got := a.HoldingReserved(); !slices.Equal(got, []string{"default/a"}) {
+		t.Errorf("holding a reserved address once 198.51.100.1 is worker-7's: %v, want default/a", got)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -182,6 +183,11 @@ type term struct {
 	// without Options.Dynamic).
 	ctx    context.Context
 	object *configsource.Object
+	// cfg is the live config in force; nodes the Nodes' own addresses
+	// as the status writer last saw them (nodesMu: it runs on its own).
+	cfg     *v1alpha1.ClusterVIPs
+	nodesMu sync.Mutex
+	nodes   []v1alpha1.NodeAddresses
 }
 
 func (c *Controller) lead(ctx context.Context) error {
@@ -208,7 +214,7 @@ func (c *Controller) lead(ctx context.Context) error {
 	var status *statuswriter.Writer
 	if c.o.Dynamic != nil {
 		status = statuswriter.New(statuswriter.Options{Client: c.o.Client, Dynamic: c.o.Dynamic, Services: t.services,
-			Probe: c.o.ObjectProbe, Log: c.log.With("writer", "status"), Observe: c.m.setConditions})
+			Probe: c.o.ObjectProbe, Log: c.log.With("writer", "status"), Observe: c.m.setConditions, ObserveNodes: t.observeNodes})
 	}
 	enqueue := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
@@ -269,7 +275,43 @@ func (c *Controller) lead(ctx context.Context) error {
 	return nil
 }
 
-const configKey = "\x00config"
+const (
+	configKey = "\x00config"
+	// nodesKey: the Nodes' own addresses changed.
+	nodesKey = "\x00nodes"
+)
+
+// observeNodes takes the Nodes' own addresses from the status writer
+// and, when they changed, has the reserved addresses set again.
+func (t *term) observeNodes(nodes []v1alpha1.NodeAddresses) {
+	t.nodesMu.Lock()
+	changed := !reflect.DeepEqual(nodes, t.nodes)
+	if changed {
+		t.nodes = nodes
+	}
+	t.nodesMu.Unlock()
+	if changed {
+		t.queue.Add(nodesKey)
+	}
+}
+
+// reserve has the allocator give out none of the addresses the live
+// config and the Nodes say must stay free (v1alpha1.ReservedAddresses):
+// a Node's own address in a pool (a node that joined after render
+// --nodes checked the pools) is never a Service's, and a Service that
+// holds one is given another, as one holding a network's broadcast
+// address is. Known once the status writer runs (the ClusterVIPs CRD
+// installed, the ClusterRole of v0.2.0 or later), which also reports
+// such a pool (Degraded, InvalidSpec).
+func (t *term) reserve() {
+	if t.cfg == nil {
+		return
+	}
+	t.nodesMu.Lock()
+	nodes := t.nodes
+	t.nodesMu.Unlock()
+	t.alloc.SetReserved(t.cfg.ReservedAddresses(nodes))
+}
 
 // stripService drops what allocation never reads. The selector stays:
 // whether two Services may share an address depends on it (BackendKey).
@@ -287,14 +329,20 @@ func (t *term) next(ctx context.Context) bool {
 	}
 	defer t.queue.Done(key)
 	var err error
-	if key == configKey {
+	switch key {
+	case nodesKey:
+		t.reserve()
+		for _, k := range t.alloc.HoldingReserved() {
+			t.queue.Add(k)
+		}
+	case configKey:
 		t.loadConfig()
 		svcs, _ := t.services.List(labels.Everything())
 		cluster.SortByAge(svcs)
 		for _, s := range svcs {
 			t.queue.Add(s.Namespace + "/" + s.Name)
 		}
-	} else {
+	default:
 		syncCtx, cancel := context.WithTimeout(ctx, t.c.o.SyncTimeout)
 		err = t.sync(syncCtx, key)
 		cancel()
@@ -358,12 +406,9 @@ func (t *term) loadConfig() {
 // setConfig takes the pools and the class of a valid live config.
 func (t *term) setConfig(cfg *v1alpha1.ClusterVIPs) {
 	t.c.m.ConfigInvalid.Set(0)
-	t.pools, t.class = cfg.Spec.ServicePools, cluster.ClassOf(cfg)
+	t.pools, t.class, t.cfg = cfg.Spec.ServicePools, cluster.ClassOf(cfg), cfg
 	t.alloc.SetPools(t.pools)
-	// Node addresses are not known here (the allocator watches no
-	// Nodes): render --nodes refuses pools that hold one, and the status
-	// writer reports one as Degraded, InvalidSpec.
-	t.alloc.SetReserved(cfg.ReservedAddresses(nil))
+	t.reserve()
 	t.c.m.setPools(t.pools)
 }
 

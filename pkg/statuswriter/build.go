@@ -4,7 +4,8 @@
 // Degraded conditions. The allocator's leader runs it (one writer per
 // cluster); what it reads is what `vipctl status` reads: the nodes'
 // vipctl.io/vips and vipctl.io/config annotations and the Services'
-// load-balancer addresses.
+// load-balancer addresses, and the nodes' own addresses, which no VIP or
+// pool address may be (and which it hands the allocator).
 package statuswriter
 
 import (

@@ -24,6 +24,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
 	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/pkg/configsource"
@@ -53,6 +54,9 @@ type Options struct {
 	// name) each time the statuses are computed, written or not: the
 	// allocator exports them as metrics for the dashboard.
 	Observe func(map[string][]metav1.Condition)
+	// ObserveNodes, when set, gets the Nodes' own addresses each time
+	// the statuses are computed: the allocator gives none of them out.
+	ObserveNodes func([]v1alpha1.NodeAddresses)
 }
 
 // Writer writes the status of every ClusterVIPs object.
@@ -210,6 +214,9 @@ func (w *Writer) writeAll(ctx context.Context, nodeLister corelisters.NodeLister
 	leasePtrs, _ := leaseLister.List(labels.Everything())
 	reach := status.ReachFromLeases(status.Deref(leasePtrs))
 	nodes, svcs := status.Deref(nodePtrs), status.Deref(svcPtrs)
+	if w.o.ObserveNodes != nil {
+		w.o.ObserveNodes(nodeAddresses(nodes))
+	}
 	list, err := objs.List(labels.Everything())
 	if err != nil {
 		return false, err
