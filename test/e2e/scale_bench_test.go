@@ -82,6 +82,12 @@ const scalePort = 8080
 // same measured on a lab holding a single Service (single_vip_ms, the
 // median). `make bench-scale` prints the lines.
 func BenchmarkScale(b *testing.B) {
+	// The loaded lab's poll samples -scale-untouched of its addresses:
+	// refused here, not as an index out of range after the single-VIP
+	// trials.
+	if *scaleServices < 1 || *scaleUntouched < 0 || *scaleUntouched > *scaleServices {
+		b.Fatalf("-scale-services %d -scale-untouched %d: want at least one Service, and 0 to -scale-services of them polled", *scaleServices, *scaleUntouched)
+	}
 	for b.Loop() {
 		// A lab per single-VIP trial: each node loss needs a fresh one
 		// (nodeLoss).
