@@ -725,10 +725,12 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 	// In place no node reboots, so each node's capture lasts the roll: a
 	// dial that failed is followed through them by its SYN.
 	nodeFlows := map[string]*lab.Flows{}
+	var nft *nftWatch
 	if inPlace {
 		for _, n := range c.Nodes {
 			nodeFlows[n.Name] = lab.StartFlows(t, n.Host, clusterlab.ServicePort, clusterlab.EchoPort)
 		}
+		nft = watchNftables(t, c)
 	}
 	for i, n := range c.Nodes {
 		if inPlace {
@@ -750,6 +752,10 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 	stalled.stop()
 	lags.Stop()
 	stopLogging()
+	if nft != nil {
+		nft.stop()
+		t.Logf("nftables changes through the roll (nft monitor): %s", nft.counts())
+	}
 	var failed []time.Time
 	for i, url := range urls {
 		what := url + " through the roll from " + from.Name + " to " + to.Name
@@ -795,6 +801,10 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 		report("the client's packets of each failed request's connection (ms after its first; out, or the sender; TCP flags; payload bytes): %s",
 			failedStories(polls, urls, flows, nodeFlows, senders))
 		report("kube-proxy sending a Service's traffic to an address that was no serving endpoint of it for %s or more: %s", proxyLagLimit, lags.Report())
+		if nft != nil {
+			t.Logf("the nodes' nftables changes from 2 s before to 1 s after each failed request, and those naming a failed address within a minute of one:\n%s",
+				nft.around(failed, 2*time.Second, time.Second, failedHosts(polls, urls), 60))
+		}
 		from, to := failed[0].Add(-5*time.Second), failed[len(failed)-1].Add(5*time.Second)
 		for _, n := range c.Nodes {
 			t.Logf("%s", n.ContainerLogsWhere(from, to, 200, notRepeated))
@@ -833,6 +843,17 @@ func failedStories(polls []*lab.Poller, urls []string, flows *lab.Flows, nodeFlo
 		}
 	}
 	return strings.Join(out, " | ")
+}
+
+// failedHosts are the addresses of the URLs a request to which failed.
+func failedHosts(polls []*lab.Poller, urls []string) []string {
+	var out []string
+	for i, p := range polls {
+		if u, err := url.Parse(urls[i]); err == nil && len(p.FailedStarts()) > 0 {
+			out = append(out, u.Hostname())
+		}
+	}
+	return out
 }
 
 // followSYN tells where the nodes' captures saw the SYN seq and its

@@ -1,0 +1,129 @@
+package cluster
+
+import (
+	"bufio"
+	"fmt"
+	"maps"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vipctl/vipctl/test/clusterlab"
+)
+
+// nftLine is one line `nft monitor` printed, with when it was read.
+type nftLine struct {
+	at   time.Time
+	text string
+}
+
+// nftWatch records every change of each node's nftables ruleset (kube-
+// proxy's tables, vipctl's own) through an in-place roll, timed as read:
+// a request refused by a node's own stack (the rollback's rare reset,
+// docs/lab.md) is then matched with what changed in its rules around it.
+type nftWatch struct {
+	mu    sync.Mutex
+	lines map[string][]nftLine
+	cmds  []*exec.Cmd
+	done  sync.WaitGroup
+}
+
+// watchNftables starts `nft monitor` in every node's network namespace;
+// stop ends them (by PID), also when the test ends.
+func watchNftables(t *testing.T, c *clusterlab.Cluster) *nftWatch {
+	w := &nftWatch{lines: map[string][]nftLine{}}
+	for _, n := range c.Nodes {
+		cmd := exec.Command("ip", "netns", "exec", n.Host.NS, "nft", "monitor")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Logf("%s: nft monitor: %v (no record of its rules' changes)", n.Name, err)
+			continue
+		}
+		w.cmds = append(w.cmds, cmd)
+		name := n.Name
+		w.done.Add(1)
+		go func() {
+			defer w.done.Done()
+			sc := bufio.NewScanner(out)
+			sc.Buffer(make([]byte, 64*1024), 1024*1024)
+			for sc.Scan() {
+				l := nftLine{time.Now(), sc.Text()}
+				w.mu.Lock()
+				w.lines[name] = append(w.lines[name], l)
+				w.mu.Unlock()
+			}
+		}()
+	}
+	t.Cleanup(w.stop)
+	return w
+}
+
+// stop ends every monitor and waits for their output.
+func (w *nftWatch) stop() {
+	for _, cmd := range w.cmds {
+		if cmd.Process != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}
+	w.done.Wait()
+	for _, cmd := range w.cmds {
+		_ = cmd.Wait()
+	}
+	w.cmds = nil
+}
+
+// counts says how many changes each node's monitor saw.
+func (w *nftWatch) counts() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(w.lines)) {
+		out = append(out, fmt.Sprintf("%s %d", name, len(w.lines[name])))
+	}
+	return strings.Join(out, ", ")
+}
+
+// around lists, per node, the changes read from before to after each
+// failure and those naming one of addrs within a minute of one, at most
+// limit lines per node.
+func (w *nftWatch) around(failed []time.Time, before, after time.Duration, addrs []string, limit int) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	near := func(at time.Time, lo, hi time.Duration) bool {
+		for _, f := range failed {
+			if !at.Before(f.Add(-lo)) && !at.After(f.Add(hi)) {
+				return true
+			}
+		}
+		return false
+	}
+	var out []string
+	for name, lines := range w.lines {
+		var kept []string
+		for _, l := range lines {
+			names := slices.ContainsFunc(addrs, func(a string) bool { return strings.Contains(l.text, a) })
+			if near(l.at, before, after) || (names && near(l.at, time.Minute, time.Minute)) {
+				kept = append(kept, l.at.Format("15:04:05.000")+" "+l.text)
+			}
+		}
+		if len(kept) > limit {
+			kept = append(kept[:limit], fmt.Sprintf("… %d more", len(kept)-limit))
+		}
+		if len(kept) > 0 {
+			out = append(out, name+":\n  "+strings.Join(kept, "\n  "))
+		}
+	}
+	slices.Sort(out)
+	if len(out) == 0 {
+		return "no node's rules changed around the failures"
+	}
+	return strings.Join(out, "\n")
+}
