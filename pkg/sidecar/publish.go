@@ -59,13 +59,14 @@ func (s *Sidecar) publishSoon() {
 // LocalVIPs sees an address change and after every sync (publishSoon),
 // not on a clock: a node that holds the same VIPs all day reads nothing.
 func (s *Sidecar) publishLoop(ctx context.Context) {
-	s.repeat(ctx, s.o.HeldResync, s.o.HeldInterval, publishGap, s.publishKick, s.publish, "publish", "cannot publish the VIPs this node holds")
+	s.repeat(ctx, s.o.HeldResync, s.o.HeldInterval, 0, s.publishKick, s.publish, "publish", "cannot publish the VIPs this node holds")
 }
 
 // publishGap is the least time between two publications while the held
 // VIPs keep changing (Services created one after another, a takeover
 // that adds thousands of addresses in windows): the first change after
-// a quiet spell is published at once, the rest together a second later.
+// a quiet spell is published at once, the rest together a second after
+// the write before (publish).
 // A node holding 1700 Service addresses publishes ~170 KB, and every
 // Node watcher (each sidecar, the allocator, the kubelet's own) receives
 // and decodes all of it on every change.
@@ -157,16 +158,10 @@ func (s *Sidecar) publish(ctx context.Context) error {
 		return err
 	}
 	s.daemonPIDs = s.m.observeDaemons(s.daemonPIDs, s.readDaemonPIDs(ctx))
-	held, err := s.Held()
+	held, same, fresh, err := s.readHeld()
 	if err != nil {
 		return err
 	}
-	s.m.VIPsHeld.Set(float64(len(held)))
-	s.mu.Lock()
-	s.m.VIPHeld.Set(s.known, held)
-	same := s.published != nil && reflect.DeepEqual(held, s.published) || (s.published != nil && len(held) == 0 && len(s.published) == 0)
-	fresh := time.Since(s.publishedAt) < s.o.HeldResync/2
-	s.mu.Unlock()
 	// What the Node says may not be what was last written: a PATCH given
 	// up on (an apiserver waiting for etcd) can be applied after a later
 	// one, seen in the cluster lab when a node cut off came back: three
@@ -176,6 +171,27 @@ func (s *Sidecar) publish(ctx context.Context) error {
 	// already says so.
 	if same && fresh {
 		return nil
+	}
+	// A change within publishGap of the last write waits for the rest of
+	// it and goes with whatever else changed meanwhile. The gap runs from
+	// the last write, not the last look: every sync looks (publishSoon),
+	// and a look that found nothing new must not hold back the change
+	// right after it (a drain's move waited up to a second so).
+	s.mu.Lock()
+	wait := time.Until(s.publishedAt.Add(publishGap))
+	s.mu.Unlock()
+	if !same && wait > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		if held, same, fresh, err = s.readHeld(); err != nil {
+			return err
+		}
+		if same && fresh {
+			return nil
+		}
 	}
 	if err := s.annotate(ctx, v1alpha1.AnnotationNodeVIPs, ptr.To(held.String())); err != nil {
 		// A PATCH given up on may still have been applied (an
@@ -202,6 +218,23 @@ func (s *Sidecar) publish(ctx context.Context) error {
 		s.log.Info("published held VIPs", "held", len(held), "added", added, "removed", removed)
 	}
 	return nil
+}
+
+// readHeld reads the VIPs held now into the metrics and says whether
+// they are what was last published (same) and that publication younger
+// than half of HeldResync (fresh).
+func (s *Sidecar) readHeld() (held v1alpha1.HeldVIPs, same, fresh bool, err error) {
+	held, err = s.Held()
+	if err != nil {
+		return nil, false, false, err
+	}
+	s.m.VIPsHeld.Set(float64(len(held)))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m.VIPHeld.Set(s.known, held)
+	same = s.published != nil && reflect.DeepEqual(held, s.published) || (s.published != nil && len(held) == 0 && len(s.published) == 0)
+	fresh = time.Since(s.publishedAt) < s.o.HeldResync/2
+	return held, same, fresh, nil
 }
 
 // publishApplied sets the Node's AnnotationNodeConfig to the digest of
