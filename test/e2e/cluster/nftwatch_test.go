@@ -37,7 +37,10 @@ type nftWatch struct {
 func watchNftables(t *testing.T, c *clusterlab.Cluster) *nftWatch {
 	w := &nftWatch{lines: map[string][]nftLine{}}
 	for _, n := range c.Nodes {
-		cmd := exec.Command("ip", "netns", "exec", n.Host.NS, "nft", "monitor")
+		// Line-buffered: into a pipe nft's output would wait for 4 KiB,
+		// and the monitor ends killed (2026-12-01: a roll recorded no
+		// line at all without it).
+		cmd := exec.Command("ip", "netns", "exec", n.Host.NS, "stdbuf", "-oL", "nft", "monitor")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		out, err := cmd.StdoutPipe()
 		if err != nil {
@@ -49,6 +52,7 @@ func watchNftables(t *testing.T, c *clusterlab.Cluster) *nftWatch {
 		}
 		w.cmds = append(w.cmds, cmd)
 		name := n.Name
+		w.lines[name] = nil // counted, also with no change
 		w.done.Add(1)
 		go func() {
 			defer w.done.Done()
