@@ -108,13 +108,23 @@ func TestStatusWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	since := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	cfg, err := v1alpha1.Parse([]byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As a sidecar of this release publishes: what it holds, and the
+	// config it runs (without it, master-0 would be a sidecar older than
+	// v0.2.0, which `vipctl migrate` refuses to leave behind).
+	applied := v1alpha1.AppliedConfig{Digest: v1alpha1.SpecDigest(cfg.Metadata.Name, cfg.Spec), Source: v1alpha1.SourceConfigMap}.String()
 	publish := func(t *testing.T, vips ...string) {
 		t.Helper()
 		var held v1alpha1.HeldVIPs
 		for _, v := range vips {
 			held = append(held, v1alpha1.HeldVIP{Address: v, Instance: "api", Since: since})
 		}
-		patchNode(t, e, map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1alpha1.AnnotationNodeVIPs: held.String()}}})
+		patchNode(t, e, map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+			v1alpha1.AnnotationNodeVIPs: held.String(), v1alpha1.AnnotationNodeConfig: applied,
+		}}})
 	}
 	label := func(t *testing.T, v string) {
 		t.Helper()
