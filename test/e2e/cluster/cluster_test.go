@@ -739,7 +739,15 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 			u.UpdateNode(t, n)
 		}
 		if i == 0 {
-			images := keepalivedImages(t, c)
+			// The update returns once the node's kubelet runs the new
+			// pods; the API's mirror pods follow a moment later (r39,
+			// 2026-12-01: read at once, master-0's still named the image
+			// before).
+			var images map[string]string
+			lab.WaitUntil(30*time.Second, func() bool {
+				images = keepalivedImages(t, c)
+				return images[n.Name] == u.Image && images[c.Nodes[1].Name] == old
+			})
 			t.Logf("sidecars side by side: %v", images)
 			if images[n.Name] != u.Image || images[c.Nodes[1].Name] != old {
 				t.Errorf("after %s's update the keepalived pods run %v, want %s there and %s elsewhere", n.Name, images, u.Image, old)
