@@ -148,16 +148,26 @@ const transientRetry = time.Second
 // while the object is not followed yet, is absent, or is not marked as
 // the source. err is a marked object vipctl refuses (its field paths).
 func (o *Object) Get() (c *v1alpha1.ClusterVIPs, ok bool, err error) {
+	u, err := o.current()
+	if err != nil || u == nil {
+		return nil, false, err
+	}
+	return ReadSource(u)
+}
+
+// current is the followed object as last seen, nil while it is not
+// followed or absent.
+func (o *Object) current() (*unstructured.Unstructured, error) {
 	st := o.store.Load()
 	if st == nil {
-		return nil, false, nil
+		return nil, nil
 	}
 	item, exists, err := (*st).GetByKey(o.name)
 	if err != nil || !exists {
-		return nil, false, err
+		return nil, err
 	}
 	u, _ := item.(*unstructured.Unstructured)
-	return ReadSource(u)
+	return u, nil
 }
 
 // Ref refers to the followed object as an Event's involved object
@@ -165,13 +175,8 @@ func (o *Object) Get() (c *v1alpha1.ClusterVIPs, ok bool, err error) {
 // UID); nil while it is not followed or absent. Its Events go to the
 // default namespace: the object is cluster-scoped.
 func (o *Object) Ref() *corev1.ObjectReference {
-	st := o.store.Load()
-	if st == nil {
-		return nil
-	}
-	item, exists, err := (*st).GetByKey(o.name)
-	u, _ := item.(*unstructured.Unstructured)
-	if err != nil || !exists || u == nil {
+	u, err := o.current()
+	if err != nil || u == nil {
 		return nil
 	}
 	return &corev1.ObjectReference{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(),
