@@ -59,15 +59,15 @@ func ResetBypassing(t host.Target, redirects []onnode.PortRedirect) (int, error)
 				if turned[[2]netip.AddrPort{local, remote}] {
 					continue
 				}
-				switch err := destroySocket(local, remote); {
-				case err == nil:
+				done, err := resetSocket(local, remote)
+				if errors.Is(err, unix.EOPNOTSUPP) {
+					return err
+				}
+				if err != nil {
+					errs = append(errs, err)
+				}
+				if done {
 					reset++
-				case errors.Is(err, unix.ENOENT):
-					// Closed since the dump.
-				case errors.Is(err, unix.EOPNOTSUPP):
-					return fmt.Errorf("resetting %s -> %s: the kernel cannot destroy sockets (CONFIG_INET_DIAG_DESTROY): %w", local, remote, err)
-				default:
-					errs = append(errs, fmt.Errorf("resetting %s -> %s: %w", local, remote, err))
 				}
 			}
 		}
@@ -122,6 +122,22 @@ func redirected(family uint8, redirects []onnode.PortRedirect) (map[[2]netip.Add
 		}
 	}
 	return out, nil
+}
+
+// resetSocket resets one socket of a dump (destroySocket) and says
+// whether it did: one closed since the dump is no error, a kernel that
+// cannot destroy sockets is (EOPNOTSUPP, the same for every socket).
+func resetSocket(local, remote netip.AddrPort) (bool, error) {
+	switch err := destroySocket(local, remote); {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, unix.ENOENT):
+		return false, nil
+	case errors.Is(err, unix.EOPNOTSUPP):
+		return false, fmt.Errorf("resetting %s -> %s: the kernel cannot destroy sockets (CONFIG_INET_DIAG_DESTROY): %w", local, remote, err)
+	default:
+		return false, fmt.Errorf("resetting %s -> %s: %w", local, remote, err)
+	}
 }
 
 // destroySocket resets the TCP socket local -> remote of the current

@@ -257,6 +257,14 @@ func runLocalVIPs(t *testing.T, grace time.Duration, addrsChanged func()) (n *ne
 	t.Helper()
 	lab := netlab.New(t)
 	n = lab.AddHost("n", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"198.51.100.11/24"}})
+	l, routes = runLocalVIPsOn(t, n, grace, addrsChanged, "198.51.100.5")
+	return n, l, routes
+}
+
+// runLocalVIPsOn is runLocalVIPs on a host the test built, for the VIP
+// given (either family; its peer one of the same).
+func runLocalVIPsOn(t *testing.T, n *netlab.Host, grace time.Duration, addrsChanged func(), vip string) (l *LocalVIPs, routes func() string) {
+	t.Helper()
 	tn := labTarget(t, n)
 	if err := tn.WriteFlag(onnode.DrainFile, false); err != nil {
 		t.Fatal(err)
@@ -265,9 +273,11 @@ func runLocalVIPs(t *testing.T, grace time.Duration, addrsChanged func()) (n *ne
 	if addrsChanged != nil {
 		l.OnAddressChange(addrsChanged)
 	}
-	l.SetHandover(onnode.Handover{Interface: "br-ex", Instances: []onnode.HandoverInstance{
-		{Family: 4, VRID: 1, Priority: 50, VIPs: fixture.Addrs("198.51.100.5"), Peers: fixture.Addrs("198.51.100.12")},
-	}})
+	in := onnode.HandoverInstance{Family: 4, VRID: 1, Priority: 50, VIPs: fixture.Addrs(vip), Peers: fixture.Addrs("198.51.100.12")}
+	if netip.MustParseAddr(vip).Is6() {
+		in.Family, in.Peers = 6, fixture.Addrs("2001:db8:100::12")
+	}
+	l.SetHandover(onnode.Handover{Interface: "br-ex", Instances: []onnode.HandoverInstance{in}})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
@@ -275,8 +285,12 @@ func runLocalVIPs(t *testing.T, grace time.Duration, addrsChanged func()) (n *ne
 		l.Run(ctx, time.Hour, func(err error) { t.Errorf("LocalVIPs: %v", err) })
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	return n, l, func() string {
-		return strings.TrimSpace(string(n.MustExec("ip", "route", "show", "table", "local", "proto", "118")))
+	return l, func() string {
+		fam := "-4"
+		if netip.MustParseAddr(vip).Is6() {
+			fam = "-6"
+		}
+		return strings.TrimSpace(string(n.MustExec("ip", fam, "route", "show", "table", "local", "proto", "118")))
 	}
 }
 

@@ -503,6 +503,7 @@ func (l *LocalVIPs) syncRoutes(held map[netip.Addr]bool, ifindex int, isDrained 
 				return err
 			}
 			delete(l.lost, vip)
+			l.endConnections(vip)
 			continue
 		}
 		keep4 = keep4 || vip.Is4()
@@ -519,6 +520,22 @@ func (l *LocalVIPs) syncRoutes(held map[netip.Addr]bool, ifindex int, isDrained 
 		return restoreARP(l.t)
 	}
 	return nil
+}
+
+// endConnections ends the node's connections from or to a VIP whose
+// local route just lapsed (sockets.go says why). A failure is logged, not
+// returned: the route is gone either way, and a kernel that cannot end
+// sockets would fail every lapse alike.
+func (l *LocalVIPs) endConnections(vip netip.Addr) {
+	n, err := abortConnections(vip)
+	if l.log == nil {
+		return
+	}
+	if err != nil {
+		l.log.Warn("connections of a VIP that left this node not ended: their clients here wait for their own timeout", "vip", vip, "ended", n, "err", err)
+	} else if n > 0 {
+		l.log.Info("connections of a VIP that left this node ended", "vip", vip, "ended", n)
+	}
 }
 
 // hostAddrs lists the host addresses (/32, /128: VIPs, never a node's own
