@@ -61,13 +61,43 @@ func watchProxyLags(ctx context.Context, c *clusterlab.Cluster) *proxyLags {
 }
 
 func (p *proxyLags) sample(ctx context.Context, c *clusterlab.Cluster) {
-	slices, err := c.Admin.DiscoveryV1().EndpointSlices(clusterlab.WorkloadNS).List(ctx, metav1.ListOptions{})
+	stale, views, err := staleProxies(ctx, c)
 	if err != nil {
 		return
 	}
-	serving := servingAddrs(slices.Items)
 	now := time.Now()
 	seen := map[string]bool{}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.views += views
+	for _, key := range stale {
+		seen[key] = true
+		if _, ok := p.since[key]; !ok {
+			p.since[key] = now
+		}
+	}
+	for key, from := range p.since {
+		if seen[key] {
+			continue
+		}
+		if now.Sub(from) >= proxyLagLimit {
+			p.lags = append(p.lags, fmt.Sprintf("%s from %s to %s", key, from.Format("15:04:05"), now.Format("15:04:05")))
+		}
+		delete(p.since, key)
+	}
+}
+
+// staleProxies reads every running node's kube-proxy tables and the
+// lab's EndpointSlices once: stale names each (node, Service, address) a
+// node's kube-proxy sends traffic to that is no serving endpoint of the
+// Service ("master-2 sent lab/vrrp-cluster traffic to 203.0.113.36");
+// views counts the tables read that named endpoints.
+func staleProxies(ctx context.Context, c *clusterlab.Cluster) (stale []string, views int, err error) {
+	slices, err := c.Admin.DiscoveryV1().EndpointSlices(clusterlab.WorkloadNS).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, 0, err
+	}
+	serving := servingAddrs(slices.Items)
 	for _, n := range c.Nodes {
 		if !n.Running() {
 			continue
@@ -79,40 +109,21 @@ func (p *proxyLags) sample(ctx context.Context, c *clusterlab.Cluster) {
 			}
 			eps := proxyEndpoints(string(out), fam == "ip6")
 			if len(eps) > 0 {
-				p.mu.Lock()
-				p.views++
-				p.mu.Unlock()
+				views++
 			}
 			for svc, addrs := range eps {
 				if !strings.HasPrefix(svc, clusterlab.WorkloadNS+"/") {
 					continue // the API's own Service: not the lab's workloads
 				}
 				for _, a := range addrs {
-					if serving[svc][a] {
-						continue
+					if !serving[svc][a] {
+						stale = append(stale, n.Name+" sent "+svc+" traffic to "+a)
 					}
-					key := n.Name + " sent " + svc + " traffic to " + a
-					seen[key] = true
-					p.mu.Lock()
-					if _, ok := p.since[key]; !ok {
-						p.since[key] = now
-					}
-					p.mu.Unlock()
 				}
 			}
 		}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for key, from := range p.since {
-		if seen[key] {
-			continue
-		}
-		if now.Sub(from) >= proxyLagLimit {
-			p.lags = append(p.lags, fmt.Sprintf("%s from %s to %s", key, from.Format("15:04:05"), now.Format("15:04:05")))
-		}
-		delete(p.since, key)
-	}
+	return stale, views, nil
 }
 
 // Stop ends the sampling.
