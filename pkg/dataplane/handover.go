@@ -3,6 +3,7 @@ package dataplane
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -143,13 +144,13 @@ type handoverFamily struct {
 	addrType nftables.SetDatatype
 	is4      bool
 	// saddr and daddr are the offsets of the addresses in the network
-	// header.
-	saddr, daddr uint32
+	// header, proto that of its protocol (IPv4) or next header (IPv6).
+	saddr, daddr, proto uint32
 }
 
 var handoverFamilies = []handoverFamily{
-	{"ip", nftables.TableFamilyIPv4, nftables.TypeIPAddr, true, 12, 16},
-	{"ip6", nftables.TableFamilyIPv6, nftables.TypeIP6Addr, false, 8, 24},
+	{"ip", nftables.TableFamilyIPv4, nftables.TypeIPAddr, true, 12, 16, 9},
+	{"ip6", nftables.TableFamilyIPv6, nftables.TypeIP6Addr, false, 8, 24, 6},
 }
 
 func linkIndex(netnsFd int, name string) (int, error) {
@@ -277,7 +278,9 @@ func (f handoverFamily) ensure(conn *nftables.Conn, h onnode.Handover, ifindex i
 			conn.AddRule(&nftables.Rule{Table: table, Chain: chain, Exprs: f.learnExprs(sets, in, grace, true)})
 		}
 	}
-	conn.AddRule(&nftables.Rule{Table: table, Chain: chain, Exprs: f.handOnExprs(sets, ifindex)})
+	for _, vrid := range slices.Sorted(maps.Keys(learned)) {
+		conn.AddRule(&nftables.Rule{Table: table, Chain: chain, Exprs: f.handOnExprs(sets, ifindex, vrid)})
+	}
 	if err := flushChanges(conn, changes); err != nil {
 		return nil, err
 	}
@@ -405,7 +408,12 @@ func (f handoverFamily) learnExprs(sets map[string]*nftables.Set, in onnode.Hand
 		}
 	}
 	return append(append([]expr.Any{
-		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		// `ip protocol vrrp` (`ip6 nexthdr vrrp`: keepalived's adverts
+		// carry no extension header), not `meta l4proto vrrp`: after
+		// the latter nft 1.0.6 aborts on listing a raw transport header
+		// match it cannot place (`nft list ruleset` on the node, `nft
+		// monitor`), while the kernel matches both alike.
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: f.proto, Len: 1},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{ipprotoVRRP}},
 		// Type 1 (advertisement) in the low nibble of the first byte.
 		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 1},
@@ -417,7 +425,12 @@ func (f handoverFamily) learnExprs(sets map[string]*nftables.Set, in onnode.Hand
 		&expr.Cmp{Op: expr.CmpOpLt, Register: 1, Data: []byte{byte(min(max(in.Priority, 0), 255))}},
 		&expr.Payload{DestRegister: 2, Base: expr.PayloadBaseNetworkHeader, Offset: f.saddr, Len: addrLen},
 	}, fromPeer...), []expr.Any{
-		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 1, Len: 1},
+		// The VRID as the map's 4-byte key (`@th,8,32 & 0xff000000`,
+		// the bytes the vips map holds): a 1-byte key in a 4-byte map
+		// is what the kernel sees alike but nft 1.0.6 aborts on listing
+		// (netlink_parse_concat_expr).
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 1, Len: 4},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: []byte{0xff, 0, 0, 0}, Xor: make([]byte, 4)},
 		// Delete, then add: an update would only refresh the timeout of
 		// an entry naming an earlier old master of the same instance.
 		&expr.Dynset{SrcRegKey: 1, SrcRegData: 2, SetName: setOldMasters, SetID: sets[setOldMasters].ID,
@@ -427,10 +440,13 @@ func (f handoverFamily) learnExprs(sets map[string]*nftables.Set, in onnode.Hand
 	}...)
 }
 
-// handOnExprs: a TCP segment other than a SYN, to a VIP of an instance
+// handOnExprs: a TCP segment other than a SYN, to a VIP of instance vrid
 // with an old master on record, of a connection conntrack has not seen
 // answered here, is copied to the old master (next hop only) and dropped.
-func (f handoverFamily) handOnExprs(sets map[string]*nftables.Set, ifindex int) []expr.Any {
+// One rule per instance, the VRID a constant (`ip daddr map @vips ==
+// VRID ... dup to VRID map @old_masters`): nft 1.0.6 aborts on listing
+// one rule that takes the old_masters key from the vips lookup itself.
+func (f handoverFamily) handOnExprs(sets map[string]*nftables.Set, ifindex int, vrid uint8) []expr.Any {
 	return []expr.Any{
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
@@ -439,10 +455,12 @@ func (f handoverFamily) handOnExprs(sets map[string]*nftables.Set, ifindex int) 
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{0}},
 		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: f.daddr, Len: uint32(f.addrType.Bytes)},
 		&expr.Lookup{SourceRegister: 1, DestRegister: 1, IsDestRegSet: true, SetName: setVIPs, SetID: sets[setVIPs].ID},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: vridKey(vrid)},
 		&expr.Ct{Key: expr.CtKeySTATE, Register: 2},
 		&expr.Bitwise{SourceRegister: 2, DestRegister: 2, Len: 4,
 			Mask: binaryutil.NativeEndian.PutUint32(expr.CtStateBitESTABLISHED | expr.CtStateBitRELATED), Xor: make([]byte, 4)},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 2, Data: make([]byte, 4)},
+		&expr.Immediate{Register: 1, Data: vridKey(vrid)},
 		&expr.Lookup{SourceRegister: 1, DestRegister: 2, IsDestRegSet: true, SetName: setOldMasters, SetID: sets[setOldMasters].ID},
 		&expr.Immediate{Register: 3, Data: binaryutil.NativeEndian.PutUint32(uint32(ifindex))},
 		&expr.Dup{RegAddr: 2, RegDev: 3, IsRegDevSet: true},

@@ -114,6 +114,32 @@ func TestHandoverSendsStraysToTheDrainer(t *testing.T) {
 	}
 }
 
+// TestHandoverTablesListWithNft: nft lists the handover tables of both
+// families (`nft list ruleset`, as an administrator debugging a node
+// would). Written with `meta l4proto vrrp` before the raw transport
+// header matches, they made nft 1.0.6 abort (payload_expr_complete), and
+// `nft monitor` with it.
+func TestHandoverTablesListWithNft(t *testing.T) {
+	lab := netlab.New(t)
+	n := lab.AddHost("n", netlab.HostOpts{Iface: "br-ex", Addrs: []string{"198.51.100.12/24", "2001:db8:100::12/64"}})
+	h := onnode.Handover{Interface: "br-ex", Instances: []onnode.HandoverInstance{
+		{Family: 4, VRID: 42, Priority: 50, VIPs: fixture.Addrs("198.51.100.5"), Peers: fixture.Addrs("198.51.100.11")},
+		{Family: 6, VRID: 42, Priority: 50, VIPs: fixture.Addrs("2001:db8:100::5"), Peers: fixture.Addrs("2001:db8:100::11")},
+	}}
+	if err := ApplyHandover(labTarget(t, n), h); err != nil {
+		t.Fatal(err)
+	}
+	out, err := n.Exec("nft", "list", "ruleset")
+	if err != nil {
+		t.Fatalf("nft list ruleset: %v: %s", err, out)
+	}
+	for _, want := range []string{"table ip " + HandoverTable, "table ip6 " + HandoverTable, "ip protocol vrrp", "ip6 nexthdr vrrp"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("nft list ruleset names no %q:\n%s", want, out)
+		}
+	}
+}
+
 // TestDrainRoutesAndARP: Drain gives each VIP the node holds a local route
 // that outlives the address and sets the ARP settings (read back through
 // /proc, which checks the devconf numbers); Undrain removes the routes and
@@ -473,8 +499,8 @@ func TestHandoverTableAtScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("the writer's rewrite", h)
-	// Its rules were left as they were (the same instances): one learning
-	// rule per VRID, one hand-on rule, whatever the rewrites.
+	// Its rules were left as they were (the same instances): per VRID a
+	// learning rule and a hand-on rule, whatever the rewrites.
 	if err := w.Apply(h); err != nil {
 		t.Fatal(err)
 	}
@@ -490,13 +516,13 @@ func TestHandoverTableAtScale(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	// IPv6: a learning rule and a link-local one per VRID, and the
-	// hand-on rule.
+	// IPv6: per VRID a learning rule, a link-local one and the hand-on
+	// rule.
 	learning := map[uint8]bool{}
 	for _, in := range h.Instances {
 		learning[in.VRID] = true
 	}
-	if got, want := len(rules), 2*len(learning)+1; got != want {
+	if got, want := len(rules), 3*len(learning); got != want {
 		t.Errorf("%d rules after three writes, want %d", got, want)
 	}
 	if err := ApplyHandover(tn, bigHandover()); err != nil {

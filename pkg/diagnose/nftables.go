@@ -19,9 +19,9 @@ import (
 //     the node's other rules (OVN-Kubernetes, a firewall) meet vipctl's
 //     there, in the syntax support reads;
 //   - nftables-vipctl.json, vipctl's own tables read over netlink, whole
-//     (chains, rule handles, sets with their elements): nft 1.0.6, the
-//     image's, aborts on the handover table (pkg/dataplane, tables.go), and
-//     a node may have no nft at all.
+//     (chains, rule handles, sets with their elements): a node may have no
+//     nft at all, and nft 1.0.6, the image's, aborted on the handover
+//     tables older vipctl releases wrote (before 2026-12-01).
 const (
 	nftablesText = "nftables.txt"
 	nftablesOwn  = "nftables-vipctl.json"
