@@ -28,14 +28,22 @@ type nftLine struct {
 type nftWatch struct {
 	mu    sync.Mutex
 	lines map[string][]nftLine
-	cmds  []*exec.Cmd
-	done  sync.WaitGroup
+	// ended says, per node, when and why its monitor ended before stop:
+	// its record ends there. nft 1.0.6 aborts on decoding the handover
+	// rules vipctl wrote before 2026-12-01: until then every monitor
+	// ended at its start and every roll counted 0; in a rollback to such
+	// a release each node's monitor ends once its previous-release
+	// sidecar writes them.
+	ended    map[string]string
+	stopping bool
+	cmds     []*exec.Cmd
+	done     sync.WaitGroup
 }
 
 // watchNftables starts `nft monitor` in every node's network namespace;
 // stop ends them (by PID), also when the test ends.
 func watchNftables(t *testing.T, c *clusterlab.Cluster) *nftWatch {
-	w := &nftWatch{lines: map[string][]nftLine{}}
+	w := &nftWatch{lines: map[string][]nftLine{}, ended: map[string]string{}}
 	for _, n := range c.Nodes {
 		// Line-buffered: into a pipe nft's output would wait for 4 KiB,
 		// and the monitor ends killed (2026-12-01: a roll recorded no
@@ -46,6 +54,8 @@ func watchNftables(t *testing.T, c *clusterlab.Cluster) *nftWatch {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Logf("%s: nft monitor: %v (no record of its rules' changes)", n.Name, err)
 			continue
@@ -64,6 +74,12 @@ func watchNftables(t *testing.T, c *clusterlab.Cluster) *nftWatch {
 				w.lines[name] = append(w.lines[name], l)
 				w.mu.Unlock()
 			}
+			err := cmd.Wait()
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if !w.stopping {
+				w.ended[name] = fmt.Sprintf("at %s, %v: %s", time.Now().Format("15:04:05.000"), err, strings.TrimSpace(stderr.String()))
+			}
 		}()
 	}
 	t.Cleanup(w.stop)
@@ -72,15 +88,15 @@ func watchNftables(t *testing.T, c *clusterlab.Cluster) *nftWatch {
 
 // stop ends every monitor and waits for their output.
 func (w *nftWatch) stop() {
+	w.mu.Lock()
+	w.stopping = true
+	w.mu.Unlock()
 	for _, cmd := range w.cmds {
 		if cmd.Process != nil {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		}
 	}
 	w.done.Wait()
-	for _, cmd := range w.cmds {
-		_ = cmd.Wait()
-	}
 	w.cmds = nil
 }
 
@@ -90,6 +106,10 @@ func (w *nftWatch) counts() string {
 	defer w.mu.Unlock()
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(w.lines)) {
+		if why, ok := w.ended[name]; ok {
+			out = append(out, fmt.Sprintf("%s %d until its monitor ended %s", name, len(w.lines[name]), why))
+			continue
+		}
 		out = append(out, fmt.Sprintf("%s %d", name, len(w.lines[name])))
 	}
 	return strings.Join(out, ", ")
@@ -127,7 +147,10 @@ func (w *nftWatch) around(failed []time.Time, before, after time.Duration, addrs
 	}
 	slices.Sort(out)
 	if len(out) == 0 {
-		return "no node's rules changed around the failures"
+		out = append(out, "no node's rules changed around the failures")
+	}
+	for _, name := range slices.Sorted(maps.Keys(w.ended)) {
+		out = append(out, name+"'s monitor ended "+w.ended[name])
 	}
 	return strings.Join(out, "\n")
 }
