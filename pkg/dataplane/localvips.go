@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"os"
 	"slices"
@@ -49,6 +50,9 @@ type LocalVIPs struct {
 	h  onnode.Handover
 	// lost is when each kept VIP was first seen gone from the interface.
 	lost map[netip.Addr]time.Time
+	// wasHeld are the VIPs held at the last sync: one gone since without
+	// a local route to keep it has its connections ended at once.
+	wasHeld map[netip.Addr]bool
 	// announced is when each address the follower added was announced
 	// (follow.go); wake asks Run for the next announcements when they are
 	// due (announceDue).
@@ -478,6 +482,12 @@ func (l *LocalVIPs) syncRoutes(held map[netip.Addr]bool, ifindex int, isDrained 
 	if err != nil {
 		return err
 	}
+	for vip := range l.wasHeld {
+		if _, kept := routes[vip]; !held[vip] && !kept {
+			l.endConnections(vip) // no route ever kept it (or someone removed it)
+		}
+	}
+	l.wasHeld = maps.Clone(held)
 	keep4 := false
 	for vip := range held {
 		delete(l.lost, vip)
@@ -510,7 +520,9 @@ func (l *LocalVIPs) syncRoutes(held map[netip.Addr]bool, ifindex int, isDrained 
 	}
 	for vip := range l.lost {
 		if _, ok := routes[vip]; !ok {
-			delete(l.lost, vip) // removed by someone else (Undrain): nothing lapses
+			// Removed by someone else (Undrain): it lapsed all the same.
+			delete(l.lost, vip)
+			l.endConnections(vip)
 		}
 	}
 	if keep4 && ifindex > 0 {
@@ -522,20 +534,24 @@ func (l *LocalVIPs) syncRoutes(held map[netip.Addr]bool, ifindex int, isDrained 
 	return nil
 }
 
-// endConnections ends the node's connections from or to a VIP whose
-// local route just lapsed (sockets.go says why). A failure is logged, not
-// returned: the route is gone either way, and a kernel that cannot end
-// sockets would fail every lapse alike.
+// endConnections ends the node's connections from or to a VIP that left
+// the node and has no local route any more: its route lapsed, someone
+// removed it, or it never had one (sockets.go says why). A failure is
+// logged, not returned: the route is gone either way, and a kernel that
+// cannot end sockets would fail every lapse alike.
 func (l *LocalVIPs) endConnections(vip netip.Addr) {
+	if isLocalAddr(vip) {
+		return // still an address of the node (no VIP of the handover now): its connections live
+	}
 	n, err := abortConnections(vip)
 	if l.log == nil {
 		return
 	}
 	if err != nil {
 		l.log.Warn("connections of a VIP that left this node not ended: their clients here wait for their own timeout", "vip", vip, "ended", n, "err", err)
-	} else if n > 0 {
-		l.log.Info("connections of a VIP that left this node ended", "vip", vip, "ended", n)
+		return
 	}
+	l.log.Info("connections of a VIP that left this node ended", "vip", vip, "ended", n)
 }
 
 // hostAddrs lists the host addresses (/32, /128: VIPs, never a node's own

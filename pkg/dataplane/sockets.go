@@ -70,3 +70,18 @@ func fromAddr(s *netlink.Socket, addr netip.Addr) (local, remote netip.AddrPort,
 	}
 	return netip.AddrPortFrom(src.Unmap(), s.ID.SourcePort), netip.AddrPortFrom(dst.Unmap(), s.ID.DestinationPort), true
 }
+
+// isLocalAddr tells whether addr is on an interface of the current
+// network namespace; a failed listing says yes, which ends nothing.
+func isLocalAddr(addr netip.Addr) bool {
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return true
+	}
+	for _, a := range addrs {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == addr {
+			return true
+		}
+	}
+	return false
+}

@@ -18,11 +18,17 @@ import (
 // is reset when the grace ends, so it reconnects, now to the peer. Without
 // the reset it waits on a connection whose packets go to the peer, which
 // sends its resets to the VIP, that is to itself: the client's read runs
-// into its deadline. A listener on the VIP stays.
+// into its deadline. A VIP that leaves with no local route (someone
+// removed it) has its connections reset at once. A listener on the VIP
+// stays.
 func TestLocalVIPsLapseResetsTheNodesOwnConnections(t *testing.T) {
-	for _, f := range []struct{ name, vip, plen, a, b string }{
-		{"IPv4", "198.51.100.5", "/32", "198.51.100.11/24", "198.51.100.12/24"},
-		{"IPv6", "2001:db8:100::5", "/128", "2001:db8:100::11/64", "2001:db8:100::12/64"},
+	for _, f := range []struct {
+		name, vip, plen, a, b string
+		noRoute               bool
+	}{
+		{"IPv4", "198.51.100.5", "/32", "198.51.100.11/24", "198.51.100.12/24", false},
+		{"IPv6", "2001:db8:100::5", "/128", "2001:db8:100::11/64", "2001:db8:100::12/64", false},
+		{"IPv4 without a local route", "198.51.100.5", "/32", "198.51.100.11/24", "198.51.100.12/24", true},
 	} {
 		t.Run(f.name, func(t *testing.T) {
 			lab := netlab.New(t)
@@ -46,16 +52,27 @@ func TestLocalVIPsLapseResetsTheNodesOwnConnections(t *testing.T) {
 			if got, err := own.ask(); got != "a" {
 				t.Fatalf("VIP held: %q, %v; want a", got, err)
 			}
+			if f.noRoute {
+				a.MustExec("ip", "route", "del", "local", f.vip, "dev", "lo", "table", "local", "proto", "118")
+			}
 			// The peer preempts: the VIP leaves a and appears on b.
 			a.MustExec("ip", "addr", "del", f.vip+f.plen, "dev", "br-ex")
 			b.MustExec(add...)
-			if got, err := own.ask(); got != "a" {
-				t.Fatalf("in the grace: %q, %v; want a, the connection kept", got, err)
+			if f.noRoute {
+				// Nothing keeps the connection: it ends with the sync the
+				// address's removal starts.
+				waitFor(t, "the connection's end", func() bool {
+					return strings.TrimSpace(string(a.MustExec("ss", "-Htn", "state", "established", "src", f.vip))) == ""
+				})
+			} else {
+				if got, err := own.ask(); got != "a" {
+					t.Fatalf("in the grace: %q, %v; want a, the connection kept", got, err)
+				}
+				waitFor(t, "the local route's lapse", func() bool { return routes() == "" })
 			}
-			waitFor(t, "the local route's lapse", func() bool { return routes() == "" })
 			_, err := own.ask()
 			if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
-				t.Fatalf("after the lapse the node's own connection got %v, want it reset", err)
+				t.Fatalf("after the VIP left the node's own connection got %v, want it reset", err)
 			}
 			if got, err := dialLine(t, a, f.vip).ask(); got != "b" {
 				t.Errorf("a new connection from the node: %q, %v; want b, the VIP's holder", got, err)
