@@ -968,6 +968,7 @@ func testColdStart(t *testing.T, c *clusterlab.Cluster) {
 	c.Settle(t, 10*time.Minute)
 	t.Logf("settled: %s", c.ExplainVIPs(t))
 	coldStartProxies(t, c, first)
+	proxiesFollowCanary(t, c)
 }
 
 // coldStartProxies: once the cold start settled, every node's kube-proxy

@@ -147,8 +147,9 @@ func describePod(p *corev1.Pod) string {
 	return s
 }
 
-// describeSlice lists an EndpointSlice's endpoints by node with their
-// conditions: r ready, s serving, t terminating.
+// describeSlice lists an EndpointSlice's endpoints by node and address
+// with their conditions: r ready, s serving, t terminating (the address
+// names what a stale kube-proxy still sends to).
 func describeSlice(s *discoveryv1.EndpointSlice) string {
 	var out []string
 	for _, e := range s.Endpoints {
@@ -162,7 +163,7 @@ func describeSlice(s *discoveryv1.EndpointSlice) string {
 			}
 			return "-"
 		}
-		out = append(out, node+":"+flag(e.Conditions.Ready, "r")+flag(e.Conditions.Serving, "s")+flag(e.Conditions.Terminating, "t"))
+		out = append(out, node+" "+strings.Join(e.Addresses, ",")+":"+flag(e.Conditions.Ready, "r")+flag(e.Conditions.Serving, "s")+flag(e.Conditions.Terminating, "t"))
 	}
 	slices.Sort(out)
 	if len(out) == 0 {
