@@ -39,6 +39,9 @@ declare -A pkg_for=(
   # The cluster lab's rolling upgrade records the resets and ICMP errors
   # its client receives, to name who refused a failed request.
   [tcpdump]=tcpdump
+  # ... and every node's new connections (conntrack -E), to tell whether
+  # kube-proxy's DNAT took a SYN that a node's own stack refused.
+  [conntrack]=conntrack
 )
 
 missing=()

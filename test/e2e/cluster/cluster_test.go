@@ -299,6 +299,9 @@ func testLocalPodMoves(t *testing.T, c *clusterlab.Cluster) {
 		}
 		stopLogging := watchTimeline(t, c, ws)
 		defer stopLogging()
+		// Who refused a failed dial (2026-12-01: a bgp dial reset while
+		// connecting, sender unknown).
+		refusals := lab.StartRefusals(t, c.Client)
 		firsts := watchArrival(t, c, ws, to)
 		time.Sleep(time.Second)
 		moved := time.Now()
@@ -322,6 +325,17 @@ func testLocalPodMoves(t *testing.T, c *clusterlab.Cluster) {
 			if _, err := c.Get(clusterlab.URL(w.addr, clusterlab.ServicePort)); err != nil {
 				t.Logf("%s not answering after the move: %v\n%s", w.what, err, c.DescribePath(w.addr))
 			}
+		}
+		var failed []time.Time
+		for _, p := range polls {
+			failed = append(failed, p.FailedStarts()...)
+		}
+		if len(failed) > 0 {
+			slices.SortFunc(failed, time.Time.Compare)
+			senders := nodeMACs(c)
+			senders[c.Tor.MAC()] = "the router"
+			t.Logf("resets and ICMP errors the client got around the %d failed requests: %s",
+				len(failed), refusals.Who(failed, time.Second, 3*time.Second, senders))
 		}
 		for j, w := range ws {
 			what := w.what + " while its pod moved from " + from + " to " + to
@@ -725,12 +739,13 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 	// In place no node reboots, so each node's capture lasts the roll: a
 	// dial that failed is followed through them by its SYN.
 	nodeFlows := map[string]*lab.Flows{}
-	var nft *nftWatch
+	var nft, ct *nodeWatch
 	if inPlace {
 		for _, n := range c.Nodes {
 			nodeFlows[n.Name] = lab.StartFlows(t, n.Host, clusterlab.ServicePort, clusterlab.EchoPort)
 		}
 		nft = watchNftables(t, c)
+		ct = watchConntrack(t, c)
 	}
 	for i, n := range c.Nodes {
 		if inPlace {
@@ -762,7 +777,9 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 	stopLogging()
 	if nft != nil {
 		nft.stop()
+		ct.stop()
 		t.Logf("nftables changes through the roll (nft monitor): %s", nft.counts())
+		t.Logf("new IPv4 connections to port 80 through the roll (conntrack -E): %s", ct.counts())
 	}
 	var failed []time.Time
 	for i, url := range urls {
@@ -812,6 +829,8 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 		if nft != nil {
 			t.Logf("the nodes' nftables changes from 2 s before to 1 s after each failed request, and those naming a failed address within a minute of one:\n%s",
 				nft.around(failed, 2*time.Second, time.Second, failedHosts(polls, urls), 60))
+			t.Logf("the nodes' new connections to a failed address from 1 s before to 1 s after each failed request (conntrack -E; a reply from the address itself: no DNAT):\n%s",
+				ct.naming(failed, time.Second, time.Second, dstTerms(failedHosts(polls, urls)), 60))
 		}
 		from, to := failed[0].Add(-5*time.Second), failed[len(failed)-1].Add(5*time.Second)
 		for _, n := range c.Nodes {
@@ -851,6 +870,16 @@ func failedStories(polls []*lab.Poller, urls []string, flows *lab.Flows, nodeFlo
 		}
 	}
 	return strings.Join(out, " | ")
+}
+
+// dstTerms are conntrack's words for a connection to each address
+// ("dst=198.51.100.144 ").
+func dstTerms(addrs []string) []string {
+	out := make([]string, 0, len(addrs))
+	for _, a := range addrs {
+		out = append(out, "dst="+a+" ")
+	}
+	return out
 }
 
 // failedHosts are the addresses of the URLs a request to which failed.

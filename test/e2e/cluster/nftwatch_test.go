@@ -15,19 +15,19 @@ import (
 	"github.com/vipctl/vipctl/test/clusterlab"
 )
 
-// nftLine is one line `nft monitor` printed, with when it was read.
-type nftLine struct {
+// nodeLine is one line `nft monitor` printed, with when it was read.
+type nodeLine struct {
 	at   time.Time
 	text string
 }
 
-// nftWatch records every change of each node's nftables ruleset (kube-
+// nodeWatch records every change of each node's nftables ruleset (kube-
 // proxy's tables, vipctl's own) through an in-place roll, timed as read:
 // a request refused by a node's own stack (the rollback's rare reset,
 // docs/lab.md) is then matched with what changed in its rules around it.
-type nftWatch struct {
+type nodeWatch struct {
 	mu    sync.Mutex
-	lines map[string][]nftLine
+	lines map[string][]nodeLine
 	// ended says, per node, when and why its monitor ended before stop:
 	// its record ends there. nft 1.0.6 aborts on decoding the handover
 	// rules vipctl wrote before 2026-12-01: until then every monitor
@@ -42,13 +42,31 @@ type nftWatch struct {
 
 // watchNftables starts `nft monitor` in every node's network namespace;
 // stop ends them (by PID), also when the test ends.
-func watchNftables(t *testing.T, c *clusterlab.Cluster) *nftWatch {
-	w := &nftWatch{lines: map[string][]nftLine{}, ended: map[string]string{}}
+func watchNftables(t *testing.T, c *clusterlab.Cluster) *nodeWatch {
+	return watchNodes(t, c, "nft", "monitor")
+}
+
+// watchConntrack records every node's new IPv4 TCP connections to port 80
+// (`conntrack -E -e NEW`, one line each with its original and reply
+// tuples): a SYN that kube-proxy's DNAT took shows a reply from the
+// endpoint, one it did not a reply from the address asked, and a SYN that
+// matched an older entry shows no line at all. The rollback's reset by a
+// node's own stack, with no rule changed around it (docs/lab.md), is the
+// question this answers.
+func watchConntrack(t *testing.T, c *clusterlab.Cluster) *nodeWatch {
+	return watchNodes(t, c, "conntrack", "-E", "-e", "NEW", "-p", "tcp", "--dport", "80")
+}
+
+// watchNodes runs argv in every node's network namespace and records its
+// output lines, timed as read; stop ends them (by PID), also when the
+// test ends.
+func watchNodes(t *testing.T, c *clusterlab.Cluster, argv ...string) *nodeWatch {
+	w := &nodeWatch{lines: map[string][]nodeLine{}, ended: map[string]string{}}
 	for _, n := range c.Nodes {
-		// Line-buffered: into a pipe nft's output would wait for 4 KiB,
-		// and the monitor ends killed (2026-12-01: a roll recorded no
+		// Line-buffered: into a pipe the output would wait for 4 KiB,
+		// and the command ends killed (2026-12-01: a roll recorded no
 		// line at all without it).
-		cmd := exec.Command("ip", "netns", "exec", n.Host.NS, "stdbuf", "-oL", "nft", "monitor")
+		cmd := exec.Command("ip", append([]string{"netns", "exec", n.Host.NS, "stdbuf", "-oL"}, argv...)...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		out, err := cmd.StdoutPipe()
 		if err != nil {
@@ -57,7 +75,7 @@ func watchNftables(t *testing.T, c *clusterlab.Cluster) *nftWatch {
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
-			t.Logf("%s: nft monitor: %v (no record of its rules' changes)", n.Name, err)
+			t.Logf("%s: %s: %v (no record)", n.Name, strings.Join(argv, " "), err)
 			continue
 		}
 		w.cmds = append(w.cmds, cmd)
@@ -69,7 +87,7 @@ func watchNftables(t *testing.T, c *clusterlab.Cluster) *nftWatch {
 			sc := bufio.NewScanner(out)
 			sc.Buffer(make([]byte, 64*1024), 1024*1024)
 			for sc.Scan() {
-				l := nftLine{time.Now(), sc.Text()}
+				l := nodeLine{time.Now(), sc.Text()}
 				w.mu.Lock()
 				w.lines[name] = append(w.lines[name], l)
 				w.mu.Unlock()
@@ -87,7 +105,7 @@ func watchNftables(t *testing.T, c *clusterlab.Cluster) *nftWatch {
 }
 
 // stop ends every monitor and waits for their output.
-func (w *nftWatch) stop() {
+func (w *nodeWatch) stop() {
 	w.mu.Lock()
 	w.stopping = true
 	w.mu.Unlock()
@@ -101,13 +119,13 @@ func (w *nftWatch) stop() {
 }
 
 // counts says how many changes each node's monitor saw.
-func (w *nftWatch) counts() string {
+func (w *nodeWatch) counts() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(w.lines)) {
 		if why, ok := w.ended[name]; ok {
-			out = append(out, fmt.Sprintf("%s %d until its monitor ended %s", name, len(w.lines[name]), why))
+			out = append(out, fmt.Sprintf("%s %d until its record ended %s", name, len(w.lines[name]), why))
 			continue
 		}
 		out = append(out, fmt.Sprintf("%s %d", name, len(w.lines[name])))
@@ -118,7 +136,18 @@ func (w *nftWatch) counts() string {
 // around lists, per node, the changes read from before to after each
 // failure and those naming one of addrs within a minute of one, at most
 // limit lines per node.
-func (w *nftWatch) around(failed []time.Time, before, after time.Duration, addrs []string, limit int) string {
+func (w *nodeWatch) around(failed []time.Time, before, after time.Duration, addrs []string, limit int) string {
+	return w.collect(failed, before, after, addrs, limit, false)
+}
+
+// naming lists, per node, the lines read from before to after each
+// failure that name one of addrs, at most limit per node.
+func (w *nodeWatch) naming(failed []time.Time, before, after time.Duration, addrs []string, limit int) string {
+	return w.collect(failed, before, after, addrs, limit, true)
+}
+
+// collect is around (onlyNaming false) and naming (true).
+func (w *nodeWatch) collect(failed []time.Time, before, after time.Duration, addrs []string, limit int, onlyNaming bool) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	near := func(at time.Time, lo, hi time.Duration) bool {
@@ -134,7 +163,11 @@ func (w *nftWatch) around(failed []time.Time, before, after time.Duration, addrs
 		var kept []string
 		for _, l := range lines {
 			names := slices.ContainsFunc(addrs, func(a string) bool { return strings.Contains(l.text, a) })
-			if near(l.at, before, after) || (names && near(l.at, time.Minute, time.Minute)) {
+			keep := near(l.at, before, after) || (names && near(l.at, time.Minute, time.Minute))
+			if onlyNaming {
+				keep = names && near(l.at, before, after)
+			}
+			if keep {
 				kept = append(kept, l.at.Format("15:04:05.000")+" "+l.text)
 			}
 		}
@@ -147,10 +180,10 @@ func (w *nftWatch) around(failed []time.Time, before, after time.Duration, addrs
 	}
 	slices.Sort(out)
 	if len(out) == 0 {
-		out = append(out, "no node's rules changed around the failures")
+		out = append(out, "no node recorded a line around the failures")
 	}
 	for _, name := range slices.Sorted(maps.Keys(w.ended)) {
-		out = append(out, name+"'s monitor ended "+w.ended[name])
+		out = append(out, name+"'s record ended "+w.ended[name])
 	}
 	return strings.Join(out, "\n")
 }
