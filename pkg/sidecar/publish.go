@@ -62,32 +62,15 @@ func (s *Sidecar) publishLoop(ctx context.Context) {
 	s.repeat(ctx, s.o.HeldResync, s.o.HeldInterval, 0, s.publishKick, s.publish, "publish", "cannot publish the VIPs this node holds")
 }
 
-// publishGapAfter is the least time between two publications while the
-// held VIPs keep changing (Services created one after another, a
-// takeover that adds thousands of addresses in windows), after one of
-// size bytes: the first change after a quiet spell is published at
-// once, the rest together a gap after the write before (publish). A
-// node holding 1700 Service addresses publishes ~170 KB, and every Node
-// watcher (each sidecar, the allocator, the kubelet's own) receives and
-// decodes all of it on every change: a second apart. A publication of a
-// few VIPs goes 100 ms apart: with a second, a node that takes the API
-// VIP's IPv4 and IPv6 addresses (two instances) a moment apart waits a
-// second to publish the second one (a drain's new holder reached its
-// Node 0.8 s after the address, in the cluster lab).
-func publishGapAfter(size int) time.Duration {
-	if size <= publishSmall {
-		return publishGapSmall
-	}
-	return publishGap
-}
-
-const (
-	publishGap      = time.Second
-	publishGapSmall = 100 * time.Millisecond
-	// publishSmall is the largest publication followed by the short
-	// gap: about a hundred addresses.
-	publishSmall = 16 << 10
-)
+// publishGap is the least time between two publications while the held
+// VIPs keep changing (Services created one after another, a takeover
+// that adds thousands of addresses in windows): the first change after
+// a quiet spell is published at once, the rest together a second after
+// the write before (publish).
+// A node holding 1700 Service addresses publishes ~170 KB, and every
+// Node watcher (each sidecar, the allocator, the kubelet's own) receives
+// and decodes all of it on every change.
+const publishGap = time.Second
 
 // repeat runs step now, then every interval, whenever kick fires (nil:
 // never; but not sooner than gap after the step before) and retry after
@@ -189,13 +172,13 @@ func (s *Sidecar) publish(ctx context.Context) error {
 	if same && fresh {
 		return nil
 	}
-	// A change within the gap after the last write (publishGapAfter)
-	// waits for the rest of it and goes with whatever else changed
-	// meanwhile. The gap runs from the last write, not the last look:
-	// every sync looks (publishSoon), and a look that found nothing new
-	// must not hold back the change right after it.
+	// A change within publishGap of the last write waits for the rest of
+	// it and goes with whatever else changed meanwhile. The gap runs from
+	// the last write, not the last look: every sync looks (publishSoon),
+	// and a look that found nothing new must not hold back the change
+	// right after it (a drain's move waited up to a second so).
 	s.mu.Lock()
-	wait := time.Until(s.publishedAt.Add(publishGapAfter(s.publishedSize)))
+	wait := time.Until(s.publishedAt.Add(publishGap))
 	s.mu.Unlock()
 	if !same && wait > 0 {
 		select {
@@ -210,8 +193,7 @@ func (s *Sidecar) publish(ctx context.Context) error {
 			return nil
 		}
 	}
-	value := held.String()
-	if err := s.annotate(ctx, v1alpha1.AnnotationNodeVIPs, &value); err != nil {
+	if err := s.annotate(ctx, v1alpha1.AnnotationNodeVIPs, ptr.To(held.String())); err != nil {
 		// A PATCH given up on may still have been applied (an
 		// apiserver answering after the deadline): what the Node says
 		// is unknown now, so the next publication writes whatever it
@@ -229,7 +211,7 @@ func (s *Sidecar) publish(ctx context.Context) error {
 		held = v1alpha1.HeldVIPs{}
 	}
 	before := s.published
-	s.published, s.publishedAt, s.publishedSize = held, time.Now(), len(value)
+	s.published, s.publishedAt = held, time.Now()
 	s.mu.Unlock()
 	if !same {
 		added, removed := heldChange(before, held)

@@ -391,22 +391,3 @@ func TestHeldChange(t *testing.T) {
 		t.Errorf("none → 25: added %v, removed %v; want %d addresses and \"and 15 more\", none removed", added, removed, heldLogged)
 	}
 }
-
-// TestPublishGapFollowsSize: a publication of a few VIPs is followed by
-// the short gap, one of thousands of Service addresses by the second
-// that spares every Node watcher.
-func TestPublishGapFollowsSize(t *testing.T) {
-	few := v1alpha1.HeldVIPs{{Address: "198.51.100.5", Instance: v1alpha1.KeyAPI, Since: time.Now()}}
-	if got := publishGapAfter(len(few.String())); got != publishGapSmall {
-		t.Errorf("after %d bytes: %s, want %s", len(few.String()), got, publishGapSmall)
-	}
-	// Every other address: consecutive ones are published as a range.
-	var many v1alpha1.HeldVIPs
-	for i := range 2000 {
-		a := netip.AddrFrom4([4]byte{10, byte(i / 128), byte(2 * (i % 128)), 1})
-		many = append(many, v1alpha1.HeldVIP{Address: a.String(), Instance: "pool-web-0", Since: time.Now()})
-	}
-	if got := publishGapAfter(len(many.String())); got != publishGap {
-		t.Errorf("after %d bytes: %s, want %s", len(many.String()), got, publishGap)
-	}
-}

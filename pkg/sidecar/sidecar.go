@@ -169,10 +169,8 @@ type Sidecar struct {
 	lastErr   error
 	applied   bool
 	published v1alpha1.HeldVIPs
-	// publishedAt is when published was last written, publishedSize
-	// how long its value was (publishGapAfter).
-	publishedAt   time.Time
-	publishedSize int
+	// publishedAt is when published was last written.
+	publishedAt time.Time
 	// appliedDigest is the SpecDigest of the config the last successful
 	// sync applied; digestPublished what the Node's AnnotationNodeConfig
 	// was last set to.
