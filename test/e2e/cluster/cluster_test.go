@@ -760,7 +760,11 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 			// before).
 			var images map[string]string
 			lab.WaitUntil(30*time.Second, func() bool {
-				images = keepalivedImages(t, c)
+				var err error
+				images, err = keepalivedImages(t.Context(), c)
+				if err != nil {
+					return false // read again: the roll may break a connection to the API
+				}
 				return images[n.Name] == u.Image && images[c.Nodes[1].Name] == old
 			})
 			t.Logf("sidecars side by side: %v", images)
@@ -837,7 +841,16 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 			t.Logf("%s", n.ContainerLogsWhere(from, to, 200, notRepeated))
 		}
 	}
-	for n, img := range keepalivedImages(t, c) {
+	var final map[string]string
+	var listErr error
+	lab.WaitUntil(30*time.Second, func() bool {
+		final, listErr = keepalivedImages(t.Context(), c)
+		return listErr == nil
+	})
+	if listErr != nil {
+		t.Fatalf("listing the keepalived pods after the roll: %v", listErr)
+	}
+	for n, img := range final {
 		if img != u.Image {
 			t.Errorf("%s's keepalived pod runs %s after the upgrade, want %s", n, img, u.Image)
 		}
@@ -927,10 +940,12 @@ const rollHeldLimit = 10 * time.Second
 
 // keepalivedImages maps each node to the image of its keepalived pod's
 // sidecar container, as the administrator lists them through the API VIP.
-func keepalivedImages(t *testing.T, c *clusterlab.Cluster) map[string]string {
-	pods, err := c.Admin.CoreV1().Pods(onnode.Namespace).List(t.Context(), metav1.ListOptions{})
+// Its callers read again on an error: a roll may break the connection a
+// read is on (2026-12-01: "unexpected EOF" right after master-0's update).
+func keepalivedImages(ctx context.Context, c *clusterlab.Cluster) (map[string]string, error) {
+	pods, err := c.Admin.CoreV1().Pods(onnode.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	out := map[string]string{}
 	for _, p := range pods.Items {
@@ -943,7 +958,7 @@ func keepalivedImages(t *testing.T, c *clusterlab.Cluster) map[string]string {
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // everyVIPURL is what a client asks of every VIP the cluster carries:
