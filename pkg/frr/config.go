@@ -49,7 +49,10 @@ type Config struct {
 
 // Peer is one BGP session of the node.
 type Peer struct {
+	// Address is the router's address, or with Interface the node's
+	// interface the router is on (an unnumbered session).
 	Address         string
+	Interface       bool
 	ASN             uint32
 	Hold, Keepalive int
 	BFD             bool
@@ -64,6 +67,17 @@ type Peer struct {
 	// GracefulRestart: graceful restart with this peer (and, with BFD,
 	// its control-plane failure check).
 	GracefulRestart bool
+}
+
+// Links are the interfaces of the node's unnumbered peers, each once.
+func (v *Config) Links() []string {
+	var out []string
+	for _, p := range v.Peers {
+		if p.Interface && !slices.Contains(out, p.Address) {
+			out = append(out, p.Address)
+		}
+	}
+	return out
 }
 
 // HasPassword tells whether frr.conf holds a password, and so is

@@ -84,7 +84,10 @@ func (p *Plan) frrView(node string) *frr.Config {
 			continue
 		}
 		hold, keep := peer.Timers()
-		v.Peers = append(v.Peers, frr.Peer{Address: peer.Address, ASN: peer.ASN, Hold: hold, Keepalive: keep, BFD: peer.BFD,
+		if peer.Unnumbered() && slices.ContainsFunc(v.Peers, func(q frr.Peer) bool { return q.Interface && q.Address == peer.Interface }) {
+			continue // one router at a link's far end: the first peer that selects the node
+		}
+		v.Peers = append(v.Peers, frr.Peer{Address: peer.Name(), Interface: peer.Unnumbered(), ASN: peer.ASN, Hold: hold, Keepalive: keep, BFD: peer.BFD,
 			Password: p.state.BGPPasswords[peer.PasswordSecret], Multihop: peer.EBGPMultihop, IBGP: peer.ASN == b.ASN,
 			GracefulRestart: peer.GracefulRestart})
 		v.Multihop = v.Multihop || peer.EBGPMultihop > 0
@@ -105,12 +108,13 @@ func (p *Plan) frrView(node string) *frr.Config {
 	}
 	filters := p.peerFilters(v.Peers)
 	for _, peer := range v.Peers {
-		fp := frr.FamilyPeer{Address: peer.Address, RouteMap: outMap, Filter: filters[peer.Address].Name}
-		if peer.IBGP {
-			fp.RouteMap = outMapIBGP
+		for _, v4 := range peerFamilies(peer) {
+			fp := frr.FamilyPeer{Address: peer.Address, RouteMap: outMap, Filter: filters[peerFamily{peer.Address, v4}].Name}
+			if peer.IBGP {
+				fp.RouteMap = outMapIBGP
+			}
+			fams[v4].Peers = append(fams[v4].Peers, fp)
 		}
-		a := netip.MustParseAddr(peer.Address)
-		fams[a.Is4()].Peers = append(fams[a.Is4()].Peers, fp)
 	}
 	v.PrefixLists, v.RouteMaps = p.outboundPolicy(v, filters)
 	for _, v4 := range []bool{true, false} {
@@ -185,4 +189,21 @@ func routerID(node string, addrs []netip.Addr) string {
 		binary.BigEndian.PutUint32(id[:], h.Sum32()|1)
 	}
 	return netip.AddrFrom4(id).String()
+}
+
+// peerFamily is one family of a peer's session, keyed by the peer's
+// name in frr.conf.
+type peerFamily struct {
+	peer string
+	v4   bool
+}
+
+// peerFamilies are the families (IPv4: true) a session carries: its
+// address's, or both over an unnumbered one (IPv4 with an IPv6 next hop,
+// RFC 8950).
+func peerFamilies(peer frr.Peer) []bool {
+	if peer.Interface {
+		return []bool{true, false}
+	}
+	return []bool{netip.MustParseAddr(peer.Address).Is4()}
 }

@@ -537,3 +537,53 @@ func TestBGPGracefulRestartRender(t *testing.T) {
 		t.Errorf("frr.conf without gracefulRestart has graceful-restart lines:\n%s", plain)
 	}
 }
+
+// TestBGPUnnumberedRender: rack a's nodes peer unnumbered on eth1 (a
+// pool with IPv4 and IPv6 addresses needs no numbered IPv6 peer: the
+// session carries both), rack b's by address. worker-a0's frr.conf
+// names the interface, activates it in both families with its filter in
+// each (the pool of rack b's router alone is denied to it), and keeps
+// the node's router advertisements on eth1 from making it a default
+// router; vtysh accepts it. worker-b0's file has no interface block.
+func TestBGPUnnumberedRender(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "bgp-two-racks.yaml")
+	c := *r.config
+	c.Spec.BGP = &v1alpha1.BGPSpec{ASN: 64513, Peers: []v1alpha1.BGPPeer{
+		{Interface: "eth1", ASN: 64512, BFD: true, NodeSelector: map[string]string{"topology.kubernetes.io/zone": "rack-a"}},
+		{Address: "203.0.113.1", ASN: 64512, NodeSelector: map[string]string{"topology.kubernetes.io/zone": "rack-b"}},
+	}}
+	c.Spec.ServicePools = []v1alpha1.ServicePool{
+		{Name: "racks", Mode: v1alpha1.PoolModeBGP, Addresses: []string{"203.0.113.224/28", "2001:db8:f::/124"}},
+		{Name: "b-only", Mode: v1alpha1.PoolModeBGP, Addresses: []string{"203.0.113.208/28"}, BGP: &v1alpha1.PoolBGP{Peers: []string{"203.0.113.1"}}},
+	}
+	v1alpha1.SetDefaults(&c)
+	if err := v1alpha1.Validate(&c); err != nil {
+		t.Fatal(err)
+	}
+	st := cluster.State{Nodes: r.nodes, ServiceVIPs: map[string][]netip.Addr{"racks": {netip.MustParseAddr("203.0.113.225"), netip.MustParseAddr("2001:db8:f::5")}}}
+	a0 := nodeFRRConf(t, &c, st, "worker-a0")
+	if err := frr.Check(context.Background(), a0.Data, configcheck.Options{}); err != nil {
+		t.Errorf("vtysh refuses worker-a0's frr.conf: %v\n%s", err, a0.Data)
+	}
+	for _, want := range []string{
+		"\ninterface eth1\n ipv6 nd ra-lifetime 0\nexit\n",
+		"\n neighbor eth1 interface remote-as 64512\n",
+		"\n neighbor eth1 bfd\n",
+		"\n address-family ipv4 unicast\n  network 203.0.113.225/32\n  neighbor eth1 activate\n",
+		"\n address-family ipv6 unicast\n  network 2001:db8:f::5/128\n  neighbor eth1 activate\n",
+		"\nip prefix-list vipctl-to-if-eth1 seq 5 deny 203.0.113.208/28 le 32\n",
+		"\n  neighbor eth1 prefix-list vipctl-to-if-eth1 out\n",
+	} {
+		if !strings.Contains(string(a0.Data), want) {
+			t.Errorf("worker-a0's frr.conf lacks %q:\n%s", want, a0.Data)
+		}
+	}
+	if strings.Contains(string(a0.Data), "ipv6 prefix-list vipctl-to-if-eth1") {
+		t.Errorf("worker-a0's frr.conf filters IPv6 to eth1, where no pool denies any:\n%s", a0.Data)
+	}
+	b0 := nodeFRRConf(t, &c, st, "worker-b0")
+	if strings.Contains(string(b0.Data), "\ninterface ") || strings.Contains(string(b0.Data), " interface remote-as") {
+		t.Errorf("worker-b0 peers by address, yet its frr.conf names an interface:\n%s", b0.Data)
+	}
+}

@@ -49,7 +49,7 @@ type poolPolicy struct {
 // outboundPolicy builds the prefix-lists and the route-maps of v's node:
 // outMap always (frr.conf has always had it), outMapIBGP when a peer is
 // iBGP.
-func (p *Plan) outboundPolicy(v *frr.Config, filters map[string]frr.PrefixList) ([]frr.PrefixList, []frr.RouteMap) {
+func (p *Plan) outboundPolicy(v *frr.Config, filters map[peerFamily]frr.PrefixList) ([]frr.PrefixList, []frr.RouteMap) {
 	pols := p.poolPolicies()
 	var lists []frr.PrefixList
 	for _, pol := range pols {
@@ -61,8 +61,10 @@ func (p *Plan) outboundPolicy(v *frr.Config, filters map[string]frr.PrefixList) 
 		}
 	}
 	for _, peer := range v.Peers {
-		if f, ok := filters[peer.Address]; ok {
-			lists = append(lists, f)
+		for _, is4 := range peerFamilies(peer) {
+			if f, ok := filters[peerFamily{peer.Address, is4}]; ok {
+				lists = append(lists, f)
+			}
 		}
 	}
 	maps := []frr.RouteMap{p.outRouteMap(pols, false)}
@@ -162,36 +164,43 @@ func (p *Plan) poolPolicies() []poolPolicy {
 // peerFilters are the outbound prefix-lists, by peer address, of the
 // node's peers that some bgp pool's bgp.peers leaves out: each denies
 // those pools' ranges and permits the rest.
-func (p *Plan) peerFilters(peers []frr.Peer) map[string]frr.PrefixList {
-	out := map[string]frr.PrefixList{}
+func (p *Plan) peerFilters(peers []frr.Peer) map[peerFamily]frr.PrefixList {
+	out := map[peerFamily]frr.PrefixList{}
 	for _, peer := range peers {
-		addr := netip.MustParseAddr(peer.Address)
-		var deny []string
-		for _, pool := range p.model.Pools {
-			if !pool.IsBGP() || pool.BGP == nil || len(pool.BGP.Peers) == 0 {
+		name := "vipctl-to-if-" + peer.Address
+		if !peer.Interface {
+			name = "vipctl-to-" + strings.ReplaceAll(netip.MustParseAddr(peer.Address).String(), ":", "-")
+		}
+		for _, is4 := range peerFamilies(peer) {
+			var deny []string
+			for _, pool := range p.model.Pools {
+				if !pool.IsBGP() || pool.BGP == nil || len(pool.BGP.Peers) == 0 || slices.ContainsFunc(pool.BGP.Peers, peerNamed(peer)) {
+					continue
+				}
+				v4, v6 := poolPrefixes(pool.Ranges)
+				deny = append(deny, map[bool][]string{true: v4, false: v6}[is4]...)
+			}
+			if len(deny) == 0 {
 				continue
 			}
-			if slices.ContainsFunc(pool.BGP.Peers, func(a string) bool { return v1alpha1.SameAddress(a, peer.Address) }) {
-				continue
+			fam, any, max := "ip", "0.0.0.0/0", "32"
+			if !is4 {
+				fam, any, max = "ipv6", "::/0", "128"
 			}
-			v4, v6 := poolPrefixes(pool.Ranges)
-			if addr.Is4() {
-				deny = append(deny, v4...)
-			} else {
-				deny = append(deny, v6...)
-			}
+			out[peerFamily{peer.Address, is4}] = frr.PrefixList{Family: fam, Name: name,
+				Lines: append(prefixLines("deny", deny, max), "permit "+any+" le "+max)}
 		}
-		if len(deny) == 0 {
-			continue
-		}
-		fam, any, max := "ip", "0.0.0.0/0", "32"
-		if !addr.Is4() {
-			fam, any, max = "ipv6", "::/0", "128"
-		}
-		out[peer.Address] = frr.PrefixList{Family: fam, Name: "vipctl-to-" + strings.ReplaceAll(addr.String(), ":", "-"),
-			Lines: append(prefixLines("deny", deny, max), "permit "+any+" le "+max)}
 	}
 	return out
+}
+
+// peerNamed tells whether a pool's bgp.peers entry names peer, as
+// v1alpha1.BGPPeer.Is does.
+func peerNamed(peer frr.Peer) func(string) bool {
+	if peer.Interface {
+		return v1alpha1.BGPPeer{Interface: peer.Address}.Is
+	}
+	return v1alpha1.BGPPeer{Address: peer.Address}.Is
 }
 
 // poolPrefixes are the CIDRs of a pool's ranges, per family.

@@ -31,6 +31,7 @@ var exampleNodes = map[string]string{
 	"pools-node-groups.yaml": "groups.yaml",
 	"pools-only.yaml":        "compact.yaml",
 	"bgp-two-racks.yaml":     "racks.yaml",
+	"bgp-unnumbered.yaml":    "racks.yaml",
 	"own-interface.yaml":     "dmz.yaml",
 }
 

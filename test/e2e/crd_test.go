@@ -306,7 +306,7 @@ var crdRules = []crdRule{
 		pool(s, 0)["bgp"] = map[string]any{"peers": []any{"198.51.100.9"}}
 	}, "spec.servicePools"},
 	{"a pool's peer of no address", "bgp-two-racks.yaml", func(s map[string]any) {
-		pool(s, 0)["bgp"] = map[string]any{"peers": []any{"rack-a"}}
+		pool(s, 0)["bgp"] = map[string]any{"peers": []any{"rack/a"}}
 	}, "spec.servicePools[0].bgp.peers[0]"},
 	{"a pool's community out of range", "bgp-two-racks.yaml", func(s map[string]any) {
 		pool(s, 0)["bgp"] = map[string]any{"communities": []any{"1:70000"}}
@@ -315,7 +315,18 @@ var crdRules = []crdRule{
 		pool(s, 0)["bgp"] = map[string]any{"largeCommunities": []any{"4294967296:1:2"}}
 	}, "spec.servicePools[0].bgp.largeCommunities[0]"},
 	{"a peer of no address", "bgp-two-racks.yaml", func(s map[string]any) { peer(s, 1)["address"] = "rack-b" }, "spec.bgp.peers[1].address"},
-	{"two peers of one address", "bgp-two-racks.yaml", func(s map[string]any) { peer(s, 1)["address"] = "198.51.100.1" }, "spec.bgp.peers[1]"},
+	{"two peers of one address", "bgp-two-racks.yaml", func(s map[string]any) { peer(s, 1)["address"] = "198.51.100.1" }, "spec.bgp.peers"},
+	{"a peer named by address and interface", "bgp-two-racks.yaml", func(s map[string]any) { peer(s, 0)["interface"] = "eth1" }, "spec.bgp.peers[0]"},
+	{"a peer named by neither", "bgp-two-racks.yaml", func(s map[string]any) { delete(peer(s, 0), "address") }, "spec.bgp.peers[0]"},
+	{"an unnumbered peer's interface that is an address", "bgp-two-racks.yaml", func(s map[string]any) {
+		delete(peer(s, 0), "address")
+		peer(s, 0)["interface"] = "198.51.100.7"
+	}, "spec.bgp.peers[0].interface"},
+	{"eBGP multi-hop on an unnumbered peer", "bgp-two-racks.yaml", func(s map[string]any) {
+		delete(peer(s, 0), "address")
+		peer(s, 0)["interface"] = "eth1"
+		peer(s, 0)["ebgpMultihop"] = int64(2)
+	}, "spec.bgp.peers[0].ebgpMultihop"},
 	{"an image reference with a space", "compact-ipv4.yaml", func(s map[string]any) {
 		s["images"] = map[string]any{"keepalived": "quay.io/vipctl/vipctl:v1 --privileged"}
 	}, "spec.images.keepalived"},

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -44,11 +45,11 @@ func validateBGP(c *ClusterVIPs, path *field.Path) field.ErrorList {
 	for i := range b.Peers {
 		peer := &b.Peers[i]
 		p := path.Child("peers").Index(i)
-		a, err := parseAddr(peer.Address)
-		switch {
-		case err != nil:
+		if peer.Unnumbered() || peer.Address == "" {
+			errs = append(errs, validateUnnumbered(peer, p)...)
+		} else if a, err := parseAddr(peer.Address); err != nil {
 			errs = append(errs, field.Invalid(p.Child("address"), peer.Address, err.Error()))
-		default:
+		} else {
 			if why := peerAddress(c, a); why != "" {
 				errs = append(errs, field.Invalid(p.Child("address"), peer.Address, why))
 			}
@@ -87,6 +88,7 @@ func validateBGP(c *ClusterVIPs, path *field.Path) field.ErrorList {
 			errs = append(errs, validateNameBy(validation.IsDNS1123Subdomain, peer.PasswordSecret, p.Child("passwordSecret"))...)
 		}
 	}
+	errs = append(errs, sameLinkTwice(b.Peers, path.Child("peers"))...)
 	errs = append(errs, familiesPeered(c, path.Child("peers"))...)
 	for i := range c.Spec.ServicePools {
 		errs = append(errs, validatePoolBGP(c, i, field.NewPath("spec", "servicePools").Index(i).Child("bgp"))...)
@@ -149,12 +151,7 @@ func CheckBGPPassword(pw []byte) string {
 // address would be handed to a Service and announced nowhere.
 func familiesPeered(c *ClusterVIPs, peersPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	peered := map[bool]bool{}
-	for _, p := range c.Spec.BGP.Peers {
-		if a, err := parseAddr(p.Address); err == nil {
-			peered[a.Is4()] = true
-		}
-	}
+	peered := families(c.Spec.BGP.Peers)
 	if len(peered) == 0 {
 		return nil // no valid peer: reported on its own
 	}
@@ -213,11 +210,12 @@ func validatePoolBGP(c *ClusterVIPs, i int, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	peers := pb.PeerSet(c.Spec.BGP)
 	for j, a := range pb.Peers {
-		addr, err := parseAddr(a)
+		_, err := parseAddr(a)
 		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(path.Child("peers").Index(j), a, err.Error()))
-		case !slices.ContainsFunc(c.Spec.BGP.Peers, func(p BGPPeer) bool { return SameAddress(p.Address, addr.String()) }):
+		case slices.ContainsFunc(c.Spec.BGP.Peers, func(p BGPPeer) bool { return p.Is(a) }):
+		case err != nil && InterfaceNameError(a) != "":
+			errs = append(errs, field.Invalid(path.Child("peers").Index(j), a, err.Error()+", nor an unnumbered peer's interface"))
+		default:
 			errs = append(errs, field.NotFound(path.Child("peers").Index(j), a+" is no peer of spec.bgp.peers"))
 		}
 	}
@@ -299,7 +297,7 @@ func (pb *PoolBGP) PeerSet(b *BGPSpec) []BGPPeer {
 	}
 	var out []BGPPeer
 	for _, p := range b.Peers {
-		if slices.ContainsFunc(pb.Peers, func(s string) bool { return SameAddress(p.Address, s) }) {
+		if slices.ContainsFunc(pb.Peers, p.Is) {
 			out = append(out, p)
 		}
 	}
@@ -331,12 +329,7 @@ func largeCommunityError(cm string) string {
 // poolFamiliesPeered refuses a pool whose bgp.peers leave a family of its
 // addresses without a peer: those addresses would be announced nowhere.
 func poolFamiliesPeered(pool *ServicePool, peers []BGPPeer, path *field.Path) field.ErrorList {
-	peered := map[bool]bool{}
-	for _, p := range peers {
-		if a, err := parseAddr(p.Address); err == nil {
-			peered[a.Is4()] = true
-		}
-	}
+	peered := families(peers)
 	for _, a := range pool.Addresses {
 		if r, err := ParseAddressRange(a); err == nil && !peered[r.Is4()] {
 			return field.ErrorList{field.Invalid(path, pool.BGP.Peers, fmt.Sprintf("no %s peer among them to announce the pool's %s to", familyName(r.First), a))}
@@ -360,4 +353,79 @@ func (b *BGPSpec) RestartTime() int {
 		d = DefaultGracefulRestartTime
 	}
 	return int(d / time.Second)
+}
+
+// Unnumbered tells a peer named by the nodes' interface it is on.
+func (p BGPPeer) Unnumbered() bool { return p.Interface != "" }
+
+// Name is how FRR and the status name the peer: its address, or the
+// interface of an unnumbered one.
+func (p BGPPeer) Name() string {
+	if p.Unnumbered() {
+		return p.Interface
+	}
+	return p.Address
+}
+
+// Is tells whether a pool's bgp.peers entry names p: its address (in any
+// spelling), or an unnumbered peer's interface.
+func (p BGPPeer) Is(s string) bool {
+	if p.Unnumbered() {
+		return s == p.Interface
+	}
+	return SameAddress(p.Address, s)
+}
+
+// families are the address families peers carry: an address peer its
+// own, an unnumbered one both (IPv4 routes with an IPv6 next hop).
+func families(peers []BGPPeer) map[bool]bool {
+	out := map[bool]bool{}
+	for _, p := range peers {
+		if p.Unnumbered() {
+			out[true], out[false] = true, true
+		} else if a, err := parseAddr(p.Address); err == nil {
+			out[a.Is4()] = true
+		}
+	}
+	return out
+}
+
+// validateUnnumbered checks a peer without an address: it must name its
+// interface, and only that.
+func validateUnnumbered(peer *BGPPeer, path *field.Path) field.ErrorList {
+	switch {
+	case peer.Interface == "":
+		return field.ErrorList{field.Required(path.Child("address"), "the router's address, or its interface for an unnumbered session")}
+	case peer.Address != "":
+		return field.ErrorList{field.Invalid(path.Child("interface"), peer.Interface, "name the router by address or by interface, not both")}
+	case InterfaceNameError(peer.Interface) != "":
+		return field.ErrorList{field.Invalid(path.Child("interface"), peer.Interface, InterfaceNameError(peer.Interface))}
+	case isAddr(peer.Interface):
+		return field.ErrorList{field.Invalid(path.Child("interface"), peer.Interface, "an address, not an interface: name a numbered peer in address")}
+	case peer.EBGPMultihop != 0:
+		return field.ErrorList{field.Invalid(path.Child("ebgpMultihop"), peer.EBGPMultihop, "an unnumbered peer is on the link: ebgpMultihop is for a router hops away")}
+	}
+	return nil
+}
+
+// sameLinkTwice refuses two unnumbered peers on one interface for the
+// same nodes (equal nodeSelectors): one link has one router at its far
+// end. Selectors that differ may still select one node, which then peers
+// with the first (docs/bgp.md, "Unnumbered peers").
+func sameLinkTwice(peers []BGPPeer, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, p := range peers {
+		for j := range i {
+			if q := peers[j]; p.Unnumbered() && q.Interface == p.Interface && maps.Equal(p.NodeSelector, q.NodeSelector) {
+				errs = append(errs, field.Duplicate(path.Index(i).Child("interface"), p.Interface+" (also "+path.Index(j).Child("interface").String()+", for the same nodes)"))
+				break
+			}
+		}
+	}
+	return errs
+}
+
+func isAddr(s string) bool {
+	_, err := netip.ParseAddr(s)
+	return err == nil
 }

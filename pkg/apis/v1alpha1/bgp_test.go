@@ -119,6 +119,31 @@ func TestBGPErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "unnumbered peers: neither address nor interface, both, a bad name, an address as a name, multihop, one link twice",
+			edit: replace("holdTime: 30s", `holdTime: 30s
+      - asn: 64512
+      - address: 198.51.100.9
+        interface: eth1
+        asn: 64512
+      - interface: eth1/2
+        asn: 64512
+      - interface: 198.51.100.7
+        asn: 64512
+      - interface: eth2
+        asn: 64512
+        ebgpMultihop: 2
+      - interface: eth2
+        asn: 64514`),
+			want: []string{
+				`spec.bgp.peers[2].address: Required value: the router's address, or its interface for an unnumbered session`,
+				`spec.bgp.peers[3].interface: Invalid value: "eth1": name the router by address or by interface, not both`,
+				`spec.bgp.peers[4].interface: Invalid value: "eth1/2": must be a network interface name`,
+				`spec.bgp.peers[5].interface: Invalid value: "198.51.100.7": an address, not an interface`,
+				`spec.bgp.peers[6].ebgpMultihop: Invalid value: 2: an unnumbered peer is on the link`,
+				`spec.bgp.peers[7].interface: Duplicate value: "eth2 (also spec.bgp.peers[6].interface, for the same nodes)"`,
+			},
+		},
+		{
 			name: "a passwordSecret that names no Secret",
 			edit: replace("holdTime: 30s", "holdTime: 30s\n        passwordSecret: Rack_A"),
 			want: []string{`spec.bgp.peers[1].passwordSecret: Invalid value: "Rack_A"`},
@@ -127,7 +152,7 @@ func TestBGPErrors(t *testing.T) {
 			name: "a pool's bgp policy, every error with its path",
 			edit: replace("      addresses: [203.0.113.192/28, \"2001:db8:f::/124\"]\n", `      addresses: [203.0.113.192/28, "2001:db8:f::/124"]
       bgp:
-        peers: [198.51.100.1, 198.51.100.9, bad]
+        peers: [198.51.100.1, 198.51.100.9, bad/x, eth9]
         communities: ["1:70000"]
         largeCommunities: ["1:2", "4294967296:0:0", "4200000000:1:2"]
         localPref: 200
@@ -137,7 +162,8 @@ func TestBGPErrors(t *testing.T) {
 `),
 			want: []string{
 				`spec.servicePools[1].bgp.peers[1]: Not found: "198.51.100.9 is no peer of spec.bgp.peers"`,
-				`spec.servicePools[1].bgp.peers[2]: Invalid value: "bad": invalid IP address`,
+				`spec.servicePools[1].bgp.peers[2]: Invalid value: "bad/x": invalid IP address, nor an unnumbered peer's interface`,
+				`spec.servicePools[1].bgp.peers[3]: Not found: "eth9 is no peer of spec.bgp.peers"`,
 				`spec.servicePools[1].bgp.communities[0]: Invalid value: "1:70000"`,
 				`spec.servicePools[1].bgp.largeCommunities[0]: Invalid value: "1:2": must be GLOBAL:LOCAL1:LOCAL2`,
 				`spec.servicePools[1].bgp.largeCommunities[1]: Invalid value: "4294967296:0:0"`,

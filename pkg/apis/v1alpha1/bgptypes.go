@@ -10,9 +10,11 @@ type BGPSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=4294967295
 	ASN uint32 `json:"asn"`
-	// Peers are the routers the nodes announce to.
-	// +listType=map
-	// +listMapKey=address
+	// Peers are the routers the nodes announce to. Each is named by its
+	// address or, unnumbered, by the nodes' interface it is on; an
+	// address is named once.
+	// +listType=atomic
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.address) || self.exists_one(q, has(q.address) && q.address == p.address))",message="an address is named by one peer"
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
 	Peers []BGPPeer `json:"peers"`
@@ -35,15 +37,32 @@ type BGPSpec struct {
 
 // BGPPeer is one upstream router.
 //
+// +kubebuilder:validation:XValidation:rule="has(self.address) != has(self.interface)",message="name the router by address or by interface (unnumbered), one of them"
+// +kubebuilder:validation:XValidation:rule="!has(self.interface) || !has(self.ebgpMultihop) || self.ebgpMultihop == 0",message="an unnumbered peer is on the link: ebgpMultihop is for a router hops away",fieldPath=".ebgpMultihop"
 // +kubebuilder:validation:XValidation:rule="!has(self.holdTime) || !self.holdTime.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || (duration(self.holdTime) >= duration('3s') && duration(self.holdTime) <= duration('65535s') && duration(self.holdTime).getMilliseconds() % 1000 == 0)",message="must be whole seconds from 3s (RFC 4271) to 65535s",fieldPath=".holdTime"
 // +kubebuilder:validation:XValidation:rule="!has(self.keepaliveTime) || !self.keepaliveTime.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || (duration(self.keepaliveTime) >= duration('1s') && duration(self.keepaliveTime) <= duration('65535s') && duration(self.keepaliveTime).getMilliseconds() % 1000 == 0 && (!has(self.holdTime) || !self.holdTime.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || duration(self.keepaliveTime) < duration(self.holdTime)))",message="must be whole seconds, at least 1s and less than holdTime",fieldPath=".keepaliveTime"
 type BGPPeer struct {
 	// Address is the router's address, IPv4 or IPv6, on a subnet the
 	// selected nodes reach directly (eBGP, single hop), or, with
-	// ebgpMultihop, through routers.
+	// ebgpMultihop, through routers. Either address or interface.
 	// +kubebuilder:validation:MaxLength=45
 	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="must be an IPv4 or IPv6 address, without a zone"
-	Address string `json:"address"`
+	Address string `json:"address,omitempty"`
+	// Interface makes the session unnumbered (FRR's `neighbor IFNAME
+	// interface`): the router is the one at the far end of this node
+	// interface, a point-to-point link to a top-of-rack port, reached at
+	// the IPv6 link-local address its router advertisements carry; no
+	// address is configured for it. The session carries both families:
+	// IPv6 routes, and IPv4 routes with an IPv6 next hop (RFC 8950,
+	// extended next hop). The nodes advertise themselves on that
+	// interface with a router lifetime of 0, so no host takes a node for
+	// its default router. Either address or interface; not with
+	// ebgpMultihop. Two peers may name one interface for different
+	// nodes (nodeSelector); a node both select peers with the first.
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]{1,15}$`
+	// +kubebuilder:validation:XValidation:rule="self != '.' && self != '..' && !isIP(self)",message="must be a network interface name (an address goes in address)"
+	Interface string `json:"interface,omitempty"`
 	// ASN is the router's autonomous system number; spec.bgp.asn makes
 	// the session iBGP (a route reflector, say).
 	// +kubebuilder:validation:Format=int64
@@ -106,13 +125,13 @@ type BGPPeer struct {
 // BGPAdvertisement: the nodes' outbound route-map sets it on every route
 // whose address lies in the pool.
 type PoolBGP struct {
-	// Peers are addresses of spec.bgp.peers that get the pool's routes;
-	// the other peers never do (a pool for the DMZ routers alone). Empty:
-	// every peer.
+	// Peers are addresses of spec.bgp.peers (or, for an unnumbered peer,
+	// its interface) that get the pool's routes; the other peers never
+	// do (a pool for the DMZ routers alone). Empty: every peer.
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=45
-	// +kubebuilder:validation:items:XValidation:rule="isIP(self)",message="must be an IPv4 or IPv6 address, without a zone"
+	// +kubebuilder:validation:items:XValidation:rule="isIP(self) || self.matches('^[A-Za-z0-9_.-]{1,15}$') && self != '.' && self != '..'",message="must be an IPv4 or IPv6 address, without a zone, or an unnumbered peer's interface"
 	Peers []string `json:"peers,omitempty"`
 	// Communities are attached to the pool's routes besides
 	// spec.bgp.communities, "AA:NN" or one of no-export, no-advertise,
