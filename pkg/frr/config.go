@@ -51,8 +51,11 @@ type Config struct {
 type Peer struct {
 	// Address is the router's address, or with Interface the node's
 	// interface the router is on (an unnumbered session).
-	Address         string
-	Interface       bool
+	Address   string
+	Interface bool
+	// DualStack: a session to an address that carries both families'
+	// routes (an IPv6 one negotiates the extended next hop for IPv4).
+	DualStack       bool
 	ASN             uint32
 	Hold, Keepalive int
 	BFD             bool

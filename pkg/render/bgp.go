@@ -87,7 +87,7 @@ func (p *Plan) frrView(node string) *frr.Config {
 		if peer.Unnumbered() && slices.ContainsFunc(v.Peers, func(q frr.Peer) bool { return q.Interface && q.Address == peer.Interface }) {
 			continue // one router at a link's far end: the first peer that selects the node
 		}
-		v.Peers = append(v.Peers, frr.Peer{Address: peer.Name(), Interface: peer.Unnumbered(), ASN: peer.ASN, Hold: hold, Keepalive: keep, BFD: peer.BFD,
+		v.Peers = append(v.Peers, frr.Peer{Address: peer.Name(), Interface: peer.Unnumbered(), DualStack: peer.DualStack, ASN: peer.ASN, Hold: hold, Keepalive: keep, BFD: peer.BFD,
 			Password: p.state.BGPPasswords[peer.PasswordSecret], Multihop: peer.EBGPMultihop, IBGP: peer.ASN == b.ASN,
 			GracefulRestart: peer.GracefulRestart})
 		v.Multihop = v.Multihop || peer.EBGPMultihop > 0
@@ -199,10 +199,9 @@ type peerFamily struct {
 }
 
 // peerFamilies are the families (IPv4: true) a session carries: its
-// address's, or both over an unnumbered one (IPv4 with an IPv6 next hop,
-// RFC 8950).
+// address's, or both over an unnumbered or dualStack one.
 func peerFamilies(peer frr.Peer) []bool {
-	if peer.Interface {
+	if peer.Interface || peer.DualStack {
 		return []bool{true, false}
 	}
 	return []bool{netip.MustParseAddr(peer.Address).Is4()}

@@ -540,7 +540,7 @@ func TestBGPGracefulRestartRender(t *testing.T) {
 
 // TestBGPUnnumberedRender: rack a's nodes peer unnumbered on eth1 (a
 // pool with IPv4 and IPv6 addresses needs no numbered IPv6 peer: the
-// session carries both), rack b's by address. worker-a0's frr.conf
+// session carries both), rack b's by address, dualStack. worker-a0's frr.conf
 // names the interface, activates it in both families with its filter in
 // each (the pool of rack b's router alone is denied to it), and keeps
 // the node's router advertisements on eth1 from making it a default
@@ -551,7 +551,8 @@ func TestBGPUnnumberedRender(t *testing.T) {
 	c := *r.config
 	c.Spec.BGP = &v1alpha1.BGPSpec{ASN: 64513, Peers: []v1alpha1.BGPPeer{
 		{Interface: "eth1", ASN: 64512, BFD: true, NodeSelector: map[string]string{"topology.kubernetes.io/zone": "rack-a"}},
-		{Address: "203.0.113.1", ASN: 64512, NodeSelector: map[string]string{"topology.kubernetes.io/zone": "rack-b"}},
+		{Address: "203.0.113.1", ASN: 64512, DualStack: true, NodeSelector: map[string]string{"topology.kubernetes.io/zone": "rack-b"}},
+		{Address: "2001:db8::1", ASN: 64512, DualStack: true, NodeSelector: map[string]string{"topology.kubernetes.io/zone": "rack-b"}},
 	}}
 	c.Spec.ServicePools = []v1alpha1.ServicePool{
 		{Name: "racks", Mode: v1alpha1.PoolModeBGP, Addresses: []string{"203.0.113.224/28", "2001:db8:f::/124"}},
@@ -585,5 +586,23 @@ func TestBGPUnnumberedRender(t *testing.T) {
 	b0 := nodeFRRConf(t, &c, st, "worker-b0")
 	if strings.Contains(string(b0.Data), "\ninterface ") || strings.Contains(string(b0.Data), " interface remote-as") {
 		t.Errorf("worker-b0 peers by address, yet its frr.conf names an interface:\n%s", b0.Data)
+	}
+	// Rack b's peers are dualStack: each session carries both families,
+	// and the IPv6 one negotiates the extended next hop for IPv4.
+	if err := frr.Check(context.Background(), b0.Data, configcheck.Options{}); err != nil {
+		t.Errorf("vtysh refuses worker-b0's frr.conf: %v\n%s", err, b0.Data)
+	}
+	for _, want := range []string{
+		"\n neighbor 2001:db8::1 capability extended-nexthop\n",
+		"\n address-family ipv4 unicast\n  network 203.0.113.225/32\n  neighbor 203.0.113.1 activate\n",
+		"\n  neighbor 2001:db8::1 activate\n  neighbor 2001:db8::1 route-map vipctl-in in\n  neighbor 2001:db8::1 route-map vipctl-out out\n  neighbor 2001:db8::1 prefix-list vipctl-to-2001-db8--1 out\n exit-address-family\n !\n address-family ipv6 unicast\n",
+		"\n address-family ipv6 unicast\n  network 2001:db8:f::5/128\n  neighbor 203.0.113.1 activate\n",
+	} {
+		if !strings.Contains(string(b0.Data), want) {
+			t.Errorf("worker-b0's frr.conf lacks %q:\n%s", want, b0.Data)
+		}
+	}
+	if strings.Contains(string(b0.Data), "203.0.113.1 capability extended-nexthop") {
+		t.Errorf("worker-b0's frr.conf asks the extended next hop of its IPv4 session:\n%s", b0.Data)
 	}
 }

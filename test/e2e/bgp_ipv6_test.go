@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -79,12 +76,7 @@ var upstreamFRR6 = []string{
 // the route.
 func TestBGPIPv6Sessions(t *testing.T) {
 	lab.RequireFRR(t)
-	var specs []lab.NodeSpec
-	for i, name := range []string{"n0", "n1", "n2"} {
-		specs = append(specs, lab.NodeSpec{Name: name, Addr: fmt.Sprintf("198.51.100.%d/24", 21+i),
-			Addr6: fmt.Sprintf("2001:db8:a::%d/64", 21+i), Gateways: []string{"198.51.100.1", "2001:db8:a::1"}})
-	}
-	lc := lab.Start(t, bgpIPv6YAML, specs)
+	lc := lab.Start(t, bgpIPv6YAML, dualStackNodes())
 	lc.AddSegment("c")
 	r := lc.AddRouter("upstream", map[string][]string{netlab.DefaultSegment: {"198.51.100.1/24", "2001:db8:a::1/64"}, "c": {"2001:db8:c::1/64"}})
 	r.MustExec("sysctl", "-qw", "net.ipv6.fib_multipath_hash_policy=1")
@@ -95,10 +87,7 @@ func TestBGPIPv6Sessions(t *testing.T) {
 	const vip = "2001:db8:200::a"
 	lc.AddServiceVIP("six", netip.MustParseAddr(vip))
 	for _, n := range lc.Nodes {
-		lab.StartFRR(t, n.Host, n.Target.Root)
-		name := n.Name
-		n.Host.Serve(":8080", func(c net.Conn) { _, _ = io.WriteString(c, name) })
-		n.Host.MustExec("ip", "-6", "addr", "add", vip+"/128", "dev", "lo")
+		startBGPNode(t, n, vip)
 		lc.Apply(n)
 	}
 

@@ -157,11 +157,26 @@ func newBGPLab(t testing.TB, lc *lab.Cluster, routerAddrs map[string][]string, r
 	}
 	bl.client = lc.AddHost("outside", netlab.HostOpts{Iface: "eth0", Addrs: []string{"203.0.113.70/26"}, Segment: "c", Gateways: []string{"203.0.113.65"}})
 	for _, n := range lc.Nodes {
-		bl.frr[n.Name] = lab.StartFRR(t, n.Host, n.Target.Root)
-		name := n.Name
-		n.Host.Serve(":8080", func(c net.Conn) { _, _ = io.WriteString(c, name) })
+		bl.frr[n.Name] = startBGPNode(t, n)
 	}
 	return bl
+}
+
+// startBGPNode starts n's FRR and a server on :8080 answering with n's
+// name, and puts vips on n's lo (kube-proxy's part on a real node).
+func startBGPNode(t testing.TB, n *lab.Node, vips ...string) *lab.FRR {
+	t.Helper()
+	f := lab.StartFRR(t, n.Host, n.Target.Root)
+	name := n.Name
+	n.Host.Serve(":8080", func(c net.Conn) { _, _ = io.WriteString(c, name) })
+	for _, vip := range vips {
+		if strings.Contains(vip, ":") {
+			n.Host.MustExec("ip", "-6", "addr", "add", vip+"/128", "dev", "lo")
+		} else {
+			n.Host.MustExec("ip", "addr", "add", vip+"/32", "dev", "lo")
+		}
+	}
+	return f
 }
 
 // applyAll brings every node in line with the lab's state through the

@@ -322,6 +322,11 @@ var crdRules = []crdRule{
 		delete(peer(s, 0), "address")
 		peer(s, 0)["interface"] = "198.51.100.7"
 	}, "spec.bgp.peers[0].interface"},
+	{"dualStack on an unnumbered peer", "bgp-two-racks.yaml", func(s map[string]any) {
+		delete(peer(s, 0), "address")
+		peer(s, 0)["interface"] = "eth1"
+		peer(s, 0)["dualStack"] = true
+	}, "spec.bgp.peers[0].dualStack"},
 	{"eBGP multi-hop on an unnumbered peer", "bgp-two-racks.yaml", func(s map[string]any) {
 		delete(peer(s, 0), "address")
 		peer(s, 0)["interface"] = "eth1"

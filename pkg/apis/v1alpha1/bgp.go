@@ -377,11 +377,11 @@ func (p BGPPeer) Is(s string) bool {
 }
 
 // families are the address families peers carry: an address peer its
-// own, an unnumbered one both (IPv4 routes with an IPv6 next hop).
+// own, an unnumbered or dualStack one both.
 func families(peers []BGPPeer) map[bool]bool {
 	out := map[bool]bool{}
 	for _, p := range peers {
-		if p.Unnumbered() {
+		if p.Unnumbered() || p.DualStack {
 			out[true], out[false] = true, true
 		} else if a, err := parseAddr(p.Address); err == nil {
 			out[a.Is4()] = true
@@ -404,6 +404,8 @@ func validateUnnumbered(peer *BGPPeer, path *field.Path) field.ErrorList {
 		return field.ErrorList{field.Invalid(path.Child("interface"), peer.Interface, "an address, not an interface: name a numbered peer in address")}
 	case peer.EBGPMultihop != 0:
 		return field.ErrorList{field.Invalid(path.Child("ebgpMultihop"), peer.EBGPMultihop, "an unnumbered peer is on the link: ebgpMultihop is for a router hops away")}
+	case peer.DualStack:
+		return field.ErrorList{field.Invalid(path.Child("dualStack"), peer.DualStack, "an unnumbered session carries both families already")}
 	}
 	return nil
 }

@@ -133,7 +133,10 @@ func TestBGPErrors(t *testing.T) {
         asn: 64512
         ebgpMultihop: 2
       - interface: eth2
-        asn: 64514`),
+        asn: 64514
+      - interface: eth3
+        asn: 64512
+        dualStack: true`),
 			want: []string{
 				`spec.bgp.peers[2].address: Required value: the router's address, or its interface for an unnumbered session`,
 				`spec.bgp.peers[3].interface: Invalid value: "eth1": name the router by address or by interface, not both`,
@@ -141,6 +144,7 @@ func TestBGPErrors(t *testing.T) {
 				`spec.bgp.peers[5].interface: Invalid value: "198.51.100.7": an address, not an interface`,
 				`spec.bgp.peers[6].ebgpMultihop: Invalid value: 2: an unnumbered peer is on the link`,
 				`spec.bgp.peers[7].interface: Duplicate value: "eth2 (also spec.bgp.peers[6].interface, for the same nodes)"`,
+				`spec.bgp.peers[8].dualStack: Invalid value: true: an unnumbered session carries both families already`,
 			},
 		},
 		{
@@ -238,5 +242,24 @@ func TestBGPPasswordSecrets(t *testing.T) {
 	}
 	if got := (&ClusterVIPs{}).BGPPasswordSecrets(); got != nil {
 		t.Errorf("no spec.bgp: %v", got)
+	}
+}
+
+// TestBGPOneSessionBothFamilies: a pool's IPv6 addresses need no IPv6
+// peer when an IPv4 peer is dualStack, or the peer is unnumbered: the
+// session carries them; without either they are refused.
+func TestBGPOneSessionBothFamilies(t *testing.T) {
+	t.Parallel()
+	v4only := strings.Replace(bgpBase, "      - address: \"2001:db8::1\"\n        asn: 64512\n", "", 1)
+	if _, err := Parse([]byte(v4only)); err == nil || !strings.Contains(err.Error(), "no IPv6 peer in spec.bgp.peers") {
+		t.Fatalf("IPv6 pool addresses with IPv4 peers alone: %v, want refused", err)
+	}
+	for _, edit := range []struct{ name, from, to string }{
+		{"dualStack", "holdTime: 30s", "holdTime: 30s\n        dualStack: true"},
+		{"unnumbered", "      - address: 203.0.113.1\n", "      - interface: eno2\n"},
+	} {
+		if _, err := Parse([]byte(strings.Replace(v4only, edit.from, edit.to, 1))); err != nil {
+			t.Errorf("%s: %v", edit.name, err)
+		}
 	}
 }

@@ -39,6 +39,7 @@ type BGPSpec struct {
 //
 // +kubebuilder:validation:XValidation:rule="has(self.address) != has(self.interface)",message="name the router by address or by interface (unnumbered), one of them"
 // +kubebuilder:validation:XValidation:rule="!has(self.interface) || !has(self.ebgpMultihop) || self.ebgpMultihop == 0",message="an unnumbered peer is on the link: ebgpMultihop is for a router hops away",fieldPath=".ebgpMultihop"
+// +kubebuilder:validation:XValidation:rule="!has(self.interface) || !has(self.dualStack) || !self.dualStack",message="an unnumbered session carries both families already",fieldPath=".dualStack"
 // +kubebuilder:validation:XValidation:rule="!has(self.holdTime) || !self.holdTime.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || (duration(self.holdTime) >= duration('3s') && duration(self.holdTime) <= duration('65535s') && duration(self.holdTime).getMilliseconds() % 1000 == 0)",message="must be whole seconds from 3s (RFC 4271) to 65535s",fieldPath=".holdTime"
 // +kubebuilder:validation:XValidation:rule="!has(self.keepaliveTime) || !self.keepaliveTime.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || (duration(self.keepaliveTime) >= duration('1s') && duration(self.keepaliveTime) <= duration('65535s') && duration(self.keepaliveTime).getMilliseconds() % 1000 == 0 && (!has(self.holdTime) || !self.holdTime.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || duration(self.keepaliveTime) < duration(self.holdTime)))",message="must be whole seconds, at least 1s and less than holdTime",fieldPath=".keepaliveTime"
 type BGPPeer struct {
@@ -63,6 +64,14 @@ type BGPPeer struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]{1,15}$`
 	// +kubebuilder:validation:XValidation:rule="self != '.' && self != '..' && !isIP(self)",message="must be a network interface name (an address goes in address)"
 	Interface string `json:"interface,omitempty"`
+	// DualStack makes a session to an address carry the other family's
+	// routes too (as MetalLB's dualStackAddressFamily): over an IPv4
+	// session the pool's IPv6 routes, with the node's IPv6 address on
+	// the session's interface as their next hop (the node needs one);
+	// over an IPv6 session its IPv4 routes, with an IPv6 next hop (RFC
+	// 8950, extended next hop). For a router reached over one family
+	// alone. An unnumbered session carries both already.
+	DualStack bool `json:"dualStack,omitempty"`
 	// ASN is the router's autonomous system number; spec.bgp.asn makes
 	// the session iBGP (a route reflector, say).
 	// +kubebuilder:validation:Format=int64
