@@ -31,6 +31,25 @@ type Model struct {
 	// Bootstrap are spec.bootstrap.addresses, in their order (nil
 	// without spec.bootstrap).
 	Bootstrap []netip.Addr
+	// BGPPeers are spec.bgp.peers, in their order (nil without spec.bgp).
+	BGPPeers []BGPPeer
+}
+
+// BGPPeer is one of spec.bgp.peers with its address parsed.
+type BGPPeer struct {
+	*v1alpha1.BGPPeer
+	// Addr is the router's address; the zero Addr for an unnumbered peer.
+	Addr netip.Addr
+}
+
+// Name is how frr.conf names the session: the address, written as Go
+// writes it (2001:db8::1 for 2001:DB8:0::1), or an unnumbered peer's
+// interface.
+func (p BGPPeer) Name() string {
+	if p.Unnumbered() {
+		return p.Interface
+	}
+	return p.Addr.String()
 }
 
 // IngressVIPs are one IngressController's VIPs, parsed.
@@ -61,6 +80,17 @@ func Compile(c *v1alpha1.ClusterVIPs) *Model {
 	}
 	if s.Bootstrap != nil {
 		m.Bootstrap = parseAddrs(s.Bootstrap.Addresses)
+	}
+	if s.BGP != nil {
+		for i := range s.BGP.Peers {
+			peer := BGPPeer{BGPPeer: &s.BGP.Peers[i]}
+			if a, err := netip.ParseAddr(peer.Address); err == nil {
+				peer.Addr = a
+			} else if !peer.Unnumbered() {
+				continue // refused by validation
+			}
+			m.BGPPeers = append(m.BGPPeers, peer)
+		}
 	}
 	for _, n := range s.MachineNetworks {
 		if p, err := netip.ParsePrefix(n); err == nil {

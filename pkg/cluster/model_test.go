@@ -116,3 +116,27 @@ func TestCompileParsesTheBootstrapAddresses(t *testing.T) {
 		}
 	}
 }
+
+// TestCompileParsesTheBGPPeers: each of spec.bgp.peers once, in order,
+// an address parsed and named as frr.conf writes it, an unnumbered peer
+// by its interface with no address.
+func TestCompileParsesTheBGPPeers(t *testing.T) {
+	t.Parallel()
+	c := fixture.Example(t, "bgp-two-racks.yaml")
+	c.Spec.BGP.Peers = append(c.Spec.BGP.Peers, v1alpha1.BGPPeer{Address: "2001:DB8:0::1", ASN: 64512},
+		v1alpha1.BGPPeer{Interface: "eno2", ASN: 64514})
+	m := Compile(c)
+	var got []string
+	for _, p := range m.BGPPeers {
+		got = append(got, p.Name())
+	}
+	if want := []string{"198.51.100.1", "203.0.113.1", "2001:db8::1", "eno2"}; !slices.Equal(got, want) {
+		t.Errorf("the compiled peers' names are %v, want %v", got, want)
+	}
+	if p := m.BGPPeers[3]; p.Addr.IsValid() || !p.Unnumbered() || p.ASN != 64514 {
+		t.Errorf("the unnumbered peer compiled as %+v", p)
+	}
+	if m := Compile(fixture.Example(t, "compact-ipv4.yaml")); m.BGPPeers != nil {
+		t.Errorf("a config without spec.bgp has peers %v", m.BGPPeers)
+	}
+}

@@ -53,9 +53,10 @@ type Peer struct {
 	// interface the router is on (an unnumbered session).
 	Address   string
 	Interface bool
-	// DualStack: a session to an address that carries both families'
-	// routes (an IPv6 one negotiates the extended next hop for IPv4).
-	DualStack       bool
+	// IPv6 tells a session that runs over IPv6 (an unnumbered one
+	// does); DualStack one to an address that carries both families'
+	// routes (over IPv6 it negotiates the extended next hop for IPv4).
+	IPv6, DualStack bool
 	ASN             uint32
 	Hold, Keepalive int
 	BFD             bool

@@ -79,7 +79,7 @@ func (p *Plan) frrView(node string) *frr.Config {
 	v := &frr.Config{Node: node, ASN: b.ASN, RestartTime: b.RestartTime()}
 	v.RouterID = routerID(node, n.Addresses)
 	fams := map[bool]*frr.Family{true: {Name: "ipv4"}, false: {Name: "ipv6"}}
-	for _, peer := range b.Peers {
+	for _, peer := range p.model.BGPPeers {
 		if !cluster.Matches(peer.NodeSelector, n.Labels) {
 			continue
 		}
@@ -87,7 +87,7 @@ func (p *Plan) frrView(node string) *frr.Config {
 		if peer.Unnumbered() && slices.ContainsFunc(v.Peers, func(q frr.Peer) bool { return q.Interface && q.Address == peer.Interface }) {
 			continue // one router at a link's far end: the first peer that selects the node
 		}
-		v.Peers = append(v.Peers, frr.Peer{Address: peer.Name(), Interface: peer.Unnumbered(), DualStack: peer.DualStack, ASN: peer.ASN, Hold: hold, Keepalive: keep, BFD: peer.BFD,
+		v.Peers = append(v.Peers, frr.Peer{Address: peer.Name(), Interface: peer.Unnumbered(), IPv6: !peer.Addr.Is4(), DualStack: peer.DualStack, ASN: peer.ASN, Hold: hold, Keepalive: keep, BFD: peer.BFD,
 			Password: p.state.BGPPasswords[peer.PasswordSecret], Multihop: peer.EBGPMultihop, IBGP: peer.ASN == b.ASN,
 			GracefulRestart: peer.GracefulRestart})
 		v.Multihop = v.Multihop || peer.EBGPMultihop > 0
@@ -204,5 +204,5 @@ func peerFamilies(peer frr.Peer) []bool {
 	if peer.Interface || peer.DualStack {
 		return []bool{true, false}
 	}
-	return []bool{netip.MustParseAddr(peer.Address).Is4()}
+	return []bool{!peer.IPv6}
 }

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -169,7 +168,7 @@ func (p *Plan) peerFilters(peers []frr.Peer) map[peerFamily]frr.PrefixList {
 	for _, peer := range peers {
 		name := "vipctl-to-if-" + peer.Address
 		if !peer.Interface {
-			name = "vipctl-to-" + strings.ReplaceAll(netip.MustParseAddr(peer.Address).String(), ":", "-")
+			name = "vipctl-to-" + strings.ReplaceAll(peer.Address, ":", "-")
 		}
 		for _, is4 := range peerFamilies(peer) {
 			var deny []string
