@@ -273,7 +273,7 @@ func dnsFiles(c *v1alpha1.ClusterVIPs) ([]File, error) {
 	if dnsrecords.Applies(c) != nil {
 		return nil, nil
 	}
-	records := dnsrecords.For(c)
+	records := dnsrecords.For(cluster.Compile(c))
 	asJSON, err := dnsrecords.JSON(records)
 	if err != nil {
 		return nil, err

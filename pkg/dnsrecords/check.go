@@ -13,6 +13,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 )
 
 // WildcardProbe is the label asked for under a wildcard: any name in an
@@ -118,7 +119,7 @@ type CheckOptions struct {
 	Timeout time.Duration
 }
 
-// Check asks the server for every name of For(c), A and AAAA both, and
+// Check asks the server for every name of For(c's model), A and AAAA both, and
 // reports what is missing or wrong. An error means the check could not be
 // made (no server, no answer at all); a server's error code for a name is
 // a finding of that name.
@@ -135,7 +136,7 @@ func Check(ctx context.Context, c *v1alpha1.ClusterVIPs, o CheckOptions) (*Repor
 	}
 	client := &dns.Client{Timeout: o.Timeout}
 	rep := &Report{Server: server, Results: []Result{}}
-	records := For(c)
+	records := For(cluster.Compile(c))
 	for _, name := range names(records) {
 		for _, t := range []string{TypeA, TypeAAAA} {
 			res, err := ask(ctx, client, server, name, t)
@@ -144,7 +145,7 @@ func Check(ctx context.Context, c *v1alpha1.ClusterVIPs, o CheckOptions) (*Repor
 			}
 			for _, r := range records {
 				if r.Name == name && r.Type == t {
-					res.Want = append(res.Want, r.Address)
+					res.Want = append(res.Want, r.Address.String())
 				}
 			}
 			slices.Sort(res.Want)

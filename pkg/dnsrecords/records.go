@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
+	"github.com/vipctl/vipctl/pkg/cluster"
 )
 
 // TTL of every record written: five minutes, so that a VIP readdressed
@@ -45,39 +46,40 @@ type Record struct {
 	// TTL in seconds.
 	TTL uint32 `json:"ttl"`
 	// Address is the VIP the name resolves to.
-	Address string `json:"address"`
+	Address netip.Addr `json:"address"`
 	// Field is where the config names that address (spec.api.vips[0]).
 	Field string `json:"field"`
 }
 
-// For lists the records c needs, in the config's order: api to the API
+// For lists the records m needs, in the config's order: api to the API
 // VIPs, api-int to its own (spec.api.internalVIPs) or else the API's, and
 // the wildcard of each IngressController's domain to
-// its VIPs, one record per VIP (A for IPv4, AAAA for IPv6). c must have
-// passed validation (defaults set: the default controller's domain).
-func For(c *v1alpha1.ClusterVIPs) []Record {
+// its VIPs, one record per VIP (A for IPv4, AAAA for IPv6). m's config
+// must have passed validation (defaults set: the default controller's
+// domain).
+func For(m *cluster.Model) []Record {
 	var out []Record
-	add := func(name, vip, field string) {
+	add := func(name string, vip netip.Addr, field string) {
 		t := TypeA
-		if netip.MustParseAddr(vip).Is6() {
+		if vip.Is6() {
 			t = TypeAAAA
 		}
 		out = append(out, Record{Name: dns.Fqdn(name), Type: t, TTL: TTL, Address: vip, Field: field})
 	}
-	domain := c.ClusterDomain()
-	for i, v := range c.Spec.API.VIPs {
+	domain := m.Config.ClusterDomain()
+	for i, v := range m.API {
 		add("api."+domain, v, fmt.Sprintf("spec.api.vips[%d]", i))
 	}
-	internal, field := c.Spec.API.VIPs, "spec.api.vips"
-	if len(c.Spec.API.InternalVIPs) > 0 {
-		internal, field = c.Spec.API.InternalVIPs, "spec.api.internalVIPs"
+	internal, field := m.API, "spec.api.vips"
+	if len(m.APIInternal) > 0 {
+		internal, field = m.APIInternal, "spec.api.internalVIPs"
 	}
 	for i, v := range internal {
 		add("api-int."+domain, v, fmt.Sprintf("%s[%d]", field, i))
 	}
-	for i, in := range c.Spec.Ingress {
+	for i, in := range m.Ingress {
 		for j, v := range in.VIPs {
-			add("*."+in.Domain, v, fmt.Sprintf("spec.ingress[%d].vips[%d]", i, j))
+			add("*."+m.Config.Spec.Ingress[i].Domain, v, fmt.Sprintf("spec.ingress[%d].vips[%d]", i, j))
 		}
 	}
 	return out
@@ -97,7 +99,7 @@ func Applies(c *v1alpha1.ClusterVIPs) error {
 // rr is r as the DNS library's typed record.
 func (r Record) rr() dns.RR {
 	hdr := dns.RR_Header{Name: r.Name, Class: dns.ClassINET, Ttl: r.TTL}
-	ip := net.IP(netip.MustParseAddr(r.Address).AsSlice())
+	ip := net.IP(r.Address.AsSlice())
 	if r.Type == TypeAAAA {
 		hdr.Rrtype = dns.TypeAAAA
 		return &dns.AAAA{Hdr: hdr, AAAA: ip}
@@ -139,7 +141,7 @@ func CSV(records []Record) ([]byte, error) {
 	w := csv.NewWriter(&b)
 	rows := [][]string{{"name", "type", "ttl", "address", "field"}}
 	for _, r := range records {
-		rows = append(rows, []string{r.Name, r.Type, strconv.FormatUint(uint64(r.TTL), 10), r.Address, r.Field})
+		rows = append(rows, []string{r.Name, r.Type, strconv.FormatUint(uint64(r.TTL), 10), r.Address.String(), r.Field})
 	}
 	if err := w.WriteAll(rows); err != nil {
 		return nil, err
@@ -195,7 +197,7 @@ func ExternalDNS(c *v1alpha1.ClusterVIPs, records []Record) ([]byte, error) {
 			index[key] = i
 			obj.Spec.Endpoints = append(obj.Spec.Endpoints, Endpoint{DNSName: strings.TrimSuffix(r.Name, "."), RecordType: r.Type, RecordTTL: int64(r.TTL), Targets: []string{}})
 		}
-		obj.Spec.Endpoints[i].Targets = append(obj.Spec.Endpoints[i].Targets, r.Address)
+		obj.Spec.Endpoints[i].Targets = append(obj.Spec.Endpoints[i].Targets, r.Address.String())
 	}
 	return yaml.Marshal(obj)
 }

@@ -2,6 +2,7 @@ package dnsrecords
 
 import (
 	"bytes"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/vipctl/vipctl/pkg/cluster"
 	"github.com/vipctl/vipctl/test/fixture"
 	"github.com/vipctl/vipctl/test/golden"
 )
@@ -26,7 +28,7 @@ func TestRecordsGolden(t *testing.T) {
 				golden.Assert(t, strings.TrimSuffix(name, ".yaml"), []byte("--- no records: "+err.Error()+"\n"))
 				return
 			}
-			records := For(c)
+			records := For(cluster.Compile(c))
 			js, err := JSON(records)
 			if err != nil {
 				t.Fatal(err)
@@ -59,16 +61,16 @@ func TestZoneParsesBackToTheRecords(t *testing.T) {
 	t.Parallel()
 	for _, name := range fixture.Examples(t) {
 		c := fixture.Example(t, name)
-		records := For(c)
+		records := For(cluster.Compile(c))
 		zp := dns.NewZoneParser(bytes.NewReader(Zone(c, records)), "", name)
 		var got []Record
 		for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
 			r := Record{Name: rr.Header().Name, TTL: rr.Header().Ttl}
 			switch rr := rr.(type) {
 			case *dns.A:
-				r.Type, r.Address = TypeA, rr.A.String()
+				r.Type, r.Address = TypeA, netip.MustParseAddr(rr.A.String())
 			case *dns.AAAA:
-				r.Type, r.Address = TypeAAAA, rr.AAAA.String()
+				r.Type, r.Address = TypeAAAA, netip.MustParseAddr(rr.AAAA.String())
 			default:
 				t.Fatalf("%s: unexpected record %s", name, rr)
 			}
@@ -96,14 +98,14 @@ func TestForNamesEveryVIP(t *testing.T) {
 	t.Parallel()
 	c := fixture.Example(t, "dual-stack.yaml")
 	want := []Record{
-		{"api.dualstack.example.test.", TypeA, TTL, "198.51.100.5", "spec.api.vips[0]"},
-		{"api.dualstack.example.test.", TypeAAAA, TTL, "2001:db8:100::5", "spec.api.vips[1]"},
-		{"api-int.dualstack.example.test.", TypeA, TTL, "198.51.100.5", "spec.api.vips[0]"},
-		{"api-int.dualstack.example.test.", TypeAAAA, TTL, "2001:db8:100::5", "spec.api.vips[1]"},
-		{"*.apps.dualstack.example.test.", TypeA, TTL, "198.51.100.6", "spec.ingress[0].vips[0]"},
-		{"*.apps.dualstack.example.test.", TypeAAAA, TTL, "2001:db8:100::6", "spec.ingress[0].vips[1]"},
+		{"api.dualstack.example.test.", TypeA, TTL, netip.MustParseAddr("198.51.100.5"), "spec.api.vips[0]"},
+		{"api.dualstack.example.test.", TypeAAAA, TTL, netip.MustParseAddr("2001:db8:100::5"), "spec.api.vips[1]"},
+		{"api-int.dualstack.example.test.", TypeA, TTL, netip.MustParseAddr("198.51.100.5"), "spec.api.vips[0]"},
+		{"api-int.dualstack.example.test.", TypeAAAA, TTL, netip.MustParseAddr("2001:db8:100::5"), "spec.api.vips[1]"},
+		{"*.apps.dualstack.example.test.", TypeA, TTL, netip.MustParseAddr("198.51.100.6"), "spec.ingress[0].vips[0]"},
+		{"*.apps.dualstack.example.test.", TypeAAAA, TTL, netip.MustParseAddr("2001:db8:100::6"), "spec.ingress[0].vips[1]"},
 	}
-	got := For(c)
+	got := For(cluster.Compile(c))
 	if len(got) != len(want) {
 		t.Fatalf("records %+v, want %+v", got, want)
 	}
@@ -112,8 +114,8 @@ func TestForNamesEveryVIP(t *testing.T) {
 			t.Errorf("record %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}
-	shards := For(fixture.Example(t, "ingress-shards.yaml"))
-	if r := shards[len(shards)-1]; r.Name != "*.partners.sharded.example.test." || r.Address != "198.51.100.8" {
+	shards := For(cluster.Compile(fixture.Example(t, "ingress-shards.yaml")))
+	if r := shards[len(shards)-1]; r.Name != "*.partners.sharded.example.test." || r.Address != netip.MustParseAddr("198.51.100.8") {
 		t.Errorf("last shard's record %+v, want *.partners.sharded.example.test. -> 198.51.100.8", r)
 	}
 }
