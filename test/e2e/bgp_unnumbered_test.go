@@ -39,6 +39,7 @@ spec:
         asn: 64512
         holdTime: 3s
         keepaliveTime: 1s
+        bfd: true
 `
 
 // TestBGPUnnumbered: two nodes, each with a link of its own (eth1, only
@@ -49,7 +50,8 @@ func TestBGPUnnumbered(t *testing.T) {
 		conf := []string{"frr defaults traditional", "hostname tor", "log stdout informational",
 			"router bgp 64512", " bgp router-id 203.0.113.65", " no bgp ebgp-requires-policy"}
 		for i := range nodes {
-			conf = append(conf, fmt.Sprintf(" neighbor eth-u%d interface remote-as 64513", i), fmt.Sprintf(" neighbor eth-u%d timers 1 3", i))
+			conf = append(conf, fmt.Sprintf(" neighbor eth-u%d interface remote-as 64513", i), fmt.Sprintf(" neighbor eth-u%d timers 1 3", i),
+				fmt.Sprintf(" neighbor eth-u%d bfd", i))
 		}
 		conf = append(conf, " address-family ipv4 unicast", "  maximum-paths 8", " exit-address-family", " address-family ipv6 unicast")
 		for i := range nodes {
@@ -73,8 +75,10 @@ func TestBGPUnnumberedBird(t *testing.T) {
 			"protocol kernel { ipv4 { export all; }; merge paths on; }",
 			"protocol kernel { ipv6 { export all; }; merge paths on; }",
 			`protocol radv { interface "eth-u*" { max ra interval 4; }; }`,
+			`protocol bfd { interface "eth-u*" { min rx interval 300 ms; min tx interval 300 ms; multiplier 3; }; }`,
 			"template bgp nodes {",
 			"  local as 64512;",
+			"  bfd on;",
 			"  hold time 3; keepalive time 1; connect retry time 1;",
 			"  ipv4 { import all; export none; extended next hop on; };",
 			"  ipv6 { import all; export none; };",
@@ -87,7 +91,7 @@ func TestBGPUnnumberedBird(t *testing.T) {
 }
 
 // testBGPUnnumbered: each node's session comes up (the sidecar's reader
-// names it eth1), the router installs the pool's IPv4 address with the
+// names it eth1; BFD up), the router installs the pool's IPv4 address with the
 // nodes' IPv6 link-local next hops (RFC 8950) and its IPv6 address
 // likewise, one hop per node, and a client behind the router reaches
 // both over them. A host on a node's link hears the router's
@@ -130,7 +134,7 @@ func testBGPUnnumbered(t *testing.T, startRouter func(r *netlab.Host, nodes []*l
 		lab.WaitFor(t, 30*time.Second, n.Name+"'s unnumbered session on eth1 Established with both prefixes sent", func() bool {
 			peers, ok, err := frr.ReadSessions(context.Background(), n.Target)
 			return err == nil && ok && len(peers) == 1 && peers[0].Peer == "eth1" &&
-				peers[0].State == v1alpha1.BGPStateEstablished && peers[0].PrefixesSent == 2
+				peers[0].State == v1alpha1.BGPStateEstablished && peers[0].PrefixesSent == 2 && peers[0].BFD == "Up"
 		})
 	}
 	for _, vip := range []string{vip4, vip6} {
@@ -161,6 +165,12 @@ func testBGPUnnumbered(t *testing.T, startRouter func(r *netlab.Host, nodes []*l
 	if ra, err := nodeFRR[0].Vtysh("show interface eth1"); err == nil {
 		t.Logf("n0's eth1 as zebra sees it:\n%s", ra)
 	}
+
+	// n1's link goes dead (its NIC down: nothing more reaches the
+	// router, whose own port stays up): BFD withdraws n1's route.
+	gone, lastFail, failed := bl.loseNode(t, vip4, func() { lc.Nodes[1].Host.MustExec("ip", "link", "set", "eth1", "down") }, []string{nodeLL})
+	t.Logf("n1's link down: its route withdrawn %s after, the last of %d failed dials at %s",
+		gone.Round(time.Millisecond), failed, lastFail.Round(time.Millisecond))
 }
 
 // linkLocal is h's IPv6 link-local address on iface.
