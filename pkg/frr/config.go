@@ -33,6 +33,11 @@ type Config struct {
 	// withdrawing it first (seen in the cluster lab: ~0.5 s without a
 	// route).
 	Backup4, Backup6 []string
+	// Held4 and Held6 are the routed API VIPs (spec.api.routed) of the
+	// instances this node is a member of, as host prefixes: frr.conf
+	// redistributes the connected route of each while the VIP is on one
+	// of the node's interfaces, that is while keepalived holds it here.
+	Held4, Held6 []string
 	// Multihop tells whether a peer is hops away: frr.conf then lets
 	// next-hop tracking resolve through the default route.
 	Multihop bool
@@ -95,6 +100,9 @@ type Family struct {
 	Name     string // ipv4, ipv6
 	Peers    []FamilyPeer
 	Networks []string
+	// Held: the family redistributes the held routed VIPs (Held4 or
+	// Held6).
+	Held bool
 }
 
 // FamilyPeer is a peer in its address family: its outbound route-map

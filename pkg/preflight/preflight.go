@@ -102,11 +102,15 @@ func (r *Report) Text() string {
 // segment: notAsked says so, and what else was left out.
 func Targets(c *v1alpha1.ClusterVIPs) (targets []Target, notAsked []string) {
 	m := cluster.Compile(c)
-	for i, a := range m.API {
-		targets = append(targets, Target{a, fmt.Sprintf("spec.api.vips[%d]", i)})
-	}
-	for i, a := range m.APIInternal {
-		targets = append(targets, Target{a, fmt.Sprintf("spec.api.internalVIPs[%d]", i)})
+	if c.Spec.API.Routed {
+		notAsked = append(notAsked, "spec.api.vips and internalVIPs: routed (spec.api.routed), announced to the routers rather than held on the segment")
+	} else {
+		for i, a := range m.API {
+			targets = append(targets, Target{a, fmt.Sprintf("spec.api.vips[%d]", i)})
+		}
+		for i, a := range m.APIInternal {
+			targets = append(targets, Target{a, fmt.Sprintf("spec.api.internalVIPs[%d]", i)})
+		}
 	}
 	for i, in := range m.Ingress {
 		for j, a := range in.VIPs {

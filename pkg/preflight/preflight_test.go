@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -138,6 +139,14 @@ spec:
 	}
 	if strings.Join(notAsked, "\n") != strings.Join(wantNot, "\n") {
 		t.Errorf("not asked:\n%s\nwant:\n%s", strings.Join(notAsked, "\n"), strings.Join(wantNot, "\n"))
+	}
+	// A routed API VIP is announced to the routers, not held on the
+	// segment: not asked, and said so.
+	c.Spec.API.Routed = true
+	targets, notAsked = Targets(c)
+	if slices.ContainsFunc(targets, func(tg Target) bool { return strings.HasPrefix(tg.Field, "spec.api.") }) || len(notAsked) != 3 ||
+		!strings.Contains(notAsked[0], "spec.api.routed") {
+		t.Errorf("routed API: targets %v, not asked %v", targets, notAsked)
 	}
 }
 

@@ -106,6 +106,7 @@ func (p *Plan) frrView(node string) *frr.Config {
 			}
 		}
 	}
+	p.routedVIPs(node, v, fams)
 	filters := p.peerFilters(v.Peers)
 	for _, peer := range v.Peers {
 		for _, v4 := range peerFamilies(peer) {
@@ -205,4 +206,24 @@ func peerFamilies(peer frr.Peer) []bool {
 		return []bool{true, false}
 	}
 	return []bool{!peer.IPv6}
+}
+
+// routedVIPs adds to v the routed API VIPs (spec.api.routed) of the
+// instances node is a member of, which frr.conf redistributes while the
+// node holds them, and marks their families.
+func (p *Plan) routedVIPs(node string, v *frr.Config, fams map[bool]*frr.Family) {
+	for _, inst := range p.byNode[node] {
+		if !inst.routed {
+			continue
+		}
+		for _, a := range inst.vips {
+			pfx := netip.PrefixFrom(a, a.BitLen()).String()
+			if a.Is4() {
+				v.Held4 = append(v.Held4, pfx)
+			} else {
+				v.Held6 = append(v.Held6, pfx)
+			}
+			fams[a.Is4()].Held = true
+		}
+	}
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"maps"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -604,5 +605,80 @@ func TestBGPUnnumberedRender(t *testing.T) {
 	}
 	if strings.Contains(string(b0.Data), "203.0.113.1 capability extended-nexthop") {
 		t.Errorf("worker-b0's frr.conf asks the extended next hop of its IPv4 session:\n%s", b0.Data)
+	}
+}
+
+// TestBGPRoutedAPIRender: with spec.api.routed the API VIP (outside
+// every machine network) has members in both racks, each speaking VRRP
+// from its own address to the others' across the router, with no TTL
+// check (the adverts cross a router); every control-plane node's
+// frr.conf redistributes the VIP's connected route, which exists only on
+// the holder, and vtysh accepts it; a worker's has no such line; the
+// instance is in no node's handover (no segment joins its members).
+func TestBGPRoutedAPIRender(t *testing.T) {
+	t.Parallel()
+	r := renderExample(t, "bgp-two-racks.yaml")
+	c := *r.config
+	c.Spec.API.VIPs = []string{"203.0.113.150"}
+	c.Spec.MachineNetworks = []string{"198.51.100.0/24", "203.0.113.0/26"}
+	c.Spec.ServicePools = []v1alpha1.ServicePool{{Name: "racks", Mode: v1alpha1.PoolModeBGP, Addresses: []string{"203.0.113.224/28"}}}
+	c.Spec.API.Routed = true
+	v1alpha1.SetDefaults(&c)
+	if err := v1alpha1.Validate(&c); err != nil {
+		t.Fatal(err)
+	}
+	nodes := slices.Clone(r.nodes)
+	for i, n := range nodes {
+		if n.Name == "master-2" { // to rack b
+			nodes[i].Addresses = []netip.Addr{netip.MustParseAddr("203.0.113.13")}
+			nodes[i].Labels = maps.Clone(n.Labels)
+			nodes[i].Labels["topology.kubernetes.io/zone"] = "rack-b"
+		}
+	}
+	p, err := NewPlan(cluster.Compile(&c), testIDs(&c), cluster.State{Nodes: nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := p.NodeFiles("master-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ka := fileOf(files, onnode.KeepalivedConfPath)
+	for _, want := range []string{"unicast_src_ip 203.0.113.13\n", "        198.51.100.11\n", "        198.51.100.12\n", "        203.0.113.150/32 dev "} {
+		if !strings.Contains(ka, want) {
+			t.Errorf("master-2's keepalived.conf lacks %q:\n%s", want, ka)
+		}
+	}
+	if strings.Contains(ka, "198.51.100.11 min_ttl") {
+		t.Errorf("master-2's keepalived.conf checks the TTL of adverts that cross a router:\n%s", ka)
+	}
+	fc := fileOf(files, onnode.FRRConfPath)
+	for _, want := range []string{
+		"\nip prefix-list vipctl-held4 seq 5 permit 203.0.113.150/32\n",
+		"\nroute-map vipctl-held permit 10\n match ip address prefix-list vipctl-held4\nexit\n",
+		"\n address-family ipv4 unicast\n  redistribute connected route-map vipctl-held\n",
+	} {
+		if !strings.Contains(fc, want) {
+			t.Errorf("master-2's frr.conf lacks %q:\n%s", want, fc)
+		}
+	}
+	if err := frr.Check(context.Background(), []byte(fc), configcheck.Options{}); err != nil {
+		t.Errorf("vtysh refuses master-2's frr.conf: %v\n%s", err, fc)
+	}
+	worker, err := p.NodeFiles("worker-a0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wc := fileOf(worker, onnode.FRRConfPath); strings.Contains(wc, "vipctl-held") {
+		t.Errorf("worker-a0 redistributes the API VIP:\n%s", wc)
+	}
+	h, err := p.Handover("master-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, hi := range h.Instances {
+		if slices.Contains(hi.VIPs, netip.MustParseAddr("203.0.113.150")) {
+			t.Errorf("the routed API VIP is in master-0's handover: %+v", hi)
+		}
 	}
 }

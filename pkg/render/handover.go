@@ -20,11 +20,13 @@ func (p *Plan) Handover(node string) (onnode.Handover, error) {
 		h.Interface = p.c.Spec.VRRP.Interface
 	}
 	for _, inst := range p.byNode[node] {
-		if inst.on.Own() {
+		if inst.on.Own() || inst.routed {
 			// Its VIPs live on another interface, where the handover
-			// tables, takeover routes and local VIPs do not look: a
-			// planned move still goes make-before-break (the drain), but
-			// connections the old holder accepted are reset.
+			// tables, takeover routes and local VIPs do not look, or are
+			// routed to their holder across racks, where no segment
+			// carries the old holder's packets or the wire's questions:
+			// a planned move still goes make-before-break (the drain),
+			// but connections the old holder accepted are reset.
 			continue
 		}
 		hi := onnode.HandoverInstance{Name: instanceName(inst.key, inst.family), Family: inst.family, VRID: inst.vrid}
@@ -48,7 +50,7 @@ func (p *Plan) Handover(node string) (onnode.Handover, error) {
 		h.Instances = append(h.Instances, hi)
 	}
 	for _, inst := range p.byNode[node] {
-		if inst.sidecar || inst.on.Own() {
+		if inst.sidecar || inst.on.Own() || inst.routed {
 			continue
 		}
 		for _, a := range inst.vips {

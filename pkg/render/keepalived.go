@@ -119,13 +119,16 @@ func (p *Plan) keepalivedView(node string) (*keepalivedView, error) {
 		}
 		if s.VRRP.Mode == v1alpha1.ModeUnicast {
 			iv.UnicastSrc = self.src.String()
-			iv.PeerCheck = peerCheck(inst.family)
+			if !inst.routed {
+				// A routed instance's peers are routers away.
+				iv.PeerCheck = peerCheck(inst.family)
+			}
 			for _, a := range peers {
 				iv.Peers = append(iv.Peers, a.String())
 			}
 		}
 		if s.VRRP.Mode == v1alpha1.ModeUnicast && len(iv.Peers) == 0 {
-			err := fmt.Errorf("node %s: VRRP instance %s (%s) has no unicast peer: it needs at least two eligible nodes with an address in %s", node, inst.key, iv.Family, inst.network)
+			err := fmt.Errorf("node %s: VRRP instance %s (%s) has no unicast peer: it needs at least two eligible nodes with an address in %s", node, inst.key, iv.Family, inst.where())
 			if !p.skipLonely {
 				return nil, err
 			}
@@ -197,12 +200,13 @@ func peerCheck(family int) string {
 
 // stepsDown says whether the node's instance gets an UnheardFile: it has
 // a peer to hand its VIPs to, its VIPs live on the VRRP interface, where
-// the wire is asked (Handover), and it is no externalTrafficPolicy Local
+// the wire is asked (Handover; not for a routed instance, whose members
+// share no segment), and it is no externalTrafficPolicy Local
 // Service's instance, whose address follows the Service's endpoints (one
 // instance per Service: thousands of files) and is only reported.
 func stepsDown(inst *instance, peers []netip.Addr) bool {
 	_, _, service := inst.key.Service()
-	return len(peers) > 0 && !service && !inst.on.Own()
+	return len(peers) > 0 && !service && !inst.on.Own() && !inst.routed
 }
 
 // unheardTrack declares an instance's UnheardFile to keepalived.

@@ -29,8 +29,12 @@ type instance struct {
 	// this node holds vips (the anchor), not keepalived's (announce: sidecar).
 	sidecar bool
 	// ranges are the sidecar-announced pool's ranges of this family.
-	ranges   []v1alpha1.AddressRange
+	ranges []v1alpha1.AddressRange
+	// network is the machine network VRRP speaks in; a routed instance
+	// (spec.api.routed) has none: each member speaks from its own
+	// address in any machine network, across routers.
 	network  netip.Prefix
+	routed   bool
 	eligible []member
 	scripts  []string
 	files    []string
@@ -256,7 +260,7 @@ func (p *Plan) addBootstrap() error {
 		if inst.key != v1alpha1.KeyAPI && inst.key != v1alpha1.KeyAPIInternal {
 			continue
 		}
-		src, ok := addressIn(host, inst.network)
+		src, ok := p.sourceOf(host, inst)
 		if !ok {
 			continue // validation keeps this from happening
 		}
@@ -398,6 +402,9 @@ type instanceSpec struct {
 	// names the pool or controller that asked for it, for messages.
 	on    v1alpha1.VIPInterface
 	owner string
+	// routed: the VIPs are announced over BGP by their holder, whose
+	// members may be in different machine networks (spec.api.routed).
+	routed bool
 }
 
 // add creates one instance per IP family of s.vips.
@@ -418,17 +425,17 @@ func (p *Plan) add(s instanceSpec) error {
 		}
 		sort.Slice(mine, func(i, j int) bool { return mine[i].Less(mine[j]) })
 		network, ok := p.vrrpNetwork(mine[0], s.on)
-		if !ok {
+		if !ok && !s.routed {
 			return fmt.Errorf("%s: %s is outside every machine network", s.key, mine[0])
 		}
-		inst := &instance{key: s.key, family: fam, vrid: id, vips: mine, network: network, scripts: s.scripts, files: s.files, why: s.why, on: s.on}
+		inst := &instance{key: s.key, family: fam, vrid: id, vips: mine, network: network, routed: s.routed, scripts: s.scripts, files: s.files, why: s.why, on: s.on}
 		best := ranked{max: s.maxMembers}
 		for _, n := range p.state.Nodes {
 			node := p.nodes[n.Name]
 			if !s.eligible(node) {
 				continue
 			}
-			src, ok := addressIn(node, network)
+			src, ok := p.sourceOf(node, inst)
 			if !ok || !p.hasVIPInterface(node, s) {
 				continue
 			}
@@ -516,7 +523,7 @@ func (p *Plan) Unplaced() []string {
 	out := append([]string{}, p.unplaced...)
 	for _, inst := range p.instances {
 		if len(inst.eligible) == 0 {
-			out = append(out, fmt.Sprintf("VRRP instance %s (IPv%d): no node is eligible (%s, with an address in %s)", inst.key, inst.family, inst.why, inst.network))
+			out = append(out, fmt.Sprintf("VRRP instance %s (IPv%d): no node is eligible (%s, with an address in %s)", inst.key, inst.family, inst.why, inst.where()))
 		}
 	}
 	return out
@@ -529,6 +536,29 @@ func (p *Plan) machineNetwork(a netip.Addr) (netip.Prefix, bool) {
 		}
 	}
 	return netip.Prefix{}, false
+}
+
+// where names the network inst's members need an address in.
+func (inst *instance) where() string {
+	if inst.routed {
+		return "a machine network"
+	}
+	return inst.network.String()
+}
+
+// sourceOf is the address node speaks VRRP from in inst: its address in
+// the instance's machine network, or for a routed instance its first
+// address of the family in any machine network.
+func (p *Plan) sourceOf(node *cluster.Node, inst *instance) (netip.Addr, bool) {
+	if !inst.routed {
+		return addressIn(node, inst.network)
+	}
+	for _, a := range node.Addresses {
+		if _, ok := p.machineNetwork(a); ok && a.Is4() == (inst.family == 4) {
+			return a, true
+		}
+	}
+	return netip.Addr{}, false
 }
 
 func addressIn(n *cluster.Node, network netip.Prefix) (netip.Addr, bool) {

@@ -19,13 +19,13 @@ func (p *Plan) addAPI(fall, rise int) error {
 		haproxyCmd := fmt.Sprintf("%s/%s %d %s", p.root+onnode.ScriptsDir, keepalived.CheckHTTP, s.API.HealthPort, haproxyReadyPath)
 		p.scripts = append(p.scripts, keepalived.Script{Name: haproxyScriptName, Command: haproxyCmd, Interval: scriptInterval, Timeout: scriptTimeout, Fall: fall, Rise: rise})
 		if err := p.add(instanceSpec{key: v1alpha1.KeyAPI, vips: p.model.API, eligible: func(n *cluster.Node) bool { return n.ControlPlane },
-			scripts: []string{haproxyScriptName}, why: "held by a control-plane node whose haproxy can reach a kube-apiserver"}); err != nil {
+			scripts: []string{haproxyScriptName}, why: "held by a control-plane node whose haproxy can reach a kube-apiserver", routed: s.API.Routed}); err != nil {
 			return err
 		}
 	}
 	if len(s.API.InternalVIPs) > 0 {
 		if err := p.add(instanceSpec{key: v1alpha1.KeyAPIInternal, vips: p.model.APIInternal, eligible: func(n *cluster.Node) bool { return n.ControlPlane },
-			scripts: []string{haproxyScriptName}, why: "api-int, for the cluster's nodes only: held by a control-plane node whose haproxy can reach a kube-apiserver"}); err != nil {
+			scripts: []string{haproxyScriptName}, why: "api-int, for the cluster's nodes only: held by a control-plane node whose haproxy can reach a kube-apiserver", routed: s.API.Routed}); err != nil {
 			return err
 		}
 	}

@@ -85,6 +85,7 @@ func TestCRD(t *testing.T) {
 	t.Run("examples", func(t *testing.T) { crdExamples(t, c) })
 	t.Run("bad-input", func(t *testing.T) { crdBadInputs(t, c) })
 	t.Run("rules", func(t *testing.T) { crdRuleCases(t, c) })
+	t.Run("accepted", func(t *testing.T) { crdAccepted(t, c) })
 	t.Run("every-rule-proven", func(t *testing.T) { crdEveryRuleProven(t, c) })
 	t.Run("status", func(t *testing.T) { crdStatus(t, c.r) })
 	t.Run("descriptions", func(t *testing.T) {
@@ -322,6 +323,15 @@ var crdRules = []crdRule{
 		delete(peer(s, 0), "address")
 		peer(s, 0)["interface"] = "198.51.100.7"
 	}, "spec.bgp.peers[0].interface"},
+	{"a routed API without spec.bgp", "compact-ipv4.yaml", func(s map[string]any) { api(s)["routed"] = true }, "spec.bgp"},
+	{"a routed API over multicast VRRP", "bgp-two-racks.yaml", func(s map[string]any) {
+		api(s)["routed"] = true
+		vrrp(s)["mode"] = "multicast"
+	}, "spec.api.routed"},
+	{"a routed API with a bootstrap host", "bgp-two-racks.yaml", func(s map[string]any) {
+		api(s)["routed"] = true
+		s["bootstrap"] = map[string]any{"addresses": []any{"198.51.100.40"}}
+	}, "spec.api.routed"},
 	{"dualStack on an unnumbered peer", "bgp-two-racks.yaml", func(s map[string]any) {
 		delete(peer(s, 0), "address")
 		peer(s, 0)["interface"] = "eth1"
@@ -340,6 +350,42 @@ var crdRules = []crdRule{
 	}, "spec.monitoring.stack"},
 	{"an OpenShift release no major.minor", "compact-ipv4.yaml", func(s map[string]any) { s["openshiftRelease"] = "4.16.2" }, "spec.openshiftRelease"},
 	{"a base domain no DNS name", "compact-ipv4.yaml", func(s map[string]any) { s["baseDomain"] = "example_test" }, "spec.baseDomain"},
+}
+
+// crdAcceptedEdits are edits of an example that vipctl accepts and the
+// schema's rules must too: each reaches a rule's branch no example does.
+var crdAcceptedEdits = []struct {
+	name, example string
+	edit          func(spec map[string]any)
+}{
+	{"an unnumbered peer before the one a pool names", "bgp-two-racks.yaml", func(s map[string]any) {
+		b := child(s, "bgp")
+		b["peers"] = append([]any{map[string]any{"interface": "eno2", "asn": int64(64514), "nodeSelector": map[string]any{"rack": "c"}}}, b["peers"].([]any)...)
+		pool(s, 0)["bgp"] = map[string]any{"peers": []any{"203.0.113.1"}}
+	}},
+	{"a routed API VIP outside every machine network", "bgp-two-racks.yaml", func(s map[string]any) {
+		api(s)["vips"] = []any{"203.0.113.150"}
+		api(s)["routed"] = true
+		s["machineNetworks"] = []any{"198.51.100.0/24", "203.0.113.0/26"}
+		pool(s, 0)["addresses"] = []any{"203.0.113.224/28"}
+	}},
+}
+
+// crdAccepted: what vipctl accepts, the apiserver accepts.
+func crdAccepted(t *testing.T, c *crdClient) {
+	for _, ac := range crdAcceptedEdits {
+		t.Run(ac.name, func(t *testing.T) {
+			obj := fixture.ReadObject(t, fixture.Repo("examples/"+ac.example))
+			spec, _ := obj.Object["spec"].(map[string]any)
+			ac.edit(spec)
+			if _, err := v1alpha1.Parse(fileBytes(t, obj)); err != nil {
+				t.Fatalf("vipctl validate refuses it: %v", err)
+			}
+			if _, err := c.dryRun(obj); err != nil {
+				t.Fatalf("the apiserver refuses what vipctl accepts: %v", err)
+			}
+		})
+	}
 }
 
 // crdRules: each rule of the schema refuses what vipctl refuses, at the

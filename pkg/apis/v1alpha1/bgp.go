@@ -25,8 +25,12 @@ func validateBGP(c *ClusterVIPs, path *field.Path) field.ErrorList {
 				"only for mode bgp: a vrrp pool's addresses are held by keepalived, not routed"))
 		}
 	}
+	errs = append(errs, validateRoutedAPI(c)...)
 	b := c.Spec.BGP
 	if b == nil {
+		if c.Spec.API.Routed {
+			errs = append(errs, field.Required(path, "spec.api.routed: name the nodes' ASN and the peers the API VIPs are announced to"))
+		}
 		for i, p := range c.Spec.ServicePools {
 			if p.IsBGP() {
 				errs = append(errs, field.Required(path, "spec.servicePools["+strconv.Itoa(i)+"] has mode bgp: name the nodes' ASN and their peers"))
@@ -430,4 +434,24 @@ func sameLinkTwice(peers []BGPPeer, path *field.Path) field.ErrorList {
 func isAddr(s string) bool {
 	_, err := netip.ParseAddr(s)
 	return err == nil
+}
+
+// validateRoutedAPI checks what spec.api.routed needs besides spec.bgp:
+// VRRP unicast (multicast adverts stay on their segment, and routed
+// control-plane nodes share none) and VIPs to announce.
+func validateRoutedAPI(c *ClusterVIPs) field.ErrorList {
+	a := &c.Spec.API
+	if !a.Routed {
+		return nil
+	}
+	path := field.NewPath("spec", "api", "routed")
+	switch {
+	case c.PoolsOnly():
+		return nil // spec.api refused whole
+	case c.Spec.VRRP.Mode != ModeUnicast:
+		return field.ErrorList{field.Invalid(path, true, "needs spec.vrrp.mode "+ModeUnicast+": the control-plane nodes elect the holder across routers, where multicast adverts do not go")}
+	case c.Spec.Bootstrap != nil:
+		return field.ErrorList{field.Invalid(path, true, "not with spec.bootstrap: the bootstrap host runs no FRR to announce the API VIP during the install (docs/bgp.md)")}
+	}
+	return nil
 }

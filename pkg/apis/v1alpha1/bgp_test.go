@@ -263,3 +263,31 @@ func TestBGPOneSessionBothFamilies(t *testing.T) {
 		}
 	}
 }
+
+// TestRoutedAPI: spec.api.routed lets the API VIP lie outside every
+// machine network, with spec.bgp and VRRP unicast; it is refused without
+// spec.bgp, with multicast and with a bootstrap host (which runs no FRR), each at its field.
+func TestRoutedAPI(t *testing.T) {
+	t.Parallel()
+	routed := strings.Replace(bgpBase, "    vips: [198.51.100.5]\n", "    vips: [203.0.113.150]\n    routed: true\n", 1)
+	if _, err := Parse([]byte(routed)); err != nil {
+		t.Fatalf("a routed API VIP outside the machine networks: %v", err)
+	}
+	if _, err := Parse([]byte(strings.Replace(routed, "    routed: true\n", "", 1))); err == nil || !strings.Contains(err.Error(), "spec.api.vips[0]: Invalid value: \"203.0.113.150\": outside every machine network") {
+		t.Errorf("the same VIP not routed: %v, want refused at spec.api.vips[0]", err)
+	}
+	for _, tc := range []struct{ name, from, to, want string }{
+		{"no spec.bgp", "  bgp:\n", "  nobgp:\n", "spec.bgp: Required value: spec.api.routed"},
+		{"multicast", "  api:\n", "  vrrp: {mode: multicast}\n  api:\n", "spec.api.routed: Invalid value: true: needs spec.vrrp.mode unicast"},
+		{"a bootstrap host", "  api:\n", "  bootstrap: {addresses: [198.51.100.40]}\n  api:\n", "spec.api.routed: Invalid value: true: not with spec.bootstrap"},
+	} {
+		src := strings.Replace(routed, tc.from, tc.to, 1)
+		if tc.name == "no spec.bgp" {
+			src, _, _ = strings.Cut(routed, "  bgp:\n")
+			src = strings.Replace(src, "      mode: bgp\n", "", 1)
+		}
+		if _, err := Parse([]byte(src)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}

@@ -48,13 +48,16 @@ type ObjectMeta struct {
 // ClusterVIPsSpec is the desired state of every VIP of one cluster.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.mode) && self.mode == 'poolsOnly' || (has(self.api) && has(self.api.vips) && size(self.api.vips) > 0)",message="the API VIP, one per IP family, is required in mode full",fieldPath=".api.vips",reason=FieldValueRequired
-// +kubebuilder:validation:XValidation:rule="!(has(self.mode) && self.mode == 'poolsOnly') || !has(self.api) || !(has(self.api.vips) || has(self.api.port) || has(self.api.internalPort) || has(self.api.internalLoadBalancerPort) || has(self.api.loadBalancerPort) || has(self.api.healthPort) || has(self.api.internalVIPs) || has(self.api.internalAllowedSources))",message="mode poolsOnly: OpenShift's own keepalived and haproxy carry the API VIP; leave spec.api out",fieldPath=".api",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!(has(self.mode) && self.mode == 'poolsOnly') || !has(self.api) || !(has(self.api.vips) || has(self.api.port) || has(self.api.internalPort) || has(self.api.internalLoadBalancerPort) || has(self.api.loadBalancerPort) || has(self.api.healthPort) || has(self.api.internalVIPs) || has(self.api.internalAllowedSources) || has(self.api.routed))",message="mode poolsOnly: OpenShift's own keepalived and haproxy carry the API VIP; leave spec.api out",fieldPath=".api",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!(has(self.mode) && self.mode == 'poolsOnly') || !has(self.ingress) || size(self.ingress) == 0",message="mode poolsOnly: OpenShift's own keepalived carries the ingress VIP; leave spec.ingress out",fieldPath=".ingress",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!(has(self.mode) && self.mode == 'poolsOnly') || !has(self.bootstrap)",message="mode poolsOnly: vipctl holds no API VIP for a bootstrap host to bridge",fieldPath=".bootstrap",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="has(self.bgp) || !has(self.servicePools) || !self.servicePools.exists(p, has(p.mode) && p.mode == 'bgp')",message="a pool has mode bgp: name the nodes' ASN and their peers",fieldPath=".bgp",reason=FieldValueRequired
-// +kubebuilder:validation:XValidation:rule="!has(self.servicePools) || self.servicePools.all(p, !has(p.bgp) || !has(p.bgp.peers) || p.bgp.peers.all(a, !isIP(a) || (has(self.bgp) && self.bgp.peers.exists(q, isIP(q.address) && ip(q.address) == ip(a)))))",message="a pool's bgp.peers names an address that is no peer of spec.bgp.peers",fieldPath=".servicePools"
-// +kubebuilder:validation:XValidation:rule="!has(self.api) || !has(self.api.vips) || self.api.vips.all(v, !isIP(v) || self.machineNetworks.exists(n, isCIDR(n) && cidr(n).containsIP(v)))",message="every API VIP must lie inside a machine network",fieldPath=".api.vips"
-// +kubebuilder:validation:XValidation:rule="!has(self.api) || !has(self.api.internalVIPs) || self.api.internalVIPs.all(v, !isIP(v) || self.machineNetworks.exists(n, isCIDR(n) && cidr(n).containsIP(v)))",message="every api-int VIP must lie inside a machine network",fieldPath=".api.internalVIPs"
+// +kubebuilder:validation:XValidation:rule="has(self.bgp) || !has(self.api) || !has(self.api.routed) || !self.api.routed",message="spec.api.routed: name the nodes' ASN and the peers the API VIPs are announced to",fieldPath=".bgp",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!has(self.api) || !has(self.api.routed) || !self.api.routed || !has(self.vrrp) || !has(self.vrrp.mode) || self.vrrp.mode == 'unicast'",message="spec.api.routed needs spec.vrrp.mode unicast: the control-plane nodes elect the holder across routers, where multicast adverts do not go",fieldPath=".api.routed"
+// +kubebuilder:validation:XValidation:rule="!has(self.api) || !has(self.api.routed) || !self.api.routed || !has(self.bootstrap)",message="spec.api.routed with spec.bootstrap: the bootstrap host runs no FRR to announce the API VIP during the install",fieldPath=".api.routed"
+// +kubebuilder:validation:XValidation:rule="!has(self.servicePools) || self.servicePools.all(p, !has(p.bgp) || !has(p.bgp.peers) || p.bgp.peers.all(a, !isIP(a) || (has(self.bgp) && self.bgp.peers.exists(q, has(q.address) && isIP(q.address) && ip(q.address) == ip(a)))))",message="a pool's bgp.peers names an address that is no peer of spec.bgp.peers",fieldPath=".servicePools"
+// +kubebuilder:validation:XValidation:rule="!has(self.api) || !has(self.api.vips) || (has(self.api.routed) && self.api.routed) || self.api.vips.all(v, !isIP(v) || self.machineNetworks.exists(n, isCIDR(n) && cidr(n).containsIP(v)))",message="every API VIP must lie inside a machine network, unless spec.api.routed",fieldPath=".api.vips"
+// +kubebuilder:validation:XValidation:rule="!has(self.api) || !has(self.api.internalVIPs) || (has(self.api.routed) && self.api.routed) || self.api.internalVIPs.all(v, !isIP(v) || self.machineNetworks.exists(n, isCIDR(n) && cidr(n).containsIP(v)))",message="every api-int VIP must lie inside a machine network, unless spec.api.routed",fieldPath=".api.internalVIPs"
 // +kubebuilder:validation:XValidation:rule="!has(self.ingress) || self.ingress.all(ic, has(ic.interface) || has(ic.interfaceLabel) || ic.vips.all(v, !isIP(v) || self.machineNetworks.exists(n, isCIDR(n) && cidr(n).containsIP(v))))",message="every ingress VIP must lie inside a machine network, unless its IngressController names an interface",fieldPath=".ingress"
 // +kubebuilder:validation:XValidation:rule="!has(self.api) || !has(self.api.vips) || self.api.vips.all(v, !isIP(v) || !self.machineNetworks.exists(n, isCIDR(n) && cidr(n).prefixLength() < (cidr(n).ip().family() == 4 ? 31 : 127) && cidr(n).ip() == ip(v)))",message="an API VIP is the network address of a machine network",fieldPath=".api.vips"
 // +kubebuilder:validation:XValidation:rule="!has(self.ingress) || self.ingress.all(ic, ic.vips.all(v, !isIP(v) || !self.machineNetworks.exists(n, isCIDR(n) && cidr(n).prefixLength() < (cidr(n).ip().family() == 4 ? 31 : 127) && cidr(n).ip() == ip(v))))",message="an ingress VIP is the network address of a machine network",fieldPath=".ingress"
@@ -200,6 +203,19 @@ type APISpec struct {
 	// +kubebuilder:validation:items:XValidation:rule="isCIDR(self) && cidr(self) == cidr(self).masked()",message="must be a CIDR with no host bits set, such as 198.51.100.0/24"
 	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || cidr(self).prefixLength() >= (cidr(self).ip().family() == 4 ? 8 : 32)",message="wider than a /8 (IPv4) or a /32 (IPv6): would let most of the internet fetch the cluster's secrets from the machine config server"
 	InternalAllowedSources []string `json:"internalAllowedSources,omitempty"`
+	// Routed announces the API VIPs (and internalVIPs) as host routes,
+	// /32 and /128, over BGP to spec.bgp.peers from the node that holds
+	// them: control-plane nodes in racks of their own, on no common
+	// segment, then serve one API VIP. VRRP still elects the holder,
+	// unicast between the control-plane nodes' own addresses across the
+	// routed network (spec.vrrp.mode unicast), with haproxy's health in
+	// its priority as always; the holder's FRR announces each VIP while
+	// the VIP is on its interface (a connected route), so the routers
+	// have one path and no ECMP rehash moves established connections.
+	// The VIPs may then lie outside every machine network. Needs
+	// spec.bgp, with peers that select the control-plane nodes.
+	// docs/bgp.md, "The API VIP across racks".
+	Routed bool `json:"routed,omitempty"`
 }
 
 // BootstrapSpec is the host that serves the API VIP during an install

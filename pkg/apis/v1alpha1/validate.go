@@ -167,9 +167,9 @@ func (v *validator) machineNetworks(nets []string, path *field.Path) field.Error
 }
 
 // vipList checks a list of VIPs: valid, one per family, inside a machine
-// network unless they live on an interface of their own (ownInterface),
-// never used twice anywhere in the config.
-func (v *validator) vipList(vips []string, path *field.Path, ownInterface bool) field.ErrorList {
+// network unless they live on an interface of their own or are routed
+// (anywhere), never used twice anywhere in the config.
+func (v *validator) vipList(vips []string, path *field.Path, anywhere bool) field.ErrorList {
 	var errs field.ErrorList
 	families := map[bool]int{}
 	for i, s := range vips {
@@ -193,7 +193,7 @@ func (v *validator) vipList(vips []string, path *field.Path, ownInterface bool) 
 			}
 		}
 		v.vips = append(v.vips, seenVIP{addr: a, path: p})
-		if !ownInterface && !v.inMachineNetwork(AddressRange{First: a, Last: a}) && len(v.networks) > 0 {
+		if !anywhere && !v.inMachineNetwork(AddressRange{First: a, Last: a}) && len(v.networks) > 0 {
 			errs = append(errs, field.Invalid(p, s, "outside every machine network ("+v.networkList()+")"))
 		}
 	}

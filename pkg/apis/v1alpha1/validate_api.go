@@ -19,8 +19,8 @@ func (v *validator) api(a *APISpec, path *field.Path) field.ErrorList {
 	if a.InternalLoadBalancerPort != 0 && a.InternalPort == 0 {
 		errs = append(errs, field.Invalid(path.Child("internalLoadBalancerPort"), a.InternalLoadBalancerPort, "set only together with internalPort"))
 	}
-	errs = append(errs, v.vipList(a.VIPs, path.Child("vips"), false)...)
-	errs = append(errs, v.vipList(a.InternalVIPs, path.Child("internalVIPs"), false)...)
+	errs = append(errs, v.vipList(a.VIPs, path.Child("vips"), a.Routed)...)
+	errs = append(errs, v.vipList(a.InternalVIPs, path.Child("internalVIPs"), a.Routed)...)
 	errs = append(errs, internalVIPFamilies(a, path.Child("internalVIPs"))...)
 	errs = append(errs, validateCIDRs(a.InternalAllowedSources, path.Child("internalAllowedSources"))...)
 	if len(a.InternalAllowedSources) > 0 && !a.GuardsInternal() {
