@@ -1,0 +1,155 @@
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vipctl/vipctl/test/lab"
+	"github.com/vipctl/vipctl/test/netlab"
+)
+
+// bgpCrossRackYAML: control-plane nodes in two racks, no segment in
+// common, one API VIP outside both racks' subnets, announced over BGP
+// by whichever node holds it (spec.api.routed), VRRP unicast across the
+// router electing that node. PROFILE is the VRRP profile.
+const bgpCrossRackYAML = `apiVersion: vipctl.io/v1alpha1
+kind: ClusterVIPs
+metadata:
+  name: crossrack
+spec:
+  baseDomain: example.test
+  machineNetworks: [198.51.100.0/24, 203.0.113.0/26]
+  api:
+    vips: [203.0.113.150]
+    routed: true
+  vrrp: {profile: PROFILE, mode: unicast}
+  bgp:
+    asn: 64513
+    peers:
+      - address: 198.51.100.1
+        asn: 64512
+        holdTime: 3s
+        keepaliveTime: 1s
+        bfd: true
+        nodeSelector: {rack: a}
+      - address: 203.0.113.1
+        asn: 64512
+        holdTime: 3s
+        keepaliveTime: 1s
+        bfd: true
+        nodeSelector: {rack: b}
+`
+
+// crossRackVIP is bgpCrossRackYAML's API VIP.
+const crossRackVIP = "203.0.113.150"
+
+// TestBGPCrossRackAPIVIP: masters m-a0, m-a1 in rack a and m-b0 in rack
+// b, joined only by a router running real FRR, each with its haproxy and
+// a kube-apiserver stand-in. Once settled, the router learns the API VIP
+// from exactly one node, the VRRP holder, and a client behind it is
+// answered through it. The holder vanishes (its switch port gone, no
+// word sent): another master takes the VIP over VRRP across the router
+// and announces it, the lost holder's route goes (BFD, or the hold timer
+// without it), and the router ends with exactly one next hop, the new
+// holder. For each case (VRRP profile, BFD or not) the test logs when
+// the new holder's route came, how long the router had two next hops
+// (the new holder's beside the lost one's, until the loss is detected)
+// or none, and the client's failed requests (docs/bgp.md, "The API VIP
+// across racks").
+func TestBGPCrossRackAPIVIP(t *testing.T) {
+	for _, tc := range []struct {
+		profile string
+		bfd     bool
+	}{{"fast", true}, {"default", true}, {"fast", false}} {
+		name := tc.profile + map[bool]string{true: "-bfd", false: "-hold"}[tc.bfd]
+		t.Run(name, func(t *testing.T) { testCrossRackAPIVIP(t, tc.profile, tc.bfd) })
+	}
+}
+
+func testCrossRackAPIVIP(t *testing.T, profile string, bfd bool) {
+	lab.RequireFRR(t)
+	specs := []lab.NodeSpec{
+		{Name: "m-a0", Addr: "198.51.100.21/24", ControlPlane: true, Labels: map[string]string{"rack": "a"}, Gateways: []string{"198.51.100.1"}},
+		{Name: "m-a1", Addr: "198.51.100.22/24", ControlPlane: true, Labels: map[string]string{"rack": "a"}, Gateways: []string{"198.51.100.1"}},
+		{Name: "m-b0", Addr: "203.0.113.21/26", ControlPlane: true, Labels: map[string]string{"rack": "b"}, Segment: "b", Gateways: []string{"203.0.113.1"}},
+	}
+	yaml, router := strings.Replace(bgpCrossRackYAML, "PROFILE", profile, 1), withRouterBFD(upstreamFRR)
+	if !bfd {
+		yaml, router = strings.ReplaceAll(yaml, "        bfd: true\n", ""), upstreamFRR
+	}
+	lc := lab.Start(t, yaml, specs)
+	bl := newBGPLab(t, lc, map[string][]string{netlab.DefaultSegment: {"198.51.100.1/24"}, "b": {"203.0.113.1/26"}}, router)
+	bl.applyAll(t)
+	addrOf := map[string]string{}
+	for _, n := range lc.Nodes {
+		addrOf[strings.Split(n.Addr, "/")[0]] = n.Name
+	}
+	// Settled: one next hop, the same for two seconds.
+	var hops []string
+	var since time.Time
+	if !lab.WaitUntil(40*time.Second, func() bool {
+		h := bl.nextHops(crossRackVIP)
+		if len(h) != 1 || !slices.Equal(h, hops) {
+			hops, since = h, time.Now()
+			return false
+		}
+		return time.Since(since) > 2*time.Second
+	}) {
+		out, _ := bl.router.Vtysh("show bgp ipv4 unicast")
+		t.Fatalf("the router's route to the API VIP has next hops %v, want the holder alone, settled:\n%s", hops, out)
+	}
+	holder := addrOf[hops[0]]
+	p := lab.PollFrom(bl.client, "https://"+crossRackVIP+":6443/", 20*time.Millisecond)
+	lab.WaitFor(t, 10*time.Second, "answers through the routed API VIP", func() bool { ok, _ := p.Counts(); return ok > 10 })
+
+	// Sample the route every 10 ms from the fault on.
+	var two, none time.Duration
+	var seen []string
+	sampling, sampled := make(chan struct{}), make(chan struct{})
+	down := time.Now()
+	go func() {
+		defer close(sampled)
+		last, at := hops, down
+		for {
+			h := bl.nextHops(crossRackVIP)
+			now := time.Now()
+			switch len(last) {
+			case 0:
+				none += now.Sub(at)
+			case 2:
+				two += now.Sub(at)
+			}
+			if !slices.Equal(h, last) {
+				seen = append(seen, fmt.Sprintf("%v@%s", h, now.Sub(down).Round(time.Millisecond)))
+			}
+			last, at = h, now
+			select {
+			case <-sampling:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	lc.ByName[holder].Host.LinkDown()
+	var next []string
+	if !lab.WaitUntil(20*time.Second, func() bool {
+		next = bl.nextHops(crossRackVIP)
+		return len(next) == 1 && next[0] != hops[0]
+	}) {
+		t.Fatalf("the API VIP is not routed to another master alone 20 s after %s vanished: next hops %v", holder, next)
+	}
+	settled := time.Since(down)
+	time.Sleep(2 * time.Second)
+	close(sampling)
+	<-sampled
+	ok, failed := p.Stop()
+	t.Logf("crossrack profile=%s bfd=%v: %s vanished; routed to %s alone %s after; two next hops for %s, none for %s; %d requests answered, %d failed, the longest gap between answers %s; the route went %v",
+		profile, bfd, holder, addrOf[next[0]], settled.Round(time.Millisecond), two.Round(time.Millisecond), none.Round(time.Millisecond), ok, failed,
+		p.LongestGap().Round(time.Millisecond), seen)
+	if after := bl.nextHops(crossRackVIP); len(after) != 1 {
+		t.Errorf("two seconds after the move the router has next hops %v, want the new holder alone", after)
+	}
+}
