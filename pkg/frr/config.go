@@ -33,8 +33,8 @@ type Config struct {
 	// withdrawing it first (seen in the cluster lab: ~0.5 s without a
 	// route).
 	Backup4, Backup6 []string
-	// Held4 and Held6 are the routed API VIPs (spec.api.routed) of the
-	// instances this node is a member of, as host prefixes: frr.conf
+	// Held4 and Held6 are the routed VIPs (spec.api.routed, an
+	// IngressController's routed) of the instances this node is a member of, as host prefixes: frr.conf
 	// redistributes the connected route of each while the VIP is on one
 	// of the node's interfaces, that is while keepalived holds it here.
 	Held4, Held6 []string

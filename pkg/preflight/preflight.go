@@ -113,6 +113,10 @@ func Targets(c *v1alpha1.ClusterVIPs) (targets []Target, notAsked []string) {
 		}
 	}
 	for i, in := range m.Ingress {
+		if c.Spec.Ingress[i].Routed {
+			notAsked = append(notAsked, fmt.Sprintf("spec.ingress[%d].vips: routed, announced to the routers rather than held on the segment", i))
+			continue
+		}
 		for j, a := range in.VIPs {
 			targets = append(targets, Target{a, fmt.Sprintf("spec.ingress[%d].vips[%d]", i, j)})
 		}

@@ -208,8 +208,8 @@ func peerFamilies(peer frr.Peer) []bool {
 	return []bool{!peer.IPv6}
 }
 
-// routedVIPs adds to v the routed API VIPs (spec.api.routed) of the
-// instances node is a member of, which frr.conf redistributes while the
+// routedVIPs adds to v the routed VIPs (spec.api.routed, an
+// IngressController's routed) of the instances node is a member of, which frr.conf redistributes while the
 // node holds them, and marks their families.
 func (p *Plan) routedVIPs(node string, v *frr.Config, fams map[bool]*frr.Family) {
 	for _, inst := range p.byNode[node] {

@@ -613,8 +613,9 @@ func TestBGPUnnumberedRender(t *testing.T) {
 // from its own address to the others' across the router, with no TTL
 // check (the adverts cross a router); every control-plane node's
 // frr.conf redistributes the VIP's connected route, which exists only on
-// the holder, and vtysh accepts it; a worker's has no such line; the
-// instance is in no node's handover (no segment joins its members).
+// the holder, and vtysh accepts it; a worker's has no such line for the
+// API VIP but one for the routed ingress VIP (a router candidate); the
+// API instance is in no node's handover (no segment joins its members).
 func TestBGPRoutedAPIRender(t *testing.T) {
 	t.Parallel()
 	r := renderExample(t, "bgp-two-racks.yaml")
@@ -623,6 +624,7 @@ func TestBGPRoutedAPIRender(t *testing.T) {
 	c.Spec.MachineNetworks = []string{"198.51.100.0/24", "203.0.113.0/26"}
 	c.Spec.ServicePools = []v1alpha1.ServicePool{{Name: "racks", Mode: v1alpha1.PoolModeBGP, Addresses: []string{"203.0.113.224/28"}}}
 	c.Spec.API.Routed = true
+	c.Spec.Ingress = []v1alpha1.IngressSpec{{Name: "default", VIPs: []string{"203.0.113.151"}, Routed: true}}
 	v1alpha1.SetDefaults(&c)
 	if err := v1alpha1.Validate(&c); err != nil {
 		t.Fatal(err)
@@ -669,8 +671,8 @@ func TestBGPRoutedAPIRender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if wc := fileOf(worker, onnode.FRRConfPath); strings.Contains(wc, "vipctl-held") {
-		t.Errorf("worker-a0 redistributes the API VIP:\n%s", wc)
+	if wc := fileOf(worker, onnode.FRRConfPath); strings.Contains(wc, "203.0.113.150") || !strings.Contains(wc, "\nip prefix-list vipctl-held4 seq 5 permit 203.0.113.151/32\n") {
+		t.Errorf("worker-a0, a router candidate and no control-plane node, redistributes the API VIP or not the ingress VIP:\n%s", wc)
 	}
 	h, err := p.Handover("master-0")
 	if err != nil {

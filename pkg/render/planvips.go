@@ -42,7 +42,7 @@ func (p *Plan) addIngress(i int, in v1alpha1.IngressSpec, fall, rise int) error 
 	p.tracks = append(p.tracks, keepalived.TrackFile{Name: track, Path: p.root + onnode.IngressStatusFile(in.Name), Weight: 0,
 		Why: "0 while a ready router pod of IngressController " + in.Name + " runs on this node (written by the sidecar)"})
 	return p.add(instanceSpec{key: v1alpha1.IngressKey(in.Name), vips: p.model.Ingress[i].VIPs, eligible: routerCandidates(in, p.state), on: in.VIPInterface(), owner: "ingress " + in.Name,
-		scripts: []string{script}, files: []string{track}, why: routerWhy(i, in)})
+		scripts: []string{script}, files: []string{track}, why: routerWhy(i, in), routed: in.Routed})
 }
 
 // addPool adds the VRRP instances of a pool announced through keepalived

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
 )
@@ -25,6 +26,10 @@ spec:
   api:
     vips: [203.0.113.150]
     routed: true
+  ingress:
+    - name: default
+      vips: [203.0.113.151]
+      routed: true
   vrrp: {profile: PROFILE, mode: unicast}
   bgp:
     asn: 64513
@@ -43,8 +48,9 @@ spec:
         nodeSelector: {rack: b}
 `
 
-// crossRackVIP is bgpCrossRackYAML's API VIP.
-const crossRackVIP = "203.0.113.150"
+// crossRackVIP and crossRackIngressVIP are bgpCrossRackYAML's API and
+// ingress VIPs.
+const crossRackVIP, crossRackIngressVIP = "203.0.113.150", "203.0.113.151"
 
 // TestBGPCrossRackAPIVIP: masters m-a0, m-a1 in rack a and m-b0 in rack
 // b, joined only by a router running real FRR, each with its haproxy and
@@ -82,10 +88,24 @@ func testCrossRackAPIVIP(t *testing.T, profile string, bfd bool) {
 	}
 	lc := lab.Start(t, yaml, specs)
 	bl := newBGPLab(t, lc, map[string][]string{netlab.DefaultSegment: {"198.51.100.1/24"}, "b": {"203.0.113.1/26"}}, router)
+	// The default IngressController's routers run on m-a1 and m-b0.
+	routers := []string{"m-a1", "m-b0"}
+	for _, n := range lc.Nodes {
+		here := slices.Contains(routers, n.Name)
+		if here {
+			n.StartRouter(t, "default", 1936, crossRackIngressVIP)
+		}
+		if err := runtimecfg.SetIngressReady(n.Target, "default", here); err != nil {
+			t.Fatal(err)
+		}
+	}
 	bl.applyAll(t)
 	addrOf := map[string]string{}
 	for _, n := range lc.Nodes {
 		addrOf[strings.Split(n.Addr, "/")[0]] = n.Name
+	}
+	if profile == "fast" && bfd {
+		crossRackIngressMove(t, bl, addrOf, routers)
 	}
 	// Settled: one next hop, the same for two seconds.
 	var hops []string
@@ -152,4 +172,43 @@ func testCrossRackAPIVIP(t *testing.T, profile string, bfd bool) {
 	if after := bl.nextHops(crossRackVIP); len(after) != 1 {
 		t.Errorf("two seconds after the move the router has next hops %v, want the new holder alone", after)
 	}
+}
+
+// crossRackIngressMove: the routed ingress VIP is routed to one router
+// node alone and answered by its router; that router goes unready (its
+// health endpoint and the sidecar's view): the VIP moves over VRRP to the
+// other rack's router node, whose route replaces the first's, and the
+// client's answers come from it. The client's failed requests and the
+// times are logged.
+func crossRackIngressMove(t *testing.T, bl *bgpLab, addrOf map[string]string, routers []string) {
+	t.Helper()
+	var hops []string
+	if !lab.WaitUntil(40*time.Second, func() bool { hops = bl.nextHops(crossRackIngressVIP); return len(hops) == 1 }) {
+		t.Fatalf("the router's route to the ingress VIP has next hops %v, want its holder alone", hops)
+	}
+	holder := addrOf[hops[0]]
+	if !slices.Contains(routers, holder) {
+		t.Fatalf("the ingress VIP is routed to %s, which runs no router", holder)
+	}
+	p := lab.PollFrom(bl.client, "http://"+crossRackIngressVIP+"/", 20*time.Millisecond)
+	lab.WaitFor(t, 10*time.Second, "answers through the routed ingress VIP", func() bool { ok, _ := p.Counts(); return ok > 10 })
+	n := bl.lc.ByName[holder]
+	began := time.Now()
+	n.Routers["default"].SetReady(false)
+	if err := runtimecfg.SetIngressReady(n.Target, "default", false); err != nil {
+		t.Fatal(err)
+	}
+	var next []string
+	if !lab.WaitUntil(20*time.Second, func() bool {
+		next = bl.nextHops(crossRackIngressVIP)
+		return len(next) == 1 && next[0] != hops[0]
+	}) {
+		t.Fatalf("the ingress VIP is not routed to the other router node 20 s after %s's router went unready: %v", holder, next)
+	}
+	moved := time.Since(began)
+	other := addrOf[next[0]]
+	lab.WaitFor(t, 10*time.Second, "answers from "+other+"'s router", func() bool { return p.LastBody() == "default/"+other })
+	ok, failed := p.Stop()
+	t.Logf("crossrack ingress: %s's router unready; routed to %s alone %s after; %d requests answered, %d failed, the longest gap %s",
+		holder, other, moved.Round(time.Millisecond), ok, failed, p.LongestGap().Round(time.Millisecond))
 }

@@ -327,7 +327,7 @@ var crdRules = []crdRule{
 	{"a routed API over multicast VRRP", "bgp-two-racks.yaml", func(s map[string]any) {
 		api(s)["routed"] = true
 		vrrp(s)["mode"] = "multicast"
-	}, "spec.api.routed"},
+	}, "spec.vrrp.mode"},
 	{"a routed API with a bootstrap host", "bgp-two-racks.yaml", func(s map[string]any) {
 		api(s)["routed"] = true
 		s["bootstrap"] = map[string]any{"addresses": []any{"198.51.100.40"}}

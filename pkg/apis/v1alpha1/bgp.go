@@ -28,8 +28,8 @@ func validateBGP(c *ClusterVIPs, path *field.Path) field.ErrorList {
 	errs = append(errs, validateRoutedAPI(c)...)
 	b := c.Spec.BGP
 	if b == nil {
-		if c.Spec.API.Routed {
-			errs = append(errs, field.Required(path, "spec.api.routed: name the nodes' ASN and the peers the API VIPs are announced to"))
+		if what := c.routedVIPs(); what != "" {
+			errs = append(errs, field.Required(path, what+": name the nodes' ASN and the peers the VIPs are announced to"))
 		}
 		for i, p := range c.Spec.ServicePools {
 			if p.IsBGP() {
@@ -436,22 +436,32 @@ func isAddr(s string) bool {
 	return err == nil
 }
 
-// validateRoutedAPI checks what spec.api.routed needs besides spec.bgp:
-// VRRP unicast (multicast adverts stay on their segment, and routed
-// control-plane nodes share none) and VIPs to announce.
+// routedVIPs names the first of spec.api and spec.ingress[] that is
+// routed, or "".
+func (c *ClusterVIPs) routedVIPs() string {
+	if c.Spec.API.Routed {
+		return "spec.api.routed"
+	}
+	for i, in := range c.Spec.Ingress {
+		if in.Routed {
+			return fmt.Sprintf("spec.ingress[%d].routed", i)
+		}
+	}
+	return ""
+}
+
+// validateRoutedAPI checks what a routed VIP (spec.api.routed, an
+// IngressController's routed) needs besides spec.bgp: VRRP unicast
+// (multicast adverts stay on their segment, and routed holders share
+// none); for the API, no bootstrap host (it runs no FRR).
 func validateRoutedAPI(c *ClusterVIPs) field.ErrorList {
-	a := &c.Spec.API
-	if !a.Routed {
-		return nil
+	var errs field.ErrorList
+	if what := c.routedVIPs(); what != "" && c.Spec.VRRP.Mode != ModeUnicast {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "vrrp", "mode"), c.Spec.VRRP.Mode,
+			what+" needs "+ModeUnicast+": its holder is elected across routers, where multicast adverts do not go"))
 	}
-	path := field.NewPath("spec", "api", "routed")
-	switch {
-	case c.PoolsOnly():
-		return nil // spec.api refused whole
-	case c.Spec.VRRP.Mode != ModeUnicast:
-		return field.ErrorList{field.Invalid(path, true, "needs spec.vrrp.mode "+ModeUnicast+": the control-plane nodes elect the holder across routers, where multicast adverts do not go")}
-	case c.Spec.Bootstrap != nil:
-		return field.ErrorList{field.Invalid(path, true, "not with spec.bootstrap: the bootstrap host runs no FRR to announce the API VIP during the install (docs/bgp.md)")}
+	if c.Spec.API.Routed && !c.PoolsOnly() && c.Spec.Bootstrap != nil {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "api", "routed"), true, "not with spec.bootstrap: the bootstrap host runs no FRR to announce the API VIP during the install (docs/bgp.md)"))
 	}
-	return nil
+	return errs
 }

@@ -278,7 +278,7 @@ func TestRoutedAPI(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, from, to, want string }{
 		{"no spec.bgp", "  bgp:\n", "  nobgp:\n", "spec.bgp: Required value: spec.api.routed"},
-		{"multicast", "  api:\n", "  vrrp: {mode: multicast}\n  api:\n", "spec.api.routed: Invalid value: true: needs spec.vrrp.mode unicast"},
+		{"multicast", "  api:\n", "  vrrp: {mode: multicast}\n  api:\n", "spec.vrrp.mode: Invalid value: \"multicast\": spec.api.routed needs unicast"},
 		{"a bootstrap host", "  api:\n", "  bootstrap: {addresses: [198.51.100.40]}\n  api:\n", "spec.api.routed: Invalid value: true: not with spec.bootstrap"},
 	} {
 		src := strings.Replace(routed, tc.from, tc.to, 1)

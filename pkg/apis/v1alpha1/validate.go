@@ -271,7 +271,7 @@ func (v *validator) ingress(list []IngressSpec, path *field.Path, validName bool
 		if len(in.VIPs) == 0 {
 			errs = append(errs, field.Required(p.Child("vips"), "one VIP per IP family"))
 		}
-		errs = append(errs, v.vipList(in.VIPs, p.Child("vips"), in.VIPInterface().Own())...)
+		errs = append(errs, v.vipList(in.VIPs, p.Child("vips"), in.VIPInterface().Own() || in.Routed)...)
 		errs = append(errs, v.vipInterface(in.VIPInterface(), parsedAddrs(in.VIPs), p)...)
 		errs = append(errs, validateName(in.RouterNamespace, p.Child("routerNamespace"))...)
 		errs = append(errs, validateLabels(in.RouterSelector, p.Child("routerSelector"))...)
