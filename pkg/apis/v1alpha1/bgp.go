@@ -25,7 +25,7 @@ func validateBGP(c *ClusterVIPs, path *field.Path) field.ErrorList {
 				"only for mode bgp: a vrrp pool's addresses are held by keepalived, not routed"))
 		}
 	}
-	errs = append(errs, validateRoutedAPI(c)...)
+	errs = append(errs, validateRouted(c)...)
 	b := c.Spec.BGP
 	if b == nil {
 		if what := c.routedVIPs(); what != "" {
@@ -450,11 +450,11 @@ func (c *ClusterVIPs) routedVIPs() string {
 	return ""
 }
 
-// validateRoutedAPI checks what a routed VIP (spec.api.routed, an
+// validateRouted checks what a routed VIP (spec.api.routed, an
 // IngressController's routed) needs besides spec.bgp: VRRP unicast
 // (multicast adverts stay on their segment, and routed holders share
 // none); for the API, no bootstrap host (it runs no FRR).
-func validateRoutedAPI(c *ClusterVIPs) field.ErrorList {
+func validateRouted(c *ClusterVIPs) field.ErrorList {
 	var errs field.ErrorList
 	if what := c.routedVIPs(); what != "" && c.Spec.VRRP.Mode != ModeUnicast {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "vrrp", "mode"), c.Spec.VRRP.Mode,
