@@ -68,9 +68,12 @@ func TestDay1OnClusterVIPs(t *testing.T) {
 				return false
 			}
 		}
-		// Ready but for the ingress VIP: no router runs in this lab.
+		// Ready but for the ingress VIP: no router runs in this lab. The
+		// API VIP is held once keepalived's Master_Down has passed
+		// (3.6 s with the default profile): until then the status names
+		// it too (rehearsal r44 asked before).
 		c := meta.FindStatusCondition(s.Conditions, crd.ConditionReady)
-		return c != nil && c.Reason != statuswriter.ReasonNodesBehind
+		return c != nil && c.Reason != statuswriter.ReasonNodesBehind && !strings.Contains(c.Message, "198.51.100.5")
 	})
 	if len(st.Pools) != 1 || st.Pools[0].Name != "web" || st.Pools[0].InUse != 1 {
 		t.Errorf("pools in the status: %+v, want web with 1 address in use", st.Pools)
