@@ -71,18 +71,13 @@ const crossRackVIP, crossRackIngressVIP = "203.0.113.150", "203.0.113.151"
 // VIPCTL_CROSSRACK_CASES=all adds the default profile and the hold timer
 // (docs/bgp.md's table).
 func TestBGPCrossRackAPIVIP(t *testing.T) {
-	cases := []struct {
+	type crossRackCase struct {
 		profile string
 		bfd     bool
-	}{{"fast", true}}
+	}
+	cases := []crossRackCase{{"fast", true}}
 	if os.Getenv("VIPCTL_CROSSRACK_CASES") == "all" {
-		cases = append(cases, struct {
-			profile string
-			bfd     bool
-		}{"default", true}, struct {
-			profile string
-			bfd     bool
-		}{"fast", false})
+		cases = append(cases, crossRackCase{"default", true}, crossRackCase{"fast", false})
 	}
 	for _, tc := range cases {
 		name := tc.profile + map[bool]string{true: "-bfd", false: "-hold"}[tc.bfd]

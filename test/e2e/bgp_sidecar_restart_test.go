@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/frr"
-	"github.com/vipctl/vipctl/test/lab"
 )
 
 // TestBGPSidecarRestartKeepsRoutes: a node's sidecar restarted (its
@@ -22,23 +21,8 @@ import (
 // three next hops at every 20 ms sample, no dial fails, and b0's session
 // is never reset (bgpd's count of drops unchanged).
 func TestBGPSidecarRestartKeepsRoutes(t *testing.T) {
-	var kc *lab.KubeCluster
-	bl := buildBGPLab(t, true, func(yaml string, specs []lab.NodeSpec) *lab.Cluster {
-		kc = lab.StartKube(t, yaml, specs)
-		return kc.Cluster
-	})
-	for _, n := range bl.lc.Nodes {
-		kc.AddNode(t, n.Name)
-	}
-	kc.GrantNodeReaders(t)
-	kc.CreateLBService(t, "web", "")
-	kc.SetLBStatus(t, "web", bgpClusterVIP)
-	for _, n := range bl.lc.Nodes {
-		onLo(t, n.Host, bgpClusterVIP)
-		kc.StartSidecar(t, n.Name)
-	}
+	bl, kc := startBGPSidecars(t, nil)
 	all := []string{"198.51.100.21", "203.0.113.21", "203.0.113.22"}
-	bl.waitHops(t, bgpClusterVIP, all, 30*time.Second)
 	b0 := bl.lc.ByName["b0"]
 	drops := func() int {
 		peers, ok, err := frr.ReadSessions(context.Background(), b0.Target)

@@ -642,27 +642,13 @@ func TestBGPUpdateKeepsAddresses(t *testing.T) {
 // status`, which then exits 2. A router stopped fires VipctlBGPSessionDown
 // and VipctlBFDPeerDown for every node, which resolve when it goes on.
 func TestBGPSessions(t *testing.T) {
-	var kc *lab.KubeCluster
-	bl := buildBGPLab(t, true, func(yaml string, specs []lab.NodeSpec) *lab.Cluster {
-		kc = lab.StartKube(t, yaml, specs)
-		return kc.Cluster
+	bl, kc := startBGPSidecars(t, func(bl *bgpLab) {
+		// First the session reader alone, against the live bgpd of a0.
+		lab.WaitFor(t, 20*time.Second, "a0's session Established", func() bool {
+			peers, ok, err := frr.ReadSessions(context.Background(), bl.lc.ByName["a0"].Target)
+			return err == nil && ok && len(peers) == 1 && peers[0].State == v1alpha1.BGPStateEstablished && peers[0].Peer == "198.51.100.1"
+		})
 	})
-	// First the session reader alone, against the live bgpd of a0.
-	lab.WaitFor(t, 20*time.Second, "a0's session Established", func() bool {
-		peers, ok, err := frr.ReadSessions(context.Background(), bl.lc.ByName["a0"].Target)
-		return err == nil && ok && len(peers) == 1 && peers[0].State == v1alpha1.BGPStateEstablished && peers[0].Peer == "198.51.100.1"
-	})
-	for _, n := range bl.lc.Nodes {
-		kc.AddNode(t, n.Name)
-	}
-	kc.GrantNodeReaders(t)
-	kc.CreateLBService(t, "web", "")
-	kc.SetLBStatus(t, "web", bgpClusterVIP)
-	for _, n := range bl.lc.Nodes {
-		onLo(t, n.Host, bgpClusterVIP)
-		kc.StartSidecar(t, n.Name)
-	}
-	bl.waitHops(t, bgpClusterVIP, []string{"198.51.100.21", "203.0.113.21", "203.0.113.22"}, 30*time.Second)
 
 	sessions := func(node string) v1alpha1.BGPSessions {
 		n, err := kc.Admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
@@ -777,4 +763,33 @@ func TestBGPSessions(t *testing.T) {
 	if again := sessions("a0"); again.String() != published.String() || writes() != writesBefore {
 		t.Errorf("a0's sessions rewritten without a change (%d writes, then %d):\n%s\n%s", writesBefore, writes(), published, again)
 	}
+}
+
+// startBGPSidecars is the BGP lab (BFD on) with the real apiserver: every
+// node registered, a Cluster Service at bgpClusterVIP on every node's lo,
+// and each node's real sidecar running; it returns once the router
+// routes the address to all three nodes. before runs once the lab is up,
+// before any sidecar.
+func startBGPSidecars(t *testing.T, before func(*bgpLab)) (*bgpLab, *lab.KubeCluster) {
+	t.Helper()
+	var kc *lab.KubeCluster
+	bl := buildBGPLab(t, true, func(yaml string, specs []lab.NodeSpec) *lab.Cluster {
+		kc = lab.StartKube(t, yaml, specs)
+		return kc.Cluster
+	})
+	if before != nil {
+		before(bl)
+	}
+	for _, n := range bl.lc.Nodes {
+		kc.AddNode(t, n.Name)
+	}
+	kc.GrantNodeReaders(t)
+	kc.CreateLBService(t, "web", "")
+	kc.SetLBStatus(t, "web", bgpClusterVIP)
+	for _, n := range bl.lc.Nodes {
+		onLo(t, n.Host, bgpClusterVIP)
+		kc.StartSidecar(t, n.Name)
+	}
+	bl.waitHops(t, bgpClusterVIP, []string{"198.51.100.21", "203.0.113.21", "203.0.113.22"}, 30*time.Second)
+	return bl, kc
 }
