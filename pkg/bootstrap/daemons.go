@@ -1,6 +1,8 @@
 package bootstrap
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,14 +11,19 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vipctl/vipctl/pkg/frr"
 	"github.com/vipctl/vipctl/pkg/haproxy"
 	"github.com/vipctl/vipctl/pkg/keepalived"
+	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
 // daemons are the keepalived and haproxy this run started, with the
-// static pods' command lines (the same as on every node).
+// static pods' command lines (the same as on every node), and FRR's
+// daemons for a routed API VIP.
 type daemons struct {
 	procs []*proc
+	// stopFRR ends FRR's daemons and waits for them; nil when none run.
+	stopFRR func()
 	// exited receives an error when one of them ends on its own.
 	exited chan error
 }
@@ -36,8 +43,16 @@ const stopWait = 5 * time.Second
 // readiness), each logging to DIR/<name>.log. On error the ones started
 // are stopped again.
 func startDaemons(dir string) (*daemons, error) {
-	d := &daemons{exited: make(chan error, 2)}
-	for _, argv := range [][]string{haproxy.Args(dir), keepalived.Args(dir)} {
+	d := &daemons{exited: make(chan error, 3)}
+	for i, argv := range [][]string{haproxy.Args(dir), keepalived.Args(dir)} {
+		if i == 1 {
+			// Up before keepalived, so that the VIP is announced as soon
+			// as it is held.
+			if err := d.startFRR(dir); err != nil {
+				d.stop()
+				return d, err
+			}
+		}
 		p, err := start(dir, argv)
 		if err != nil {
 			d.stop()
@@ -74,9 +89,45 @@ func start(dir string, argv []string) (*proc, error) {
 	return p, nil
 }
 
+// startFRR runs zebra, bfdd and bgpd as the frr container does on every
+// node (frr.Run) when the plan gave this host a frr.conf, for a routed API
+// VIP: while keepalived holds the VIP, its connected route is announced
+// to the routers the host peers with. Their log is DIR/frr.log.
+func (d *daemons) startFRR(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, onnode.FRRConfPath)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	log := filepath.Join(dir, "frr.log")
+	f, err := os.Create(log)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() { _ = f.Close() }()
+		err := frr.Run(ctx, dir, f)
+		if ctx.Err() == nil {
+			d.exited <- fmt.Errorf("FRR exited (%v); its log %s ends:\n%s", err, log, tail(log, 15))
+		}
+	}()
+	d.stopFRR = func() { cancel(); <-done }
+	return nil
+}
+
 // stop ends keepalived first (a holder's SIGTERM sends a priority-0
-// advert; a backup's sends nothing), then haproxy.
+// advert; a backup's sends nothing), then haproxy, then FRR (bgpd's
+// NOTIFICATION has the routers withdraw whatever it still announced).
 func (d *daemons) stop() {
+	defer func() {
+		if d.stopFRR != nil {
+			d.stopFRR()
+			d.stopFRR = nil
+		}
+	}()
 	for i := len(d.procs) - 1; i >= 0; i-- {
 		p := d.procs[i]
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)

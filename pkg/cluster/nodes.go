@@ -367,15 +367,7 @@ func Drained(n *corev1.Node) bool { return n.Annotations[DrainAnnotation] == "tr
 
 // Matches reports whether every key=value of selector is among labels (a
 // pool's nodeSelector or serviceSelector).
-func Matches(selector, labels map[string]string) bool {
-	for k, v := range selector {
-		got, ok := labels[k]
-		if !ok || got != v {
-			return false
-		}
-	}
-	return true
-}
+func Matches(selector, labels map[string]string) bool { return v1alpha1.Matches(selector, labels) }
 
 // WithBootstrapNodes is a last-good view's nodes under a newer bootstrap
 // node list (a MachineConfig rewritten since the view was saved). The list

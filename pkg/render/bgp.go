@@ -23,6 +23,13 @@ const backupPrepend = 3
 // rather than after the sessions come up.
 func (p *Plan) HasBGP() bool { return p.c.Spec.BGP != nil }
 
+// runsFRR tells whether node gets a frr.conf: every node with spec.bgp,
+// and the bootstrap host when it holds a routed API VIP (it announces
+// that alone: Announced gives it no pool).
+func (p *Plan) runsFRR(node string) bool {
+	return p.HasBGP() && (!p.isBootstrap(node) || p.c.Spec.API.Routed)
+}
+
 // Announced lists, per bgp pool, the Service addresses node announces:
 // with policy Cluster every address of a pool whose nodeSelector the node
 // matches (so the routers spread the traffic over all of them, ECMP);

@@ -618,29 +618,7 @@ func TestBGPUnnumberedRender(t *testing.T) {
 // API instance is in no node's handover (no segment joins its members).
 func TestBGPRoutedAPIRender(t *testing.T) {
 	t.Parallel()
-	r := renderExample(t, "bgp-two-racks.yaml")
-	c := *r.config
-	c.Spec.API.VIPs = []string{"203.0.113.150"}
-	c.Spec.MachineNetworks = []string{"198.51.100.0/24", "203.0.113.0/26"}
-	c.Spec.ServicePools = []v1alpha1.ServicePool{{Name: "racks", Mode: v1alpha1.PoolModeBGP, Addresses: []string{"203.0.113.224/28"}}}
-	c.Spec.API.Routed = true
-	c.Spec.Ingress = []v1alpha1.IngressSpec{{Name: "default", VIPs: []string{"203.0.113.151"}, Routed: true}}
-	v1alpha1.SetDefaults(&c)
-	if err := v1alpha1.Validate(&c); err != nil {
-		t.Fatal(err)
-	}
-	nodes := slices.Clone(r.nodes)
-	for i, n := range nodes {
-		if n.Name == "master-2" { // to rack b
-			nodes[i].Addresses = []netip.Addr{netip.MustParseAddr("203.0.113.13")}
-			nodes[i].Labels = maps.Clone(n.Labels)
-			nodes[i].Labels["topology.kubernetes.io/zone"] = "rack-b"
-		}
-	}
-	p, err := NewPlan(cluster.Compile(&c), testIDs(&c), cluster.State{Nodes: nodes})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := routedTwoRacks(t, nil)
 	files, err := p.NodeFiles("master-2")
 	if err != nil {
 		t.Fatal(err)
@@ -683,4 +661,37 @@ func TestBGPRoutedAPIRender(t *testing.T) {
 			t.Errorf("the routed API VIP is in master-0's handover: %+v", hi)
 		}
 	}
+}
+
+// routedTwoRacks plans examples/bgp-two-racks.yaml with the API VIP
+// 203.0.113.150 and the default IngressController's 203.0.113.151
+// routed, master-2 moved to rack b (203.0.113.13), and bootstrap, when
+// not nil, as spec.bootstrap.
+func routedTwoRacks(t *testing.T, bootstrap *v1alpha1.BootstrapSpec) *Plan {
+	t.Helper()
+	r := renderExample(t, "bgp-two-racks.yaml")
+	c := *r.config
+	c.Spec.API.VIPs = []string{"203.0.113.150"}
+	c.Spec.MachineNetworks = []string{"198.51.100.0/24", "203.0.113.0/26"}
+	c.Spec.ServicePools = []v1alpha1.ServicePool{{Name: "racks", Mode: v1alpha1.PoolModeBGP, Addresses: []string{"203.0.113.224/28"}}}
+	c.Spec.API.Routed = true
+	c.Spec.Ingress = []v1alpha1.IngressSpec{{Name: "default", VIPs: []string{"203.0.113.151"}, Routed: true}}
+	c.Spec.Bootstrap = bootstrap
+	v1alpha1.SetDefaults(&c)
+	if err := v1alpha1.Validate(&c); err != nil {
+		t.Fatal(err)
+	}
+	nodes := slices.Clone(r.nodes)
+	for i, n := range nodes {
+		if n.Name == "master-2" { // to rack b
+			nodes[i].Addresses = []netip.Addr{netip.MustParseAddr("203.0.113.13")}
+			nodes[i].Labels = maps.Clone(n.Labels)
+			nodes[i].Labels["topology.kubernetes.io/zone"] = "rack-b"
+		}
+	}
+	p, err := NewPlan(cluster.Compile(&c), testIDs(&c), cluster.State{Nodes: nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

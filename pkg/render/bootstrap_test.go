@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"net/netip"
 	"slices"
 	"strings"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/cluster"
+	"github.com/vipctl/vipctl/pkg/configcheck"
+	"github.com/vipctl/vipctl/pkg/frr"
 	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
@@ -147,6 +150,49 @@ func TestBootstrapHostRunsNoFRR(t *testing.T) {
 	}
 	if fileOf(nr.Files, onnode.FRRConfPath) != "" || len(nr.Announced) != 0 {
 		t.Errorf("the bootstrap host got frr.conf or announcements: %v", nr.Announced)
+	}
+}
+
+// TestBootstrapHostRoutedAPI: with a routed API VIP the bootstrap host,
+// in rack a by its labels, gets a frr.conf that peers with rack a's
+// router alone and redistributes the API VIP's connected route (the
+// ingress VIP is no business of its), which vtysh accepts; it announces
+// no pool; master-2 in rack b lists its address as a unicast peer of the
+// API instance, across the router.
+func TestBootstrapHostRoutedAPI(t *testing.T) {
+	t.Parallel()
+	p := routedTwoRacks(t, &v1alpha1.BootstrapSpec{Addresses: []string{"198.51.100.9"}, Labels: map[string]string{"topology.kubernetes.io/zone": "rack-a"}})
+	nr, err := p.Node(BootstrapNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := fileOf(nr.Files, onnode.FRRConfPath)
+	for _, want := range []string{
+		" neighbor 198.51.100.1 remote-as 64512\n",
+		"\nip prefix-list vipctl-held4 seq 5 permit 203.0.113.150/32\n",
+		"  redistribute connected route-map vipctl-held\n",
+	} {
+		if !strings.Contains(fc, want) {
+			t.Errorf("the bootstrap host's frr.conf lacks %q:\n%s", want, fc)
+		}
+	}
+	for _, not := range []string{"203.0.113.1 ", "203.0.113.151", "203.0.113.224"} {
+		if strings.Contains(fc, not) {
+			t.Errorf("the bootstrap host's frr.conf names %q (rack b's router, the ingress VIP or a pool):\n%s", not, fc)
+		}
+	}
+	if len(nr.Announced) != 0 {
+		t.Errorf("the bootstrap host announces pools: %v", nr.Announced)
+	}
+	if err := frr.Check(context.Background(), []byte(fc), configcheck.Options{}); err != nil {
+		t.Errorf("vtysh refuses the bootstrap host's frr.conf: %v\n%s", err, fc)
+	}
+	files, err := p.NodeFiles("master-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ka := fileOf(files, onnode.KeepalivedConfPath); !strings.Contains(ka, "        198.51.100.9\n") {
+		t.Errorf("master-2 does not list the bootstrap host as a unicast peer:\n%s", ka)
 	}
 }
 

@@ -251,6 +251,10 @@ func (p *Plan) addBootstrap() error {
 	}
 	host := &cluster.Node{Name: BootstrapNode, ControlPlane: true}
 	host.Addresses = slices.Clone(p.model.Bootstrap)
+	if p.c.Spec.API.Routed {
+		// Its BGP peers are those that select these (frrView).
+		host.Labels = b.BootstrapLabels()
+	}
 	if p.state.Bootstrap != nil {
 		host.Interface = p.state.Bootstrap.Interface
 	}

@@ -68,7 +68,7 @@ func (p *Plan) nodeFiles(node string, kv *keepalivedView) ([]onnode.File, error)
 		}
 		files = append(files, onnode.File{Path: onnode.HaproxyConfPath, Mode: configMode, Data: hconf})
 	}
-	if p.HasBGP() && !p.isBootstrap(node) {
+	if p.runsFRR(node) {
 		view := p.frrView(node)
 		fconf, err := write(func(w io.Writer) error { return frr.Write(w, view) })
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/pkg/runtimecfg"
 	"github.com/vipctl/vipctl/test/lab"
 	"github.com/vipctl/vipctl/test/netlab"
@@ -221,4 +222,73 @@ func crossRackIngressMove(t *testing.T, bl *bgpLab, addrOf map[string]string, ro
 	ok, failed := p.Stop()
 	t.Logf("crossrack ingress: %s's router unready; routed to %s alone %s after; %d requests answered, %d failed, the longest gap %s",
 		holder, other, moved.Round(time.Millisecond), ok, failed, p.LongestGap().Round(time.Millisecond))
+}
+
+// TestBGPCrossRackAPIVIPBootstrap is day 1 with a routed API VIP. The
+// bootstrap host stands in rack a (spec.bootstrap.labels) and runs the
+// real `vipctl bootstrap`, which starts FRR beside keepalived and
+// haproxy: the router learns the API VIP from it alone and a client
+// behind the router is answered by its apiserver stand-in. The masters
+// come up, m-b0 in rack b across the router: none of them may hold the
+// VIP while the bootstrap host has not yielded (its adverts cross the
+// router as theirs do). Then it yields: a master takes the VIP over VRRP
+// and announces it, the bootstrap host withdraws it as it gives it up and
+// stops, its session gone, and the router ends with the holder alone.
+// The client's failed requests are logged.
+func TestBGPCrossRackAPIVIPBootstrap(t *testing.T) {
+	lab.RequireFRR(t)
+	yaml := strings.Replace(bgpCrossRackYAML, "PROFILE", "fast", 1)
+	yaml = strings.Replace(yaml, "  vrrp:", "  bootstrap:\n    addresses: ["+bootstrapAddr+"]\n    labels: {rack: a}\n  vrrp:", 1)
+	specs := []lab.NodeSpec{
+		{Name: "m-a0", Addr: "198.51.100.21/24", ControlPlane: true, Labels: map[string]string{"rack": "a"}, Gateways: []string{"198.51.100.1"}},
+		{Name: "m-a1", Addr: "198.51.100.22/24", ControlPlane: true, Labels: map[string]string{"rack": "a"}, Gateways: []string{"198.51.100.1"}},
+		{Name: "m-b0", Addr: "203.0.113.21/26", ControlPlane: true, Labels: map[string]string{"rack": "b"}, Segment: "b", Gateways: []string{"203.0.113.1"}},
+	}
+	lc := lab.New(t, yaml)
+	lc.AddSegment("b")
+	bl := newBGPLab(t, lc, map[string][]string{netlab.DefaultSegment: {"198.51.100.1/24"}, "b": {"203.0.113.1/26"}}, withRouterBFD(upstreamFRR))
+	boot := lc.AddHost("bootstrap", netlab.HostOpts{Iface: "ens3", Addrs: []string{bootstrapAddr + "/24"}, Gateways: []string{"198.51.100.1"}})
+	lab.ServeAPIStandIn(t, boot, bootstrapAddr, "bootstrap", 6443)
+	b := startBootstrap(t, boot, yaml, specs, false)
+	t.Cleanup(func() {
+		if t.Failed() {
+			data, _ := os.ReadFile(b.run + "/frr.log")
+			t.Logf("--- bootstrap frr log:\n%s", tailLines(string(data), 25))
+		}
+	})
+	bl.waitHops(t, crossRackVIP, []string{bootstrapAddr}, 40*time.Second)
+	p := lab.PollFrom(bl.client, "https://"+crossRackVIP+":6443/", 10*time.Millisecond)
+	lab.WaitFor(t, 10*time.Second, "answers from the bootstrap host", func() bool { ok, _ := p.Counts(); return ok > 50 })
+	if body := p.LastBody(); body != "bootstrap" {
+		t.Fatalf("the routed API VIP answered %q before any master ran; want the bootstrap host's apiserver", body)
+	}
+
+	lc.StartNodes(specs)
+	w := watchHandover(lc, boot, crossRackVIP, b.run+"/"+onnode.DrainFile)
+	addrOf := map[string]string{}
+	for _, n := range lc.Nodes {
+		startBGPNode(t, n)
+		addrOf[strings.Split(n.Addr, "/")[0]] = n.Name
+	}
+	res := b.wait(t, w)
+	var hops []string
+	if !lab.WaitUntil(10*time.Second, func() bool {
+		hops = bl.nextHops(crossRackVIP)
+		return len(hops) == 1 && addrOf[hops[0]] != ""
+	}) {
+		t.Fatalf("after the bootstrap host stopped the router's route to the API VIP has next hops %v, want one master's", hops)
+	}
+	holder := lc.WaitHolder(crossRackVIP, 5*time.Second, func(string) bool { return true })
+	if addrOf[hops[0]] != holder {
+		t.Errorf("the API VIP is routed to %s but held by %s", addrOf[hops[0]], holder)
+	}
+	if out, _ := bl.router.Vtysh("show bgp neighbors " + bootstrapAddr + " json"); strings.Contains(out, `"bgpState":"Established"`) {
+		t.Errorf("the router's session with the stopped bootstrap host is still up:\n%s", out)
+	}
+	leftovers(t, boot)
+	before, _ := p.Counts()
+	lab.WaitFor(t, 5*time.Second, "answers through "+holder, func() bool { ok, _ := p.Counts(); return ok > before+50 })
+	ok, failed := p.Stop()
+	t.Logf("crossrack bootstrap (fast profile, BFD), %s: the VIP left the bootstrap host %d ms after it yielded; routed to %s alone; %d requests answered, %d failed, the longest gap %s",
+		time.Now().Format("2006-01-02"), res.HandoverMillis, holder, ok, failed, p.LongestGap().Round(time.Millisecond))
 }

@@ -73,7 +73,7 @@ func TestBootstrapInPlace(t *testing.T) {
 		n.APIServer.SetReady(false)
 	}
 	drain := filepath.Join(b.run, onnode.DrainFile)
-	w := watchHandover(lc, host, drain)
+	w := watchHandover(lc, host, apiVIP, drain)
 	time.Sleep(8 * time.Second) // --yield-after 5s, and some
 	if d, _ := os.ReadFile(drain); strings.TrimSpace(string(d)) == "1" || b.proc.Exited() || !hostHolds(host, apiVIP) {
 		t.Fatalf("the rendezvous host yielded while no other master's own apiserver was ready (drain %q, exited %v)", d, b.proc.Exited())

@@ -74,7 +74,7 @@ func bootstrapHandover(t *testing.T, profile string) {
 	// within its master-down interval and keep it beside the bootstrap
 	// host: the watch, from the nodes' start on, sees it.
 	lc.StartNodes(specs)
-	w := watchHandover(lc, boot, filepath.Join(b.run, onnode.DrainFile))
+	w := watchHandover(lc, boot, apiVIP, filepath.Join(b.run, onnode.DrainFile))
 	res := b.wait(t, w)
 	holder := lc.WaitHolder(apiVIP, 10*time.Second, func(string) bool { return true })
 	if hostHolds(boot, apiVIP) {
@@ -193,7 +193,7 @@ type handoverWatch struct {
 	wg             sync.WaitGroup
 }
 
-func watchHandover(lc *lab.Cluster, boot *netlab.Host, drainFile string) *handoverWatch {
+func watchHandover(lc *lab.Cluster, boot *netlab.Host, vip, drainFile string) *handoverWatch {
 	w := &handoverWatch{done: make(chan struct{})}
 	w.wg.Go(func() {
 		for {
@@ -207,12 +207,12 @@ func watchHandover(lc *lab.Cluster, boot *netlab.Host, drainFile string) *handov
 			if w.yielded.IsZero() && strings.TrimSpace(string(drained)) == "1" {
 				w.yielded = now
 			}
-			holders := lc.Holders(apiVIP)
+			holders := lc.Holders(vip)
 			if len(holders) == 0 {
 				continue
 			}
 			if w.yielded.IsZero() {
-				w.split = append(w.split, fmt.Sprintf("%s: %v with the bootstrap host holding %v", now.Format("15:04:05.000"), holders, hostHolds(boot, apiVIP)))
+				w.split = append(w.split, fmt.Sprintf("%s: %v with the bootstrap host holding %v", now.Format("15:04:05.000"), holders, hostHolds(boot, vip)))
 			} else if w.taken.IsZero() {
 				w.taken = now
 			}

@@ -328,10 +328,9 @@ var crdRules = []crdRule{
 		api(s)["routed"] = true
 		vrrp(s)["mode"] = "multicast"
 	}, "spec.vrrp.mode"},
-	{"a routed API with a bootstrap host", "bgp-two-racks.yaml", func(s map[string]any) {
-		api(s)["routed"] = true
-		s["bootstrap"] = map[string]any{"addresses": []any{"198.51.100.40"}}
-	}, "spec.api.routed"},
+	{"a bootstrap host's labels without a routed API", "bgp-two-racks.yaml", func(s map[string]any) {
+		s["bootstrap"] = map[string]any{"addresses": []any{"198.51.100.40"}, "labels": map[string]any{"topology.kubernetes.io/zone": "rack-a"}}
+	}, "spec.bootstrap.labels"},
 	{"dualStack on an unnumbered peer", "bgp-two-racks.yaml", func(s map[string]any) {
 		delete(peer(s, 0), "address")
 		peer(s, 0)["interface"] = "eth1"
@@ -368,6 +367,13 @@ var crdAcceptedEdits = []struct {
 		api(s)["routed"] = true
 		s["machineNetworks"] = []any{"198.51.100.0/24", "203.0.113.0/26"}
 		pool(s, 0)["addresses"] = []any{"203.0.113.224/28"}
+	}},
+	{"a routed API VIP with a bootstrap host in rack a", "bgp-two-racks.yaml", func(s map[string]any) {
+		api(s)["vips"] = []any{"203.0.113.150"}
+		api(s)["routed"] = true
+		s["machineNetworks"] = []any{"198.51.100.0/24", "203.0.113.0/26"}
+		pool(s, 0)["addresses"] = []any{"203.0.113.224/28"}
+		s["bootstrap"] = map[string]any{"addresses": []any{"198.51.100.40"}, "labels": map[string]any{"topology.kubernetes.io/zone": "rack-a"}}
 	}},
 }
 

@@ -210,9 +210,8 @@ func (lc *Cluster) NewNode(t testing.TB, s NodeSpec) *Node {
 	if s.Addr6 != "" {
 		addrs = append(addrs, s.Addr6)
 	}
-	if s.Segment != "" && !lc.segments[s.Segment] {
-		lc.lab.AddSegment(s.Segment)
-		lc.segments[s.Segment] = true
+	if s.Segment != "" {
+		lc.AddSegment(s.Segment)
 	}
 	h := lc.lab.AddHost(s.Name, netlab.HostOpts{Iface: "br-ex", Addrs: addrs, Segment: s.Segment, Gateways: s.Gateways})
 	lc.applyBootSysctls(t, h)
@@ -523,16 +522,19 @@ func (lc *Cluster) AddHost(name string, o netlab.HostOpts) *netlab.Host {
 // new) with addrs (CIDR): a VLAN a pool's VIPs live on.
 func (lc *Cluster) AddLink(n *Node, segment, iface string, addrs ...string) {
 	lc.t.Helper()
-	if !lc.segments[segment] {
-		lc.lab.AddSegment(segment)
-		lc.segments[segment] = true
-	}
+	lc.AddSegment(segment)
 	lc.lab.AddLink(n.Host, segment, iface, addrs...)
 }
 
-// AddSegment adds an L2 segment for hosts that are no node (a client
-// network behind a router).
-func (lc *Cluster) AddSegment(name string) { lc.lab.AddSegment(name) }
+// AddSegment adds an L2 segment (a client network behind a router, a
+// rack's nodes' segment before they start), unless there is one of that
+// name already.
+func (lc *Cluster) AddSegment(name string) {
+	if !lc.segments[name] {
+		lc.lab.AddSegment(name)
+		lc.segments[name] = true
+	}
+}
 
 // AddRouter adds a forwarding host on the named segments (see
 // netlab.Lab.AddRouter); the nodes' segments must exist already.

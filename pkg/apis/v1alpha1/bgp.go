@@ -453,15 +453,77 @@ func (c *ClusterVIPs) routedVIPs() string {
 // validateRouted checks what a routed VIP (spec.api.routed, an
 // IngressController's routed) needs besides spec.bgp: VRRP unicast
 // (multicast adverts stay on their segment, and routed holders share
-// none); for the API, no bootstrap host (it runs no FRR).
+// none); for the API with a bootstrap host, a router for that host to
+// announce it to (validateRoutedBootstrap).
 func validateRouted(c *ClusterVIPs) field.ErrorList {
 	var errs field.ErrorList
 	if what := c.routedVIPs(); what != "" && c.Spec.VRRP.Mode != ModeUnicast {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "vrrp", "mode"), c.Spec.VRRP.Mode,
 			what+" needs "+ModeUnicast+": its holder is elected across routers, where multicast adverts do not go"))
 	}
-	if c.Spec.API.Routed && !c.PoolsOnly() && c.Spec.Bootstrap != nil {
-		errs = append(errs, field.Invalid(field.NewPath("spec", "api", "routed"), true, "not with spec.bootstrap: the bootstrap host runs no FRR to announce the API VIP during the install (docs/bgp.md)"))
+	return append(errs, validateRoutedBootstrap(c)...)
+}
+
+// BootstrapLabels are the labels the bootstrap host is matched with
+// against spec.bgp.peers' nodeSelectors: spec.bootstrap.labels, or a
+// control-plane node's role labels.
+func (b *BootstrapSpec) BootstrapLabels() map[string]string {
+	if len(b.Labels) > 0 {
+		return b.Labels
+	}
+	return map[string]string{"node-role.kubernetes.io/master": "", "node-role.kubernetes.io/control-plane": ""}
+}
+
+// validateRoutedBootstrap checks spec.bootstrap.labels: only for a routed
+// API VIP, and then they must select a router the bootstrap host can
+// peer with on its own, before the cluster exists: by address (its links
+// are not the nodes'), without a password (no Secret to read yet).
+func validateRoutedBootstrap(c *ClusterVIPs) field.ErrorList {
+	b := c.Spec.Bootstrap
+	if b == nil || c.PoolsOnly() {
+		return nil
+	}
+	path := field.NewPath("spec", "bootstrap", "labels")
+	errs := validateLabels(b.Labels, path)
+	if !c.Spec.API.Routed {
+		if len(b.Labels) > 0 {
+			errs = append(errs, field.Forbidden(path, "only with spec.api.routed: the labels choose the BGP peers the bootstrap host announces the API VIP to"))
+		}
+		return errs
+	}
+	if c.Spec.BGP == nil {
+		return errs
+	}
+	labels, selected := b.BootstrapLabels(), 0
+	which := ""
+	if len(b.Labels) == 0 {
+		which = "(unset: a control-plane node's role labels) "
+	}
+	for i, peer := range c.Spec.BGP.Peers {
+		if !Matches(peer.NodeSelector, labels) {
+			continue
+		}
+		selected++
+		at := field.NewPath("spec", "bgp", "peers").Index(i)
+		switch {
+		case peer.Interface != "":
+			errs = append(errs, field.Invalid(path, labels, fmt.Sprintf("%sselect %s, an unnumbered peer (interface %s): the bootstrap host peers by address only; give it labels this peer's nodeSelector does not match", which, at, peer.Interface)))
+		case peer.PasswordSecret != "":
+			errs = append(errs, field.Invalid(path, labels, fmt.Sprintf("%sselect %s, whose session has a password from a Secret: the bootstrap host has no cluster to read it from during the install; give it labels this peer's nodeSelector does not match", which, at)))
+		}
+	}
+	if selected == 0 {
+		errs = append(errs, field.Invalid(path, labels, which+"select no peer of spec.bgp.peers (by their nodeSelector): the bootstrap host would announce the routed API VIP to no router during the install"))
 	}
 	return errs
+}
+
+// Matches tells whether labels satisfy selector (every pair in it).
+func Matches(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }

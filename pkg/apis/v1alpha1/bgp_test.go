@@ -266,7 +266,7 @@ func TestBGPOneSessionBothFamilies(t *testing.T) {
 
 // TestRoutedAPI: spec.api.routed lets the API VIP lie outside every
 // machine network, with spec.bgp and VRRP unicast; it is refused without
-// spec.bgp, with multicast and with a bootstrap host (which runs no FRR), each at its field.
+// spec.bgp and with multicast, each at its field.
 func TestRoutedAPI(t *testing.T) {
 	t.Parallel()
 	routed := strings.Replace(bgpBase, "    vips: [198.51.100.5]\n", "    vips: [203.0.113.150]\n    routed: true\n", 1)
@@ -279,7 +279,6 @@ func TestRoutedAPI(t *testing.T) {
 	for _, tc := range []struct{ name, from, to, want string }{
 		{"no spec.bgp", "  bgp:\n", "  nobgp:\n", "spec.bgp: Required value: spec.api.routed"},
 		{"multicast", "  api:\n", "  vrrp: {mode: multicast}\n  api:\n", "spec.vrrp.mode: Invalid value: \"multicast\": spec.api.routed needs unicast"},
-		{"a bootstrap host", "  api:\n", "  bootstrap: {addresses: [198.51.100.40]}\n  api:\n", "spec.api.routed: Invalid value: true: not with spec.bootstrap"},
 	} {
 		src := strings.Replace(routed, tc.from, tc.to, 1)
 		if tc.name == "no spec.bgp" {
@@ -288,6 +287,57 @@ func TestRoutedAPI(t *testing.T) {
 		}
 		if _, err := Parse([]byte(src)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestRoutedAPIBootstrap: a routed API VIP's bootstrap host peers with the
+// routers whose nodeSelector its labels match (a control-plane node's
+// role labels by default); spec.bootstrap.labels is refused without
+// spec.api.routed, when it selects no peer, an unnumbered one or one with
+// a password, and the host's address must lie in a machine network (not
+// the VIP's: it has none).
+func TestRoutedAPIBootstrap(t *testing.T) {
+	t.Parallel()
+	routed := strings.Replace(bgpBase, "    vips: [198.51.100.5]\n", "    vips: [203.0.113.150]\n    routed: true\n", 1)
+	routed = strings.Replace(routed, "  api:\n", "  bootstrap: {addresses: [198.51.100.40]}\n  api:\n", 1)
+	if _, err := Parse([]byte(routed)); err != nil {
+		t.Fatalf("a routed API VIP with a bootstrap host: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(c *ClusterVIPs)
+		want string
+	}{
+		{"labels without a routed API", func(c *ClusterVIPs) {
+			c.Spec.API.Routed = false
+			c.Spec.API.VIPs = []string{"198.51.100.5"}
+			c.Spec.Bootstrap.Labels = map[string]string{"rack": "r1"}
+		}, "spec.bootstrap.labels: Forbidden: only with spec.api.routed"},
+		{"a bad label key", func(c *ClusterVIPs) { c.Spec.Bootstrap.Labels = map[string]string{"-rack": "r1"} }, "spec.bootstrap.labels[-rack]"},
+		{"no peer for the bootstrap host", func(c *ClusterVIPs) {
+			for i := range c.Spec.BGP.Peers {
+				c.Spec.BGP.Peers[i].NodeSelector = map[string]string{"rack": "r1"}
+			}
+		}, "spec.bootstrap.labels: Invalid value: {\"node-role.kubernetes.io/control-plane\":\"\",\"node-role.kubernetes.io/master\":\"\"}: (unset: a control-plane node's role labels) select no peer of spec.bgp.peers"},
+		{"an unnumbered peer", func(c *ClusterVIPs) {
+			c.Spec.BGP.Peers[0].Address, c.Spec.BGP.Peers[0].Interface = "", "eno2"
+			c.Spec.Bootstrap.Labels = map[string]string{"rack": "r1"}
+		}, "select spec.bgp.peers[0], an unnumbered peer (interface eno2)"},
+		{"a peer with a password", func(c *ClusterVIPs) {
+			c.Spec.BGP.Peers[1].PasswordSecret = "tor-md5"
+		}, "select spec.bgp.peers[1], whose session has a password from a Secret"},
+		{"an address outside the machine networks", func(c *ClusterVIPs) {
+			c.Spec.Bootstrap.Addresses = []string{"203.0.113.40"}
+		}, "spec.bootstrap.addresses[0]: Invalid value: \"203.0.113.40\": outside every machine network"},
+	} {
+		c, err := Parse([]byte(routed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.edit(c)
+		if errs := Validate(c); len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, errs, tc.want)
 		}
 	}
 }

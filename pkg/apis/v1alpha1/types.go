@@ -54,7 +54,7 @@ type ObjectMeta struct {
 // +kubebuilder:validation:XValidation:rule="has(self.bgp) || !has(self.servicePools) || !self.servicePools.exists(p, has(p.mode) && p.mode == 'bgp')",message="a pool has mode bgp: name the nodes' ASN and their peers",fieldPath=".bgp",reason=FieldValueRequired
 // +kubebuilder:validation:XValidation:rule="has(self.bgp) || ((!has(self.api) || !has(self.api.routed) || !self.api.routed) && (!has(self.ingress) || !self.ingress.exists(ic, has(ic.routed) && ic.routed)))",message="a routed VIP (spec.api.routed, an IngressController's routed): name the nodes' ASN and the peers the VIPs are announced to",fieldPath=".bgp",reason=FieldValueRequired
 // +kubebuilder:validation:XValidation:rule="(!has(self.api) || !has(self.api.routed) || !self.api.routed) && (!has(self.ingress) || !self.ingress.exists(ic, has(ic.routed) && ic.routed)) || !has(self.vrrp) || !has(self.vrrp.mode) || self.vrrp.mode == 'unicast'",message="a routed VIP needs spec.vrrp.mode unicast: its holder is elected across routers, where multicast adverts do not go",fieldPath=".vrrp.mode"
-// +kubebuilder:validation:XValidation:rule="!has(self.api) || !has(self.api.routed) || !self.api.routed || !has(self.bootstrap)",message="spec.api.routed with spec.bootstrap: the bootstrap host runs no FRR to announce the API VIP during the install",fieldPath=".api.routed"
+// +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.labels) || (has(self.api) && has(self.api.routed) && self.api.routed)",message="only with spec.api.routed: the labels choose the BGP peers the bootstrap host announces the API VIP to",fieldPath=".bootstrap.labels",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(self.servicePools) || self.servicePools.all(p, !has(p.bgp) || !has(p.bgp.peers) || p.bgp.peers.all(a, !isIP(a) || (has(self.bgp) && self.bgp.peers.exists(q, has(q.address) && isIP(q.address) && ip(q.address) == ip(a)))))",message="a pool's bgp.peers names an address that is no peer of spec.bgp.peers",fieldPath=".servicePools"
 // +kubebuilder:validation:XValidation:rule="!has(self.api) || !has(self.api.vips) || (has(self.api.routed) && self.api.routed) || self.api.vips.all(v, !isIP(v) || self.machineNetworks.exists(n, isCIDR(n) && cidr(n).containsIP(v)))",message="every API VIP must lie inside a machine network, unless spec.api.routed",fieldPath=".api.vips"
 // +kubebuilder:validation:XValidation:rule="!has(self.api) || !has(self.api.internalVIPs) || (has(self.api.routed) && self.api.routed) || self.api.internalVIPs.all(v, !isIP(v) || self.machineNetworks.exists(n, isCIDR(n) && cidr(n).containsIP(v)))",message="every api-int VIP must lie inside a machine network, unless spec.api.routed",fieldPath=".api.internalVIPs"
@@ -220,13 +220,14 @@ type APISpec struct {
 
 // BootstrapSpec is the host that serves the API VIP during an install
 // (`vipctl bootstrap`): the bootstrap machine itself or any host on the
-// API VIP's segment.
+// API VIP's segment (with spec.api.routed, in any machine network).
 type BootstrapSpec struct {
 	// Addresses are that host's own addresses, one for each IP family of
 	// spec.api.vips, each in the machine network of the API VIP of its
-	// family: it sends its VRRP adverts from them, and the control-plane
-	// nodes list them as unicast peers of the API instance (adverts from
-	// any other address are ignored).
+	// family (with spec.api.routed, in any machine network): it sends its
+	// VRRP adverts from them, and the control-plane nodes list them as
+	// unicast peers of the API instance (adverts from any other address
+	// are ignored).
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=2
@@ -234,6 +235,17 @@ type BootstrapSpec struct {
 	// +kubebuilder:validation:items:XValidation:rule="isIP(self)",message="must be an IPv4 or IPv6 address, without a zone"
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || !isIP(self[0]) || !isIP(self[1]) || ip(self[0]).family() != ip(self[1]).family()",message="one address per IP family"
 	Addresses []string `json:"addresses"`
+	// Labels are those the bootstrap host would carry as a Node, for a
+	// routed API VIP (spec.api.routed) only: the host runs FRR during the
+	// install and peers with every router of spec.bgp.peers whose
+	// nodeSelector they match (its rack's, say). Default: a control-plane
+	// node's role labels (node-role.kubernetes.io/master and
+	// node-role.kubernetes.io/control-plane), which match the peers that
+	// select no node or every control-plane node. docs/bgp.md, "The API
+	// VIP across racks".
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$') && (k.contains('/') ? k.split('/')[1].size() <= 63 && k.split('/')[0].size() <= 253 : k.size() <= 63))",message="keys must be label keys (an optional DNS subdomain prefix and /, then at most 63 of A-Z a-z 0-9 - _ . beginning and ending alphanumeric)"
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // IngressSpec is the VIP of one IngressController. It may only sit on nodes

@@ -135,6 +135,14 @@ func (v *validator) bootstrap(s *ClusterVIPsSpec, path *field.Path) field.ErrorL
 			errs = append(errs, field.Invalid(p, str, fmt.Sprintf("spec.api.vips has no %s VIP for the bootstrap host to hold", familyName(a))))
 			continue
 		}
+		if s.API.Routed {
+			// Its adverts cross routers like the nodes'; it sends them,
+			// and peers with its routers, from a machine network.
+			if _, ok := v.networkOf(AddressRange{First: a, Last: a}); !ok {
+				errs = append(errs, field.Invalid(p, str, "outside every machine network: the bootstrap host of a routed API VIP sends its VRRP adverts from a machine network address, as the control-plane nodes do"))
+			}
+			continue
+		}
 		if n, ok := v.networkOf(AddressRange{First: vip, Last: vip}); ok && !n.Contains(a) {
 			errs = append(errs, field.Invalid(p, str, fmt.Sprintf("outside machine network %s of the %s API VIP %s: VRRP reaches only that segment", n, familyName(a), vip)))
 		}
