@@ -169,7 +169,7 @@ func sameDomain(a, b string) bool {
 // vipctl holds (the installer writes them into the certificates and the
 // nodes' DNS); in poolsOnly mode OpenShift's keepalived holds them, so no
 // pool may hand them out. Every VIP of the cluster file sits in one of
-// the installer's machine networks.
+// the installer's machine networks, but a routed one (segmentVIPs).
 func (in Input) vips() field.ErrorList {
 	var errs field.ErrorList
 	c, op := in.Config, in.Files.OnPrem
@@ -186,7 +186,7 @@ func (in Input) vips() field.ErrorList {
 		errs = append(errs, in.poolsClearOf(op.APIVIPs)...)
 		errs = append(errs, in.poolsClearOf(op.IngressVIPs)...)
 	}
-	for _, v := range in.clusterVIPs() {
+	for _, v := range in.segmentVIPs() {
 		a, err := netip.ParseAddr(v.value)
 		if err != nil || slices.ContainsFunc(in.Files.MachineNetworks, func(p netip.Prefix) bool { return p.Contains(a.Unmap()) }) {
 			continue
@@ -208,8 +208,13 @@ func (in Input) machineNetworkField() string {
 
 type fieldValue struct{ field, value string }
 
-// clusterVIPs are the cluster file's API, api-int and ingress VIPs.
-func (in Input) clusterVIPs() []fieldValue {
+// segmentVIPs are the cluster file's API, api-int and ingress VIPs that
+// live on the nodes' segment: not those routed (spec.api.routed,
+// spec.ingress[].routed), which may lie outside every machine network,
+// as the installer allows with loadBalancer.type UserManaged
+// (openshift/installer's validation tests, the case
+// apivip_v4_not_in_machinenetwork_cidr_usermanaged_loadbalancer).
+func (in Input) segmentVIPs() []fieldValue {
 	var out []fieldValue
 	add := func(path string, vips []string) {
 		for i, v := range vips {
@@ -217,10 +222,14 @@ func (in Input) clusterVIPs() []fieldValue {
 		}
 	}
 	s := in.Config.Spec
-	add("spec.api.vips", s.API.VIPs)
-	add("spec.api.internalVIPs", s.API.InternalVIPs)
+	if !s.API.Routed {
+		add("spec.api.vips", s.API.VIPs)
+		add("spec.api.internalVIPs", s.API.InternalVIPs)
+	}
 	for i, ing := range s.Ingress {
-		add(fmt.Sprintf("spec.ingress[%d].vips", i), ing.VIPs)
+		if !ing.Routed {
+			add(fmt.Sprintf("spec.ingress[%d].vips", i), ing.VIPs)
+		}
 	}
 	return out
 }

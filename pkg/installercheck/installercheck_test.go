@@ -178,6 +178,10 @@ func TestCheck(t *testing.T) {
 				`cluster.yaml: spec.ingress[0].vips[0]: Invalid value: "198.51.100.6": outside install-config.yaml: networking.machineNetwork (none written: the installer's default) (10.0.0.0/16): a VIP must be on the nodes' own network`,
 				`install-config.yaml: networking.machineNetwork: Invalid value: "10.0.0.0/16": cluster.yaml: spec.machineNetworks is [198.51.100.0/24]: the same networks in both (install-config names none: the installer's default)`,
 			}},
+		{name: "machine networks: routed VIPs outside them", cluster: edit(t, edit(t, clusterFile, "machineNetworks: [198.51.100.0/24]\n  api: {vips: [198.51.100.5]}\n  ingress:\n  - {name: default, vips: [198.51.100.6]}",
+			"machineNetworks: [198.51.100.0/24]\n  api: {vips: [203.0.113.5], routed: true}\n  ingress:\n  - {name: default, vips: [203.0.113.6], routed: true}\n  vrrp: {mode: unicast}\n  bgp: {asn: 64513, peers: [{address: 198.51.100.1, asn: 64512}]}"),
+			"servicePools:\n  - {name: general, addresses: [198.51.100.128/26]}\n", ""),
+			install: edit(t, edit(t, installConfig, "[198.51.100.5]", "[203.0.113.5]"), "[198.51.100.6]", "[203.0.113.6]")},
 		{name: "machine networks: one more in the cluster file", cluster: edit(t, clusterFile, "machineNetworks: [198.51.100.0/24]", "machineNetworks: [198.51.100.0/24, 203.0.113.0/24]"), install: installConfig,
 			want: []string{`install-config.yaml: networking.machineNetwork: Invalid value: "198.51.100.0/24": cluster.yaml: spec.machineNetworks is [198.51.100.0/24, 203.0.113.0/24]: the same networks in both`}},
 
