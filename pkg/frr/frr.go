@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/onnode"
@@ -32,12 +34,26 @@ const defaultFRRReload = frrLibDir + "/frr-reload.py"
 // reset (a full reload would drop every session and every route
 // upstream). false means bgpd is not running yet: it reads the file when
 // it starts.
+//
+// It first waits for bgpd to be zebra's client (zebraClient): a BFD
+// peer given to a bgpd that is not yet would never get its session
+// (Daemons).
 func Reload(ctx context.Context, t host.Target) (bool, error) {
 	vty, running := bgpdRunning(t)
 	if !running {
 		return false, nil
 	}
-	scratch, err := os.MkdirTemp("", "vipctl-frr-reload-")
+	if err := zebraClient(ctx, t, vty); err != nil {
+		return false, err
+	}
+	scratch, err := os.MkdirTemp(t.TempDir, "vipctl-frr-reload-")
+	if err != nil && t.TempDir != "" {
+		// Not there or not writable (a bootstrap host's image without
+		// the frr container's /var/tmp): the system's temporary
+		// directory then.
+		t.TempDir = ""
+		scratch, err = os.MkdirTemp("", "vipctl-frr-reload-")
+	}
 	if err != nil {
 		return false, err
 	}
@@ -53,10 +69,47 @@ func Reload(ctx context.Context, t host.Target) (bool, error) {
 	cmd := exec.CommandContext(ctx, bin, "--reload", "--stdout", "--log-level", "error",
 		"--vty_socket", vty, "--bindir", filepath.Dir(vtysh), "--confdir", t.Path(onnode.FRRDir), "--rundir", scratch,
 		t.Path(onnode.FRRConfPath))
+	if t.TempDir != "" {
+		cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir)
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return false, fmt.Errorf("reloading FRR (frr-reload.py): %s: %w", boundOutput(out), err)
 	}
 	return true, nil
+}
+
+// zebraWait bounds how long Reload waits for bgpd to reach zebra: well
+// under a second after bgpd's start in the lab.
+const zebraWait = 10 * time.Second
+
+// zebraClient waits until zebra lists bgpd among its clients (`show
+// zebra client summary`), asking every 50 ms.
+func zebraClient(ctx context.Context, t host.Target, vty string) error {
+	ctx, cancel := context.WithTimeout(ctx, zebraWait)
+	defer cancel()
+	var last string
+	for {
+		out, err := exec.CommandContext(ctx, vtysh(t), "--vty_socket", vty, "-d", "zebra", "-c", "show zebra client summary").CombinedOutput()
+		last = boundOutput(out)
+		if err == nil && hasClient(string(out), "bgp") {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bgpd is no client of zebra %s after its start (show zebra client summary: %s)", zebraWait, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// hasClient tells whether a `show zebra client summary` lists name.
+func hasClient(summary, name string) bool {
+	for _, line := range strings.Split(summary, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == name {
+			return true
+		}
+	}
+	return false
 }
 
 // bgpdRunning tells where the node's FRR vty sockets are and whether

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
@@ -35,14 +38,17 @@ type Daemon struct {
 	Name string
 	Argv []string
 	// Ready, when set, is the file that exists once the daemon serves:
-	// zebra's zserv socket, which bfdd and bgpd connect to.
+	// zebra's zserv socket, which bfdd and bgpd connect to, bfdd's and
+	// bgpd's vty sockets (frr-reload.py asks every daemon whose socket
+	// it finds, and fails on one that has none yet).
 	Ready string
 }
 
 // Daemons are zebra, bfdd and bgpd, in start order, with every path
 // under root ("" on a node): the frr container (`vipctl frr`, Run) and
-// the lab start them alike. bgpd reads conf (frr.conf, or nothing while
-// the node announces nothing); zebra reads zebraConf, bfdd nothing
+// the lab start them alike. bgpd reads conf (frr.conf but its BFD
+// peers, or nothing while the node announces nothing: PrepareRun), and
+// gets the rest from LoadConfig; zebra reads zebraConf, bfdd nothing
 // (bfdd's sessions come from bgpd). No vty TCP
 // port (-P 0): vtysh and frr-reload.py use the unix sockets in FRRRunDir,
 // and a host-network pod would otherwise listen on 2601 and 2605 on every
@@ -64,7 +70,7 @@ func Daemons(root, conf string) []Daemon {
 	}
 	return []Daemon{
 		{Name: "zebra", Argv: daemon("zebra", filepath.Join(run, zebraConf)), Ready: zserv},
-		{Name: "bfdd", Argv: daemon("bfdd", os.DevNull, "--bfdctl", filepath.Join(run, "bfdd.sock"))},
+		{Name: "bfdd", Argv: daemon("bfdd", os.DevNull, "--bfdctl", filepath.Join(run, "bfdd.sock")), Ready: filepath.Join(run, "bfdd.vty")},
 		{Name: "bgpd", Argv: daemon("bgpd", conf), Ready: bgpdVty(run)},
 	}
 }
@@ -85,10 +91,11 @@ const zebraConf = "zebra.conf"
 const zebraLines = "ip nht resolve-via-default\nipv6 nht resolve-via-default\n"
 
 // PrepareRun makes root's FRRRunDir a directory the daemons, which
-// drop to user frr, can create their sockets in, writes zebra's config
-// there, and returns the config bgpd starts from: a copy of frr.conf for
-// user frr (startCopy) when the sidecar has written one, else nothing
-// (os.DevNull).
+// drop to user frr, can create their sockets in, clears it of the last
+// run's sockets and pid files, writes zebra's config there, and returns
+// the config bgpd starts from: a copy of frr.conf for user frr without
+// its BFD peers (startCopy) when the sidecar has written one, else
+// nothing (os.DevNull).
 func PrepareRun(root string) (conf string, err error) {
 	run := filepath.Join(root, onnode.FRRRunDir)
 	if err := os.MkdirAll(run, 0o755); err != nil {
@@ -104,6 +111,12 @@ func PrepareRun(root string) (conf string, err error) {
 	// the directory while it owns it (CAP_CHOWN), then hands it to user
 	// frr. A container restart finds it frr's from the last start.
 	if err := os.Chown(run, 0, 0); err != nil {
+		return "", err
+	}
+	// A socket must tell a daemon that serves (Daemon.Ready), not one
+	// of the last run: bfdd and bgpd that took zebra's old socket for
+	// the new one failed to connect and tried again seconds later.
+	if err := removeStale(run); err != nil {
 		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(run, zebraConf), []byte(zebraLines), 0o644); err != nil {
@@ -127,6 +140,23 @@ func PrepareRun(root string) (conf string, err error) {
 	return conf, nil
 }
 
+// removeStale removes the sockets and pid files the daemons of the last
+// run left in run.
+func removeStale(run string) error {
+	entries, err := os.ReadDir(run)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Type()&fs.ModeSocket != 0 || strings.HasSuffix(e.Name(), ".pid") {
+			if err := os.Remove(filepath.Join(run, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // startConf is the copy of frr.conf bgpd starts from, in FRRRunDir.
 const startConf = "frr.conf.start"
 
@@ -136,11 +166,23 @@ const startConf = "frr.conf.start"
 // frr container mounts the directory that holds it read-only, so the
 // file itself cannot be handed over. frr-reload.py (root) reads frr.conf
 // itself on every change.
+//
+// The copy leaves out the peers' BFD (withoutBFD): bgpd reads its file
+// before it reaches zebra, and FRR 8.4's bgpd registers a BFD peer then
+// and never again once that failed (lib/bfd.c, mended in FRR 10.3 by
+// "lib: Fix session re-establishment", 2c6fcbdf84): after every restart
+// of a node's FRR its BFD sessions stayed down, and a dead node was
+// found by the hold timer alone. LoadConfig adds the lines once bgpd is
+// zebra's client. Everything else is in the file, so that the node's
+// routes go out before its End-of-RIB (a router helping a graceful
+// restart drops the stale routes at the End-of-RIB: a bgpd started empty
+// and loaded after its sessions came up lost them for a moment).
 func startCopy(conf, run string, uid, gid int) (string, error) {
 	data, err := os.ReadFile(conf)
 	if err != nil {
 		return "", err
 	}
+	data = withoutBFD(data)
 	dst := filepath.Join(run, startConf)
 	tmp := dst + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
@@ -155,6 +197,47 @@ func startCopy(conf, run string, uid, gid int) (string, error) {
 		return "", err
 	}
 	return dst, nil
+}
+
+// withoutBFD is frr.conf without its `neighbor X bfd` lines.
+func withoutBFD(conf []byte) []byte {
+	lines := strings.SplitAfter(string(conf), "\n")
+	out := lines[:0]
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "neighbor" && f[2] == "bfd" {
+			continue
+		}
+		out = append(out, l)
+	}
+	return []byte(strings.Join(out, ""))
+}
+
+// LoadConfig brings the bgpd just started in line with root's frr.conf
+// through Reload (which first waits for bgpd to be zebra's client):
+// the BFD peers its start copy left out, and nothing while there is no
+// frr.conf (the sidecar's reload gives it one then). A load that fails
+// is tried again, twice, half a second apart: frr-reload.py compares
+// with what bgpd runs, so a retry sends only what did not take.
+func LoadConfig(ctx context.Context, t host.Target) error {
+	if _, err := os.Stat(t.Path(onnode.FRRConfPath)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	var err error
+	for try := 0; try < 3; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return errors.Join(err, ctx.Err())
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+		if _, err = Reload(ctx, t); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // Run runs zebra, bfdd and bgpd in the foreground until ctx ends or one
@@ -192,13 +275,30 @@ func Run(ctx context.Context, root string, out io.Writer) error {
 			return fmt.Errorf("%s: %w", d.Name, err)
 		}
 	}
-	select {
-	case <-ctx.Done():
-		stop()
-		return nil
-	case p := <-exited:
-		stop()
-		return fmt.Errorf("%s exited (%v): stopping FRR", p.name, p.err)
+	// The rest of frr.conf goes in while the daemons are watched: one
+	// that dies meanwhile ends the load too. The container's root file
+	// system is read-only; /var/tmp is its scratch space (frr-reload.py's
+	// files).
+	loadCtx, cancelLoad := context.WithCancel(ctx)
+	defer cancelLoad()
+	loaded := make(chan error, 1)
+	go func() { loaded <- LoadConfig(loadCtx, host.Target{Root: root, TempDir: "/var/tmp"}) }()
+	for {
+		select {
+		case <-ctx.Done():
+			stop()
+			return nil
+		case p := <-exited:
+			cancelLoad()
+			stop()
+			return fmt.Errorf("%s exited (%v): stopping FRR", p.name, p.err)
+		case err := <-loaded:
+			if err != nil {
+				stop()
+				return fmt.Errorf("loading frr.conf: %w", err)
+			}
+			loaded = nil // loaded: only the daemons are watched now
+		}
 	}
 }
 

@@ -13,8 +13,8 @@ import (
 	"github.com/vipctl/vipctl/pkg/onnode"
 )
 
-// TestPrepareRunStartCopy: bgpd starts from a copy of frr.conf that
-// user frr owns and alone may read (frr.conf may hold a BGP password and
+// TestPrepareRunStartCopy: bgpd starts from a copy of frr.conf, but its
+// BFD peers, that user frr owns and alone may read (frr.conf may hold a BGP password and
 // is root's, in a directory the frr container mounts read-only, so it is
 // left as it is), and zebra's config is written beside it; without
 // frr.conf bgpd starts empty.
@@ -32,7 +32,8 @@ func TestPrepareRunStartCopy(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	const data = "router bgp 64513\n neighbor 198.51.100.1 password s3cret\n"
+	const data = "router bgp 64513\n neighbor 198.51.100.1 password s3cret\n neighbor 198.51.100.1 bfd\n neighbor eno2 bfd\n exit\n"
+	const start = "router bgp 64513\n neighbor 198.51.100.1 password s3cret\n exit\n"
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -44,8 +45,8 @@ func TestPrepareRunStartCopy(t *testing.T) {
 		t.Fatalf("bgpd starts from %s, want %s", conf, want)
 	}
 	got, err := os.ReadFile(conf)
-	if err != nil || string(got) != data {
-		t.Errorf("the copy holds %q (err %v), want frr.conf's", got, err)
+	if err != nil || string(got) != start {
+		t.Errorf("the copy holds %q (err %v), want frr.conf's but its BFD peers (LoadConfig adds them), %q", got, err, start)
 	}
 	fi, err := os.Stat(conf)
 	if err != nil {

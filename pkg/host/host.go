@@ -36,6 +36,8 @@ type Target struct {
 	// FRRReload is frr-reload.py; empty means where Debian's
 	// frr-pythontools puts it.
 	FRRReload string
+	// TempDir holds scratch files; empty means os.TempDir().
+	TempDir string
 }
 
 // Path is a node path (pkg/render's layout) on this target.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vipctl/vipctl/pkg/frr"
+	"github.com/vipctl/vipctl/pkg/host"
 	"github.com/vipctl/vipctl/pkg/onnode"
 	"github.com/vipctl/vipctl/test/netlab"
 )
@@ -27,9 +28,9 @@ type FRR struct {
 }
 
 // StartFRR runs zebra, bfdd and bgpd in h, as the frr container does
-// (frr.Daemons), with dir as the node's root: bgpd reads dir's
-// etc/frr/frr.conf, or starts empty while there is none (a node that
-// announces nothing yet). It waits until bgpd answers on its vty socket.
+// (frr.Daemons, frr.LoadConfig), with dir as the node's root: bgpd reads
+// dir's etc/frr/frr.conf (its BFD peers once it is zebra's client), or
+// starts empty while there is none (a node that announces nothing yet).
 func StartFRR(t testing.TB, h *netlab.Host, dir string) *FRR {
 	t.Helper()
 	RequireFRR(t)
@@ -51,6 +52,9 @@ func StartFRR(t testing.TB, h *netlab.Host, dir string) *FRR {
 		if d.Ready != "" {
 			WaitFor(t, 10*time.Second, h.Name+" "+d.Name+" up", func() bool { return exists(d.Ready) })
 		}
+	}
+	if err := frr.LoadConfig(t.Context(), host.Target{Root: dir}); err != nil {
+		t.Fatalf("%s: %v\n%s", h.Name, err, f.Bgpd.LogTail(20))
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
