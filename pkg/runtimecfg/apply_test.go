@@ -221,6 +221,18 @@ func TestPruneLocalStatus(t *testing.T) {
 	}
 }
 
+// fakeVtysh is a vtysh that accepts every config (vtysh -C) and lists
+// bgpd among zebra's clients, as a bgpd that reached zebra does: what
+// frr.Reload asks before reloading.
+func fakeVtysh(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "vtysh")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\ncase \"$*\" in *'client summary'*) echo 'bgp  00:00:01';; esac\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // TestApplyRetriesAFailedReload: when the daemon fails to take a new
 // config it runs the old one still, so the old file goes back on disk:
 // the next sync finds the difference and reloads again, instead of
@@ -228,7 +240,7 @@ func TestPruneLocalStatus(t *testing.T) {
 func TestApplyRetriesAFailedReload(t *testing.T) {
 	// The judge (vtysh -C) passes; frr-reload.py fails until it is
 	// replaced by one that succeeds.
-	target := host.Target{Root: nodeRoot(t), Vtysh: "/bin/true", FRRReload: "/bin/false"}
+	target := host.Target{Root: nodeRoot(t), Vtysh: fakeVtysh(t), FRRReload: "/bin/false"}
 	conf := func(timers string) []onnode.File {
 		return []onnode.File{{Path: onnode.FRRConfPath, Mode: 0o644,
 			Data: []byte("router bgp 64513\n neighbor 198.51.100.1 remote-as 64512\n neighbor 198.51.100.1 timers " + timers + "\nexit\n")}}
@@ -312,7 +324,7 @@ func TestFRRTakesOver(t *testing.T) {
 // the routers learn it before keepalived lets it go.
 func TestApplyOrdersReloads(t *testing.T) {
 	h := netlab.New(t).AddHost("worker-0", netlab.HostOpts{Addrs: []string{"198.51.100.21/24"}})
-	target := host.Target{Root: nodeRoot(t), Netns: h.NS, Vtysh: "/bin/true", FRRReload: "/bin/true"}
+	target := host.Target{Root: nodeRoot(t), Netns: h.NS, Vtysh: fakeVtysh(t), FRRReload: "/bin/true"}
 	keepalived := func(vip string) onnode.File {
 		return onnode.File{Path: onnode.KeepalivedConfPath, Mode: 0o644, Data: []byte(`vrrp_instance web {
     state BACKUP
