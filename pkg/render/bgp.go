@@ -37,8 +37,10 @@ func (p *Plan) runsFRR(node string) bool {
 // since kube-proxy drops Local traffic on a node without one, and as
 // Backup those whose endpoints here are only draining, not at all those
 // the node's service proxy does not deliver yet (WithProxyPending); on a
-// drained node
-// (WithDrained) every one of them as Backup.
+// drained node (WithDrained), and on one held back (WithHeldBack: just
+// booted, not synced with the cluster yet, its service proxy maybe not
+// either), every one of them as Backup, so that the routers keep sending
+// to the nodes that serve.
 func (p *Plan) Announced(node string) []onnode.Announced {
 	n := p.nodes[node]
 	if n == nil || !p.HasBGP() || p.isBootstrap(node) {
@@ -68,7 +70,7 @@ func (p *Plan) Announced(node string) []onnode.Announced {
 				a.Backup = append(a.Backup, ls.VIPs...)
 			}
 		}
-		if node == p.drained {
+		if node == p.drained || node == p.heldBack {
 			a.Addrs, a.Backup = nil, append(a.Addrs, a.Backup...)
 		}
 		sort.Slice(a.Addrs, func(i, j int) bool { return a.Addrs[i].Less(a.Addrs[j]) })

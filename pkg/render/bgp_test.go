@@ -159,22 +159,7 @@ func TestBGPAnnouncedProxyPending(t *testing.T) {
 // the other nodes announce as before.
 func TestBGPAnnouncedDrained(t *testing.T) {
 	t.Parallel()
-	r := renderExample(t, "bgp-two-racks.yaml")
-	local := netip.MustParseAddr("203.0.113.230")
-	st := cluster.State{
-		Nodes:         r.nodes,
-		ServiceVIPs:   map[string][]netip.Addr{"racks": {netip.MustParseAddr("203.0.113.231")}},
-		LocalServices: []cluster.LocalService{{Name: "web/local", Pool: "racks", VIPs: []netip.Addr{local}, Nodes: []string{"worker-a0", "worker-b1"}}},
-	}
-	m, ids := cluster.Compile(r.config), testIDs(r.config)
-	plain, err := NewPlan(m, ids, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	drained, err := NewPlan(m, ids, st, WithDrained("worker-a0"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain, drained, local := plansBesideWorkerA0(t, WithDrained("worker-a0"))
 	before, after := plain.Announced("worker-a0"), drained.Announced("worker-a0")
 	if len(before) != 1 || len(before[0].Addrs) < 2 || !slices.Contains(before[0].Addrs, local) {
 		t.Fatalf("worker-a0 undrained announces %+v, want the pool's addresses and %s", before, local)
@@ -204,6 +189,49 @@ func TestBGPAnnouncedDrained(t *testing.T) {
 	}
 	if a, b := networks(plain), networks(drained); len(a) == 0 || !slices.Equal(a, b) {
 		t.Errorf("network lines undrained %q, drained %q: want the same", a, b)
+	}
+}
+
+// plansBesideWorkerA0 plans examples/bgp-two-racks.yaml with a Cluster
+// Service's address in pool racks and a Local one's (local) with
+// endpoints on worker-a0 and worker-b1: as it is, and with opts.
+func plansBesideWorkerA0(t *testing.T, opts ...PlanOption) (plain, with *Plan, local netip.Addr) {
+	t.Helper()
+	r := renderExample(t, "bgp-two-racks.yaml")
+	local = netip.MustParseAddr("203.0.113.230")
+	st := cluster.State{
+		Nodes:         r.nodes,
+		ServiceVIPs:   map[string][]netip.Addr{"racks": {netip.MustParseAddr("203.0.113.231")}},
+		LocalServices: []cluster.LocalService{{Name: "web/local", Pool: "racks", VIPs: []netip.Addr{local}, Nodes: []string{"worker-a0", "worker-b1"}}},
+	}
+	m, ids := cluster.Compile(r.config), testIDs(r.config)
+	plain, err := NewPlan(m, ids, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with, err = NewPlan(m, ids, st, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plain, with, local
+}
+
+// TestBGPAnnouncedHeldBack: a node held back after its boot (its
+// sidecar not synced yet: runtimecfg.BootInput) announces its Cluster
+// policy addresses only as backups, so that the routers keep sending to
+// the nodes that serve while its service proxy may not yet, and its
+// Local ones not at all (WithProxyPending, as BootInput renders it); the
+// other nodes announce as before.
+func TestBGPAnnouncedHeldBack(t *testing.T) {
+	t.Parallel()
+	plain, held, local := plansBesideWorkerA0(t, WithHeldBack("worker-a0"), WithProxyPending("worker-a0", map[string]bool{"web/local": true}))
+	before, after := plain.Announced("worker-a0"), held.Announced("worker-a0")
+	cluster := slices.DeleteFunc(slices.Clone(before[0].Addrs), func(a netip.Addr) bool { return a == local })
+	if len(after) != 1 || len(after[0].Addrs) != 0 || !slices.Equal(after[0].Backup, cluster) || len(cluster) == 0 {
+		t.Errorf("worker-a0 held back announces %+v, want %v as backups only (not %s)", after, cluster, local)
+	}
+	if a, b := plain.Announced("worker-b1"), held.Announced("worker-b1"); !reflect.DeepEqual(a, b) {
+		t.Errorf("worker-b1 announces %+v with worker-a0 held back, %+v without", b, a)
 	}
 }
 
