@@ -39,32 +39,39 @@ type proc struct {
 // stopWait is how long a daemon has to end after SIGTERM before SIGKILL.
 const stopWait = 5 * time.Second
 
-// startDaemons starts haproxy, then keepalived (which tracks haproxy's
-// readiness), each logging to DIR/<name>.log. On error the ones started
-// are stopped again.
+// startDaemons starts haproxy, then FRR for a routed API VIP (startFRR:
+// up before keepalived, so that the VIP is announced as soon as it is
+// held), then keepalived (which tracks haproxy's readiness), each
+// logging to DIR/<name>.log. On error the ones started are stopped
+// again.
 func startDaemons(dir string) (*daemons, error) {
 	d := &daemons{exited: make(chan error, 3)}
-	for i, argv := range [][]string{haproxy.Args(dir), keepalived.Args(dir)} {
-		if i == 1 {
-			// Up before keepalived, so that the VIP is announced as soon
-			// as it is held.
-			if err := d.startFRR(dir); err != nil {
-				d.stop()
-				return d, err
-			}
-		}
-		p, err := start(dir, argv)
-		if err != nil {
-			d.stop()
-			return d, err
-		}
-		d.procs = append(d.procs, p)
-		go func() {
-			<-p.done
-			d.exited <- fmt.Errorf("%s exited (%v); its log %s ends:\n%s", p.name, p.err, p.log, tail(p.log, 15))
-		}()
+	err := d.startProc(dir, haproxy.Args(dir))
+	if err == nil {
+		err = d.startFRR(dir)
 	}
-	return d, nil
+	if err == nil {
+		err = d.startProc(dir, keepalived.Args(dir))
+	}
+	if err != nil {
+		d.stop()
+	}
+	return d, err
+}
+
+// startProc starts the daemon of argv and has its end reported on
+// d.exited.
+func (d *daemons) startProc(dir string, argv []string) error {
+	p, err := start(dir, argv)
+	if err != nil {
+		return err
+	}
+	d.procs = append(d.procs, p)
+	go func() {
+		<-p.done
+		d.exited <- fmt.Errorf("%s exited (%v); its log %s ends:\n%s", p.name, p.err, p.log, tail(p.log, 15))
+	}()
+	return nil
 }
 
 func start(dir string, argv []string) (*proc, error) {
