@@ -187,8 +187,19 @@ func (r *report) summary(slowest int) {
 		return
 	}
 	r.printf("testreport: FAILED\n")
+	// A test fails when a subtest does, after it: its own lines are then
+	// mostly the logs it printed along the way, and it would end the
+	// report, where CI's cut keeps the last lines (stop 71's CI showed
+	// TestCluster's logs and cut RollbackToPreviousRelease's verdicts).
+	// So parents come first, named alone, and the deepest subtests last.
+	slices.SortStableFunc(r.failed, func(a, b result) int {
+		return strings.Count(a.key.test, "/") - strings.Count(b.key.test, "/")
+	})
 	for _, t := range r.failed {
 		r.printf("  --- FAIL %s %s (%.1fs)\n", t.key.pkg, t.key.test, t.elapsed.Seconds())
+		if r.subtestFailed(t.key) {
+			continue
+		}
 		for _, e := range t.errors {
 			r.printf("        %s\n", shorten(e, 400))
 		}
@@ -199,6 +210,14 @@ func (r *report) summary(slowest int) {
 	if r.build {
 		r.printf("  a package did not build\n")
 	}
+}
+
+// subtestFailed tells whether a subtest of k failed: its verdicts are
+// listed under it.
+func (r *report) subtestFailed(k testKey) bool {
+	return slices.ContainsFunc(r.failed, func(f result) bool {
+		return f.key.pkg == k.pkg && strings.HasPrefix(f.key.test, k.test+"/")
+	})
 }
 
 // writeTimes writes every test's and subtest's time, one line each:

@@ -76,3 +76,30 @@ func TestTimesNameEveryTestWithItsSpan(t *testing.T) {
 		t.Errorf("times file:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+func TestSummaryEndsWithTheFailedSubtestsVerdicts(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Action":"output","Package":"p","Test":"TestC/Roll","Output":"    c_test.go:9: 1 request failed, want none\n"}`,
+		`{"Action":"fail","Package":"p","Test":"TestC/Roll","Elapsed":3}`,
+		`{"Action":"output","Package":"p","Test":"TestC/Next","Output":"    c_test.go:12: passed\n"}`,
+		`{"Action":"pass","Package":"p","Test":"TestC/Next","Elapsed":1}`,
+		`{"Action":"output","Package":"p","Test":"TestC","Output":"    c_test.go:5: cluster serving\n"}`,
+		`{"Action":"fail","Package":"p","Test":"TestC","Elapsed":5}`,
+	}, "\n")
+	var out strings.Builder
+	r := &report{out: &out, buffered: map[testKey][]string{}}
+	for _, l := range strings.Split(in, "\n") {
+		r.line(l)
+	}
+	r.summary(0)
+	_, tail, ok := strings.Cut(out.String(), "testreport: FAILED\n")
+	if !ok {
+		t.Fatalf("no FAILED section in:\n%s", out.String())
+	}
+	want := "  --- FAIL p TestC (5.0s)\n" +
+		"  --- FAIL p TestC/Roll (3.0s)\n" +
+		"        c_test.go:9: 1 request failed, want none\n"
+	if tail != want {
+		t.Errorf("FAILED section:\n%s\nwant:\n%s", tail, want)
+	}
+}
