@@ -143,6 +143,48 @@ func (f *Flows) firstSYN(rhost, rport string, started time.Time, span time.Durat
 	return "", 0, false
 }
 
+// DialFrom is the client's address (host:port) of the dial that failed
+// with err, from its first SYN to remote (host:port) within the span
+// from started.
+func (f *Flows) DialFrom(err, remote string, started time.Time, span time.Duration) (string, bool) {
+	rhost, rport, rerr := net.SplitHostPort(remote)
+	if rerr != nil || localRE.MatchString(err) {
+		return "", false
+	}
+	local, _, ok := f.firstSYN(rhost, rport, started, span)
+	return local, ok
+}
+
+// Earlier tells the connection from local (host:port) to remote that
+// came before the one begun at started: a new connection on the same
+// four addresses and ports meets whatever a node's conntrack still
+// holds of it (docs/lab.md, the rollback's reset by a node's own stack).
+func (f *Flows) Earlier(local, remote string, started time.Time, names map[string]string) string {
+	lhost, lport, lerr := net.SplitHostPort(local)
+	rhost, rport, rerr := net.SplitHostPort(remote)
+	if lerr != nil || rerr != nil {
+		return "no connection"
+	}
+	out, err := f.read(fmt.Sprintf("tcp and host %s and port %s and host %s and port %s", lhost, lport, rhost, rport))
+	if err != nil {
+		return err.Error()
+	}
+	// Its beginning: the last SYN the host sent on the tuple over a
+	// second before this one (story keeps a second before its start).
+	var began time.Time
+	for _, line := range strings.Split(out, "\n") {
+		head, _, _ := strings.Cut(line, " ")
+		at, ok := stamp(head)
+		if ok && synRE.MatchString(line) && at.Before(started.Add(-time.Second)) {
+			began = at
+		}
+	}
+	if began.IsZero() {
+		return "none captured"
+	}
+	return story(out, local, began, started.Sub(began)-time.Second, names)
+}
+
 // dialStory tells the connection of the first SYN the host sent to
 // rhost:rport from started on (a request dials once, as it starts): a
 // dial that failed sent SYNs nothing, or something unexpected, answered.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"os"
 	"os/signal"
@@ -740,7 +741,9 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 	// dial that failed is followed through them by its SYN.
 	nodeFlows := map[string]*lab.Flows{}
 	var nft, ct *nodeWatch
+	var syns *synProbe
 	if inPlace {
+		syns = probeSYNs(t, c)
 		for _, n := range c.Nodes {
 			nodeFlows[n.Name] = lab.StartFlows(t, n.Host, clusterlab.ServicePort, clusterlab.EchoPort)
 		}
@@ -783,7 +786,8 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 		nft.stop()
 		ct.stop()
 		t.Logf("nftables changes through the roll (nft monitor): %s", nft.counts())
-		t.Logf("new IPv4 connections to port 80 through the roll (conntrack -E): %s", ct.counts())
+		t.Logf("conntrack events of IPv4 connections to port 80 through the roll (conntrack -E): %s", ct.counts())
+		t.Logf("SYNs to port 80 by what conntrack took them for, before kube-proxy's DNAT: %s", syns.counts())
 	}
 	var failed []time.Time
 	for i, url := range urls {
@@ -833,8 +837,16 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 		if nft != nil {
 			t.Logf("the nodes' nftables changes from 2 s before to 1 s after each failed request, and those naming a failed address within a minute of one:\n%s",
 				nft.around(failed, 2*time.Second, time.Second, failedHosts(polls, urls), 60))
-			t.Logf("the nodes' new connections to a failed address from 1 s before to 1 s after each failed request (conntrack -E; a reply from the address itself: no DNAT):\n%s",
-				ct.naming(failed, time.Second, time.Second, dstTerms(failedHosts(polls, urls)), 60))
+			t.Logf("the nodes' conntrack events of connections to a failed address from 1 s before to 1 s after each failed request (conntrack -E; a reply from the address itself: no DNAT):\n%s",
+				ct.naming(failed, time.Second, time.Second, dstTerms(failedHosts(polls, urls)), 120))
+			terms := dialTerms(polls, urls, flows)
+			t.Logf("the nodes' conntrack events of each failed dial's addresses and ports through the roll (its own and those of earlier connections on them):\n%s",
+				ct.tuple(terms, 40))
+			// What the two records above cannot show, on the verdict's
+			// line: how conntrack took the SYNs, and an entry that
+			// names the failed dial's port in either direction.
+			report("SYNs to port 80 by what conntrack took them for before kube-proxy's DNAT (want each new): %s; the nodes' conntrack entries naming a failed dial's port after the roll: %s",
+				syns.counts(), syns.entries(termPorts(terms)))
 		}
 		from, to := failed[0].Add(-5*time.Second), failed[len(failed)-1].Add(5*time.Second)
 		for _, n := range c.Nodes {
@@ -857,12 +869,17 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 	}
 }
 
-// failedStories tells the connection of each of the roll's failed
-// requests (the first six) as the client's capture holds it
-// (lab.Flows.Story), " | " between them; a dial that failed also by
-// where its SYN went on the nodes, when they were captured (nodeFlows).
-func failedStories(polls []*lab.Poller, urls []string, flows *lab.Flows, nodeFlows map[string]*lab.Flows, senders map[string]string) string {
-	var out []string
+// failure is one of the roll's failed requests: its URL, its error and
+// when it began.
+type failure struct {
+	u     *url.URL
+	err   string
+	start time.Time
+}
+
+// failures are the roll's failed requests, URL by URL.
+func failures(polls []*lab.Poller, urls []string) []failure {
+	var out []failure
 	for i, p := range polls {
 		u, err := url.Parse(urls[i])
 		if err != nil {
@@ -870,17 +887,36 @@ func failedStories(polls []*lab.Poller, urls []string, flows *lab.Flows, nodeFlo
 		}
 		starts := p.FailedStarts()
 		for j, e := range p.Errors() {
-			if len(out) == 6 || j >= len(starts) {
+			if j >= len(starts) {
 				break
 			}
-			story := u.Host + " " + flows.Story(e, u.Host, starts[j], rollHeldLimit+time.Second, senders)
-			if len(nodeFlows) > 0 { // else nothing to follow the SYN through: no need to find it
-				if seq, ok := flows.DialSYN(e, u.Host, starts[j], clusterlab.RequestTimeout); ok {
-					story += "; its SYN " + followSYN(nodeFlows, seq)
-				}
-			}
-			out = append(out, story)
+			out = append(out, failure{u, e, starts[j]})
 		}
+	}
+	return out
+}
+
+// failedStories tells the connection of each of the roll's failed
+// requests (the first six) as the client's capture holds it
+// (lab.Flows.Story), " | " between them; a dial that failed also by
+// where its SYN went on the nodes, when they were captured (nodeFlows),
+// and by the port's previous connection to the address.
+func failedStories(polls []*lab.Poller, urls []string, flows *lab.Flows, nodeFlows map[string]*lab.Flows, senders map[string]string) string {
+	var out []string
+	for _, f := range failures(polls, urls) {
+		if len(out) == 6 {
+			break
+		}
+		story := f.u.Host + " " + flows.Story(f.err, f.u.Host, f.start, rollHeldLimit+time.Second, senders)
+		if len(nodeFlows) > 0 { // else nothing to follow the SYN through: no need to find it
+			if seq, ok := flows.DialSYN(f.err, f.u.Host, f.start, clusterlab.RequestTimeout); ok {
+				story += "; its SYN " + followSYN(nodeFlows, seq)
+			}
+		}
+		if local, ok := flows.DialFrom(f.err, f.u.Host, f.start, clusterlab.RequestTimeout); ok {
+			story += "; the port's previous connection to it: " + flows.Earlier(local, f.u.Host, f.start, senders)
+		}
+		out = append(out, story)
 	}
 	return strings.Join(out, " | ")
 }
@@ -891,6 +927,36 @@ func dstTerms(addrs []string) []string {
 	out := make([]string, 0, len(addrs))
 	for _, a := range addrs {
 		out = append(out, "dst="+a+" ")
+	}
+	return out
+}
+
+// dialTerms are conntrack's words for the connection of each failed
+// dial, from the client's capture ("dst=198.51.100.144 sport=60704
+// dport=80 ").
+func dialTerms(polls []*lab.Poller, urls []string, flows *lab.Flows) []string {
+	var out []string
+	for _, f := range failures(polls, urls) {
+		local, ok := flows.DialFrom(f.err, f.u.Host, f.start, clusterlab.RequestTimeout)
+		if !ok {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(local); err == nil {
+			out = append(out, fmt.Sprintf("dst=%s sport=%s dport=%s ", f.u.Hostname(), port, f.u.Port()))
+		}
+	}
+	return out
+}
+
+// termPorts are the client's ports of dialTerms' connections.
+func termPorts(terms []string) []string {
+	var out []string
+	for _, t := range terms {
+		for _, f := range strings.Fields(t) {
+			if p, ok := strings.CutPrefix(f, "sport="); ok {
+				out = append(out, p)
+			}
+		}
 	}
 	return out
 }

@@ -46,15 +46,16 @@ func watchNftables(t *testing.T, c *clusterlab.Cluster) *nodeWatch {
 	return watchNodes(t, c, "nft", "monitor")
 }
 
-// watchConntrack records every node's new IPv4 TCP connections to port 80
-// (`conntrack -E -e NEW`, one line each with its original and reply
-// tuples): a SYN that kube-proxy's DNAT took shows a reply from the
-// endpoint, one it did not a reply from the address asked, and a SYN that
-// matched an older entry shows no line at all. The rollback's reset by a
-// node's own stack, with no rule changed around it (docs/lab.md), is the
-// question this answers.
+// watchConntrack records every event of each node's IPv4 TCP connections
+// to port 80 (`conntrack -E`: new, update and destroy, one line each with
+// the entry's state and its original and reply tuples): a SYN that kube-
+// proxy's DNAT took shows a new entry with a reply from the endpoint, one
+// it did not a reply from the address asked, and a SYN that matched an
+// older entry no new one, but that entry's own events (tuple). The
+// rollback's reset by a node's own stack, with no rule changed around it
+// (docs/lab.md), is the question this answers.
 func watchConntrack(t *testing.T, c *clusterlab.Cluster) *nodeWatch {
-	return watchNodes(t, c, "conntrack", "-E", "-e", "NEW", "-p", "tcp", "--dport", "80")
+	return watchNodes(t, c, "conntrack", "-E", "-p", "tcp", "--dport", "80")
 }
 
 // watchNodes runs argv in every node's network namespace and records its
@@ -144,6 +145,34 @@ func (w *nodeWatch) around(failed []time.Time, before, after time.Duration, addr
 // failure that name one of addrs, at most limit per node.
 func (w *nodeWatch) naming(failed []time.Time, before, after time.Duration, addrs []string, limit int) string {
 	return w.collect(failed, before, after, addrs, limit, true)
+}
+
+// tuple lists, per node, every line of the record that names one of
+// the connections (conntrack's words for it: "dst=198.51.100.144
+// sport=60704 dport=80 "), at most limit per node: what the node's
+// conntrack did with each connection that used those addresses and ports.
+func (w *nodeWatch) tuple(terms []string, limit int) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(w.lines)) {
+		var kept []string
+		for _, l := range w.lines[name] {
+			if slices.ContainsFunc(terms, func(term string) bool { return strings.Contains(l.text, term) }) {
+				kept = append(kept, l.at.Format("15:04:05.000")+" "+l.text)
+			}
+		}
+		if len(kept) > limit {
+			kept = append(kept[:limit], fmt.Sprintf("… %d more", len(kept)-limit))
+		}
+		if len(kept) > 0 {
+			out = append(out, name+":\n  "+strings.Join(kept, "\n  "))
+		}
+	}
+	if len(out) == 0 {
+		return "no node recorded an event of them"
+	}
+	return strings.Join(out, "\n")
 }
 
 // collect is around (onlyNaming false) and naming (true).
