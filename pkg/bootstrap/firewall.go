@@ -20,7 +20,8 @@ import (
 // address of their family, or to VRRP's group), without which the host
 // never sees a node take the VIP and the hand-over ends with two holders;
 // and connections to the API VIPs' ports, which the redirect turns to
-// haproxy's before the input chain sees them.
+// haproxy's before the input chain sees them. With a routed API VIP also
+// the BFD packets of each router it peers with (bfdPackets).
 func (h *machine) firewallPackets() []hostfirewall.Packet {
 	var out []hostfirewall.Packet
 	iface := h.state.Bootstrap.Interface
@@ -41,6 +42,47 @@ func (h *machine) firewallPackets() []hostfirewall.Packet {
 			return hostfirewall.Packet{What: fmt.Sprintf("connections to port %d of the VIP from %s", r.From, m.Name),
 				Src: src, Dst: r.VIP, Proto: hostfirewall.ProtoTCP, Port: r.From, LocalPort: r.To, Iface: iface}
 		})...)
+	}
+	return append(out, h.bfdPackets()...)
+}
+
+// BFD's UDP ports (RFC 5881, RFC 5883), where a router sends its control
+// packets whatever port they come from: each one starts a conntrack entry
+// of its own, so none of them is a reply the host's own packets let in.
+const (
+	bfdPort         = 3784
+	bfdMultihopPort = 4784
+)
+
+// bfdPackets are the BFD control packets the routers the bootstrap host
+// peers with (a routed API VIP: spec.bootstrap.labels) send it, for each
+// session with bfd on. Dropped, the session never comes up: BGP still
+// does, but the routers notice the host gone only when the hold time
+// ends, not within BFD's second. A session is multihop, as bgpd makes it,
+// for an eBGP peer with ebgpMultihop and an iBGP peer outside the host's
+// networks (FRR's PEER_IS_MULTIHOP).
+func (h *machine) bfdPackets() []hostfirewall.Packet {
+	if !h.c.Spec.API.Routed || h.c.Spec.Bootstrap == nil || h.c.Spec.BGP == nil {
+		return nil
+	}
+	labels := h.c.Spec.Bootstrap.BootstrapLabels()
+	var out []hostfirewall.Packet
+	for _, peer := range h.model.BGPPeers {
+		if !peer.BFD || peer.Unnumbered() || !v1alpha1.Matches(peer.NodeSelector, labels) {
+			continue
+		}
+		i := slices.IndexFunc(h.model.Bootstrap, func(a netip.Addr) bool { return a.Is4() == peer.Addr.Is4() })
+		if i < 0 {
+			continue
+		}
+		own := h.model.Bootstrap[i]
+		shared := slices.ContainsFunc(h.model.MachineNetworks, func(n netip.Prefix) bool { return n.Contains(own) && n.Contains(peer.Addr) })
+		port := uint16(bfdPort)
+		if peer.EBGPMultihop > 0 || (peer.ASN == h.c.Spec.BGP.ASN && !shared) {
+			port = bfdMultihopPort
+		}
+		out = append(out, hostfirewall.Packet{What: "BFD packets from router " + peer.Addr.String(), Src: peer.Addr, Dst: own,
+			Proto: hostfirewall.ProtoUDP, Port: port, Iface: h.state.Bootstrap.Interface})
 	}
 	return out
 }

@@ -50,3 +50,42 @@ func TestFirewallPackets(t *testing.T) {
 		}
 	}
 }
+
+// TestFirewallPacketsBFD: with a routed API VIP the bootstrap host is also
+// asked to receive the BFD packets of each router it peers with and has
+// bfd on: single-hop BFD's port 3784 from a directly connected router,
+// multihop's 4784 from an eBGP multihop one and from an iBGP one outside
+// the machine networks; nothing from a router without bfd or one whose
+// nodeSelector the host's labels do not match.
+func TestFirewallPacketsBFD(t *testing.T) {
+	t.Parallel()
+	c, err := v1alpha1.Load(fixture.Repo("examples/day1-bootstrap.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.API.Routed = true
+	c.Spec.BGP = &v1alpha1.BGPSpec{ASN: 64512, Peers: []v1alpha1.BGPPeer{
+		{Address: "198.51.100.1", ASN: 64500, BFD: true},
+		{Address: "203.0.113.1", ASN: 64500, BFD: true, EBGPMultihop: 2},
+		{Address: "203.0.113.2", ASN: 64512, BFD: true},
+		{Address: "198.51.100.2", ASN: 64500},
+		{Address: "198.51.100.3", ASN: 64500, BFD: true, NodeSelector: map[string]string{"rack": "b"}},
+	}}
+	h := &machine{c: c, model: cluster.Compile(c), state: cluster.State{Bootstrap: &cluster.BootstrapHost{Interface: "ens3"}}}
+	var got []string
+	for _, p := range h.bfdPackets() {
+		got = append(got, fmt.Sprintf("%s: %d %s>%s:%d %s", p.What, p.Proto, p.Src, p.Dst, p.Port, p.Iface))
+	}
+	want := []string{
+		"BFD packets from router 198.51.100.1: 17 198.51.100.1>198.51.100.9:3784 ens3",
+		"BFD packets from router 203.0.113.1: 17 203.0.113.1>198.51.100.9:4784 ens3",
+		"BFD packets from router 203.0.113.2: 17 203.0.113.2>198.51.100.9:4784 ens3",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("BFD packets:\n%q\nwant\n%q", got, want)
+	}
+	c.Spec.API.Routed = false
+	if p := h.bfdPackets(); len(p) > 0 {
+		t.Errorf("BFD packets without a routed API VIP: %v", p)
+	}
+}

@@ -10,6 +10,7 @@ import (
 // IP protocol numbers of the packets checked.
 const (
 	ProtoTCP  = 6
+	ProtoUDP  = 17
 	ProtoVRRP = 112
 )
 
@@ -18,9 +19,10 @@ type Packet struct {
 	// What names it for people: "VRRP adverts from master-0".
 	What     string
 	Src, Dst netip.Addr
-	// Proto is the IP protocol: ProtoVRRP or ProtoTCP.
+	// Proto is the IP protocol: ProtoVRRP, ProtoTCP or ProtoUDP.
 	Proto uint8
-	// Port is a TCP packet's destination port as sent (the API's 6443).
+	// Port is a TCP or UDP packet's destination port as sent (the API's
+	// 6443, BFD's 3784).
 	Port uint16
 	// LocalPort, when set, is the port a redirect of vipctl's own turns
 	// Port into at prerouting's dstnat priority (-100): the chains after
@@ -54,8 +56,8 @@ type Finding struct {
 	// zone whose chain dropped it ("" when none).
 	Base ref
 	Zone string
-	// Port is a TCP packet's destination port as the dropping chain saw
-	// it: LocalPort after vipctl's redirect.
+	// Port is a TCP or UDP packet's destination port as the dropping
+	// chain saw it: LocalPort after vipctl's redirect.
 	Port uint16
 	// Unread names the rules it could not read that could have changed
 	// the verdict.

@@ -217,3 +217,43 @@ func TestProblemsAndDoubts(t *testing.T) {
 		t.Errorf("doubts %q, want %q", got, want)
 	}
 }
+
+// TestCheckBFD: a router's BFD packets (UDP to 3784, a routed API VIP's
+// bootstrap host) are rejected by firewalld's default zone and dropped by
+// a policy-drop nftables.conf, and let in by the trusted zone; the fixes
+// open UDP, not TCP. A rule for UDP 546 (firewalld's dhcpv6-client) does
+// not take them, nor does a TCP rule.
+func TestCheckBFD(t *testing.T) {
+	t.Parallel()
+	bfd := Packet{What: "BFD packets from router 198.51.100.1", Src: netip.MustParseAddr("198.51.100.1"), Dst: netip.MustParseAddr("198.51.100.9"),
+		Proto: ProtoUDP, Port: 3784, Iface: "ens3"}
+	for _, tc := range []struct {
+		fixture string
+		want    Verdict
+		fix     []string
+	}{
+		{"firewalld-public.json", Dropped, []string{"firewall-cmd --permanent --zone=public --add-port=3784/udp", "firewall-cmd --reload"}},
+		{"firewalld-trusted.json", Accepted, nil},
+		{"nftables-policy-drop.json", Dropped, []string{"nft insert rule inet filter input udp dport 3784 accept"}},
+		{"nftables-api-ports-open.json", Dropped, []string{"nft insert rule inet filter input udp dport 3784 accept"}},
+	} {
+		r, err := Check(load(t, tc.fixture), []Packet{bfd}, "vipctl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := r.Findings[0]; f.Verdict != tc.want || len(f.Unread) > 0 {
+			t.Errorf("%s: %+v, want %s with every rule read", tc.fixture, f, tc.want)
+		}
+		if fix := r.Fix(); !slices.Equal(fix, tc.fix) {
+			t.Errorf("%s: fix %q, want %q", tc.fixture, fix, tc.fix)
+		}
+	}
+	r, err := Check(load(t, "nftables-policy-drop.json"), []Packet{bfd}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"BFD packets from router 198.51.100.1 (UDP from 198.51.100.1 to 198.51.100.9:3784 on ens3): dropped by the policy drop of chain inet filter input"}
+	if got := r.Problems(); !slices.Equal(got, want) {
+		t.Errorf("problems %q, want %q", got, want)
+	}
+}

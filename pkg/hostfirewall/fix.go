@@ -37,7 +37,7 @@ func (r *Report) Doubts() []string {
 
 // describe names the packet with what the firewall sees of it.
 func (p Packet) describe() string {
-	s := fmt.Sprintf("%s (TCP from %s to %s on %s)", p.What, p.Src, netip.AddrPortFrom(p.Dst, p.Port), p.Iface)
+	s := fmt.Sprintf("%s (%s from %s to %s on %s)", p.What, strings.ToUpper(p.transport()), p.Src, netip.AddrPortFrom(p.Dst, p.Port), p.Iface)
 	if p.Proto == ProtoVRRP {
 		return fmt.Sprintf("%s (IP protocol %d from %s to %s on %s)", p.What, ProtoVRRP, p.Src, p.Dst, p.Iface)
 	}
@@ -45,6 +45,15 @@ func (p Packet) describe() string {
 		s = fmt.Sprintf("%s (TCP from %s to %s, redirected to local port %d, on %s)", p.What, p.Src, netip.AddrPortFrom(p.Dst, p.Port), p.LocalPort, p.Iface)
 	}
 	return s
+}
+
+// transport is nft's and firewall-cmd's name of a ported packet's
+// protocol.
+func (p Packet) transport() string {
+	if p.Proto == ProtoUDP {
+		return "udp"
+	}
+	return "tcp"
 }
 
 // Fix lists the commands that let the dropped packets in, in order:
@@ -71,7 +80,7 @@ func (r *Report) Fix() []string {
 			if f.Packet.Proto == ProtoVRRP {
 				add("firewall-cmd --permanent" + zone + " --add-protocol=vrrp")
 			} else {
-				add(fmt.Sprintf("firewall-cmd --permanent%s --add-port=%d/tcp", zone, f.Port))
+				add(fmt.Sprintf("firewall-cmd --permanent%s --add-port=%d/%s", zone, f.Port, f.Packet.transport()))
 			}
 		}
 		return append(out, "firewall-cmd --reload")
@@ -89,7 +98,7 @@ func (r *Report) Fix() []string {
 				match = fmt.Sprintf("%s daddr %s meta l4proto vrrp", ip, p.Dst)
 			}
 		} else {
-			match = fmt.Sprintf("tcp dport %d", f.Port)
+			match = fmt.Sprintf("%s dport %d", p.transport(), f.Port)
 		}
 		add(fmt.Sprintf("nft insert rule %s %s %s %s accept", f.Base.family, f.Base.table, f.Base.name, match))
 	}

@@ -36,6 +36,9 @@ func (v view) addrOf(f string) netip.Addr {
 	return v.p.Dst
 }
 
+// ported tells a packet with ports (TCP or UDP).
+func (v view) ported() bool { return v.is(ProtoTCP) || v.is(ProtoUDP) }
+
 // value reads a match's left-hand side from the packet; false when the
 // check cannot tell.
 func (w *walk) value(left json.RawMessage) (value, bool) {
@@ -86,7 +89,7 @@ func (w *walk) value(left json.RawMessage) (value, bool) {
 				return known(numVal(uint64(v.p.Proto)))
 			case x.Key == "direction":
 				return known(strVal("original"))
-			case x.Key == "proto-dst" && x.Dir == "original" && v.is(ProtoTCP):
+			case x.Key == "proto-dst" && x.Dir == "original" && v.ported():
 				return known(numVal(uint64(v.p.Port)))
 			}
 		case "fib":
@@ -123,18 +126,18 @@ func (w *walk) payload(proto, field string) (value, bool) {
 		case "protocol", "nexthdr":
 			return known(numVal(uint64(v.p.Proto)))
 		}
-	case "tcp":
-		if !v.is(ProtoTCP) {
+	case "tcp", "udp":
+		if !v.is(uint8(protocols[proto])) {
 			return notApplicable()
 		}
 		if field == "dport" {
 			return known(numVal(uint64(v.dport())))
 		}
 	case "th":
-		if v.is(ProtoTCP) && field == "dport" {
+		if v.ported() && field == "dport" {
 			return known(numVal(uint64(v.dport())))
 		}
-	case "udp", "udplite", "sctp", "dccp", "icmp", "icmpv6", "igmp", "esp", "ah", "comp":
+	case "udplite", "sctp", "dccp", "icmp", "icmpv6", "igmp", "esp", "ah", "comp":
 		return notApplicable()
 	}
 	return unknownValue()

@@ -30,18 +30,20 @@ func rulesetFixture(name string) string {
 }
 
 // counterProbe counts, in an input chain after every other (priority
-// 200), the packets that got through: VRRP, and TCP to haproxy's ports
-// after vipctl's redirect. It has no verdict, so the check reads it as
-// accepting.
+// 200), the packets that got through: VRRP, TCP to haproxy's ports after
+// vipctl's redirect, and BFD's UDP. It has no verdict, so the check reads
+// it as accepting.
 const counterProbe = `table inet probe {
 	counter vrrp {}
 	counter api {}
 	counter apiint {}
+	counter bfd {}
 	chain input {
 		type filter hook input priority 200; policy accept;
 		meta l4proto vrrp counter name "vrrp"
 		tcp dport 9445 counter name "api"
 		tcp dport 22625 counter name "apiint"
+		udp dport 3784 counter name "bfd"
 	}
 }
 `
@@ -50,7 +52,8 @@ const counterProbe = `table inet probe {
 // each captured ruleset (firewalld's own, and nftables.conf-style ones),
 // loaded into a bootstrap host's namespace with vipctl's API redirect
 // (dataplane.EnsureRedirects) and the VIP on it, master-0 sends a VRRP
-// advert and opens connections to VIP:6443 and VIP:22623; a counter after
+// advert, opens connections to VIP:6443 and VIP:22623 and sends a BFD
+// packet (UDP to 3784, a routed API VIP's router); a counter after
 // every other chain sees which arrive. hostfirewall.Check, given the same
 // ruleset as hostfirewall.Read lists it there, must say exactly those are
 // accepted and the others dropped.
@@ -68,8 +71,9 @@ func TestHostFirewallCheckMatchesKernel(t *testing.T) {
 		{What: "VRRP", Src: src, Dst: dst, Proto: hostfirewall.ProtoVRRP, Iface: "ens3"},
 		{What: "api", Src: src, Dst: vip, Proto: hostfirewall.ProtoTCP, Port: 6443, LocalPort: 9445, Iface: "ens3"},
 		{What: "api-int", Src: src, Dst: vip, Proto: hostfirewall.ProtoTCP, Port: 22623, LocalPort: 22625, Iface: "ens3"},
+		{What: "bfd", Src: src, Dst: dst, Proto: hostfirewall.ProtoUDP, Port: 3784, Iface: "ens3"},
 	}
-	counters := []string{"vrrp", "api", "apiint"}
+	counters := []string{"vrrp", "api", "apiint", "bfd"}
 	for _, name := range []string{
 		"firewalld-public.json", "firewalld-public-vrrp.json", "firewalld-drop-zone.json", "firewalld-drop-zone-vrrp.json",
 		"firewalld-trusted.json", "firewalld-rich-vrrp.json",
@@ -108,6 +112,16 @@ func TestHostFirewallCheckMatchesKernel(t *testing.T) {
 					return nil
 				})
 			}
+			_ = master.Do(func() error {
+				conn, err := net.Dial("udp", net.JoinHostPort(bootstrapAddr, "3784"))
+				if err != nil {
+					return err
+				}
+				defer func() { _ = conn.Close() }()
+				// A BFD control packet's 24 bytes: version 1, state Down.
+				_, err = conn.Write([]byte{0x20, 0x40, 3, 24, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0x0f, 0x42, 0x40, 0, 0x0f, 0x42, 0x40, 0, 0, 0, 0})
+				return err
+			})
 			for i, f := range report.Findings {
 				arrived := counterPackets(t, boot, counters[i]) > 0
 				if arrived != (f.Verdict == hostfirewall.Accepted) || f.Verdict == hostfirewall.Unsure {
