@@ -236,8 +236,15 @@ func runSidecar(ctx context.Context, o *runtimecfgOptions, streams IOStreams) er
 	}
 	// The init container normally did this already; doing it again costs
 	// nothing when the files are current and makes the sidecar enough on
-	// its own.
-	res, err := runtimecfg.Once(ctx, o.once)
+	// its own. Only the init container starts the pod undrained and
+	// unsynced: this container also starts after its own crash, in a pod
+	// whose node may be drained and has synced, and must not hold the
+	// node back (its Cluster-policy routes announced as backups until the
+	// next sync: the router dropped its next hop for 3.7 s in rehearsal
+	// r48) nor end a drain.
+	once := o.once
+	once.KeepDrain = true
+	res, err := runtimecfg.Once(ctx, once)
 	for _, w := range res.Warnings {
 		log.Warn(w)
 	}

@@ -28,10 +28,13 @@ type OnceOptions struct {
 	BootstrapNodes string
 	// NodeName is this node.
 	NodeName string
-	// KeepDrain leaves a drain as it is. Only the keepalived pod's start
-	// ends one; the haproxy pod, which renders the same files, keeps it:
-	// a haproxy pod restarting during a drain must not drop the local
-	// routes that keep the node's ingress and Service connections served.
+	// KeepDrain leaves a drain, and the synced mark, as they are. Only
+	// the keepalived pod's start (its init container) ends a drain and
+	// holds the node back until its sidecar syncs; the haproxy pod, which
+	// renders the same files, keeps them (a haproxy pod restarting during
+	// a drain must not drop the local routes that keep the node's ingress
+	// and Service connections served), and so does the sidecar container,
+	// which also starts again after its own crash.
 	KeepDrain bool
 	// AwaitHaproxy holds the API redirects back until haproxy accepts
 	// connections (Node.AwaitHaproxy): a real node's init container and

@@ -345,11 +345,14 @@ func (kc *KubeCluster) StartSidecar(t testing.TB, name string) *Sidecar {
 
 // RestartSidecar starts the node's sidecar as its container does after a
 // crash, running the container's command (internal/cli's runSidecar):
-// runtimecfg.Once from the files on disk, then the sidecar. The pod's
-// init container does not run again.
+// runtimecfg.Once from the files on disk, leaving the node's drain and
+// its synced mark as they are, then the sidecar. The pod's init
+// container does not run again.
 func (kc *KubeCluster) RestartSidecar(t testing.TB, name string) *Sidecar {
 	t.Helper()
-	if _, err := runtimecfg.Once(context.Background(), kc.onceOptions(name)); err != nil && !errors.Is(err, runtimecfg.ErrNoInstances) {
+	o := kc.onceOptions(name)
+	o.KeepDrain = true
+	if _, err := runtimecfg.Once(context.Background(), o); err != nil && !errors.Is(err, runtimecfg.ErrNoInstances) {
 		t.Fatalf("%s: the sidecar's runtimecfg --once: %v", name, err)
 	}
 	return kc.StartSidecar(t, name)
