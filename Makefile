@@ -97,23 +97,15 @@ deps:
 
 ## test: every test, unit and end to end, after installing what they need,
 ## and a few seconds of each fuzz target
-# The end-to-end suites (docs/lab.md, "Suites") run one after another:
-# test/e2e (the namespace lab) beside the unit tests, then
-# the suites of ALONE one at a time (-p 1). Measured in rehearsal r36:
-# the cluster lab keeps both cores 80-98% busy for most of its ten
-# minutes, and the namespace lab times failovers against a clock.
-# -timeout: test/e2e runs the namespace lab's scenarios in one binary,
-# longer together than go test's default of 10 minutes.
-# -parallel 4: the e2e tests that need only an apiserver run four at a
-# time, after the others (test/e2e/doc.go).
-# hack/testreport prints what go test would and ends with the failed
-# tests' first error lines and the slowest tests: CI shows only the end;
-# every test's and subtest's span goes to bin/test-times.tsv.
+# hack/test.sh runs the suites (docs/lab.md, "Suites"): the unit tests
+# and test/e2e (the namespace lab) in two halves side by side, then the
+# kubelet, cluster and guides suites one at a time; hack/testreport
+# prints what go test would and ends with the failed tests' first error
+# lines and the slowest tests (CI shows only the end); every test's and
+# subtest's span goes to bin/test-times.tsv.
 TESTREPORT = $(GO) run ./hack/testreport -times bin/test-times.tsv $(if $(filter -v,$(GOFLAGS)),-v)
-ALONE = ./test/e2e/kubelet/ ./test/e2e/cluster/ ./test/e2e/docs/
 test: deps image previous-image verify
-	{ $(GO) test -json -count=1 -parallel 4 -timeout 55m $$($(GO) list ./... | grep -v -e '/test/e2e/kubelet$$' -e '/test/e2e/cluster$$' -e '/test/e2e/docs$$'); \
-	  $(GO) test -json -count=1 -p 1 -timeout 40m $(ALONE); } 2>&1 | $(TESTREPORT)
+	GO=$(GO) ./hack/test.sh
 	./hack/fuzz.sh 3s
 
 ## fuzz: each fuzz target for FUZZTIME (decode+validate+render, the

@@ -6,6 +6,12 @@
 // read, and the times a CI budget is cut by.
 //
 //	go test -json ./... 2>&1 | go run ./hack/testreport [-v] [-slowest N]
+//	go run ./hack/testreport [flags] STREAM...
+//
+// Given files (FIFOs: hack/test.sh runs suites side by side, each into
+// one of its own), it reads them all at once and takes whole lines from
+// each: go test processes writing into one pipe could tear each other's
+// long lines, whose writes are not atomic past PIPE_BUF.
 //
 // It exits 1 when a test, a package or the build failed.
 package main
@@ -246,18 +252,58 @@ func (r *report) writeTimes(path string) error {
 	return os.Rename(tmp, path)
 }
 
+// readLines reads every stream at once, each opened in its own goroutine
+// (a FIFO's open waits for its writer, which may start late), and hands
+// their lines, each whole, to line, one at a time. It returns when every
+// stream has ended, with the first error met.
+func readLines(opens []func() (io.ReadCloser, error), line func(string)) error {
+	lines := make(chan string)
+	errs := make(chan error, len(opens))
+	for _, open := range opens {
+		go func() {
+			f, err := open()
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer func() { _ = f.Close() }()
+			sc := bufio.NewScanner(f)
+			sc.Buffer(make([]byte, 1<<20), 16<<20)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			errs <- sc.Err()
+		}()
+	}
+	var first error
+	for left := len(opens); left > 0; {
+		select {
+		case l := <-lines:
+			line(l)
+		case err := <-errs:
+			left--
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
 func main() {
 	verbose := flag.Bool("v", false, "print every test's output as it comes, as go test -v does")
 	slowest := flag.Int("slowest", 12, "how many of the slowest tests to list")
 	times := flag.String("times", "", "write every test's and subtest's time to this file (tab-separated)")
 	flag.Parse()
 	r := &report{out: os.Stdout, verbose: *verbose, buffered: map[testKey][]string{}}
-	sc := bufio.NewScanner(os.Stdin)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		r.line(sc.Text())
+	opens := []func() (io.ReadCloser, error){func() (io.ReadCloser, error) { return io.NopCloser(os.Stdin), nil }}
+	if flag.NArg() > 0 {
+		opens = nil
+		for _, name := range flag.Args() {
+			opens = append(opens, func() (io.ReadCloser, error) { return os.Open(name) })
+		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := readLines(opens, r.line); err != nil {
 		fmt.Fprintln(os.Stderr, "testreport:", err)
 		os.Exit(1)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -101,5 +102,59 @@ func TestSummaryEndsWithTheFailedSubtestsVerdicts(t *testing.T) {
 		"        c_test.go:9: 1 request failed, want none\n"
 	if tail != want {
 		t.Errorf("FAILED section:\n%s\nwant:\n%s", tail, want)
+	}
+}
+
+// TestReadLinesKeepsEveryStreamsLinesWhole writes long lines (past
+// PIPE_BUF, whose writes into one pipe could tear) into two pipes at once
+// and wants every line whole, each stream's in its order.
+func TestReadLinesKeepsEveryStreamsLinesWhole(t *testing.T) {
+	const n = 200
+	long := strings.Repeat("x", 9000)
+	var opens []func() (io.ReadCloser, error)
+	for _, name := range []string{"a", "b"} {
+		pr, pw := io.Pipe()
+		go func() {
+			for i := range n {
+				if _, err := io.WriteString(pw, name+strconv.Itoa(i)+" "+long+"\n"); err != nil {
+					return
+				}
+			}
+			pw.Close()
+		}()
+		opens = append(opens, func() (io.ReadCloser, error) { return pr, nil })
+	}
+	next := map[string]int{}
+	err := readLines(opens, func(l string) {
+		name, rest, _ := strings.Cut(l, " ")
+		if rest != long {
+			t.Fatalf("line %s torn: %d bytes after its name, want %d", name, len(rest), len(long))
+		}
+		s := name[:1]
+		if want := s + strconv.Itoa(next[s]); name != want {
+			t.Fatalf("line %s, want %s", name, want)
+		}
+		next[s]++
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next["a"] != n || next["b"] != n {
+		t.Errorf("lines read: %v, want %d of each", next, n)
+	}
+}
+
+func TestReadLinesReportsAStreamThatCannotOpen(t *testing.T) {
+	opens := []func() (io.ReadCloser, error){
+		func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("a\n")), nil },
+		func() (io.ReadCloser, error) { return os.Open(filepath.Join(t.TempDir(), "missing")) },
+	}
+	var got []string
+	err := readLines(opens, func(l string) { got = append(got, l) })
+	if err == nil || !os.IsNotExist(err) {
+		t.Errorf("err = %v, want the missing file's", err)
+	}
+	if !slices.Equal(got, []string{"a"}) {
+		t.Errorf("lines = %q, want the other stream's", got)
 	}
 }
