@@ -51,6 +51,10 @@ Before it starts anything it refuses to run when this host's own firewall
 (nft -j list ruleset: firewalld, nftables, iptables-nft) drops the nodes'
 VRRP adverts or the VIP's connections, naming the commands that open them
 (--skip-firewall-check to start anyway).
+With a routed API VIP (spec.api.routed) it also runs FRR and announces the
+VIP to the routers spec.bootstrap.labels select; a router whose session has
+a password (passwordSecret) needs that Secret's manifest, the one added to
+the installer's manifests, with --bgp-secret.
 Needs root (CAP_NET_ADMIN, CAP_NET_RAW) and keepalived and haproxy in PATH,
 as vipctl's image has them.`,
 		Example: `  # on the bootstrap machine, in vipctl's image:
@@ -96,6 +100,7 @@ as vipctl's image has them.`,
 	f.StringVar(&o.run.Interface, "interface", "", "interface for VRRP and the VIP (default the one holding spec.bootstrap.addresses)")
 	f.StringVar(&o.run.Dir, "dir", bootstrap.DefaultDir, "directory for the configs, pid files, sockets and daemon logs")
 	f.DurationVar(&o.run.YieldAfter, "yield-after", bootstrap.DefaultYieldAfter, "how long the control-plane nodes must answer without a break before they get the VIP")
+	f.StringArrayVar(&o.run.BGPSecrets, "bgp-secret", nil, bgpSecretUsage)
 	f.BoolVar(&o.run.SkipFirewallCheck, "skip-firewall-check", false, "start even when this host's firewall drops the control-plane nodes' VRRP adverts or the VIP's connections")
 	f.DurationVar(&o.run.Grace, "grace", dataplane.HandoverGrace, "how long to keep serving the connections accepted here after the VIP left")
 	addOutputFlag(cmd, &o.output)
@@ -104,6 +109,9 @@ as vipctl's image has them.`,
 	cmd.AddCommand(newBootstrapIgnitionCommand(streams))
 	return cmd
 }
+
+// bgpSecretUsage is the --bgp-secret flag's of both commands.
+const bgpSecretUsage = "a Secret manifest in vipctl-system (the one added to the installer's manifests) holding the session password of a router the bootstrap host peers with (spec.api.routed: a passwordSecret of the peers spec.bootstrap.labels select); once per Secret"
 
 // newBootstrapIgnitionCommand adds `vipctl bootstrap` to the installer's
 // bootstrap Ignition, so that the bootstrap machine runs it itself.
@@ -148,6 +156,7 @@ as it was on any error. Running it again replaces what it added.`,
 	f.StringVarP(&o.Config, "file", "f", "", "ClusterVIPs file naming the bootstrap machine (spec.bootstrap)")
 	f.StringVar(&o.Nodes, "nodes", "", "the node list the MachineConfigs were rendered with (vipctl render --nodes)")
 	f.StringVar(&into, "into", "", "the installer's bootstrap Ignition config, edited in place (install-dir/bootstrap.ign)")
+	f.StringArrayVar(&o.BGPSecrets, "bgp-secret", nil, bgpSecretUsage+"; added to the Ignition config beside the cluster file")
 	f.StringVar(&installConfig, "install-config", "", "install-config.yaml: spec.bootstrap.addresses must name its platform.baremetal.bootstrapExternalStaticIP")
 	for _, name := range []string{"file", "nodes", "into"} {
 		_ = cmd.MarkFlagRequired(name)

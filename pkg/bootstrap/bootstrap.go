@@ -66,6 +66,11 @@ type Options struct {
 	// connections it accepted finish (the nodes' handover tables send
 	// their segments here meanwhile).
 	Grace time.Duration
+	// BGPSecrets are Secret manifests (files) holding the session
+	// passwords of the routers the host peers with, for a routed API VIP:
+	// one for each passwordSecret of the peers spec.bootstrap.labels
+	// select (bgpPasswords).
+	BGPSecrets []string
 	// SkipFirewallCheck starts without asking whether the host's own
 	// firewall lets the nodes' VRRP adverts and the VIP's connections in.
 	SkipFirewallCheck bool
@@ -242,7 +247,7 @@ func prepare(o Options) (*machine, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.state = cluster.State{Nodes: nodes, Bootstrap: &cluster.BootstrapHost{Interface: iface, Servers: servers}}
+	h.state = cluster.State{Nodes: nodes, Bootstrap: &cluster.BootstrapHost{Interface: iface, Servers: servers}, BGPPasswords: in.passwords}
 	// The answers are read for their status only: the nodes' serving
 	// certificates are signed by the cluster's own CA, which this host
 	// need not have.
@@ -261,11 +266,15 @@ type inputs struct {
 	nodes   []cluster.Node
 	masters []cluster.Node
 	inPlace string
+	// passwords are the sessions' passwords by passwordSecret, from
+	// Options.BGPSecrets, and the file each came from.
+	passwords, secretFiles map[string]string
 }
 
 // readInputs reads the cluster file and the node list and checks what a
 // run needs of them wherever it runs: spec.bootstrap named, the nodes
-// valid for the cluster, a control-plane node to give the VIP to.
+// valid for the cluster, a control-plane node to give the VIP to, and the
+// password of each router the host peers with.
 func readInputs(o Options) (*inputs, error) {
 	c, err := v1alpha1.Load(o.Config)
 	if err != nil {
@@ -279,6 +288,9 @@ func readInputs(o Options) (*inputs, error) {
 		return nil, fmt.Errorf("--nodes: %w", err)
 	}
 	in := &inputs{c: c, model: cluster.Compile(c), nodes: list.Nodes}
+	if in.passwords, in.secretFiles, err = bgpPasswords(c, o.BGPSecrets); err != nil {
+		return nil, err
+	}
 	if errs := v1alpha1.ValidateNodes(c, cluster.Addresses(in.nodes)); len(errs) > 0 {
 		return nil, fmt.Errorf("%s with --nodes %s: %w", o.Config, o.Nodes, &v1alpha1.ValidationError{Errors: errs})
 	}

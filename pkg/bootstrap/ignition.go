@@ -25,11 +25,19 @@ const (
 	IgnitionUnit       = "vipctl-bootstrap.service"
 )
 
+// IgnitionBGPSecretPath is where AddToIgnition puts the Secret manifest
+// of a router's password (Options.BGPSecrets), named by the Secret.
+func IgnitionBGPSecretPath(name string) string {
+	return IgnitionDir + "/bgp-secret-" + name + ".yaml"
+}
+
 // AddToIgnition adds to ign, the installer's bootstrap.ign (any Ignition
 // 3.x config), what runs `vipctl bootstrap` on the bootstrap machine
 // itself: o's cluster file and node list under IgnitionDir and the
 // enabled unit IgnitionUnit, which runs it in the cluster's vipctl image
-// (spec.images.vipctl) with podman. The inputs are checked as a run
+// (spec.images.vipctl) with podman; with a routed API VIP, the Secret
+// manifests of o.BGPSecrets too (bootstrap.ign already holds the
+// cluster's keys and pull secret: it is as secret as they are). The inputs are checked as a run
 // checks them before they are added. What an earlier call added is
 // replaced, so running it again after an edit is safe; everything else
 // of ign is kept. The result is checked by Ignition's own parser.
@@ -70,10 +78,20 @@ func AddToIgnition(ign []byte, o Options, installConfig string) ([]byte, error) 
 		return nil, fmt.Errorf("ignition.version %q: want an Ignition 3.x config (openshift-install's bootstrap.ign is 3.2.0)", meta.Version)
 	}
 	files := []any{ignitionFile(IgnitionConfigPath, config), ignitionFile(IgnitionNodesPath, nodes)}
+	var secrets []string
+	for _, name := range secretNames(bootstrapPasswordSecrets(c)) {
+		data, err := os.ReadFile(in.secretFiles[name])
+		if err != nil {
+			return nil, err
+		}
+		path := IgnitionBGPSecretPath(name)
+		files = append(files, ignitionFile(path, data))
+		secrets = append(secrets, strings.Replace(path, IgnitionDir, "/vipctl", 1))
+	}
 	if doc["storage"], err = replaceEntries(doc["storage"], "files", "path", files); err != nil {
 		return nil, fmt.Errorf("storage.files: %w", err)
 	}
-	unit := map[string]any{"name": IgnitionUnit, "enabled": true, "contents": ignitionUnitText(c.Spec.Images.Vipctl)}
+	unit := map[string]any{"name": IgnitionUnit, "enabled": true, "contents": ignitionUnitText(c.Spec.Images.Vipctl, secrets)}
 	if doc["systemd"], err = replaceEntries(doc["systemd"], "units", "name", []any{unit}); err != nil {
 		return nil, fmt.Errorf("systemd.units: %w", err)
 	}
@@ -126,7 +144,11 @@ func ignitionFile(path string, data []byte) map[string]any {
 // pull secret the installer writes there for its own images. It starts
 // with the network and runs until the control-plane nodes hold the VIP
 // (exit 0); a failure is tried again.
-func ignitionUnitText(image string) string {
+func ignitionUnitText(image string, secrets []string) string {
+	args := ""
+	for _, s := range secrets {
+		args += " --bgp-secret " + s
+	}
 	return `[Unit]
 Description=vipctl holds the API VIP until the control-plane nodes answer (vipctl bootstrap)
 Documentation=https://github.com/vipctl/vipctl/blob/` + version.Release() + `/docs/bootstrap.md
@@ -136,7 +158,7 @@ After=network-online.target
 [Service]
 Type=simple
 ExecStartPre=-/usr/bin/podman rm --force --ignore vipctl-bootstrap
-ExecStart=/usr/bin/podman run --rm --name vipctl-bootstrap --net=host --privileged --user 0 --authfile /root/.docker/config.json -v ` + IgnitionDir + `:/vipctl:z ` + image + ` vipctl bootstrap -f /vipctl/cluster.yaml --nodes /vipctl/nodes.yaml
+ExecStart=/usr/bin/podman run --rm --name vipctl-bootstrap --net=host --privileged --user 0 --authfile /root/.docker/config.json -v ` + IgnitionDir + `:/vipctl:z ` + image + ` vipctl bootstrap -f /vipctl/cluster.yaml --nodes /vipctl/nodes.yaml` + args + `
 Restart=on-failure
 RestartSec=10
 

@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -236,9 +237,38 @@ func crossRackIngressMove(t *testing.T, bl *bgpLab, addrOf map[string]string, ro
 // stops, its session gone, and the router ends with the holder alone.
 // The client's failed requests are logged.
 func TestBGPCrossRackAPIVIPBootstrap(t *testing.T) {
+	testCrossRackBootstrap(t, "")
+}
+
+// TestBGPMD5Bootstrap: the same day 1 with a password on every session
+// (the router refuses any without it). The masters' sidecars would read
+// it from the Secret; the bootstrap host, before the cluster exists, is
+// given the Secret's manifest (--bgp-secret), as the admin adds it to the
+// installer's manifests. Its session comes up (the router learns the VIP
+// from it alone), its frr.conf is root's alone, and neither its output
+// nor its result says the password.
+func TestBGPMD5Bootstrap(t *testing.T) {
+	testCrossRackBootstrap(t, bgpMD5Password)
+}
+
+// testCrossRackBootstrap is TestBGPCrossRackAPIVIPBootstrap, with password
+// (when not empty) on every BGP session: in Secret "tor", given to the
+// bootstrap host as its manifest and to the masters as their sidecars
+// read it.
+func testCrossRackBootstrap(t *testing.T, password string) {
 	lab.RequireFRR(t)
 	yaml := strings.Replace(bgpCrossRackYAML, "PROFILE", "fast", 1)
 	yaml = strings.Replace(yaml, "  vrrp:", "  bootstrap:\n    addresses: ["+bootstrapAddr+"]\n    labels: {rack: a}\n  vrrp:", 1)
+	router := withRouterBFD(upstreamFRR)
+	var bootArgs []string
+	if password != "" {
+		yaml = strings.ReplaceAll(yaml, "        bfd: true\n", "        bfd: true\n        passwordSecret: tor\n")
+		i := slices.Index(router, " address-family ipv4 unicast")
+		router = slices.Insert(router, i, " neighbor nodes password "+password)
+		secret := filepath.Join(lab.SharedDir(t, "vipctl-secret-"), "tor.yaml")
+		writeFile(t, secret, []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: tor, namespace: "+onnode.Namespace+"}\nstringData: {password: "+password+"}\n"))
+		bootArgs = []string{"--bgp-secret", secret}
+	}
 	specs := []lab.NodeSpec{
 		{Name: "m-a0", Addr: "198.51.100.21/24", ControlPlane: true, Labels: map[string]string{"rack": "a"}, Gateways: []string{"198.51.100.1"}},
 		{Name: "m-a1", Addr: "198.51.100.22/24", ControlPlane: true, Labels: map[string]string{"rack": "a"}, Gateways: []string{"198.51.100.1"}},
@@ -246,10 +276,13 @@ func TestBGPCrossRackAPIVIPBootstrap(t *testing.T) {
 	}
 	lc := lab.New(t, yaml)
 	lc.AddSegment("b")
-	bl := newBGPLab(t, lc, map[string][]string{netlab.DefaultSegment: {"198.51.100.1/24"}, "b": {"203.0.113.1/26"}}, withRouterBFD(upstreamFRR))
+	if password != "" {
+		lc.State.BGPPasswords = map[string]string{"tor": password}
+	}
+	bl := newBGPLab(t, lc, map[string][]string{netlab.DefaultSegment: {"198.51.100.1/24"}, "b": {"203.0.113.1/26"}}, router)
 	boot := lc.AddHost("bootstrap", netlab.HostOpts{Iface: "ens3", Addrs: []string{bootstrapAddr + "/24"}, Gateways: []string{"198.51.100.1"}})
 	lab.ServeAPIStandIn(t, boot, bootstrapAddr, "bootstrap", 6443)
-	b := startBootstrap(t, boot, yaml, specs, false)
+	b := startBootstrap(t, boot, yaml, specs, false, bootArgs...)
 	t.Cleanup(func() {
 		if t.Failed() {
 			data, _ := os.ReadFile(b.run + "/frr.log")
@@ -261,6 +294,11 @@ func TestBGPCrossRackAPIVIPBootstrap(t *testing.T) {
 	lab.WaitFor(t, 10*time.Second, "answers from the bootstrap host", func() bool { ok, _ := p.Counts(); return ok > 50 })
 	if body := p.LastBody(); body != "bootstrap" {
 		t.Fatalf("the routed API VIP answered %q before any master ran; want the bootstrap host's apiserver", body)
+	}
+	if password != "" {
+		if fi, err := os.Stat(filepath.Join(b.run, onnode.FRRConfPath)); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("the bootstrap host's frr.conf: %v, want mode 0600 (it holds the password)", err)
+		}
 	}
 
 	lc.StartNodes(specs)
@@ -288,6 +326,12 @@ func TestBGPCrossRackAPIVIPBootstrap(t *testing.T) {
 	leftovers(t, boot)
 	before, _ := p.Counts()
 	lab.WaitFor(t, 5*time.Second, "answers through "+holder, func() bool { ok, _ := p.Counts(); return ok > before+50 })
+	if password != "" {
+		res, _ := os.ReadFile(b.result)
+		if out := b.proc.LogTail(1000) + string(res); strings.Contains(out, password) {
+			t.Errorf("vipctl bootstrap's output or result says the password")
+		}
+	}
 	ok, failed := p.Stop()
 	t.Logf("crossrack bootstrap (fast profile, BFD), %s: the VIP left the bootstrap host %d ms after it yielded; routed to %s alone; %d requests answered, %d failed, the longest gap %s",
 		time.Now().Format("2006-01-02"), res.HandoverMillis, holder, ok, failed, p.LongestGap().Round(time.Millisecond))

@@ -105,8 +105,9 @@ type bootstrapRun struct {
 // the real `vipctl bootstrap` on h with them (--yield-after 5s, --grace
 // 2s, -o json); a failing test gets its log and its daemons'. With
 // fromIgnition the inputs and the command line are those the installer's
-// bootstrap machine gets from its Ignition (bootstrapFromIgnition).
-func startBootstrap(t *testing.T, h *netlab.Host, clusterYAML string, specs []lab.NodeSpec, fromIgnition bool) *bootstrapRun {
+// bootstrap machine gets from its Ignition (bootstrapFromIgnition). extra
+// are more of its flags.
+func startBootstrap(t *testing.T, h *netlab.Host, clusterYAML string, specs []lab.NodeSpec, fromIgnition bool, extra ...string) *bootstrapRun {
 	t.Helper()
 	vipctl := requireVipctl(t)
 	dir := lab.SharedDir(t, "vipctl-bootstrap-")
@@ -117,6 +118,7 @@ func startBootstrap(t *testing.T, h *netlab.Host, clusterYAML string, specs []la
 	if fromIgnition {
 		args = bootstrapFromIgnition(t, vipctl, dir, cfg, nodes)
 	}
+	args = append(args, extra...)
 	b := &bootstrapRun{run: filepath.Join(dir, "run"), result: filepath.Join(dir, "result.json")}
 	b.proc = h.Start("vipctl-bootstrap", "sh", "-c", fmt.Sprintf("exec %s %s --dir %s --yield-after 5s --grace 2s -o json >%s",
 		vipctl, strings.Join(args, " "), b.run, b.result))

@@ -477,7 +477,8 @@ func (b *BootstrapSpec) BootstrapLabels() map[string]string {
 // validateRoutedBootstrap checks spec.bootstrap.labels: only for a routed
 // API VIP, and then they must select a router the bootstrap host can
 // peer with on its own, before the cluster exists: by address (its links
-// are not the nodes'), without a password (no Secret to read yet).
+// are not the nodes'). A password's Secret is vipctl bootstrap's to be
+// given (--bgp-secret): there is no cluster to read it from yet.
 func validateRoutedBootstrap(c *ClusterVIPs) field.ErrorList {
 	b := c.Spec.Bootstrap
 	if b == nil || c.PoolsOnly() {
@@ -505,11 +506,8 @@ func validateRoutedBootstrap(c *ClusterVIPs) field.ErrorList {
 		}
 		selected++
 		at := field.NewPath("spec", "bgp", "peers").Index(i)
-		switch {
-		case peer.Interface != "":
+		if peer.Interface != "" {
 			errs = append(errs, field.Invalid(path, labels, fmt.Sprintf("%sselect %s, an unnumbered peer (interface %s): the bootstrap host peers by address only; give it labels this peer's nodeSelector does not match", which, at, peer.Interface)))
-		case peer.PasswordSecret != "":
-			errs = append(errs, field.Invalid(path, labels, fmt.Sprintf("%sselect %s, whose session has a password from a Secret: the bootstrap host has no cluster to read it from during the install; give it labels this peer's nodeSelector does not match", which, at)))
 		}
 	}
 	if selected == 0 {

@@ -294,15 +294,20 @@ func TestRoutedAPI(t *testing.T) {
 // TestRoutedAPIBootstrap: a routed API VIP's bootstrap host peers with the
 // routers whose nodeSelector its labels match (a control-plane node's
 // role labels by default); spec.bootstrap.labels is refused without
-// spec.api.routed, when it selects no peer, an unnumbered one or one with
-// a password, and the host's address must lie in a machine network (not
-// the VIP's: it has none).
+// spec.api.routed, when it selects no peer or an unnumbered one, and the
+// host's address must lie in a machine network (not the VIP's: it has
+// none). A peer with a password is accepted: vipctl bootstrap is given
+// its Secret (pkg/bootstrap).
 func TestRoutedAPIBootstrap(t *testing.T) {
 	t.Parallel()
 	routed := strings.Replace(bgpBase, "    vips: [198.51.100.5]\n", "    vips: [203.0.113.150]\n    routed: true\n", 1)
 	routed = strings.Replace(routed, "  api:\n", "  bootstrap: {addresses: [198.51.100.40]}\n  api:\n", 1)
 	if _, err := Parse([]byte(routed)); err != nil {
 		t.Fatalf("a routed API VIP with a bootstrap host: %v", err)
+	}
+	withPassword := strings.Replace(routed, "        asn: 64512\n", "        asn: 64512\n        passwordSecret: tor-md5\n", 1)
+	if c, err := Parse([]byte(withPassword)); err != nil || c.Spec.BGP.Peers[0].PasswordSecret != "tor-md5" {
+		t.Fatalf("a routed API VIP whose bootstrap host peers with a password: %v", err)
 	}
 	for _, tc := range []struct {
 		name string
@@ -324,9 +329,6 @@ func TestRoutedAPIBootstrap(t *testing.T) {
 			c.Spec.BGP.Peers[0].Address, c.Spec.BGP.Peers[0].Interface = "", "eno2"
 			c.Spec.Bootstrap.Labels = map[string]string{"rack": "r1"}
 		}, "select spec.bgp.peers[0], an unnumbered peer (interface eno2)"},
-		{"a peer with a password", func(c *ClusterVIPs) {
-			c.Spec.BGP.Peers[1].PasswordSecret = "tor-md5"
-		}, "select spec.bgp.peers[1], whose session has a password from a Secret"},
 		{"an address outside the machine networks", func(c *ClusterVIPs) {
 			c.Spec.Bootstrap.Addresses = []string{"203.0.113.40"}
 		}, "spec.bootstrap.addresses[0]: Invalid value: \"203.0.113.40\": outside every machine network"},
