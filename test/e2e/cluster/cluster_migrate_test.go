@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1"
 	"github.com/vipctl/vipctl/pkg/apis/v1alpha1/crd"
@@ -87,7 +88,7 @@ func testMigrate(t *testing.T, c *clusterlab.Cluster) {
 	// debounce and its write); the way from the address appearing on the
 	// new holder's interface (polled through the drain: the holder's own
 	// since is whole seconds) to its claim is logged.
-	took := watchTakeover(c, clusterlab.APIVIP4, holders[0])
+	took := watchTakeover(c, name, clusterlab.APIVIP4, holders[0])
 	if out, err := c.Vipctl("drain", holders[0], "--wait"); err != nil {
 		t.Fatalf("vipctl drain %s: %v\n%s", holders[0], err, out)
 	}
@@ -101,7 +102,11 @@ func testMigrate(t *testing.T, c *clusterlab.Cluster) {
 	})
 	seen := time.Now()
 	t.Logf("drain %s -> %s: the status named the new holder %s after vipctl drain --wait returned", holders[0], next[0], seen.Sub(drained).Round(10*time.Millisecond))
-	switch tk, ok := took(); {
+	tk, ok := took()
+	if !tk.named.IsZero() {
+		seen = tk.named
+	}
+	switch {
 	case !ok:
 		t.Errorf("the API VIP was never seen on a node but %s while draining it", holders[0])
 	case tk.node != next[0]:
@@ -141,14 +146,18 @@ func testMigrate(t *testing.T, c *clusterlab.Cluster) {
 // when it was on its interface, and when that node's vipctl.io/vips
 // annotation first named it (zero: not within the watch).
 type takeover struct {
-	node                string
-	onInterface, posted time.Time
+	node                       string
+	onInterface, posted, named time.Time
 }
 
 // watchTakeover polls, every 20 ms until asked, the control-plane nodes
 // but from for addr on their interface, then the taker's Node for its
-// claim; took stops it and says what it saw (ok false: no node took it).
-func watchTakeover(c *clusterlab.Cluster, addr, from string) (took func() (takeover, bool)) {
+// claim, then the status of ClusterVIPs object name for the taker named
+// as addr's holder: when the status changed, not when a test that waited
+// for something else first looked; took stops it and says what it saw
+// (ok false: no node took it).
+func watchTakeover(c *clusterlab.Cluster, name, addr, from string) (took func() (takeover, bool)) {
+	objects := dynamic.NewForConfigOrDie(c.AdminConfig).Resource(crd.Resource)
 	found := make(chan takeover, 1)
 	stop := make(chan struct{})
 	go func() {
@@ -165,10 +174,16 @@ func watchTakeover(c *clusterlab.Cluster, addr, from string) (took func() (takeo
 						break
 					}
 				}
-			} else if n, err := c.Admin.CoreV1().Nodes().Get(context.Background(), seen.node, metav1.GetOptions{}); err == nil &&
-				strings.Contains(n.Annotations[v1alpha1.AnnotationNodeVIPs], addr) {
-				seen.posted = time.Now()
-				return
+			} else if seen.posted.IsZero() {
+				if n, err := c.Admin.CoreV1().Nodes().Get(context.Background(), seen.node, metav1.GetOptions{}); err == nil &&
+					strings.Contains(n.Annotations[v1alpha1.AnnotationNodeVIPs], addr) {
+					seen.posted = time.Now()
+				}
+			} else if u, err := objects.Get(context.Background(), name, metav1.GetOptions{}); err == nil {
+				if obj, err := crd.FromUnstructured(u); err == nil && lab.StatusHolder(obj.Status, addr) == seen.node {
+					seen.named = time.Now()
+					return
+				}
 			}
 			select {
 			case <-stop:
