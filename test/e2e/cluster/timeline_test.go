@@ -27,8 +27,11 @@ import (
 // requests and the nodes' logs: who carries each watched address; the
 // client's neighbour entry for it (whose MAC the client sends to); the
 // workload pods, each with its node, readiness and whether it is
-// terminating; and each Service's endpoints by node (ready, serving,
-// terminating), and what each node's kube-proxy says it delivers of
+// terminating; each Service's endpoints by node (ready, serving,
+// terminating) and the addresses kube-proxy takes it by (its
+// load-balancer status with each address's ipMode, its external IPs: an
+// address gone from there is not DNATed, and a node holding it answers
+// a SYN itself); and what each node's kube-proxy says it delivers of
 // each Local Service (its health check node port). The returned func stops it; call it before the scenario
 // ends, however it ends.
 func watchTimeline(t *testing.T, c *clusterlab.Cluster, ws []watchedAddr) func() {
@@ -91,6 +94,11 @@ func watchTimeline(t *testing.T, c *clusterlab.Cluster, ws []watchedAddr) func()
 			logObj("pod/"+p.Name, describeOrGone(describePod(p), gone), "pod %s: %s", p.Name)
 		}
 	}
+	logService := func(obj any, gone bool) {
+		if svc, ok := obj.(*corev1.Service); ok {
+			logObj("service/"+svc.Name, describeOrGone(describeService(svc), gone), "service %s: %s", svc.Name)
+		}
+	}
 	logSlice := func(obj any, gone bool) {
 		if s, ok := obj.(*discoveryv1.EndpointSlice); ok {
 			logObj("slice/"+s.Name, describeOrGone(describeSlice(s), gone), "endpoints of %s (%s, %s): %s", s.Labels[discoveryv1.LabelServiceName], s.AddressType, s.Name)
@@ -112,6 +120,9 @@ func watchTimeline(t *testing.T, c *clusterlab.Cluster, ws []watchedAddr) func()
 		t.Fatal(err)
 	}
 	if _, err := f.Discovery().V1().EndpointSlices().Informer().AddEventHandler(handler(logSlice)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Core().V1().Services().Informer().AddEventHandler(handler(logService)); err != nil {
 		t.Fatal(err)
 	}
 	f.Start(ctx.Done())
@@ -150,6 +161,22 @@ func describePod(p *corev1.Pod) string {
 // describeSlice lists an EndpointSlice's endpoints by node and address
 // with their conditions: r ready, s serving, t terminating (the address
 // names what a stale kube-proxy still sends to).
+// describeService is what kube-proxy reads of a Service to send traffic
+// for its load-balancer and external addresses: the status's ingress
+// addresses with their ipMode (Proxy: not DNATed on the nodes), the
+// external IPs and the traffic policy.
+func describeService(svc *corev1.Service) string {
+	var lb []string
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		a := in.IP
+		if in.IPMode != nil {
+			a += "(" + string(*in.IPMode) + ")"
+		}
+		lb = append(lb, a)
+	}
+	return fmt.Sprintf("load balancer %v, external IPs %v, policy %s", lb, svc.Spec.ExternalIPs, svc.Spec.ExternalTrafficPolicy)
+}
+
 func describeSlice(s *discoveryv1.EndpointSlice) string {
 	var out []string
 	for _, e := range s.Endpoints {
