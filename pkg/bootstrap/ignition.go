@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"slices"
@@ -79,7 +80,8 @@ func AddToIgnition(ign []byte, o Options, installConfig string) ([]byte, error) 
 	}
 	files := []any{ignitionFile(IgnitionConfigPath, config), ignitionFile(IgnitionNodesPath, nodes)}
 	var secrets []string
-	for _, name := range secretNames(bootstrapPasswordSecrets(c)) {
+	// readInputs has checked them: one file for each Secret the host needs.
+	for _, name := range slices.Sorted(maps.Keys(in.secretFiles)) {
 		data, err := os.ReadFile(in.secretFiles[name])
 		if err != nil {
 			return nil, err
