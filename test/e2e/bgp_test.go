@@ -432,6 +432,20 @@ func TestBGPLocalPolicy(t *testing.T) {
 	if got := bl.ask(t, vip, 20); got["b0"] != 0 || got["a0"]+got["b1"] != 20 {
 		t.Errorf("answers %v: want all from a0 and b1", got)
 	}
+	// a0's endpoint terminates while b1's serves (a drain): a0's route
+	// turns into a backup by policy alone, its network line kept, and
+	// the router drops it from the ECMP set. bgpd applies the policy
+	// change a second later (`bgp route-map delay-timer 1`), not after
+	// its default 5 s delay, in which a drained node's pod could end
+	// while the router still sends it traffic.
+	for _, n := range []string{"a0", "b1"} {
+		if run, err := bl.frr[n].Vtysh("show running-config"); err != nil || !strings.Contains(run, "bgp route-map delay-timer 1") {
+			t.Errorf("%s's bgpd runs without `bgp route-map delay-timer 1` (%v):\n%s", n, err, run)
+		}
+	}
+	drainingLocal([]string{"b1"}, []string{"a0"})
+	took = bl.waitHops(t, vip, []string{"203.0.113.22"}, 20*time.Second)
+	t.Logf("a0's endpoint draining, b1's ready: routed to b1 alone in %s (a0's route a backup by policy)", took.Round(time.Millisecond))
 	// A rollout: b1's pod goes, a0's stops (terminating, still
 	// serving) before the new one on b0 is ready. a0 keeps a backup
 	// route, the router's only one, so the address stays reachable.
