@@ -60,11 +60,14 @@ var errLine = regexp.MustCompile(`^\s+(\S+\.go:\d+): (.*)`)
 // verdicts picks up to n of a failed test's report lines that most likely
 // name its cause. go test does not tell t.Error from t.Log, so it ranks
 // them: first the lines that say what they want (this project's errors
-// end "..., want ..."), then the lines from a place that reported at most
+// end "..., want ..."), two from each place before any third (a roll
+// that fails many addresses reports each from one place, and the lines
+// after them, who answered and who lagged, would never be shown; CI's
+// cut keeps only the last few), then the lines from a place that reported at most
 // twice (a place that reports more is a log stream: a timeline, a
 // daemon's log tail; a line with nothing after its place heads a
 // multi-line dump). When neither is found the first report lines are
-// shown as they are.
+// taken. The lines picked are shown in the order the test reported them.
 func verdicts(output []string, n int) []string {
 	type reported struct{ place, line string }
 	var all []reported
@@ -81,19 +84,34 @@ func verdicts(output []string, n int) []string {
 			all[last].line += " | " + strings.TrimSpace(o)
 		}
 	}
-	var out []string
+	// chosen are the picked lines' indexes in all: they are shown in
+	// the order the test reported them.
+	var chosen []int
 	pick := func(ok func(reported) bool) {
-		for _, r := range all {
-			if len(out) < n && ok(r) && !slices.Contains(out, r.line) {
-				out = append(out, r.line)
+		for i, r := range all {
+			if len(chosen) < n && !slices.Contains(chosen, i) && !slices.ContainsFunc(chosen, func(j int) bool { return all[j].line == r.line }) && ok(r) {
+				chosen = append(chosen, i)
 			}
 		}
 	}
+	picked := map[string]int{}
+	pick(func(r reported) bool {
+		if !wants.MatchString(r.line) || picked[r.place] >= 2 {
+			return false
+		}
+		picked[r.place]++
+		return true
+	})
 	pick(func(r reported) bool { return wants.MatchString(r.line) })
 	pick(func(r reported) bool {
 		return count[r.place] <= 2 && !strings.HasSuffix(r.line, ":") && !strings.Contains(r.line, ": | ")
 	})
 	pick(func(reported) bool { return true })
+	slices.Sort(chosen)
+	out := make([]string, len(chosen))
+	for i, j := range chosen {
+		out[i] = all[j].line
+	}
 	return out
 }
 

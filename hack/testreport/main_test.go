@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -32,8 +33,34 @@ func TestVerdictsPassOverLogStreams(t *testing.T) {
 	got := verdicts(out, 3)
 	want := []string{
 		"cluster_test.go:560: http://198.51.100.129/ through the roll: 1 requests failed; want none: | 14:20:01.5 connection refused",
-		"cluster_test.go:575: master-2's keepalived pod runs v0.1.0, want v0.2.0",
 		"poll.go:120: no answer",
+		"cluster_test.go:575: master-2's keepalived pod runs v0.1.0, want v0.2.0",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("verdicts = %q, want %q", got, want)
+	}
+}
+
+// TestVerdictsShowWhatFollowsManyFailedAddresses: a roll that failed
+// ten addresses reports each from one place; the lines after them (who
+// refused, who lagged) are picked too, and all are shown in the order
+// the test reported them, so CI's cut, which keeps the last lines,
+// keeps those.
+func TestVerdictsShowWhatFollowsManyFailedAddresses(t *testing.T) {
+	var out []string
+	for i := range 10 {
+		out = append(out, fmt.Sprintf("    cluster_test.go:828: http://198.51.100.%d/: 3 requests failed; want none:\n", 128+i))
+	}
+	out = append(out,
+		"    cluster_test.go:854: resets the client got (want none to fail): from master-2\n",
+		"    cluster_test.go:858: kube-proxy lags (want none): master-2 from 06:16:39\n")
+	got := verdicts(out, 5)
+	want := []string{
+		"cluster_test.go:828: http://198.51.100.128/: 3 requests failed; want none:",
+		"cluster_test.go:828: http://198.51.100.129/: 3 requests failed; want none:",
+		"cluster_test.go:828: http://198.51.100.130/: 3 requests failed; want none:",
+		"cluster_test.go:854: resets the client got (want none to fail): from master-2",
+		"cluster_test.go:858: kube-proxy lags (want none): master-2 from 06:16:39",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("verdicts = %q, want %q", got, want)
