@@ -658,8 +658,8 @@ func previousLocalMove(t *testing.T, p *lab.Poller, what string) {
 // leaves the router sending connects to a node whose kube-proxy refuses
 // them (rehearsal r53, 2026-12-02: one refused, the pod gone 1.5 s
 // before the route). This release applies the change a second after its
-// reload (frr.conf's `bgp route-map delay-timer 1`): its drains, the
-// rollback's, may refuse none.
+// reload (frr.conf's `bgp route-map delay-timer 1`; TestBGPLocalPolicy).
+// On the way back the Local addresses are judged by previousLocalMove.
 var previousDrain = lab.Excuse{
 	Why: "the previous release's drain, its bgpd's route-map delay",
 	Allows: func(err string) bool {
@@ -870,7 +870,11 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 			report("SYNs to port 80 by what conntrack took them for before kube-proxy's DNAT (want each new): %s; the nodes' conntrack entries naming a failed dial's port after the roll: %s",
 				syns.counts(), syns.entries(termPorts(terms)))
 		}
-		from, to := failed[0].Add(-5*time.Second), failed[len(failed)-1].Add(5*time.Second)
+		// From 20 s before: a kube-proxy that went deaf did so before
+		// the endpoint change it missed (2026-12-02: 15 s before the
+		// first failure), and what its apiserver and etcd logged then
+		// tells why.
+		from, to := failed[0].Add(-20*time.Second), failed[len(failed)-1].Add(5*time.Second)
 		for _, n := range c.Nodes {
 			t.Logf("%s", n.ContainerLogsWhere(from, to, 200, notRepeated))
 		}

@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
+	"net"
 	"regexp"
 	"slices"
 	"strings"
@@ -39,14 +41,20 @@ type proxyLags struct {
 	// views counts the node tables read that named a Service's
 	// endpoints: a report of no lag rests on them.
 	views int
-	stop  func()
-	done  chan struct{}
+	// conns is, by node, its kube-proxy's TCP connections (proxyConns)
+	// when a lag of it first reached proxyLagLimit, and when: a stale
+	// watch shows there as a connection that has received nothing for
+	// long, and where it goes as where its answers come from.
+	conns   map[string]string
+	connsAt map[string]time.Time
+	stop    func()
+	done    chan struct{}
 }
 
 // watchProxyLags samples every second until Stop.
 func watchProxyLags(ctx context.Context, c *clusterlab.Cluster) *proxyLags {
 	ctx, stop := context.WithCancel(ctx)
-	p := &proxyLags{since: map[string]time.Time{}, stop: stop, done: make(chan struct{})}
+	p := &proxyLags{since: map[string]time.Time{}, conns: map[string]string{}, connsAt: map[string]time.Time{}, stop: stop, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		for ctx.Err() == nil {
@@ -77,6 +85,16 @@ func (p *proxyLags) sample(ctx context.Context, c *clusterlab.Cluster) {
 		}
 	}
 	for key, from := range p.since {
+		node, _, _ := strings.Cut(key, " ")
+		if now.Sub(from) >= proxyLagLimit && p.connsAt[node].Before(from) {
+			// This node's first lag of the episode: what its kube-proxy
+			// is connected to now.
+			for _, n := range c.Nodes {
+				if n.Name == node {
+					p.conns[node], p.connsAt[node] = proxyConns(n), now
+				}
+			}
+		}
 		if seen[key] {
 			continue
 		}
@@ -154,8 +172,83 @@ func (p *proxyLags) Report() string {
 		return fmt.Sprintf("none in %d readings of the nodes' kube-proxy tables", p.views)
 	}
 	slices.Sort(out)
-	return strings.Join(out, "; ")
+	// The connections first: a verdict line is cut at its end.
+	var conns []string
+	for _, node := range slices.Sorted(maps.Keys(p.conns)) {
+		conns = append(conns, fmt.Sprintf("%s's kube-proxy at %s: %s", node, p.connsAt[node].Format("15:04:05"), p.conns[node]))
+	}
+	return strings.Join(append(conns, out...), "; ")
 }
+
+// proxyConns sums up the node's kube-proxy's TCP connections, listeners
+// left out: each one's ends and state, how long ago it last sent and
+// received (ss -i, ms), what it has unacknowledged and retransmitted,
+// and, from the node's conntrack, whom its answers come from (the API
+// redirect turns a connection to the API VIP to the node's haproxy; one
+// that bypassed it is answered by the VIP itself).
+func proxyConns(n *clusterlab.Node) string {
+	out, err := n.Host.Exec("ss", "-tnpiOHa")
+	if err != nil {
+		return fmt.Sprintf("ss: %v", err)
+	}
+	var conns []string
+	for _, c := range kubeProxySockets(string(out)) {
+		ct, err := n.Host.Exec("conntrack", "-L", "-p", "tcp", "--orig-port-src", c.port)
+		answerer := "conntrack: " + strings.TrimSpace(string(ct))
+		if err == nil {
+			answerer = conntrackAnswerer(string(ct))
+		}
+		conns = append(conns, c.summary+" "+answerer)
+	}
+	if len(conns) == 0 {
+		return "no connection"
+	}
+	return strings.Join(conns, ", ")
+}
+
+// proxySocket is one of kube-proxy's connections as `ss -tnpiOHa`
+// shows it: its summary and its local port.
+type proxySocket struct{ summary, port string }
+
+// kubeProxySockets picks kube-proxy's connections, listeners left out,
+// from `ss -tnpiOHa`: state, ends and the ssInfoRE fields of each.
+func kubeProxySockets(ss string) []proxySocket {
+	var out []proxySocket
+	for _, line := range strings.Split(ss, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[0] == "LISTEN" || !strings.Contains(line, `"kube-proxy"`) {
+			continue
+		}
+		c := proxySocket{summary: f[0] + " " + f[3] + "->" + f[4], port: f[3][strings.LastIndex(f[3], ":")+1:]}
+		for _, m := range ssInfoRE.FindAllString(line, -1) {
+			c.summary += " " + m
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// ssInfoRE picks the fields of `ss -i` that tell a live connection from
+// a stale one.
+var ssInfoRE = regexp.MustCompile(`\b(lastsnd|lastrcv|unacked|retrans|bytes_received):[0-9/]+`)
+
+// conntrackAnswerer is whom `conntrack -L`'s entry of a connection says
+// answers it: its reply tuple's source.
+func conntrackAnswerer(listing string) string {
+	for _, line := range strings.Split(listing, "\n") {
+		src := conntrackSrcRE.FindAllStringSubmatch(line, -1)
+		sport := conntrackSportRE.FindAllStringSubmatch(line, -1)
+		if len(src) == 2 && len(sport) == 2 {
+			return "answered from " + net.JoinHostPort(src[1][1], sport[1][1])
+		}
+	}
+	return "no conntrack entry"
+}
+
+var (
+	conntrackSrcRE   = regexp.MustCompile(`\bsrc=(\S+)`)
+	conntrackSportRE = regexp.MustCompile(`\bsport=(\S+)`)
+)
 
 // servingAddrs are each Service's serving endpoints' addresses, by
 // "namespace/name".

@@ -57,3 +57,29 @@ func TestProxyEndpoints(t *testing.T) {
 		t.Errorf("IPv6: got %v, want %v", got, want)
 	}
 }
+
+// TestKubeProxySockets reads `ss -tnpiOHa` (iproute2 6.1) as a node
+// shows it: kube-proxy's connection with its ends and liveness fields,
+// its listener and other processes' sockets left out; and the answerer
+// of a connection from `conntrack -L` (conntrack 1.4.7), here the node's
+// haproxy the API redirect turned it to.
+func TestKubeProxySockets(t *testing.T) {
+	ss := `LISTEN 0      4096               *:10256            *:*    users:(("kube-proxy",pid=4412,fd=9)) cubic cwnd:10
+ESTAB  0      0      198.51.100.13:35954 198.51.100.5:6443 users:(("kube-proxy",pid=4412,fd=7)) cubic wscale:7,7 rto:204 rtt:1.2/0.4 bytes_sent:9120 bytes_received:88012 lastsnd:24012 lastrcv:23990 lastack:23990 unacked:2 retrans:0/3 rcv_space:14600
+ESTAB  0      0      198.51.100.13:40112 198.51.100.5:6443 users:(("kubelet",pid=3000,fd=12)) cubic lastsnd:10 lastrcv:10
+`
+	got := kubeProxySockets(ss)
+	want := []proxySocket{{summary: "ESTAB 198.51.100.13:35954->198.51.100.5:6443 bytes_received:88012 lastsnd:24012 lastrcv:23990 unacked:2 retrans:0/3", port: "35954"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("kubeProxySockets = %#v, want %#v", got, want)
+	}
+	ct := `tcp      6 431998 ESTABLISHED src=198.51.100.13 dst=198.51.100.5 sport=35954 dport=6443 src=127.0.0.1 dst=127.0.0.1 sport=9445 dport=35954 [ASSURED] mark=0 use=1
+conntrack v1.4.7 (conntrack-tools): 1 flow entries have been shown.
+`
+	if got, want := conntrackAnswerer(ct), "answered from 127.0.0.1:9445"; got != want {
+		t.Errorf("conntrackAnswerer = %q, want %q", got, want)
+	}
+	if got, want := conntrackAnswerer("conntrack v1.4.7 (conntrack-tools): 0 flow entries have been shown.\n"), "no conntrack entry"; got != want {
+		t.Errorf("conntrackAnswerer of nothing = %q, want %q", got, want)
+	}
+}
