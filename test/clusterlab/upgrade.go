@@ -90,7 +90,8 @@ func (c *Cluster) StartUpgrade(t testing.TB, to Release) *Upgrade {
 
 // UpdateNode applies the new MachineConfig to one node the way the
 // machine-config daemon does, with vipctl's step of docs/operations.md
-// before it: the node cordoned, `vipctl drain NODE --wait`, its pods
+// before it: the node cordoned, `vipctl drain NODE --wait` (and, on the
+// previous release, docs/upgrade.md's wait for its bgp backups), its pods
 // evicted (PodDisruptionBudgets respected, as oc adm drain does), the
 // new files written, the node rebooted (containerd and the kubelet start
 // again from its disk), and once it is Ready with every static pod
@@ -109,6 +110,15 @@ func (u *Upgrade) UpdateNode(t testing.TB, n *Node) {
 		fatalf(t, "vipctl drain %s --wait: %v\n%s", n.Name, err, out)
 	}
 	step("cordoned, VIPs drained")
+	if c.Release.Name != ThisTree("").Name {
+		// docs/upgrade.md, step 6: a node on the previous release turns
+		// its bgp routes into backups only after its bgpd's route-map
+		// delay (5-12 s after the drain), and a Local Service's pod
+		// evicted before that can end while the router still sends the
+		// node its connections (rehearsal r53, 2026-12-02).
+		time.Sleep(previousBGPDrain)
+		step("waited for the previous release's bgp backups")
+	}
 	c.evictPods(t, n, 3*time.Minute)
 	step("pods evicted")
 	disk, _ := splitSysctls(u.roleFiles[n.Spec.Role])
@@ -129,6 +139,11 @@ func (u *Upgrade) UpdateNode(t testing.TB, n *Node) {
 	c.Settle(t, 5*time.Minute)
 	step("uncordoned, undrained, settled")
 }
+
+// previousBGPDrain is how long docs/upgrade.md has an administrator wait
+// after `vipctl drain --wait` of a node still on the previous release,
+// before its pods are evicted.
+const previousBGPDrain = 10 * time.Second
 
 // UpdateNodeInPlace applies the new MachineConfig to one node the way
 // the machine-config daemon does under vipctl's node disruption policy

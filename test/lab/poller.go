@@ -391,47 +391,19 @@ func awaitAnswers(p *Poller, deadline time.Time) bool {
 // apart (render's TestBGPAnnouncedDraining: a backup keeps its line).
 func (p *Poller) WantOnlyECMPChurn(t testing.TB, what string, max int) {
 	t.Helper()
-	p.WantOnlyECMPChurnOr(t, what, max, Excuse{})
-}
-
-// Excuse is what a scenario allows beyond a rule, named for the report:
-// the failures Allows says yes to, as long as no run of failed requests
-// is longer than Longest.
-type Excuse struct {
-	Why     string
-	Allows  func(err string) bool
-	Longest time.Duration
-}
-
-// WantOnlyECMPChurnOr is WantOnlyECMPChurn that also lets the failures
-// the excuse allows pass, logged under its name, while the longest run
-// of failures stays within excuse.Longest.
-func (p *Poller) WantOnlyECMPChurnOr(t testing.TB, what string, max int, excuse Excuse) {
-	t.Helper()
 	ok, fail := p.stopAfterAnswers(t, what)
-	var churn, excused, others []string
+	var churn, others []string
 	for _, e := range p.Errors() {
 		reset := strings.HasSuffix(e, "connection reset by peer") && !strings.Contains(e, "connecting")
 		unreachable := strings.HasSuffix(e, "connect: network is unreachable")
-		switch {
-		case reset || unreachable:
+		if reset || unreachable {
 			churn = append(churn, e)
-		case excuse.Allows != nil && excuse.Allows(e):
-			excused = append(excused, e)
-		default:
+		} else {
 			others = append(others, e)
 		}
 	}
 	t.Logf("%s: %d of %d requests failed, %d of them by the router's ECMP churn (a reset flow, a moment unreachable)", what, fail, ok+fail, len(churn))
 	p.logLate(t, what)
-	if len(excused) > 0 {
-		gap := p.LongestGap()
-		t.Logf("%s: %d failed requests excused (%s), the longest outage %s (up to %s allowed):\n%s",
-			what, len(excused), excuse.Why, gap.Round(time.Millisecond), excuse.Longest, strings.Join(excused, "\n"))
-		if gap > excuse.Longest {
-			t.Errorf("%s: an outage of %s, longer than %s allows (%s)", what, gap.Round(time.Millisecond), excuse.Why, excuse.Longest)
-		}
-	}
 	if len(others) > 0 {
 		t.Errorf("%s: %d requests failed otherwise; want none:\n%s", what, len(others), strings.Join(others, "\n"))
 	}

@@ -650,24 +650,6 @@ func previousLocalMove(t *testing.T, p *lab.Poller, what string) {
 	}
 }
 
-// previousDrain excuses, on the way up only, what the previous release
-// does when a node is drained before its reboot: its bgpd turns the
-// node's routes into backups after its route-map delay (5 s, restarted
-// by every further change), while the node's pods are evicted at once
-// when it holds no VRRP VIP; a Local Service's pod that ends first
-// leaves the router sending connects to a node whose kube-proxy refuses
-// them (rehearsal r53, 2026-12-02: one refused, the pod gone 1.5 s
-// before the route). This release applies the change a second after its
-// reload (frr.conf's `bgp route-map delay-timer 1`; TestBGPLocalPolicy).
-// On the way back the Local addresses are judged by previousLocalMove.
-var previousDrain = lab.Excuse{
-	Why: "the previous release's drain, its bgpd's route-map delay",
-	Allows: func(err string) bool {
-		return strings.HasSuffix(err, "connect: connection refused")
-	},
-	Longest: previousLocalOutage,
-}
-
 // allocatorLeader is the allocator replica holding its Lease, and its
 // node.
 func allocatorLeader(c *clusterlab.Cluster) string {
@@ -817,11 +799,7 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 		}
 		if bgp[url] {
 			// Each node's drain and return change the router's next hops.
-			excuse := lab.Excuse{}
-			if local[url] && !rollback {
-				excuse = previousDrain
-			}
-			polls[i].WantOnlyECMPChurnOr(t, what, 4*len(c.Nodes), excuse)
+			polls[i].WantOnlyECMPChurn(t, what, 4*len(c.Nodes))
 			continue
 		}
 		failed = append(failed, polls[i].FailedStarts()...)
