@@ -7,6 +7,7 @@ import (
 	"net"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -185,7 +186,8 @@ func (p *proxyLags) Report() string {
 // received (ss -i, ms), what it has unacknowledged and retransmitted,
 // and, from the node's conntrack, whom its answers come from (the API
 // redirect turns a connection to the API VIP to the node's haproxy; one
-// that bypassed it is answered by the VIP itself).
+// that bypassed it is answered by the VIP itself); then haproxy's
+// connections to the apiservers (haproxyUpstreams).
 func proxyConns(n *clusterlab.Node) string {
 	out, err := n.Host.Exec("ss", "-tnpiOHa")
 	if err != nil {
@@ -201,10 +203,48 @@ func proxyConns(n *clusterlab.Node) string {
 		conns = append(conns, c.summary+" "+answerer)
 	}
 	if len(conns) == 0 {
-		return "no connection"
+		conns = append(conns, "no connection")
 	}
-	return strings.Join(conns, ", ")
+	// Through the API redirect the watch rides one of haproxy's
+	// connections to an apiserver: an apiserver whose connections all
+	// went quiet is the one that stopped sending.
+	return strings.Join(conns, ", ") + "; haproxy's to the apiservers: " + haproxyUpstreams(string(out))
 }
+
+// haproxyUpstreams sums up haproxy's established connections to port
+// 6443 in `ss -tnpiOHa`, by apiserver: how many, and the least recent
+// receive among them (lastrcv, ms).
+func haproxyUpstreams(ss string) string {
+	type upstream struct{ n, quietest int }
+	by := map[string]*upstream{}
+	for _, line := range strings.Split(ss, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[0] != "ESTAB" || !strings.Contains(line, `"haproxy"`) || !strings.HasSuffix(f[4], ":6443") {
+			continue
+		}
+		u := by[f[4]]
+		if u == nil {
+			u = &upstream{}
+			by[f[4]] = u
+		}
+		u.n++
+		if m := lastrcvRE.FindStringSubmatch(line); m != nil {
+			if ms, err := strconv.Atoi(m[1]); err == nil && ms > u.quietest {
+				u.quietest = ms
+			}
+		}
+	}
+	if len(by) == 0 {
+		return "none"
+	}
+	var out []string
+	for _, peer := range slices.Sorted(maps.Keys(by)) {
+		out = append(out, fmt.Sprintf("%s ×%d (quietest lastrcv:%d)", peer, by[peer].n, by[peer].quietest))
+	}
+	return strings.Join(out, ", ")
+}
+
+var lastrcvRE = regexp.MustCompile(`\blastrcv:([0-9]+)`)
 
 // proxySocket is one of kube-proxy's connections as `ss -tnpiOHa`
 // shows it: its summary and its local port.
@@ -230,7 +270,7 @@ func kubeProxySockets(ss string) []proxySocket {
 
 // ssInfoRE picks the fields of `ss -i` that tell a live connection from
 // a stale one.
-var ssInfoRE = regexp.MustCompile(`\b(lastsnd|lastrcv|unacked|retrans|bytes_received):[0-9/]+`)
+var ssInfoRE = regexp.MustCompile(`\b(lastsnd|lastrcv|unacked|retrans):[0-9/]+`)
 
 // conntrackAnswerer is whom `conntrack -L`'s entry of a connection says
 // answers it: its reply tuple's source.

@@ -62,14 +62,15 @@ func TestProxyEndpoints(t *testing.T) {
 // shows it: kube-proxy's connection with its ends and liveness fields,
 // its listener and other processes' sockets left out; and the answerer
 // of a connection from `conntrack -L` (conntrack 1.4.7), here the node's
-// haproxy the API redirect turned it to.
+// haproxy the API redirect turned it to; and haproxy's connections to
+// the apiservers, by apiserver, the quietest of each.
 func TestKubeProxySockets(t *testing.T) {
 	ss := `LISTEN 0      4096               *:10256            *:*    users:(("kube-proxy",pid=4412,fd=9)) cubic cwnd:10
 ESTAB  0      0      198.51.100.13:35954 198.51.100.5:6443 users:(("kube-proxy",pid=4412,fd=7)) cubic wscale:7,7 rto:204 rtt:1.2/0.4 bytes_sent:9120 bytes_received:88012 lastsnd:24012 lastrcv:23990 lastack:23990 unacked:2 retrans:0/3 rcv_space:14600
 ESTAB  0      0      198.51.100.13:40112 198.51.100.5:6443 users:(("kubelet",pid=3000,fd=12)) cubic lastsnd:10 lastrcv:10
 `
 	got := kubeProxySockets(ss)
-	want := []proxySocket{{summary: "ESTAB 198.51.100.13:35954->198.51.100.5:6443 bytes_received:88012 lastsnd:24012 lastrcv:23990 unacked:2 retrans:0/3", port: "35954"}}
+	want := []proxySocket{{summary: "ESTAB 198.51.100.13:35954->198.51.100.5:6443 lastsnd:24012 lastrcv:23990 unacked:2 retrans:0/3", port: "35954"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("kubeProxySockets = %#v, want %#v", got, want)
 	}
@@ -78,6 +79,14 @@ conntrack v1.4.7 (conntrack-tools): 1 flow entries have been shown.
 `
 	if got, want := conntrackAnswerer(ct), "answered from 127.0.0.1:9445"; got != want {
 		t.Errorf("conntrackAnswerer = %q, want %q", got, want)
+	}
+	ss += `ESTAB  0      0      198.51.100.13:51000 198.51.100.12:6443 users:(("haproxy",pid=5000,fd=30)) cubic lastsnd:25000 lastrcv:24000 lastack:24000
+ESTAB  0      0      198.51.100.13:51002 198.51.100.12:6443 users:(("haproxy",pid=5000,fd=31)) cubic lastsnd:300 lastrcv:31000 lastack:300
+ESTAB  0      0      198.51.100.13:51004 198.51.100.11:6443 users:(("haproxy",pid=5000,fd=32)) cubic lastsnd:20 lastrcv:15 lastack:15
+ESTAB  0      0      127.0.0.1:9445 198.51.100.13:35954 users:(("haproxy",pid=5000,fd=33)) cubic lastsnd:20 lastrcv:15
+`
+	if got, want := haproxyUpstreams(ss), "198.51.100.11:6443 ×1 (quietest lastrcv:15), 198.51.100.12:6443 ×2 (quietest lastrcv:31000)"; got != want {
+		t.Errorf("haproxyUpstreams = %q, want %q", got, want)
 	}
 	if got, want := conntrackAnswerer("conntrack v1.4.7 (conntrack-tools): 0 flow entries have been shown.\n"), "no conntrack entry"; got != want {
 		t.Errorf("conntrackAnswerer of nothing = %q, want %q", got, want)
