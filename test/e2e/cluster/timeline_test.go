@@ -158,9 +158,6 @@ func describePod(p *corev1.Pod) string {
 	return s
 }
 
-// describeSlice lists an EndpointSlice's endpoints by node and address
-// with their conditions: r ready, s serving, t terminating (the address
-// names what a stale kube-proxy still sends to).
 // describeService is what kube-proxy reads of a Service to send traffic
 // for its load-balancer and external addresses: the status's ingress
 // addresses with their ipMode (Proxy: not DNATed on the nodes), the
@@ -177,6 +174,9 @@ func describeService(svc *corev1.Service) string {
 	return fmt.Sprintf("load balancer %v, external IPs %v, policy %s", lb, svc.Spec.ExternalIPs, svc.Spec.ExternalTrafficPolicy)
 }
 
+// describeSlice lists an EndpointSlice's endpoints by node and address
+// with their conditions: r ready, s serving, t terminating (the address
+// names what a stale kube-proxy still sends to).
 func describeSlice(s *discoveryv1.EndpointSlice) string {
 	var out []string
 	for _, e := range s.Endpoints {
