@@ -89,7 +89,7 @@ func verdicts(output []string, n int) []string {
 	var chosen []int
 	pick := func(ok func(reported) bool) {
 		for i, r := range all {
-			if len(chosen) < n && !slices.Contains(chosen, i) && !slices.ContainsFunc(chosen, func(j int) bool { return all[j].line == r.line }) && ok(r) {
+			if len(chosen) < n && !slices.ContainsFunc(chosen, func(j int) bool { return all[j].line == r.line }) && ok(r) {
 				chosen = append(chosen, i)
 			}
 		}
