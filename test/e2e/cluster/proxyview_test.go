@@ -193,8 +193,9 @@ func proxyConns(n *clusterlab.Node) string {
 	if err != nil {
 		return fmt.Sprintf("ss: %v", err)
 	}
+	socks := ssSockets(string(out))
 	var conns []string
-	for _, c := range kubeProxySockets(string(out)) {
+	for _, c := range kubeProxySockets(socks) {
 		ct, err := n.Host.Exec("conntrack", "-L", "-p", "tcp", "--orig-port-src", c.port)
 		answerer := "conntrack: " + strings.TrimSpace(string(ct))
 		if err == nil {
@@ -208,27 +209,26 @@ func proxyConns(n *clusterlab.Node) string {
 	// Through the API redirect the watch rides one of haproxy's
 	// connections to an apiserver: an apiserver whose connections all
 	// went quiet is the one that stopped sending.
-	return strings.Join(conns, ", ") + "; haproxy's to the apiservers: " + haproxyUpstreams(string(out))
+	return strings.Join(conns, ", ") + "; haproxy's to the apiservers: " + haproxyUpstreams(socks)
 }
 
 // haproxyUpstreams sums up haproxy's established connections to port
-// 6443 in `ss -tnpiOHa`, by apiserver: how many, and the least recent
+// 6443 among socks, by apiserver: how many, and the least recent
 // receive among them (lastrcv, ms).
-func haproxyUpstreams(ss string) string {
+func haproxyUpstreams(socks []ssSocket) string {
 	type upstream struct{ n, quietest int }
 	by := map[string]*upstream{}
-	for _, line := range strings.Split(ss, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 || f[0] != "ESTAB" || !strings.Contains(line, `"haproxy"`) || !strings.HasSuffix(f[4], ":6443") {
+	for _, k := range socks {
+		if k.state != "ESTAB" || k.process != "haproxy" || !strings.HasSuffix(k.peer, ":6443") {
 			continue
 		}
-		u := by[f[4]]
+		u := by[k.peer]
 		if u == nil {
 			u = &upstream{}
-			by[f[4]] = u
+			by[k.peer] = u
 		}
 		u.n++
-		if m := lastrcvRE.FindStringSubmatch(line); m != nil {
+		if m := lastrcvRE.FindStringSubmatch(k.line); m != nil {
 			if ms, err := strconv.Atoi(m[1]); err == nil && ms > u.quietest {
 				u.quietest = ms
 			}
@@ -246,21 +246,43 @@ func haproxyUpstreams(ss string) string {
 
 var lastrcvRE = regexp.MustCompile(`\blastrcv:([0-9]+)`)
 
-// proxySocket is one of kube-proxy's connections as `ss -tnpiOHa`
-// shows it: its summary and its local port.
-type proxySocket struct{ summary, port string }
+// ssSocket is one line of `ss -tnpiOHa`: its state, ends, the first
+// process named as its user, and the whole line (ss -i's fields).
+type ssSocket struct{ state, local, peer, process, line string }
 
-// kubeProxySockets picks kube-proxy's connections, listeners left out,
-// from `ss -tnpiOHa`: state, ends and the ssInfoRE fields of each.
-func kubeProxySockets(ss string) []proxySocket {
-	var out []proxySocket
+// ssSockets reads `ss -tnpiOHa`.
+func ssSockets(ss string) []ssSocket {
+	var out []ssSocket
 	for _, line := range strings.Split(ss, "\n") {
 		f := strings.Fields(line)
-		if len(f) < 5 || f[0] == "LISTEN" || !strings.Contains(line, `"kube-proxy"`) {
+		if len(f) < 5 {
 			continue
 		}
-		c := proxySocket{summary: f[0] + " " + f[3] + "->" + f[4], port: f[3][strings.LastIndex(f[3], ":")+1:]}
-		for _, m := range ssInfoRE.FindAllString(line, -1) {
+		k := ssSocket{state: f[0], local: f[3], peer: f[4], line: line}
+		if m := ssProcessRE.FindStringSubmatch(line); m != nil {
+			k.process = m[1]
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+var ssProcessRE = regexp.MustCompile(`users:\(\("([^"]+)"`)
+
+// proxySocket is one of kube-proxy's connections: its summary and its
+// local port.
+type proxySocket struct{ summary, port string }
+
+// kubeProxySockets picks kube-proxy's connections among socks,
+// listeners left out: state, ends and the ssInfoRE fields of each.
+func kubeProxySockets(socks []ssSocket) []proxySocket {
+	var out []proxySocket
+	for _, k := range socks {
+		if k.state == "LISTEN" || k.process != "kube-proxy" {
+			continue
+		}
+		c := proxySocket{summary: k.state + " " + k.local + "->" + k.peer, port: k.local[strings.LastIndex(k.local, ":")+1:]}
+		for _, m := range ssInfoRE.FindAllString(k.line, -1) {
 			c.summary += " " + m
 		}
 		out = append(out, c)

@@ -69,7 +69,7 @@ func TestKubeProxySockets(t *testing.T) {
 ESTAB  0      0      198.51.100.13:35954 198.51.100.5:6443 users:(("kube-proxy",pid=4412,fd=7)) cubic wscale:7,7 rto:204 rtt:1.2/0.4 bytes_sent:9120 bytes_received:88012 lastsnd:24012 lastrcv:23990 lastack:23990 unacked:2 retrans:0/3 rcv_space:14600
 ESTAB  0      0      198.51.100.13:40112 198.51.100.5:6443 users:(("kubelet",pid=3000,fd=12)) cubic lastsnd:10 lastrcv:10
 `
-	got := kubeProxySockets(ss)
+	got := kubeProxySockets(ssSockets(ss))
 	want := []proxySocket{{summary: "ESTAB 198.51.100.13:35954->198.51.100.5:6443 lastsnd:24012 lastrcv:23990 unacked:2 retrans:0/3", port: "35954"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("kubeProxySockets = %#v, want %#v", got, want)
@@ -85,7 +85,7 @@ ESTAB  0      0      198.51.100.13:51002 198.51.100.12:6443 users:(("haproxy",pi
 ESTAB  0      0      198.51.100.13:51004 198.51.100.11:6443 users:(("haproxy",pid=5000,fd=32)) cubic lastsnd:20 lastrcv:15 lastack:15
 ESTAB  0      0      127.0.0.1:9445 198.51.100.13:35954 users:(("haproxy",pid=5000,fd=33)) cubic lastsnd:20 lastrcv:15
 `
-	if got, want := haproxyUpstreams(ss), "198.51.100.11:6443 ×1 (quietest lastrcv:15), 198.51.100.12:6443 ×2 (quietest lastrcv:31000)"; got != want {
+	if got, want := haproxyUpstreams(ssSockets(ss)), "198.51.100.11:6443 ×1 (quietest lastrcv:15), 198.51.100.12:6443 ×2 (quietest lastrcv:31000)"; got != want {
 		t.Errorf("haproxyUpstreams = %q, want %q", got, want)
 	}
 	if got, want := conntrackAnswerer("conntrack v1.4.7 (conntrack-tools): 0 flow entries have been shown.\n"), "no conntrack entry"; got != want {
