@@ -211,6 +211,14 @@ func (r *report) summary(slowest int) {
 		return
 	}
 	r.printf("testreport: FAILED\n")
+	// The packages first: CI's cut keeps the last few lines, which
+	// the deepest failed test's verdicts should fill.
+	for _, p := range r.badPkgs {
+		r.printf("  FAIL package %s\n", p)
+	}
+	if r.build {
+		r.printf("  a package did not build\n")
+	}
 	// A test fails when a subtest does, after it: its own lines are then
 	// mostly the logs it printed along the way, and it would end the
 	// report, where CI's cut keeps the last lines (stop 71's CI showed
@@ -227,12 +235,6 @@ func (r *report) summary(slowest int) {
 		for _, e := range t.errors {
 			r.printf("        %s\n", shorten(e, 400))
 		}
-	}
-	for _, p := range r.badPkgs {
-		r.printf("  FAIL package %s\n", p)
-	}
-	if r.build {
-		r.printf("  a package did not build\n")
 	}
 }
 

@@ -113,6 +113,7 @@ func TestSummaryEndsWithTheFailedSubtestsVerdicts(t *testing.T) {
 		`{"Action":"pass","Package":"p","Test":"TestC/Next","Elapsed":1}`,
 		`{"Action":"output","Package":"p","Test":"TestC","Output":"    c_test.go:5: cluster serving\n"}`,
 		`{"Action":"fail","Package":"p","Test":"TestC","Elapsed":5}`,
+		`{"Action":"fail","Package":"p","Elapsed":6}`,
 	}, "\n")
 	var out strings.Builder
 	r := &report{out: &out, buffered: map[testKey][]string{}}
@@ -124,7 +125,9 @@ func TestSummaryEndsWithTheFailedSubtestsVerdicts(t *testing.T) {
 	if !ok {
 		t.Fatalf("no FAILED section in:\n%s", out.String())
 	}
-	want := "  --- FAIL p TestC (5.0s)\n" +
+	// The package first: CI's cut keeps the verdicts at the end.
+	want := "  FAIL package p\n" +
+		"  --- FAIL p TestC (5.0s)\n" +
 		"  --- FAIL p TestC/Roll (3.0s)\n" +
 		"        c_test.go:9: 1 request failed, want none\n"
 	if tail != want {
