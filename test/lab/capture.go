@@ -124,12 +124,16 @@ var macRE = regexp.MustCompile(`\b[0-9a-f]{2}(:[0-9a-f]{2}){5}\b`)
 // Who is Around in one line for a test's verdict: each packet the host
 // received, its time, the sender named through names (link-layer
 // address to node; unknown addresses stay as they are) and what tcpdump
-// says of it, "; " between them, "nothing" when none came.
-func (r *Refusals) Who(times []time.Time, before, after time.Duration, names map[string]string) string {
+// says of it, "; " between them, "nothing" when none came. Given hosts,
+// only the packets from or to one of them (or an ICMP error about one):
+// a client that also asks other servers (the cluster lab's control
+// requests to each apiserver, whose every close ends in a reset) would
+// fill the line before the failed address's packets.
+func (r *Refusals) Who(times []time.Time, before, after time.Duration, names map[string]string, hosts ...string) string {
 	var out []string
 	for _, line := range strings.Split(r.Around(times, before, after), "\n") {
 		stamp, rest, _ := strings.Cut(line, " ")
-		if !strings.Contains(rest, " In ") {
+		if !strings.Contains(rest, " In ") || !namesAny(rest, hosts) {
 			continue
 		}
 		sender := macRE.FindString(rest)
@@ -146,4 +150,19 @@ func (r *Refusals) Who(times []time.Time, before, after time.Duration, names map
 		return "nothing"
 	}
 	return strings.Join(out, "; ")
+}
+
+// namesAny tells whether tcpdump's line names one of hosts as an end
+// ("198.51.100.5.80", "2001:db8::5.80") or in an ICMP error ("ICMP
+// 198.51.100.5 tcp port 80 unreachable"); no hosts: every line does.
+func namesAny(line string, hosts []string) bool {
+	if len(hosts) == 0 {
+		return true
+	}
+	for _, h := range hosts {
+		if strings.Contains(line, " "+h+".") || strings.Contains(line, " "+h+" ") || strings.Contains(line, " "+h+":") {
+			return true
+		}
+	}
+	return false
 }

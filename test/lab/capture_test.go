@@ -42,6 +42,13 @@ func TestRefusalsNameTheRefuser(t *testing.T) {
 	if !strings.Contains(who, " from server: 198.51.100.11.8081 > 198.51.100.100.") || strings.Count(who, "; ") != 0 {
 		t.Errorf("Who = %q, want the one reset from server", who)
 	}
+	// Only the packets of the hosts asked about, when some are.
+	if who := r.Who([]time.Time{at}, time.Second, 2*time.Second, nil, "198.51.100.1", "2001:db8::11"); who != "nothing" {
+		t.Errorf("Who of other hosts = %q, want nothing", who)
+	}
+	if who := r.Who([]time.Time{at}, time.Second, 2*time.Second, nil, "198.51.100.11"); !strings.Contains(who, "198.51.100.11.8081 > ") {
+		t.Errorf("Who of 198.51.100.11 = %q, want its reset", who)
+	}
 	if who := r.Who([]time.Time{at.Add(-time.Hour)}, time.Second, time.Second, nil); who != "nothing" {
 		t.Errorf("Who an hour before = %q, want nothing", who)
 	}

@@ -237,8 +237,15 @@ type requestTraceKey struct{}
 func (r *requestTrace) context(ctx context.Context) context.Context {
 	ctx = context.WithValue(ctx, requestTraceKey{}, r)
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		ConnectStart:         func(_, _ string) { r.set("connecting") },
-		TLSHandshakeDone:     func(tls.ConnectionState, error) { r.set("handshake done") },
+		ConnectStart: func(_, _ string) { r.set("connecting") },
+		// Called on a failed handshake too (its write or read reset).
+		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
+			if err != nil {
+				r.set("handshake failed")
+				return
+			}
+			r.set("handshake done")
+		},
 		WroteRequest:         func(httptrace.WroteRequestInfo) { r.set("request written") },
 		GotFirstResponseByte: func() { r.set("answer started") },
 	})
