@@ -31,7 +31,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -276,36 +275,6 @@ func (c *Cluster) Masters() []*Node {
 	for _, n := range c.Nodes {
 		if n.Spec.Role == RoleMaster {
 			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// Holders are the nodes that answer for addr on their VRRP interface:
-// it is on the interface, or (an IPv6 address of a sidecar-announced
-// pool, docs/runtimecfg.md) the node answers for it by a proxy
-// neighbour entry.
-func (c *Cluster) Holders(t testing.TB, addr string) []string {
-	t.Helper()
-	var out []string
-	for _, n := range c.Nodes {
-		if !n.Running() {
-			continue
-		}
-		b, err := n.Host.Exec("ip", "-o", "addr", "show", "dev", n.Host.Iface)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held := strings.Contains(string(b), " "+addr+"/")
-		if !held && strings.Contains(addr, ":") {
-			p, err := n.Host.Exec("ip", "-6", "neigh", "show", "proxy", "dev", n.Host.Iface)
-			if err != nil {
-				t.Fatal(err)
-			}
-			held = slices.Contains(strings.Fields(string(p)), addr)
-		}
-		if held {
-			out = append(out, n.Name)
 		}
 	}
 	return out

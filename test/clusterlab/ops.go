@@ -1,9 +1,7 @@
 package clusterlab
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -65,70 +63,6 @@ func (c *Cluster) EndpointNodes(t testing.TB, service string) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-// TorHops are the nodes the router's route to vip leads to, sorted: the
-// nodes announcing it over BGP that the router installed.
-func (c *Cluster) TorHops(t testing.TB, vip string) []string {
-	t.Helper()
-	family, prefix := "-4", vip+"/32"
-	if strings.Contains(vip, ":") {
-		family, prefix = "-6", vip+"/128"
-	}
-	out, err := c.Tor.Exec("ip", family, "route", "show", prefix)
-	if err != nil {
-		return nil
-	}
-	byAddr := c.nodeAddrs(t)
-	var hops []string
-	for _, f := range strings.Fields(string(out)) {
-		if a, err := netip.ParseAddr(f); err == nil && f != vip {
-			if n, ok := byAddr[a]; ok {
-				hops = append(hops, n)
-			} else {
-				hops = append(hops, a.String())
-			}
-		}
-	}
-	slices.Sort(hops)
-	return slices.Compact(hops)
-}
-
-// nodeAddrs maps every address of the running nodes' uplinks (IPv6
-// link-local ones too: the router's IPv6 next hops) to the node.
-func (c *Cluster) nodeAddrs(t testing.TB) map[netip.Addr]string {
-	t.Helper()
-	m := map[netip.Addr]string{}
-	for _, n := range c.Nodes {
-		if !n.Running() {
-			continue
-		}
-		out, err := n.Host.Exec("ip", "-j", "addr", "show", "dev", n.Host.Iface)
-		if err != nil {
-			continue
-		}
-		var links []struct {
-			AddrInfo []struct {
-				Local string `json:"local"`
-			} `json:"addr_info"`
-		}
-		if json.Unmarshal(out, &links) != nil {
-			continue
-		}
-		for _, l := range links {
-			for _, a := range l.AddrInfo {
-				if ip, err := netip.ParseAddr(a.Local); err == nil {
-					m[ip] = n.Name
-				}
-			}
-		}
-	}
-	// The node's own addresses win over VIPs it may carry.
-	for _, s := range Nodes {
-		m[netip.MustParseAddr(s.IP4)] = s.Name
-		m[netip.MustParseAddr(s.IP6)] = s.Name
-	}
-	return m
 }
 
 // DescribePath is what an administrator looks at when addr does not

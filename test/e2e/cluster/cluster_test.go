@@ -163,7 +163,7 @@ func testServiceVIPs(t *testing.T, c *clusterlab.Cluster) {
 		}
 		for _, addr := range c.ServiceAddrs(t, s.Name, time.Minute) {
 			what := fmt.Sprintf("%s (%s, %s) %s", s.Name, s.Pool, s.Policy, addr)
-			carriers := clusterCarriers(t, c, s.Pool, addr)
+			carriers := clusterCarriers(c.ReadCarriers(), s.Pool, addr)
 			answered := map[string]bool{}
 			for range 30 {
 				body, err := c.Get(clusterlab.URL(addr, clusterlab.ServicePort))
@@ -207,16 +207,14 @@ func testServiceVIPs(t *testing.T, c *clusterlab.Cluster) {
 	}
 }
 
-// clusterCarriers are the nodes that take addr's traffic: its holders in a vrrp
-// pool, the router's next hops in the bgp pool.
-func clusterCarriers(t testing.TB, c *clusterlab.Cluster, pool, addr string) []string {
-	t.Helper()
+// clusterCarriers are the nodes that take addr's traffic, sorted, as v
+// read them: its holders in a vrrp pool, the router's next hops in the
+// bgp pool.
+func clusterCarriers(v *clusterlab.Carriers, pool, addr string) []string {
 	if pool == clusterlab.PoolBGP {
-		return c.TorHops(t, addr)
+		return v.TorHops(addr)
 	}
-	h := c.Holders(t, addr)
-	slices.Sort(h)
-	return h
+	return v.Holders(addr)
 }
 
 // watchedAddr is one address a scenario watches: what it is, its pool
@@ -311,7 +309,7 @@ func testLocalPodMoves(t *testing.T, c *clusterlab.Cluster) {
 		t.Logf("%s moved from %s to %s, the old pod gone, in %s", clusterlab.MoverName, from, to, time.Since(moved).Round(time.Millisecond))
 		for _, w := range ws {
 			lab.WaitFor(t, time.Minute, w.what+" carried by "+to+" alone", func() bool {
-				return slices.Equal(clusterCarriers(t, c, w.pool, w.addr), []string{to})
+				return slices.Equal(clusterCarriers(c.ReadCarriers(), w.pool, w.addr), []string{to})
 			})
 		}
 		stopLogging()

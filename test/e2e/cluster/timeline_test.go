@@ -48,9 +48,9 @@ func watchTimeline(t *testing.T, c *clusterlab.Cluster, ws []watchedAddr) func()
 		carriers, neighbours := map[string]string{}, map[string]string{}
 		macs := nodeMACs(c)
 		for ctx.Err() == nil {
-			entries := clientNeighbours(c)
+			entries, v := clientNeighbours(c), c.ReadCarriers()
 			for _, w := range ws {
-				if now := fmt.Sprint(clusterCarriers(t, c, w.pool, w.addr)); now != carriers[w.addr] {
+				if now := fmt.Sprint(clusterCarriers(v, w.pool, w.addr)); now != carriers[w.addr] {
 					logf("%s: carried by %s", w.what, now)
 					carriers[w.addr] = now
 				}
@@ -340,12 +340,16 @@ func watchArrival(t *testing.T, c *clusterlab.Cluster, ws []watchedAddr, node st
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			for i, w := range ws {
+			for i := range ws {
 				if out[i].proxy.IsZero() && strings.HasPrefix(proxyView(ctx, client, ip, ports[i]), "localEndpoints=1") {
 					out[i].proxy = time.Now()
 				}
-				if out[i].carried.IsZero() && slices.Contains(clusterCarriers(t, c, w.pool, w.addr), node) {
-					out[i].carried = time.Now()
+			}
+			// One reading for every address, after the views.
+			v, read := c.ReadCarriers(), time.Now()
+			for i, w := range ws {
+				if out[i].carried.IsZero() && slices.Contains(clusterCarriers(v, w.pool, w.addr), node) {
+					out[i].carried = read
 				}
 			}
 			time.Sleep(100 * time.Millisecond)
