@@ -845,9 +845,6 @@ func testUpgrade(t *testing.T, c *clusterlab.Cluster, to clusterlab.Release, inP
 			whom, hosts = failed, failedHosts(polls, urls, nil)
 		}
 		slices.SortFunc(whom, time.Time.Compare)
-		if nft != nil {
-			t.Logf("SYNs to port 80 by what conntrack took them for before kube-proxy's DNAT (want each new): %s", syns.counts())
-		}
 		report("resets and ICMP errors the client got about the failed addresses around the %d failed requests (%d judged; want none to fail): %s",
 			len(failed), len(judged), refusals.Who(whom, time.Second, 3*time.Second, senders, hosts...))
 		report("kube-proxy sending a Service's traffic to an address that was no serving endpoint of it for %s or more (want none): %s", proxyLagLimit, lags.Report())
